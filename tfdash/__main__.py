@@ -1,0 +1,3 @@
+from tfdash.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,146 @@
+"""The `tfdash` command.
+
+    tfdash [--ckpt DIR | --model PRESET] [...]        the live dashboard
+    tfdash --headless [...]                           stream the continuation, then tok/s
+    tfdash open SNAPSHOT.json                         a saved profile snapshot, read-only
+    tfdash analyze [...]                              the static cost of one decode step
+    tfdash bench [...]                                tilelang engine vs its peers, A/B in one process
+
+Errors a user can act on print one line (`tfdash: error: ...`) and exit 2; never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from tfdash import __version__
+from tfdash.errors import TfdashError
+
+SUBCOMMANDS = ("open", "analyze", "bench")
+
+
+def _positive(v: str) -> int:
+    try:
+        n = int(v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{v!r} is not an integer") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{n} must be at least 1")
+    return n
+
+
+def add_model_args(p: argparse.ArgumentParser) -> None:
+    src = p.add_argument_group("model")
+    src.add_argument("--ckpt", metavar="DIR", help="a Qwen3 checkpoint directory (config.json, safetensors, "
+                     "tokenizer.json); without it, random weights of --model's shape")
+    src.add_argument("--model", metavar="PRESET", help="qwen3-1.7b or qwen3-tiny (default: qwen3-tiny on CPU, "
+                     "qwen3-1.7b on CUDA)")
+    src.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when available")
+    src.add_argument("--dtype", choices=("bfloat16", "float16", "float32"),
+                     help="default: bfloat16 on CUDA, float32 on CPU")
+    src.add_argument("--backend", choices=("torch-eager", "torch-graph", "tilelang-graph"),
+                     help="default: tilelang-graph on CUDA (torch-graph without tilelang), torch-eager on CPU")
+    src.add_argument("--seed", type=int, default=0, help="seed of the random weights (default 0)")
+
+
+def add_run_args(p: argparse.ArgumentParser) -> None:
+    from tfdash.engine import DEFAULT_PROMPT
+
+    add_model_args(p)
+    g = p.add_argument_group("generation")
+    g.add_argument("--prompt", default=DEFAULT_PROMPT, help="the prompt text (default: %(default)r)")
+    g.add_argument("--max-new-tokens", type=_positive, default=None, metavar="N",
+                   help="tokens to generate (default 256 headless, 2048 in the dashboard)")
+    g.add_argument("--ignore-eos", action="store_true", help="keep generating past an end-of-sequence token")
+
+
+def run_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="tfdash",
+        description="A terminal dashboard for batch-1 LLM decode: live tokens, per-kernel time against a "
+                    "static cost model, the memory roofline and NVML bandwidth.",
+        epilog="Other commands: tfdash open SNAPSHOT.json | tfdash analyze ... | tfdash bench ... "
+               "(each takes --help).",
+    )
+    p.add_argument("--version", action="version", version=f"tfdash {__version__}")
+    p.add_argument("--headless", action="store_true", help="no dashboard: print the continuation and a summary")
+    p.add_argument("--profile", action="store_true", help="headless: profile a window of steps per kernel")
+    p.add_argument("--export", metavar="DIR", help="headless: write snapshot JSON, Chrome trace and CSV here")
+    add_run_args(p)
+    return p
+
+
+def _describe(eng) -> str:
+    src = "random weights, " + eng.tokenizer.label if eng.random_weights else eng.source
+    return (f"tfdash {__version__} · {eng.config.name} · {src} · {eng.backend} on {eng.device} "
+            f"{eng.plan.dtype} · {len(eng.plan)} launches/step")
+
+
+def run_headless(args) -> int:
+    from tfdash.engine import load_engine
+
+    max_new = args.max_new_tokens or 256
+    eng = load_engine(ckpt=args.ckpt, model=args.model, device=args.device, dtype=args.dtype,
+                      backend=args.backend, prompt=args.prompt, max_new_tokens=max_new, seed=args.seed)
+    out = sys.stdout
+    print(_describe(eng), file=sys.stderr)
+    if getattr(args, "profile", False) or getattr(args, "export", None):
+        from tfdash.profiling.headless import profile_run
+
+        return profile_run(eng, args, max_new)
+    gen = eng.generate(args.prompt, max_new, ignore_eos=args.ignore_eos)
+    out.write(args.prompt)
+    out.flush()
+    try:
+        for ev in gen:
+            if ev.text:
+                out.write(ev.text)
+                out.flush()
+    except KeyboardInterrupt:
+        gen.cancel()
+    out.write("\n")
+    print(gen.stats.summary(), file=out)
+    return 0
+
+
+def run_dashboard(args) -> int:
+    from tfdash.app.main import run_app
+
+    return run_app(args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] in SUBCOMMANDS:
+            cmd = argv.pop(0)
+            if cmd == "analyze":
+                from tfdash.profiling.analyze_cli import main as analyze_main
+
+                return analyze_main(argv)
+            if cmd == "bench":
+                from tfdash.profiling.bench import main as bench_main
+
+                return bench_main(argv)
+            from tfdash.app.main import open_main
+
+            return open_main(argv)
+        args = run_parser().parse_args(argv)
+        if args.headless:
+            return run_headless(args)
+        if not sys.stdout.isatty() and not os.environ.get("TFDASH_FORCE_TUI"):
+            print("tfdash: stdout is not a terminal; running --headless", file=sys.stderr)
+            return run_headless(args)
+        return run_dashboard(args)
+    except TfdashError as e:
+        print(f"tfdash: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("tfdash: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

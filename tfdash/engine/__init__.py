@@ -1,0 +1,123 @@
+"""The decode engine: config, weights, tokenizer, step plan, runtime and decode loop.
+
+`load_engine` is the one entry point the CLI, the profiler and the app use:
+
+    eng = load_engine(ckpt=None, model="qwen3-tiny", device="cpu")
+    gen = eng.generate("The GPU", max_new_tokens=64)
+    for event in gen: print(event.text, end="")
+    print(gen.stats.summary())
+"""
+
+from __future__ import annotations
+
+import platform
+from dataclasses import dataclass
+from pathlib import Path
+
+from tfdash.engine.config import PRESETS, ModelConfig, load_config, preset
+from tfdash.engine.decode import Generation, GenerationStats, TokenEvent
+from tfdash.engine.plan import StepPlan, build_plan, check_generation, default_capacity
+from tfdash.errors import CapacityError, TfdashError
+
+__all__ = [
+    "PRESETS", "Engine", "Generation", "GenerationStats", "ModelConfig", "StepPlan", "TokenEvent",
+    "build_plan", "default_backend", "default_device", "load_config", "load_engine", "preset",
+]
+
+DEFAULT_PROMPT = "Write a detailed explanation of how a GPU executes a matrix multiplication."
+
+
+def default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def tilelang_available() -> bool:
+    if platform.system() != "Linux":
+        return False
+    try:
+        import importlib.util
+
+        return importlib.util.find_spec("tilelang") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def default_backend(device: str) -> str:
+    if device.startswith("cuda"):
+        return "tilelang-graph" if tilelang_available() else "torch-graph"
+    return "torch-eager"
+
+
+@dataclass
+class Engine:
+    config: ModelConfig
+    plan: StepPlan
+    runtime: object
+    tokenizer: object
+    source: str  # checkpoint path, or "random"
+    device: str
+    backend: str
+    seed: int = 0
+
+    @property
+    def random_weights(self) -> bool:
+        return self.source == "random"
+
+    def encode(self, prompt: str) -> list[int]:
+        ids = self.tokenizer.encode(prompt)
+        if not ids:
+            raise TfdashError("the prompt encodes to no tokens")
+        return ids
+
+    def generate(self, prompt: str | list[int], max_new_tokens: int, stop=None, ignore_eos: bool = False,
+                 depth: int = 16) -> Generation:
+        ids = self.encode(prompt) if isinstance(prompt, str) else list(prompt)
+        eos = () if (ignore_eos or self.random_weights) else self.config.eos_token_ids
+        return Generation(self.runtime, ids, max_new_tokens, self.tokenizer, eos_ids=eos, depth=depth, stop=stop)
+
+
+def load_engine(ckpt: str | Path | None = None, model: str | None = None, device: str | None = None,
+                dtype: str | None = None, backend: str | None = None, capacity: int | None = None,
+                prompt: str | None = None, max_new_tokens: int | None = None, seed: int = 0,
+                progress=None) -> Engine:
+    """Build an engine on the embedded default (qwen3-tiny on CPU, the qwen3-1.7b shape on CUDA,
+    random weights) or on a checkpoint. When prompt and max_new_tokens are given, the lengths are
+    checked against max_position_embeddings and the capacity before any weight is loaded."""
+    import torch
+
+    from tfdash.engine.runtime import make_runtime
+    from tfdash.engine.tokenizer import StandInTokenizer, load_tokenizer
+    from tfdash.engine.weights import load_weights, torch_dtype
+
+    device = device or default_device()
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise TfdashError("--device cuda: no CUDA device is available (torch.cuda.is_available() is False)")
+    if ckpt is not None:
+        if model is not None:
+            raise TfdashError("give --ckpt or --model, not both")
+        cfg = load_config(ckpt)
+        tokenizer = load_tokenizer(ckpt)
+        source = str(ckpt)
+    else:
+        cfg = preset(model or ("qwen3-1.7b" if device.startswith("cuda") else "qwen3-tiny"))
+        tokenizer = StandInTokenizer(cfg.vocab_size)
+        source = "random"
+    dtype = dtype or ("bfloat16" if device.startswith("cuda") else "float32")
+    backend = backend or default_backend(device)
+    if backend != "torch-eager" and not device.startswith("cuda"):
+        raise TfdashError(f"backend {backend} needs --device cuda")
+    if capacity is None:
+        need = 4096
+        if prompt is not None and max_new_tokens is not None:
+            need = max(need, len(tokenizer.encode(prompt)) + max_new_tokens)
+        capacity = default_capacity(cfg, need)
+    if capacity > cfg.max_position_embeddings:
+        raise CapacityError(f"capacity {capacity} is past max_position_embeddings={cfg.max_position_embeddings}")
+    plan = build_plan(cfg, dtype=dtype, capacity=capacity)
+    if prompt is not None and max_new_tokens is not None:
+        check_generation(cfg, plan.capacity, len(tokenizer.encode(prompt)), max_new_tokens)
+    weights = load_weights(cfg, ckpt, torch_dtype(dtype), device, seed)
+    runtime = make_runtime(backend, plan, weights, device, progress=progress)
+    return Engine(cfg, plan, runtime, tokenizer, source, device, backend, seed)

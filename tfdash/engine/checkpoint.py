@@ -1,0 +1,177 @@
+"""Checkpoint loading: safetensors, single-file or sharded, validated before a byte is trusted.
+
+Every safetensors header is parsed here first (length prefix, JSON, dtypes, offsets against the
+file size), so a truncated or corrupt file is a CheckpointError naming the file, never a crash
+inside the loader. The tensor inventory is then checked against what the config implies, and
+every missing, unexpected, misshaped or wrongly typed tensor is named in one error.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import torch
+
+from tfdash.engine.config import ModelConfig
+from tfdash.errors import CheckpointError
+
+ST_DTYPES = {"BF16": torch.bfloat16, "F16": torch.float16, "F32": torch.float32}
+ST_ITEMSIZE = {"BF16": 2, "F16": 2, "F32": 4, "F64": 8, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
+               "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1, "U16": 2, "U32": 4, "U64": 8}
+MAX_HEADER = 100 * 1024 * 1024  # safetensors' own limit on the JSON header
+
+
+def expected_tensors(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
+    """HF names and shapes of every tensor a Qwen3ForCausalLM checkpoint must hold."""
+    H, D, I, V = cfg.hidden_size, cfg.head_dim, cfg.intermediate_size, cfg.vocab_size
+    out = {"model.embed_tokens.weight": (V, H), "model.norm.weight": (H,)}
+    if not cfg.tie_word_embeddings:
+        out["lm_head.weight"] = (V, H)
+    for i in range(cfg.num_layers):
+        p = f"model.layers.{i}."
+        out.update({
+            p + "input_layernorm.weight": (H,),
+            p + "post_attention_layernorm.weight": (H,),
+            p + "self_attn.q_proj.weight": (cfg.q_size, H),
+            p + "self_attn.k_proj.weight": (cfg.kv_size, H),
+            p + "self_attn.v_proj.weight": (cfg.kv_size, H),
+            p + "self_attn.o_proj.weight": (H, cfg.q_size),
+            p + "self_attn.q_norm.weight": (D,),
+            p + "self_attn.k_norm.weight": (D,),
+            p + "mlp.gate_proj.weight": (I, H),
+            p + "mlp.up_proj.weight": (I, H),
+            p + "mlp.down_proj.weight": (H, I),
+        })
+    return out
+
+
+def read_header(path: Path) -> dict[str, dict]:
+    """Parse and check one safetensors header: {name: {"dtype", "shape", "data_offsets"}}."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as f:
+            prefix = f.read(8)
+            if len(prefix) < 8:
+                raise CheckpointError(f"{path}: truncated safetensors file ({size} bytes, no header)")
+            (n,) = struct.unpack("<Q", prefix)
+            if n > MAX_HEADER or n > size - 8:
+                raise CheckpointError(f"{path}: corrupt or truncated safetensors header "
+                                      f"(header claims {n} bytes, file has {size})")
+            raw = f.read(n)
+    except OSError as e:
+        raise CheckpointError(f"{path}: cannot read ({e.strerror or e})") from None
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise CheckpointError(f"{path}: corrupt safetensors header (not JSON)") from None
+    if not isinstance(header, dict):
+        raise CheckpointError(f"{path}: corrupt safetensors header (not a JSON object)")
+    data_len = size - 8 - n
+    tensors = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        try:
+            dtype, shape, (start, end) = info["dtype"], list(info["shape"]), info["data_offsets"]
+            numel = 1
+            for s in shape:
+                numel *= int(s)
+            ok = dtype in ST_ITEMSIZE and 0 <= start <= end and end - start == numel * ST_ITEMSIZE[dtype]
+        except (KeyError, TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise CheckpointError(f"{path}: corrupt safetensors entry for {name!r}")
+        if end > data_len:
+            raise CheckpointError(f"{path}: truncated safetensors file: {name!r} needs bytes up to {end} "
+                                  f"of the data section, which has {data_len}")
+        tensors[name] = {"dtype": dtype, "shape": tuple(int(s) for s in shape)}
+    return tensors
+
+
+def shard_files(ckpt: Path) -> dict[str, Path]:
+    """Map each tensor name to the file that holds it (single-file or sharded checkpoints)."""
+    index = ckpt / "model.safetensors.index.json"
+    single = ckpt / "model.safetensors"
+    if index.is_file():
+        try:
+            weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
+            assert isinstance(weight_map, dict)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, AssertionError):
+            raise CheckpointError(f"{index}: corrupt index (no weight_map)") from None
+        files = {name: ckpt / str(fn) for name, fn in weight_map.items()}
+        missing = sorted({str(p.name) for p in files.values() if not p.is_file()})
+        if missing:
+            raise CheckpointError(f"{index}: shard file(s) missing: {', '.join(missing)}")
+        return files
+    if single.is_file():
+        return {name: single for name in read_header(single)}
+    others = sorted(p.name for p in ckpt.glob("*.safetensors"))
+    if len(others) == 1:
+        only = ckpt / others[0]
+        return {name: only for name in read_header(only)}
+    raise CheckpointError(f"{ckpt}: no model.safetensors or model.safetensors.index.json")
+
+
+def _summarise(label: str, items: list[str], most: int = 4) -> str:
+    shown = ", ".join(items[:most]) + (f", ... (+{len(items) - most} more)" if len(items) > most else "")
+    return f"{len(items)} {label}: {shown}"
+
+
+def inventory(ckpt: Path, cfg: ModelConfig) -> dict[str, Path]:
+    """Check every tensor of the checkpoint against the config; return name -> file."""
+    files = shard_files(ckpt)
+    headers: dict[Path, dict] = {}
+    found: dict[str, dict] = {}
+    for name, path in files.items():
+        if path not in headers:
+            headers[path] = read_header(path)
+        if name not in headers[path]:
+            raise CheckpointError(f"{path}: index lists {name!r} but the file does not hold it")
+        found[name] = headers[path][name]
+    expected = expected_tensors(cfg)
+    optional = {"lm_head.weight": (cfg.vocab_size, cfg.hidden_size)} if cfg.tie_word_embeddings else {}
+    missing = sorted(n for n in expected if n not in found)
+    unexpected = sorted(n for n in found if n not in expected and n not in optional)
+    shapes, dtypes = [], []
+    for name, info in found.items():
+        want = expected.get(name) or optional.get(name)
+        if want is None:
+            continue
+        if info["shape"] != want:
+            shapes.append(f"{name} {list(info['shape'])} (want {list(want)})")
+        if info["dtype"] not in ST_DTYPES:
+            dtypes.append(f"{name} {info['dtype']} (want BF16, F16 or F32)")
+    problems = []
+    if missing:
+        problems.append(_summarise("missing", missing))
+    if unexpected:
+        problems.append(_summarise("unexpected", unexpected))
+    if shapes:
+        problems.append(_summarise("misshaped", sorted(shapes)))
+    if dtypes:
+        problems.append(_summarise("wrongly typed", sorted(dtypes)))
+    if problems:
+        raise CheckpointError(f"checkpoint {ckpt} does not match its config: " + "; ".join(problems))
+    return {n: p for n, p in files.items() if n in expected}
+
+
+def load_state_dict(ckpt: str | Path, cfg: ModelConfig, dtype: torch.dtype, device="cpu") -> dict[str, torch.Tensor]:
+    """Validated HF-named tensors, converted to `dtype` on `device`."""
+    from safetensors import SafetensorError, safe_open
+
+    ckpt = Path(ckpt)
+    files = inventory(ckpt, cfg)
+    by_file: dict[Path, list[str]] = {}
+    for name, path in files.items():
+        by_file.setdefault(path, []).append(name)
+    out = {}
+    for path, names in by_file.items():
+        try:
+            with safe_open(str(path), framework="pt", device="cpu") as f:
+                for name in names:
+                    out[name] = f.get_tensor(name).to(device=device, dtype=dtype)
+        except (SafetensorError, OSError, RuntimeError, ValueError) as e:
+            raise CheckpointError(f"{path}: cannot load ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+    return out

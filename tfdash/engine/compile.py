@@ -1,0 +1,65 @@
+"""Compiling the plan's tilelang kernels, once per distinct kernel, through tilelang's disk cache.
+
+The cache lives in $TILELANG_CACHE_DIR (default ~/.cache/tfdash/tilelang): the first run compiles
+each kernel (a few seconds each, with a progress bar), later runs load them in well under a
+second each.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from tfdash.kernels.base import family
+
+SM90A = {"kind": "cuda", "arch": "sm_90a"}
+
+
+def cache_dir() -> Path:
+    d = os.environ.get("TILELANG_CACHE_DIR")
+    if not d:
+        d = str(Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tfdash" / "tilelang")
+        os.environ["TILELANG_CACHE_DIR"] = d
+    return Path(d)
+
+
+def build(launch_or_dims, family_name=None):
+    """The prim_func of one launch (its family's tilelang factory applied to its dims)."""
+    if family_name is None:
+        launch = launch_or_dims
+        return family(launch.family).tilelang(launch.dims)
+    return family(family_name).tilelang(launch_or_dims)
+
+
+def compile_one(launch, target=None):
+    cache_dir()
+    import tilelang
+
+    return tilelang.compile(build(launch), out_idx=[], target=target or "cuda", execution_backend="tvm_ffi")
+
+
+def compile_plan(plan, target=None, progress=None) -> dict:
+    """{kernel name: compiled kernel} for every distinct kernel of the plan.
+    `progress(done, total, name, seconds)` is called after each; the default prints a bar."""
+    kernels = plan.kernels()
+    out = {}
+    bar = None
+    if progress is None:
+        from rich.progress import Progress
+
+        bar = Progress(transient=False)
+        bar.start()
+        task = bar.add_task("compiling tilelang kernels", total=len(kernels))
+    try:
+        for i, (name, launch) in enumerate(kernels.items()):
+            t = time.perf_counter()
+            out[name] = compile_one(launch, target)
+            if bar is not None:
+                bar.update(task, advance=1, description=f"compiled {name}")
+            else:
+                progress(i + 1, len(kernels), name, time.perf_counter() - t)
+    finally:
+        if bar is not None:
+            bar.stop()
+    return out

@@ -1,0 +1,255 @@
+"""StepPlan: the ordered list of every launch of one decode step. The single source of truth.
+
+The runtime launches it (torch spellings on CPU/GPU, tilelang kernels on the H200) and captures
+it; the analyzer prices it; the profiler names what CUPTI measured by its position in it; the app
+lists it. A launch names its operands by buffer; every buffer has a fixed shape and dtype, so a
+captured CUDA graph can replay the step at fixed addresses.
+
+One decode step, for a model of L layers (the engine's real structure: packed q|k|v and gate|up,
+norms fused into the GEMV that consumes them, residual adds fused into the GEMV that produces
+them, the attention merge inside the attention launch):
+
+    embed                      x = E[tok]
+    L{i}.qkv_proj              qkv = W_qkv @ rmsnorm(x)
+    L{i}.qk_norm_rope          q = rope(norm(q)); k_cache[pos] = rope(norm(k)); v_cache[pos] = v
+    L{i}.attention             attn = softmax(q k^T / sqrt(d)) v over positions 0..pos
+    L{i}.o_proj                x += W_o @ attn
+    L{i}.gate_up               gu = W_gu @ rmsnorm(x)
+    L{i}.down                  x += W_down @ (silu(g) * u)
+    lm_head                    logits = E @ rmsnorm(x)            (f32)
+    argmax                     next = argmax(logits); feed prompt or next; pos += 1
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+from tfdash.engine.config import ModelConfig
+from tfdash.errors import CapacityError
+
+ATTN_BLOCK = 64  # KV positions per split of the split-KV attention
+
+
+@dataclass(frozen=True)
+class BufferSpec:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str  # "bfloat16", "float32", "int32", ...
+    kind: str  # "weight", "cache", "activation", "table", "scratch"
+    parent: str | None = None  # a view: parent[index]
+    index: int | None = None
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        from tfdash.kernels.base import DTYPE_BYTES
+
+        return self.numel * DTYPE_BYTES[self.dtype]
+
+
+@dataclass(frozen=True)
+class Launch:
+    index: int
+    role: str  # "L12.qkv_proj", "lm_head", ...
+    layer: int | None
+    family: str  # "gemv", "attention", ...
+    kernel: str  # the prim_func's name; CUDA, CUPTI and Nsight show `<kernel>_kernel`
+    dims: Mapping[str, object]
+    args: Mapping[str, str]  # operand role -> buffer name
+
+    @property
+    def op(self) -> str:
+        """The role without its layer prefix: "qkv_proj" for "L12.qkv_proj"."""
+        return self.role.split(".", 1)[1] if self.layer is not None else self.role
+
+    def cost(self, ctx_len: int):
+        from tfdash.kernels.base import family
+
+        return family(self.family).cost(self.dims, ctx_len)
+
+    def to_dict(self) -> dict:
+        return {
+            "index": self.index, "role": self.role, "layer": self.layer, "family": self.family,
+            "kernel": self.kernel, "dims": dict(self.dims), "args": dict(self.args),
+        }
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    config: ModelConfig
+    dtype: str
+    capacity: int  # KV cache positions
+    buffers: Mapping[str, BufferSpec]
+    launches: tuple[Launch, ...]
+    meta: Mapping[str, object] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.launches)
+
+    def __iter__(self):
+        return iter(self.launches)
+
+    def families(self) -> dict[str, list[Launch]]:
+        out: dict[str, list[Launch]] = {}
+        for launch in self.launches:
+            out.setdefault(launch.family, []).append(launch)
+        return out
+
+    def ops(self) -> dict[str, list[Launch]]:
+        """Launches grouped by op (role without layer): "qkv_proj" -> 28 launches."""
+        out: dict[str, list[Launch]] = {}
+        for launch in self.launches:
+            out.setdefault(launch.op, []).append(launch)
+        return out
+
+    def kernels(self) -> dict[str, Launch]:
+        """One representative launch per distinct kernel name (what gets compiled)."""
+        out: dict[str, Launch] = {}
+        for launch in self.launches:
+            out.setdefault(launch.kernel, launch)
+        return out
+
+    def check_ctx(self, ctx_len: int) -> None:
+        """A step at ctx_len attends over ctx_len + 1 positions and writes position ctx_len."""
+        if ctx_len < 0:
+            raise CapacityError(f"ctx_len={ctx_len} must be >= 0")
+        if ctx_len >= self.config.max_position_embeddings:
+            raise CapacityError(f"ctx_len={ctx_len} is past max_position_embeddings="
+                                f"{self.config.max_position_embeddings} (largest ctx_len is "
+                                f"{self.config.max_position_embeddings - 1})")
+        if ctx_len >= self.capacity:
+            raise CapacityError(f"ctx_len={ctx_len} is past the KV cache capacity of {self.capacity} positions "
+                                f"(largest ctx_len is {self.capacity - 1})")
+
+    def weight_bytes(self) -> int:
+        return sum(b.nbytes for b in self.buffers.values() if b.kind == "weight")
+
+    def to_dict(self) -> dict:
+        return {
+            "config": self.config.to_dict(),
+            "dtype": self.dtype,
+            "capacity": self.capacity,
+            "buffers": {n: {"shape": list(b.shape), "dtype": b.dtype, "kind": b.kind,
+                            "parent": b.parent, "index": b.index} for n, b in self.buffers.items()},
+            "launches": [launch.to_dict() for launch in self.launches],
+        }
+
+
+def default_capacity(cfg: ModelConfig, needed: int) -> int:
+    """The KV capacity for `needed` positions: rounded up to whole attention blocks."""
+    cap = -(-max(needed, 1) // ATTN_BLOCK) * ATTN_BLOCK
+    return min(cap, max(cfg.max_position_embeddings, ATTN_BLOCK))
+
+
+def check_generation(cfg: ModelConfig, capacity: int, prompt_len: int, max_new_tokens: int) -> None:
+    """The step at position p writes cache slot p; a generation touches positions 0..P+N-2."""
+    if prompt_len < 1:
+        raise CapacityError("the prompt must have at least one token")
+    if max_new_tokens < 1:
+        raise CapacityError(f"max-new-tokens={max_new_tokens} must be at least 1")
+    total = prompt_len + max_new_tokens
+    if total > cfg.max_position_embeddings:
+        raise CapacityError(f"prompt ({prompt_len} tokens) + max-new-tokens ({max_new_tokens}) = {total} is past "
+                            f"max_position_embeddings={cfg.max_position_embeddings}")
+    if total - 1 > capacity:
+        raise CapacityError(f"prompt ({prompt_len} tokens) + max-new-tokens ({max_new_tokens}) = {total} needs "
+                            f"{total - 1} KV positions, past the cache capacity of {capacity}")
+
+
+def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096) -> StepPlan:
+    """Every launch of one decode step for `cfg`, with weights and activations in `dtype`."""
+    cfg.validate()
+    if capacity < 1:
+        raise CapacityError(f"capacity={capacity} must be positive")
+    H, D, I, V, L = cfg.hidden_size, cfg.head_dim, cfg.intermediate_size, cfg.vocab_size, cfg.num_layers
+    nH, nKV, C = cfg.num_heads, cfg.num_kv_heads, capacity
+    splits = -(-C // ATTN_BLOCK)
+    eps = cfg.rms_norm_eps
+
+    buffers: dict[str, BufferSpec] = {}
+
+    def buf(name, shape, dt, kind, parent=None, index=None):
+        buffers[name] = BufferSpec(name, tuple(shape), dt, kind, parent, index)
+        return name
+
+    # Per-step state, each at a fixed address.
+    buf("tok", (1,), "int32", "activation")  # the input slot: token consumed by this step
+    buf("pos", (1,), "int32", "activation")  # position of that token == ctx_len of the step
+    buf("prompt", (C,), "int32", "activation")
+    buf("prompt_len", (1,), "int32", "activation")
+    buf("out_tokens", (C,), "int32", "activation")  # out_tokens[p]: argmax predicted at position p
+    buf("x", (H,), dtype, "activation")  # residual stream
+    buf("qkv", (cfg.qkv_size,), dtype, "activation")
+    buf("q", (cfg.q_size,), dtype, "activation")
+    buf("attn", (cfg.q_size,), dtype, "activation")
+    buf("gu", (2 * I,), dtype, "activation")
+    buf("logits", (V,), "float32", "activation")
+    buf("rope_cos", (C, D // 2), dtype, "table")
+    buf("rope_sin", (C, D // 2), dtype, "table")
+    buf("attn_part", (nH, splits, D), "float32", "scratch")  # split-KV partial outputs
+    buf("attn_ml", (nH, splits, 2), "float32", "scratch")  # split-KV (max, sum) pairs
+    buf("attn_sem", (nKV,), "int32", "scratch")  # arrival counters for the in-kernel merge
+
+    buf("embed", (V, H), dtype, "weight")
+    buf("final_norm", (H,), dtype, "weight")
+    head = "embed"
+    if not cfg.tie_word_embeddings:
+        head = buf("lm_head", (V, H), dtype, "weight")
+    buf("k_cache", (L, nKV, C, D), dtype, "cache")
+    buf("v_cache", (L, nKV, C, D), dtype, "cache")
+    for i in range(L):
+        p = f"L{i}."
+        buf(p + "attn_norm", (H,), dtype, "weight")
+        buf(p + "w_qkv", (cfg.qkv_size, H), dtype, "weight")
+        buf(p + "q_norm", (D,), dtype, "weight")
+        buf(p + "k_norm", (D,), dtype, "weight")
+        buf(p + "w_o", (H, cfg.q_size), dtype, "weight")
+        buf(p + "mlp_norm", (H,), dtype, "weight")
+        buf(p + "w_gu", (2 * I, H), dtype, "weight")
+        buf(p + "w_down", (H, I), dtype, "weight")
+        buf(p + "k_cache", (nKV, C, D), dtype, "cache", parent="k_cache", index=i)
+        buf(p + "v_cache", (nKV, C, D), dtype, "cache", parent="v_cache", index=i)
+
+    launches: list[Launch] = []
+
+    def launch(role, layer, fam, kernel, dims, **args):
+        launches.append(Launch(len(launches), role, layer, fam, kernel,
+                               MappingProxyType(dict(dims, dtype=dtype)), MappingProxyType(args)))
+
+    def gemv(role, layer, kernel, N, K, prologue, epilogue, out_dtype, **args):
+        launch(role, layer, "gemv", kernel,
+               dict(N=N, K=K, prologue=prologue, epilogue=epilogue, out_dtype=out_dtype, eps=eps), **args)
+
+    launch("embed", None, "embed", "embed_gather", dict(H=H, V=V), tok="tok", table="embed", out="x")
+    attn_dims = dict(n_heads=nH, n_kv_heads=nKV, head_dim=D, capacity=C, block=ATTN_BLOCK, splits=splits)
+    for i in range(L):
+        p = f"L{i}."
+        gemv(p + "qkv_proj", i, "gemv_qkv", cfg.qkv_size, H, "rmsnorm", "store", dtype,
+             x="x", norm_w=p + "attn_norm", w=p + "w_qkv", out="qkv")
+        launch(p + "qk_norm_rope", i, "rope", "qk_norm_rope", dict(attn_dims, eps=eps),
+               qkv="qkv", q_norm=p + "q_norm", k_norm=p + "k_norm", cos="rope_cos", sin="rope_sin",
+               pos="pos", q="q", k_cache=p + "k_cache", v_cache=p + "v_cache")
+        launch(p + "attention", i, "attention", "attn_decode", attn_dims,
+               q="q", k_cache=p + "k_cache", v_cache=p + "v_cache", pos="pos", out="attn",
+               part="attn_part", ml="attn_ml", sem="attn_sem")
+        gemv(p + "o_proj", i, "gemv_o_residual", H, cfg.q_size, "none", "residual", dtype,
+             x="attn", w=p + "w_o", out="x")
+        gemv(p + "gate_up", i, "gemv_gate_up", 2 * I, H, "rmsnorm", "store", dtype,
+             x="x", norm_w=p + "mlp_norm", w=p + "w_gu", out="gu")
+        gemv(p + "down", i, "gemv_down_silu_residual", H, I, "silu_mul", "residual", dtype,
+             x="gu", w=p + "w_down", out="x")
+    gemv("lm_head", None, "gemv_lm_head", V, H, "rmsnorm", "store", "float32",
+         x="x", norm_w="final_norm", w=head, out="logits")
+    launch("argmax", None, "argmax", "argmax_feed", dict(V=V, capacity=C),
+           logits="logits", prompt="prompt", prompt_len="prompt_len", pos="pos", tok="tok",
+           out_tokens="out_tokens")
+
+    return StepPlan(cfg, dtype, C, MappingProxyType(buffers), tuple(launches))

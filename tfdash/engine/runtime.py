@@ -1,0 +1,215 @@
+"""Runtimes: three ways to launch the same StepPlan.
+
+    torch-eager      each launch's torch spelling, one after another (CPU or CUDA)
+    torch-graph      the same torch ops captured once into a CUDA graph (cuBLAS GEMVs); the peer
+    tilelang-graph   every launch a tilelang kernel, the whole step captured into one CUDA graph
+
+Every buffer is allocated once at a fixed address from the plan's BufferSpecs. A step reads the
+token in `tok` at position `pos` and leaves the next token in `tok` and pos + 1 in `pos`, so
+stepping needs no host round trip. After each step the token is copied into a pinned host ring
+slot and an event is recorded; the host reads slots whose events have completed, never syncing
+per token.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import torch
+
+from tfdash.engine.plan import StepPlan
+from tfdash.kernels.base import family
+from tfdash.kernels.rope import rope_tables
+
+BACKENDS = ("torch-eager", "torch-graph", "tilelang-graph")
+RING = 64  # pinned token slots: how far the host may run ahead of the GPU
+
+
+def _torch_dtype(name: str) -> torch.dtype:
+    return getattr(torch, name)
+
+
+class Runtime:
+    """Buffers and eager stepping; subclasses add capture and tilelang kernels."""
+
+    backend = "torch-eager"
+
+    def __init__(self, plan: StepPlan, weights: dict[str, torch.Tensor], device="cpu"):
+        self.plan = plan
+        self.device = torch.device(device)
+        self.cuda = self.device.type == "cuda"
+        self.bufs = self._allocate(weights)
+        self.launch_args = [self._resolve(launch) for launch in plan.launches]
+        self.launch_fns: list[Callable[[], None]] = [self._torch_fn(i) for i in range(len(plan.launches))]
+        self._ring_init()
+
+    # -- buffers -------------------------------------------------------------------------
+    def _allocate(self, weights):
+        plan, dev = self.plan, self.device
+        bufs: dict[str, torch.Tensor] = {}
+        for name, spec in plan.buffers.items():
+            if spec.parent is not None:
+                continue
+            if spec.kind == "weight":
+                t = weights[name]
+                if tuple(t.shape) != spec.shape:
+                    raise ValueError(f"weight {name} has shape {tuple(t.shape)}, plan wants {spec.shape}")
+                bufs[name] = t.to(device=dev, dtype=_torch_dtype(spec.dtype)).contiguous()
+            else:
+                bufs[name] = torch.zeros(spec.shape, dtype=_torch_dtype(spec.dtype), device=dev)
+        for name, spec in plan.buffers.items():
+            if spec.parent is not None:
+                bufs[name] = bufs[spec.parent][spec.index]
+        cfg = plan.config
+        cos, sin = rope_tables(plan.capacity, cfg.head_dim, cfg.rope_theta, _torch_dtype(plan.dtype), dev)
+        bufs["rope_cos"].copy_(cos)
+        bufs["rope_sin"].copy_(sin)
+        return bufs
+
+    def _resolve(self, launch) -> dict[str, torch.Tensor]:
+        return {role: self.bufs[name] for role, name in launch.args.items()}
+
+    def _torch_fn(self, i):
+        launch = self.plan.launches[i]
+        fn, dims, args = family(launch.family).torch, launch.dims, self.launch_args[i]
+        return lambda: fn(dims, args)
+
+    # -- stepping ------------------------------------------------------------------------
+    def reset(self, prompt_ids: list[int]) -> None:
+        """Load a prompt: tok = prompt[0], pos = 0. The caches need no clearing: a step reads
+        only positions <= pos, all written by this generation."""
+        from tfdash.engine.plan import check_generation
+
+        check_generation(self.plan.config, self.plan.capacity, len(prompt_ids), 1)
+        ids = torch.tensor(prompt_ids, dtype=torch.int32)
+        b = self.bufs
+        b["prompt"].zero_()
+        b["prompt"][: len(prompt_ids)].copy_(ids)
+        b["prompt_len"].fill_(len(prompt_ids))
+        b["tok"].fill_(int(prompt_ids[0]))
+        b["pos"].zero_()
+        b["out_tokens"].zero_()
+
+    def step(self) -> None:
+        """One decode step, enqueued on the current stream (eager: run every launch)."""
+        for fn in self.launch_fns:
+            fn()
+
+    def run_launch(self, i: int) -> None:
+        self.launch_fns[i]()
+
+    # -- the token ring --------------------------------------------------------------------
+    def _ring_init(self):
+        if self.cuda:
+            self.ring = torch.zeros(RING, dtype=torch.int32, pin_memory=True)
+            self.ring_events = [torch.cuda.Event(enable_timing=True) for _ in range(RING)]
+            self.start_event = torch.cuda.Event(enable_timing=True)
+        else:
+            self.ring = torch.zeros(RING, dtype=torch.int32)
+            self.ring_ns = [0] * RING
+        self._prev_slot = None
+        self._slot_prev: list[int | None] = [None] * RING
+
+    def begin(self) -> None:
+        """Mark the start of a timed run of steps."""
+        self._prev_slot = None
+        if self.cuda:
+            self.start_event.record()
+        else:
+            self._t_prev = time.perf_counter_ns()
+
+    def enqueue(self, slot: int) -> None:
+        """Step once, copy the token into ring[slot], and mark the slot's completion."""
+        self.step()
+        if self.cuda:
+            self.ring[slot:slot + 1].copy_(self.bufs["tok"], non_blocking=True)
+            self.ring_events[slot].record()
+        else:
+            self.ring[slot] = self.bufs["tok"][0]
+            now = time.perf_counter_ns()
+            self.ring_ns[slot] = now - self._t_prev
+            self._t_prev = now
+        self._slot_prev[slot] = self._prev_slot
+        self._prev_slot = slot
+
+    def ready(self, slot: int) -> bool:
+        return self.ring_events[slot].query() if self.cuda else True
+
+    def wait(self, slot: int) -> None:
+        if self.cuda:
+            self.ring_events[slot].synchronize()
+
+    def token(self, slot: int) -> int:
+        return int(self.ring[slot])
+
+    def step_ns(self, slot: int) -> int:
+        """Device time between the end of the previous step and the end of this one."""
+        if not self.cuda:
+            return self.ring_ns[slot]
+        prev = self._slot_prev[slot]
+        start = self.start_event if prev is None else self.ring_events[prev]
+        return int(start.elapsed_time(self.ring_events[slot]) * 1e6)
+
+    def synchronize(self) -> None:
+        if self.cuda:
+            torch.cuda.synchronize(self.device)
+
+
+class GraphRuntime(Runtime):
+    """The step captured once into a torch.cuda.CUDAGraph and replayed."""
+
+    backend = "torch-graph"
+
+    def __init__(self, plan, weights, device="cuda"):
+        super().__init__(plan, weights, device)
+        self.graph = None
+
+    def capture(self, warmup_prompt: list[int] | None = None) -> None:
+        """Warm up on a side stream (tilelang/cuBLAS handles, allocator), then capture one step.
+        The warm-up steps move pos and tok; `reset` restores them before a generation."""
+        self.reset(warmup_prompt or [0, 0])
+        s = torch.cuda.Stream(self.device)
+        s.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(s):
+            for _ in range(2):
+                Runtime.step(self)
+        torch.cuda.current_stream(self.device).wait_stream(s)
+        torch.cuda.synchronize(self.device)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            Runtime.step(self)
+        torch.cuda.synchronize(self.device)
+
+    def step(self) -> None:
+        if self.graph is None:
+            self.capture()
+        self.graph.replay()
+
+
+class TilelangRuntime(GraphRuntime):
+    """Every launch a compiled tilelang kernel; the step captured into one CUDA graph."""
+
+    backend = "tilelang-graph"
+
+    def __init__(self, plan, weights, device="cuda", progress=None):
+        from tfdash.engine.compile import compile_plan
+
+        self.kernels = compile_plan(plan, progress=progress)
+        super().__init__(plan, weights, device)
+
+    def _torch_fn(self, i):
+        launch = self.plan.launches[i]
+        kernel = self.kernels[launch.kernel]
+        args = [self.launch_args[i][role] for role in family(launch.family).roles if role in launch.args]
+        return lambda: kernel(*args)
+
+
+def make_runtime(backend: str, plan: StepPlan, weights, device, progress=None) -> Runtime:
+    if backend == "torch-eager":
+        return Runtime(plan, weights, device)
+    if backend == "torch-graph":
+        return GraphRuntime(plan, weights, device)
+    if backend == "tilelang-graph":
+        return TilelangRuntime(plan, weights, device, progress=progress)
+    raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")

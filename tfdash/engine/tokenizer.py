@@ -1,0 +1,99 @@
+"""Tokenizers: the checkpoint's tokenizer.json through `tokenizers`, or, for random weights, a
+deterministic stand-in vocabulary of pronounceable pseudo-words, so the stream stays readable
+(and is labelled as coming from random weights).
+
+`StreamDecoder` turns ids into text pieces as they arrive, holding back incomplete UTF-8.
+"""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+
+from tfdash.errors import CheckpointError
+
+_ONSETS = ["", "b", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z",
+           "br", "ch", "dr", "gr", "kl", "pl", "sh", "st", "th", "tr"]
+_VOWELS = ["a", "e", "i", "o", "u", "ai", "ea", "io", "ou"]
+_CODAS = ["", "n", "r", "s", "l", "m", "nd", "st", "th", "x"]
+_PUNCT = [".", ",", ";", "!", "?", ":"]
+
+
+class StandInTokenizer:
+    """Token i <-> a fixed pseudo-word (a few are punctuation). Deterministic for a vocab size."""
+
+    label = "stand-in vocabulary (random weights)"
+
+    def __init__(self, vocab_size: int):
+        self.vocab_size = vocab_size
+        self._words = [self._word(i) for i in range(min(vocab_size, 1 << 16))]
+        self._index = {w.strip(): i for i, w in reversed(list(enumerate(self._words)))}
+
+    @staticmethod
+    def _word(i: int) -> str:
+        if i % 29 == 7:
+            return _PUNCT[(i // 29) % len(_PUNCT)]
+        h = zlib.crc32(i.to_bytes(4, "little"))
+        syllables = 1 + (h % 3)
+        word = ""
+        for s in range(syllables):
+            h = zlib.crc32(h.to_bytes(4, "little"), s)
+            word += _ONSETS[h % len(_ONSETS)] + _VOWELS[(h >> 8) % len(_VOWELS)]
+        word += _CODAS[(h >> 16) % len(_CODAS)]
+        return " " + word
+
+    def encode(self, text: str) -> list[int]:
+        ids = []
+        for w in text.split():
+            ids.append(self._index.get(w, zlib.crc32(w.encode()) % self.vocab_size))
+        return ids or [0]
+
+    def decode(self, ids) -> str:
+        return "".join(self._words[i % len(self._words)] for i in ids)
+
+
+class HFTokenizer:
+    label = "tokenizer.json"
+
+    def __init__(self, path: Path):
+        from tokenizers import Tokenizer
+
+        try:
+            self._tok = Tokenizer.from_file(str(path))
+        except Exception as e:  # tokenizers raises a bare Exception on bad files
+            raise CheckpointError(f"{path}: cannot load tokenizer ({str(e).splitlines()[0][:200]})") from None
+        self.vocab_size = self._tok.get_vocab_size()
+
+    def encode(self, text: str) -> list[int]:
+        return self._tok.encode(text, add_special_tokens=False).ids
+
+    def decode(self, ids) -> str:
+        return self._tok.decode(list(ids), skip_special_tokens=False)
+
+
+def load_tokenizer(ckpt_dir: str | Path) -> HFTokenizer:
+    path = Path(ckpt_dir) / "tokenizer.json"
+    if not path.is_file():
+        raise CheckpointError(f"{ckpt_dir} has no tokenizer.json")
+    return HFTokenizer(path)
+
+
+class StreamDecoder:
+    """Incremental detokenisation (the prefix/read-offset scheme of text-generation-inference):
+    decode a short window of recent ids and emit only the new, complete text."""
+
+    def __init__(self, tokenizer):
+        self.tok = tokenizer
+        self.ids: list[int] = []
+        self.prefix = 0
+        self.read = 0
+
+    def push(self, token_id: int) -> str:
+        self.ids.append(token_id)
+        prefix_text = self.tok.decode(self.ids[self.prefix:self.read])
+        new_text = self.tok.decode(self.ids[self.prefix:])
+        if len(new_text) > len(prefix_text) and not new_text.endswith("\ufffd"):
+            piece = new_text[len(prefix_text):]
+            self.prefix, self.read = self.read, len(self.ids)
+            return piece
+        return ""

@@ -1,0 +1,76 @@
+"""Model weights in the engine's layout: packed q|k|v and gate|up, named as the StepPlan names them.
+
+Weights come from a checkpoint (HF names, validated by `checkpoint`) or are random: seeded, one
+generator stream per tensor, scaled so the logits are not flat (std of a logit is about 2).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+
+import torch
+
+from tfdash.engine.checkpoint import expected_tensors
+from tfdash.engine.config import ModelConfig
+
+TORCH_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+
+
+def torch_dtype(name: str) -> torch.dtype:
+    return TORCH_DTYPES[name]
+
+
+def _seed(base: int, name: str) -> int:
+    return base * 1_000_003 + int.from_bytes(hashlib.sha1(name.encode()).digest()[:4], "little")
+
+
+def random_state_dict(cfg: ModelConfig, dtype: torch.dtype, device="cpu", seed: int = 0) -> dict[str, torch.Tensor]:
+    """HF-named random weights of cfg's shape. Linears have std 1.5/sqrt(fan_in), so each layer
+    mixes rather than passes its input through; the (tied) embedding has std 3/sqrt(hidden), so a
+    logit of a unit-RMS hidden state has std about 3 (not flat, and greedy decoding does not
+    collapse into one repeated token); norm weights are 1 + N(0, 0.05), so the scale is exercised."""
+    gen = torch.Generator(device=device)
+    out = {}
+    for name, shape in expected_tensors(cfg).items():
+        gen.manual_seed(_seed(seed, name))
+        t = torch.empty(shape, dtype=torch.float32 if device == "cpu" else dtype, device=device)
+        if len(shape) == 1:
+            t.normal_(1.0, 0.05, generator=gen)
+        elif "embed_tokens" in name or name == "lm_head.weight":
+            t.normal_(0.0, 3.0 / math.sqrt(cfg.hidden_size), generator=gen)
+        else:
+            t.normal_(0.0, 1.5 / math.sqrt(shape[1]), generator=gen)
+        out[name] = t.to(dtype)
+    return out
+
+
+def pack(cfg: ModelConfig, sd: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """HF names -> plan buffer names; q|k|v and gate|up concatenated along the output rows.
+    Consumes `sd` (tensors are popped as they are packed, to keep peak memory near one copy)."""
+    w = {"embed": sd.pop("model.embed_tokens.weight"), "final_norm": sd.pop("model.norm.weight")}
+    head = sd.pop("lm_head.weight", None)
+    if not cfg.tie_word_embeddings:
+        w["lm_head"] = head
+    for i in range(cfg.num_layers):
+        p, h = f"L{i}.", f"model.layers.{i}."
+        w[p + "attn_norm"] = sd.pop(h + "input_layernorm.weight")
+        w[p + "mlp_norm"] = sd.pop(h + "post_attention_layernorm.weight")
+        w[p + "w_qkv"] = torch.cat([sd.pop(h + f"self_attn.{n}_proj.weight") for n in "qkv"], 0)
+        w[p + "q_norm"] = sd.pop(h + "self_attn.q_norm.weight")
+        w[p + "k_norm"] = sd.pop(h + "self_attn.k_norm.weight")
+        w[p + "w_o"] = sd.pop(h + "self_attn.o_proj.weight")
+        w[p + "w_gu"] = torch.cat([sd.pop(h + "mlp.gate_proj.weight"), sd.pop(h + "mlp.up_proj.weight")], 0)
+        w[p + "w_down"] = sd.pop(h + "mlp.down_proj.weight")
+    return {k: v.contiguous() for k, v in w.items()}
+
+
+def load_weights(cfg: ModelConfig, ckpt=None, dtype: torch.dtype = torch.bfloat16, device="cpu", seed: int = 0):
+    """Packed weights from `ckpt`, or random ones of cfg's shape when ckpt is None."""
+    if ckpt is None:
+        sd = random_state_dict(cfg, dtype, device, seed)
+    else:
+        from tfdash.engine.checkpoint import load_state_dict
+
+        sd = load_state_dict(ckpt, cfg, dtype, device)
+    return pack(cfg, sd)

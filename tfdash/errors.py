@@ -1,0 +1,21 @@
+"""User-facing errors: each carries one line that the CLI prints after `tfdash: error:`."""
+
+
+class TfdashError(Exception):
+    """An error the user can act on (bad input, missing file, capacity). Never a traceback."""
+
+
+class ConfigError(TfdashError):
+    """config.json is missing, unreadable, or describes a model tfdash cannot run."""
+
+
+class CheckpointError(TfdashError):
+    """Weights are missing, unexpected, misshaped, wrongly typed, truncated or corrupt."""
+
+
+class CapacityError(TfdashError):
+    """A length (prompt + new tokens, ctx_len) past the KV cache or max_position_embeddings."""
+
+
+class SnapshotError(TfdashError):
+    """A profile snapshot file that cannot be loaded; the message says exactly why."""

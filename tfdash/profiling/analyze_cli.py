@@ -1,0 +1,84 @@
+"""`tfdash analyze`: the static cost of one decode step, as text (seed 001's layout) or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from tfdash.errors import TfdashError
+
+
+def _dim(spec: str, name: str = "ctx_len") -> str:
+    key, sep, value = spec.partition("=")
+    if not sep or key != name:
+        raise argparse.ArgumentTypeError(f"expected {name}=VALUE, got {spec!r}")
+    return value
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tfdash analyze", description="Static cost of one decode step: flops, "
+                                "bytes read and written per launch and operand, ideal time on a target.")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--model", metavar="PRESET", help="qwen3-1.7b (default) or qwen3-tiny")
+    src.add_argument("--ckpt", metavar="DIR", help="read the shape from DIR/config.json (no weights loaded)")
+    p.add_argument("--target", default="h200", metavar="h200|FILE",
+                   help="h200 (datasheet) or a target JSON file, e.g. one the bandwidth probe wrote")
+    p.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float16", "float32"))
+    p.add_argument("--capacity", type=int, metavar="N",
+                   help="KV cache positions (default: max_position_embeddings)")
+    when = p.add_mutually_exclusive_group()
+    when.add_argument("--dim", metavar="ctx_len=N", help="the context length of the step (default 0)")
+    when.add_argument("--sweep", metavar="ctx_len=A:B:STEP", help="a table over ctx_len = A, A+STEP, ..., B")
+    p.add_argument("--operands", action="store_true", help="split each launch's traffic by operand")
+    p.add_argument("--json", metavar="OUT", help="also write the report as JSON (schema tfdash.analysis/1)")
+    return p
+
+
+def _int(text: str, what: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise TfdashError(f"{what}: {text!r} is not an integer") from None
+
+
+def main(argv: list[str]) -> int:
+    from tfdash.engine.config import load_config, preset
+    from tfdash.engine.plan import build_plan
+    from tfdash.profiling.analyze import analyze, render_sweep, render_text, sweep, to_json
+    from tfdash.profiling.targets import resolve_target
+
+    p = parser()
+    try:
+        args = p.parse_args(argv)
+        dim = _dim(args.dim) if args.dim else None
+        sw = _dim(args.sweep) if args.sweep else None
+    except argparse.ArgumentTypeError as e:
+        p.error(str(e))
+    cfg = load_config(args.ckpt) if args.ckpt else preset(args.model or "qwen3-1.7b")
+    target = resolve_target(args.target)
+    capacity = args.capacity if args.capacity is not None else cfg.max_position_embeddings
+    if capacity > cfg.max_position_embeddings:
+        raise TfdashError(f"--capacity {capacity} is past max_position_embeddings={cfg.max_position_embeddings}")
+    plan = build_plan(cfg, dtype=args.dtype, capacity=capacity)
+    if sw is not None:
+        parts = sw.split(":")
+        if len(parts) != 3:
+            raise TfdashError(f"--sweep ctx_len={sw}: expected A:B:STEP")
+        a, b, step = (_int(x, "--sweep") for x in parts)
+        plan.check_ctx(a)
+        plan.check_ctx(b)
+        rows = sweep(plan, target, a, b, step)
+        sys.stdout.write(render_sweep(rows))
+        payload = {"schema": "tfdash.analysis-sweep/1", "reports": [to_json(r) for r in rows]}
+    else:
+        ctx = _int(dim, "--dim ctx_len") if dim is not None else 0
+        report = analyze(plan, target, ctx)
+        sys.stdout.write(render_text(report, operands=args.operands))
+        payload = to_json(report)
+    if args.json:
+        from tfdash.profiling.files import write_json_atomic
+
+        write_json_atomic(args.json, payload)
+        print(f"# wrote {args.json}", file=sys.stderr)
+    return 0

@@ -1,0 +1,81 @@
+"""Targets: the ceilings a step is priced against.
+
+`h200` is the datasheet (4.8 TB/s HBM3e, dense bf16 989 TFLOP/s, f32 67 TFLOP/s, 132 SMs, 60 MB
+L2, 227 KB shared memory per block). A measured target keeps the datasheet's compute peaks and
+replaces the bandwidth with a probe's cold copy result (read + written bytes over time).
+A target file is JSON with the same fields as `Target.to_dict()`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+from tfdash.errors import TfdashError
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    bandwidth: float  # bytes/s of global memory
+    peak_flops: dict = field(default_factory=dict)  # {"bf16": flop/s, "f32": flop/s}
+    special_ops: float = 0.0  # special-function ops/s (exp, rsqrt); 0 = not a bound
+    sms: int = 0
+    l2_bytes: int = 0
+    smem_per_block: int = 0
+    source: str = "datasheet"  # "datasheet" or how the bandwidth was measured
+    datasheet_bandwidth: float = 0.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Target:
+        fields = set(cls.__dataclass_fields__)
+        unknown = set(d) - fields
+        if unknown:
+            raise TfdashError(f"target: unknown field(s) {', '.join(sorted(unknown))}")
+        t = cls(**d)
+        if not (isinstance(t.bandwidth, (int, float)) and t.bandwidth > 0):
+            raise TfdashError(f"target {t.name}: bandwidth must be a positive number of bytes/s")
+        return t
+
+    def measured(self, bandwidth: float, source: str) -> Target:
+        """This target with a measured bandwidth (the datasheet's kept beside it)."""
+        return replace(self, name=f"{self.name}-measured", bandwidth=float(bandwidth), source=source,
+                       datasheet_bandwidth=self.datasheet_bandwidth or self.bandwidth)
+
+
+H200 = Target(
+    name="h200",
+    bandwidth=4.8e12,
+    peak_flops={"bf16": 989e12, "f16": 989e12, "f32": 67e12},
+    special_ops=132 * 16 * 1.98e9,  # 16 SFU lanes per SM at the 1980 MHz boost clock
+    sms=132,
+    l2_bytes=60 * 1024 * 1024,
+    smem_per_block=227 * 1024,
+    source="datasheet",
+    datasheet_bandwidth=4.8e12,
+)
+
+TARGETS = {"h200": H200}
+
+
+def resolve_target(spec: str) -> Target:
+    """`h200`, or a JSON file with a Target's fields (e.g. one written by the bandwidth probe)."""
+    if spec in TARGETS:
+        return TARGETS[spec]
+    path = Path(spec)
+    if not path.is_file():
+        raise TfdashError(f"unknown target {spec!r}: not one of {', '.join(TARGETS)} and no such file")
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise TfdashError(f"target file {path}: cannot read JSON ({e})") from None
+    if not isinstance(raw, dict):
+        raise TfdashError(f"target file {path}: expected a JSON object")
+    try:
+        return Target.from_dict(raw)
+    except TypeError as e:
+        raise TfdashError(f"target file {path}: {e}") from None
