@@ -1,0 +1,147 @@
+"""ProfileSnapshot: everything on screen, frozen. Immutable and versioned.
+
+The app renders snapshots (live ones from a Session, or one loaded by `tfdash open`); the
+exporters write them; the loader (`load_snapshot`) validates a file and says exactly what is wrong
+with it. Every field is plain data (ints, floats, strings, tuples) so a snapshot round-trips
+through JSON unchanged: export -> load -> equal.
+
+A value that could not be measured is None, and `unavailable[panel]` says why
+(e.g. {"nvml": "NVML not found: libnvidia-ml.so.1 missing", "kernels": "no profile window yet"}).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SCHEMA = "tfdash.snapshot"
+VERSION = 1
+
+
+@dataclass(frozen=True)
+class RunMeta:
+    tfdash_version: str
+    host: str
+    device: str  # "cpu" or "cuda"
+    gpu: str | None  # "NVIDIA H200", None on CPU
+    driver: str | None
+    torch_version: str
+    tilelang_version: str | None
+    cuda_version: str | None
+    backend: str  # "torch-eager" | "torch-graph" | "tilelang-graph"
+    dtype: str
+    model: dict  # ModelConfig.to_dict()
+    checkpoint: str  # a path, or "random"
+    git_commit: str | None
+    started_at: str  # ISO 8601, UTC
+    prompt: str
+    capacity: int
+    launches_per_step: int
+
+
+@dataclass(frozen=True)
+class TokenRecord:
+    index: int
+    token_id: int
+    text: str
+    elapsed_ns: int  # wall time since the generation began
+
+
+@dataclass(frozen=True)
+class KernelRow:
+    """One launch of the StepPlan: its prediction and, once profiled, its measurement."""
+
+    index: int
+    role: str
+    layer: int | None
+    family: str
+    kernel: str
+    predicted_ns: float  # analyzer's ideal on the measured target
+    bytes_read: int
+    bytes_written: int
+    flops: int
+    bound_by: str
+    measured_p50_ns: float | None = None
+    measured_p90_ns: float | None = None
+    share: float | None = None  # measured p50 / measured step time
+
+    @property
+    def gap(self) -> float | None:
+        """measured / predicted (1.0 = at the roofline ideal)."""
+        if self.measured_p50_ns is None or not self.predicted_ns:
+            return None
+        return self.measured_p50_ns / self.predicted_ns
+
+    @property
+    def achieved_gbps(self) -> float | None:
+        if not self.measured_p50_ns:
+            return None
+        return (self.bytes_read + self.bytes_written) / self.measured_p50_ns
+
+
+@dataclass(frozen=True)
+class Series:
+    """A time series: t in seconds since the run began, and the values (None = no sample)."""
+
+    name: str  # "dram_gbps", "sm_util_pct", "sm_clock_mhz", "mem_clock_mhz", "power_w", "temp_c", ...
+    unit: str
+    t: tuple[float, ...] = ()
+    values: tuple[float | None, ...] = ()
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """One profile window against the roofline, with NVML over the same window."""
+
+    ctx_len: int
+    steps: int
+    bytes_per_step: int
+    predicted_step_ns: float  # sum of per-launch ideals
+    floor_ns: float  # bytes_per_step / ceiling
+    measured_step_ns: float
+    kernel_sum_ns: float  # sum of per-launch measured p50
+    gap_ns: float  # measured_step_ns - kernel_sum_ns: launch ramp and bubbles
+    achieved_gbps: float  # bytes_per_step / measured_step_ns
+    ceiling_gbps: float  # measured cold copy bandwidth (the target's)
+    datasheet_gbps: float
+    nvml_gbps: float | None  # NVML GPM DRAM bandwidth over the same window
+    ceiling_source: str = ""
+
+    @property
+    def pct_ceiling(self) -> float:
+        return 100.0 * self.achieved_gbps / self.ceiling_gbps if self.ceiling_gbps else float("nan")
+
+    @property
+    def pct_datasheet(self) -> float:
+        return 100.0 * self.achieved_gbps / self.datasheet_gbps if self.datasheet_gbps else float("nan")
+
+    @property
+    def nvml_ratio(self) -> float | None:
+        """NVML's GB/s over the analyzer's predicted GB/s (bytes/step x steps/s)."""
+        if self.nvml_gbps is None or not self.achieved_gbps:
+            return None
+        return self.nvml_gbps / self.achieved_gbps
+
+
+@dataclass(frozen=True)
+class ProfileSnapshot:
+    meta: RunMeta
+    tokens: tuple[TokenRecord, ...] = ()
+    step_ns: tuple[int, ...] = ()
+    prompt_tokens: int = 0
+    new_tokens: int = 0
+    wall_ns: int = 0
+    kernels: tuple[KernelRow, ...] = ()
+    nvml: tuple[Series, ...] = ()
+    roofline: Roofline | None = None
+    marginal: tuple[dict, ...] = ()  # {"what": role|family, "delta_ns", "spread_ns", "rounds"}
+    unavailable: dict = field(default_factory=dict)  # panel -> reason
+    schema: str = SCHEMA
+    version: int = VERSION
+
+    @property
+    def tok_per_s(self) -> float:
+        return self.new_tokens / (self.wall_ns / 1e9) if self.wall_ns else 0.0
+
+    @property
+    def text(self) -> str:
+        return "".join(t.text for t in self.tokens)
