@@ -24,12 +24,13 @@ def cache_dir() -> Path:
     return Path(d)
 
 
-def build(launch_or_dims, family_name=None):
-    """The prim_func of one launch (its family's tilelang factory applied to its dims)."""
-    if family_name is None:
-        launch = launch_or_dims
-        return family(launch.family).tilelang(launch.dims)
-    return family(family_name).tilelang(launch_or_dims)
+def build(launch):
+    """The prim_func of one launch: its family's tilelang factory applied to its dims, named after
+    the launch's kernel (CUDA, CUPTI and Nsight then show `<kernel>_kernel`)."""
+    factory = family(launch.family).tilelang
+    if factory is None:
+        raise RuntimeError(f"family {launch.family} has no tilelang kernel")
+    return factory(dict(launch.dims)).with_attr("global_symbol", launch.kernel)
 
 
 def compile_one(launch, target=None):

@@ -246,10 +246,15 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096) 
              x="x", norm_w=p + "mlp_norm", w=p + "w_gu", out="gu")
         gemv(p + "down", i, "gemv_down_silu_residual", H, I, "silu_mul", "residual", dtype,
              x="gu", w=p + "w_down", out="x")
-    gemv("lm_head", None, "gemv_lm_head", V, H, "rmsnorm", "store", "float32",
-         x="x", norm_w="final_norm", w=head, out="logits")
-    launch("argmax", None, "argmax", "argmax_feed", dict(V=V, capacity=C),
-           logits="logits", prompt="prompt", prompt_len="prompt_len", pos="pos", tok="tok",
+    from tfdash.kernels.gemv import grid_size
+
+    head_blocks = grid_size(V, H)
+    buf("argmax_part", (head_blocks, 2), "float32", "scratch")  # per-block (max, index) of the logits
+    launch("lm_head", None, "gemv", "gemv_lm_head",
+           dict(N=V, K=H, prologue="rmsnorm", epilogue="store", out_dtype="float32", eps=eps, argmax=True),
+           x="x", norm_w="final_norm", w=head, out="logits", amax="argmax_part")
+    launch("argmax", None, "argmax", "argmax_feed", dict(V=V, capacity=C, blocks=head_blocks),
+           logits="logits", amax="argmax_part", prompt="prompt", prompt_len="prompt_len", pos="pos", tok="tok",
            out_tokens="out_tokens")
 
     return StepPlan(cfg, dtype, C, MappingProxyType(buffers), tuple(launches))

@@ -3,6 +3,10 @@
     out_tokens[pos] = argmax(logits)               (lowest index among ties, as torch.argmax)
     tok = prompt[pos + 1] if pos + 1 < prompt_len else out_tokens[pos]
     pos += 1
+
+The lm_head GEMV already leaves one (max, index) partial per block in `amax`; the tilelang kernel
+reduces those (a few hundred pairs, one warp) instead of re-reading the 600 KB of logits. The
+torch spelling reads the logits themselves: it is the definition the partials must agree with.
 """
 
 import torch
@@ -21,9 +25,9 @@ def torch_argmax_feed(dims, bufs):
 
 
 def cost(dims, ctx_len=0):
-    V = dims["V"]
-    return make_cost({"f32": V}, {}, [
-        Operand("logits", "activation", 4 * V, 0),
+    blocks = dims["blocks"]
+    return make_cost({"f32": blocks}, {}, [
+        Operand("amax", "activation", 2 * 4 * blocks, 0),
         Operand("prompt", "activation", 4, 0),
         Operand("prompt_len", "activation", 4, 0),
         Operand("pos", "activation", 4, 4),
@@ -32,15 +36,56 @@ def cost(dims, ctx_len=0):
     ])
 
 
-def _tilelang(dims):
-    from tfdash.kernels.tl_small import argmax_kernel
+def tilelang_argmax_feed(dims):
+    """One warp: each lane folds a strided share of the per-block partials, then a shuffle
+    reduction on (value, index) keeps the lowest index among equal maxima; lane 0 feeds."""
+    import tilelang.language as T
 
-    return argmax_kernel(dims)
+    V, C, G = dims["V"], dims["capacity"], dims["blocks"]
+    per = -(-G // 32)
+
+    @T.prim_func
+    def argmax_feed(
+        logits: T.Tensor((V,), "float32"), amax: T.Tensor((G, 2), "float32"),
+        prompt: T.Tensor((C,), "int32"), prompt_len: T.Tensor((1,), "int32"), pos: T.Tensor((1,), "int32"),
+        tok: T.Tensor((1,), "int32"), out_tokens: T.Tensor((C,), "int32"),
+    ):
+        with T.Kernel(1, threads=32) as _:
+            lane = T.get_thread_binding(0)
+            bv = T.alloc_var("float32")
+            bi = T.alloc_var("int32")
+            ov = T.alloc_var("float32")
+            oi = T.alloc_var("int32")
+            bv = -T.infinity("float32")
+            bi = V
+            for i in T.unroll(per):
+                if i * 32 + lane < G:
+                    ov = amax[i * 32 + lane, 0]
+                    oi = T.cast(amax[i * 32 + lane, 1], "int32")
+                    if ov > bv or (ov == bv and oi < bi):
+                        bv = ov
+                        bi = oi
+            for s in T.unroll(5):
+                ov = T.shfl_xor(bv, 16 >> s)
+                oi = T.shfl_xor(bi, 16 >> s)
+                if ov > bv or (ov == bv and oi < bi):
+                    bv = ov
+                    bi = oi
+            if lane == 0:
+                p = pos[0]
+                out_tokens[p] = bi
+                if p + 1 < prompt_len[0]:
+                    tok[0] = prompt[T.min(p + 1, C - 1)]
+                else:
+                    tok[0] = bi
+                pos[0] = p + 1
+
+    return argmax_feed
 
 
 FAMILY = register(Family(
     name="argmax",
-    roles=("logits", "prompt", "prompt_len", "pos", "tok", "out_tokens"),
-    cost=cost, torch=torch_argmax_feed, tilelang=_tilelang,
+    roles=("logits", "amax", "prompt", "prompt_len", "pos", "tok", "out_tokens"),
+    cost=cost, torch=torch_argmax_feed, tilelang=tilelang_argmax_feed,
     describe="greedy argmax, feed the next prompt token or the argmax, advance pos",
 ))

@@ -16,13 +16,28 @@ def cost(dims, ctx_len=0):
     ])
 
 
-def _tilelang(dims):
-    from tfdash.kernels.tl_small import embed_kernel
+def tilelang_embed(dims):
+    """One block; each thread copies 16-byte vectors of the row E[tok]."""
+    import tilelang.language as T
 
-    return embed_kernel(dims)
+    H, V, dt = dims["H"], dims["V"], dims["dtype"]
+    threads, vec = 256, 8
+    iters = -(-H // (threads * vec))
+
+    @T.prim_func
+    def embed_gather(tok: T.Tensor((1,), "int32"), table: T.Tensor((V, H), dt), out: T.Tensor((H,), dt)):
+        with T.Kernel(1, threads=threads) as _:
+            tx = T.get_thread_binding(0)
+            t = tok[0]
+            for it in T.unroll(iters):
+                if (it * threads + tx) * vec < H:
+                    for j in T.vectorized(vec):
+                        out[(it * threads + tx) * vec + j] = table[t, (it * threads + tx) * vec + j]
+
+    return embed_gather
 
 
 FAMILY = register(Family(
-    name="embed", roles=("tok", "table", "out"), cost=cost, torch=torch_embed, tilelang=_tilelang,
+    name="embed", roles=("tok", "table", "out"), cost=cost, torch=torch_embed, tilelang=tilelang_embed,
     describe="x = E[tok]",
 ))

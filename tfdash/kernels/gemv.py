@@ -65,20 +65,203 @@ def cost(dims, ctx_len=0):
     else:
         ops.append(Operand("out", "activation", 0, N * out_es))
     flops["f32"] = flops.get("f32", 0) + f32
-    return make_cost(flops, special, ops, smem=dims.get("smem"))
-
-
-def _tilelang(dims):
-    from tfdash.kernels.tl_gemv import gemv_kernel
-
-    return gemv_kernel(dims)
+    scratch = 2 * 4 * grid_size(N, K) if dims.get("argmax") else 0  # per-block argmax partials
+    return make_cost(flops, special, ops, smem=dims.get("smem"), scratch=scratch)
 
 
 FAMILY = register(Family(
     name="gemv",
-    roles=("x", "norm_w", "w", "out"),
+    roles=("x", "norm_w", "w", "out", "amax"),
     cost=cost,
     torch=torch_gemv,
-    tilelang=_tilelang,
+    tilelang=lambda dims: tilelang_gemv(dims),
     describe="out (=|+=) W @ prologue(x); prologue rmsnorm|silu_mul|none, epilogue store|residual",
 ))
+
+
+# -- tilelang ------------------------------------------------------------------------------
+THREADS = 256  # 8 warps per block
+VEC = 8  # bf16 per 16-byte load
+SMS = 132  # H200 multiprocessors; the grid is capped at BLOCKS_PER_SM of them
+BLOCKS_PER_SM = 2
+
+
+def rows_per_warp(K: int) -> int:
+    """Rows a warp streams together: about 16 16-byte weight loads in flight per lane."""
+    return max(1, min(4, 16 // max(1, K // (32 * VEC))))
+
+
+def grid_size(N: int, K: int) -> int:
+    groups = -(-N // rows_per_warp(K))
+    return max(1, min(-(-groups // (THREADS // 32)), SMS * BLOCKS_PER_SM))
+
+
+def tilelang_gemv(dims):
+    """One prim_func for every GEMV of the step.
+
+    Block: 256 threads. The prologue runs once per block: x -> h (rmsnorm, silu*up or a copy),
+    rounded to the model dtype exactly as the torch spelling rounds, staged in shared memory.
+    Main loop: each warp owns R consecutive rows at a time (grid-stride over row groups); lane l
+    reads 16 bytes of each row at k = c*256 + 8l, so a warp streams 512 contiguous bytes per row
+    per chunk, every load of a row group issued before its FMAs (the chunk loop is unrolled).
+    Partial dot products are reduced with warp shuffles; lane 0 applies the epilogue.
+    """
+    import tilelang.language as T
+
+    N, K = dims["N"], dims["K"]
+    prologue, epilogue = dims["prologue"], dims["epilogue"]
+    dt, out_dt = dims["dtype"], dims["out_dtype"]
+    eps = float(dims["eps"])
+    R = rows_per_warp(K)
+    grid = grid_size(N, K)
+    warps = THREADS // 32
+    total_warps = grid * warps
+    groups = -(-N // R)
+    passes = -(-groups // total_warps)
+    chunks = K // (32 * VEC)
+    x_len = 2 * K if prologue == "silu_mul" else K
+    pro_iters = -(-K // (THREADS * VEC))
+    assert K % (32 * VEC) == 0, f"K={K} must be a multiple of {32 * VEC}"
+
+    amax_on = bool(dims.get("argmax"))
+
+    @T.macro
+    def body(x, norm_w, w, out, amax):
+        with T.Kernel(grid, threads=THREADS) as bx:
+            tx = T.get_thread_binding(0)
+            lane = tx % 32
+            warp = tx // 32
+            h_s = T.alloc_shared((K,), dt)
+            red_s = T.alloc_shared((warps,), "float32")
+            xv = T.alloc_local((pro_iters * VEC,), dt)
+            uv = T.alloc_local((VEC,), dt)
+            nv = T.alloc_local((VEC,), dt)
+            hv = T.alloc_local((VEC,), dt)
+            ssq = T.alloc_var("float32")
+            rstd = T.alloc_var("float32")
+            wv = T.alloc_local((R, chunks * VEC), dt)
+            acc = T.alloc_local((R,), "float32")
+            best_v = T.alloc_var("float32")
+            best_i = T.alloc_var("int32")
+            bv_s = T.alloc_shared((warps,), "float32")
+            bi_s = T.alloc_shared((warps,), "int32")
+            best_v = -T.infinity("float32")
+            best_i = N
+
+            # ---- prologue: h = f(x) into shared memory ------------------------------------
+            if prologue == "rmsnorm":
+                ssq = 0.0
+                for it in T.unroll(pro_iters):
+                    if (it * THREADS + tx) * VEC < K:
+                        for j in T.vectorized(VEC):
+                            xv[it * VEC + j] = x[(it * THREADS + tx) * VEC + j]
+                        for j in T.unroll(VEC):
+                            ssq += T.cast(xv[it * VEC + j], "float32") * T.cast(xv[it * VEC + j], "float32")
+                ssq = T.warp_reduce_sum(ssq)
+                if lane == 0:
+                    red_s[warp] = ssq
+                T.sync_threads()
+                ssq = 0.0
+                for i in T.unroll(warps):
+                    ssq += red_s[i]
+                rstd = T.rsqrt(ssq / K + eps)
+                for it in T.unroll(pro_iters):
+                    if (it * THREADS + tx) * VEC < K:
+                        for j in T.vectorized(VEC):
+                            nv[j] = norm_w[(it * THREADS + tx) * VEC + j]
+                        for j in T.unroll(VEC):
+                            # HF: weight * (x * rstd).to(dtype), each product rounded to dtype
+                            hv[j] = T.cast(
+                                T.cast(T.cast(T.cast(xv[it * VEC + j], "float32") * rstd, dt), "float32")
+                                * T.cast(nv[j], "float32"), dt)
+                        for j in T.vectorized(VEC):
+                            h_s[(it * THREADS + tx) * VEC + j] = hv[j]
+            elif prologue == "silu_mul":
+                for it in T.unroll(pro_iters):
+                    if (it * THREADS + tx) * VEC < K:
+                        for j in T.vectorized(VEC):
+                            xv[it * VEC + j] = x[(it * THREADS + tx) * VEC + j]
+                        for j in T.vectorized(VEC):
+                            uv[j] = x[K + (it * THREADS + tx) * VEC + j]
+                        for j in T.unroll(VEC):
+                            # silu(g) in f32, rounded; then * u, rounded (torch's bf16 silu and mul)
+                            hv[j] = T.cast(
+                                T.cast(T.cast(xv[it * VEC + j], "float32")
+                                       / (1.0 + T.exp(-T.cast(xv[it * VEC + j], "float32"))), dt).astype("float32")
+                                * T.cast(uv[j], "float32"), dt)
+                        for j in T.vectorized(VEC):
+                            h_s[(it * THREADS + tx) * VEC + j] = hv[j]
+            else:
+                for it in T.unroll(pro_iters):
+                    if (it * THREADS + tx) * VEC < K:
+                        for j in T.vectorized(VEC):
+                            h_s[(it * THREADS + tx) * VEC + j] = x[(it * THREADS + tx) * VEC + j]
+            T.sync_threads()
+
+            # ---- main loop: warps stream row groups ----------------------------------------
+            for p in T.serial(passes):
+                g = p * total_warps + bx * warps + warp
+                if g < groups:
+                    for r in T.unroll(R):
+                        for c in T.unroll(chunks):
+                            for j in T.vectorized(VEC):
+                                wv[r, c * VEC + j] = w[T.min(g * R + r, N - 1), c * 32 * VEC + lane * VEC + j]
+                    for r in T.unroll(R):
+                        acc[r] = 0.0
+                    for c in T.unroll(chunks):
+                        for j in T.vectorized(VEC):
+                            hv[j] = h_s[c * 32 * VEC + lane * VEC + j]
+                        for r in T.unroll(R):
+                            for j in T.unroll(VEC):
+                                acc[r] += T.cast(wv[r, c * VEC + j], "float32") * T.cast(hv[j], "float32")
+                    for r in T.unroll(R):
+                        acc[r] = T.warp_reduce_sum(acc[r])
+                    if lane == 0:
+                        for r in T.unroll(R):
+                            if g * R + r < N:
+                                if epilogue == "residual":
+                                    out[g * R + r] = T.cast(
+                                        T.cast(out[g * R + r], "float32") + T.cast(T.cast(acc[r], dt), "float32"),
+                                        out_dt)
+                                else:
+                                    out[g * R + r] = T.cast(acc[r], out_dt)
+                    if amax_on:
+                        # rows arrive in increasing order per warp: strictly greater keeps the
+                        # lowest index among ties (torch.argmax's tie-break)
+                        for r in T.unroll(R):
+                            if g * R + r < N and acc[r] > best_v:
+                                best_v = acc[r]
+                                best_i = g * R + r
+            if amax_on:
+                # per-block argmax partial: (value, index as f32; exact below 2**24)
+                if lane == 0:
+                    bv_s[warp] = best_v
+                    bi_s[warp] = best_i
+                T.sync_threads()
+                if tx == 0:
+                    for i in T.serial(warps):
+                        if bv_s[i] > best_v or (bv_s[i] == best_v and bi_s[i] < best_i):
+                            best_v = bv_s[i]
+                            best_i = bi_s[i]
+                    amax[bx, 0] = best_v
+                    amax[bx, 1] = T.cast(best_i, "float32")
+
+    if amax_on:
+
+        @T.prim_func
+        def gemv(x: T.Tensor((x_len,), dt), norm_w: T.Tensor((K,), dt), w: T.Tensor((N, K), dt),
+                 out: T.Tensor((N,), out_dt), amax: T.Tensor((grid, 2), "float32")):
+            body(x, norm_w, w, out, amax)
+    elif prologue == "rmsnorm":
+
+        @T.prim_func
+        def gemv(x: T.Tensor((x_len,), dt), norm_w: T.Tensor((K,), dt), w: T.Tensor((N, K), dt),
+                 out: T.Tensor((N,), out_dt)):
+            body(x, norm_w, w, out, None)
+    else:
+
+        @T.prim_func
+        def gemv(x: T.Tensor((x_len,), dt), w: T.Tensor((N, K), dt), out: T.Tensor((N,), out_dt)):
+            body(x, None, w, out, None)
+
+    return gemv

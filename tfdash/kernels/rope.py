@@ -69,15 +69,101 @@ def cost(dims, ctx_len=0):
     )
 
 
-def _tilelang(dims):
-    from tfdash.kernels.tl_small import qk_norm_rope_kernel
+def tilelang_qk_norm_rope(dims):
+    """One block, one warp per head (q heads, then k heads, then v heads). Lane l holds the
+    pairs (2l, 2l+1) of the first half and (H+2l, H+2l+1) of the second (H = D/2), so each lane
+    has both partners of its rotate-half pairs; the norm is a warp reduction."""
+    import tilelang.language as T
 
-    return qk_norm_rope_kernel(dims)
+    nH, nKV, D, C, dt = dims["n_heads"], dims["n_kv_heads"], dims["head_dim"], dims["capacity"], dims["dtype"]
+    eps = float(dims["eps"])
+    half = D // 2
+    per = half // 32  # elements of each half a lane holds
+    assert half % 32 == 0 and per % 2 == 0, f"head_dim={D} must be a multiple of 128"
+    heads = nH + 2 * nKV
+    QKV = heads * D
+
+    @T.prim_func
+    def qk_norm_rope(
+        qkv: T.Tensor((QKV,), dt), q_norm: T.Tensor((D,), dt), k_norm: T.Tensor((D,), dt),
+        cos: T.Tensor((C, half), dt), sin: T.Tensor((C, half), dt), pos: T.Tensor((1,), "int32"),
+        q: T.Tensor((nH * D,), dt), k_cache: T.Tensor((nKV, C, D), dt), v_cache: T.Tensor((nKV, C, D), dt),
+    ):
+        with T.Kernel(1, threads=heads * 32) as _:
+            tx = T.get_thread_binding(0)
+            lane = tx % 32
+            head = tx // 32
+            p = pos[0]
+            a = T.alloc_local((per,), dt)  # first-half elements
+            b = T.alloc_local((per,), dt)  # second-half elements
+            wa = T.alloc_local((per,), dt)
+            wb = T.alloc_local((per,), dt)
+            ca = T.alloc_local((per,), dt)
+            sa = T.alloc_local((per,), dt)
+            na = T.alloc_local((per,), dt)
+            nb = T.alloc_local((per,), dt)
+            ra = T.alloc_local((per,), dt)
+            rb = T.alloc_local((per,), dt)
+            ssq = T.alloc_var("float32")
+            rstd = T.alloc_var("float32")
+            for j in T.vectorized(per):
+                a[j] = qkv[head * D + lane * per + j]
+            for j in T.vectorized(per):
+                b[j] = qkv[head * D + half + lane * per + j]
+            if head < nH + nKV:
+                ssq = 0.0
+                for j in T.unroll(per):
+                    ssq += T.cast(a[j], "float32") * T.cast(a[j], "float32") + T.cast(b[j], "float32") * T.cast(b[j], "float32")
+                ssq = T.warp_reduce_sum(ssq)
+                rstd = T.rsqrt(ssq / D + eps)
+                if head < nH:
+                    for j in T.vectorized(per):
+                        wa[j] = q_norm[lane * per + j]
+                    for j in T.vectorized(per):
+                        wb[j] = q_norm[half + lane * per + j]
+                else:
+                    for j in T.vectorized(per):
+                        wa[j] = k_norm[lane * per + j]
+                    for j in T.vectorized(per):
+                        wb[j] = k_norm[half + lane * per + j]
+                for j in T.vectorized(per):
+                    ca[j] = cos[p, lane * per + j]
+                for j in T.vectorized(per):
+                    sa[j] = sin[p, lane * per + j]
+                for j in T.unroll(per):
+                    # HF rmsnorm: weight * (x * rstd).to(dtype)
+                    na[j] = T.cast(T.cast(T.cast(T.cast(a[j], "float32") * rstd, dt), "float32") * T.cast(wa[j], "float32"), dt)
+                    nb[j] = T.cast(T.cast(T.cast(T.cast(b[j], "float32") * rstd, dt), "float32") * T.cast(wb[j], "float32"), dt)
+                for j in T.unroll(per):
+                    # x*cos + rotate_half(x)*sin, every product and the sum rounded to dtype
+                    ra[j] = T.cast(
+                        T.cast(T.cast(T.cast(na[j], "float32") * T.cast(ca[j], "float32"), dt), "float32")
+                        - T.cast(T.cast(T.cast(nb[j], "float32") * T.cast(sa[j], "float32"), dt), "float32"), dt)
+                    rb[j] = T.cast(
+                        T.cast(T.cast(T.cast(nb[j], "float32") * T.cast(ca[j], "float32"), dt), "float32")
+                        + T.cast(T.cast(T.cast(na[j], "float32") * T.cast(sa[j], "float32"), dt), "float32"), dt)
+                if head < nH:
+                    for j in T.vectorized(per):
+                        q[head * D + lane * per + j] = ra[j]
+                    for j in T.vectorized(per):
+                        q[head * D + half + lane * per + j] = rb[j]
+                else:
+                    for j in T.vectorized(per):
+                        k_cache[head - nH, p, lane * per + j] = ra[j]
+                    for j in T.vectorized(per):
+                        k_cache[head - nH, p, half + lane * per + j] = rb[j]
+            else:
+                for j in T.vectorized(per):
+                    v_cache[head - nH - nKV, p, lane * per + j] = a[j]
+                for j in T.vectorized(per):
+                    v_cache[head - nH - nKV, p, half + lane * per + j] = b[j]
+
+    return qk_norm_rope
 
 
 FAMILY = register(Family(
     name="rope",
     roles=("qkv", "q_norm", "k_norm", "cos", "sin", "pos", "q", "k_cache", "v_cache"),
-    cost=cost, torch=torch_qk_norm_rope, tilelang=_tilelang,
+    cost=cost, torch=torch_qk_norm_rope, tilelang=tilelang_qk_norm_rope,
     describe="q/k RMSNorm over head_dim, RoPE, append k and v at pos",
 ))
