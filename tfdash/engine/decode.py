@@ -5,6 +5,13 @@
     decode    each further step's argmax is the next token
 
 The host keeps up to `depth` steps in flight and harvests ring slots whose events completed.
+
+Profiling hooks into the loop through `Generation.intercept(window)` (thread-safe): at the next
+step boundary the loop drains the steps in flight, calls `window.start`, runs the window's
+`steps` steps (each through `window.step_fn` when it has one), hands each of their step times to
+`window.on_step`, drains again and calls `window.finish`. A window of 0 steps is a pause: work
+done between two steps with nothing in flight (e.g. a marginal-cost measurement). Time spent in
+start/finish is counted in `stats.paused_ns` (and is part of the wall time: tok/s stays honest).
 """
 
 from __future__ import annotations
@@ -47,6 +54,8 @@ class GenerationStats:
     wall_ns: int = 0
     step_ns: array = field(default_factory=lambda: array("q"))  # every step, prompt walk included
     stopped: str = ""  # "", "eos", "cancelled"
+    paused_ns: int = 0  # wall time inside profiling windows' start/finish (drains, CUPTI set-up)
+    steps: int = 0  # steps completed, prompt walk included (step_ns may keep only the last ones)
 
     @property
     def tok_per_s(self) -> float:
@@ -72,7 +81,9 @@ class Generation:
     cleanly after the steps in flight, keeping everything measured so far."""
 
     def __init__(self, runtime: Runtime, prompt_ids: list[int], max_new_tokens: int, tokenizer,
-                 eos_ids=(), depth: int = 16, stop: threading.Event | None = None):
+                 eos_ids=(), depth: int = 16, stop: threading.Event | None = None,
+                 keep: int | None = None):
+        """`keep`: remember only the last `keep` tokens and step times (a bounded run; None keeps all)."""
         plan = runtime.plan
         check_generation(plan.config, plan.capacity, len(prompt_ids), max_new_tokens)
         self.runtime = runtime
@@ -83,10 +94,40 @@ class Generation:
         self.depth = max(1, min(depth, RING - 1))
         self.stop = stop or threading.Event()
         self.stats = GenerationStats(prompt_tokens=len(prompt_ids))
-        self.tokens: list[int] = []
+        self.keep = keep
+        self.tokens: list[int] | deque[int] = []
+        if keep is not None:
+            self.stats.step_ns = deque(maxlen=max(1, keep))
+            self.tokens = deque(maxlen=max(1, keep))
+        self.step_index = 0  # steps enqueued so far; step s runs at position s
+        self._pending: deque = deque()  # windows waiting for the next step boundary
 
     def cancel(self) -> None:
         self.stop.set()
+
+    def intercept(self, window) -> None:
+        """Run `window` at the next step boundary, on the decode thread (safe from any thread).
+        A window has `steps` (0 = a pause), `step_fn` (None = the runtime's own step),
+        `start(runtime, first_step, steps)`, `on_step(step_ns)`, `finish(runtime, cancelled)` and
+        `cancel(reason)` (called instead of start when the generation ends before it ran)."""
+        self._pending.append(window)
+
+    def _bracket(self, fn, *args) -> None:
+        """Call a window hook with nothing in flight; its time is a pause, not a step."""
+        t = time.perf_counter_ns()
+        try:
+            fn(*args)
+        finally:
+            self.stats.paused_ns += time.perf_counter_ns() - t
+            self.runtime.begin()  # the next step's time starts now, not before the pause
+
+    def _trim_decoder(self) -> None:
+        # A bounded run: StreamDecoder only needs the ids from its prefix offset on.
+        d = self.decoder
+        if self.keep is not None and d.prefix > 256:
+            del d.ids[:d.prefix]
+            d.read -= d.prefix
+            d.prefix = 0
 
     def __iter__(self) -> Iterator[TokenEvent]:
         rt, stats = self.runtime, self.stats
@@ -97,45 +138,89 @@ class Generation:
         t0 = time.perf_counter_ns()
         rt.begin()
         step = 0
+        win, win_left, win_first = None, 0, 0  # the profiling window in progress
 
         def harvest(s: int) -> TokenEvent | None:
             slot = s % RING
             rt.wait(slot)
             dt = rt.step_ns(slot)
             stats.step_ns.append(dt)
+            stats.steps += 1
+            if win is not None and s >= win_first:
+                win.on_step(dt)
             if s < n_prompt - 1:
                 return None  # a prompt-walk step: its prediction is replaced by the prompt
             tok = rt.token(slot)
             self.tokens.append(tok)
             stats.new_tokens += 1
             stats.wall_ns = time.perf_counter_ns() - t0
-            return TokenEvent(stats.new_tokens - 1, tok, self.decoder.push(tok), dt, stats.wall_ns)
+            text = self.decoder.push(tok)
+            self._trim_decoder()
+            return TokenEvent(stats.new_tokens - 1, tok, text, dt, stats.wall_ns)
 
-        while True:
-            while step < total_steps and len(inflight) < self.depth and not self.stop.is_set():
-                rt.enqueue(step % RING)
-                inflight.append(step)
-                step += 1
-            if not inflight:
-                break
-            if self.stop.is_set():
-                # Drain quietly: these steps ran and are timed, their tokens are not emitted.
-                while inflight:
-                    s = inflight.popleft()
-                    rt.wait(s % RING)
-                    stats.step_ns.append(rt.step_ns(s % RING))
-                break
-            # Harvest the oldest step; block on it only when the window is full or nothing is
-            # left to enqueue (back-pressure, not a per-token sync).
-            if rt.ready(inflight[0] % RING) or len(inflight) >= self.depth or step >= total_steps:
-                ev = harvest(inflight.popleft())
-                if ev is not None:
-                    yield ev
-                    if ev.token_id in self.eos_ids:
-                        stats.stopped = "eos"
-                        self.stop.set()
-            else:
-                time.sleep(0)
-        if self.stop.is_set() and not stats.stopped:
-            stats.stopped = "cancelled"
-        rt.synchronize()
+        try:
+            while True:
+                if not inflight:
+                    # Window boundaries fall where nothing is in flight.
+                    if win is not None and (win_left == 0 or self.stop.is_set() or step >= total_steps):
+                        w, win = win, None
+                        self._bracket(w.finish, rt, win_left > 0)
+                    while (win is None and self._pending and step < total_steps
+                           and not self.stop.is_set()):
+                        w = self._pending.popleft()
+                        n = max(0, min(int(w.steps), total_steps - step))
+                        self._bracket(w.start, rt, step, n)
+                        if n:
+                            win, win_left, win_first = w, n, step
+                        else:
+                            self._bracket(w.finish, rt, False)
+                draining = (win is None and bool(self._pending)) or (win is not None and win_left == 0)
+                while (step < total_steps and len(inflight) < self.depth and not self.stop.is_set()
+                       and not draining):
+                    if win is not None:
+                        rt.enqueue(step % RING, win.step_fn)
+                        win_left -= 1
+                        draining = win_left == 0
+                    else:
+                        rt.enqueue(step % RING)
+                    inflight.append(step)
+                    step += 1
+                    self.step_index = step
+                if not inflight:
+                    if draining and step < total_steps and not self.stop.is_set():
+                        continue  # a window starts or ends at this boundary
+                    break
+                if self.stop.is_set():
+                    # Drain quietly: these steps ran and are timed, their tokens are not emitted.
+                    while inflight:
+                        s = inflight.popleft()
+                        rt.wait(s % RING)
+                        dt = rt.step_ns(s % RING)
+                        stats.step_ns.append(dt)
+                        stats.steps += 1
+                        if win is not None and s >= win_first:
+                            win.on_step(dt)
+                    break
+                # Harvest the oldest step; block on it only when the window is full, nothing is
+                # left to enqueue, or a profiling window waits for a boundary (back-pressure, not
+                # a per-token sync).
+                if (rt.ready(inflight[0] % RING) or len(inflight) >= self.depth or step >= total_steps
+                        or draining):
+                    ev = harvest(inflight.popleft())
+                    if ev is not None:
+                        yield ev
+                        if ev.token_id in self.eos_ids:
+                            stats.stopped = "eos"
+                            self.stop.set()
+                else:
+                    time.sleep(0)
+            if self.stop.is_set() and not stats.stopped:
+                stats.stopped = "cancelled"
+            rt.synchronize()
+        finally:
+            if win is not None:
+                rt.synchronize()
+                w, win = win, None
+                self._bracket(w.finish, rt, win_left > 0)
+            while self._pending:
+                self._pending.popleft().cancel("the generation ended before the window could run")
