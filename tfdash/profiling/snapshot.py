@@ -7,6 +7,11 @@ through JSON unchanged: export -> load -> equal.
 
 A value that could not be measured is None, and `unavailable[panel]` says why
 (e.g. {"nvml": "NVML not found: libnvidia-ml.so.1 missing", "kernels": "no profile window yet"}).
+Panels: "kernels", "roofline", "nvml" (and "nvml.<series>" for one missing metric), "marginal",
+"timeline".
+
+Floats are always finite (never NaN or inf), so a snapshot equals itself after a round trip.
+The JSON form and its loader are in `tfdash.profiling.export`.
 """
 
 from __future__ import annotations
@@ -63,6 +68,8 @@ class KernelRow:
     measured_p50_ns: float | None = None
     measured_p90_ns: float | None = None
     share: float | None = None  # measured p50 / measured step time
+    device_kernels: tuple[str, ...] = ()  # the device kernels this launch ran (CUPTI names)
+    samples: int = 0  # steps its measurement is taken over
 
     @property
     def gap(self) -> float | None:
@@ -86,6 +93,7 @@ class Series:
     unit: str
     t: tuple[float, ...] = ()
     values: tuple[float | None, ...] = ()
+    note: str = ""  # how the values are derived (e.g. GPM util% x the peak, and which peak)
 
 
 @dataclass(frozen=True)
@@ -105,6 +113,8 @@ class Roofline:
     datasheet_gbps: float
     nvml_gbps: float | None  # NVML GPM DRAM bandwidth over the same window
     ceiling_source: str = ""
+    nvml_source: str = ""  # how nvml_gbps was computed, or why it is None
+    timing: str = ""  # "cupti" (kernel durations inside graph replays) or "direct" (host timer, CPU)
 
     @property
     def pct_ceiling(self) -> float:
@@ -123,6 +133,17 @@ class Roofline:
 
 
 @dataclass(frozen=True)
+class KernelSpan:
+    """One device kernel of the latest profile window, for the timeline (Chrome trace)."""
+
+    step: int  # the generation step (== its ctx_len)
+    launch: int  # StepPlan index
+    name: str  # the device kernel's name
+    start_ns: int  # since the run began (CUPTI times placed at the window's wall-clock start)
+    dur_ns: int
+
+
+@dataclass(frozen=True)
 class ProfileSnapshot:
     meta: RunMeta
     tokens: tuple[TokenRecord, ...] = ()
@@ -137,6 +158,11 @@ class ProfileSnapshot:
     unavailable: dict = field(default_factory=dict)  # panel -> reason
     schema: str = SCHEMA
     version: int = VERSION
+    target: dict | None = None  # Target.to_dict() of the ceiling the predictions use
+    steps: int = 0  # steps run, prompt walk included (step_ns keeps only the last ones)
+    paused_ns: int = 0  # wall time spent in profiling set-up/tear-down and marginal measurements
+    profile_windows: int = 0  # profile windows completed so far
+    timeline: tuple[KernelSpan, ...] = ()  # the latest window's kernels (last few steps)
 
     @property
     def tok_per_s(self) -> float:

@@ -1,0 +1,346 @@
+"""Snapshot files: JSON (with a validating loader), Chrome trace JSON, CSV of the kernel table.
+
+Snapshot JSON, schema "tfdash.snapshot", version 1: the ProfileSnapshot dataclass field by field
+(tuples as arrays, nested dataclasses as objects, None as null, floats always finite), with
+"schema" and "version" first:
+
+    {"schema": "tfdash.snapshot", "version": 1,
+     "meta": RunMeta, "tokens": [TokenRecord], "step_ns": [int], "prompt_tokens": int,
+     "new_tokens": int, "wall_ns": int, "kernels": [KernelRow], "nvml": [Series],
+     "roofline": Roofline | null, "marginal": [object], "unavailable": {panel: reason},
+     "target": object | null, "steps": int, "paused_ns": int, "profile_windows": int,
+     "timeline": [KernelSpan]}
+
+`schema_doc()` prints every field with its type, generated from the dataclasses themselves.
+`load_snapshot(path)` checks the schema name, the version, every field's type, unknown and
+missing fields, and sizes; any problem is one `SnapshotError` line naming the file and the field
+path (e.g. "run.json: kernels[3].measured_p50_ns: expected a number or null, got 'fast'").
+
+Chrome trace (opens in Perfetto / chrome://tracing): process "tfdash decode" with a track of
+decode steps (laid end to end from their measured times, ending at the run's wall time) and a
+track of the latest profile window's kernels; process "NVML" with one counter per series.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+import math
+import types
+import typing
+from pathlib import Path
+
+from tfdash.errors import SnapshotError
+from tfdash.profiling.files import write_json_atomic, write_text_atomic
+from tfdash.profiling.snapshot import SCHEMA, VERSION, ProfileSnapshot
+
+MAX_FILE_BYTES = 1 << 30  # a snapshot is bounded by the session's ring buffers; 1 GiB is absurd
+MAX_ITEMS = 2_000_000  # per array: more than any bounded session keeps
+
+_HINTS: dict[type, dict] = {}
+
+
+def _hints(cls) -> dict:
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def _short(v) -> str:
+    r = repr(v)
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+def _where(path: str) -> str:
+    return path or "(top level)"
+
+
+# -- writing -------------------------------------------------------------------------------
+def to_jsonable(obj, path: str = ""):
+    """Plain JSON data from a snapshot (or any of its parts); non-finite floats are refused."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        out = {}
+        names = [f.name for f in dataclasses.fields(obj)]
+        if isinstance(obj, ProfileSnapshot):  # schema and version first
+            names = ["schema", "version"] + [n for n in names if n not in ("schema", "version")]
+        for n in names:
+            out[n] = to_jsonable(getattr(obj, n), f"{path}.{n}" if path else n)
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v, f"{path}[{i}]") for i, v in enumerate(obj)]
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v, f"{path}.{k}") for k, v in obj.items()}
+    if isinstance(obj, float) and not math.isfinite(obj):
+        raise SnapshotError(f"{_where(path)} is {obj}; a snapshot holds finite numbers only")
+    if obj is None or isinstance(obj, (str, int, float, bool)):
+        return obj
+    raise SnapshotError(f"{_where(path)}: {type(obj).__name__} is not JSON data")
+
+
+def dumps_snapshot(snap: ProfileSnapshot) -> str:
+    return json.dumps(to_jsonable(snap), indent=1, allow_nan=False) + "\n"
+
+
+def write_snapshot(snap: ProfileSnapshot, path) -> Path:
+    """Write atomically (a reader never sees half a file)."""
+    return write_text_atomic(path, dumps_snapshot(snap))
+
+
+# -- loading -------------------------------------------------------------------------------
+def _fail(path: str, msg: str):
+    raise SnapshotError(f"{_where(path)}: {msg}")
+
+
+def _describe(tp) -> str:
+    origin = typing.get_origin(tp)
+    if tp is type(None):
+        return "null"
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_describe(a) for a in typing.get_args(tp))
+    if origin is tuple:
+        return "an array"
+    if tp is dict or origin is dict or dataclasses.is_dataclass(tp):
+        return "an object"
+    return {int: "an integer", float: "a number", str: "a string", bool: "true or false"}.get(tp, str(tp))
+
+
+def _convert(tp, v, path: str):
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if v is None:
+            if type(None) in args:
+                return None
+            _fail(path, f"expected {_describe(tp)}, got null")
+        others = [a for a in args if a is not type(None)]
+        for a in others:
+            try:
+                return _convert(a, v, path)
+            except SnapshotError as e:
+                here = str(e).startswith(f"{_where(path)}: expected ")
+                if not here:
+                    raise  # deeper inside a nested value: keep its own message
+        _fail(path, f"expected {_describe(tp)}, got {_short(v)}")
+    if tp is type(None):
+        if v is not None:
+            _fail(path, f"expected null, got {_short(v)}")
+        return None
+    if dataclasses.is_dataclass(tp):
+        return _dataclass(tp, v, path)
+    if origin is tuple:
+        if not isinstance(v, list):
+            _fail(path, f"expected an array, got {_short(v)}")
+        if len(v) > MAX_ITEMS:
+            _fail(path, f"{len(v)} items, more than the limit of {MAX_ITEMS}")
+        (item, *_rest) = typing.get_args(tp)
+        return tuple(_convert(item, x, f"{path}[{i}]") for i, x in enumerate(v))
+    if tp is dict or origin is dict:
+        if not isinstance(v, dict):
+            _fail(path, f"expected an object, got {_short(v)}")
+        return v
+    if tp is bool:
+        if not isinstance(v, bool):
+            _fail(path, f"expected true or false, got {_short(v)}")
+        return v
+    if tp is int:
+        if isinstance(v, bool) or not isinstance(v, int):
+            _fail(path, f"expected an integer, got {_short(v)}")
+        if abs(v) >= 1 << 63:
+            _fail(path, f"integer {_short(v)} is out of range")
+        return v
+    if tp is float:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            _fail(path, f"expected a number, got {_short(v)}")
+        f = float(v)
+        if not math.isfinite(f):
+            _fail(path, f"number {_short(v)} is not finite")
+        return f
+    if tp is str:
+        if not isinstance(v, str):
+            _fail(path, f"expected a string, got {_short(v)}")
+        return v
+    _fail(path, f"unsupported field type {tp}")  # a bug in the schema, not in the file
+
+
+def _dataclass(cls, v, path: str):
+    if not isinstance(v, dict):
+        _fail(path, f"expected an object ({cls.__name__}), got {_short(v)}")
+    hints = _hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = [k for k in v if k not in fields]
+    if unknown:
+        _fail(path, f"unknown field {unknown[0]!r} in {cls.__name__}")
+    kw = {}
+    for name, f in fields.items():
+        sub = f"{path}.{name}" if path else name
+        if name not in v:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                _fail(sub, "missing")
+            continue
+        kw[name] = _convert(hints[name], v[name], sub)
+    obj = cls(**kw)
+    _check(obj, path)
+    return obj
+
+
+def _check(obj, path: str) -> None:
+    """Cross-field rules the types cannot say."""
+    from tfdash.profiling.snapshot import Series
+
+    if isinstance(obj, Series) and len(obj.t) != len(obj.values):
+        _fail(path, f"series {obj.name!r} has {len(obj.t)} times and {len(obj.values)} values")
+
+
+def _parse_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def loads_snapshot(text: str, source: str = "snapshot") -> ProfileSnapshot:
+    """Validate and build a ProfileSnapshot from JSON text; SnapshotError names what is wrong."""
+    try:
+        raw = json.loads(text, parse_constant=_parse_constant)
+    except RecursionError:
+        raise SnapshotError(f"{source}: JSON nested too deeply") from None
+    except ValueError as e:  # JSONDecodeError, NaN/Infinity, integers past the digit limit
+        raise SnapshotError(f"{source}: not valid JSON ({str(e).splitlines()[0][:120]})") from None
+    if not isinstance(raw, dict):
+        raise SnapshotError(f"{source}: expected a JSON object, got {type(raw).__name__}")
+    schema = raw.get("schema")
+    if schema != SCHEMA:
+        what = "no 'schema' field" if "schema" not in raw else f"schema is {_short(schema)}"
+        raise SnapshotError(f"{source}: not a tfdash snapshot ({what}; expected {SCHEMA!r})")
+    version = raw.get("version")
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise SnapshotError(f"{source}: version: expected an integer, got {_short(version)}")
+    if version > VERSION:
+        raise SnapshotError(f"{source}: snapshot version {version} is newer than this tfdash reads "
+                            f"(version {VERSION}); upgrade tfdash")
+    if version < 1:
+        raise SnapshotError(f"{source}: version {version} is not a snapshot version (1..{VERSION})")
+    try:
+        return _dataclass(ProfileSnapshot, raw, "")
+    except SnapshotError as e:
+        raise SnapshotError(f"{source}: {e}") from None
+    except RecursionError:
+        raise SnapshotError(f"{source}: nested too deeply") from None
+
+
+def load_snapshot(path) -> ProfileSnapshot:
+    """Read and validate a snapshot file (see the module docstring)."""
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise SnapshotError(f"{p}: {size} bytes, larger than any snapshot ({MAX_FILE_BYTES} bytes)")
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise SnapshotError(f"{p}: no such file") from None
+    except IsADirectoryError:
+        raise SnapshotError(f"{p}: is a directory, not a snapshot file") from None
+    except OSError as e:
+        raise SnapshotError(f"{p}: cannot read ({e.strerror or e})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise SnapshotError(f"{p}: not UTF-8 text (byte {e.start})") from None
+    return loads_snapshot(text, str(p))
+
+
+def schema_doc() -> str:
+    """Every snapshot field and its JSON type, from the dataclasses (so it cannot go stale)."""
+    lines = [f"schema {SCHEMA!r}, version {VERSION}"]
+    seen = set()
+
+    def walk(cls, indent):
+        if cls in seen:
+            return
+        seen.add(cls)
+        lines.append(f"{'  ' * indent}{cls.__name__}:")
+        for f in dataclasses.fields(cls):
+            tp = _hints(cls)[f.name]
+            opt = "" if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING else " (optional)"
+            inner = [a for a in (typing.get_args(tp) or (tp,)) if dataclasses.is_dataclass(a)]
+            for a in typing.get_args(tp):
+                inner += [b for b in (typing.get_args(a) or (a,)) if dataclasses.is_dataclass(b)]
+            name = inner[0].__name__ if inner else ""
+            shape = f"[{name}]" if typing.get_origin(tp) is tuple and name else (name or _describe(tp))
+            lines.append(f"{'  ' * (indent + 1)}{f.name}: {shape}{opt}")
+            for a in dict.fromkeys(inner):
+                walk(a, indent + 2)
+
+    walk(ProfileSnapshot, 0)
+    return "\n".join(lines)
+
+
+# -- Chrome trace --------------------------------------------------------------------------
+PID_DECODE, PID_NVML = 1, 2
+TID_STEPS, TID_KERNELS = 1, 2
+
+
+def chrome_trace(snap: ProfileSnapshot) -> dict:
+    """The trace-event JSON object (times in microseconds)."""
+    roles = {k.index: k.role for k in snap.kernels}
+    ev: list[dict] = [
+        {"name": "process_name", "ph": "M", "ts": 0, "pid": PID_DECODE, "tid": 0,
+         "args": {"name": f"tfdash decode ({snap.meta.model.get('name', '?')}, {snap.meta.backend})"}},
+        {"name": "thread_name", "ph": "M", "ts": 0, "pid": PID_DECODE, "tid": TID_STEPS,
+         "args": {"name": "decode steps"}},
+        {"name": "thread_name", "ph": "M", "ts": 0, "pid": PID_DECODE, "tid": TID_KERNELS,
+         "args": {"name": "kernels (latest profile window)"}},
+        {"name": "process_name", "ph": "M", "ts": 0, "pid": PID_NVML, "tid": 0, "args": {"name": "NVML"}},
+    ]
+    first = max(0, snap.steps - len(snap.step_ns))
+    t = max(0, snap.wall_ns - sum(snap.step_ns))
+    for k, dt in enumerate(snap.step_ns):
+        ev.append({"name": "step", "cat": "decode", "ph": "X", "ts": t / 1e3, "dur": max(0, dt) / 1e3,
+                   "pid": PID_DECODE, "tid": TID_STEPS, "args": {"step": first + k}})
+        t += max(0, dt)
+    for sp in snap.timeline:
+        ev.append({"name": sp.name, "cat": "kernel", "ph": "X", "ts": max(0, sp.start_ns) / 1e3,
+                   "dur": max(0, sp.dur_ns) / 1e3, "pid": PID_DECODE, "tid": TID_KERNELS,
+                   "args": {"launch": sp.launch, "role": roles.get(sp.launch, "?"), "step": sp.step}})
+    for s in snap.nvml:
+        for ts, v in zip(s.t, s.values):
+            if v is not None:
+                ev.append({"name": s.name, "cat": "nvml", "ph": "C", "ts": max(0.0, ts) * 1e6,
+                           "pid": PID_NVML, "tid": 0, "args": {s.unit or "value": v}})
+    return {"traceEvents": ev, "displayTimeUnit": "ns",
+            "otherData": {"schema": SCHEMA, "version": VERSION, "host": snap.meta.host,
+                          "gpu": snap.meta.gpu or "cpu", "started_at": snap.meta.started_at}}
+
+
+def write_chrome_trace(snap: ProfileSnapshot, path) -> Path:
+    return write_json_atomic(path, chrome_trace(snap))
+
+
+# -- CSV -----------------------------------------------------------------------------------
+CSV_COLUMNS = ("index", "role", "layer", "family", "kernel", "predicted_ns", "measured_p50_ns",
+               "measured_p90_ns", "share", "gap", "bytes_read", "bytes_written", "flops", "achieved_gbps",
+               "bound_by", "device_kernels")
+
+
+def kernel_csv(snap: ProfileSnapshot) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    for k in snap.kernels:
+        row = []
+        for c in CSV_COLUMNS:
+            v = getattr(k, c)
+            row.append("" if v is None else (" ".join(v) if isinstance(v, tuple) else v))
+        w.writerow(row)
+    return buf.getvalue()
+
+
+def write_kernel_csv(snap: ProfileSnapshot, path) -> Path:
+    return write_text_atomic(path, kernel_csv(snap))
+
+
+def export_all(snap: ProfileSnapshot, directory) -> dict[str, Path]:
+    """snapshot.json, trace.json and kernels.csv in `directory` (created if missing)."""
+    d = Path(directory)
+    return {"snapshot": write_snapshot(snap, d / "snapshot.json"),
+            "trace": write_chrome_trace(snap, d / "trace.json"),
+            "csv": write_kernel_csv(snap, d / "kernels.csv")}
