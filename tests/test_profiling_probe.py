@@ -1,0 +1,68 @@
+"""The bandwidth probe on CPU (a host memcpy), its per-device cache, and the measured Target."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tfdash.profiling import probe
+from tfdash.profiling.analyze import analyze
+from tfdash.profiling.targets import H200
+
+
+@pytest.fixture(autouse=True)
+def cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("TFDASH_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_measure_host_memcpy():
+    r = probe.measure("cpu", nbytes=4 << 20, reps=3)
+    assert r.method == "host memcpy" and r.reps == 3 and r.nbytes == 4 << 20
+    assert r.bandwidth == pytest.approx(2 * r.nbytes / r.seconds)
+    assert 1e8 < r.bandwidth < 1e13  # 0.1 GB/s .. 10 TB/s: a plausible host
+    assert r.device.startswith("cpu:") and "host memcpy 2x4 MiB, median of 3" in r.source
+
+
+def test_cache_is_keyed_by_device_and_reused(cache_dir, monkeypatch):
+    first = probe.probe_bandwidth("cpu", nbytes=2 << 20, reps=2)
+    data = json.loads((cache_dir / "bandwidth.json").read_text())
+    assert list(data) == [probe.cpu_name()] and data[probe.cpu_name()]["bandwidth"] == first.bandwidth
+    monkeypatch.setattr(probe, "measure", lambda *a, **k: pytest.fail("the cache should answer"))
+    assert probe.probe_bandwidth("cpu") == first
+    # other devices' entries are kept when this one is refreshed
+    data["NVIDIA H200"] = {**data[probe.cpu_name()], "device": "NVIDIA H200", "bandwidth": 4.27e12}
+    (cache_dir / "bandwidth.json").write_text(json.dumps(data))
+    monkeypatch.undo()
+    monkeypatch.setenv("TFDASH_CACHE_DIR", str(cache_dir))
+    again = probe.probe_bandwidth("cpu", nbytes=2 << 20, reps=2, refresh=True)
+    data = json.loads((cache_dir / "bandwidth.json").read_text())
+    assert data["NVIDIA H200"]["bandwidth"] == 4.27e12 and data[probe.cpu_name()]["measured_at"] == again.measured_at
+
+
+def test_corrupt_cache_is_ignored(cache_dir):
+    cache_dir.mkdir(parents=True)
+    (cache_dir / "bandwidth.json").write_text("{not json")
+    assert probe.cached("cpu") is None
+    (cache_dir / "bandwidth.json").write_text(json.dumps({probe.cpu_name(): {"bandwidth": "fast"}}))
+    assert probe.cached("cpu") is None
+    r = probe.probe_bandwidth("cpu", nbytes=1 << 20, reps=1)
+    assert probe.cached("cpu") == r
+
+
+def test_measured_target_feeds_the_analyzer(cache_dir):
+    assert probe.default_target("cpu") is probe.CPU  # nothing cached yet
+    assert probe.default_target("cuda") is H200
+    r = probe.probe_bandwidth("cpu", nbytes=1 << 20, reps=1)
+    t = probe.default_target("cpu")
+    assert t.bandwidth == r.bandwidth and t.source == r.source and t.datasheet_bandwidth == 0.0
+    assert t.name == "cpu-measured"
+    gpu = probe.measured_target("cuda", result=probe.ProbeResult("NVIDIA H200", 4.27e12, 2 << 30, 5, 1.0,
+                                                                 "cuda d2d copy", "2026-11-29T00:00:00Z", "2.11"))
+    assert gpu.bandwidth == 4.27e12 and gpu.datasheet_bandwidth == 4.8e12 and gpu.peak_flops == H200.peak_flops
+    from tfdash.engine import build_plan, preset
+
+    plan = build_plan(preset("qwen3-1.7b"), capacity=2048)
+    slow, fast = analyze(plan, H200, 1024), analyze(plan, gpu, 1024)
+    assert fast.floor_ns == pytest.approx(slow.floor_ns * 4.8 / 4.27)

@@ -1,0 +1,180 @@
+"""Per-launch timing: mapping device events to launches (synthetic CUPTI events), the CPU's direct
+windows, and the Generation's window hook (profiling never changes the tokens)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from profiling_support import micro_engine
+
+from tfdash.profiling.timeline import (DeviceEvent, DirectWindow, Timer, attribute, check_tilelang_names,
+                                       map_replays, profile_steps, step_events)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)  # small ops on a shared 2-core box: OpenMP threads only contend
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="module")
+def eng():
+    return micro_engine(capacity=512)
+
+
+# -- mapping (what the H200 path runs on CUPTI's events) -----------------------------------------
+NAMES = (("embed_gather_kernel",), ("gemm_a", "splitk_reduce"), ("argmax_feed_kernel",))
+
+
+def replay_events(steps, t0=1000, gap=50, names=NAMES, durs=(10, 20, 5, 7)):
+    """Device events of `steps` replays, each followed by the token ring's DtoH copy."""
+    ev, t = [], t0
+    for _ in range(steps):
+        for k, name in enumerate(x for n in names for x in n):
+            ev.append(DeviceEvent(name, t, durs[k % len(durs)]))
+            t += durs[k % len(durs)] + 2
+        ev.append(DeviceEvent("Memcpy DtoH (Device -> Pinned)", t, 3))
+        t += gap
+    return ev
+
+
+def test_map_replays_by_order_and_name():
+    ev = replay_events(3)
+    launch_ns, spans, period, err = map_replays(list(reversed(ev)), NAMES, 3)  # order comes from start times
+    assert err is None
+    assert launch_ns == ((10, 10, 10), (25, 25, 25), (7, 7, 7))  # a two-kernel launch sums its kernels
+    assert period == 10 + 20 + 5 + 7 + 4 * 2 + 50
+    assert len(spans) == 12 and spans[1][:3] == (0, 1, "gemm_a") and spans[-1][:3] == (2, 2, "argmax_feed_kernel")
+
+
+def test_map_replays_refuses_a_wrong_count_or_name():
+    ev = replay_events(3)
+    _, _, _, err = map_replays(ev[:-2], NAMES, 3)
+    assert "CUPTI saw 11 device events over 3 replays; the kernel map expects 4 per step (12)" in err
+    bad = [DeviceEvent("other_kernel", e.start_ns, e.dur_ns) if e.name == "splitk_reduce" else e for e in ev]
+    _, _, _, err = map_replays(bad, NAMES, 3)
+    assert err == "step 0: device event 2 is 'other_kernel', launch 1 ran 'splitk_reduce' when learned"
+    assert map_replays(ev, ((), ()), 3)[3] == "the learned kernel map is empty"
+
+
+def test_host_copies_are_not_part_of_the_step():
+    ev = [DeviceEvent("Memcpy HtoD (Pinned -> Device)", 0, 1), DeviceEvent("Memcpy DtoD (Device -> Device)", 5, 1),
+          DeviceEvent("Memset (Device)", 3, 1), DeviceEvent("tfdash.launch.0", 0, 9)]
+    assert [e.name for e in step_events(ev)] == ["Memset (Device)", "Memcpy DtoD (Device -> Device)"]
+
+
+def test_attribute_learns_kernels_per_launch():
+    anns = [(0, 0, 100), (1, 100, 300), (2, 300, 400)]
+    ev = [DeviceEvent("embed_gather_kernel", 10, 5), DeviceEvent("gemm_a", 120, 50),
+          DeviceEvent("splitk_reduce", 200, 5), DeviceEvent("argmax_feed_kernel", 320, 5),
+          DeviceEvent("Memcpy DtoH (Device -> Pinned)", 390, 1)]
+    assert attribute(anns, ev, 3) == NAMES
+    with pytest.raises(ValueError, match="outside every launch's range"):
+        attribute(anns, ev + [DeviceEvent("stray", 500, 1)], 3)
+    with pytest.raises(ValueError, match=r"no profiler range for launch\(es\) \[2\]"):
+        attribute(anns[:2], ev[:3], 3)
+
+
+def test_tilelang_names_are_checked():
+    assert check_tilelang_names((("gemv_qkv_kernel",), ("argmax_feed_kernel",)), ["gemv_qkv", "argmax_feed"]) is None
+    err = check_tilelang_names((("gemv_qkv_kernel",), ("gemv_o_kernel",)), ["gemv_qkv", "argmax_feed"])
+    assert err == "launch 1 ran ['gemv_o_kernel'], the plan says one argmax_feed_kernel"
+    assert "launch 0 ran ['a', 'b']" in check_tilelang_names((("a", "b"),), ["gemv_qkv"])
+
+
+# -- CPU: direct timing --------------------------------------------------------------------------
+def test_profile_steps_times_every_launch(eng):
+    rt = eng.runtime
+    rt.reset([1, 2, 3])
+    rt.bufs["pos"].fill_(100)
+    r = profile_steps(rt, 6)
+    assert r.ok and r.method == "direct" and r.steps == 6 and r.first_step == 100 and r.ctx_len == 103
+    assert len(r.launch_ns) == len(eng.plan) and all(len(x) == 6 and min(x) > 0 for x in r.launch_ns)
+    for s in range(6):  # a step's kernels fit inside the step; its gap is what is left
+        assert sum(x[s] for x in r.launch_ns) <= r.step_ns[s]
+    assert r.kernel_sum_ns + r.gap_ns == pytest.approx(r.step_p50_ns)
+    assert r.names == tuple((la.kernel,) for la in eng.plan.launches)
+    assert int(rt.bufs["pos"][0]) == 106  # the steps really ran
+    assert len(r.spans) == 6 * len(eng.plan)
+    assert all(a[3] <= b[3] for a, b in zip(r.spans, r.spans[1:]))  # spans in time order
+
+
+def test_timer_picks_direct_on_cpu(eng):
+    t = Timer(eng.runtime)
+    assert t.method == "direct" and isinstance(t.window(4), DirectWindow)
+
+
+class Recorder:
+    """A window that records the protocol calls it gets."""
+
+    def __init__(self, steps):
+        self.steps, self.step_fn, self.log, self.times = steps, None, [], []
+
+    def start(self, rt, first, n):
+        self.log.append(("start", first, n))
+
+    def on_step(self, ns):
+        self.times.append(ns)
+
+    def finish(self, rt, cancelled):
+        self.log.append(("finish", cancelled))
+
+    def cancel(self, reason):
+        self.log.append(("cancel", reason))
+
+
+def test_intercept_brackets_steps_and_keeps_the_tokens(eng):
+    plain = [e.token_id for e in eng.generate("a b c", 40)]
+    gen = eng.generate("a b c", 40, depth=2)
+    w1, pause, w2, late = Recorder(5), Recorder(0), DirectWindow(4), Recorder(3)
+    toks = []
+    for e in gen:
+        toks.append(e.token_id)
+        if e.index == 3:
+            gen.intercept(w1)
+            gen.intercept(pause)
+            gen.intercept(w2)
+        if e.index == 39:
+            gen.intercept(late)
+    assert toks == plain  # observing does not change what is generated
+    first = w1.log[0][1]
+    assert w1.log == [("start", first, 5), ("finish", False)] and len(w1.times) == 5
+    assert 3 < first <= 8  # at the next boundary after the steps in flight
+    assert pause.log == [("start", first + 5, 0), ("finish", False)]
+    assert w2.result.ok and w2.result.first_step == first + 5 and w2.result.steps == 4
+    assert late.log == [("cancel", "the generation ended before the window could run")]
+    assert gen.stats.paused_ns > 0 and gen.stats.steps == 2 + 40
+
+
+def test_window_cut_short_by_the_end_of_the_generation(eng):
+    gen = eng.generate("a b c", 10, depth=1)
+    w = DirectWindow(50)
+    for e in gen:
+        if e.index == 2:
+            gen.intercept(w)
+    assert w.result.ok and 0 < w.result.steps < 10
+
+
+def test_window_finishes_when_the_consumer_walks_away(eng):
+    gen = eng.generate("a b c", 30, depth=1)
+    w = Recorder(20)
+    it = iter(gen)
+    for e in it:
+        if e.index == 1:
+            gen.intercept(w)
+        if e.index == 6:
+            break
+    it.close()  # GeneratorExit inside the loop: the window is closed, not left running
+    assert w.log[-1] == ("finish", True)
+
+
+def test_bounded_generation(eng):
+    from tfdash.engine.decode import Generation
+
+    gen = Generation(eng.runtime, eng.encode("a b c"), 450, eng.tokenizer, keep=50)
+    text = "".join(e.text for e in gen)
+    assert len(gen.stats.step_ns) == 50 and len(gen.tokens) == 50 and gen.stats.steps == 452
+    assert len(gen.decoder.ids) <= 300  # the stream decoder is trimmed as it goes
+    assert text == eng.tokenizer.decode([e.token_id for e in eng.generate("a b c", 450)])

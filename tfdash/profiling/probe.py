@@ -1,0 +1,207 @@
+"""The bandwidth probe: the measured roofline ceiling (DESIGN "Measuring" rule 1).
+
+    GPU   a device-to-device copy between two buffers of 2 GiB each (far over 8x the 60 MB L2, so
+          every byte comes from HBM), filled with random bytes, timed with CUDA events
+    CPU   a host memcpy between two buffers (256 MiB by default; the L3 is far smaller)
+
+bandwidth = (bytes read + bytes written) / median time of `reps` copies after a warm-up copy.
+Results are cached per device in $TFDASH_CACHE_DIR/bandwidth.json (default
+~/.cache/tfdash/bandwidth.json), keyed by device name, so the probe runs once per machine;
+`refresh=True` measures again. `measured_target` turns the result into the Target the analyzer
+prices against (the datasheet's bandwidth kept beside it).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import platform
+import statistics
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from tfdash.profiling.files import write_json_atomic
+from tfdash.profiling.targets import H200, Target
+
+log = logging.getLogger("tfdash.probe")
+
+GPU_BYTES = 2 << 30  # 2 GiB per buffer: 35x the H200's 60 MB L2
+CPU_BYTES = 256 << 20
+
+# The host's memory has no datasheet figure here: predictions on CPU use the probe alone.
+CPU = Target(name="cpu", bandwidth=20e9, source="nominal 20 GB/s (no probe yet)")
+
+
+def cache_dir() -> Path:
+    d = os.environ.get("TFDASH_CACHE_DIR")
+    if d:
+        return Path(d)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tfdash"
+
+
+def cache_path() -> Path:
+    return cache_dir() / "bandwidth.json"
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    device: str  # the cache key: "NVIDIA H200", or "cpu:<model name>"
+    bandwidth: float  # bytes/s, read + written
+    nbytes: int  # per buffer
+    reps: int
+    seconds: float  # median seconds per copy
+    method: str  # "cuda d2d copy" | "host memcpy"
+    measured_at: str
+    torch_version: str
+
+    @property
+    def source(self) -> str:
+        return (f"probe: {self.method} 2x{_size(self.nbytes)}, median of {self.reps}, "
+                f"{self.device}, {self.measured_at[:10]}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**30:g} GiB" if n >= 2**30 else f"{n / 2**20:g} MiB"
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return "cpu:" + line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "cpu:" + (platform.processor() or platform.machine() or "unknown")
+
+
+def device_name(device: str = "cpu") -> str:
+    if str(device).startswith("cuda"):
+        import torch
+
+        return torch.cuda.get_device_name(torch.device(device))
+    return cpu_name()
+
+
+def _read_cache() -> dict:
+    path = cache_path()
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        return raw if isinstance(raw, dict) else {}
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as e:
+        log.warning("ignoring unreadable bandwidth cache %s (%s)", path, e)
+        return {}
+
+
+def cached(device: str = "cpu") -> ProbeResult | None:
+    try:
+        key = device_name(device)
+    except Exception:  # no such device here: nothing cached for it
+        return None
+    entry = _read_cache().get(key)
+    if not isinstance(entry, dict):
+        return None
+    try:
+        r = ProbeResult(**entry)
+        return r if isinstance(r.bandwidth, (int, float)) and r.bandwidth > 0 else None
+    except TypeError:
+        return None
+
+
+def _store(result: ProbeResult) -> None:
+    data = _read_cache()
+    data[result.device] = result.to_dict()
+    try:
+        write_json_atomic(cache_path(), data)
+    except Exception as e:  # a read-only home is no reason to fail a run
+        log.warning("cannot cache the bandwidth probe: %s", e)
+
+
+def _time_copies(copy, reps: int, timer) -> list[float]:
+    copy()  # warm-up: page in, first-touch, driver set-up
+    return [timer(copy) for _ in range(reps)]
+
+
+def measure(device: str = "cpu", nbytes: int | None = None, reps: int = 5) -> ProbeResult:
+    """Measure now (no cache)."""
+    import torch
+
+    cuda = str(device).startswith("cuda")
+    nbytes = int(nbytes or (GPU_BYTES if cuda else CPU_BYTES))
+    dev = torch.device(device)
+    gen = torch.Generator(device=dev).manual_seed(0)
+    src = torch.randint(0, 256, (nbytes,), dtype=torch.uint8, device=dev, generator=gen)  # never zeros
+    dst = torch.empty_like(src)
+
+    if cuda:
+        def timer(copy):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            copy()
+            b.record()
+            b.synchronize()
+            return a.elapsed_time(b) / 1e3
+    else:
+        def timer(copy):
+            t = time.perf_counter()
+            copy()
+            return time.perf_counter() - t
+
+    # Alternate directions so neither buffer stays warm in a cache between copies.
+    flip = [False]
+
+    def copy():
+        (src if flip[0] else dst).copy_(dst if flip[0] else src)
+        flip[0] = not flip[0]
+
+    times = _time_copies(copy, max(1, reps), timer)
+    del src, dst
+    if cuda:
+        torch.cuda.empty_cache()
+    sec = statistics.median(times)
+    return ProbeResult(device=device_name(device), bandwidth=2 * nbytes / sec, nbytes=nbytes, reps=len(times),
+                       seconds=sec, method="cuda d2d copy" if cuda else "host memcpy",
+                       measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                       torch_version=torch.__version__)
+
+
+def probe_bandwidth(device: str = "cpu", nbytes: int | None = None, reps: int = 5, refresh: bool = False,
+                    cache: bool = True) -> ProbeResult:
+    """The cached result for this device, or a fresh measurement (then cached)."""
+    if cache and not refresh:
+        hit = cached(device)
+        if hit is not None:
+            return hit
+    result = measure(device, nbytes, reps)
+    if cache:
+        _store(result)
+    return result
+
+
+def base_target(device: str = "cpu") -> Target:
+    """The datasheet (GPU: H200) or nominal (CPU) target, before any probe."""
+    return H200 if str(device).startswith("cuda") else CPU
+
+
+def measured_target(device: str = "cpu", result: ProbeResult | None = None, **probe_kw) -> Target:
+    """The base target with the probe's bandwidth as its ceiling."""
+    result = result or probe_bandwidth(device, **probe_kw)
+    base = base_target(device)
+    t = base.measured(result.bandwidth, result.source)
+    if base is CPU:
+        from dataclasses import replace
+
+        t = replace(t, datasheet_bandwidth=0.0)  # no datasheet figure for a host
+    return t
+
+
+def default_target(device: str = "cpu") -> Target:
+    """The cached measured target when this device was probed before, else the base target."""
+    hit = cached(device)
+    return measured_target(device, hit) if hit is not None else base_target(device)
