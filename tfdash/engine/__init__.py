@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tfdash.engine.config import PRESETS, ModelConfig, load_config, preset
 from tfdash.engine.decode import Generation, GenerationStats, TokenEvent
-from tfdash.engine.plan import StepPlan, build_plan, check_generation, default_capacity
+from tfdash.engine.plan import StepPlan, build_plan, check_generation, check_prompt_ids, default_capacity
 from tfdash.errors import CapacityError, TfdashError
 
 __all__ = [
@@ -112,12 +112,14 @@ def load_engine(ckpt: str | Path | None = None, model: str | None = None, device
         need = 4096
         if prompt is not None and max_new_tokens is not None:
             need = max(need, len(tokenizer.encode(prompt)) + max_new_tokens)
-        capacity = default_capacity(cfg, need)
-    if capacity > cfg.max_position_embeddings:
+        capacity = default_capacity(cfg, need)  # may round up past a max_position_embeddings < one block
+    elif capacity > cfg.max_position_embeddings:
         raise CapacityError(f"capacity {capacity} is past max_position_embeddings={cfg.max_position_embeddings}")
     plan = build_plan(cfg, dtype=dtype, capacity=capacity)
     if prompt is not None and max_new_tokens is not None:
-        check_generation(cfg, plan.capacity, len(tokenizer.encode(prompt)), max_new_tokens)
+        ids = tokenizer.encode(prompt)
+        check_generation(cfg, plan.capacity, len(ids), max_new_tokens)
+        check_prompt_ids(cfg, ids)
     weights = load_weights(cfg, ckpt, torch_dtype(dtype), device, seed)
     runtime = make_runtime(backend, plan, weights, device, progress=progress)
     return Engine(cfg, plan, runtime, tokenizer, source, device, backend, seed)

@@ -116,11 +116,23 @@ def _require(raw: dict, key: str, path: Path):
     return raw[key]
 
 
-def _int(raw: dict, key: str, path: Path) -> int:
-    v = _require(raw, key, path)
+def _int(raw: dict, key: str, path: Path, default: int | None = None) -> int:
+    """raw[key] as an int; a missing or null key takes `default` (required when it is None)."""
+    v = raw.get(key) if default is not None else _require(raw, key, path)
+    if v is None and default is not None:
+        return default
     if isinstance(v, bool) or not isinstance(v, int):
         raise ConfigError(f"{path}: {key} must be an integer, got {v!r}")
     return v
+
+
+def _float(raw: dict, key: str, path: Path, default: float) -> float:
+    v = raw.get(key)
+    if v is None:
+        return default
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ConfigError(f"{path}: {key} must be a number, got {v!r}")
+    return float(v)
 
 
 def _rope_theta(raw: dict, path: Path) -> float:
@@ -132,11 +144,11 @@ def _rope_theta(raw: dict, path: Path) -> float:
         if kind != "default":
             raise ConfigError(f"{path}: rope_type {kind!r} is not supported (only default RoPE)")
         if "rope_theta" in params:
-            return float(params["rope_theta"])
+            return _float(params, "rope_theta", path, 10000.0)
     if isinstance(scaling, dict) and scaling.get("rope_type", scaling.get("type", "default")) != "default":
         kind = scaling.get("rope_type", scaling.get("type"))
         raise ConfigError(f"{path}: rope_scaling {kind!r} is not supported (only default RoPE)")
-    return float(raw.get("rope_theta", 10000.0))
+    return _float(raw, "rope_theta", path, 10000.0)
 
 
 def load_config(ckpt_dir: str | Path) -> ModelConfig:
@@ -158,9 +170,13 @@ def load_config(ckpt_dir: str | Path) -> ModelConfig:
 
     archs = raw.get("architectures") or []
     model_type = raw.get("model_type")
-    if SUPPORTED_ARCHITECTURE not in archs and model_type != "qwen3":
-        what = ", ".join(archs) if archs else f"model_type {model_type!r}"
-        raise ConfigError(f"{path}: architecture {what} is not supported; tfdash runs {SUPPORTED_ARCHITECTURE}")
+    if archs and SUPPORTED_ARCHITECTURE not in archs:
+        raise ConfigError(f"{path}: architecture {', '.join(map(str, archs))} is not supported; "
+                          f"tfdash runs {SUPPORTED_ARCHITECTURE}")
+    if model_type != "qwen3" and (model_type is not None or not archs):
+        # Both must agree when given: an edited config can keep one of them from another model.
+        raise ConfigError(f"{path}: model_type {model_type!r} is not supported; tfdash runs "
+                          f"{SUPPORTED_ARCHITECTURE} (model_type 'qwen3')")
     if raw.get("attention_bias"):
         raise ConfigError(f"{path}: attention_bias=true is not supported")
     if raw.get("use_sliding_window"):
@@ -171,7 +187,7 @@ def load_config(ckpt_dir: str | Path) -> ModelConfig:
 
     hidden = _int(raw, "hidden_size", path)
     heads = _int(raw, "num_attention_heads", path)
-    head_dim = raw.get("head_dim") or (hidden // heads if heads else 0)
+    head_dim = _int(raw, "head_dim", path, hidden // heads if heads else 0)
     eos = raw.get("eos_token_id")
     eos_ids = tuple(eos) if isinstance(eos, list) else ((eos,) if isinstance(eos, int) else ())
     dtype = raw.get("dtype") or raw.get("torch_dtype") or "bfloat16"
@@ -180,14 +196,14 @@ def load_config(ckpt_dir: str | Path) -> ModelConfig:
         hidden_size=hidden,
         num_layers=_int(raw, "num_hidden_layers", path),
         num_heads=heads,
-        num_kv_heads=int(raw.get("num_key_value_heads") or heads),
-        head_dim=int(head_dim),
+        num_kv_heads=_int(raw, "num_key_value_heads", path, heads),
+        head_dim=head_dim,
         intermediate_size=_int(raw, "intermediate_size", path),
         vocab_size=_int(raw, "vocab_size", path),
         tie_word_embeddings=bool(raw.get("tie_word_embeddings", False)),
         rope_theta=_rope_theta(raw, path),
-        rms_norm_eps=float(raw.get("rms_norm_eps", 1e-6)),
-        max_position_embeddings=int(raw.get("max_position_embeddings", 32768)),
+        rms_norm_eps=_float(raw, "rms_norm_eps", path, 1e-6),
+        max_position_embeddings=_int(raw, "max_position_embeddings", path, 32768),
         dtype=str(dtype),
         eos_token_ids=eos_ids,
     )

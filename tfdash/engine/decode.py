@@ -24,7 +24,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from tfdash.engine.plan import check_generation
+from tfdash.engine.plan import check_generation, check_prompt_ids
 from tfdash.engine.runtime import RING, Runtime
 from tfdash.engine.tokenizer import StreamDecoder
 
@@ -86,6 +86,7 @@ class Generation:
         """`keep`: remember only the last `keep` tokens and step times (a bounded run; None keeps all)."""
         plan = runtime.plan
         check_generation(plan.config, plan.capacity, len(prompt_ids), max_new_tokens)
+        check_prompt_ids(plan.config, prompt_ids)
         self.runtime = runtime
         self.prompt_ids = list(prompt_ids)
         self.max_new_tokens = max_new_tokens

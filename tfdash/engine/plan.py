@@ -27,7 +27,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from tfdash.engine.config import ModelConfig
-from tfdash.errors import CapacityError
+from tfdash.errors import CapacityError, TfdashError
 
 ATTN_BLOCK = 64  # KV positions per split of the split-KV attention
 
@@ -162,6 +162,14 @@ def check_generation(cfg: ModelConfig, capacity: int, prompt_len: int, max_new_t
     if total - 1 > capacity:
         raise CapacityError(f"prompt ({prompt_len} tokens) + max-new-tokens ({max_new_tokens}) = {total} needs "
                             f"{total - 1} KV positions, past the cache capacity of {capacity}")
+
+
+def check_prompt_ids(cfg: ModelConfig, ids) -> None:
+    """Every prompt id indexes the embedding; one past it is a device-side assert on CUDA."""
+    bad = [t for t in ids if not 0 <= int(t) < cfg.vocab_size]
+    if bad:
+        raise TfdashError(f"prompt token id {bad[0]} is outside the model's vocabulary of {cfg.vocab_size} "
+                          f"(is the tokenizer the checkpoint's own?)")
 
 
 def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096) -> StepPlan:

@@ -143,10 +143,12 @@ def analyze(plan: StepPlan, target: Target, ctx_len: int = 0) -> StepAnalysis:
 
 def sweep(plan: StepPlan, target: Target, start: int, stop: int, step: int) -> list[StepAnalysis]:
     """ctx_len = start, start+step, ..., stop (inclusive)."""
-    if step < 1:
-        from tfdash.errors import TfdashError
+    from tfdash.errors import TfdashError
 
+    if step < 1:
         raise TfdashError(f"sweep step {step} must be at least 1")
+    if stop < start:
+        raise TfdashError(f"sweep ctx_len={start}:{stop}:{step}: the end {stop} is before the start {start}")
     return [analyze(plan, target, c) for c in range(start, stop + 1, step)]
 
 

@@ -37,8 +37,16 @@ class Target:
         if unknown:
             raise TfdashError(f"target: unknown field(s) {', '.join(sorted(unknown))}")
         t = cls(**d)
-        if not (isinstance(t.bandwidth, (int, float)) and t.bandwidth > 0):
+
+        def number(v) -> bool:
+            return isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+
+        if not (number(t.bandwidth) and t.bandwidth > 0):
             raise TfdashError(f"target {t.name}: bandwidth must be a positive number of bytes/s")
+        if not (isinstance(t.peak_flops, dict) and all(number(v) for v in t.peak_flops.values())):
+            raise TfdashError(f"target {t.name}: peak_flops must map dtypes to flop/s, got {t.peak_flops!r}")
+        if not number(t.special_ops):
+            raise TfdashError(f"target {t.name}: special_ops must be a number of ops/s, got {t.special_ops!r}")
         return t
 
     def measured(self, bandwidth: float, source: str) -> Target:

@@ -1,0 +1,156 @@
+"""Shared fixtures for the CPU tests: tiny Qwen3 checkpoints written the way transformers writes
+them (config.json, safetensors single-file or sharded, tokenizer.json), and a runner for the
+`tfdash` command as a real subprocess.
+
+transformers is a test-only reference here: it builds the checkpoints and, in
+test_reference_hf.py, is the forward tfdash must agree with.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+# The tiny shape every checkpoint test uses: GQA 2:1, q/k norms, head_dim != hidden/heads.
+TINY = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+            head_dim=16, intermediate_size=128, vocab_size=300, rope_theta=1e6,
+            max_position_embeddings=256, rms_norm_eps=1e-6)
+
+
+def word_tokenizer(vocab_size: int):
+    """A WordLevel tokenizer over "w0".."w{V-1}", whitespace-split; unknown words -> w0."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    tok = Tokenizer(models.WordLevel({f"w{i}": i for i in range(vocab_size)}, unk_token="w0"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.decoder = decoders.WordPiece()  # joins words with spaces
+    return tok
+
+
+def hf_model(tied: bool = True, seed: int = 0, **overrides):
+    """A randomly initialised Qwen3ForCausalLM with non-trivial weights: matrices N(0, 0.2),
+    norm weights N(1, 0.1) (so the norm scale is exercised), an independent lm_head when untied."""
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    cfg = Qwen3Config(**{**TINY, **overrides}, tie_word_embeddings=tied, attn_implementation="eager")
+    torch.manual_seed(seed)
+    m = Qwen3ForCausalLM(cfg).eval()
+    with torch.no_grad():
+        for p in m.parameters():
+            if p.dim() > 1:
+                p.normal_(0.0, 0.2)
+            else:
+                p.normal_(1.0, 0.1)
+    if not tied:
+        assert m.lm_head.weight.data_ptr() != m.model.embed_tokens.weight.data_ptr()
+    return m
+
+
+@dataclass(frozen=True)
+class Ckpt:
+    path: Path
+    tied: bool
+    sharded: bool
+    dtype: str
+
+
+def write_ckpt(path: Path, tied=True, sharded=False, dtype="float32", seed=0, **overrides) -> Ckpt:
+    """Save a tiny Qwen3 checkpoint with transformers' save_pretrained, plus a tokenizer.json."""
+    import torch
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # no "Writing model shards" bars on stderr
+    m = hf_model(tied=tied, seed=seed, **overrides)
+    m = m.to(getattr(torch, dtype))
+    kwargs = {"max_shard_size": "40KB"} if sharded else {}
+    m.save_pretrained(path, **kwargs)
+    word_tokenizer(m.config.vocab_size).save(str(path / "tokenizer.json"))
+    if sharded:
+        assert (path / "model.safetensors.index.json").is_file()
+        assert len(list(path.glob("model-*.safetensors"))) >= 3
+    else:
+        assert (path / "model.safetensors").is_file()
+    return Ckpt(path, tied, sharded, dtype)
+
+
+@pytest.fixture(scope="session")
+def ckpt_factory(tmp_path_factory):
+    """make(tied=, sharded=, dtype=, seed=, **config overrides) -> Ckpt, built once per argument set.
+    Tests that modify a checkpoint must copy it first (see `ckpt_copy`)."""
+    cache: dict = {}
+
+    def make(**kw) -> Ckpt:
+        key = tuple(sorted(kw.items()))
+        if key not in cache:
+            d = tmp_path_factory.mktemp("ckpt")
+            cache[key] = write_ckpt(d, **kw)
+        return cache[key]
+
+    return make
+
+
+@pytest.fixture
+def ckpt_copy(ckpt_factory, tmp_path):
+    """make(**kw) -> a private, writable copy of a factory checkpoint."""
+
+    def make(**kw) -> Path:
+        src = ckpt_factory(**kw).path
+        dst = tmp_path / f"ckpt{len(list(tmp_path.iterdir()))}"
+        shutil.copytree(src, dst)
+        return dst
+
+    return make
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Torch on one intra-op thread for the module: the tiny models here gain nothing from two,
+    and on a busy 2-core runner OpenMP's spinning threads can make a step ten times slower."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@dataclass
+class Run:
+    rc: int
+    stdout: str
+    stderr: str
+    wall_s: float
+
+
+def run_tfdash(*args: str, timeout: float = 120, env: dict | None = None) -> Run:
+    """`python -m tfdash ARGS` in a fresh interpreter, as a user would run it."""
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, "-m", "tfdash", *args], capture_output=True, text=True,
+                       timeout=timeout, cwd=REPO, env={**os.environ, **(env or {})})
+    return Run(p.returncode, p.stdout, p.stderr, time.perf_counter() - t0)
+
+
+def assert_one_line_error(stderr: str, *needles: str) -> str:
+    """stderr is exactly one non-empty line, `tfdash: error: ...`, naming each needle; no traceback."""
+    assert "Traceback" not in stderr, stderr
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("tfdash: error: "), stderr
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+    return lines[0]
+
+
+def read_json(path: Path) -> dict:
+    return json.loads(Path(path).read_text(encoding="utf-8"))

@@ -1,0 +1,350 @@
+"""`tfdash --headless`: a run on CPU in well under 30 s, and every bad input as one stderr line.
+
+A few runs are real subprocesses (`python -m tfdash`, and the installed console script), so
+start-up, exit codes and stderr are what a user sees; the rest call `tfdash.cli.main(argv)`
+in-process, which goes through the same error handling, to keep the suite fast.
+"""
+
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import assert_one_line_error, run_tfdash
+from safetensors.torch import load_file, save_file
+
+from tfdash import __version__
+from tfdash.cli import main
+from tfdash.engine import DEFAULT_PROMPT, load_engine
+from tfdash.engine.tokenizer import StandInTokenizer
+from tfdash.errors import CapacityError
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+SUMMARY = re.compile(
+    r"(?P<tps>[\d.]+) tok/s over the whole generation \((?P<new>\d+) new tokens in (?P<wall>[\d.]+) s, "
+    r"prompt walk included\); ms/step p50 (?P<p50>[\d.]+) p99 (?P<p99>[\d.]+); "
+    r"prompt (?P<prompt>\d+) tokens, (?P<new2>\d+) new$", re.M)
+
+
+def parse_summary(stdout: str) -> dict:
+    m = SUMMARY.search(stdout)
+    assert m, stdout
+    return {k: float(v) for k, v in m.groupdict().items()}
+
+
+def cli(capsys, *argv):
+    """main(argv) in-process -> (rc, stdout, stderr)."""
+    capsys.readouterr()  # drop what fixtures printed
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+# -- runs ----------------------------------------------------------------------------------
+@pytest.mark.slow  # a fresh interpreter and a 76-step run: ~3 s idle, more on a busy 2-core runner
+def test_headless_default_runs_fast_on_cpu():
+    r = run_tfdash("--headless", "--max-new-tokens", "64", "--device", "cpu")
+    assert r.rc == 0, r.stderr
+    assert "Traceback" not in r.stderr
+    assert r.wall_s < 30, f"took {r.wall_s:.1f} s"
+    s = parse_summary(r.stdout)
+    assert s["new"] == s["new2"] == 64
+    assert s["prompt"] == len(StandInTokenizer(8192).encode(DEFAULT_PROMPT))
+    assert 0 < s["p50"] <= s["p99"]
+    assert s["tps"] == pytest.approx(64 / s["wall"], rel=0.02, abs=0.1)
+    assert 0 < s["wall"] < r.wall_s
+    assert r.stdout.startswith(DEFAULT_PROMPT)
+    continuation = r.stdout[len(DEFAULT_PROMPT):r.stdout.index("\n")]
+    assert len(continuation.split()) >= 32  # readable pseudo-words, not an empty stream
+    # stderr carries one description line: what ran, on what, from which weights.
+    assert "qwen3-tiny" in r.stderr and "random weights" in r.stderr and "torch-eager on cpu" in r.stderr
+
+
+def test_headless_checkpoint_in_process(ckpt_factory, capsys):
+    ckpt = ckpt_factory(tied=False, sharded=True)
+    rc, out, err = cli(capsys, "--headless", "--ckpt", str(ckpt.path), "--prompt", "w5 w6 w7",
+                       "--max-new-tokens", "9", "--ignore-eos")
+    assert rc == 0, err
+    s = parse_summary(out)
+    assert (s["prompt"], s["new"]) == (3, 9)
+    # The streamed text is the checkpoint tokenizer's words for the engine's greedy tokens.
+    eng = load_engine(ckpt=ckpt.path, device="cpu", capacity=64)
+    gen = eng.generate("w5 w6 w7", 9, ignore_eos=True)
+    list(gen)
+    assert out.splitlines()[0] == "w5 w6 w7" + eng.tokenizer.decode(gen.tokens)
+    assert str(ckpt.path) in err
+
+
+def test_not_a_terminal_falls_back_to_headless(capsys, monkeypatch):
+    monkeypatch.delenv("TFDASH_FORCE_TUI", raising=False)
+    rc, out, err = cli(capsys, "--max-new-tokens", "3", "--device", "cpu")
+    assert rc == 0
+    assert "stdout is not a terminal; running --headless" in err
+    assert parse_summary(out)["new"] == 3
+
+
+def test_version_and_help(capsys):
+    r = run_tfdash("--version")
+    assert r.rc == 0 and r.stdout.strip() == f"tfdash {__version__}"
+    script = Path(sys.executable).parent / "tfdash"
+    if script.exists():  # the installed console script
+        import subprocess
+
+        p = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0 and p.stdout.strip() == f"tfdash {__version__}"
+    with pytest.raises(SystemExit) as e:
+        main(["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    for opt in ("--headless", "--ckpt", "--model", "--max-new-tokens", "--ignore-eos", "--device",
+                "--version", "analyze"):
+        assert opt in out, opt
+    with pytest.raises(SystemExit) as e:
+        main(["analyze", "--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    for opt in ("--dim", "--sweep", "--operands", "--json", "--target", "--capacity"):
+        assert opt in out, opt
+
+
+# -- one-line errors, real subprocesses ---------------------------------------------------
+def test_missing_directory_subprocess(tmp_path):
+    r = run_tfdash("--headless", "--ckpt", str(tmp_path / "nowhere"))
+    assert r.rc != 0
+    assert_one_line_error(r.stderr, "nowhere", "does not exist")
+
+
+def test_truncated_safetensors_subprocess(ckpt_copy):
+    d = ckpt_copy(tied=True)
+    f = d / "model.safetensors"
+    f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
+    r = run_tfdash("--headless", "--ckpt", str(d), "--max-new-tokens", "4")
+    assert r.rc != 0
+    assert_one_line_error(r.stderr, "model.safetensors", "truncated")
+
+
+def test_missing_tokenizer_subprocess(ckpt_copy):
+    d = ckpt_copy(tied=True)
+    (d / "tokenizer.json").unlink()
+    r = run_tfdash("--headless", "--ckpt", str(d), "--max-new-tokens", "4")
+    assert r.rc != 0
+    assert_one_line_error(r.stderr, "tokenizer.json")
+
+
+# -- one-line errors, in-process ------------------------------------------------------------
+def _edit_tensors(d, edit):
+    path = d / "model.safetensors"
+    sd = load_file(str(path))
+    edit(sd)
+    save_file(sd, str(path))
+
+
+def _edit_config(d, **change):
+    import json
+
+    path = d / "config.json"
+    raw = json.loads(path.read_text())
+    raw.update(change)
+    path.write_text(json.dumps(raw))
+
+
+def _corrupt_header(d):
+    f = d / "model.safetensors"
+    data = bytearray(f.read_bytes())
+    data[8:20] = b"\xff" * 12
+    f.write_bytes(bytes(data))
+
+
+BROKEN = [
+    ("no-config", lambda d: (d / "config.json").unlink(), ["no config.json"]),
+    ("llama", lambda d: _edit_config(d, architectures=["LlamaForCausalLM"], model_type="llama"),
+     ["LlamaForCausalLM", "not supported"]),
+    ("missing-tensor", lambda d: _edit_tensors(d, lambda sd: sd.pop("model.layers.0.mlp.down_proj.weight")),
+     ["missing", "model.layers.0.mlp.down_proj.weight"]),
+    ("extra-tensor", lambda d: _edit_tensors(d, lambda sd: sd.update({"model.extra.weight": sd["model.norm.weight"].clone()})),
+     ["unexpected", "model.extra.weight"]),
+    ("misshaped", lambda d: _edit_tensors(
+        d, lambda sd: sd.update({"model.layers.1.self_attn.o_proj.weight": sd["model.layers.1.self_attn.o_proj.weight"].T.contiguous()[:32]})),
+     ["misshaped", "model.layers.1.self_attn.o_proj.weight"]),
+    ("int32", lambda d: _edit_tensors(
+        d, lambda sd: sd.update({"model.layers.0.input_layernorm.weight": sd["model.layers.0.input_layernorm.weight"].int()})),
+     ["wrongly typed", "model.layers.0.input_layernorm.weight I32"]),
+    ("corrupt-header", _corrupt_header, ["model.safetensors", "corrupt"]),
+    ("truncated", lambda d: (d / "model.safetensors").write_bytes((d / "model.safetensors").read_bytes()[:1000]),
+     ["truncated"]),
+    ("no-tokenizer", lambda d: (d / "tokenizer.json").unlink(), ["no tokenizer.json"]),
+    ("bad-tokenizer", lambda d: (d / "tokenizer.json").write_text("{}"), ["tokenizer.json", "cannot load tokenizer"]),
+]
+
+
+@pytest.mark.parametrize("name, breaker, needles", BROKEN, ids=[b[0] for b in BROKEN])
+def test_broken_checkpoint_is_one_line(ckpt_copy, capsys, name, breaker, needles):
+    d = ckpt_copy(tied=True)
+    breaker(d)
+    rc, out, err = cli(capsys, "--headless", "--ckpt", str(d), "--max-new-tokens", "4")
+    assert rc == 2
+    assert out == ""  # nothing was generated
+    assert_one_line_error(err, *needles)
+
+
+def test_tokenizer_larger_than_the_model(ckpt_copy, capsys):
+    """A tokenizer.json that is not the checkpoint's own can yield ids past the embedding."""
+    from conftest import word_tokenizer
+
+    d = ckpt_copy(tied=True)
+    word_tokenizer(500).save(str(d / "tokenizer.json"))
+    rc, out, err = cli(capsys, "--headless", "--ckpt", str(d), "--prompt", "w1 w420", "--max-new-tokens", "4")
+    assert rc == 2
+    assert_one_line_error(err, "prompt token id 420", "vocabulary of 300")
+    rc, out, err = cli(capsys, "--headless", "--ckpt", str(d), "--prompt", "w1 w299", "--max-new-tokens", "4")
+    assert rc == 0, err
+
+
+def test_past_max_position_embeddings(ckpt_factory, capsys):
+    ckpt = ckpt_factory(tied=True, max_position_embeddings=48)
+    # 3 prompt tokens + 45 new = 48 positions: exactly fits.
+    rc, out, err = cli(capsys, "--headless", "--ckpt", str(ckpt.path), "--prompt", "w1 w2 w3",
+                       "--max-new-tokens", "45")
+    assert rc == 0, err
+    assert parse_summary(out)["new"] == 45
+    rc, out, err = cli(capsys, "--headless", "--ckpt", str(ckpt.path), "--prompt", "w1 w2 w3",
+                       "--max-new-tokens", "46")
+    assert rc == 2
+    assert_one_line_error(err, "= 49", "max_position_embeddings=48")
+
+
+def test_past_cache_capacity(ckpt_factory):
+    """The CLI sizes the cache to fit the run; the engine refuses a run past a fixed capacity
+    with the same one-line CapacityError (before any weight is loaded)."""
+    ckpt = ckpt_factory(tied=True)
+    with pytest.raises(CapacityError) as e:
+        load_engine(ckpt=ckpt.path, device="cpu", capacity=16, prompt="w1 w2 w3 w4", max_new_tokens=14)
+    assert "needs 17 KV positions, past the cache capacity of 16" in str(e.value)
+    load_engine(ckpt=ckpt.path, device="cpu", capacity=16, prompt="w1 w2 w3 w4", max_new_tokens=13)
+    eng = load_engine(ckpt=ckpt.path, device="cpu", capacity=16)
+    with pytest.raises(CapacityError, match="past the cache capacity of 16"):
+        eng.generate("w1 w2 w3 w4", 14)
+    with pytest.raises(CapacityError, match="capacity 512 is past max_position_embeddings=256"):
+        load_engine(ckpt=ckpt.path, device="cpu", capacity=512)
+
+
+def test_bad_flags_are_argparse_errors(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--headless", "--max-new-tokens", "0"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "--max-new-tokens" in err and "must be at least 1" in err
+    rc, out, err = cli(capsys, "--headless", "--model", "qwen3-huge")
+    assert rc == 2
+    assert_one_line_error(err, "unknown model preset 'qwen3-huge'")
+    rc, out, err = cli(capsys, "--headless", "--model", "qwen3-tiny", "--ckpt", "/x")
+    assert rc == 2
+    assert_one_line_error(err, "not both")
+
+
+# -- the decode loop the headless run consumes ----------------------------------------------
+@pytest.fixture(scope="module")
+def tiny_engine():
+    return load_engine(model="qwen3-tiny", device="cpu", capacity=256)
+
+
+def test_generation_yields_exactly_max_new_tokens(tiny_engine):
+    eng = tiny_engine
+    prompt = eng.encode("alpha beta gamma delta epsilon")
+    gen = eng.generate(prompt, 20)
+    events = list(gen)
+    assert len(events) == 20
+    assert [e.index for e in events] == list(range(20))
+    assert [e.token_id for e in events] == gen.tokens
+    assert all(0 <= t < eng.config.vocab_size for t in gen.tokens)
+    s = gen.stats
+    assert (s.prompt_tokens, s.new_tokens, s.stopped) == (5, 20, "")
+    assert len(s.step_ns) == 5 - 1 + 20  # the prompt walk's steps are timed too
+    assert all(ns > 0 for ns in s.step_ns)
+    assert [e.step_ns for e in events] == list(s.step_ns)[4:]
+    elapsed = [e.elapsed_ns for e in events]
+    assert elapsed == sorted(elapsed) and elapsed[-1] == s.wall_ns
+    assert s.tok_per_s == pytest.approx(20 / (s.wall_ns / 1e9))
+    assert s.ms_per_step_p50 <= s.ms_per_step_p99
+    # The streamed text is the tokenizer's text for the tokens.
+    assert "".join(e.text for e in events) == eng.tokenizer.decode(gen.tokens)
+    m = parse_summary(s.summary())
+    assert (m["prompt"], m["new"]) == (5, 20)
+
+
+def test_generation_is_deterministic_and_depth_independent(tiny_engine):
+    prompt = [11, 22, 33]
+    runs = [[e.token_id for e in tiny_engine.generate(prompt, 12, depth=d)] for d in (1, 4, 16)]
+    assert runs[0] == runs[1] == runs[2]
+    # The prompt walk feeds prompt tokens, not predictions: the first new token is the
+    # prediction after the whole prompt, as a fresh single-step reference computes it.
+    rt = tiny_engine.runtime
+    rt.reset(prompt)
+    for _ in prompt:
+        rt.step()
+    assert int(rt.bufs["out_tokens"][len(prompt) - 1]) == runs[0][0]
+
+
+def test_cancel_mid_run_keeps_what_was_measured(tiny_engine):
+    prompt = [1, 2, 3, 4]
+    full = [e.token_id for e in tiny_engine.generate(prompt, 30)]
+    gen = tiny_engine.generate(prompt, 30, depth=8)
+    seen = []
+    for ev in gen:
+        seen.append(ev.token_id)
+        if len(seen) == 7:
+            gen.cancel()
+    s = gen.stats
+    assert seen == full[:7]  # stopped after exactly the events consumed
+    assert gen.tokens == seen
+    assert (s.new_tokens, s.stopped) == (7, "cancelled")
+    # The steps that were in flight ran and stay timed; none beyond the window was launched.
+    assert 3 + 7 <= len(s.step_ns) <= 3 + 7 + 8
+    assert s.wall_ns > 0 and s.tok_per_s > 0
+    # The engine is reusable after a cancel: the next run starts clean and matches.
+    assert [e.token_id for e in tiny_engine.generate(prompt, 30)] == full
+
+
+def test_stop_event_from_another_thread(tiny_engine):
+    import threading
+
+    stop = threading.Event()
+    gen = tiny_engine.generate([5, 6], 200, stop=stop)
+    got = []
+
+    def consume():
+        for ev in gen:
+            got.append(ev)
+            if len(got) == 3:
+                stop.set()
+
+    t = threading.Thread(target=consume)
+    t.start()
+    t.join(60)
+    assert not t.is_alive()
+    assert len(got) == 3 and gen.stats.stopped == "cancelled"
+
+
+def test_eos_stops_unless_ignored(ckpt_factory):
+    """A checkpoint's eos ends the generation at that token; ignore_eos runs to the end."""
+    import json
+
+    ckpt = ckpt_factory(tied=True)
+    eng = load_engine(ckpt=ckpt.path, device="cpu", capacity=64)
+    first = [e.token_id for e in eng.generate([7, 8, 9], 6, ignore_eos=True)]
+    # The same weights with eos = the third greedy token.
+    d = ckpt.path.parent / (ckpt.path.name + "-eos")
+    if not d.exists():
+        shutil.copytree(ckpt.path, d)
+    raw = json.loads((d / "config.json").read_text())
+    raw["eos_token_id"] = [first[2]]
+    (d / "config.json").write_text(json.dumps(raw))
+    eng = load_engine(ckpt=d, device="cpu", capacity=64)
+    gen = eng.generate([7, 8, 9], 6)
+    events = list(gen)
+    stop_at = first.index(first[2]) + 1
+    assert [e.token_id for e in events] == first[:stop_at]
+    assert gen.stats.stopped == "eos" and gen.stats.new_tokens == stop_at
+    assert len(list(eng.generate([7, 8, 9], 6, ignore_eos=True))) == 6

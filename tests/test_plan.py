@@ -1,0 +1,202 @@
+"""StepPlan: the single source of truth is self-consistent.
+
+Roles are unique, every operand names a buffer of the plan, every buffer's shape agrees with the
+dims of the launches that use it, and each kernel name stands for one set of dims (so one
+compiled kernel serves every launch that names it).
+"""
+
+import json
+
+import pytest
+
+from tfdash.engine.config import PRESETS, ModelConfig
+from tfdash.engine.plan import ATTN_BLOCK, build_plan, check_generation, default_capacity
+from tfdash.errors import CapacityError
+from tfdash.kernels.base import DTYPE_BYTES, FAMILIES, family
+
+# A shape unlike the presets: GQA 4:1, odd layer count, untied head.
+ODD = ModelConfig(name="odd", hidden_size=96, num_layers=3, num_heads=8, num_kv_heads=2, head_dim=32,
+                  intermediate_size=160, vocab_size=500, tie_word_embeddings=False, rope_theta=1e4,
+                  rms_norm_eps=1e-5, max_position_embeddings=1024)
+
+PLANS = [
+    pytest.param((PRESETS["qwen3-1.7b"], "bfloat16", 4096), id="1.7b-bf16"),
+    pytest.param((PRESETS["qwen3-tiny"], "float32", 200), id="tiny-f32"),
+    pytest.param((ODD, "float16", 100), id="odd-untied-f16"),
+]
+
+
+@pytest.fixture(params=PLANS)
+def plan(request):
+    cfg, dtype, cap = request.param
+    return build_plan(cfg, dtype=dtype, capacity=cap)
+
+
+def test_launch_order_and_count(plan):
+    cfg = plan.config
+    L = cfg.num_layers
+    assert len(plan) == 6 * L + 3
+    assert [launch.index for launch in plan] == list(range(len(plan)))
+    ops = [launch.op for launch in plan]
+    assert ops[0] == "embed" and ops[-2:] == ["lm_head", "argmax"]
+    per_layer = ["qkv_proj", "qk_norm_rope", "attention", "o_proj", "gate_up", "down"]
+    assert ops[1:-2] == per_layer * L
+    for launch in plan.launches[1:-2]:
+        assert launch.role == f"L{launch.layer}.{launch.op}"
+    assert [launch.layer for launch in plan.launches[1:-2]] == [i for i in range(L) for _ in per_layer]
+    assert plan.launches[0].layer is None and plan.launches[-1].layer is None
+    assert {op: len(v) for op, v in plan.ops().items()} == {"embed": 1, "lm_head": 1, "argmax": 1,
+                                                           **{op: L for op in per_layer}}
+
+
+def test_roles_unique_and_args_name_buffers(plan):
+    roles = [launch.role for launch in plan]
+    assert len(set(roles)) == len(roles)
+    for launch in plan:
+        fam = family(launch.family)
+        assert launch.family in FAMILIES
+        for role, buf in launch.args.items():
+            assert role in fam.roles, (launch.role, role)
+            assert buf in plan.buffers, (launch.role, role, buf)
+        # Layer launches touch only their own layer's per-layer buffers.
+        for buf in launch.args.values():
+            if buf.startswith("L"):
+                assert buf.startswith(f"L{launch.layer}."), (launch.role, buf)
+
+
+def test_cost_operands_are_launch_args(plan):
+    """Every operand the cost model prices is a buffer the launch names; no byte is priced
+    against a buffer the launch does not touch, and no more is read than the buffer holds."""
+    for c in (0, plan.capacity - 1):
+        for launch in plan:
+            cost = launch.cost(c)
+            for o in cost.operands:
+                assert o.role in launch.args, (launch.role, o.role)
+                spec = plan.buffers[launch.args[o.role]]
+                assert o.read <= spec.nbytes and o.written <= spec.nbytes, (launch.role, o.role)
+                if o.kind == "weight" and launch.family != "embed":
+                    assert o.read == spec.nbytes, (launch.role, o.role)  # weights stream whole
+                expect_kind = {"weight": "weight", "cache": "cache", "table": "table"}.get(spec.kind, "activation")
+                assert o.kind == expect_kind, (launch.role, o.role, spec.kind)
+
+
+def test_buffer_shapes_agree_with_dims(plan):
+    cfg, B = plan.config, plan.buffers
+    H, D, I, V, C = cfg.hidden_size, cfg.head_dim, cfg.intermediate_size, cfg.vocab_size, plan.capacity
+    nH, nKV = cfg.num_heads, cfg.num_kv_heads
+
+    def shape(launch, role):
+        return B[launch.args[role]].shape
+
+    for launch in plan:
+        d = launch.dims
+        assert d["dtype"] == plan.dtype
+        if launch.family == "gemv":
+            N, K = d["N"], d["K"]
+            assert shape(launch, "w") == (N, K)
+            assert shape(launch, "x") == ((2 * K,) if d["prologue"] == "silu_mul" else (K,))
+            assert shape(launch, "out") == (N,)
+            assert B[launch.args["out"]].dtype == d["out_dtype"]
+            assert B[launch.args["w"]].dtype == plan.dtype
+            assert ("norm_w" in launch.args) == (d["prologue"] == "rmsnorm")
+            if "norm_w" in launch.args:
+                assert shape(launch, "norm_w") == (K,)
+        elif launch.family == "embed":
+            assert shape(launch, "table") == (V, H) == (d["V"], d["H"])
+            assert shape(launch, "out") == (H,) and shape(launch, "tok") == (1,)
+        elif launch.family in ("rope", "attention"):
+            assert (d["n_heads"], d["n_kv_heads"], d["head_dim"], d["capacity"]) == (nH, nKV, D, C)
+            assert d["splits"] == -(-C // d["block"])
+            for role in ("k_cache", "v_cache"):
+                assert shape(launch, role) == (nKV, C, D)
+            assert shape(launch, "q") == (nH * D,)
+            if launch.family == "rope":
+                assert shape(launch, "qkv") == ((nH + 2 * nKV) * D,)
+                assert shape(launch, "cos") == shape(launch, "sin") == (C, D // 2)
+                assert shape(launch, "q_norm") == shape(launch, "k_norm") == (D,)
+            else:
+                assert shape(launch, "out") == (nH * D,)
+                assert shape(launch, "part") == (nH, d["splits"], D)
+                assert shape(launch, "ml") == (nH, d["splits"], 2)
+        elif launch.family == "argmax":
+            assert shape(launch, "logits") == (V,) and B[launch.args["logits"]].dtype == "float32"
+            assert shape(launch, "prompt") == shape(launch, "out_tokens") == (C,)
+    # The projections chain: qkv feeds rope; gate_up's output is down's input.
+    qkv, gu = plan.ops()["qkv_proj"][0], plan.ops()["gate_up"][0]
+    assert qkv.dims["N"] == cfg.qkv_size and gu.dims["N"] == 2 * I
+    lm = plan.ops()["lm_head"][0]
+    assert lm.args["w"] == ("embed" if cfg.tie_word_embeddings else "lm_head")
+    assert lm.dims["out_dtype"] == "float32"
+
+
+def test_views_and_weights(plan):
+    cfg, B = plan.config, plan.buffers
+    for name, spec in B.items():
+        assert spec.name == name
+        assert spec.dtype in DTYPE_BYTES
+        if spec.parent is not None:
+            parent = B[spec.parent]
+            assert parent.parent is None
+            assert spec.shape == parent.shape[1:] and spec.dtype == parent.dtype
+            assert 0 <= spec.index < parent.shape[0]
+            assert name == f"L{spec.index}.{spec.parent}"
+    # The weights are exactly the parameters: every one, each once (tied: the embedding serves both).
+    assert plan.weight_bytes() == cfg.param_count() * DTYPE_BYTES[plan.dtype]
+    assert ("lm_head" in B) == (not cfg.tie_word_embeddings)
+
+
+def test_kernel_names_stand_for_one_set_of_dims(plan):
+    by_kernel = {}
+    for launch in plan:
+        dims = json.dumps(dict(launch.dims), sort_keys=True)
+        by_kernel.setdefault(launch.kernel, set()).add((launch.family, dims))
+        # argument roles per kernel are the same too (only layer buffers differ)
+    for kernel, variants in by_kernel.items():
+        assert len(variants) == 1, (kernel, variants)
+    assert set(plan.kernels()) == set(by_kernel)
+    # Nine distinct kernels whatever the depth: what gets compiled does not grow with layers.
+    assert len(by_kernel) == 9
+    role_sets = {}
+    for launch in plan:
+        role_sets.setdefault(launch.kernel, set()).add(tuple(launch.args))
+    assert all(len(v) == 1 for v in role_sets.values())
+    for launch in plan.kernels().values():
+        assert launch.kernel.isidentifier() and launch.kernel != "main"
+
+
+def test_to_dict_is_json(plan):
+    d = json.loads(json.dumps(plan.to_dict()))
+    assert len(d["launches"]) == len(plan)
+    assert set(d["buffers"]) == set(plan.buffers)
+    assert d["launches"][1]["args"] == dict(plan.launches[1].args)
+
+
+def test_check_ctx_limits():
+    plan = build_plan(PRESETS["qwen3-tiny"], capacity=128)
+    plan.check_ctx(0)
+    plan.check_ctx(127)
+    with pytest.raises(CapacityError, match="ctx_len=128 is past the KV cache capacity of 128"):
+        plan.check_ctx(128)
+    with pytest.raises(CapacityError, match="ctx_len=-1"):
+        plan.check_ctx(-1)
+    big = build_plan(PRESETS["qwen3-tiny"], capacity=PRESETS["qwen3-tiny"].max_position_embeddings)
+    with pytest.raises(CapacityError, match="ctx_len=8192 is past max_position_embeddings=8192"):
+        big.check_ctx(8192)
+
+
+def test_check_generation_and_default_capacity():
+    cfg = PRESETS["qwen3-tiny"]  # max_position_embeddings 8192
+    check_generation(cfg, 100, 50, 51)  # positions 0..99 written: fits 100 slots
+    with pytest.raises(CapacityError, match="needs 101 KV positions, past the cache capacity of 100"):
+        check_generation(cfg, 100, 50, 52)
+    with pytest.raises(CapacityError, match="= 8193 is past max_position_embeddings=8192"):
+        check_generation(cfg, 10_000, 8000, 193)
+    with pytest.raises(CapacityError, match="at least one token"):
+        check_generation(cfg, 100, 0, 5)
+    with pytest.raises(CapacityError, match="max-new-tokens=0"):
+        check_generation(cfg, 100, 5, 0)
+    assert default_capacity(cfg, 1) == ATTN_BLOCK
+    assert default_capacity(cfg, 65) == 2 * ATTN_BLOCK
+    assert default_capacity(cfg, 100_000) == 8192
+    with pytest.raises(CapacityError):
+        build_plan(cfg, capacity=0)
