@@ -33,14 +33,21 @@ def build(launch):
     return factory(dict(launch.dims)).with_attr("global_symbol", launch.kernel)
 
 
-def compile_one(launch, target=None):
+def compile_one(launch, target=None, pdl: bool | None = None):
+    """Compile one launch's kernel. With `pdl` (default: SETTINGS.pdl) the kernel is launched
+    through tilelang's cython launcher, which sets programmatic stream serialization on every
+    launch; without, through tvm_ffi's plain launch. The device code is the same either way."""
+    from tfdash.settings import SETTINGS
+
     cache_dir()
     import tilelang
 
-    return tilelang.compile(build(launch), out_idx=[], target=target or "cuda", execution_backend="tvm_ffi")
+    pdl = SETTINGS.pdl if pdl is None else pdl
+    backend = "cython" if pdl else "tvm_ffi"
+    return tilelang.compile(build(launch), out_idx=[], target=target or "cuda", execution_backend=backend)
 
 
-def compile_plan(plan, target=None, progress=None) -> dict:
+def compile_plan(plan, target=None, progress=None, pdl: bool | None = None) -> dict:
     """{kernel name: compiled kernel} for every distinct kernel of the plan.
     `progress(done, total, name, seconds)` is called after each; the default prints a bar."""
     kernels = plan.kernels()
@@ -55,7 +62,7 @@ def compile_plan(plan, target=None, progress=None) -> dict:
     try:
         for i, (name, launch) in enumerate(kernels.items()):
             t = time.perf_counter()
-            out[name] = compile_one(launch, target)
+            out[name] = compile_one(launch, target, pdl)
             if bar is not None:
                 bar.update(task, advance=1, description=f"compiled {name}")
             else:

@@ -193,10 +193,12 @@ class TilelangRuntime(GraphRuntime):
 
     backend = "tilelang-graph"
 
-    def __init__(self, plan, weights, device="cuda", progress=None):
+    def __init__(self, plan, weights, device="cuda", progress=None, pdl: bool | None = None):
         from tfdash.engine.compile import compile_plan
+        from tfdash.settings import SETTINGS
 
-        self.kernels = compile_plan(plan, progress=progress)
+        self.pdl = SETTINGS.pdl if pdl is None else pdl
+        self.kernels = compile_plan(plan, progress=progress, pdl=self.pdl)
         super().__init__(plan, weights, device)
 
     def _torch_fn(self, i):

@@ -52,6 +52,8 @@ def tilelang_argmax_feed(dims):
     ):
         with T.Kernel(1, threads=32) as _:
             lane = T.get_thread_binding(0)
+            T.pdl_sync()
+            T.pdl_trigger()
             bv = T.alloc_var("float32")
             bi = T.alloc_var("int32")
             ov = T.alloc_var("float32")

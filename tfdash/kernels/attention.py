@@ -103,6 +103,8 @@ def tilelang_attention(dims):
             warp = tx // 32
             pi = lane // 8
             dc = lane % 8
+            T.pdl_sync()
+            T.pdl_trigger()
             n = pos[0] + 1
             n_active = (n + B - 1) // B
             qv = T.alloc_local((group, DC), dt)

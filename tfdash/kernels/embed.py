@@ -28,6 +28,8 @@ def tilelang_embed(dims):
     def embed_gather(tok: T.Tensor((1,), "int32"), table: T.Tensor((V, H), dt), out: T.Tensor((H,), dt)):
         with T.Kernel(1, threads=threads) as _:
             tx = T.get_thread_binding(0)
+            T.pdl_sync()
+            T.pdl_trigger()
             t = tok[0]
             for it in T.unroll(iters):
                 if (it * threads + tx) * vec < H:

@@ -147,6 +147,18 @@ def tilelang_gemv(dims):
             bi_s = T.alloc_shared((warps,), "int32")
             best_v = -T.infinity("float32")
             best_i = N
+            g0 = bx * warps + warp
+
+            # ---- before the grid dependency: stream this warp's first row group ------------
+            # Weights depend on no kernel, so with programmatic dependent launch these loads
+            # overlap the previous kernel's tail; everything after pdl_sync may read its output.
+            if g0 < groups:
+                for r in T.unroll(R):
+                    for c in T.unroll(chunks):
+                        for j in T.vectorized(VEC):
+                            wv[r, c * VEC + j] = w[T.min(g0 * R + r, N - 1), c * 32 * VEC + lane * VEC + j]
+            T.pdl_sync()
+            T.pdl_trigger()
 
             # ---- prologue: h = f(x) into shared memory ------------------------------------
             if prologue == "rmsnorm":
@@ -202,10 +214,11 @@ def tilelang_gemv(dims):
             for p in T.serial(passes):
                 g = p * total_warps + bx * warps + warp
                 if g < groups:
-                    for r in T.unroll(R):
-                        for c in T.unroll(chunks):
-                            for j in T.vectorized(VEC):
-                                wv[r, c * VEC + j] = w[T.min(g * R + r, N - 1), c * 32 * VEC + lane * VEC + j]
+                    if p > 0:
+                        for r in T.unroll(R):
+                            for c in T.unroll(chunks):
+                                for j in T.vectorized(VEC):
+                                    wv[r, c * VEC + j] = w[T.min(g * R + r, N - 1), c * 32 * VEC + lane * VEC + j]
                     for r in T.unroll(R):
                         acc[r] = 0.0
                     for c in T.unroll(chunks):

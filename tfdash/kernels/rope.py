@@ -93,6 +93,8 @@ def tilelang_qk_norm_rope(dims):
             tx = T.get_thread_binding(0)
             lane = tx % 32
             head = tx // 32
+            T.pdl_sync()
+            T.pdl_trigger()
             p = pos[0]
             a = T.alloc_local((per,), dt)  # first-half elements
             b = T.alloc_local((per,), dt)  # second-half elements

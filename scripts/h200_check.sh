@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# One device call on the H200: GPU tests, then `tfdash bench`, logs and JSON under $OUT.
+#   run with carry [".gpu"]:  bash scripts/h200_check.sh [tests|bench|all] [extra bench args]
+# Needs the offline bundle (../shared/gpu-bundle .gpu/site.tar.xz). The tilelang kernel cache
+# lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
+set -u
+what=${1:-all}; shift || true
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+tar -C /tmp -xJf .gpu/site.tar.xz
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 TILELANG_CACHE_DIR=$PWD/.tlcache
+export TFDASH_CACHE_DIR=$PWD/.tlcache/tfdash
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUT/gpu.txt"
+python3 -c "import torch, tilelang; print('torch', torch.__version__, 'tilelang', tilelang.__version__)" 2>&1 | tail -1
+if [ "$what" = tests ] || [ "$what" = all ]; then
+  python3 -m pytest -m gpu tests/gpu -q -rA -p no:cacheprovider --junitxml="$OUT/gpu-tests.xml" 2>&1 \
+    | grep -v "TileLang:" | tee "$OUT/gpu-tests.log" | tail -40
+fi
+if [ "$what" = bench ] || [ "$what" = all ]; then
+  python3 -m tfdash bench --json "$OUT/bench.json" "$@" 2>&1 | grep -v "TileLang:" | tee "$OUT/bench.log" | tail -12
+fi

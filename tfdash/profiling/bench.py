@@ -1,0 +1,260 @@
+"""`tfdash bench`: the tilelang graph engine against its peers, A/B in one process.
+
+Every backend decodes the same prompt with the same weights for the same number of new tokens,
+and the backends alternate over several rounds (A B C A B C ...), so drift in clocks or
+temperature hits all of them alike. Reported per backend: tok/s over the whole generation
+(median and spread over rounds), ms/step p50 from CUDA events, achieved GB/s (the analyzer's
+bytes of every step of the generation over its wall time) and the share of the measured cold
+copy bandwidth.
+
+    tilelang-graph   every kernel tilelang, the step replayed from one CUDA graph, launched with
+                     programmatic dependent launch (PDL)
+    tilelang-nopdl   the same kernels and graph with plain launches (the PDL A/B)
+    torch-graph      the same plan in torch ops (cuBLAS GEMVs, KV masked over capacity), one graph
+    hf-compile       transformers' static-cache generate with a torch.compile'd forward
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import platform
+import statistics
+import sys
+import time
+
+from tfdash.errors import TfdashError
+
+SCHEMA = "tfdash.bench/1"
+
+
+def parser() -> argparse.ArgumentParser:
+    from tfdash.engine import DEFAULT_PROMPT
+
+    p = argparse.ArgumentParser(prog="tfdash bench", description="tok/s of the tilelang graph engine and its "
+                                "peers, alternating in one process over several rounds.")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--ckpt", metavar="DIR", help="a Qwen3 checkpoint (default: random weights)")
+    src.add_argument("--model", metavar="PRESET", default=None, help="qwen3-1.7b (default) or qwen3-tiny")
+    p.add_argument("--max-new-tokens", type=int, default=2048, metavar="N")
+    p.add_argument("--prompt", default=DEFAULT_PROMPT)
+    p.add_argument("--rounds", type=int, default=3, help="alternations of all backends (default 3)")
+    p.add_argument("--backends", default="tilelang-graph,torch-graph,hf-compile",
+                   help="comma-separated (default: %(default)s; hf-compile only where transformers is installed)")
+    p.add_argument("--json", metavar="OUT", help="write every round and the summary as JSON")
+    p.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def generation_bytes(plan, target, steps: int) -> int:
+    """Bytes the analyzer says every step of the generation moves: step p runs at ctx_len p."""
+    from tfdash.profiling.analyze import analyze
+
+    b0 = analyze(plan, target, 0).bytes
+    b1 = analyze(plan, target, 1).bytes
+    return steps * b0 + (b1 - b0) * steps * (steps - 1) // 2
+
+
+class HFPeer:
+    """transformers' Qwen3ForCausalLM on the same weights, static cache, compiled forward."""
+
+    backend = "hf-compile"
+
+    def __init__(self, cfg, runtime, device="cuda"):
+        import torch
+        import transformers
+
+        hf_cfg = transformers.Qwen3Config(
+            hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_layers, num_attention_heads=cfg.num_heads,
+            num_key_value_heads=cfg.num_kv_heads, head_dim=cfg.head_dim, intermediate_size=cfg.intermediate_size,
+            vocab_size=cfg.vocab_size, tie_word_embeddings=cfg.tie_word_embeddings, rope_theta=cfg.rope_theta,
+            rms_norm_eps=cfg.rms_norm_eps, max_position_embeddings=cfg.max_position_embeddings,
+        )
+        with torch.device(device):
+            model = transformers.Qwen3ForCausalLM(hf_cfg).to(torch.bfloat16).eval()
+        b, q, kv, inter = runtime.bufs, cfg.q_size, cfg.kv_size, cfg.intermediate_size
+        sd = {"model.embed_tokens.weight": b["embed"], "model.norm.weight": b["final_norm"]}
+        if not cfg.tie_word_embeddings:
+            sd["lm_head.weight"] = b["lm_head"]
+        for i in range(cfg.num_layers):
+            p, h = f"L{i}.", f"model.layers.{i}."
+            sd.update({
+                h + "input_layernorm.weight": b[p + "attn_norm"],
+                h + "post_attention_layernorm.weight": b[p + "mlp_norm"],
+                h + "self_attn.q_proj.weight": b[p + "w_qkv"][:q],
+                h + "self_attn.k_proj.weight": b[p + "w_qkv"][q:q + kv],
+                h + "self_attn.v_proj.weight": b[p + "w_qkv"][q + kv:],
+                h + "self_attn.o_proj.weight": b[p + "w_o"],
+                h + "self_attn.q_norm.weight": b[p + "q_norm"],
+                h + "self_attn.k_norm.weight": b[p + "k_norm"],
+                h + "mlp.gate_proj.weight": b[p + "w_gu"][:inter],
+                h + "mlp.up_proj.weight": b[p + "w_gu"][inter:],
+                h + "mlp.down_proj.weight": b[p + "w_down"],
+            })
+        model.load_state_dict(sd, strict=False)
+        model.tie_weights() if cfg.tie_word_embeddings else None
+        model.forward = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)
+        self.model, self.device = model, device
+
+    def generate(self, ids, n):
+        import torch
+
+        inp = torch.tensor([ids], device=self.device)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter_ns()
+        out = self.model.generate(inp, max_new_tokens=n, min_new_tokens=n, do_sample=False,
+                                  cache_implementation="static")
+        torch.cuda.synchronize()
+        wall = time.perf_counter_ns() - t0
+        return out[0, len(ids):].tolist(), wall
+
+
+def _host_meta() -> dict:
+    import torch
+
+    meta = {"host": platform.node(), "python": platform.python_version(), "torch": torch.__version__,
+            "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+    if torch.cuda.is_available():
+        meta["gpu"] = torch.cuda.get_device_name()
+        meta["cuda"] = torch.version.cuda
+    try:
+        import tilelang
+
+        meta["tilelang"] = tilelang.__version__
+    except Exception:
+        meta["tilelang"] = None
+    return meta
+
+
+def main(argv: list[str]) -> int:
+    import torch
+
+    from tfdash.engine import load_engine
+    from tfdash.engine.decode import Generation
+    from tfdash.engine.plan import default_capacity
+    from tfdash.engine.runtime import TilelangRuntime
+
+    args = parser().parse_args(argv)
+    if not torch.cuda.is_available():
+        raise TfdashError("tfdash bench needs a CUDA device (torch.cuda.is_available() is False)")
+    if args.rounds < 1 or args.max_new_tokens < 1:
+        raise TfdashError("--rounds and --max-new-tokens must be at least 1")
+    wanted = [b.strip() for b in args.backends.split(",") if b.strip()]
+    unknown = set(wanted) - {"tilelang-graph", "tilelang-nopdl", "torch-graph", "hf-compile"}
+    if unknown:
+        raise TfdashError(f"unknown backend(s): {', '.join(sorted(unknown))}")
+
+    from tfdash.engine.config import load_config, preset
+
+    cfg = load_config(args.ckpt) if args.ckpt else preset(args.model or "qwen3-1.7b")
+    # A capacity that just fits: the torch peer masks attention over the whole capacity.
+    eng0 = None
+    from tfdash.engine.tokenizer import StandInTokenizer, load_tokenizer
+
+    tok = load_tokenizer(args.ckpt) if args.ckpt else StandInTokenizer(cfg.vocab_size)
+    ids = tok.encode(args.prompt)
+    capacity = default_capacity(cfg, len(ids) + args.max_new_tokens)
+    print(f"# loading {cfg.name} ({'random weights' if not args.ckpt else args.ckpt}), capacity {capacity}",
+          file=sys.stderr)
+    eng0 = load_engine(ckpt=args.ckpt, model=None if args.ckpt else cfg.name, device="cuda", dtype="bfloat16",
+                       backend="torch-graph", capacity=capacity, prompt=args.prompt,
+                       max_new_tokens=args.max_new_tokens, seed=args.seed)
+    plan = eng0.plan
+    peers: dict[str, object] = {}
+    weights = {n: eng0.runtime.bufs[n] for n, s in plan.buffers.items() if s.kind == "weight"}
+    for b in wanted:
+        if b == "torch-graph":
+            peers[b] = eng0.runtime
+        elif b == "tilelang-graph":
+            peers[b] = TilelangRuntime(plan, weights, "cuda", pdl=True)
+        elif b == "tilelang-nopdl":
+            peers[b] = TilelangRuntime(plan, weights, "cuda", pdl=False)
+        elif b == "hf-compile":
+            try:
+                peers[b] = HFPeer(cfg, eng0.runtime)
+            except ImportError:
+                print("# transformers is not installed: skipping hf-compile", file=sys.stderr)
+
+    from tfdash.profiling.probe import measured_target, probe_bandwidth
+
+    probe = probe_bandwidth("cuda")
+    target = measured_target("cuda", probe)
+    steps = len(ids) - 1 + args.max_new_tokens
+    gen_bytes = generation_bytes(plan, target, steps)
+
+    # Warm-up: capture the graphs, compile HF (its first generate compiles for both shapes).
+    print("# warm-up (graph capture, torch.compile)", file=sys.stderr)
+    for name, peer in peers.items():
+        t = time.perf_counter()
+        if name == "hf-compile":
+            peer.generate(ids, 32)
+        else:
+            peer.capture(ids)
+            for _ in Generation(peer, ids, 16, tok):
+                pass
+        print(f"#   {name}: {time.perf_counter() - t:.1f} s", file=sys.stderr)
+
+    rounds = []
+    tokens_by_backend: dict[str, list[int]] = {}
+    for r in range(args.rounds):
+        for name, peer in peers.items():
+            if name == "hf-compile":
+                toks, wall = peer.generate(ids, args.max_new_tokens)
+                row = {"round": r, "backend": name, "new_tokens": len(toks), "wall_s": wall / 1e9,
+                       "tok_per_s": len(toks) / (wall / 1e9), "ms_per_step_p50": None, "ms_per_step_p99": None}
+            else:
+                gen = Generation(peer, ids, args.max_new_tokens, tok)
+                toks = [ev.token_id for ev in gen]
+                s = gen.stats
+                row = {"round": r, "backend": name, "new_tokens": s.new_tokens, "wall_s": s.wall_ns / 1e9,
+                       "tok_per_s": s.tok_per_s, "ms_per_step_p50": s.ms_per_step_p50,
+                       "ms_per_step_p99": s.ms_per_step_p99}
+            row["achieved_gbps"] = gen_bytes / row["wall_s"] / 1e9
+            tokens_by_backend.setdefault(name, toks)
+            rounds.append(row)
+            print(f"# round {r} {name:>15}: {row['tok_per_s']:8.1f} tok/s", file=sys.stderr)
+
+    summary = {}
+    for name in peers:
+        rs = [x for x in rounds if x["backend"] == name]
+        tps = [x["tok_per_s"] for x in rs]
+        p50s = [x["ms_per_step_p50"] for x in rs if x["ms_per_step_p50"] is not None]
+        gbps = statistics.median(x["achieved_gbps"] for x in rs)
+        summary[name] = {
+            "tok_per_s_median": statistics.median(tps), "tok_per_s_min": min(tps), "tok_per_s_max": max(tps),
+            "ms_per_step_p50": statistics.median(p50s) if p50s else None,
+            "achieved_gbps": gbps, "pct_of_copy_ceiling": 100 * gbps * 1e9 / probe.bandwidth,
+            "first_tokens": tokens_by_backend[name][:16],
+        }
+    ref = tokens_by_backend.get("torch-graph")
+    for name, toks in tokens_by_backend.items():
+        if ref is not None:
+            same = 0
+            for a, b in zip(toks, ref):
+                if a != b:
+                    break
+                same += 1
+            summary[name]["tokens_equal_to_torch_graph_prefix"] = same
+
+    header = (f"tfdash bench · {cfg.name} · {'random weights' if not args.ckpt else args.ckpt} · "
+              f"{len(ids)} prompt + {args.max_new_tokens} new tokens · {args.rounds} rounds · "
+              f"copy ceiling {probe.bandwidth / 1e12:.2f} TB/s ({probe.method})")
+    lines = [header, f"{'backend':<16}{'tok/s median':>13}{'spread':>19}{'ms/step p50':>13}"
+                     f"{'GB/s':>9}{'% ceiling':>11}"]
+    for name, s in summary.items():
+        p50 = f"{s['ms_per_step_p50']:.3f}" if s["ms_per_step_p50"] is not None else "-"
+        lines.append(f"{name:<16}{s['tok_per_s_median']:>13.1f}{s['tok_per_s_min']:>9.1f} - {s['tok_per_s_max']:<7.1f}"
+                     f"{p50:>13}{s['achieved_gbps']:>9.0f}{s['pct_of_copy_ceiling']:>10.1f}%")
+    print("\n".join(lines))
+    if args.json:
+        from tfdash.profiling.files import write_json_atomic
+
+        payload = {"schema": SCHEMA, "command": "tfdash bench " + " ".join(argv), **_host_meta(),
+                   "model": cfg.to_dict(), "checkpoint": args.ckpt or "random", "prompt": args.prompt,
+                   "prompt_tokens": len(ids), "new_tokens": args.max_new_tokens, "capacity": capacity,
+                   "launches_per_step": len(plan), "generation_bytes": gen_bytes,
+                   "ceiling": probe.to_dict(), "rounds": rounds, "summary": summary, "table": lines}
+        write_json_atomic(args.json, payload)
+        print(f"# wrote {args.json}", file=sys.stderr)
+    return 0

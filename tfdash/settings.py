@@ -1,0 +1,71 @@
+"""Knobs, declared in one place with their defaults; `SETTINGS.describe()` prints what is in effect.
+
+    python -c "from tfdash.settings import SETTINGS; print(SETTINGS.describe())"
+
+Each knob reads an environment variable when it is looked up, so a test or a bench can flip it
+inside one process (A/B) with `SETTINGS.override(...)`.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Knob:
+    env: str
+    default: object
+    help: str
+
+    def read(self):
+        raw = os.environ.get(self.env)
+        if raw is None:
+            return self.default
+        if isinstance(self.default, bool):
+            return raw.strip().lower() not in ("0", "false", "no", "off", "")
+        if isinstance(self.default, int):
+            return int(raw)
+        return raw
+
+
+class Settings:
+    KNOBS = {
+        "pdl": Knob("TFDASH_PDL", True,
+                    "launch the tilelang kernels with programmatic dependent launch (tilelang's cython "
+                    "launcher): each GEMV streams its first weights while the kernel before it drains; "
+                    "off: plain launches through tvm_ffi"),
+        "depth": Knob("TFDASH_DEPTH", 16, "decode steps the host keeps in flight ahead of the GPU"),
+    }
+
+    def __init__(self):
+        self._overrides: dict[str, object] = {}
+
+    def __getattr__(self, name):
+        knobs = type(self).KNOBS
+        if name not in knobs:
+            raise AttributeError(name)
+        if name in self._overrides:
+            return self._overrides[name]
+        return knobs[name].read()
+
+    @contextmanager
+    def override(self, **values):
+        old = dict(self._overrides)
+        self._overrides.update(values)
+        try:
+            yield self
+        finally:
+            self._overrides = old
+
+    def describe(self) -> str:
+        lines = []
+        for name, k in type(self).KNOBS.items():
+            value = getattr(self, name)
+            src = "override" if name in self._overrides else ("env" if k.env in os.environ else "default")
+            lines.append(f"{name} = {value!r}  ({src}; {k.env}, default {k.default!r})\n    {k.help}")
+        return "\n".join(lines)
+
+
+SETTINGS = Settings()
