@@ -1,0 +1,185 @@
+"""The dashboard on a live Session over the real tiny CPU engine (qwen3-tiny, random weights):
+tokens arrive, pause and resume, re-run, profile a window, quit mid-run with nothing lost, and
+the refresh rate stays at or under 20 Hz."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from fixtures.appkit import isolated_config, sync  # noqa: F401  (fixture)
+
+from tfdash.app.main import live_app, make_session
+from tfdash.profiling.probe import CPU
+
+SIZE = (140, 42)
+PROMPT = "The GPU"
+
+
+@pytest.fixture(scope="module")
+def tiny_engine():
+    from tfdash.engine import load_engine
+
+    return load_engine(model="qwen3-tiny", device="cpu", capacity=4096)
+
+
+class Recorder:
+    """A session factory that remembers every Session it made and every token batch each posted."""
+
+    def __init__(self, engine, max_new: int, **kw):
+        self.engine, self.max_new, self.kw = engine, max_new, kw
+        self.sessions = []
+        self.produced: list[list] = []
+
+    def __call__(self, status):
+        s = make_session(self.engine, PROMPT, self.max_new, target=CPU, **self.kw)
+        seen: list = []
+        self.sessions.append(s)
+        self.produced.append(seen)
+        run = s.run
+
+        def recording_run(on_event=None, stop=None):
+            def tap(ev):
+                if getattr(ev, "kind", "") == "tokens":
+                    seen.extend(ev.tokens)
+                on_event(ev)
+
+            return run(on_event=tap, stop=stop)
+
+        s.run = recording_run
+        return s
+
+
+async def wait_for(pilot, cond, timeout: float = 30.0, what: str = "") -> None:
+    t = time.monotonic()
+    while not cond():
+        if time.monotonic() - t > timeout:
+            raise AssertionError(f"timed out waiting for {what or cond}")
+        await pilot.pause(0.05)
+
+
+@sync
+async def test_tokens_stream_in_on_the_embedded_default(isolated_config, tiny_engine):
+    rec = Recorder(tiny_engine, 48)
+    app = live_app(rec, max_new_tokens=48)
+    async with app.run_test(size=SIZE) as pilot:
+        from tfdash.app.widgets.continuation import Continuation
+
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.new_tokens > 0, what="a token")
+        assert app.state in ("running", "done")
+        await wait_for(pilot, lambda: app.state == "done", what="the run's end")
+        snap = app.snapshot
+        assert snap.new_tokens == 48 and len(snap.tokens) == 48
+        assert [t.token_id for t in snap.tokens] == [t.token_id for t in rec.produced[0]]
+        cont = app.screen.query_one(Continuation)
+        assert cont.text == snap.text and cont.text.strip()
+        # The panes show the run: tok/s, the kernel table's predictions, why NVML is absent.
+        assert snap.meta.model["name"] == "qwen3-tiny" and snap.meta.checkpoint == "random"
+        assert len(snap.kernels) == len(tiny_engine.plan) and "nvml" in snap.unavailable
+        from tfdash.app.widgets.kernel_table import KernelTable
+
+        assert app.screen.query_one(KernelTable).table.row_count == 9  # ops of the step
+
+
+@sync
+async def test_quit_mid_run_keeps_what_was_measured(isolated_config, tiny_engine, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rec = Recorder(tiny_engine, 3000)
+    app = live_app(rec, max_new_tokens=3000)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.new_tokens >= 40, what="40 tokens")
+        await pilot.press("q")
+        await wait_for(pilot, lambda: not app.is_running, timeout=20, what="the app to exit")
+    snap = app.return_value
+    assert snap is app.final_snapshot and snap is not None
+    produced = rec.produced[0]
+    assert 40 <= snap.new_tokens < 3000
+    assert snap.tokens == tuple(produced)  # every token the session produced, nothing more
+    assert snap.new_tokens == len(produced) and snap.text == "".join(t.text for t in produced)
+    assert rec.sessions[0].snapshot() == snap  # the session's own final state
+    assert list(tmp_path.iterdir()) == [tmp_path / "config"]  # nothing written on quit (no --save)
+    assert list((tmp_path / "config").iterdir()) == []
+
+
+@sync
+async def test_ctrl_c_stops_cleanly_and_autosaves(isolated_config, tiny_engine, tmp_path):
+    from tfdash.profiling.export import load_snapshot
+
+    rec = Recorder(tiny_engine, 3000)
+    app = live_app(rec, max_new_tokens=3000, save_path=tmp_path / "run.json")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.new_tokens >= 10, what="tokens")
+        await pilot.press("ctrl+c")
+        await wait_for(pilot, lambda: not app.is_running, timeout=20, what="the app to exit")
+    assert load_snapshot(tmp_path / "run.json") == app.return_value
+    assert app.return_value.tokens == tuple(rec.produced[0])
+
+
+@sync
+async def test_pause_resume_and_rerun(isolated_config, tiny_engine):
+    rec = Recorder(tiny_engine, 3000)
+    app = live_app(rec, max_new_tokens=3000)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.new_tokens >= 10, what="tokens")
+        await pilot.press("space")
+        assert app.state == "paused"
+        await pilot.pause(0.3)
+        held = rec.sessions[0].snapshot().new_tokens
+        await pilot.pause(0.4)
+        assert rec.sessions[0].snapshot().new_tokens == held  # the engine holds
+        await pilot.press("space")
+        assert app.state == "running"
+        await wait_for(pilot, lambda: rec.sessions[0].snapshot().new_tokens > held + 5, what="more tokens")
+        # r: stop this run and start a fresh session on the same engine.
+        await pilot.press("r")
+        await wait_for(pilot, lambda: len(rec.sessions) == 2 and app.state == "running", what="the re-run")
+        await wait_for(pilot, lambda: app.snapshot.new_tokens > 0 and app.snapshot is not None
+                       and app.snapshot.tokens[0].index == 0, what="the re-run's tokens")
+        assert rec.sessions[0].snapshot().new_tokens < 3000  # the first was stopped, not finished
+        await pilot.press("q")
+
+
+@sync
+async def test_profile_a_window_now_on_cpu(isolated_config, tiny_engine):
+    rec = Recorder(tiny_engine, 3000)
+    app = live_app(rec, max_new_tokens=3000)
+    async with app.run_test(size=SIZE) as pilot:
+        from tfdash.app.widgets.kernel_table import KernelTable
+
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.new_tokens >= 5, what="tokens")
+        assert app.snapshot.roofline is None
+        await pilot.press("p")
+        await wait_for(pilot, lambda: app.snapshot.roofline is not None, what="a profile window")
+        snap = app.snapshot
+        assert snap.roofline.timing == "direct" and snap.roofline.steps == 32
+        assert all(k.measured_p50_ns is not None for k in snap.kernels)
+        kt = app.screen.query_one(KernelTable)
+        assert all(r.measured is not None for r in kt.rows)
+        assert any(n.title == "profile window" for n in app._notifications)
+        # The drill-down has a measured point at the window's ctx_len; m says why there is no marginal.
+        await pilot.press("enter")
+        drill = app.screen
+        from tfdash.app import drill_model
+
+        mx, _ = drill_model.measured_points(app.windows, drill.row.members)
+        assert mx == [snap.roofline.ctx_len]
+        await pilot.press("m")
+        await wait_for(pilot, lambda: "unavailable" in drill._marginal.get(drill._current_role(), {}),
+                       what="the marginal result")
+        assert "CPU" in drill._marginal[drill._current_role()]["unavailable"]
+        await pilot.press("escape", "q")
+
+
+@sync
+async def test_refresh_is_coalesced_to_20_hz(isolated_config, tiny_engine):
+    rec = Recorder(tiny_engine, 3000, batch_s=0.0)  # a batch per token: a flood of news
+    app = live_app(rec, max_new_tokens=3000)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.new_tokens >= 1, what="tokens")
+        n0, t0 = app.refreshes, time.monotonic()
+        tokens0 = app.snapshot.new_tokens
+        await pilot.pause(1.5)
+        rate = (app.refreshes - n0) / (time.monotonic() - t0)
+        assert app.snapshot.new_tokens - tokens0 > 30  # many token events ...
+        assert 2 <= rate <= 21  # ... rendered at most 20 times a second
+        await pilot.press("q")

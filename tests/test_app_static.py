@@ -1,0 +1,376 @@
+"""The dashboard on a recorded snapshot (tests/fixtures/snapshot-1.7b.json), driven with Pilot:
+the kernel table (sort, filter, group), the drill-down and back, every export loading back, the
+theme and its persistence, the help screen, the palette, and `tfdash open`'s errors."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from fixtures.appkit import SNAPSHOT, isolated_config, sync  # noqa: F401  (fixture)
+
+from tfdash.app.main import open_main, snapshot_app
+from tfdash.errors import TfdashError
+
+SIZE = (160, 48)
+
+
+def fake_tilelang(family: str) -> str:
+    return f"def {family}_kernel(dims):\n    ...  # a stand-in: the test does not depend on kernels/*.py\n"
+
+
+def make_app(**kw):
+    kw.setdefault("tilelang_source", fake_tilelang)
+    return snapshot_app(SNAPSHOT, **kw)
+
+
+def table_labels(app) -> list[str]:
+    from tfdash.app.widgets.kernel_table import KernelTable
+
+    return [r.label for r in app.screen.query_one(KernelTable).rows]
+
+
+@sync
+async def test_opens_the_snapshot_read_only(isolated_config):
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.state == "snapshot"
+        assert app.snapshot is not None and app.snapshot.new_tokens == 2048
+        from tfdash.app.widgets.continuation import Continuation
+
+        cont = app.screen.query_one(Continuation)
+        assert cont.text.strip() and cont.text.endswith(app.snapshot.tokens[-1].text)
+        await pilot.press("space")  # pause: a read-only snapshot says so and stays put
+        await pilot.press("p")
+        await pilot.pause()
+        assert app.state == "snapshot"
+
+
+@sync
+async def test_sort_filter_and_group_the_kernel_table(isolated_config):
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        from tfdash.app.widgets.kernel_table import KernelTable
+
+        kt = app.screen.query_one(KernelTable)
+        # Default: grouped by op, costliest measured first.
+        assert kt.group == "op"
+        measured = [r.measured for r in kt.rows]
+        assert measured == sorted(measured, reverse=True)
+        assert table_labels(app)[0] == "gate_up"
+        # s: the next column (predicted); S reverses it.
+        await pilot.press("s")
+        assert kt.sort == ("predicted", True)
+        pred = [r.predicted for r in kt.rows]
+        assert pred == sorted(pred, reverse=True)
+        assert table_labels(app)[0] == "gate_up"
+        await pilot.press("S")
+        assert kt.sort == ("predicted", False)
+        assert [r.predicted for r in kt.rows] == sorted(pred)
+        # Every column sorts.
+        for _ in range(8):
+            await pilot.press("s")
+            key, desc = kt.sort
+            values = [r.value(key) for r in kt.rows if r.value(key) is not None]
+            assert values == sorted(values, reverse=desc), key
+        # g: op -> family -> layer -> none (every launch).
+        await pilot.press("g")
+        assert kt.group == "family"
+        assert sorted(table_labels(app)) == ["argmax", "attention", "embed", "gemv", "rope"]
+        await pilot.press("g")
+        assert kt.group == "layer"
+        assert len(kt.rows) == 29  # 28 layers and the launches outside them
+        await pilot.press("g")
+        assert kt.group == "none"
+        assert len(kt.rows) == 171
+        assert kt.table.row_count == 171
+        # /: filter by name, live; Enter keeps it, Escape clears it.
+        await pilot.press("slash")
+        await pilot.press(*"gate_up")
+        await pilot.pause()
+        assert len(kt.rows) == 28 and all(r.label.endswith(".gate_up") for r in kt.rows)
+        await pilot.press("enter")
+        assert kt.filter_text == "gate_up" and kt.table.has_focus
+        await pilot.press("g")  # group by op: the filter holds
+        assert table_labels(app) == ["gate_up"]
+        await pilot.press("slash", "escape")
+        await pilot.pause()
+        assert kt.filter_text == "" and len(kt.rows) == 9
+        # Two words must both match.
+        await pilot.press("slash", *"gemv proj", "enter")
+        assert sorted(table_labels(app)) == ["o_proj", "qkv_proj"]
+
+
+@sync
+async def test_click_a_header_to_sort(isolated_config):
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        from tfdash.app.widgets.kernel_table import KernelTable
+
+        kt = app.screen.query_one(KernelTable)
+        kt.table.post_message(kt.table.HeaderSelected(kt.table, kt.table.columns["gap"].key, 4, kt.table.columns["gap"].label))
+        await pilot.pause()
+        assert kt.sort == ("gap", True)
+        gaps = [r.gap for r in kt.rows]
+        assert gaps == sorted(gaps, reverse=True) and table_labels(app)[0] == "argmax"
+
+
+@sync
+async def test_drill_into_a_kernel_and_back(isolated_config):
+    calls = []
+
+    def fake_cuda(launch):
+        calls.append(launch.role)
+        return f"extern \"C\" __global__ void {launch.kernel}_kernel() {{}}\n"
+
+    app = make_app(cuda_source=fake_cuda)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        from tfdash.app.screens.drill import DrillScreen
+        from tfdash.app.screens.main import MainScreen
+        from tfdash.app.widgets.code import CodeView
+
+        await pilot.press("enter")
+        await pilot.pause()
+        drill = app.screen
+        assert isinstance(drill, DrillScreen)
+        assert drill.row.label == "gate_up" and drill.row.count == 28
+        inst = drill.query_one("#instances-table")
+        assert inst.row_count == 28
+        assert drill.query_one("#operands-table").row_count == 4  # x, norm_w, w, out
+        xs, ys = drill._sweep
+        assert xs[0] == 0 and xs[-1] == 2111 and len(ys) == len(xs)
+        assert drill_measured(app, drill) == ([1024], pytest.approx([drill.row.measured]))
+        assert "gemv_kernel" in drill.query_one("#tilelang-code", CodeView).text
+        # The CUDA tab compiles lazily, in a worker; then it is cached.
+        assert calls == []
+        await pilot.press("2")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert calls == ["L0.gate_up"]
+        assert "gemv_gate_up_kernel" in drill.query_one("#cuda-code", CodeView).text
+        # Moving the cursor moves the current launch; same kernel and dims: no second compile.
+        await pilot.press("down")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert drill.current == [k.index for k in app.snapshot.kernels if k.role == "L1.gate_up"][0]
+        assert calls == ["L0.gate_up"]
+        # m on a saved snapshot: unavailable, with the reason; the recorded marginal is shown.
+        await pilot.press("m")
+        await pilot.pause()
+        assert "unavailable" in drill._marginal["L1.gate_up"]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen)
+        # Drill from a launch (group none) to an attention launch: its operands include the KV cache.
+        await pilot.press("g", "g", "g", "slash", *"L3.attention", "enter", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, DrillScreen) and app.screen.row.label == "L3.attention"
+        kinds = {app.screen.query_one("#operands-table").get_row_at(i)[1]
+                 for i in range(app.screen.query_one("#operands-table").row_count)}
+        assert "cache" in kinds
+        await pilot.press("backspace")
+        assert isinstance(app.screen, MainScreen)
+
+
+def drill_measured(app, drill):
+    from tfdash.app import drill_model
+
+    return drill_model.measured_points(app.windows, drill.row.members)
+
+
+@sync
+async def test_cuda_unavailable_is_a_message(isolated_config):
+    def broken(launch):
+        raise RuntimeError("nvcc not found\nmore detail")
+
+    app = make_app(cuda_source=broken)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("enter", "2")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        from tfdash.app.widgets.code import CodeView
+
+        assert app.screen.query_one("#cuda-code", CodeView).text == "unavailable: RuntimeError: nvcc not found"
+
+
+@pytest.mark.parametrize("kind,key", [("snapshot", "e"), ("csv", "c"), ("trace", "t"), ("svg", "ctrl+s")])
+@sync
+async def test_each_export_writes_a_file_that_loads_back(isolated_config, tmp_path, kind, key):
+    app = make_app(export_dir=tmp_path / "out")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press(key)
+        await pilot.pause()
+        path = app.last_export
+        assert path is not None and path.is_file() and path.parent == tmp_path / "out"
+        assert any(str(path) in n.message for n in app._notifications)  # the toast names the file
+        if kind == "snapshot":
+            from tfdash.profiling.export import load_snapshot
+
+            assert load_snapshot(path) == app.snapshot
+        elif kind == "csv":
+            rows = list(csv.DictReader(path.open(encoding="utf-8")))
+            assert len(rows) == 171 and rows[0]["role"] == "embed"
+        elif kind == "trace":
+            trace = json.loads(path.read_text(encoding="utf-8"))
+            names = {e["name"] for e in trace["traceEvents"]}
+            assert "step" in names and "gemv_lm_head_kernel" in names
+        else:
+            assert "<svg" in path.read_text(encoding="utf-8")
+        # A second export of the same kind never overwrites the first.
+        await pilot.press(key)
+        await pilot.pause()
+        assert app.last_export != path and app.last_export.is_file()
+
+
+@sync
+async def test_export_to_an_unwritable_place_is_a_toast(isolated_config, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    app = make_app(export_dir=blocker / "sub")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("e")
+        await pilot.pause()
+        assert app.last_export is None
+        assert any(n.severity == "error" for n in app._notifications)
+
+
+@sync
+async def test_theme_switch_persists_to_the_config_file(isolated_config):
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.theme == "tfdash-dark"
+        app.theme = "tfdash-light"
+        await pilot.pause()
+        assert app.theme_variables["tf-good"] == "#1E7F4F"
+    saved = json.loads((isolated_config / "config.json").read_text(encoding="utf-8"))
+    assert saved["theme"] == "tfdash-light"
+    app2 = make_app()
+    async with app2.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app2.theme == "tfdash-light"
+
+
+@sync
+async def test_theme_key_opens_the_picker_with_our_themes(isolated_config):
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert {"tfdash-dark", "tfdash-light", "tfdash-contrast"} <= set(app.available_themes)
+        await pilot.press("ctrl+t")
+        await pilot.pause()
+        from textual.command import CommandPalette
+
+        assert isinstance(app.screen, CommandPalette)
+        await pilot.press(*"tfdash-contrast")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.theme == "tfdash-contrast"
+    assert json.loads((isolated_config / "config.json").read_text())["theme"] == "tfdash-contrast"
+
+
+@sync
+async def test_keymap_from_the_config_file(isolated_config):
+    (isolated_config / "config.json").write_text(json.dumps({"keymap": {"table.group": "x", "nope": "y"}}))
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        from tfdash.app.widgets.kernel_table import KernelTable
+
+        kt = app.screen.query_one(KernelTable)
+        await pilot.press("g")
+        assert kt.group == "op"
+        await pilot.press("x")
+        assert kt.group == "family"
+        assert any("nope" in n.message for n in app._notifications)
+
+
+@sync
+async def test_a_broken_config_file_is_a_warning_not_a_crash(isolated_config):
+    (isolated_config / "config.json").write_text("{not json")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.theme == "tfdash-dark"
+        assert any(n.severity == "warning" and "config.json" in n.message for n in app._notifications)
+
+
+@sync
+async def test_help_lists_every_binding_id(isolated_config):
+    from tfdash.app import bindings
+
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("question_mark")
+        await pilot.pause()
+        from tfdash.app.screens.help import HelpScreen
+
+        assert isinstance(app.screen, HelpScreen)
+        table = app.screen.query_one("#help-table")
+        ids = {str(table.get_row_at(i)[3]) for i in range(table.row_count)}
+        assert ids == {b.id for t in bindings.SCOPES.values() for b in t}
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+@sync
+async def test_the_command_palette_has_the_actions(isolated_config):
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for want in ("Pause", "Re-run", "Profile", "Snapshot", "CSV", "Trace", "SVG", "Sort", "Filter", "Group",
+                     "Drill in", "Quit", "Help"):
+            assert any(t.startswith(want + " (") for t in titles), want
+        # Running one from the palette does what the key does.
+        from tfdash.app.widgets.kernel_table import KernelTable
+
+        await pilot.press("ctrl+p")
+        await pilot.press(*"Group (g)")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.screen.query_one(KernelTable).group == "family"
+
+
+@sync
+async def test_quit_returns_the_snapshot(isolated_config):
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_value == app.snapshot and app.final_snapshot == app.snapshot
+
+
+def test_open_help_and_errors(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        open_main(["--help"])
+    assert e.value.code == 0
+    assert "SNAPSHOT.json" in capsys.readouterr().out
+    with pytest.raises(TfdashError, match="no such snapshot file"):
+        open_main([str(tmp_path / "missing.json")])
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": "tfdash.snapshot", "version": 1}')
+    with pytest.raises(TfdashError, match="bad.json"):
+        open_main([str(bad)])
+
+
+def test_open_bad_file_is_one_line_from_the_cli(tmp_path):
+    from conftest import assert_one_line_error, run_tfdash
+
+    bad = tmp_path / "bad.json"
+    bad.write_text("not json at all")
+    r = run_tfdash("open", str(bad), timeout=60)
+    assert r.rc == 2
+    assert_one_line_error(r.stderr, "bad.json")

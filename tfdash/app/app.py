@@ -1,0 +1,314 @@
+"""TfdashApp: the dashboard. It renders ProfileSnapshots; where they come from is its source.
+
+    source = LiveSource(make_session)     a Session in a thread worker (tfdash [--ckpt DIR])
+    source = SnapshotSource(snapshot)     a saved snapshot, read-only (tfdash open FILE)
+
+State lives in two reactives that the screens watch: `snapshot` (the latest ProfileSnapshot) and
+`state` ("starting", "running", "paused", "stopping", "done", "stopped", "error", "snapshot").
+Live news is coalesced: the worker posts at most one SessionNews at a time, and the app takes a
+snapshot at most `refresh_hz` (20) times a second.
+
+Quitting mid-run (q or Ctrl+C) stops the engine after the steps in flight, waits for its worker,
+and exits with the final snapshot as the app's return value (also `app.final_snapshot`); with a
+save path it is written there too. Nothing else is written on quit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from functools import partial
+from pathlib import Path
+from typing import Callable, Iterable
+
+from textual.app import App, SystemCommand
+from textual.reactive import var
+from textual.screen import Screen
+
+from tfdash.app import bindings, exports
+from tfdash.app.config import Config, load_config, save_config
+from tfdash.app.live import LiveSource, SnapshotSource
+from tfdash.app.messages import EngineStatus, RunEnded, SessionNews
+from tfdash.app.model import TableRow
+from tfdash.errors import TfdashError
+from tfdash.profiling.snapshot import ProfileSnapshot
+from tfdash.themes import CSS_PATH, DARK, DEFAULT_THEME, register_themes
+
+PROFILE_STEPS = 32
+STOP_TIMEOUT_S = 15.0  # how long quit waits for the engine to finish the steps in flight
+MAX_WINDOWS = 64  # profile windows remembered for the drill-down's ctx_len sweep
+
+
+class TfdashApp(App[ProfileSnapshot | None]):
+    CSS_PATH = CSS_PATH
+    BINDINGS = bindings.APP
+    TITLE = "tfdash"
+
+    snapshot: var[ProfileSnapshot | None] = var(None, always_update=True, init=False)
+    state: var[str] = var("starting", init=False)
+
+    def __init__(self, source: LiveSource | SnapshotSource, *, config: Config | None = None,
+                 export_dir: str | Path | None = None, save_path: str | Path | None = None,
+                 max_new_tokens: int | None = None, theme: str | None = None, refresh_hz: float = 20.0,
+                 cuda_source: Callable | None = None, tilelang_source: Callable | None = None) -> None:
+        super().__init__()
+        self.source = source
+        self.config = config if config is not None else load_config()
+        self.export_dir = Path(export_dir).expanduser() if export_dir else None
+        self.save_path = Path(save_path).expanduser() if save_path else None
+        self.max_new_tokens = max_new_tokens
+        self.refresh_interval = 1.0 / refresh_hz
+        self.cuda_source = cuda_source  # launch -> CUDA text (default: compile for sm_90a)
+        self.tilelang_source = tilelang_source  # family -> source text (default: inspect the factory)
+        self.last_export: Path | None = None
+        self.status_note = ""
+        self.final_snapshot: ProfileSnapshot | None = None
+        self.windows: dict[int, dict[int, float]] = {}  # ctx_len -> {launch index: measured p50 ns}
+        self.refreshes = 0  # snapshots rendered (the tests check the 20 Hz cap with it)
+        self._last_refresh = 0.0
+        self._refresh_timer = None
+        self._rerun = False
+        self._stopping = False
+        self._last_window = None
+        register_themes(self)
+        wanted = theme or self.config.theme or DEFAULT_THEME
+        self._theme_from_config = wanted
+        self.theme = wanted if wanted in self.available_themes else DEFAULT_THEME
+        if self.config.keymap:
+            self.set_keymap(self.config.keymap)
+
+    @property
+    def source_label(self) -> str:
+        path = getattr(self.source, "path", None)
+        return Path(path).name if path else "read-only"
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return {k: v for k, v in DARK.variables.items() if k.startswith("tf-")}
+
+    def get_default_screen(self) -> Screen:
+        from tfdash.app.screens.main import MainScreen
+
+        return MainScreen()
+
+    def on_mount(self) -> None:
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
+        if self.config.warning:
+            self.notify(self.config.warning, title="config", severity="warning", timeout=8)
+        unknown = sorted(set(self.config.keymap) - bindings.all_ids())
+        if unknown:
+            self.notify(f"keymap: no binding with id {', '.join(unknown)}", title="config", severity="warning",
+                        timeout=8)
+        if self._theme_from_config not in self.available_themes:
+            self.notify(f"theme {self._theme_from_config!r} is not installed; using {DEFAULT_THEME}",
+                        title="config", severity="warning", timeout=8)
+        if isinstance(self.source, SnapshotSource):
+            self.state = "snapshot"
+            self._apply(self.source.snapshot)
+        else:
+            self._start_run()
+
+    # -- live data ---------------------------------------------------------------------------
+    def _start_run(self) -> None:
+        self.state = "starting"
+        self.status_note = "building the engine…"
+        self.windows.clear()
+        self._last_window = None
+        self.source.start(self)
+
+    def on_session_news(self, message: SessionNews) -> None:
+        if self._refresh_timer is None:
+            # At least 1 ms: a Textual timer of 0 s never fires.
+            delay = max(0.001, self._last_refresh + self.refresh_interval - time.monotonic())
+            self._refresh_timer = self.set_timer(delay, self._refresh_now, name="refresh")
+
+    def _refresh_now(self) -> None:
+        self._refresh_timer = None
+        if not isinstance(self.source, LiveSource):
+            return
+        self.source.take_news()
+        snap = self.source.snapshot()
+        self._last_refresh = time.monotonic()
+        if snap is None:
+            return
+        if self.state == "starting":
+            self.state = "paused" if self.source.paused else "running"
+            self.status_note = ""
+        self._apply(snap)
+
+    def _apply(self, snap: ProfileSnapshot) -> None:
+        self.refreshes += 1
+        r = snap.roofline
+        window = (getattr(snap, "profile_windows", 0), r.ctx_len, r.measured_step_ns) if r is not None else None
+        if window is not None and window != self._last_window:
+            measured = {k.index: k.measured_p50_ns for k in snap.kernels if k.measured_p50_ns is not None}
+            if measured:
+                self.windows[r.ctx_len] = measured
+                while len(self.windows) > MAX_WINDOWS:
+                    self.windows.pop(next(iter(self.windows)))
+            if self._last_window is not None or self.state != "snapshot":
+                self.notify(f"{r.steps} steps at ctx_len {r.ctx_len:,}: {r.measured_step_ns / 1e6:.3f} ms/step, "
+                            f"{r.pct_ceiling:.1f} % of the ceiling", title="profile window", timeout=4)
+            self._last_window = window
+        self.snapshot = snap
+
+    def on_engine_status(self, message: EngineStatus) -> None:
+        self.status_note = message.text
+        if self.state == "starting":
+            self.snapshot = self.snapshot  # re-render the placeholder with the new line
+
+    def on_run_ended(self, message: RunEnded) -> None:
+        if not isinstance(self.source, LiveSource) or message.run_id != self.source.run_id:
+            return
+        self.source.take_news()
+        snap = self.source.snapshot()
+        if message.error:
+            self.state = "error"
+            self.status_note = f"error: {message.error}"
+            self.notify(message.error, title="engine", severity="error", timeout=15)
+        else:
+            self.state = "stopped" if self._stopping or self._rerun else "done"
+            self.status_note = ""
+        if snap is not None:
+            self._apply(snap)
+        else:
+            self.snapshot = self.snapshot
+        if self._rerun:
+            self._rerun = False
+            self._stopping = False
+            self._start_run()
+
+    @property
+    def running(self) -> bool:
+        return isinstance(self.source, LiveSource) and self.source.running
+
+    # -- actions -------------------------------------------------------------------------------
+    def _live_only(self, what: str) -> bool:
+        if isinstance(self.source, LiveSource):
+            return True
+        self.notify(f"a saved snapshot is read-only: nothing to {what}", severity="warning", timeout=3)
+        return False
+
+    def action_pause(self) -> None:
+        if not self._live_only("pause") or not self.running:
+            return
+        paused = not self.source.paused
+        self.source.pause(paused)
+        if self.state in ("running", "paused"):
+            self.state = "paused" if paused else "running"
+        self.notify("paused: the engine holds at its next step" if paused else "resumed", timeout=2)
+
+    def action_rerun(self) -> None:
+        if not self._live_only("re-run"):
+            return
+        if self.running:
+            self._rerun = True
+            self.state = "stopping"
+            self.source.stop()
+        else:
+            self._start_run()
+        self.notify("re-running the generation", timeout=2)
+
+    def action_profile(self) -> None:
+        if not self._live_only("profile"):
+            return
+        if self.source.request_profile(PROFILE_STEPS):
+            self.notify(f"profiling the next {PROFILE_STEPS} steps…", timeout=2)
+        else:
+            self.notify("no run in progress to profile (r re-runs)", severity="warning", timeout=3)
+
+    def action_help(self) -> None:
+        from tfdash.app.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def open_drill(self, row: TableRow) -> None:
+        from tfdash.app.screens.drill import DrillScreen
+        from tfdash.app.widgets.kernel_table import KernelTable
+
+        group = self.screen.query_one(KernelTable).group if self.screen.query(KernelTable) else "op"
+        self.push_screen(DrillScreen(row, group))
+
+    def export_directory(self) -> Path:
+        if self.export_dir is not None:
+            return self.export_dir
+        if self.config.export_dir:
+            return Path(self.config.export_dir).expanduser()
+        return Path.cwd()
+
+    def action_export(self, kind: str) -> Path | None:
+        snap = self.snapshot
+        directory = self.export_directory()
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            path = exports.unique_path(directory, exports.stem_for(snap), exports.KINDS[kind])
+            if kind == "svg":
+                self.save_screenshot(filename=path.name, path=str(directory))
+            elif snap is None:
+                self.notify("nothing measured yet to export", severity="warning", timeout=3)
+                return None
+            else:
+                exports.write(kind, snap, path)
+        except (TfdashError, OSError) as e:
+            self.notify(str(e), title=f"export {exports.LABELS[kind]}", severity="error", timeout=8)
+            return None
+        self.notify(str(path), title=f"{exports.LABELS[kind]} written", timeout=6)
+        self.last_export = path
+        return path
+
+    def _theme_changed(self, theme) -> None:
+        if theme.name == self.config.theme:
+            return
+        self.config.theme = theme.name
+        try:
+            save_config(self.config)
+        except TfdashError as e:
+            self.notify(str(e), title="config", severity="warning", timeout=6)
+
+    async def action_quit(self) -> None:
+        snap = await self.stop_engine()
+        if snap is not None and self.save_path is not None:
+            try:
+                exports.write("snapshot", snap, self.save_path)
+            except (TfdashError, OSError) as e:
+                self.notify(str(e), severity="error")
+        self.exit(snap)
+
+    async def stop_engine(self) -> ProfileSnapshot | None:
+        """Stop the run after the steps in flight, wait for the worker; the final snapshot."""
+        source = self.source
+        if not isinstance(source, LiveSource):
+            self.final_snapshot = source.snapshot
+            return source.snapshot
+        if source.running:
+            self._stopping = True
+            self.state = "stopping"
+            source.stop()
+            worker = source.worker
+            if worker is not None:
+                try:
+                    await asyncio.wait_for(worker.wait(), STOP_TIMEOUT_S)
+                except Exception:  # noqa: BLE001 - a failed or slow worker: keep what we have
+                    pass
+        snap = source.snapshot() or self.snapshot
+        self.final_snapshot = snap
+        return snap
+
+    def on_unmount(self) -> None:
+        if isinstance(self.source, LiveSource):
+            self.source.stop()
+
+    # -- command palette -----------------------------------------------------------------------
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        tables = [(bindings.APP, self)]
+        tables += [(list(getattr(type(screen), "BINDINGS", [])), screen)]
+        seen = set()
+        for table, target in tables:
+            for b in table:
+                if not b.id or b.id in seen or b.id in ("interrupt", "help.close"):
+                    continue
+                seen.add(b.id)
+                key = bindings.describe_key(bindings.effective_key(b, self._keymap), self)
+                yield SystemCommand(f"{b.description} ({key})", b.tooltip or b.description,
+                                    partial(self.run_action, b.action, target))

@@ -1,0 +1,75 @@
+"""Every key of the dashboard, as data. Each binding has an id, so users can remap it:
+
+    ~/.config/tfdash/config.json   {"keymap": {"pause": "p", "export.svg": "f12"}}
+
+The help screen (`?`) and the command palette list these same tables, so what is documented is
+what is bound. Ids are stable: they are the public names of the actions.
+"""
+
+from __future__ import annotations
+
+from textual.binding import Binding
+
+APP = [
+    Binding("q", "quit", "Quit", id="quit", tooltip="Stop the engine cleanly, keep what was measured, quit"),
+    Binding("ctrl+c", "quit", "Quit", id="interrupt", show=False, priority=True,
+            tooltip="Same as q: stop the engine cleanly and quit"),
+    Binding("question_mark", "help", "Help", id="help", key_display="?", tooltip="Every key, and how to remap it"),
+    Binding("space", "pause", "Pause", id="pause", tooltip="Pause or resume the decode"),
+    Binding("r", "rerun", "Re-run", id="rerun", tooltip="Stop this generation and start it again"),
+    Binding("p", "profile", "Profile", id="profile", tooltip="Profile a window of steps per kernel now"),
+    Binding("e", "export('snapshot')", "Snapshot", id="export.snapshot",
+            tooltip="Write the profile snapshot (JSON; `tfdash open` reads it)"),
+    Binding("c", "export('csv')", "CSV", id="export.csv", show=False, tooltip="Write the kernel table as CSV"),
+    Binding("t", "export('trace')", "Trace", id="export.trace", show=False,
+            tooltip="Write a Chrome trace (chrome://tracing, Perfetto)"),
+    Binding("ctrl+s", "export('svg')", "SVG", id="export.svg", show=False, key_display="^s",
+            tooltip="Save an SVG screenshot of the screen"),
+    Binding("ctrl+t", "change_theme", "Theme", id="theme", show=False, key_display="^t",
+            tooltip="Pick a theme (the choice is saved)"),
+]
+
+MAIN = [
+    Binding("s", "sort", "Sort", id="table.sort", tooltip="Sort the kernel table by the next column"),
+    Binding("S", "reverse", "Reverse", id="table.reverse", show=False, tooltip="Reverse the sort order"),
+    Binding("slash", "filter", "Filter", id="table.filter", key_display="/",
+            tooltip="Filter the kernel table by name"),
+    Binding("g", "group", "Group", id="table.group", tooltip="Group by op, family, layer, or none (every launch)"),
+    Binding("enter", "drill", "Drill in", id="table.drill", key_display="⏎",
+            tooltip="Open the selected row: instances, operands, ctx_len sweep, source"),
+]
+
+DRILL = [
+    Binding("escape,backspace", "back", "Back", id="drill.back", key_display="esc",
+            tooltip="Back to the dashboard"),
+    Binding("m", "marginal", "Marginal", id="drill.marginal",
+            tooltip="Measure the in-graph marginal cost of the selected launch"),
+    Binding("1", "show_tab('tilelang')", "tilelang", id="drill.tab.tilelang", show=False,
+            tooltip="Show the kernel's tilelang source"),
+    Binding("2", "show_tab('cuda')", "CUDA", id="drill.tab.cuda", show=False,
+            tooltip="Show the generated CUDA (compiled for sm_90a on demand)"),
+    Binding("3", "show_tab('marginal')", "marginal", id="drill.tab.marginal", show=False,
+            tooltip="Show marginal-cost results"),
+]
+
+HELP = [
+    Binding("escape,q,question_mark", "dismiss", "Close", id="help.close", key_display="esc"),
+]
+
+SCOPES = {"everywhere": APP, "dashboard": MAIN, "drill-down": DRILL}
+
+
+def all_ids() -> set[str]:
+    return {b.id for table in (APP, MAIN, DRILL, HELP) for b in table if b.id}
+
+
+def effective_key(binding: Binding, keymap: dict[str, str]) -> str:
+    """The key(s) a binding answers to once the user's keymap is applied."""
+    return keymap.get(binding.id, binding.key) if binding.id else binding.key
+
+
+def describe_key(key: str, app=None) -> str:
+    parts = [k.strip() for k in key.split(",")]
+    if app is not None:
+        return " / ".join(app.get_key_display(Binding(k, "")) for k in parts)
+    return " / ".join(parts)

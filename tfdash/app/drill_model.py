@@ -1,0 +1,191 @@
+"""What the kernel drill-down shows, from a snapshot: plain functions, no widgets.
+
+The snapshot carries the model config, dtype and KV capacity, so the step plan is rebuilt from it
+(`build_plan` is pure) and each launch's cost can be priced at any ctx_len: the operand breakdown
+at the profiled context, and the ctx_len sweep through `analyze` -- predicted everywhere, measured
+where a profile window ran.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import textwrap
+from dataclasses import dataclass
+from typing import Sequence
+
+from tfdash.profiling.snapshot import ProfileSnapshot
+
+
+@dataclass(frozen=True)
+class OperandCost:
+    role: str
+    buffers: str
+    kind: str
+    read: int
+    written: int
+
+
+@functools.lru_cache(maxsize=4)
+def _plan(model_json: str, dtype: str, capacity: int):
+    from tfdash.engine.config import ModelConfig
+    from tfdash.engine.plan import build_plan
+
+    return build_plan(ModelConfig.from_dict(json.loads(model_json)), dtype=dtype, capacity=capacity)
+
+
+def plan_of(snap: ProfileSnapshot):
+    """The snapshot's StepPlan, or None (with no exception) when it cannot be rebuilt."""
+    m = snap.meta
+    try:
+        plan = _plan(json.dumps(m.model, sort_keys=True), m.dtype, int(m.capacity))
+    except Exception:  # noqa: BLE001 - a snapshot from another version: the pane says so
+        return None
+    roles = {k.index: k.role for k in snap.kernels}
+    if any(roles.get(launch.index, launch.role) != launch.role for launch in plan.launches):
+        return None
+    return plan
+
+
+def target_of(snap: ProfileSnapshot):
+    """The roofline target the snapshot was priced on: H200 with the measured ceiling if any."""
+    from tfdash.profiling.targets import H200, Target
+
+    recorded = getattr(snap, "target", None)
+    if recorded:
+        try:
+            return Target.from_dict(dict(recorded))
+        except Exception:  # noqa: BLE001 - an unknown field: fall back to the roofline's ceiling
+            pass
+    r = snap.roofline
+    if r is not None and r.ceiling_gbps:
+        return H200.measured(r.ceiling_gbps * 1e9, r.ceiling_source or "measured")
+    return H200
+
+
+def ctx_of(snap: ProfileSnapshot) -> int:
+    """The context the operand costs are shown at: the profiled window's, else the run's current
+    one rounded down to a whole attention block (64 positions), so a live view is not redone per token."""
+    if snap.roofline is not None:
+        c = snap.roofline.ctx_len
+    else:
+        c = max(0, snap.prompt_tokens + snap.new_tokens - 1) // 64 * 64
+    return max(0, min(c, int(snap.meta.capacity) - 1))
+
+
+def operand_costs(plan, members: Sequence[int], ctx_len: int) -> list[OperandCost]:
+    """Bytes by operand, summed over the members (grouped by family.role across families)."""
+    launches = [plan.launches[i] for i in members]
+    multi = len({launch.family for launch in launches}) > 1
+    out: dict[tuple[str, str], list] = {}
+    for launch in launches:
+        for o in launch.cost(ctx_len).operands:
+            role = f"{launch.family}.{o.role}" if multi else o.role
+            buf = launch.args.get(o.role, "")
+            if launch.layer is not None and buf.startswith(f"L{launch.layer}."):
+                buf = "L*." + buf.split(".", 1)[1]
+            slot = out.setdefault((role, o.kind), [set(), 0, 0])
+            slot[0].add(buf)
+            slot[1] += o.read
+            slot[2] += o.written
+    rows = [OperandCost(role, ", ".join(sorted(b for b in bufs if b)), kind, r, w)
+            for (role, kind), (bufs, r, w) in out.items()]
+    rows.sort(key=lambda o: -(o.read + o.written))
+    return rows
+
+
+def sweep_ctx(capacity: int, points: int = 48) -> list[int]:
+    last = max(0, capacity - 1)
+    if last == 0:
+        return [0]
+    n = min(points, last + 1)
+    return sorted({round(i * last / (n - 1)) for i in range(n)})
+
+
+def predicted_sweep(plan, target, members: Sequence[int], points: int = 48) -> tuple[list[int], list[float]]:
+    """ctx_len -> the members' predicted ns: the sum of their roofline ideals, priced exactly as
+    `analyze` prices them (tests check it against `analyze(plan, target, ctx).rows`)."""
+    from tfdash.profiling.analyze import price
+
+    xs = sweep_ctx(plan.capacity, points)
+    launches = [plan.launches[i] for i in members]
+    ys = []
+    for c in xs:
+        plan.check_ctx(c)
+        ys.append(sum(max(price(launch.cost(c), target)) for launch in launches))  # analyze()'s ideal_ns
+    return xs, ys
+
+
+def measured_points(windows: dict[int, dict[int, float]], members: Sequence[int]) -> tuple[list[int], list[float]]:
+    """windows: ctx_len -> {launch index: measured p50 ns}. A point where every member was measured."""
+    xs, ys = [], []
+    for c in sorted(windows):
+        w = windows[c]
+        if all(i in w for i in members):
+            xs.append(c)
+            ys.append(sum(w[i] for i in members))
+    return xs, ys
+
+
+def marginal_for(snap: ProfileSnapshot, roles: Sequence[str], families: Sequence[str]) -> list[dict]:
+    want = set(roles) | set(families)
+    return [m for m in snap.marginal if m.get("what") in want]
+
+
+# -- source ----------------------------------------------------------------------------------
+def tilelang_source(family_name: str) -> str:
+    """The family's tilelang factory (`family(name).tilelang`), plus the tfdash functions it calls
+    directly (one level), so a thin wrapper shows the kernel it builds."""
+    from tfdash.kernels.base import family
+
+    fn = family(family_name).tilelang
+    if fn is None:
+        return f"# the {family_name} family has no tilelang kernel"
+    parts = [_source(fn)]
+    seen = {fn}
+    for name in fn.__code__.co_names:
+        dep = fn.__globals__.get(name)
+        if inspect.isfunction(dep) and dep not in seen and dep.__module__.startswith("tfdash.kernels"):
+            seen.add(dep)
+            parts.append(_source(dep))
+    # Imports inside the wrapper (`from tfdash.kernels.tl_gemv import gemv_kernel`).
+    for line in inspect.getsource(fn).splitlines():
+        line = line.strip()
+        if line.startswith("from tfdash.kernels") and " import " in line:
+            mod_name, names = line[5:].split(" import ", 1)
+            for name in (n.strip() for n in names.split(",")):
+                try:
+                    import importlib
+
+                    dep = getattr(importlib.import_module(mod_name.strip()), name)
+                except Exception as e:  # noqa: BLE001 - shown, not raised
+                    parts.append(f"# {mod_name.strip()}.{name}: unavailable: {type(e).__name__}: {e}")
+                    continue
+                if dep not in seen and callable(dep):
+                    seen.add(dep)
+                    parts.append(_source(dep))
+    return "\n\n".join(parts)
+
+
+def _source(fn) -> str:
+    from pathlib import Path
+
+    import tfdash
+
+    try:
+        path = Path(inspect.getsourcefile(fn) or "?")
+        root = Path(tfdash.__file__).resolve().parent.parent
+        shown = path.resolve().relative_to(root) if path.resolve().is_relative_to(root) else path
+        where = f"# {shown}:{inspect.getsourcelines(fn)[1]}"
+        return where + "\n" + textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError) as e:
+        return f"# {getattr(fn, '__qualname__', fn)}: source unavailable ({e})"
+
+
+def cuda_source(launch) -> str:
+    """The generated CUDA of one launch's kernel, compiled for sm_90a (needs tilelang and nvcc,
+    not a GPU). Slow the first time: call it from a thread worker."""
+    from tfdash.engine.compile import SM90A, compile_one
+
+    return compile_one(launch, target=dict(SM90A)).get_kernel_source()

@@ -1,0 +1,51 @@
+"""Exports from the dashboard: the snapshot (JSON), the kernel table (CSV), a Chrome trace, and an
+SVG screenshot. The first three go through `tfdash.profiling.export`, the same writers the
+headless CLI uses; the screenshot is Textual's own.
+
+Files are named after the run and a counter, never overwritten:
+    tfdash-qwen3-1.7b-20261129-101500.json / .csv / .trace.json / .svg
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+from tfdash.profiling.snapshot import ProfileSnapshot
+
+KINDS = {"snapshot": ".json", "csv": ".csv", "trace": ".trace.json", "svg": ".svg"}
+LABELS = {"snapshot": "snapshot", "csv": "CSV", "trace": "Chrome trace", "svg": "SVG screenshot"}
+
+
+def stem_for(snap: ProfileSnapshot | None, when: float | None = None) -> str:
+    name = "run"
+    if snap is not None and isinstance(snap.meta.model, dict):
+        name = str(snap.meta.model.get("name", "run"))
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "run"
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(time.time() if when is None else when))
+    return f"tfdash-{name}-{stamp}"
+
+
+def unique_path(directory: Path, stem: str, suffix: str) -> Path:
+    path = directory / f"{stem}{suffix}"
+    n = 2
+    while path.exists():
+        path = directory / f"{stem}-{n}{suffix}"
+        n += 1
+    return path
+
+
+def write(kind: str, snap: ProfileSnapshot, path: Path) -> Path:
+    """Write one export of `snap` (not the screenshot) to `path`."""
+    from tfdash.profiling import export
+
+    if kind == "snapshot":
+        export.write_snapshot(snap, path)
+    elif kind == "csv":
+        export.write_kernel_csv(snap, path)
+    elif kind == "trace":
+        export.write_chrome_trace(snap, path)
+    else:
+        raise ValueError(f"unknown export kind {kind!r}")
+    return path

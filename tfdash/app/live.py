@@ -1,0 +1,153 @@
+"""Where the app's data comes from: a live Session in a worker thread, or a saved snapshot.
+
+    SnapshotSource   `tfdash open FILE`: one ProfileSnapshot, read-only
+    LiveSource       a Session built by a factory and run in a Textual thread worker
+
+The adapter is the whole contract between the app and the engine side:
+
+    make_session(status) -> Session       called in the worker thread (building an engine can
+                                          take minutes the first time: tilelang compiles);
+                                          `status(text)` reports progress lines
+    session.run(on_event, stop)           blocking, in the worker
+    session.snapshot()                    taken by the app, at most 20 times a second
+    session.request_profile(steps)        from the app's thread
+    session.marginal(what)                in a second thread worker (drill-down)
+
+`on_event` runs on the engine's thread, so it does almost nothing: it notes the kind of event
+and posts one `SessionNews` if none is outstanding. The app acknowledges it, takes a snapshot and
+renders; news that arrives meanwhile collapses into the next message.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from tfdash.app.messages import EngineStatus, RunEnded, SessionNews
+from tfdash.errors import TfdashError
+from tfdash.profiling.snapshot import ProfileSnapshot
+
+
+@dataclass
+class SnapshotSource:
+    snapshot: ProfileSnapshot
+    path: Path | None = None
+    live = False
+
+
+def event_kind(event) -> str:
+    """The Session's name for an event ("tokens", "profile", "nvml", "status", ...)."""
+    return str(getattr(event, "kind", None) or type(event).__name__.lower())
+
+
+class LiveSource:
+    live = True
+
+    def __init__(self, make_session: Callable[[Callable[[str], None]], object]):
+        self.make_session = make_session
+        self.session = None
+        self.worker = None
+        self.run_id = 0
+        self.running = False
+        self.error: str | None = None
+        self._app = None
+        self._stop = threading.Event()
+        self._resume = threading.Event()
+        self._resume.set()
+        self._posted = threading.Event()
+        self._kinds: set[str] = set()
+        self._engine_thread: int | None = None
+
+    # -- app side ------------------------------------------------------------------------
+    def start(self, app) -> None:
+        """Start a run (a new Session) in a thread worker."""
+        self._app = app
+        self.run_id += 1
+        self._stop = threading.Event()
+        self._resume.set()
+        self._posted.clear()  # news of the previous run may be unacknowledged
+        self._kinds = set()
+        self.session = None
+        self.running = True
+        self.error = None
+        run_id, stop = self.run_id, self._stop
+        self.worker = app.run_worker(lambda: self._work(run_id, stop), thread=True, group="engine",
+                                     name=f"engine run {run_id}", exit_on_error=False)
+
+    def stop(self) -> None:
+        """Ask the run to end after the steps in flight; what was measured is kept."""
+        self._stop.set()
+        self._resume.set()
+        session = self.session
+        if session is not None:
+            try:
+                session.stop()
+            except Exception:  # noqa: BLE001 - stopping is best effort; the stop event suffices
+                pass
+
+    @property
+    def paused(self) -> bool:
+        return not self._resume.is_set()
+
+    def pause(self, paused: bool) -> None:
+        if paused:
+            self._resume.clear()
+        else:
+            self._resume.set()
+
+    def take_news(self) -> frozenset[str]:
+        """Acknowledge the outstanding SessionNews; returns the kinds of event it covered."""
+        kinds, self._kinds = frozenset(self._kinds), set()
+        self._posted.clear()
+        return kinds
+
+    def snapshot(self) -> ProfileSnapshot | None:
+        return self.session.snapshot() if self.session is not None else None
+
+    def request_profile(self, steps: int = 32) -> bool:
+        if self.session is None or not self.running:
+            return False
+        self.session.request_profile(steps)
+        return True
+
+    # -- worker side -----------------------------------------------------------------------
+    def _status(self, text: str) -> None:
+        if self._app is not None:
+            self._app.post_message(EngineStatus(text))
+
+    def _work(self, run_id: int, stop: threading.Event) -> None:
+        error = None
+        try:
+            session = self.make_session(self._status)
+            self.session = session
+            if stop.is_set():
+                return
+            self._engine_thread = threading.get_ident()
+            self._status("")
+            session.run(on_event=self._on_event, stop=stop)
+        except TfdashError as e:
+            error = str(e)
+        except Exception as e:  # noqa: BLE001 - shown in the app, never a traceback on the screen
+            error = f"{type(e).__name__}: {e}"
+        finally:
+            self._engine_thread = None
+            self.running = False
+            if self._app is not None:
+                self._app.post_message(RunEnded(run_id, error))
+
+    def _on_event(self, event) -> None:
+        kind = event_kind(event)
+        if kind == "status":
+            self._status(str(getattr(event, "text", "")))
+            return
+        self._kinds.add(kind)
+        if not self._posted.is_set():
+            self._posted.set()
+            self._app.post_message(SessionNews())
+        # Pause: hold the decode loop at its next token batch (NVML and other threads pass).
+        if kind == "tokens" and threading.get_ident() == self._engine_thread:
+            while not self._resume.wait(0.1):
+                if self._stop.is_set():
+                    break

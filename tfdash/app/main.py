@@ -1,0 +1,98 @@
+"""Entry points: `tfdash [...]` (live) and `tfdash open SNAPSHOT.json` (read-only), and the
+factories the tests build the app from.
+
+    live_app(make_session, ...)        the dashboard on any session factory
+    session_factory(args)              the CLI's: load_engine once, a new Session per (re-)run
+    snapshot_app(path_or_snapshot)     a saved snapshot
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+from pathlib import Path
+from typing import Callable
+
+from tfdash.app.live import LiveSource, SnapshotSource
+from tfdash.errors import TfdashError
+from tfdash.profiling.snapshot import ProfileSnapshot
+
+DASHBOARD_MAX_NEW = 2048  # the dashboard's default generation: the headline tok/s length
+
+
+def live_app(make_session: Callable, **kw):
+    from tfdash.app.app import TfdashApp
+
+    return TfdashApp(LiveSource(make_session), **kw)
+
+
+def snapshot_app(snapshot: ProfileSnapshot | str | Path, **kw):
+    from tfdash.app.app import TfdashApp
+
+    path = None
+    if not isinstance(snapshot, ProfileSnapshot):
+        from tfdash.profiling.export import load_snapshot
+
+        path = Path(snapshot)
+        snapshot = load_snapshot(path)
+    return TfdashApp(SnapshotSource(snapshot, path), **kw)
+
+
+def make_session(engine, prompt: str, max_new_tokens: int, **kw):
+    """A Session over `engine`, passing only the options this Session accepts."""
+    from tfdash.profiling.session import Session
+
+    params = inspect.signature(Session).parameters
+    return Session(engine, prompt, max_new_tokens, **{k: v for k, v in kw.items() if k in params})
+
+
+def session_factory(args, max_new_tokens: int) -> Callable:
+    """Build the engine once (in the worker, on the first run), then a new Session per run."""
+    engine = None
+
+    def make(status: Callable[[str], None]):
+        nonlocal engine
+        if engine is None:
+            from tfdash.engine import load_engine
+
+            def progress(done, total, name, seconds):
+                status(f"compiling tilelang kernels {done}/{total}: {name} ({seconds:.1f} s)")
+
+            status("building the engine…")
+            engine = load_engine(ckpt=args.ckpt, model=args.model, device=args.device, dtype=args.dtype,
+                                 backend=args.backend, prompt=args.prompt, max_new_tokens=max_new_tokens,
+                                 seed=args.seed, progress=progress)
+        return make_session(engine, args.prompt, max_new_tokens, ignore_eos=bool(getattr(args, "ignore_eos", False)))
+
+    return make
+
+
+def run_app(args) -> int:
+    max_new = getattr(args, "max_new_tokens", None) or DASHBOARD_MAX_NEW
+    app = live_app(session_factory(args, max_new), max_new_tokens=max_new, save_path=getattr(args, "save", None))
+    app.run()
+    snap = app.final_snapshot
+    if snap is not None:
+        print(f"tfdash: {snap.new_tokens} new tokens, {snap.tok_per_s:.1f} tok/s over the run"
+              + (f"; snapshot saved to {app.save_path}" if app.save_path else ""))
+    return 0
+
+
+def open_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tfdash open",
+                                description="Open a saved profile snapshot in the dashboard, read-only.")
+    p.add_argument("snapshot", metavar="SNAPSHOT.json", help="a snapshot written by the dashboard (e) or "
+                   "`tfdash --headless --export DIR`")
+    p.add_argument("--export-dir", metavar="DIR", help="where exports from this view go (default: the current "
+                   "directory, or export_dir in the config file)")
+    return p
+
+
+def open_main(argv: list[str]) -> int:
+    args = open_parser().parse_args(argv)
+    path = Path(args.snapshot)
+    if not path.is_file():
+        raise TfdashError(f"{path}: no such snapshot file")
+    app = snapshot_app(path, export_dir=args.export_dir)
+    app.run()
+    return 0

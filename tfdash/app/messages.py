@@ -1,0 +1,42 @@
+"""Messages from the engine's worker thread to the app. Small, and coalesced.
+
+The worker never hands the UI a growing buffer: `SessionNews` only says "there is something new";
+the app then takes one `Session.snapshot()` (an immutable ProfileSnapshot) and renders from it, at
+most 20 times a second. A flood of news collapses into one message in the app's queue
+(`can_replace`), and the adapter posts at most one at a time anyway.
+"""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+
+class SessionNews(Message):
+    """Something changed in the live session (tokens, a profile window, an NVML sample)."""
+
+    def __init__(self, kinds: frozenset[str] = frozenset()) -> None:
+        super().__init__()
+        self.kinds = kinds  # e.g. {"tokens", "profile"}: which kinds of event arrived
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, SessionNews)
+
+
+class EngineStatus(Message):
+    """A line about the engine's state: "building engine", "compiling 3/7 gemv_qkv", ..."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, EngineStatus)
+
+
+class RunEnded(Message):
+    """The session's run returned (finished, stopped, or failed with `error`)."""
+
+    def __init__(self, run_id: int, error: str | None = None) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.error = error

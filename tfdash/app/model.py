@@ -1,0 +1,255 @@
+"""What the panes show, computed from a ProfileSnapshot: plain functions, no widgets.
+
+    group_rows     the kernel table's rows: one per op, family, layer, or launch
+    sort_rows      by any column, unmeasured values last whichever the direction
+    filter_rows    by a case-insensitive substring of the row's names
+    throughput     tok/s now and over the run, ms/step p50/p99, a downsampled ms/step line
+    Everything here is deterministic in the snapshot: no clocks, so a recorded snapshot renders
+    the same picture every time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from tfdash.profiling.snapshot import KernelRow, ProfileSnapshot
+
+GROUPS = ("op", "family", "layer", "none")
+GROUP_LABEL = {"op": "op", "family": "family", "layer": "layer", "none": "launch"}
+
+# (key, header); the first column's header follows the grouping.
+COLUMNS = (
+    ("label", "launch"),
+    ("count", "count"),
+    ("predicted", "pred ns"),
+    ("measured", "meas ns"),
+    ("gap", "gap ×"),
+    ("gbps", "GB/s"),
+    ("share", "% of step"),
+    ("bound", "bound by"),
+)
+SORT_KEYS = tuple(k for k, _ in COLUMNS)
+DEFAULT_SORT = ("measured", True)  # the costliest first; predicted breaks ties while unmeasured
+
+
+@dataclass(frozen=True)
+class TableRow:
+    key: str  # stable id of the row (also the drill-down's subject)
+    label: str
+    members: tuple[int, ...]  # launch indices, plan order
+    count: int
+    predicted: float
+    measured: float | None  # sum of members' measured p50 (None until every member is measured)
+    bytes: int
+    share: float | None
+    bound: str
+    families: tuple[str, ...]
+    kernels: tuple[str, ...]
+    roles: tuple[str, ...]
+
+    @property
+    def gap(self) -> float | None:
+        if self.measured is None or not self.predicted:
+            return None
+        return self.measured / self.predicted
+
+    @property
+    def gbps(self) -> float | None:
+        return self.bytes / self.measured if self.measured else None
+
+    def value(self, key: str):
+        if key == "label":
+            return self.label
+        if key == "bound":
+            return self.bound
+        return getattr(self, key)
+
+    def haystack(self) -> str:
+        return " ".join((self.label, *self.families, *self.kernels, *self.roles)).lower()
+
+
+def op_of(row: KernelRow) -> str:
+    return row.role.split(".", 1)[1] if row.layer is not None else row.role
+
+
+def group_key(row: KernelRow, group: str) -> tuple[str, str]:
+    """(key, label) of the group a launch belongs to."""
+    if group == "op":
+        return "op:" + op_of(row), op_of(row)
+    if group == "family":
+        return "family:" + row.family, row.family
+    if group == "layer":
+        if row.layer is None:
+            return "layer:-", "outside layers"
+        return f"layer:{row.layer}", f"L{row.layer}"
+    return f"launch:{row.index}", row.role
+
+
+def _majority(values: Iterable[str]) -> str:
+    counts: dict[str, int] = {}
+    for v in values:
+        counts[v] = counts.get(v, 0) + 1
+    if not counts:
+        return ""
+    best = max(counts.values())
+    tied = [v for v, n in counts.items() if n == best]
+    return tied[0] if len(tied) == 1 else "/".join(sorted(tied))
+
+
+def make_row(key: str, label: str, members: Sequence[KernelRow]) -> TableRow:
+    measured = [m.measured_p50_ns for m in members]
+    shares = [m.share for m in members]
+    return TableRow(
+        key=key,
+        label=label,
+        members=tuple(m.index for m in members),
+        count=len(members),
+        predicted=float(sum(m.predicted_ns for m in members)),
+        measured=None if any(v is None for v in measured) else float(sum(measured)),
+        bytes=sum(m.bytes_read + m.bytes_written for m in members),
+        share=None if any(v is None for v in shares) else float(sum(shares)),
+        bound=_majority(m.bound_by for m in members),
+        families=tuple(dict.fromkeys(m.family for m in members)),
+        kernels=tuple(dict.fromkeys(m.kernel for m in members)),
+        roles=tuple(m.role for m in members) if len(members) <= 4 else (),
+    )
+
+
+def group_rows(kernels: Sequence[KernelRow], group: str) -> list[TableRow]:
+    """Rows in plan order of their first member."""
+    if group not in GROUPS:
+        raise ValueError(f"group {group!r} is not one of {', '.join(GROUPS)}")
+    buckets: dict[str, tuple[str, list[KernelRow]]] = {}
+    for k in sorted(kernels, key=lambda r: r.index):
+        key, label = group_key(k, group)
+        buckets.setdefault(key, (label, []))[1].append(k)
+    return [make_row(key, label, members) for key, (label, members) in buckets.items()]
+
+
+def sort_rows(rows: Sequence[TableRow], key: str, descending: bool) -> list[TableRow]:
+    """Stable; None (unmeasured) sorts last either way; ties keep plan order."""
+    if key not in SORT_KEYS:
+        raise ValueError(f"sort key {key!r} is not one of {', '.join(SORT_KEYS)}")
+    order = {r.key: i for i, r in enumerate(rows)}
+    present = [r for r in rows if r.value(key) is not None]
+    missing = [r for r in rows if r.value(key) is None]
+    if key == "measured" and missing:
+        missing.sort(key=lambda r: -r.predicted if descending else r.predicted)
+    present.sort(key=lambda r: (r.value(key), -order[r.key] if descending else order[r.key]), reverse=descending)
+    return present + missing
+
+
+def filter_rows(rows: Sequence[TableRow], text: str) -> list[TableRow]:
+    words = text.lower().split()
+    if not words:
+        return list(rows)
+    return [r for r in rows if all(w in r.haystack() for w in words)]
+
+
+def table_rows(kernels: Sequence[KernelRow], group: str, sort: tuple[str, bool], text: str) -> list[TableRow]:
+    return sort_rows(filter_rows(group_rows(kernels, group), text), *sort)
+
+
+# -- throughput ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Throughput:
+    tokens: int
+    tok_s_now: float | None  # over the last second of tokens (or the last 64, if fewer)
+    tok_s_run: float | None  # over the whole generation so far
+    p50_ms: float | None
+    p99_ms: float | None
+    steps: int
+    line_x: tuple[float, ...]  # step index (bucket centre)
+    line_y: tuple[float, ...]  # ms/step (bucket mean)
+
+
+def tok_s_now(snap: ProfileSnapshot, window_ns: int = 1_000_000_000) -> float | None:
+    toks = snap.tokens
+    if len(toks) < 2:
+        return None
+    last = toks[-1].elapsed_ns
+    i = len(toks) - 1
+    while i > 0 and last - toks[i - 1].elapsed_ns <= window_ns:
+        i -= 1
+    i = min(i, len(toks) - 2)
+    span = last - toks[i].elapsed_ns
+    return (len(toks) - 1 - i) / (span / 1e9) if span > 0 else None
+
+
+def throughput(snap: ProfileSnapshot, points: int = 240) -> Throughput:
+    import numpy as np
+
+    steps = np.asarray(snap.step_ns, dtype=np.float64)
+    n = int(steps.size)
+    p50 = p99 = None
+    xs: tuple[float, ...] = ()
+    ys: tuple[float, ...] = ()
+    if n:
+        p50 = float(np.percentile(steps, 50, method="nearest")) / 1e6
+        p99 = float(np.percentile(steps, 99, method="nearest")) / 1e6
+        buckets = max(1, min(points, n))
+        edges = np.linspace(0, n, buckets + 1).astype(np.int64)
+        sums = np.add.reduceat(steps, edges[:-1])
+        widths = np.diff(edges)
+        ys = tuple(float(v) for v in sums / widths / 1e6)
+        first = max(0, int(getattr(snap, "steps", 0) or 0) - n)  # step_ns keeps only the last steps
+        xs = tuple(float(v) for v in (first + edges[:-1] + widths / 2.0))
+    run = snap.tok_per_s if snap.wall_ns else None
+    return Throughput(snap.new_tokens, tok_s_now(snap), run, p50, p99, n, xs, ys)
+
+
+# -- formatting ------------------------------------------------------------------------------
+def fmt_int(v: float | None) -> str:
+    """Whole numbers with separators; one decimal below 100 (a 0.5 ns prediction is not 0)."""
+    if v is None:
+        return "—"
+    return f"{v:,.0f}" if abs(v) >= 100 or v == 0 else f"{v:.1f}"
+
+
+def fmt_gap(v: float | None) -> str:
+    if v is None:
+        return "—"
+    return f"{v:.2f}×" if v < 10 else f"{v:.1f}×" if v < 100 else f"{v:,.0f}×"
+
+
+def fmt_ns(ns: float | None) -> str:
+    if ns is None:
+        return "—"
+    a = abs(ns)
+    if a < 1e3:
+        return f"{ns:.0f} ns"
+    if a < 1e6:
+        return f"{ns / 1e3:.1f} µs"
+    if a < 1e9:
+        return f"{ns / 1e6:.3f} ms"
+    return f"{ns / 1e9:.2f} s"
+
+
+def fmt_bytes(b: float | None) -> str:
+    if b is None:
+        return "—"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if abs(b) >= scale:
+            return f"{b / scale:.2f} {unit}"
+    return f"{b:.0f} B"
+
+
+def fmt_num(v: float | None, digits: int = 1, suffix: str = "") -> str:
+    return "—" if v is None else f"{v:,.{digits}f}{suffix}"
+
+
+def gap_level(gap: float | None) -> str:
+    """'good' (<= 1.5x the ideal), 'fair' (<= 3x), 'poor', or '' when unmeasured."""
+    if gap is None:
+        return ""
+    return "good" if gap <= 1.5 else "fair" if gap <= 3.0 else "poor"
+
+
+def bar(fraction: float, width: int) -> str:
+    """A left-aligned eighth-block bar of `width` cells for a fraction in 0..1."""
+    fraction = max(0.0, min(1.0, fraction))
+    eighths = int(round(fraction * width * 8))
+    full, part = divmod(eighths, 8)
+    s = "█" * full + (" ▏▎▍▌▋▊▉"[part] if part else "")
+    return s.ljust(width)

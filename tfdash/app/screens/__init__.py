@@ -1,0 +1,1 @@
+"""The dashboard's screens: main (the dashboard), drill (one kernel opened up), help (every key)."""

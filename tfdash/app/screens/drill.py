@@ -1,0 +1,334 @@
+"""The kernel drill-down: one row of the kernel table opened up.
+
+    instances      every launch in the row, across layers: predicted vs measured
+    operands       bytes by operand at the profiled ctx_len
+    ctx_len sweep  predicted (analyze over ctx_len) everywhere, measured where profiled
+    tabs           tilelang source · generated CUDA (sm_90a, compiled on demand) · marginal cost
+
+The instance under the cursor is the "current launch": the source, CUDA and marginal follow it.
+Anything slow (compiling CUDA, measuring a marginal) runs in a thread worker; the screen stays live.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
+
+from tfdash.app import bindings, drill_model
+from tfdash.app.model import TableRow, fmt_bytes, fmt_gap, fmt_int, fmt_ns, fmt_num, gap_level, make_row
+from tfdash.app.screens.main import TopBar
+from tfdash.app.widgets.chart import Chart, Figure, Line
+from tfdash.app.widgets.code import CodeView
+from tfdash.profiling.snapshot import ProfileSnapshot
+
+
+class DrillScreen(Screen):
+    BINDINGS = bindings.DRILL
+    AUTO_FOCUS = "#instances-table"
+
+    def __init__(self, row: TableRow, group: str) -> None:
+        super().__init__()
+        self.row = row
+        self.group = group
+        self.current: int = row.members[0]
+        self._tl_cache: dict[str, str] = {}
+        self._cuda_cache: dict[tuple, str] = {}
+        self._marginal: dict[str, dict] = {}
+        self._sweep_key = None
+        self._sweep: tuple[list[int], list[float]] = ([], [])
+        self._members_shown = None
+        self._operands_key = None
+
+    def compose(self) -> ComposeResult:
+        yield TopBar(id="topbar")
+        yield Static(id="drill-summary")
+        with Horizontal(id="drill-top"):
+            with Vertical(id="instances"):
+                yield DataTable(id="instances-table", cursor_type="row", zebra_stripes=True)
+            with Vertical(id="operands"):
+                yield Static(id="operands-caption", classes="caption")
+                yield DataTable(id="operands-table", cursor_type="none", zebra_stripes=True)
+            with Vertical(id="sweep"):
+                yield Static(id="sweep-caption", classes="caption")
+                yield Chart(id="sweep-chart")
+        with TabbedContent(id="drill-tabs", initial="tilelang"):
+            with TabPane("tilelang source", id="tilelang"):
+                yield CodeView(id="tilelang-code")
+            with TabPane("generated CUDA", id="cuda"):
+                yield CodeView(id="cuda-code")
+            with TabPane("marginal cost", id="marginal"):
+                yield Static(id="marginal-body")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#instances").border_title = "instances"
+        self.query_one("#operands").border_title = "cost by operand"
+        self.query_one("#sweep").border_title = "ctx_len sweep"
+        self.watch(self.app, "snapshot", self.render_snapshot, init=True)
+        self._load_source()
+        self._show_marginal()
+
+    # -- data ------------------------------------------------------------------------------
+    @property
+    def plan(self):
+        snap = self.app.snapshot
+        return drill_model.plan_of(snap) if snap is not None else None
+
+    def _members(self, snap: ProfileSnapshot):
+        want = set(self.row.members)
+        return [k for k in snap.kernels if k.index in want]
+
+    def render_snapshot(self, snap: ProfileSnapshot | None) -> None:
+        if snap is None or not self.is_current:
+            return
+        members = self._members(snap)
+        if members:
+            self.row = make_row(self.row.key, self.row.label, members)
+        if members != self._members_shown:  # a profile window: new measurements
+            self._members_shown = members
+            self._summary(snap)
+            self._instances(members)
+            self._sweep_chart(snap)
+        self._operands(snap)
+        state = self.app.state
+        label = f"snapshot · {self.app.source_label}" if state == "snapshot" else state
+        self.query_one(TopBar).show(f"drill-down · {self.group} {self.row.label}", label,
+                                    "bold $background on $primary")
+
+    def _summary(self, snap: ProfileSnapshot) -> None:
+        r = self.row
+        fam = ", ".join(r.families)
+        kern = ", ".join(r.kernels)
+        parts = [(r.label, "bold $text-primary"), (f"  {self.group}", "$text-muted"),
+                 ("  family ", "$text-muted"), (fam, "bold"), ("  kernel ", "$text-muted"), (kern, "bold"),
+                 (f"  {r.count} launch{'es' if r.count != 1 else ''}/step", "$text-muted"),
+                 ("  predicted ", "$text-muted"), (fmt_ns(r.predicted), "bold"),
+                 ("  measured ", "$text-muted"), (fmt_ns(r.measured), "bold")]
+        if r.gap is not None:
+            parts += [("  gap ", "$text-muted"), (fmt_gap(r.gap), f"bold $tf-{gap_level(r.gap)}")]
+        if r.share is not None:
+            parts += [("  ", ""), (fmt_num(r.share * 100, 1, " %"), "bold"), (" of the step", "$text-muted")]
+        self.query_one("#drill-summary", Static).update(Content.assemble(*parts))
+
+    def _instances(self, members) -> None:
+        t = self.query_one("#instances-table", DataTable)
+        cursor = t.cursor_row if t.row_count else 0
+        t.clear(columns=True)
+        for key, label in (("role", "launch"), ("pred", "pred ns"), ("meas", "meas ns"), ("p90", "p90 ns"),
+                           ("gap", "gap ×"), ("gbps", "GB/s")):  # p90 last-but-two: first to scroll off
+            t.add_column(Text(label, justify="left" if key == "role" else "right"), key=key)
+        colors = self.app.theme_variables
+        for k in members:
+            g = k.gap
+            t.add_row(Text(k.role), Text(fmt_int(k.predicted_ns), justify="right"),
+                      Text(fmt_int(k.measured_p50_ns), justify="right"),
+                      Text(fmt_int(k.measured_p90_ns), justify="right"),
+                      Text(fmt_gap(g), justify="right", style=colors.get(f"tf-{gap_level(g)}", "") if g else ""),
+                      Text(fmt_num(k.achieved_gbps, 0), justify="right"), key=str(k.index))
+        if members:
+            t.move_cursor(row=min(cursor, len(members) - 1), animate=False)
+
+    def _operands(self, snap: ProfileSnapshot) -> None:
+        t = self.query_one("#operands-table", DataTable)
+        caption = self.query_one("#operands-caption", Static)
+        plan = self.plan
+        if plan is None:
+            caption.update(Content.styled("the snapshot's model does not rebuild its step plan", "italic $text-muted"))
+            return
+        ctx = drill_model.ctx_of(snap)
+        key = (ctx, self.current)
+        if key == self._operands_key:
+            return
+        self._operands_key = key
+        ops = drill_model.operand_costs(plan, self.row.members, ctx)
+        total = sum(o.read + o.written for o in ops) or 1
+        launch = plan.launches[self.current]
+        dims = " ".join(f"{k}={v}" for k, v in launch.dims.items() if k not in ("dtype", "eps"))
+        caption.update(Content.assemble(("at ctx_len ", "$text-muted"), (f"{ctx:,}", "bold"),
+                                        ("  Σ ", "$text-muted"), (fmt_bytes(total), "bold"),
+                                        ("\n", ""), (dims, "$text-muted")))
+        t.clear(columns=True)
+        for key, label in (("op", "operand"), ("kind", "kind"), ("read", "read"), ("written", "written"),
+                           ("pct", "%"), ("buf", "buffer")):
+            t.add_column(Text(label, justify="right" if key in ("read", "written", "pct") else "left"), key=key)
+        for o in ops:
+            t.add_row(Text(o.role, style="bold"), o.kind, Text(fmt_bytes(o.read) if o.read else "—", justify="right"),
+                      Text(fmt_bytes(o.written) if o.written else "—", justify="right"),
+                      Text(fmt_num(100 * (o.read + o.written) / total, 1), justify="right"),
+                      Text(o.buffers, style="dim"))
+
+    def _sweep_chart(self, snap: ProfileSnapshot) -> None:
+        caption = self.query_one("#sweep-caption", Static)
+        chart = self.query_one("#sweep-chart", Chart)
+        plan = self.plan
+        if plan is None:
+            caption.update(Content.styled("no step plan: no sweep", "italic $text-muted"))
+            return
+        target = drill_model.target_of(snap)
+        key = (id(plan), target.name, target.bandwidth, self.row.members)
+        if key != self._sweep_key:
+            self._sweep_key = key
+            self._sweep = drill_model.predicted_sweep(plan, target, self.row.members)
+        xs, ys = self._sweep
+        mx, my = drill_model.measured_points(self.app.windows, self.row.members)
+        ys_us = tuple(y / 1e3 for y in ys)
+        my_us = tuple(y / 1e3 for y in my)
+        caption.update(Content.assemble(
+            ("predicted ", "$text-muted"), (f"{ys_us[0]:,.1f}", "bold $text-primary"), (" → ", "$text-muted"),
+            (f"{ys_us[-1]:,.1f} µs", "bold $text-primary"), (f" over ctx 0…{xs[-1]:,}", "$text-muted"),
+            ("\nmeasured ", "$text-muted"),
+            (", ".join(f"{y:,.1f} µs @ {x:,}" for x, y in zip(mx, my_us)) or "not profiled yet",
+             "bold $text-accent" if mx else "italic $text-muted")))
+        lines = [Line(tuple(float(x) for x in xs), ys_us, "primary")]
+        if mx:
+            lines.append(Line(tuple(float(x) for x in mx), my_us, "accent", scatter=True))
+        chart.show(Figure(lines=tuple(lines), xlabel="ctx_len", y_from_zero=True))
+
+    # -- the current launch: source, CUDA, marginal ---------------------------------------------
+    @on(DataTable.RowHighlighted, "#instances-table")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key is None or event.row_key.value is None:
+            return
+        index = int(event.row_key.value)
+        if index == self.current:
+            return
+        self.current = index
+        snap = self.app.snapshot
+        if snap is not None:
+            self._operands(snap)
+        self._load_source()
+        if self.query_one(TabbedContent).active == "cuda":
+            self._load_cuda()
+        self._show_marginal()
+
+    def _current_launch(self):
+        plan = self.plan
+        return plan.launches[self.current] if plan is not None else None
+
+    def _current_family(self) -> str:
+        snap = self.app.snapshot
+        for k in snap.kernels if snap is not None else ():
+            if k.index == self.current:
+                return k.family
+        return self.row.families[0] if self.row.families else ""
+
+    def _load_source(self) -> None:
+        fam = self._current_family()
+        view = self.query_one("#tilelang-code", CodeView)
+        if fam not in self._tl_cache:
+            source_fn = getattr(self.app, "tilelang_source", None) or drill_model.tilelang_source
+            try:
+                self._tl_cache[fam] = source_fn(fam)
+            except Exception as e:  # noqa: BLE001 - shown in the pane
+                self._tl_cache[fam] = f"# unavailable: {type(e).__name__}: {e}"
+        view.show_code(self._tl_cache[fam], "python")
+
+    @on(TabbedContent.TabActivated, "#drill-tabs")
+    def _tab(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id == "cuda":
+            self._load_cuda()
+
+    def _cuda_key(self, launch) -> tuple:
+        return (launch.family, launch.kernel, tuple(sorted((k, str(v)) for k, v in launch.dims.items())))
+
+    def _load_cuda(self) -> None:
+        launch = self._current_launch()
+        view = self.query_one("#cuda-code", CodeView)
+        if launch is None:
+            view.show_message("unavailable: the snapshot's model does not rebuild its step plan")
+            return
+        key = self._cuda_key(launch)
+        if key in self._cuda_cache:
+            text = self._cuda_cache[key]
+            if text.startswith("unavailable:"):
+                view.show_message(text)
+            else:
+                view.show_code(text, "cuda")
+            return
+        view.show_message(f"compiling {launch.kernel} for sm_90a with tilelang… (a few seconds)")
+        self._compile(launch, key)
+
+    @work(thread=True, group="cuda", exclusive=True, exit_on_error=False)
+    def _compile(self, launch, key) -> None:
+        compile_fn = getattr(self.app, "cuda_source", None) or drill_model.cuda_source
+        try:
+            text = compile_fn(launch)
+            if not text:
+                text = "unavailable: tilelang returned no source"
+        except BaseException as e:  # noqa: BLE001 - a missing tilelang or nvcc is a message, not a crash
+            text = f"unavailable: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".rstrip(": ")
+        self.app.call_from_thread(self._cuda_done, key, text)
+
+    def _cuda_done(self, key, text: str) -> None:
+        self._cuda_cache[key] = text
+        launch = self._current_launch()
+        if launch is not None and self._cuda_key(launch) == key:
+            self._load_cuda()
+
+    # -- actions (ids in bindings.DRILL) --------------------------------------------------------
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
+    def action_show_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+
+    def action_marginal(self) -> None:
+        launch_role = self._current_role()
+        self.query_one(TabbedContent).active = "marginal"
+        source = self.app.source
+        if not getattr(source, "live", False) or source.session is None:
+            self._marginal[launch_role] = {"what": launch_role,
+                                           "unavailable": "a saved snapshot has no live session to measure"}
+            self._show_marginal()
+            return
+        self._marginal[launch_role] = {"what": launch_role, "status": "measuring…"}
+        self._show_marginal()
+        self.notify(f"measuring the marginal cost of {launch_role}…", timeout=2)
+        self._measure(source.session, launch_role)
+
+    @work(thread=True, group="marginal", exit_on_error=False)
+    def _measure(self, session, role: str) -> None:
+        try:
+            result = dict(session.marginal(role))
+        except BaseException as e:  # noqa: BLE001
+            result = {"unavailable": f"{type(e).__name__}: {e}"}
+        result.setdefault("what", role)
+        self.app.call_from_thread(self._marginal_done, role, result)
+
+    def _marginal_done(self, role: str, result: dict) -> None:
+        self._marginal[role] = result
+        self._show_marginal()
+        if "unavailable" in result:
+            self.notify(f"marginal {role}: unavailable: {result['unavailable']}", severity="warning", timeout=4)
+        else:
+            self.notify(f"marginal {role}: {fmt_ns(result.get('delta_ns'))}", timeout=4)
+
+    def _current_role(self) -> str:
+        snap = self.app.snapshot
+        for k in snap.kernels if snap is not None else ():
+            if k.index == self.current:
+                return k.role
+        return self.row.label
+
+    def _show_marginal(self) -> None:
+        role = self._current_role()
+        snap = self.app.snapshot
+        recorded = drill_model.marginal_for(snap, [role], []) if snap is not None else []
+        out: list = [("in-graph marginal cost of ", "$text-muted"), (role, "bold $text-primary"),
+                     (": the step time with this launch doubled, minus the plain step time. Press ", "$text-muted"),
+                     ("m", "bold $accent"), (" to measure it.\n\n", "$text-muted")]
+        results = recorded + ([self._marginal[role]] if role in self._marginal else [])
+        if not results:
+            out.append(("not measured yet", "italic $text-muted"))
+        for res in results:
+            for k, v in res.items():
+                value = fmt_ns(v) if k.endswith("_ns") and isinstance(v, (int, float)) else str(v)
+                style = "bold $text-warning" if k == "unavailable" else "bold"
+                out += [(f"{k:>14}  ", "$text-muted"), (value, style), ("\n", "")]
+            out.append(("\n", ""))
+        self.query_one("#marginal-body", Static).update(Content.assemble(*out))

@@ -1,0 +1,218 @@
+"""The kernel table: one row per op, family, layer or launch; sorted, filtered, drillable.
+
+Rows are rebuilt only when the snapshot's kernels, the grouping, the sort or the filter change
+(a profile window, a key), never per token. The cursor stays on the same row across rebuilds.
+"""
+
+from __future__ import annotations
+
+import time
+
+from rich.text import Text
+from textual import on
+from textual.containers import Vertical
+from textual.content import Content
+from textual.message import Message
+from textual.widgets import DataTable, Input, Static
+
+from tfdash.app.model import (COLUMNS, DEFAULT_SORT, GROUP_LABEL, GROUPS, TableRow, bar, fmt_gap, fmt_int,
+                              fmt_num, gap_level, table_rows)
+from tfdash.app.widgets.panes import set_content
+
+DRIFT_REDRAW_S = 2.0  # live: how often drifting predictions redraw the table
+SORT_CYCLE = ("measured", "predicted", "gap", "gbps", "share", "count", "label", "bound")
+ASCENDING_FIRST = {"label", "bound"}
+
+
+class KernelTable(Vertical):
+    class Drill(Message):
+        """The user opened a row (Enter)."""
+
+        def __init__(self, row: TableRow) -> None:
+            super().__init__()
+            self.row = row
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.group = "op"
+        self.sort: tuple[str, bool] = DEFAULT_SORT
+        self.filter_text = ""
+        self.kernels: tuple = ()
+        self.rows: list[TableRow] = []
+        self.unavailable = ""
+        self._measured: tuple = ()
+        self._built_at = 0.0
+
+    def compose(self):
+        yield Static(id="kernel-caption")
+        yield Input(placeholder="filter: op, family or kernel name (esc clears)", id="kernel-filter")
+        table = DataTable(id="kernel-table", cursor_type="row", zebra_stripes=True)
+        yield table
+
+    def on_mount(self) -> None:
+        self.app.theme_changed_signal.subscribe(self, lambda _t: self.rebuild())
+        self.rebuild()
+
+    @property
+    def table(self) -> DataTable:
+        return self.query_one("#kernel-table", DataTable)
+
+    # -- data ------------------------------------------------------------------------------
+    def show(self, kernels: tuple, unavailable: str = "", final: bool = True) -> None:
+        """New rows. While live (`final=False`) only new measurements rebuild the table at once;
+        predictions that drift with the context (attention) are redrawn every few seconds."""
+        if kernels is self.kernels or (kernels == self.kernels and unavailable == self.unavailable):
+            return
+        measured = tuple(k.measured_p50_ns for k in kernels)
+        now = time.monotonic()
+        if (not final and measured == self._measured and len(kernels) == len(self.kernels)
+                and unavailable == self.unavailable and now - self._built_at < DRIFT_REDRAW_S):
+            return
+        self.kernels, self.unavailable, self._measured = kernels, unavailable, measured
+        self.rebuild()
+
+    def set_group(self, group: str) -> None:
+        assert group in GROUPS
+        self.group = group
+        self.rebuild()
+
+    def next_group(self) -> str:
+        self.set_group(GROUPS[(GROUPS.index(self.group) + 1) % len(GROUPS)])
+        return self.group
+
+    def set_sort(self, key: str, descending: bool | None = None) -> None:
+        if descending is None:
+            descending = key not in ASCENDING_FIRST
+        self.sort = (key, descending)
+        self.rebuild()
+
+    def next_sort(self) -> str:
+        key = self.sort[0]
+        nxt = SORT_CYCLE[(SORT_CYCLE.index(key) + 1) % len(SORT_CYCLE)] if key in SORT_CYCLE else SORT_CYCLE[0]
+        self.set_sort(nxt)
+        return nxt
+
+    def reverse(self) -> None:
+        self.set_sort(self.sort[0], not self.sort[1])
+
+    def set_filter(self, text: str) -> None:
+        self.filter_text = text
+        self.rebuild()
+
+    def selected_row(self) -> TableRow | None:
+        t = self.table
+        if not self.rows or t.row_count == 0:
+            return None
+        i = max(0, min(t.cursor_row, len(self.rows) - 1))
+        return self.rows[i]
+
+    # -- rendering -------------------------------------------------------------------------
+    def _color(self, level: str) -> str:
+        return self.app.theme_variables.get(f"tf-{level}", "") if level else ""
+
+    def _cells(self, r: TableRow, step_share_max: float) -> list:
+        right = dict(justify="right")
+        gap = r.gap
+        gap_cell = Text(fmt_gap(gap), style=self._color(gap_level(gap)), **right)
+        share = r.share
+        share_cell = Text.assemble((fmt_num(share * 100 if share is not None else None, 1).rjust(5), ""),
+                                   " ", (bar((share or 0.0) / step_share_max, 6), self._color("fair") or ""))
+        return [
+            Text(r.label, style="bold" if self.group != "none" else ""),
+            Text(f"{r.count}", **right),
+            Text(fmt_int(r.predicted), **right),
+            Text(fmt_int(r.measured), **right),
+            gap_cell,
+            Text(fmt_num(r.gbps, 0), **right),
+            share_cell,
+            Text(r.bound, style="dim" if r.bound == "memory" else ""),
+        ]
+
+    def rebuild(self) -> None:
+        if not self.is_mounted:
+            return
+        self._built_at = time.monotonic()
+        t = self.table
+        keep = None
+        if t.row_count and self.rows:
+            sel = self.selected_row()
+            keep = sel.key if sel else None
+        self.rows = table_rows(self.kernels, self.group, self.sort, self.filter_text)
+        t.clear(columns=True)
+        key, desc = self.sort
+        for col_key, header in COLUMNS:
+            label = GROUP_LABEL[self.group] if col_key == "label" else header
+            if col_key == key:
+                label += " ▼" if desc else " ▲"
+            justify = "left" if col_key in ("label", "bound", "share") else "right"
+            t.add_column(Text(label, justify=justify), key=col_key)
+        share_max = max((r.share or 0.0 for r in self.rows), default=0.0) or 1.0
+        for r in self.rows:
+            t.add_row(*self._cells(r, share_max), key=r.key)
+        if keep is not None:
+            for i, r in enumerate(self.rows):
+                if r.key == keep:
+                    t.move_cursor(row=i, animate=False)
+                    break
+        self._caption()
+
+    def _caption(self) -> None:
+        key, desc = self.sort
+        header = dict(COLUMNS)[key] if key != "label" else GROUP_LABEL[self.group]
+        measured = sum(1 for k in self.kernels if k.measured_p50_ns is not None)
+        parts = [("group ", "$text-muted"), (GROUP_LABEL[self.group], "bold $text-accent"),
+                 ("  sort ", "$text-muted"), (f"{header} {'▼' if desc else '▲'}", "bold $text-accent")]
+        if self.filter_text:
+            parts += [("  filter ", "$text-muted"), (self.filter_text, "bold $text-warning")]
+        parts += [("  ", ""), (f"{len(self.rows)} rows · {len(self.kernels)} launches", "$text-muted")]
+        if self.kernels and not measured:
+            parts += [("  · ", "$text-muted"), (self.unavailable or "not profiled yet", "italic $text-muted")]
+        set_content(self.query_one("#kernel-caption", Static), Content.assemble(*parts))
+
+    # -- events ----------------------------------------------------------------------------
+    @on(DataTable.RowSelected, "#kernel-table")
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        row = self.selected_row()
+        if row is not None:
+            self.post_message(self.Drill(row))
+
+    @on(DataTable.HeaderSelected, "#kernel-table")
+    def _header(self, event: DataTable.HeaderSelected) -> None:
+        event.stop()
+        key = str(event.column_key.value)
+        if key == self.sort[0]:
+            self.reverse()
+        else:
+            self.set_sort(key)
+
+    def open_filter(self) -> None:
+        box = self.query_one("#kernel-filter", Input)
+        box.value = self.filter_text
+        box.add_class("-open")
+        box.focus()
+
+    @on(Input.Changed, "#kernel-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        if event.value != self.filter_text:
+            self.set_filter(event.value)
+
+    @on(Input.Submitted, "#kernel-filter")
+    def _filter_done(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.close_filter(clear=False)
+
+    def close_filter(self, clear: bool) -> None:
+        box = self.query_one("#kernel-filter", Input)
+        if clear:
+            box.value = ""
+            self.set_filter("")
+        box.remove_class("-open")
+        self.table.focus()
+
+    def key_escape(self, event) -> None:
+        box = self.query_one("#kernel-filter", Input)
+        if box.has_focus:
+            event.stop()
+            self.close_filter(clear=True)

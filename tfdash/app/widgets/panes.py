@@ -1,0 +1,261 @@
+"""The dashboard's number panes: throughput, roofline and NVML. Each renders from a snapshot.
+
+Values are right-aligned in a fixed column so they can be compared at a glance; a value that
+could not be measured is "—" and the pane says why (the snapshot's `unavailable` reasons).
+"""
+
+from __future__ import annotations
+
+import time
+
+from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
+from textual.widget import Widget
+from textual.widgets import Static
+
+from tfdash.app.model import fmt_bytes, fmt_ns, fmt_num, throughput, tok_s_now
+from tfdash.app.widgets.chart import Chart, Figure, Line
+from tfdash.profiling.snapshot import ProfileSnapshot, Series
+
+VALUE_W = 10
+LABEL_W = 14
+SLOW_INTERVAL_S = 0.5  # charts and run-wide percentiles: at most twice a second while live
+
+
+class Throttle:
+    """`due(force)`: True at most once per interval (always when forced: the final frame)."""
+
+    def __init__(self, interval: float = SLOW_INTERVAL_S) -> None:
+        self.interval = interval
+        self.last = None
+
+    def due(self, force: bool = False) -> bool:
+        now = time.monotonic()
+        if force or self.last is None or now - self.last >= self.interval:
+            self.last = now
+            return True
+        return False
+
+
+def set_content(widget: Static, content: Content | str) -> None:
+    """Update a Static only when what it shows changes, and reflow the layout only when its
+    number of lines changes: a live refresh then repaints a few small regions, nothing more."""
+    if isinstance(content, str):
+        content = Content(content)
+    key = (content.plain, repr(content.spans))
+    old = getattr(widget, "_tf_key", None)
+    if key == old:
+        return
+    lines = content.plain.count("\n")
+    layout = old is None or lines != getattr(widget, "_tf_lines", None)
+    widget._tf_key, widget._tf_lines = key, lines
+    widget.update(content, layout=layout)
+
+
+def stat(value: str, label: str, value_style: str = "bold", note: str = "") -> Content:
+    parts = [(value.rjust(VALUE_W), value_style), ("  " + label.ljust(LABEL_W if note else 0), "$text-muted")]
+    if note:
+        parts.append((note, "$text-muted italic"))
+    return Content.assemble(*parts)
+
+
+def lines(*items: Content | str) -> Content:
+    return Content("\n").join(items)
+
+
+def key(color: str, label: str) -> tuple[tuple[str, str], tuple[str, str]]:
+    return ("━ ", color), (label + "  ", "$text-muted")
+
+
+class ThroughputPane(Vertical):
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._slow = Throttle()
+        self._pct: tuple[float | None, float | None] = (None, None)
+
+    def compose(self):
+        yield Static(id="throughput-stats", classes="stats")
+        yield Chart(id="throughput-chart")
+
+    def show(self, snap: ProfileSnapshot | None, max_new: int | None = None, final: bool = True) -> None:
+        """`final=False` while live: the percentiles and the chart update at most twice a second."""
+        stats = self.query_one("#throughput-stats", Static)
+        chart = self.query_one("#throughput-chart", Chart)
+        if snap is None:
+            set_content(stats, lines(stat("—", "tok/s now"), stat("—", "tok/s over the run"),
+                                     stat("—", "ms/step p50"), stat("—", "ms/step p99"), stat("—", "tokens")))
+            chart.show(Figure())
+            return
+        if self._slow.due(force=final):
+            t = throughput(snap, points=64)
+            self._pct = (t.p50_ms, t.p99_ms)
+            hl = ((t.p50_ms, "success"),) if t.p50_ms is not None else ()
+            chart.show(Figure(lines=(Line(t.line_x, t.line_y, "primary"),), hlines=hl, xlabel="step"))
+        p50, p99 = self._pct
+        total = f" of {max_new:,}" if max_new else ""
+        set_content(stats, lines(
+            stat(fmt_num(tok_s_now(snap)), "tok/s now", "bold $text-primary"),
+            stat(fmt_num(snap.tok_per_s if snap.wall_ns else None), "tok/s over the run", "bold"),
+            stat(fmt_num(p50, 3), "ms/step p50"),
+            stat(fmt_num(p99, 3), "ms/step p99"),
+            stat(f"{snap.new_tokens:,}", f"tokens{total}"),
+            Content.assemble(*key("$primary", "ms/step"), *key("$success", "p50")),
+        ))
+
+
+class GapBar(Widget):
+    """One step drawn to scale: the memory floor, kernel time over the floor, and the gaps
+    between kernels (launch ramp, bubbles)."""
+
+    DEFAULT_CSS = """
+    GapBar { height: 2; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.parts: tuple[float, float, float] | None = None
+
+    def set_parts(self, floor_ns: float, over_ns: float, gap_ns: float) -> None:
+        parts = (max(0.0, floor_ns), max(0.0, over_ns), max(0.0, gap_ns))
+        if parts != self.parts:
+            self.parts = parts
+            self.refresh()
+
+    def render(self) -> Content:
+        w = max(4, self.size.width)
+        legend = Content.assemble(("■", "$tf-good"), (" floor  ", "$text-muted"), ("■", "$tf-fair"),
+                                  (" kernels over it  ", "$text-muted"), ("■", "$tf-poor"), (" gaps", "$text-muted"))
+        if not self.parts or sum(self.parts) <= 0:
+            return Content.assemble(("─" * w, "$text-muted"), "\n", legend)
+        total = sum(self.parts)
+        cells = [round(p / total * w) for p in self.parts]
+        cells[0] = max(0, w - cells[1] - cells[2])
+        return Content.assemble(("▆" * cells[0], "$tf-good"), ("▆" * cells[1], "$tf-fair"),
+                                ("▆" * cells[2], "$tf-poor"), "\n", legend)
+
+
+class RooflinePane(VerticalScroll):
+    def compose(self):
+        yield Static(id="roofline-stats", classes="stats")
+        yield GapBar(id="roofline-gap")
+        yield Static(id="roofline-note", classes="stats")
+
+    def show(self, snap: ProfileSnapshot | None) -> None:
+        stats = self.query_one("#roofline-stats", Static)
+        note = self.query_one("#roofline-note", Static)
+        gapbar = self.query_one("#roofline-gap", GapBar)
+        if snap is None:
+            set_content(stats, "")
+            set_content(note, "")
+            return
+        r = snap.roofline
+        if r is not None:
+            set_content(stats, lines(
+                stat(fmt_bytes(r.bytes_per_step), "bytes/step", note=f"at ctx_len {r.ctx_len:,}"),
+                stat(fmt_ns(r.floor_ns), "floor", note="bytes ÷ ceiling"),
+                stat(fmt_ns(r.predicted_step_ns), "ideal", note="Σ kernel ideals"),
+                stat(fmt_ns(r.measured_step_ns), "measured", "bold $text-primary", note=f"{r.steps} steps, "
+                     f"{r.timing or 'timed'}"),
+                stat(fmt_num(r.achieved_gbps, 0), "GB/s achieved"),
+                stat(fmt_num(r.pct_ceiling, 1, " %"), "of ceiling", "bold $text-primary",
+                     note=f"{r.ceiling_gbps:,.0f} GB/s"),
+                stat(fmt_num(r.pct_datasheet, 1, " %"), "of datasheet", note=f"{r.datasheet_gbps:,.0f} GB/s"),
+            ))
+            gapbar.set_parts(r.floor_ns, r.kernel_sum_ns - r.floor_ns, r.gap_ns)
+            set_content(note, lines(
+                stat(fmt_ns(r.gap_ns), "gaps", note="step − Σ kernels"),
+                stat(fmt_num(r.measured_step_ns / r.floor_ns if r.floor_ns else None, 2, "×"), "step ÷ floor"),
+                stat(fmt_num(1e9 / r.floor_ns if r.floor_ns else None, 0), "tok/s ceiling", note="at this ctx_len"),
+            ))
+            return
+        # No profile window: the static prediction, and the measured step time when there is one.
+        recent = sorted(snap.step_ns[-1024:])  # the current step time: the median of the latest steps
+        step_ns = float(recent[len(recent) // 2]) if recent else None
+        nbytes = sum(k.bytes_read + k.bytes_written for k in snap.kernels) or None
+        ideal = sum(k.predicted_ns for k in snap.kernels) or None
+        gbps = nbytes / step_ns if nbytes and step_ns else None
+        set_content(stats, lines(
+            stat(fmt_bytes(nbytes), "bytes/step"),
+            stat(fmt_ns(ideal), "ideal", note="Σ kernel ideals"),
+            stat(fmt_ns(step_ns), "measured", "bold $text-primary", note="latest steps, p50"),
+            stat(fmt_num(gbps, 1), "GB/s achieved"),
+            stat("—", "of ceiling"),
+        ))
+        gapbar.set_parts(0, 0, 0)
+        why = snap.unavailable.get("roofline") or snap.unavailable.get("kernels") or "no profile window yet"
+        set_content(note, Content.assemble((why, "italic $text-muted"), (" · press ", "$text-muted"),
+                                     ("p", "bold $accent"), (" to profile", "$text-muted")))
+
+
+def _series(snap: ProfileSnapshot, name: str) -> Series | None:
+    for s in snap.nvml:
+        if s.name == name:
+            return s
+    return None
+
+
+def _last(s: Series | None) -> float | None:
+    if s is None:
+        return None
+    for v in reversed(s.values):
+        if v is not None:
+            return v
+    return None
+
+
+def _points(s: Series | None) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    if s is None:
+        return (), ()
+    pts = [(t, v) for t, v in zip(s.t, s.values) if v is not None]
+    return tuple(p[0] for p in pts), tuple(p[1] for p in pts)
+
+
+class NvmlPane(Vertical):
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._slow = Throttle()
+
+    def compose(self):
+        yield Static(id="nvml-stats", classes="stats")
+        yield Chart(id="nvml-dram")
+        yield Static(id="nvml-power-key", classes="stats")
+        yield Chart(id="nvml-power")
+
+    def show(self, snap: ProfileSnapshot | None, final: bool = True) -> None:
+        stats = self.query_one("#nvml-stats", Static)
+        dram_chart = self.query_one("#nvml-dram", Chart)
+        power_chart = self.query_one("#nvml-power", Chart)
+        power_key = self.query_one("#nvml-power-key", Static)
+        if snap is None:
+            set_content(stats, "")
+            return
+        why = snap.unavailable.get("nvml")
+        self.set_class(bool(why) and not snap.nvml, "-unavailable")
+        if why and not snap.nvml:
+            set_content(stats, Content.assemble(("NVML unavailable\n", "bold $text-warning"), (why, "italic $text-muted")))
+            dram_chart.show(Figure())
+            power_chart.show(Figure())
+            set_content(power_key, "")
+            return
+        dram = _series(snap, "dram_gbps")
+        r = snap.roofline
+        predicted = r.achieved_gbps if r is not None else None
+        ratio = r.nvml_ratio if r is not None else None
+        set_content(stats, lines(
+            stat(fmt_num(_last(dram), 0), "DRAM GB/s", "bold $text-primary", note="NVML GPM"),
+            stat(fmt_num(predicted, 0), "GB/s predicted", note="bytes ÷ step"),
+            stat(fmt_num(ratio, 2, "×"), "NVML ÷ predicted"),
+            stat(fmt_num(_last(_series(snap, "sm_clock_mhz")), 0), "MHz SM",
+                 note=f"{fmt_num(_last(_series(snap, 'mem_clock_mhz')), 0)} MHz mem"),
+            stat(fmt_num(_last(_series(snap, "power_w")), 0), "W",
+                 note=f"{fmt_num(_last(_series(snap, 'temp_c')), 0)} °C"),
+            Content.assemble(*key("$primary", "DRAM GB/s"), *key("$accent", "predicted")),
+        ))
+        if not self._slow.due(force=final):
+            return
+        x, y = _points(dram)
+        hl = ((predicted, "accent"),) if predicted else ()
+        dram_chart.show(Figure(lines=(Line(x, y, "primary"),), hlines=hl, y_from_zero=True))
+        px, py = _points(_series(snap, "power_w"))
+        set_content(power_key, Content.assemble(*key("$secondary", "power W"), ("over the run, s", "$text-muted")))
+        power_chart.show(Figure(lines=(Line(px, py, "secondary"),), y_from_zero=True))
