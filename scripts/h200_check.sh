@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call on the H200: GPU tests, then `tfdash bench`, logs and JSON under $OUT.
-#   run with carry [".gpu"]:  bash scripts/h200_check.sh [tests|bench|all] [extra bench args]
+#   run with carry [".gpu"]:  bash scripts/h200_check.sh [tests|diag|bench|all] [extra bench args]
 # Needs the offline bundle (../shared/gpu-bundle .gpu/site.tar.xz). The tilelang kernel cache
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
@@ -14,6 +14,9 @@ python3 -c "import torch, tilelang; print('torch', torch.__version__, 'tilelang'
 if [ "$what" = tests ] || [ "$what" = all ]; then
   python3 -m pytest -m gpu tests/gpu -q -rA -p no:cacheprovider --junitxml="$OUT/gpu-tests.xml" 2>&1 \
     | grep -v "TileLang:" | tee "$OUT/gpu-tests.log" | tail -40
+fi
+if [ "$what" = diag ] || [ "$what" = all ]; then
+  python3 scripts/kernel_times.py --out "$OUT/kernel_times.json" 2>&1 | grep -v "TileLang:" | tee "$OUT/kernel_times.log" | tail -16
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
   python3 -m tfdash bench --json "$OUT/bench.json" "$@" 2>&1 | grep -v "TileLang:" | tee "$OUT/bench.log" | tail -12

@@ -18,6 +18,8 @@ pytestmark = pytest.mark.skipif(
 )
 
 PLAN = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096)
+UNFUSED = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, fused_rope=False)
+KERNELS = {**UNFUSED.kernels(), **PLAN.kernels()}  # every kernel either plan launches
 
 
 @pytest.fixture(scope="module")
@@ -35,18 +37,19 @@ def fresh_cache(tmp_path_factory):
 
 
 def test_plan_has_the_expected_kernels():
-    assert set(PLAN.kernels()) == {
-        "embed_gather", "gemv_qkv", "qk_norm_rope", "attn_decode", "gemv_o_residual", "gemv_gate_up",
-        "gemv_down_silu_residual", "gemv_lm_head", "argmax_feed",
-    }
+    common = {"embed_gather", "gemv_qkv", "gemv_o_residual", "gemv_gate_up", "gemv_down_silu_residual",
+              "gemv_lm_head", "argmax_feed"}
+    assert set(PLAN.kernels()) == common | {"attn_rope_decode"}
+    assert set(UNFUSED.kernels()) == common | {"qk_norm_rope", "attn_decode"}
+    assert len(PLAN) == 1 + 5 * 28 + 2 and len(UNFUSED) == 1 + 6 * 28 + 2
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(PLAN.kernels()))
+@pytest.mark.parametrize("name", sorted(KERNELS))
 def test_kernel_compiles_for_sm90a(name, fresh_cache):
     from tfdash.engine.compile import SM90A, compile_one
 
-    launch = PLAN.kernels()[name]
+    launch = KERNELS[name]
     kernel = compile_one(launch, target=SM90A, pdl=False)  # the launcher is host code; the device code is shared
     src = kernel.get_kernel_source()
     # Named after its role (never `main`), so profiles are readable.

@@ -21,6 +21,7 @@ if not torch.cuda.is_available():  # collected on CPU machines only to be desele
 
 CFG = preset("qwen3-1.7b")
 PLAN = build_plan(CFG, dtype="bfloat16", capacity=4096)
+UNFUSED = build_plan(CFG, dtype="bfloat16", capacity=4096, fused_rope=False)  # the A/B baseline's kernels
 DEV = "cuda"
 GEN = torch.Generator(device=DEV)
 
@@ -165,7 +166,7 @@ def test_embed():
 
 @pytest.mark.parametrize("ctx", [0, 1, 255, 1024, 4095])
 def test_qk_norm_rope(ctx):
-    launch = PLAN.kernels()["qk_norm_rope"]
+    launch = UNFUSED.kernels()["qk_norm_rope"]
     a, b, _ = both(launch, ctx, ["q"])
     assert not torch.isnan(b["q"].float()).any()
     assert rel_err(b["q"], a["q"]) <= 1e-2
@@ -179,7 +180,7 @@ def test_qk_norm_rope(ctx):
 
 @pytest.mark.parametrize("ctx", [0, 1, 63, 64, 255, 1024, 4095])
 def test_attention(ctx):
-    launch = PLAN.kernels()["attn_decode"]
+    launch = UNFUSED.kernels()["attn_decode"]
     a, b, _ = both(launch, ctx, ["out", "part", "ml"])
     assert not torch.isnan(b["out"].float()).any()
     assert rel_err(b["out"], a["out"]) <= 1e-2
@@ -187,3 +188,18 @@ def test_attention(ctx):
     # twice in a row (as layer after layer does): the counters work again
     run_tilelang(launch, b)
     assert rel_err(b["out"], a["out"]) <= 1e-2
+
+
+@pytest.mark.parametrize("ctx", [0, 1, 62, 63, 64, 65, 255, 1024, 4095])
+def test_attention_with_fused_rope(ctx):
+    launch = PLAN.kernels()["attn_rope_decode"]
+    a, b, _ = both(launch, ctx, ["out", "part", "ml"])
+    assert not torch.isnan(b["out"].float()).any()
+    assert rel_err(b["out"], a["out"]) <= 1e-2
+    for cache in ("k_cache", "v_cache"):
+        # this step's k (normed, rotated) and v appended at ctx, nothing else touched
+        assert rel_err(b[cache][:, ctx], a[cache][:, ctx]) <= 1e-2
+        mask = torch.ones(PLAN.capacity, dtype=torch.bool, device=DEV)
+        mask[ctx] = False
+        assert torch.equal(a[cache][:, mask], b[cache][:, mask])
+    assert int(b["sem"].abs().sum().item()) == 0

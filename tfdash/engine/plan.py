@@ -11,13 +11,15 @@ them, the attention merge inside the attention launch):
 
     embed                      x = E[tok]
     L{i}.qkv_proj              qkv = W_qkv @ rmsnorm(x)
-    L{i}.qk_norm_rope          q = rope(norm(q)); k_cache[pos] = rope(norm(k)); v_cache[pos] = v
-    L{i}.attention             attn = softmax(q k^T / sqrt(d)) v over positions 0..pos
+    L{i}.attention             q = rope(norm(q)); k_cache[pos] = rope(norm(k)); v_cache[pos] = v;
+                               attn = softmax(q k^T / sqrt(d)) v over positions 0..pos
+                               (fused_rope=False: the first line is a launch of its own,
+                               L{i}.qk_norm_rope)
     L{i}.o_proj                x += W_o @ attn
     L{i}.gate_up               gu = W_gu @ rmsnorm(x)
     L{i}.down                  x += W_down @ (silu(g) * u)
-    lm_head                    logits = E @ rmsnorm(x)            (f32)
-    argmax                     next = argmax(logits); feed prompt or next; pos += 1
+    lm_head                    logits = E @ rmsnorm(x) (f32), and a (max, index) per block
+    argmax                     next = argmax over those; feed prompt or next; pos += 1
 """
 
 from __future__ import annotations
@@ -172,8 +174,9 @@ def check_prompt_ids(cfg: ModelConfig, ids) -> None:
                           f"(is the tokenizer the checkpoint's own?)")
 
 
-def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096) -> StepPlan:
-    """Every launch of one decode step for `cfg`, with weights and activations in `dtype`."""
+def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, fused_rope: bool = True) -> StepPlan:
+    """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
+    `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline)."""
     cfg.validate()
     if capacity < 1:
         raise CapacityError(f"capacity={capacity} must be positive")
@@ -242,12 +245,18 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096) 
         p = f"L{i}."
         gemv(p + "qkv_proj", i, "gemv_qkv", cfg.qkv_size, H, "rmsnorm", "store", dtype,
              x="x", norm_w=p + "attn_norm", w=p + "w_qkv", out="qkv")
-        launch(p + "qk_norm_rope", i, "rope", "qk_norm_rope", dict(attn_dims, eps=eps),
-               qkv="qkv", q_norm=p + "q_norm", k_norm=p + "k_norm", cos="rope_cos", sin="rope_sin",
-               pos="pos", q="q", k_cache=p + "k_cache", v_cache=p + "v_cache")
-        launch(p + "attention", i, "attention", "attn_decode", attn_dims,
-               q="q", k_cache=p + "k_cache", v_cache=p + "v_cache", pos="pos", out="attn",
-               part="attn_part", ml="attn_ml", sem="attn_sem")
+        if fused_rope:
+            launch(p + "attention", i, "attention", "attn_rope_decode", dict(attn_dims, eps=eps, fused_rope=True),
+                   qkv="qkv", q_norm=p + "q_norm", k_norm=p + "k_norm", cos="rope_cos", sin="rope_sin",
+                   k_cache=p + "k_cache", v_cache=p + "v_cache", pos="pos", out="attn",
+                   part="attn_part", ml="attn_ml", sem="attn_sem")
+        else:
+            launch(p + "qk_norm_rope", i, "rope", "qk_norm_rope", dict(attn_dims, eps=eps),
+                   qkv="qkv", q_norm=p + "q_norm", k_norm=p + "k_norm", cos="rope_cos", sin="rope_sin",
+                   pos="pos", q="q", k_cache=p + "k_cache", v_cache=p + "v_cache")
+            launch(p + "attention", i, "attention", "attn_decode", attn_dims,
+                   q="q", k_cache=p + "k_cache", v_cache=p + "v_cache", pos="pos", out="attn",
+                   part="attn_part", ml="attn_ml", sem="attn_sem")
         gemv(p + "o_proj", i, "gemv_o_residual", H, cfg.q_size, "none", "residual", dtype,
              x="attn", w=p + "w_o", out="x")
         gemv(p + "gate_up", i, "gemv_gate_up", 2 * I, H, "rmsnorm", "store", dtype,

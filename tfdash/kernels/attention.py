@@ -1,7 +1,8 @@
-"""Split-KV decode attention with its merge, GQA.
+"""Split-KV decode attention with its merge, GQA; with `fused_rope` (the plan's default) it also
+does the q/k RMSNorm, RoPE and KV-cache append of the rope family, saving a launch per layer.
 
-For query head h (kv head g = h // group), over positions j = 0..pos (the step's own k/v were
-appended at pos by the rope launch):
+For query head h (kv head g = h // group), over positions j = 0..pos (the step's own k/v appended
+at pos first):
 
     s_j = (q_h . k_j) * 1/sqrt(D)          in f32, the scale after the dot (as HF does)
     p   = softmax(s)                        in f32, then rounded to the model dtype (as HF does)
@@ -20,6 +21,12 @@ from tfdash.kernels.base import DTYPE_BYTES, Family, Operand, make_cost, registe
 
 
 def torch_attention(dims, bufs):
+    if dims.get("fused_rope"):
+        from tfdash.kernels.rope import torch_qk_norm_rope
+
+        q = torch.empty(dims["n_heads"] * dims["head_dim"], dtype=bufs["qkv"].dtype, device=bufs["qkv"].device)
+        torch_qk_norm_rope(dims, {**bufs, "q": q})
+        bufs = {**bufs, "q": q}
     nH, nKV, D = dims["n_heads"], dims["n_kv_heads"], dims["head_dim"]
     group = nH // nKV
     q, kc, vc, pos = bufs["q"], bufs["k_cache"], bufs["v_cache"], bufs["pos"]
@@ -46,32 +53,48 @@ def splits_used(dims, ctx_len):
 
 
 def cost(dims, ctx_len=0):
+    """Unfused: q in, attention over ctx_len + 1 cached positions. Fused: the rope family's cost,
+    but q and this step's k and v stay on chip: the cache reads only the ctx_len earlier
+    positions (its growth with ctx_len is the same)."""
     nH, nKV, D = dims["n_heads"], dims["n_kv_heads"], dims["head_dim"]
     es = DTYPE_BYTES[dims["dtype"]]
     n = ctx_len + 1  # positions attended: the cache before this step, and this step's own
     s = splits_used(dims, ctx_len)
-    return make_cost(
-        {"f32": 2 * nH * n * D * 2 + 4 * nH * n},  # q.k and p.v, then max/sub/sum/scale
-        {"exp": nH * n},
-        [
+    flops = {"f32": 2 * nH * n * D * 2 + 4 * nH * n}  # q.k and p.v, then max/sub/sum/scale
+    special = {"exp": nH * n}
+    scratch = 2 * nH * s * (D + 2) * 4  # f32 partials written, then read by the merge
+    if not dims.get("fused_rope"):
+        return make_cost(flops, special, [
             Operand("q", "activation", nH * D * es, 0),
             Operand("k_cache", "cache", n * nKV * D * es, 0),
             Operand("v_cache", "cache", n * nKV * D * es, 0),
             Operand("pos", "activation", 4, 0),
             Operand("out", "activation", 0, nH * D * es),
-        ],
-        smem=dims.get("smem"),
-        scratch=2 * nH * s * (D + 2) * 4,  # f32 partials written, then read by the merge
-    )
+        ], smem=dims.get("smem"), scratch=scratch)
+    from tfdash.kernels.rope import cost as rope_cost
+
+    r = rope_cost(dims, ctx_len)
+    ops = [o for o in r.operands if o.role not in ("q", "k_cache", "v_cache")]
+    ops += [
+        Operand("k_cache", "cache", ctx_len * nKV * D * es, nKV * D * es),
+        Operand("v_cache", "cache", ctx_len * nKV * D * es, nKV * D * es),
+        Operand("out", "activation", 0, nH * D * es),
+    ]
+    flops["f32"] += r.flops.get("f32", 0)
+    special = {**special, **r.special}
+    return make_cost(flops, special, ops, smem=dims.get("smem"), scratch=scratch)
 
 
 def tilelang_attention(dims):
     """Grid (splits, kv heads); block = group * B threads (128 for Qwen3-1.7B: 2 q heads, B=64).
 
+    rope    (fused_rope) every block norms and rotates its group's q heads from qkv into shared
+            memory; the block holding position pos also norms and rotates this step's k, and
+            appends k and v to the cache, keeping both on chip for its own use
     scores  lanes split a key row 8 ways (16 dims, two 16-byte loads each) and 4 positions per
             warp instruction; an xor-shuffle over the 8 lanes finishes each dot product
     values  each thread owns one dim d and prefetches v[j, d] for the block's B positions before
-            the scores are computed, so K and V stream concurrently
+            anything else, so V streams while q, k and the scores are computed
     softmax one score per thread: warp max/sum within a head, combined across the head's warps
     merge   partials (f32 output, max, sum) go to global scratch; a counter per kv head elects
             the last split to arrive, which merges all splits and resets the counter
@@ -81,6 +104,8 @@ def tilelang_attention(dims):
     nH, nKV, D, C, B, dt = (dims["n_heads"], dims["n_kv_heads"], dims["head_dim"], dims["capacity"],
                             dims["block"], dims["dtype"])
     S = dims["splits"]
+    fused = bool(dims.get("fused_rope"))
+    eps = float(dims.get("eps", 1e-6))
     group = nH // nKV
     threads = group * B
     warps = threads // 32
@@ -89,14 +114,24 @@ def tilelang_attention(dims):
     DC = D // 8  # dims per lane in the score phase
     iters = B // (warps * 4)  # score iterations: 4 positions per warp per iteration
     wph = B // 32  # warps per head in the softmax phase
+    half = D // 2
+    hw = half // 32  # warps per head in the rope phase (one pair (i, i + D/2) per thread)
     scale = 1.0 / math.sqrt(D)
+    QKV = (nH + 2 * nKV) * D
 
-    @T.prim_func
-    def attn_decode(
-        q: T.Tensor((nH * D,), dt), k_cache: T.Tensor((nKV, C, D), dt), v_cache: T.Tensor((nKV, C, D), dt),
-        pos: T.Tensor((1,), "int32"), out: T.Tensor((nH * D,), dt),
-        part: T.Tensor((nH, S, D), "float32"), ml: T.Tensor((nH, S, 2), "float32"), sem: T.Tensor((nKV,), "int32"),
-    ):
+    def rope_pair(T, xa, xb, w_a, w_b, c, sn, rstd):
+        """HF: rmsnorm (weight * (x * rstd).to(dtype)), then x*cos + rotate_half(x)*sin, every
+        product and sum rounded to dtype; returns the rotated pair (i, i + D/2)."""
+        na = T.cast(T.cast(T.cast(T.cast(xa, "float32") * rstd, dt), "float32") * T.cast(w_a, "float32"), dt)
+        nb = T.cast(T.cast(T.cast(T.cast(xb, "float32") * rstd, dt), "float32") * T.cast(w_b, "float32"), dt)
+        ra = T.cast(T.cast(T.cast(T.cast(na, "float32") * T.cast(c, "float32"), dt), "float32")
+                    - T.cast(T.cast(T.cast(nb, "float32") * T.cast(sn, "float32"), dt), "float32"), dt)
+        rb = T.cast(T.cast(T.cast(T.cast(nb, "float32") * T.cast(c, "float32"), dt), "float32")
+                    + T.cast(T.cast(T.cast(na, "float32") * T.cast(sn, "float32"), dt), "float32"), dt)
+        return ra, rb
+
+    @T.macro
+    def body(qkv, q_norm, k_norm, cos, sin, q, k_cache, v_cache, pos, out, part, ml, sem):
         with T.Kernel(S, nKV, threads=threads) as (bx, g):
             tx = T.get_thread_binding(0)
             lane = tx % 32
@@ -107,6 +142,7 @@ def tilelang_attention(dims):
             T.pdl_trigger()
             n = pos[0] + 1
             n_active = (n + B - 1) // B
+            last = n - 1 - bx * B  # this step's own position within the block (< B in the last block)
             qv = T.alloc_local((group, DC), dt)
             kv = T.alloc_local((DC,), dt)
             vv = T.alloc_local((B,), dt)
@@ -116,6 +152,13 @@ def tilelang_attention(dims):
             p_s = T.alloc_shared((group, B), "float32")
             red_s = T.alloc_shared((warps,), "float32")
             flag_s = T.alloc_shared((1,), "int32")
+            q_s = T.alloc_shared((group, D), dt)
+            k_s = T.alloc_shared((D,), dt)
+            v_s = T.alloc_shared((D,), dt)
+            xa = T.alloc_var(dt)
+            xb = T.alloc_var(dt)
+            ssq = T.alloc_var("float32")
+            rstd = T.alloc_var("float32")
             sv = T.alloc_var("float32")
             m = T.alloc_var("float32")
             lsum = T.alloc_var("float32")
@@ -123,21 +166,73 @@ def tilelang_attention(dims):
             ll = T.alloc_var("float32")
             acc = T.alloc_var("float32")
             wgt = T.alloc_var("float32")
+            vcur = T.alloc_var("float32")
             if bx < n_active:
-                # V prefetch: thread tx owns dim tx
+                # V prefetch from the cache (thread tx owns dim tx); this step's own v comes later
                 for j in T.unroll(B):
-                    if bx * B + j < n:
+                    if bx * B + j < n - (1 if fused else 0):
                         vv[j] = v_cache[g, bx * B + j, tx]
                     else:
                         vv[j] = T.cast(0, dt)
-                for hh in T.unroll(group):
-                    for c in T.vectorized(DC):
-                        qv[hh, c] = q[(g * group + hh) * D + dc * DC + c]
+                if fused:
+                    # q heads of the group: thread tx -> head tx // (D/2), pair (i, i + D/2)
+                    i = tx % half
+                    hh = tx // half
+                    xa = qkv[(g * group + hh) * D + i]
+                    xb = qkv[(g * group + hh) * D + half + i]
+                    ssq = T.warp_reduce_sum(T.cast(xa, "float32") * T.cast(xa, "float32")
+                                            + T.cast(xb, "float32") * T.cast(xb, "float32"))
+                    if lane == 0:
+                        red_s[warp] = ssq
+                    T.sync_threads()
+                    ssq = 0.0
+                    for w in T.unroll(hw):
+                        ssq += red_s[hh * hw + w]
+                    rstd = T.rsqrt(ssq / D + eps)
+                    ra, rb = rope_pair(T, xa, xb, q_norm[i], q_norm[half + i], cos[n - 1, i], sin[n - 1, i], rstd)
+                    q_s[hh, i] = ra
+                    q_s[hh, half + i] = rb
+                    if bx == n_active - 1:
+                        # this step's k (threads of the first D/2) and v (every thread)
+                        v_s[tx] = qkv[(nH + nKV + g) * D + tx]
+                        v_cache[g, n - 1, tx] = qkv[(nH + nKV + g) * D + tx]
+                        T.sync_threads()
+                        if tx < half:
+                            xa = qkv[(nH + g) * D + tx]
+                            xb = qkv[(nH + g) * D + half + tx]
+                            ssq = T.warp_reduce_sum(T.cast(xa, "float32") * T.cast(xa, "float32")
+                                                    + T.cast(xb, "float32") * T.cast(xb, "float32"))
+                            if lane == 0:
+                                red_s[warp] = ssq
+                        T.sync_threads()
+                        if tx < half:
+                            ssq = 0.0
+                            for w in T.unroll(hw):
+                                ssq += red_s[w]
+                            rstd = T.rsqrt(ssq / D + eps)
+                            ka, kb = rope_pair(T, xa, xb, k_norm[tx], k_norm[half + tx], cos[n - 1, tx],
+                                               sin[n - 1, tx], rstd)
+                            k_s[tx] = ka
+                            k_s[half + tx] = kb
+                            k_cache[g, n - 1, tx] = ka
+                            k_cache[g, n - 1, half + tx] = kb
+                    T.sync_threads()
+                    for hh2 in T.unroll(group):
+                        for c in T.vectorized(DC):
+                            qv[hh2, c] = q_s[hh2, dc * DC + c]
+                else:
+                    for hh2 in T.unroll(group):
+                        for c in T.vectorized(DC):
+                            qv[hh2, c] = q[(g * group + hh2) * D + dc * DC + c]
                 # scores
                 for it in T.unroll(iters):
                     jl = warp * (iters * 4) + it * 4 + pi
-                    for c in T.vectorized(DC):
-                        kv[c] = k_cache[g, T.min(bx * B + jl, C - 1), dc * DC + c]
+                    if fused and jl == last:
+                        for c in T.vectorized(DC):
+                            kv[c] = k_s[dc * DC + c]
+                    else:
+                        for c in T.vectorized(DC):
+                            kv[c] = k_cache[g, T.min(bx * B + jl, C - 1), dc * DC + c]
                     for hh in T.unroll(group):
                         dot[hh] = 0.0
                         for c in T.unroll(DC):
@@ -174,10 +269,15 @@ def tilelang_attention(dims):
                     ml[g * group + tx // B, bx, 0] = m
                     ml[g * group + tx // B, bx, 1] = lsum
                 # p @ V for this block, dim tx, every head of the group
+                if fused:
+                    vcur = T.cast(v_s[tx], "float32")
                 for hh in T.unroll(group):
                     o[hh] = 0.0
                     for j in T.unroll(B):
-                        o[hh] += p_s[hh, j] * T.cast(vv[j], "float32")
+                        if fused:
+                            o[hh] += p_s[hh, j] * T.if_then_else(j == last, vcur, T.cast(vv[j], "float32"))
+                        else:
+                            o[hh] += p_s[hh, j] * T.cast(vv[j], "float32")
                     part[g * group + hh, bx, tx] = o[hh]
                 # the last split of this kv head to arrive merges
                 T.sync_threads()
@@ -201,12 +301,34 @@ def tilelang_attention(dims):
                     if tx == 0:
                         sem[g] = 0
 
+    if fused:
+
+        @T.prim_func
+        def attn_decode(
+            qkv: T.Tensor((QKV,), dt), q_norm: T.Tensor((D,), dt), k_norm: T.Tensor((D,), dt),
+            cos: T.Tensor((C, half), dt), sin: T.Tensor((C, half), dt),
+            k_cache: T.Tensor((nKV, C, D), dt), v_cache: T.Tensor((nKV, C, D), dt), pos: T.Tensor((1,), "int32"),
+            out: T.Tensor((nH * D,), dt), part: T.Tensor((nH, S, D), "float32"),
+            ml: T.Tensor((nH, S, 2), "float32"), sem: T.Tensor((nKV,), "int32"),
+        ):
+            body(qkv, q_norm, k_norm, cos, sin, None, k_cache, v_cache, pos, out, part, ml, sem)
+    else:
+
+        @T.prim_func
+        def attn_decode(
+            q: T.Tensor((nH * D,), dt), k_cache: T.Tensor((nKV, C, D), dt), v_cache: T.Tensor((nKV, C, D), dt),
+            pos: T.Tensor((1,), "int32"), out: T.Tensor((nH * D,), dt), part: T.Tensor((nH, S, D), "float32"),
+            ml: T.Tensor((nH, S, 2), "float32"), sem: T.Tensor((nKV,), "int32"),
+        ):
+            body(None, None, None, None, None, q, k_cache, v_cache, pos, out, part, ml, sem)
+
     return attn_decode
 
 
 FAMILY = register(Family(
     name="attention",
-    roles=("q", "k_cache", "v_cache", "pos", "out", "part", "ml", "sem"),
+    roles=("qkv", "q_norm", "k_norm", "cos", "sin", "q", "k_cache", "v_cache", "pos", "out", "part", "ml", "sem"),
     cost=cost, torch=torch_attention, tilelang=tilelang_attention,
-    describe="split-KV GQA decode attention, merged in-kernel by the last split to arrive",
+    describe="split-KV GQA decode attention, merged in-kernel by the last split to arrive "
+             "(fused_rope: with the q/k norm, RoPE and KV append before it)",
 ))

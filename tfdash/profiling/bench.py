@@ -10,6 +10,7 @@ copy bandwidth.
     tilelang-graph   every kernel tilelang, the step replayed from one CUDA graph, launched with
                      programmatic dependent launch (PDL)
     tilelang-nopdl   the same kernels and graph with plain launches (the PDL A/B)
+    tilelang-unfused q/k norm + RoPE + KV append in a launch of its own (the fusion A/B)
     torch-graph      the same plan in torch ops (cuBLAS GEMVs, KV masked over capacity), one graph
     hf-compile       transformers' static-cache generate with a torch.compile'd forward
 """
@@ -141,7 +142,7 @@ def main(argv: list[str]) -> int:
     if args.rounds < 1 or args.max_new_tokens < 1:
         raise TfdashError("--rounds and --max-new-tokens must be at least 1")
     wanted = [b.strip() for b in args.backends.split(",") if b.strip()]
-    unknown = set(wanted) - {"tilelang-graph", "tilelang-nopdl", "torch-graph", "hf-compile"}
+    unknown = set(wanted) - {"tilelang-graph", "tilelang-nopdl", "tilelang-unfused", "torch-graph", "hf-compile"}
     if unknown:
         raise TfdashError(f"unknown backend(s): {', '.join(sorted(unknown))}")
 
@@ -170,6 +171,11 @@ def main(argv: list[str]) -> int:
             peers[b] = TilelangRuntime(plan, weights, "cuda", pdl=True)
         elif b == "tilelang-nopdl":
             peers[b] = TilelangRuntime(plan, weights, "cuda", pdl=False)
+        elif b == "tilelang-unfused":
+            from tfdash.engine.plan import build_plan
+
+            unfused = build_plan(cfg, dtype="bfloat16", capacity=capacity, fused_rope=False)
+            peers[b] = TilelangRuntime(unfused, weights, "cuda", pdl=True)
         elif b == "hf-compile":
             try:
                 peers[b] = HFPeer(cfg, eng0.runtime)

@@ -1,0 +1,117 @@
+"""Where the tilelang step's time goes on the H200, with and without PDL (a diagnostic).
+
+For each variant: capture the graph, time 200 replays at ctx ~1024 with CUDA events, then profile
+3 replays under torch.profiler (CUPTI) and report, per kernel name: launches per step, median
+duration, the analyzer's bytes and the achieved GB/s; and over the whole replay: how many kernels
+started before the previous one ended (PDL overlap) and the median start-to-previous-end gap.
+
+    python scripts/kernel_times.py --out OUT.json
+"""
+
+import argparse
+import json
+import statistics
+import sys
+
+import torch
+
+from tfdash.engine.config import preset
+from tfdash.engine.plan import build_plan
+from tfdash.engine.runtime import TilelangRuntime
+from tfdash.engine.weights import pack, random_state_dict
+from tfdash.profiling.analyze import analyze
+from tfdash.profiling.targets import H200
+
+CTX = 1024
+
+
+def replay_times(rt, n=200):
+    evs = [torch.cuda.Event(enable_timing=True) for _ in range(n + 1)]
+    rt.bufs["pos"].fill_(CTX)
+    rt.bufs["prompt_len"].fill_(0)
+    torch.cuda.synchronize()
+    evs[0].record()
+    for i in range(n):
+        rt.graph.replay()
+        evs[i + 1].record()
+    torch.cuda.synchronize()
+    return [evs[i].elapsed_time(evs[i + 1]) * 1e3 for i in range(n)]  # us
+
+
+def cupti(rt, plan, reps=3):
+    from torch.profiler import ProfilerActivity, profile
+
+    rt.bufs["pos"].fill_(CTX)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            rt.graph.replay()
+        torch.cuda.synchronize()
+    evs = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA and e.name.endswith("_kernel")]
+    evs.sort(key=lambda e: e.time_range.start)
+    n = len(plan)
+    last = evs[-n:]
+    names = [e.name for e in last]
+    expect = [f"{launch.kernel}_kernel" for launch in plan.launches]
+    overlaps, gaps = 0, []
+    for a, b in zip(last, last[1:]):
+        gap = b.time_range.start - a.time_range.end
+        gaps.append(gap)
+        overlaps += gap < 0
+    durs: dict[str, list[float]] = {}
+    for e in evs:
+        durs.setdefault(e.name, []).append(e.time_range.end - e.time_range.start)
+    span = last[-1].time_range.end - last[0].time_range.start
+    return {"events": len(evs), "names_match": names == expect, "overlapping_starts": overlaps,
+            "gap_median_us": statistics.median(gaps), "gap_sum_us": sum(gaps), "replay_span_us": span,
+            "dur_median_us": {k: statistics.median(v) for k, v in durs.items()}}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    cfg = preset("qwen3-1.7b")
+    weights = pack(cfg, random_state_dict(cfg, torch.bfloat16, "cuda", 0))
+    plan = build_plan(cfg, "bfloat16", capacity=2048)
+    a = analyze(plan, H200, CTX)
+    bytes_by_kernel: dict[str, int] = {}
+    count: dict[str, int] = {}
+    for r in a.rows:
+        bytes_by_kernel[r.launch.kernel] = r.cost.bytes
+        count[r.launch.kernel] = count.get(r.launch.kernel, 0) + 1
+    out = {"ctx": CTX, "analysis_bytes": a.bytes, "launches": len(plan)}
+    for pdl in (True, False):
+        rt = TilelangRuntime(plan, weights, "cuda", pdl=pdl)
+        rt.capture()
+        t = replay_times(rt)
+        key = "pdl" if pdl else "nopdl"
+        out[key] = {"replay_us_median": statistics.median(t), "replay_us_min": min(t)}
+        try:
+            out[key]["cupti"] = cupti(rt, plan)
+        except Exception as e:  # keep the timing even if the profiler fails
+            out[key]["cupti_error"] = repr(e)
+        del rt
+        torch.cuda.empty_cache()
+    for key in ("pdl", "nopdl"):
+        print(f"{key}: replay median {out[key]['replay_us_median']:.1f} us (min {out[key]['replay_us_min']:.1f})")
+        c = out[key].get("cupti")
+        if c:
+            print(f"  events {c['events']} names match {c['names_match']} overlapping starts {c['overlapping_starts']} "
+                  f"gap median {c['gap_median_us']:.2f} us, gap sum {c['gap_sum_us']:.1f} us, span {c['replay_span_us']:.1f} us")
+    c = out["nopdl"].get("cupti") or out["pdl"].get("cupti")
+    if c:
+        print(f"{'kernel':<28}{'n':>4}{'us med':>9}{'x n':>9}{'GB/s':>8}")
+        for name, us in sorted(c["dur_median_us"].items(), key=lambda kv: -kv[1] * count.get(kv[0][:-7], 0)):
+            k = name[: -len("_kernel")]
+            n = count.get(k, 0)
+            gbps = bytes_by_kernel.get(k, 0) / (us * 1e3) if us else 0
+            print(f"{k:<28}{n:>4}{us:>9.2f}{us * n:>9.1f}{gbps:>8.0f}")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(out, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
