@@ -303,6 +303,8 @@ class TfdashApp(App[ProfileSnapshot | None]):
         yield from super().get_system_commands(screen)
         tables = [(bindings.APP, self)]
         tables += [(list(getattr(type(screen), "BINDINGS", [])), screen)]
+        if hasattr(screen, "action_drill"):
+            tables += [(bindings.TABLE, screen)]
         seen = set()
         for table, target in tables:
             for b in table:

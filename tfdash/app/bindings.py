@@ -20,12 +20,12 @@ APP = [
     Binding("p", "profile", "Profile", id="profile", tooltip="Profile a window of steps per kernel now"),
     Binding("e", "export('snapshot')", "Snapshot", id="export.snapshot",
             tooltip="Write the profile snapshot (JSON; `tfdash open` reads it)"),
-    Binding("c", "export('csv')", "CSV", id="export.csv", show=False, tooltip="Write the kernel table as CSV"),
-    Binding("t", "export('trace')", "Trace", id="export.trace", show=False,
+    Binding("c", "export('csv')", "CSV", id="export.csv", tooltip="Write the kernel table as CSV"),
+    Binding("t", "export('trace')", "Trace", id="export.trace",
             tooltip="Write a Chrome trace (chrome://tracing, Perfetto)"),
-    Binding("ctrl+s", "export('svg')", "SVG", id="export.svg", show=False, key_display="^s",
+    Binding("ctrl+s", "export('svg')", "SVG", id="export.svg", key_display="^s",
             tooltip="Save an SVG screenshot of the screen"),
-    Binding("ctrl+t", "change_theme", "Theme", id="theme", show=False, key_display="^t",
+    Binding("ctrl+t", "change_theme", "Theme", id="theme", key_display="^t",
             tooltip="Pick a theme (the choice is saved)"),
 ]
 
@@ -35,6 +35,9 @@ MAIN = [
     Binding("slash", "filter", "Filter", id="table.filter", key_display="/",
             tooltip="Filter the kernel table by name"),
     Binding("g", "group", "Group", id="table.group", tooltip="Group by op, family, layer, or none (every launch)"),
+]
+
+TABLE = [  # on the kernel table itself, so Enter opens a row rather than DataTable's select
     Binding("enter", "drill", "Drill in", id="table.drill", key_display="⏎",
             tooltip="Open the selected row: instances, operands, ctx_len sweep, source"),
 ]
@@ -56,11 +59,11 @@ HELP = [
     Binding("escape,q,question_mark", "dismiss", "Close", id="help.close", key_display="esc"),
 ]
 
-SCOPES = {"everywhere": APP, "dashboard": MAIN, "drill-down": DRILL}
+SCOPES = {"everywhere": APP, "dashboard": MAIN + TABLE, "drill-down": DRILL}
 
 
 def all_ids() -> set[str]:
-    return {b.id for table in (APP, MAIN, DRILL, HELP) for b in table if b.id}
+    return {b.id for table in (APP, MAIN, TABLE, DRILL, HELP) for b in table if b.id}
 
 
 def effective_key(binding: Binding, keymap: dict[str, str]) -> str:

@@ -27,25 +27,39 @@ class OperandCost:
     written: int
 
 
-@functools.lru_cache(maxsize=4)
-def _plan(model_json: str, dtype: str, capacity: int):
+def _plan_variants() -> list[dict]:
+    """build_plan's keyword options that are booleans (e.g. fused_rope): the defaults first, then
+    each flipped -- a snapshot recorded with an A/B variant of the plan still rebuilds."""
+    import inspect
+
+    from tfdash.engine.plan import build_plan
+
+    flags = [p for p in inspect.signature(build_plan).parameters.values() if isinstance(p.default, bool)]
+    return [{}] + [{p.name: not p.default} for p in flags]
+
+
+@functools.lru_cache(maxsize=8)
+def _plan(model_json: str, dtype: str, capacity: int, options: str):
     from tfdash.engine.config import ModelConfig
     from tfdash.engine.plan import build_plan
 
-    return build_plan(ModelConfig.from_dict(json.loads(model_json)), dtype=dtype, capacity=capacity)
+    return build_plan(ModelConfig.from_dict(json.loads(model_json)), dtype=dtype, capacity=capacity,
+                      **json.loads(options))
 
 
 def plan_of(snap: ProfileSnapshot):
-    """The snapshot's StepPlan, or None (with no exception) when it cannot be rebuilt."""
+    """The snapshot's StepPlan (the variant whose launches match its kernel rows), or None (never
+    an exception) when no variant does: a snapshot from another version of tfdash."""
     m = snap.meta
-    try:
-        plan = _plan(json.dumps(m.model, sort_keys=True), m.dtype, int(m.capacity))
-    except Exception:  # noqa: BLE001 - a snapshot from another version: the pane says so
-        return None
-    roles = {k.index: k.role for k in snap.kernels}
-    if any(roles.get(launch.index, launch.role) != launch.role for launch in plan.launches):
-        return None
-    return plan
+    want = {k.index: (k.role, k.kernel) for k in snap.kernels}
+    for options in _plan_variants():
+        try:
+            plan = _plan(json.dumps(m.model, sort_keys=True), m.dtype, int(m.capacity), json.dumps(options))
+        except Exception:  # noqa: BLE001 - the pane says the plan could not be rebuilt
+            continue
+        if len(plan) == len(want) and all(want.get(la.index) == (la.role, la.kernel) for la in plan.launches):
+            return plan
+    return None
 
 
 def target_of(snap: ProfileSnapshot):

@@ -27,6 +27,9 @@ from tfdash.app.widgets.code import CodeView
 from tfdash.profiling.snapshot import ProfileSnapshot
 
 
+KIND_SHORT = {"activation": "act", "weight": "weight", "cache": "KV cache", "table": "table"}
+
+
 class DrillScreen(Screen):
     BINDINGS = bindings.DRILL
     AUTO_FOCUS = "#instances-table"
@@ -63,7 +66,7 @@ class DrillScreen(Screen):
                 yield CodeView(id="cuda-code")
             with TabPane("marginal cost", id="marginal"):
                 yield Static(id="marginal-body")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#instances").border_title = "instances"
@@ -157,7 +160,7 @@ class DrillScreen(Screen):
                            ("pct", "%"), ("buf", "buffer")):
             t.add_column(Text(label, justify="right" if key in ("read", "written", "pct") else "left"), key=key)
         for o in ops:
-            t.add_row(Text(o.role, style="bold"), o.kind, Text(fmt_bytes(o.read) if o.read else "—", justify="right"),
+            t.add_row(Text(o.role, style="bold"), KIND_SHORT.get(o.kind, o.kind), Text(fmt_bytes(o.read) if o.read else "—", justify="right"),
                       Text(fmt_bytes(o.written) if o.written else "—", justify="right"),
                       Text(fmt_num(100 * (o.read + o.written) / total, 1), justify="right"),
                       Text(o.buffers, style="dim"))

@@ -62,7 +62,7 @@ class MainScreen(Screen):
         with Horizontal(id="bottom-row"):
             yield KernelTable(id="kernels")
             yield NvmlPane(id="nvml")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         for pane_id, title in (("continuation", "continuation"), ("throughput", "throughput"),
@@ -119,8 +119,7 @@ class MainScreen(Screen):
         self.table.open_filter()
 
     def action_group(self) -> None:
-        group = self.table.next_group()
-        self.notify(f"grouped by {group}", timeout=1.5)
+        self.table.next_group()  # the table's caption names the grouping
 
     def action_drill(self) -> None:
         row = self.table.selected_row()

@@ -31,14 +31,14 @@ class Figure:
 
 
 def nice_ticks(lo: float, hi: float, n: int = 4) -> list[float]:
-    """About n round-number ticks (1, 2, 2.5 or 5 x 10^k apart) covering lo..hi."""
+    """About n round-number ticks (1, 2 or 5 x 10^k apart) covering lo..hi."""
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return []
     if hi <= lo:
         return [lo]
     raw = (hi - lo) / max(1, n)
     mag = 10 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
     first = math.ceil(lo / step - 1e-9) * step
     out = []
     v = first
@@ -56,7 +56,7 @@ def tick_label(v: float, step: float) -> str:
         return f"{v / 1e3:g}k"
     if step >= 1:
         return f"{v:,.0f}"
-    digits = max(0, -math.floor(math.log10(step)) + (1 if step * 10 ** -math.floor(math.log10(step)) == 2.5 else 0))
+    digits = max(0, -math.floor(math.log10(step)))
     return f"{v:.{digits}f}"
 
 

@@ -15,13 +15,27 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
+from tfdash.app import bindings
 from tfdash.app.model import (COLUMNS, DEFAULT_SORT, GROUP_LABEL, GROUPS, TableRow, bar, fmt_gap, fmt_int,
-                              fmt_num, gap_level, table_rows)
+                              fmt_ns, fmt_num, gap_level, table_rows)
 from tfdash.app.widgets.panes import set_content
 
 DRIFT_REDRAW_S = 2.0  # live: how often drifting predictions redraw the table
 SORT_CYCLE = ("measured", "predicted", "gap", "gbps", "share", "count", "label", "bound")
 ASCENDING_FIRST = {"label", "bound"}
+
+
+class KernelDataTable(DataTable):
+    """The DataTable with Enter bound to "drill" (shown in the footer, remappable by id)."""
+
+    BINDINGS = bindings.TABLE
+
+    def action_drill(self) -> None:
+        table = self.parent
+        while table is not None and not isinstance(table, KernelTable):
+            table = table.parent
+        if table is not None:
+            table.drill_selected()
 
 
 class KernelTable(Vertical):
@@ -46,8 +60,8 @@ class KernelTable(Vertical):
     def compose(self):
         yield Static(id="kernel-caption")
         yield Input(placeholder="filter: op, family or kernel name (esc clears)", id="kernel-filter")
-        table = DataTable(id="kernel-table", cursor_type="row", zebra_stripes=True)
-        yield table
+        yield KernelDataTable(id="kernel-table", cursor_type="row", zebra_stripes=True)
+        yield Static(id="kernel-total")
 
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, lambda _t: self.rebuild())
@@ -168,14 +182,35 @@ class KernelTable(Vertical):
         if self.kernels and not measured:
             parts += [("  · ", "$text-muted"), (self.unavailable or "not profiled yet", "italic $text-muted")]
         set_content(self.query_one("#kernel-caption", Static), Content.assemble(*parts))
+        self._total()
+
+    def _total(self) -> None:
+        ks = self.kernels
+        if not ks:
+            set_content(self.query_one("#kernel-total", Static), "")
+            return
+        pred = sum(k.predicted_ns for k in ks)
+        meas = [k.measured_p50_ns for k in ks]
+        parts = [("Σ step  ", "$text-muted"), ("predicted ", "$text-muted"), (fmt_ns(pred), "bold")]
+        if all(m is not None for m in meas):
+            total = sum(meas)
+            gap = total / pred if pred else None
+            parts += [("  kernels measured ", "$text-muted"), (fmt_ns(total), "bold"),
+                      ("  gap ", "$text-muted"), (fmt_gap(gap), f"bold $tf-{gap_level(gap) or 'fair'}")]
+        else:
+            parts += [("  measured ", "$text-muted"), ("— press p to profile a window", "italic $text-muted")]
+        set_content(self.query_one("#kernel-total", Static), Content.assemble(*parts))
 
     # -- events ----------------------------------------------------------------------------
-    @on(DataTable.RowSelected, "#kernel-table")
-    def _selected(self, event: DataTable.RowSelected) -> None:
-        event.stop()
+    def drill_selected(self) -> None:
         row = self.selected_row()
         if row is not None:
             self.post_message(self.Drill(row))
+
+    @on(DataTable.RowSelected, "#kernel-table")
+    def _selected(self, event: DataTable.RowSelected) -> None:  # a mouse click on a row
+        event.stop()
+        self.drill_selected()
 
     @on(DataTable.HeaderSelected, "#kernel-table")
     def _header(self, event: DataTable.HeaderSelected) -> None:

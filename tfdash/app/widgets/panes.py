@@ -53,7 +53,8 @@ def set_content(widget: Static, content: Content | str) -> None:
 
 
 def stat(value: str, label: str, value_style: str = "bold", note: str = "") -> Content:
-    parts = [(value.rjust(VALUE_W), value_style), ("  " + label.ljust(LABEL_W if note else 0), "$text-muted")]
+    label = "  " + (label.ljust(LABEL_W) + (" " if len(label) >= LABEL_W else "") if note else label)
+    parts = [(value.rjust(VALUE_W), value_style), (label, "$text-muted")]
     if note:
         parts.append((note, "$text-muted italic"))
     return Content.assemble(*parts)
