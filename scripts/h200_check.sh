@@ -12,7 +12,7 @@ export TFDASH_CACHE_DIR=$PWD/.tlcache/tfdash
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUT/gpu.txt"
 python3 -c "import torch, tilelang; print('torch', torch.__version__, 'tilelang', tilelang.__version__)" 2>&1 | tail -1
 if [ "$what" = tests ] || [ "$what" = all ]; then
-  python3 -m pytest -m gpu tests/gpu -q -rA -p no:cacheprovider --junitxml="$OUT/gpu-tests.xml" 2>&1 \
+  python3 -m pytest -m gpu tests/gpu -q -rA -p no:cacheprovider --junitxml="$OUT/gpu-tests.xml" ${TESTS_K:+-k "$TESTS_K"} 2>&1 \
     | grep -v "TileLang:" | tee "$OUT/gpu-tests.log" | tail -40
 fi
 if [ "$what" = diag ] || [ "$what" = all ]; then

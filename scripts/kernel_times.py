@@ -62,7 +62,17 @@ def cupti(rt, plan, reps=3):
     for e in evs:
         durs.setdefault(e.name, []).append(e.time_range.end - e.time_range.start)
     span = last[-1].time_range.end - last[0].time_range.start
-    return {"events": len(evs), "names_match": names == expect, "overlapping_starts": overlaps,
+    # exclusive time of each launch: from the end of the launch before it to its own end
+    excl: dict[str, list[float]] = {}
+    for i, e in enumerate(last):
+        prev_end = last[i - 1].time_range.end if i else e.time_range.start
+        op = plan.launches[i].op
+        excl.setdefault(op, []).append(e.time_range.end - max(prev_end, e.time_range.start))
+    layer = [(plan.launches[i].role, round(e.time_range.start - last[0].time_range.start, 2),
+              round(e.time_range.end - last[0].time_range.start, 2)) for i, e in enumerate(last)
+             if plan.launches[i].layer in (None, 13)]
+    return {"excl_median_us": {k: statistics.median(v) for k, v in excl.items()},
+            "excl_sum_us": {k: sum(v) for k, v in excl.items()}, "layer13_spans": layer,"events": len(evs), "names_match": names == expect, "overlapping_starts": overlaps,
             "gap_median_us": statistics.median(gaps), "gap_sum_us": sum(gaps), "replay_span_us": span,
             "dur_median_us": {k: statistics.median(v) for k, v in durs.items()}}
 
@@ -81,7 +91,7 @@ def main():
         bytes_by_kernel[r.launch.kernel] = r.cost.bytes
         count[r.launch.kernel] = count.get(r.launch.kernel, 0) + 1
     out = {"ctx": CTX, "analysis_bytes": a.bytes, "launches": len(plan)}
-    for pdl in (True, False):
+    for pdl in (True,):
         rt = TilelangRuntime(plan, weights, "cuda", pdl=pdl)
         rt.capture()
         t = replay_times(rt)
@@ -93,13 +103,20 @@ def main():
             out[key]["cupti_error"] = repr(e)
         del rt
         torch.cuda.empty_cache()
-    for key in ("pdl", "nopdl"):
+    for key in ("pdl",):
         print(f"{key}: replay median {out[key]['replay_us_median']:.1f} us (min {out[key]['replay_us_min']:.1f})")
         c = out[key].get("cupti")
         if c:
             print(f"  events {c['events']} names match {c['names_match']} overlapping starts {c['overlapping_starts']} "
                   f"gap median {c['gap_median_us']:.2f} us, gap sum {c['gap_sum_us']:.1f} us, span {c['replay_span_us']:.1f} us")
-    c = out["nopdl"].get("cupti") or out["pdl"].get("cupti")
+    c = out["pdl"].get("cupti")
+    if c:
+        print(f"{'op':<16}{'excl us med':>12}{'excl us sum':>12}")
+        for op, us in c["excl_median_us"].items():
+            print(f"{op:<16}{us:>12.2f}{c['excl_sum_us'][op]:>12.1f}")
+        for role, a, b in c["layer13_spans"]:
+            print(f"  {role:<16} start {a:9.2f} end {b:9.2f}")
+    c = out["pdl"].get("cupti")
     if c:
         print(f"{'kernel':<28}{'n':>4}{'us med':>9}{'x n':>9}{'GB/s':>8}")
         for name, us in sorted(c["dur_median_us"].items(), key=lambda kv: -kv[1] * count.get(kv[0][:-7], 0)):

@@ -118,6 +118,10 @@ def tilelang_attention(dims):
     hw = half // 32  # warps per head in the rope phase (one pair (i, i + D/2) per thread)
     scale = 1.0 / math.sqrt(D)
     QKV = (nH + 2 * nKV) * D
+    sper = -(-S // 32)  # splits per lane in the merge
+    S32 = sper * 32
+    MERGE_CHUNK = 16
+    assert group <= warps
 
     def rope_pair(T, xa, xb, w_a, w_b, c, sn, rstd):
         """HF: rmsnorm (weight * (x * rstd).to(dtype)), then x*cos + rotate_half(x)*sin, every
@@ -167,6 +171,10 @@ def tilelang_attention(dims):
             acc = T.alloc_var("float32")
             wgt = T.alloc_var("float32")
             vcur = T.alloc_var("float32")
+            mloc = T.alloc_local((sper,), "float32")
+            lloc = T.alloc_local((sper,), "float32")
+            pv = T.alloc_local((MERGE_CHUNK,), "float32")
+            w_s = T.alloc_shared((group, S32), "float32")
             if bx < n_active:
                 # V prefetch from the cache (thread tx owns dim tx); this step's own v comes later
                 for j in T.unroll(B):
@@ -287,17 +295,41 @@ def tilelang_attention(dims):
                 T.sync_threads()
                 if flag_s[0] == 1:
                     T.evaluate(T.call_extern("handle", "__threadfence"))
-                    for hh in T.unroll(group):
+                    # merge weights, one warp per head: lane l holds splits l, l+32, ...; the
+                    # global max and sum are warp reductions, the weights go to shared memory
+                    if warp < group:
                         mm = -T.infinity("float32")
-                        for sp in T.serial(n_active):
-                            mm = T.max(mm, ml[g * group + hh, sp, 0])
+                        for k in T.unroll(sper):
+                            if k * 32 + lane < n_active:
+                                mloc[k] = ml[g * group + warp, k * 32 + lane, 0]
+                                lloc[k] = ml[g * group + warp, k * 32 + lane, 1]
+                            else:
+                                mloc[k] = -T.infinity("float32")
+                                lloc[k] = 0.0
+                            mm = T.max(mm, mloc[k])
+                        mm = T.warp_reduce_max(mm)
                         ll = 0.0
+                        for k in T.unroll(sper):
+                            mloc[k] = T.exp(mloc[k] - mm)  # 0 for the splits past n_active
+                            ll += mloc[k] * lloc[k]
+                        ll = T.warp_reduce_sum(ll)
+                        for k in T.unroll(sper):
+                            w_s[warp, k * 32 + lane] = mloc[k] / ll
+                    T.sync_threads()
+                    # out[d] = sum over splits of weight * partial[d]: MERGE_CHUNK independent
+                    # loads in flight per thread, not a chain of dependent ones
+                    for hh in T.unroll(group):
                         acc = 0.0
-                        for sp in T.serial(n_active):
-                            wgt = T.exp(ml[g * group + hh, sp, 0] - mm)
-                            ll += wgt * ml[g * group + hh, sp, 1]
-                            acc += wgt * part[g * group + hh, sp, tx]
-                        out[(g * group + hh) * D + tx] = T.cast(acc / ll, dt)
+                        for c in T.serial((S + MERGE_CHUNK - 1) // MERGE_CHUNK):
+                            if c * MERGE_CHUNK < n_active:
+                                for k in T.unroll(MERGE_CHUNK):
+                                    if c * MERGE_CHUNK + k < n_active:
+                                        pv[k] = part[g * group + hh, c * MERGE_CHUNK + k, tx]
+                                    else:
+                                        pv[k] = 0.0
+                                for k in T.unroll(MERGE_CHUNK):
+                                    acc += w_s[hh, T.min(c * MERGE_CHUNK + k, S32 - 1)] * pv[k]
+                        out[(g * group + hh) * D + tx] = T.cast(acc, dt)
                     if tx == 0:
                         sem[g] = 0
 
