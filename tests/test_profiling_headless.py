@@ -1,0 +1,76 @@
+"""`tfdash --headless --profile --export DIR` on CPU: the report ends with the top kernels, and the
+three files it writes load, validate and agree with each other."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+import torch
+from profiling_support import validate_chrome_trace
+
+from tfdash.cli import main
+from tfdash.profiling import probe
+from tfdash.profiling.export import load_snapshot
+
+
+@pytest.fixture(autouse=True)
+def env(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("TFDASH_CACHE_DIR", str(cache))
+    r = probe.ProbeResult(probe.cpu_name(), 12.5e9, 256 << 20, 5, 0.04, "host memcpy", "2026-11-29T00:00:00Z", "x")
+    probe._store(r)  # a cached probe: the run reuses it instead of copying 512 MiB
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def test_headless_profile_export(tmp_path, capsys):
+    out_dir = tmp_path / "export"
+    rc = main(["--headless", "--device", "cpu", "--model", "qwen3-tiny", "--profile", "--export", str(out_dir),
+               "--max-new-tokens", "16", "--prompt", "hello there"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    lines = out.rstrip("\n").splitlines()
+    assert lines[0].startswith("hello there")
+    assert any(line.startswith("16 new tokens") or "tok/s over the whole generation (16 new tokens" in line
+               for line in lines)
+    assert any(line.startswith("roofline @ ctx") for line in lines)
+    assert any("step = sum of kernels" in line for line in lines)
+    assert any(line.startswith("NVML: unavailable (") for line in lines)
+    # the report ends with the top kernels by measured time, beside their predictions and gap
+    head = next(i for i, line in enumerate(lines) if line.startswith("top 10 kernels by measured time"))
+    assert lines[head + 1].split() == ["#", "launch", "kernel", "meas", "us", "pred", "us", "gap", "x", "%", "step"]
+    table = lines[head + 2:]
+    assert len(table) == 10 and head + 12 == len(lines)
+    measured = [float(row.split()[3]) for row in table]
+    assert measured == sorted(measured, reverse=True)
+
+    snap = load_snapshot(out_dir / "snapshot.json")
+    assert snap.new_tokens == 16 and snap.profile_windows == 1 and snap.roofline is not None
+    assert snap.target["bandwidth"] == 12.5e9 and "host memcpy" in snap.roofline.ceiling_source
+    top = sorted(snap.kernels, key=lambda k: -k.measured_p50_ns)[0]
+    assert table[0].split()[1] == top.role and float(table[0].split()[3]) == pytest.approx(top.measured_p50_ns / 1e3, abs=0.01)
+    assert float(table[0].split()[4]) == pytest.approx(top.predicted_ns / 1e3, abs=0.01)
+    assert snap.meta.prompt == "hello there" and snap.meta.device == "cpu"
+    assert snap.unavailable["nvml"] and snap.unavailable["marginal"]
+
+    trace = json.loads((out_dir / "trace.json").read_text())
+    assert validate_chrome_trace(trace) == []
+    assert sum(1 for e in trace["traceEvents"] if e.get("cat") == "decode") == len(snap.step_ns)
+    rows = list(csv.DictReader((out_dir / "kernels.csv").open()))
+    assert [r["role"] for r in rows] == [k.role for k in snap.kernels]
+    assert all(r["measured_p50_ns"] for r in rows)
+
+
+def test_headless_export_without_profile_has_predictions_only(tmp_path, capsys):
+    out_dir = tmp_path / "e2"
+    assert main(["--headless", "--device", "cpu", "--export", str(out_dir), "--max-new-tokens", "4",
+                 "--prompt", "hi"]) == 0
+    out = capsys.readouterr().out
+    assert "wrote " in out and "top 10 kernels" not in out
+    snap = load_snapshot(out_dir / "snapshot.json")
+    assert snap.profile_windows == 0 and snap.unavailable["kernels"] == "no profile window yet"
+    assert all(k.measured_p50_ns is None and k.predicted_ns > 0 for k in snap.kernels)

@@ -1,0 +1,121 @@
+"""`tfdash --headless --profile [--export DIR]`: the continuation, then the measured report.
+
+The run is one Session: the text streams to stdout as it is generated; with --profile a window of
+steps is profiled around the middle of the generation (CUPTI in graph replays on CUDA, host
+timing on CPU), and, if the generation ended before it ran, once more right after it at the
+ctx where it stopped. The report prints tok/s, the roofline line, NVML's bandwidth, the files
+written with --export, and ends with the top kernels by measured time beside their predicted
+time and gap.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from tfdash.engine.decode import percentile
+from tfdash.profiling.session import Session, Status, TokenBatch
+from tfdash.profiling.snapshot import KernelRow, ProfileSnapshot
+
+TOP = 10
+
+
+def window_steps(max_new: int) -> int:
+    return max(1, min(64, max_new // 4))
+
+
+def summary_line(snap: ProfileSnapshot) -> str:
+    p50 = percentile(snap.step_ns, 50) / 1e6 if snap.step_ns else float("nan")
+    p99 = percentile(snap.step_ns, 99) / 1e6 if snap.step_ns else float("nan")
+    return (f"{snap.tok_per_s:.1f} tok/s over the whole generation ({snap.new_tokens} new tokens in "
+            f"{snap.wall_ns / 1e9:.3f} s, prompt walk included); ms/step p50 {p50:.3f} p99 {p99:.3f}; "
+            f"prompt {snap.prompt_tokens} tokens, {snap.new_tokens} new; profiling pauses "
+            f"{snap.paused_ns / 1e6:.1f} ms")
+
+
+def roofline_lines(snap: ProfileSnapshot) -> list[str]:
+    r = snap.roofline
+    if r is None:
+        return [f"roofline: unavailable ({snap.unavailable.get('roofline', '?')})"]
+    ds = f", {r.pct_datasheet:.1f}% of the {r.datasheet_gbps:.0f} GB/s datasheet" if r.datasheet_gbps else ""
+    out = [f"roofline @ ctx {r.ctx_len} over {r.steps} steps ({r.timing}): {r.bytes_per_step / 1e6:.2f} MB/step, "
+           f"step {r.measured_step_ns / 1e3:.1f} us measured vs {r.predicted_step_ns / 1e3:.1f} us ideal; "
+           f"{r.achieved_gbps:.1f} GB/s = {r.pct_ceiling:.1f}% of the {r.ceiling_gbps:.1f} GB/s measured "
+           f"ceiling{ds}",
+           f"step = sum of kernels {r.kernel_sum_ns / 1e3:.1f} us + gap {r.gap_ns / 1e3:.1f} us "
+           f"(launch ramp, bubbles)"]
+    if r.nvml_gbps is not None:
+        out.append(f"NVML DRAM {r.nvml_gbps:.1f} GB/s over the window (x{r.nvml_ratio:.2f} of the "
+                   f"predicted {r.achieved_gbps:.1f} GB/s; {r.nvml_source})")
+    else:
+        out.append(f"NVML: unavailable ({r.nvml_source or snap.unavailable.get('nvml', '?')})")
+    return out
+
+
+def top_kernels(snap: ProfileSnapshot, n: int = TOP) -> list[str]:
+    measured = [k for k in snap.kernels if k.measured_p50_ns is not None]
+    if not measured:
+        rows = sorted(snap.kernels, key=lambda k: -k.predicted_ns)[:n]
+        head = f"top {len(rows)} kernels by predicted time (not measured: " \
+               f"{snap.unavailable.get('kernels', '?')})"
+    else:
+        rows = sorted(measured, key=lambda k: -(k.measured_p50_ns or 0))[:n]
+        head = f"top {len(rows)} kernels by measured time (p50 over {rows[0].samples} steps)"
+    out = [head, f"{'#':>3} {'launch':<18} {'kernel':<26} {'meas us':>9} {'pred us':>9} {'gap x':>7} "
+                 f"{'% step':>7}"]
+    for k in rows:
+        out.append(_row(k))
+    return out
+
+
+def _row(k: KernelRow) -> str:
+    meas = f"{k.measured_p50_ns / 1e3:9.2f}" if k.measured_p50_ns is not None else f"{'-':>9}"
+    gap = f"{k.gap:7.2f}" if k.gap is not None else f"{'-':>7}"
+    share = f"{100 * k.share:7.1f}" if k.share is not None else f"{'-':>7}"
+    return f"{k.index:>3} {k.role[:18]:<18} {k.kernel[:26]:<26} {meas} {k.predicted_ns / 1e3:9.2f} {gap} {share}"
+
+
+def profile_run(eng, args, max_new: int) -> int:
+    """Run, profile, report; export with --export DIR. Returns the exit code."""
+    out, err = sys.stdout, sys.stderr
+    profile = bool(getattr(args, "profile", False))
+    steps = window_steps(max_new)
+    session = Session(eng, args.prompt, max_new, ignore_eos=getattr(args, "ignore_eos", False))
+    at = max(1, (max_new - steps) // 2)
+    asked = [False]
+
+    def on_event(m) -> None:
+        if isinstance(m, TokenBatch):
+            for t in m.tokens:
+                if t.text:
+                    out.write(t.text)
+            out.flush()
+            if profile and not asked[0] and m.new_tokens >= at:
+                asked[0] = session.request_profile(steps)
+        elif isinstance(m, Status):
+            print(f"tfdash: {m.text}", file=err)
+
+    out.write(args.prompt)
+    out.flush()
+    try:
+        session.run(on_event)
+    except KeyboardInterrupt:
+        session.stop()
+        print("\ntfdash: interrupted; reporting what was measured", file=err)
+    out.write("\n")
+    if profile and session.snapshot().profile_windows == 0:
+        session.profile_now(steps)
+    snap = session.snapshot()
+    print(summary_line(snap), file=out)
+    if profile:
+        for line in roofline_lines(snap):
+            print(line, file=out)
+    if getattr(args, "export", None):
+        from tfdash.profiling.export import export_all
+
+        paths = export_all(snap, args.export)
+        print("wrote " + ", ".join(str(p) for p in paths.values()), file=out)
+    if profile:
+        for line in top_kernels(snap):
+            print(line, file=out)
+    out.flush()
+    return 0

@@ -1,0 +1,154 @@
+"""Marginal in-graph cost of a launch or a group of launches (DESIGN "Measuring" rule 5).
+
+Capture two graphs of the step from the live runtime's buffers: the plain step, and a variant
+with the chosen launches run twice in a row. Both start by restoring pos and tok from two device
+scalars, so every timed replay is the same step at the same ctx (the cache is never walked past
+its end, and the row written at ctx is the one the live step writes next). Time `reps` back-to-
+back replays of each with CUDA events, alternating the order (AB, BA, ...) for `rounds` rounds
+in one process; the marginal cost is median(variant) - median(plain), with its spread (half the
+interquartile range of the per-round differences).
+
+    resolve(plan, "L13.gate_up")  -> [launch index]         a role
+    resolve(plan, "gate_up")      -> every layer's gate_up   an op
+    resolve(plan, "gemv")         -> every gemv launch       a family (or a kernel name)
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from tfdash.errors import TfdashError
+
+
+def resolve(plan, what: str) -> list[int]:
+    """Launch indices for a role, op, kernel or family name."""
+    for key in ("role", "op", "kernel", "family"):
+        hits = [la.index for la in plan.launches if getattr(la, key) == what]
+        if hits:
+            return hits
+    roles = ", ".join(la.role for la in plan.launches[:3])
+    raise TfdashError(f"no launch, op, kernel or family named {what!r} (e.g. {roles}, lm_head, "
+                      f"{', '.join(sorted(plan.families()))})")
+
+
+def unavailable(what: str, reason: str) -> dict:
+    return {"what": what, "unavailable": reason}
+
+
+def _quartiles(xs: list[float]) -> tuple[float, float]:
+    if len(xs) < 2:
+        return xs[0], xs[0]
+    q = statistics.quantiles(xs, n=4, method="inclusive")
+    return q[0], q[2]
+
+
+def summarize(what: str, launches: list[int], plain: list[float], variant: list[float], ctx_len: int,
+              reps: int) -> dict:
+    """The result dict from per-round mean step times (ns) of the plain and variant graphs."""
+    diffs = [v - p for p, v in zip(plain, variant)]
+    lo, hi = _quartiles(diffs)
+    delta = statistics.median(variant) - statistics.median(plain)
+    return {
+        "what": what, "launches": list(launches), "ctx_len": int(ctx_len), "rounds": len(diffs), "reps": int(reps),
+        "plain_ns": float(statistics.median(plain)), "variant_ns": float(statistics.median(variant)),
+        "delta_ns": float(delta), "spread_ns": float((hi - lo) / 2),
+        "per_launch_ns": float(delta / max(1, len(launches))),
+        "method": "doubled launches in a second captured graph, A/B alternating, medians",
+    }
+
+
+def _capture(runtime, doubled: set[int], pos0, tok0):
+    import torch
+
+    b = runtime.bufs
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        b["pos"].copy_(pos0)
+        b["tok"].copy_(tok0)
+        for i, fn in enumerate(runtime.launch_fns):
+            fn()
+            if i in doubled:
+                fn()
+    return g
+
+
+def _time(graph, reps: int) -> float:
+    import torch
+
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    for _ in range(reps):
+        graph.replay()
+    b.record()
+    b.synchronize()
+    return a.elapsed_time(b) * 1e6 / reps
+
+
+def measure(runtime, what: str, ctx_len: int | None = None, rounds: int = 7, reps: int = 20) -> dict:
+    """Marginal cost of `what` at ctx_len (default: the runtime's current pos, keeping its tok).
+    Leaves pos and tok as they were. CUDA only; on CPU a dict saying why not."""
+    if not getattr(runtime, "cuda", False):
+        return unavailable(what, f"marginal cost needs CUDA graphs; this is {runtime.backend} on "
+                                 f"{runtime.device.type}")
+    import torch
+
+    try:
+        launches = resolve(runtime.plan, what)
+    except TfdashError as e:
+        return unavailable(what, str(e))
+    b = runtime.bufs
+    runtime.synchronize()
+    pos_saved, tok_saved = b["pos"].clone(), b["tok"].clone()
+    ctx = int(pos_saved[0]) if ctx_len is None else int(ctx_len)
+    runtime.plan.check_ctx(ctx)
+    pos0 = torch.full_like(pos_saved, ctx)
+    tok0 = tok_saved.clone()
+    graphs = []
+    try:
+        plain = _capture(runtime, set(), pos0, tok0)
+        variant = _capture(runtime, set(launches), pos0, tok0)
+        graphs = [plain, variant]
+        for g in graphs:  # warm both
+            _time(g, 2)
+        t_plain, t_variant = [], []
+        for r in range(rounds):
+            order = (plain, variant) if r % 2 == 0 else (variant, plain)
+            for g in order:
+                (t_plain if g is plain else t_variant).append(_time(g, reps))
+        return summarize(what, launches, t_plain, t_variant, ctx, reps)
+    finally:
+        runtime.synchronize()
+        b["pos"].copy_(pos_saved)
+        b["tok"].copy_(tok_saved)
+        runtime.synchronize()
+        del graphs
+
+
+class MarginalTask:
+    """A 0-step window (a pause between two steps of a live generation) that runs `measure`."""
+
+    steps = 0
+    step_fn = None
+
+    def __init__(self, what: str, **kw):
+        import threading
+
+        self.what, self.kw = what, kw
+        self.result: dict | None = None
+        self.done = threading.Event()
+
+    def start(self, runtime, first_step, steps):
+        try:
+            self.result = measure(runtime, self.what, **self.kw)
+        except Exception as e:  # a failed measurement is a line in the result, never a crash
+            self.result = unavailable(self.what, f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
+
+    def on_step(self, step_ns):
+        pass
+
+    def finish(self, runtime, cancelled):
+        self.done.set()
+
+    def cancel(self, reason: str):
+        self.result = unavailable(self.what, reason)
+        self.done.set()
