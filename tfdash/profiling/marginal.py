@@ -96,6 +96,9 @@ def measure(runtime, what: str, ctx_len: int | None = None, rounds: int = 7, rep
         launches = resolve(runtime.plan, what)
     except TfdashError as e:
         return unavailable(what, str(e))
+    from tfdash.profiling.timeline import ensure_captured
+
+    ensure_captured(runtime)  # the live graph's warm-up (allocator, handles) before ours
     b = runtime.bufs
     runtime.synchronize()
     pos_saved, tok_saved = b["pos"].clone(), b["tok"].clone()

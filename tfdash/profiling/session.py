@@ -263,6 +263,9 @@ class Session:
                 self._post(Status("probing memory bandwidth (cached per device)"))
                 self._set_target(probe.measured_target(self.engine.device))
             with self._rt_lock:
+                if getattr(self.runtime, "graph", False) is None:
+                    self._post(Status("capturing the step's CUDA graph"))
+                    self.runtime.capture(self.prompt_ids)  # before the generation resets the state
                 ended = self._decode(stop)
         except BaseException as e:
             ended = SessionEnded("error", self._new_tokens, self._wall_ns, 0.0,

@@ -8,7 +8,7 @@ through JSON unchanged: export -> load -> equal.
 A value that could not be measured is None, and `unavailable[panel]` says why
 (e.g. {"nvml": "NVML not found: libnvidia-ml.so.1 missing", "kernels": "no profile window yet"}).
 Panels: "kernels", "roofline", "nvml" (and "nvml.<series>" for one missing metric), "marginal",
-"timeline".
+"timeline", and "profile" (the latest window failed while an older one still gives the numbers).
 
 Floats are always finite (never NaN or inf), so a snapshot equals itself after a round trip.
 The JSON form and its loader are in `tfdash.profiling.export`.

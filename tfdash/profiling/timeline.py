@@ -92,11 +92,16 @@ def step_events(events: Sequence[DeviceEvent]) -> list[DeviceEvent]:
                   key=lambda e: e.start_ns)
 
 
+CLOCK_SLACK_NS = 20_000  # CPU and GPU timestamps are aligned to a few microseconds, not exactly
+
+
 def attribute(annotations: Sequence[tuple[int, int, int]], events: Sequence[DeviceEvent],
               n_launches: int) -> tuple[tuple[str, ...], ...]:
     """Names of the device events of each launch, from an eager step where launch i ran inside
-    the range annotations[(i, start_ns, end_ns)] with a sync before the range closed (so its
-    kernels start and end inside it). Raises ValueError on an event outside every range."""
+    the range annotations[(i, start_ns, end_ns)] with a sync before the range closed: its kernels
+    end before its range does and start after the previous range ended. An event goes to the
+    range it lies inside, else (clock skew) to the nearest one within CLOCK_SLACK_NS of its
+    midpoint; ValueError when none is that close."""
     spans = sorted(annotations, key=lambda a: a[1])
     seen = {a[0] for a in spans}
     missing = [i for i in range(n_launches) if i not in seen]
@@ -104,7 +109,16 @@ def attribute(annotations: Sequence[tuple[int, int, int]], events: Sequence[Devi
         raise ValueError(f"no profiler range for launch(es) {missing[:5]}")
     names: list[list[str]] = [[] for _ in range(n_launches)]
     for e in step_events(events):
-        hit = next((a for a in spans if a[1] <= e.start_ns <= a[2]), None)
+        end = e.start_ns + e.dur_ns
+        hit = next((a for a in spans if a[1] <= e.start_ns and end <= a[2]), None)
+        if hit is None:
+            mid = e.start_ns + e.dur_ns // 2
+
+            def dist(a, mid=mid):
+                return 0 if a[1] <= mid <= a[2] else min(abs(mid - a[1]), abs(mid - a[2]))
+
+            near = min(spans, key=dist)
+            hit = near if dist(near) <= CLOCK_SLACK_NS else None
         if hit is None:
             raise ValueError(f"device event {e.name!r} at {e.start_ns} ns is outside every launch's range")
         names[hit[0]].append(e.name)
@@ -302,6 +316,7 @@ class CuptiWindow(Window):
     def start(self, runtime, first_step, steps):
         self.first_step, self.steps = first_step, steps
         self._step: list[int] = []
+        ensure_captured(runtime)
         self.kmap.learn(runtime)
         self.t_start_ns = time.perf_counter_ns()
         self._realtime_offset = time.perf_counter_ns() - time.time_ns()  # CUPTI times are wall-clock
@@ -345,6 +360,23 @@ class CuptiWindow(Window):
                                        self.kmap.names, spans, self.t_start_ns, t_end, None, period))
 
 
+STATE = ("tok", "pos", "prompt", "prompt_len", "out_tokens")  # what a capture's warm-up steps move
+
+
+def ensure_captured(runtime) -> bool:
+    """Capture a graph runtime's step now if it has not been (a lazy capture inside a generation
+    or a window would reset the prompt, pos and tok under it); the step state is kept. True when
+    it captured."""
+    if getattr(runtime, "graph", False) is not None:
+        return False  # captured already, or not a graph runtime
+    saved = {k: runtime.bufs[k].clone() for k in STATE}
+    runtime.capture()
+    for k, v in saved.items():
+        runtime.bufs[k].copy_(v)
+    runtime.synchronize()
+    return True
+
+
 class Timer:
     """Makes the windows that fit a runtime: cupti on CUDA, direct on CPU."""
 
@@ -365,6 +397,7 @@ def profile_steps(runtime, steps: int, timer: Timer | None = None, first_step: i
     from tfdash.engine.runtime import RING
 
     timer = timer or Timer(runtime)
+    ensure_captured(runtime)
     w = timer.window(steps)
     first = int(runtime.bufs["pos"][0]) if first_step is None else first_step
     w.start(runtime, first, steps)
