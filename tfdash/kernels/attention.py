@@ -94,7 +94,8 @@ def tilelang_attention(dims):
     scores  lanes split a key row 8 ways (16 dims, two 16-byte loads each) and 4 positions per
             warp instruction; an xor-shuffle over the 8 lanes finishes each dot product
     values  each thread owns one dim d and prefetches v[j, d] for the block's B positions before
-            anything else, so V streams while q, k and the scores are computed
+            anything else (and its key rows right after), so K and V stream while q and this
+            step's k are normed and rotated
     softmax one score per thread: warp max/sum within a head, combined across the head's warps
     merge   partials (f32 output, max, sum) go to global scratch; a counter per kv head elects
             the last split to arrive, which merges all splits and resets the counter
@@ -149,6 +150,11 @@ def tilelang_attention(dims):
             last = n - 1 - bx * B  # this step's own position within the block (< B in the last block)
             qv = T.alloc_local((group, DC), dt)
             kv = T.alloc_local((DC,), dt)
+            kall = T.alloc_local((iters, DC), dt)
+            qwa = T.alloc_var(dt)
+            qwb = T.alloc_var(dt)
+            cs = T.alloc_var(dt)
+            sn = T.alloc_var(dt)
             vv = T.alloc_local((B,), dt)
             dot = T.alloc_local((group,), "float32")
             o = T.alloc_local((group,), "float32")
@@ -182,12 +188,22 @@ def tilelang_attention(dims):
                         vv[j] = v_cache[g, bx * B + j, tx]
                     else:
                         vv[j] = T.cast(0, dt)
+                # K prefetch: every key row this thread scores, before any barrier, so the
+                # loads overlap the rope phase (this step's own key is swapped in later)
+                for it in T.unroll(iters):
+                    for c in T.vectorized(DC):
+                        kall[it, c] = k_cache[g, T.min(bx * B + warp * (iters * 4) + it * 4 + pi, C - 1), dc * DC + c]
                 if fused:
-                    # q heads of the group: thread tx -> head tx // (D/2), pair (i, i + D/2)
+                    # q heads of the group: thread tx -> head tx // (D/2), pair (i, i + D/2);
+                    # the norm weights and this position's cos/sin load with qkv, before the barrier
                     i = tx % half
                     hh = tx // half
                     xa = qkv[(g * group + hh) * D + i]
                     xb = qkv[(g * group + hh) * D + half + i]
+                    qwa = q_norm[i]
+                    qwb = q_norm[half + i]
+                    cs = cos[n - 1, i]
+                    sn = sin[n - 1, i]
                     ssq = T.warp_reduce_sum(T.cast(xa, "float32") * T.cast(xa, "float32")
                                             + T.cast(xb, "float32") * T.cast(xb, "float32"))
                     if lane == 0:
@@ -197,7 +213,7 @@ def tilelang_attention(dims):
                     for w in T.unroll(hw):
                         ssq += red_s[hh * hw + w]
                     rstd = T.rsqrt(ssq / D + eps)
-                    ra, rb = rope_pair(T, xa, xb, q_norm[i], q_norm[half + i], cos[n - 1, i], sin[n - 1, i], rstd)
+                    ra, rb = rope_pair(T, xa, xb, qwa, qwb, cs, sn, rstd)
                     q_s[hh, i] = ra
                     q_s[hh, half + i] = rb
                     if bx == n_active - 1:
@@ -240,7 +256,7 @@ def tilelang_attention(dims):
                             kv[c] = k_s[dc * DC + c]
                     else:
                         for c in T.vectorized(DC):
-                            kv[c] = k_cache[g, T.min(bx * B + jl, C - 1), dc * DC + c]
+                            kv[c] = kall[it, c]
                     for hh in T.unroll(group):
                         dot[hh] = 0.0
                         for c in T.unroll(DC):

@@ -94,8 +94,11 @@ class HFPeer:
                 h + "mlp.down_proj.weight": b[p + "w_down"],
             })
         model.load_state_dict(sd, strict=False)
-        model.tie_weights() if cfg.tie_word_embeddings else None
-        model.forward = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)
+        if cfg.tie_word_embeddings:
+            model.tie_weights()
+        # generate() compiles the decoding forward itself when the cache is static
+        # (transformers' auto-compile, its CompileConfig defaults); no manual torch.compile.
+        model.generation_config.cache_implementation = "static"
         self.model, self.device = model, device
 
     def generate(self, ids, n):
@@ -109,6 +112,21 @@ class HFPeer:
         torch.cuda.synchronize()
         wall = time.perf_counter_ns() - t0
         return out[0, len(ids):].tolist(), wall
+
+
+def _one_round(name, peer, ids, n, tok, r):
+    from tfdash.engine.decode import Generation
+
+    if name == "hf-compile":
+        toks, wall = peer.generate(ids, n)
+        return ({"round": r, "backend": name, "new_tokens": len(toks), "wall_s": wall / 1e9,
+                 "tok_per_s": len(toks) / (wall / 1e9), "ms_per_step_p50": None, "ms_per_step_p99": None}, toks)
+    gen = Generation(peer, ids, n, tok)
+    toks = [ev.token_id for ev in gen]
+    st = gen.stats
+    return ({"round": r, "backend": name, "new_tokens": st.new_tokens, "wall_s": st.wall_ns / 1e9,
+             "tok_per_s": st.tok_per_s, "ms_per_step_p50": st.ms_per_step_p50,
+             "ms_per_step_p99": st.ms_per_step_p99}, toks)
 
 
 def _host_meta() -> dict:
@@ -191,31 +209,36 @@ def main(argv: list[str]) -> int:
 
     # Warm-up: capture the graphs, compile HF (its first generate compiles for both shapes).
     print("# warm-up (graph capture, torch.compile)", file=sys.stderr)
-    for name, peer in peers.items():
+    errors_warm: dict[str, str] = {}
+    for name, peer in list(peers.items()):
         t = time.perf_counter()
-        if name == "hf-compile":
-            peer.generate(ids, 32)
-        else:
-            peer.capture(ids)
-            for _ in Generation(peer, ids, 16, tok):
-                pass
+        try:
+            if name == "hf-compile":
+                peer.generate(ids, 32)
+            else:
+                peer.capture(ids)
+                for _ in Generation(peer, ids, 16, tok):
+                    pass
+        except Exception as e:
+            errors_warm[name] = f"warm-up: {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
+            print(f"# {name} failed to warm up: {errors_warm[name]}", file=sys.stderr)
+            del peers[name]
+            continue
         print(f"#   {name}: {time.perf_counter() - t:.1f} s", file=sys.stderr)
 
     rounds = []
+    errors: dict[str, str] = dict(errors_warm)
     tokens_by_backend: dict[str, list[int]] = {}
     for r in range(args.rounds):
         for name, peer in peers.items():
-            if name == "hf-compile":
-                toks, wall = peer.generate(ids, args.max_new_tokens)
-                row = {"round": r, "backend": name, "new_tokens": len(toks), "wall_s": wall / 1e9,
-                       "tok_per_s": len(toks) / (wall / 1e9), "ms_per_step_p50": None, "ms_per_step_p99": None}
-            else:
-                gen = Generation(peer, ids, args.max_new_tokens, tok)
-                toks = [ev.token_id for ev in gen]
-                s = gen.stats
-                row = {"round": r, "backend": name, "new_tokens": s.new_tokens, "wall_s": s.wall_ns / 1e9,
-                       "tok_per_s": s.tok_per_s, "ms_per_step_p50": s.ms_per_step_p50,
-                       "ms_per_step_p99": s.ms_per_step_p99}
+            if name in errors:
+                continue
+            try:
+                row, toks = _one_round(name, peer, ids, args.max_new_tokens, tok, r)
+            except Exception as e:  # one failing peer must not lose the others' numbers
+                errors[name] = f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
+                print(f"# {name} failed: {errors[name]}", file=sys.stderr)
+                continue
             row["achieved_gbps"] = gen_bytes / row["wall_s"] / 1e9
             tokens_by_backend.setdefault(name, toks)
             rounds.append(row)
@@ -224,6 +247,8 @@ def main(argv: list[str]) -> int:
     summary = {}
     for name in peers:
         rs = [x for x in rounds if x["backend"] == name]
+        if not rs:
+            continue
         tps = [x["tok_per_s"] for x in rs]
         p50s = [x["ms_per_step_p50"] for x in rs if x["ms_per_step_p50"] is not None]
         gbps = statistics.median(x["achieved_gbps"] for x in rs)
@@ -260,7 +285,8 @@ def main(argv: list[str]) -> int:
                    "model": cfg.to_dict(), "checkpoint": args.ckpt or "random", "prompt": args.prompt,
                    "prompt_tokens": len(ids), "new_tokens": args.max_new_tokens, "capacity": capacity,
                    "launches_per_step": len(plan), "generation_bytes": gen_bytes,
-                   "ceiling": probe.to_dict(), "rounds": rounds, "summary": summary, "table": lines}
+                   "ceiling": probe.to_dict(), "rounds": rounds, "summary": summary, "errors": errors,
+                   "table": lines}
         write_json_atomic(args.json, payload)
         print(f"# wrote {args.json}", file=sys.stderr)
     return 0
