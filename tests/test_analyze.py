@@ -22,6 +22,9 @@ from tfdash.profiling.targets import H200, Target, resolve_target
 Q17 = PRESETS["qwen3-1.7b"]
 # Qwen3-1.7B: 28 layers, 8 KV heads of 128 dims, bf16. One cached position of K and V, all layers:
 KV_BYTES_PER_POSITION = 2 * 28 * 8 * 128 * 2  # = 114,688 B (FACTS.md)
+# Launches per step: embed, 5 per layer (qkv, attention with q/k norm + RoPE fused in, o, gate_up,
+# down), lm_head, argmax; the unfused baseline has a 6th per layer (qk_norm_rope).
+LAUNCHES_17 = 1 + 5 * 28 + 2  # = 143
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +32,13 @@ def plan17():
     return build_plan(Q17, dtype="bfloat16", capacity=8192)
 
 
+@pytest.fixture(scope="module")
+def plan17_unfused():
+    return build_plan(Q17, dtype="bfloat16", capacity=8192, fused_rope=False)
+
+
 # -- what a step must read -----------------------------------------------------------------
-def test_weight_bytes_at_ctx0_are_the_parameters_a_step_needs(plan17):
+def test_weight_bytes_at_ctx0_are_the_parameters_a_step_needs(plan17, plan17_unfused):
     """Every layer weight, every norm, the tied lm_head once, and one embedding row."""
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
@@ -61,15 +69,22 @@ def test_weight_bytes_at_ctx0_are_the_parameters_a_step_needs(plan17):
     # No weight is written; the step's own K/V position is written once per layer.
     assert a.written_by_kind("weight") == 0
     assert a.written_by_kind("cache") == KV_BYTES_PER_POSITION
+    # Fusing RoPE into attention moves the q/k norm reads; it does not change them.
+    assert analyze(plan17_unfused, H200, 0).read_by_kind("weight") == a.read_by_kind("weight")
 
 
 @pytest.mark.parametrize("c", [1, 17, 1000, 4095, 8191])
-def test_kv_read_grows_by_exactly_the_cache_of_c_positions(plan17, c):
-    a0, ac = analyze(plan17, H200, 0), analyze(plan17, H200, c)
-    assert ac.read_by_kind("cache") - a0.read_by_kind("cache") == 2 * 28 * c * 8 * 128 * 2
-    assert a0.read_by_kind("cache") == KV_BYTES_PER_POSITION  # the step's own position
-    assert ac.read_by_kind("weight") == a0.read_by_kind("weight")
-    assert ac.bytes_read - a0.bytes_read == c * KV_BYTES_PER_POSITION  # nothing else grows
+def test_kv_read_grows_by_exactly_the_cache_of_c_positions(plan17, plan17_unfused, c):
+    for plan in (plan17, plan17_unfused):
+        a0, ac = analyze(plan, H200, 0), analyze(plan, H200, c)
+        assert ac.read_by_kind("cache") - a0.read_by_kind("cache") == 2 * 28 * c * 8 * 128 * 2
+        assert ac.read_by_kind("weight") == a0.read_by_kind("weight")
+        assert ac.bytes_read - a0.bytes_read == c * KV_BYTES_PER_POSITION  # nothing else grows
+        assert ac.written_by_kind("cache") == KV_BYTES_PER_POSITION  # this step's K and V, once
+    # At ctx_len 0 the fused attention keeps the step's own k and v on chip: no cache read; the
+    # unfused one reads back the position the rope launch just appended.
+    assert analyze(plan17, H200, 0).read_by_kind("cache") == 0
+    assert analyze(plan17_unfused, H200, 0).read_by_kind("cache") == KV_BYTES_PER_POSITION
 
 
 def test_kv_growth_in_f32_and_another_shape():
@@ -196,6 +211,31 @@ def test_attention():
           read=8 * 32 * 4 + 2 * n * 2 * 32 * 4 + 4, written=8 * 32 * 4, scratch=2 * 8 * 1 * 34 * 4)
 
 
+def test_attention_with_fused_rope():
+    cost = family("attention").cost
+    # The rope launch's work done inside attention: q never leaves the chip, and this step's k and
+    # v are appended (written) but not read back: the cache reads only the ctx_len earlier
+    # positions. Flops and special ops are the two launches' together.
+    dims = dict(n_heads=16, n_kv_heads=8, head_dim=128, capacity=4096, block=64, splits=64, dtype="bfloat16",
+                eps=1e-6, fused_rope=True)
+    n = 1001  # ctx_len 1000
+    c = cost(dims, 1000)
+    check(c, flops={"f32": 4 * 16 * n * 128 + 4 * 16 * n + (16 + 8) * 7 * 128},
+          special={"exp": 16 * n, "rsqrt": 16 + 8},
+          read=(16 + 8 + 8) * 128 * 2 + 128 * 2 + 128 * 2 + 64 * 2 + 64 * 2 + 4 + 2 * 1000 * 8 * 128 * 2,
+          written=2 * 8 * 128 * 2 + 16 * 128 * 2, scratch=2 * 16 * 16 * (128 + 2) * 4)
+    assert c.read_by_kind("cache") == 2 * 1000 * 8 * 128 * 2
+    assert c.written_by_kind("cache") == 2 * 8 * 128 * 2
+    assert c.read_by_kind("weight") == 2 * 128 * 2  # q_norm and k_norm
+    dims = dict(n_heads=8, n_kv_heads=2, head_dim=32, capacity=100, block=64, splits=2, dtype="float32",
+                eps=1e-5, fused_rope=True)
+    n = 64  # ctx_len 63
+    check(cost(dims, 63), flops={"f32": 4 * 8 * n * 32 + 4 * 8 * n + (8 + 2) * 7 * 32},
+          special={"exp": 8 * n, "rsqrt": 8 + 2},
+          read=12 * 32 * 4 + 32 * 4 + 32 * 4 + 16 * 4 + 16 * 4 + 4 + 2 * 63 * 2 * 32 * 4,
+          written=2 * 2 * 32 * 4 + 8 * 32 * 4, scratch=2 * 8 * 1 * 34 * 4)
+
+
 def test_argmax():
     cost = family("argmax").cost
     # The lm_head leaves one (max, index) f32 pair per block; argmax reads those pairs (one
@@ -226,7 +266,7 @@ def test_text_lines_sum_to_header(plan17, ctx):
     a = analyze(plan17, H200, ctx)
     text = render_text(a, operands=True)
     lines = [line for line in text.splitlines() if line.startswith("[")]
-    assert len(lines) == len(plan17) == 171
+    assert len(lines) == len(plan17) == LAUNCHES_17
     flops, special, read, written, ideal = {}, {}, 0, 0, 0
     for i, line in enumerate(lines):
         m = LINE.match(line)
@@ -251,11 +291,13 @@ def test_text_lines_sum_to_header(plan17, ctx):
     assert set(kinds) == {"gmem", "weight", "cache", "activation", "table"}
     kinds.pop("gmem")
     assert sum(int(v) for v in kinds.values()) == read
-    assert int(kinds["cache"]) == (ctx + 1) * KV_BYTES_PER_POSITION
+    assert int(kinds["cache"]) == ctx * KV_BYTES_PER_POSITION  # fused: the step's own k/v stay on chip
 
 
-def test_json_launches_sum_to_totals(plan17):
-    a = analyze(plan17, H200, 2047)
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "unfused"])
+def test_json_launches_sum_to_totals(plan17, plan17_unfused, fused):
+    plan = plan17 if fused else plan17_unfused
+    a = analyze(plan, H200, 2047)
     j = json.loads(json.dumps(to_json(a)))
     t, ls = j["totals"], j["launches"]
     assert j["schema"] == SCHEMA == "tfdash.analysis/1"
@@ -280,7 +322,7 @@ def test_json_launches_sum_to_totals(plan17):
         assert x["read"] == sum(o["read"] for o in x["operands"])
         assert x["ideal_ns"] == max(x["memory_ns"], x["compute_ns"])
         assert x["bound_by"] == ("memory" if x["memory_ns"] >= x["compute_ns"] else "compute")
-        assert all(o["buffer"] in plan17.buffers for o in x["operands"])
+        assert all(o["buffer"] in plan.buffers for o in x["operands"])
     # Batch-1 decode is memory-bound, launch by launch.
     assert t["bound_by"] == "memory" and {x["bound_by"] for x in ls} == {"memory"}
 
@@ -303,16 +345,16 @@ def test_cli_default_and_dim(capsys):
     rc, out, err = analyze_cli(capsys)
     assert rc == 0, err
     first = out.splitlines()[0]
-    assert "model=qwen3-1.7b" in first and "ctx_len=0" in first and "launches=171" in first
+    assert "model=qwen3-1.7b" in first and "ctx_len=0" in first and f"launches={LAUNCHES_17}" in first
     assert "capacity=40960" in first  # default: max_position_embeddings
     rc, out, _ = analyze_cli(capsys, "--dim", "ctx_len=1024")
     assert rc == 0
     assert "ctx_len=1024" in out.splitlines()[0]
-    assert f"cache:r{1025 * KV_BYTES_PER_POSITION}/" in out
+    assert f"cache:r{1024 * KV_BYTES_PER_POSITION}/w{KV_BYTES_PER_POSITION} " in out
     assert "operands=" not in out
     rc, out, _ = analyze_cli(capsys, "--dim", "ctx_len=1024", "--operands")
     assert "operands=x:r4096/w0,w:r16777216/w0,norm_w:r4096/w0,out:r0/w8192" in out  # L0.qkv_proj
-    assert f"k_cache:r{1025 * 8 * 128 * 2}/w0" in out
+    assert f"k_cache:r{1024 * 8 * 128 * 2}/w{8 * 128 * 2}" in out  # L0.attention: earlier positions in, own out
 
 
 def test_cli_sweep(capsys):
@@ -322,7 +364,7 @@ def test_cli_sweep(capsys):
     assert [int(r[0]) for r in rows] == list(range(0, 8193, 1024))
     reads = [int(r[1]) for r in rows]
     kv_reads = [int(r[3]) for r in rows]
-    assert kv_reads == [(c + 1) * KV_BYTES_PER_POSITION for c in range(0, 8193, 1024)]
+    assert kv_reads == [c * KV_BYTES_PER_POSITION for c in range(0, 8193, 1024)]
     assert all(b - a == 1024 * KV_BYTES_PER_POSITION for a, b in zip(reads, reads[1:]))
     assert len({r[2] for r in rows}) == 1  # written bytes do not depend on ctx_len
     ceilings = [float(r[6]) for r in rows]
@@ -362,7 +404,7 @@ def test_cli_json_subprocess(tmp_path):
     r = run_tfdash("analyze", "--model", "qwen3-tiny", "--dim", "ctx_len=7", "--json", str(out_path))
     assert r.rc == 0, r.stderr
     j = json.loads(out_path.read_text())
-    assert j["model"]["name"] == "qwen3-tiny" and j["ctx_len"] == 7 and len(j["launches"]) == 27
+    assert j["model"]["name"] == "qwen3-tiny" and j["ctx_len"] == 7 and len(j["launches"]) == 1 + 5 * 4 + 2
 
 
 def test_cli_target_file_scales_ideal_ns(capsys, tmp_path):
@@ -438,7 +480,7 @@ def test_cli_reads_shape_from_checkpoint(ckpt_factory, capsys):
     ckpt = ckpt_factory(tied=False, sharded=True)  # max_position_embeddings 256, untied lm_head
     rc, out, err = analyze_cli(capsys, "--ckpt", str(ckpt.path), "--dim", "ctx_len=255", "--dtype", "float32")
     assert rc == 0, err
-    assert f"model={ckpt.path.name}" in out and "capacity=256" in out and "launches=15" in out
+    assert f"model={ckpt.path.name}" in out and "capacity=256" in out and f"launches={1 + 5 * 2 + 2}" in out
     assert "w=lm_head" in out  # untied: the head reads its own matrix
     rc, out, err = analyze_cli(capsys, "--ckpt", str(ckpt.path), "--dim", "ctx_len=256")
     assert rc == 2

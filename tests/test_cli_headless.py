@@ -242,6 +242,15 @@ def test_bad_flags_are_argparse_errors(capsys):
     rc, out, err = cli(capsys, "--headless", "--model", "qwen3-tiny", "--ckpt", "/x")
     assert rc == 2
     assert_one_line_error(err, "not both")
+    rc, out, err = cli(capsys, "--headless", "--device", "cpu", "--backend", "torch-graph")
+    assert rc == 2
+    assert_one_line_error(err, "backend torch-graph needs --device cuda")
+    import torch
+
+    if not torch.cuda.is_available():
+        rc, out, err = cli(capsys, "--headless", "--device", "cuda")
+        assert rc == 2
+        assert_one_line_error(err, "no CUDA device is available")
 
 
 # -- the decode loop the headless run consumes ----------------------------------------------

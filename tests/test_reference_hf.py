@@ -41,7 +41,7 @@ def _hf_greedy(m, prompt: list[int], n: int) -> list[int]:
 
 CASES = [
     pytest.param(dict(tied=True, sharded=False), id="tied-single"),
-    pytest.param(dict(tied=False, sharded=True), id="untied-sharded"),
+    pytest.param(dict(tied=False, sharded=True, num_hidden_layers=3), id="untied-sharded-3-layers"),
     pytest.param(dict(tied=True, sharded=True, dtype="bfloat16"), id="tied-sharded-bf16"),
     pytest.param(dict(tied=False, sharded=False, dtype="float16"), id="untied-single-f16"),
 ]
