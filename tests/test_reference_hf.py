@@ -116,3 +116,25 @@ def test_bf16_engine_tracks_transformers_bf16(ckpt_factory):
         assert (got - ref[p]).abs().max().item() <= 0.05 * scale
         agree += int(got.argmax() == ref[p].argmax())
     assert agree >= len(ids) - 2
+
+
+def test_unfused_rope_plan_matches_transformers_too(ckpt_factory):
+    """The A/B baseline plan (q/k norm + RoPE as a launch of its own) computes the same step."""
+    from tfdash.engine.config import load_config
+    from tfdash.engine.plan import build_plan
+    from tfdash.engine.runtime import Runtime
+    from tfdash.engine.weights import load_weights
+
+    ckpt = ckpt_factory(tied=False, sharded=True, num_hidden_layers=3)
+    hf = _hf(ckpt)
+    cfg = load_config(ckpt.path)
+    plan = build_plan(cfg, dtype="float32", capacity=64, fused_rope=False)
+    assert "qk_norm_rope" in plan.ops()
+    rt = Runtime(plan, load_weights(cfg, ckpt.path, torch.float32), "cpu")
+    ids = _ids(4, 24, cfg.vocab_size)
+    with torch.no_grad():
+        ref = hf(torch.tensor([ids])).logits[0].float()
+    rt.reset(ids)
+    for p in range(len(ids)):
+        rt.step()
+        assert (rt.bufs["logits"] - ref[p]).abs().max().item() <= TOL, p
