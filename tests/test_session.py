@@ -97,6 +97,14 @@ def test_run_with_a_profile_window(tiny, tmp_path):
     assert loads_snapshot(dumps_snapshot(snap)) == snap  # a live snapshot round-trips too
 
 
+def test_window_requests_do_not_pile_up(eng):
+    s = Session(eng, "a b c", 40, target=TARGET)
+    assert [s.request_profile(3) for _ in range(4)] == [True, True, False, False]
+    s.run()
+    assert s.snapshot().profile_windows == 2
+    assert s.timer.kernel_map is Session(eng, "a b c", 4, target=TARGET).timer.kernel_map  # one per runtime
+
+
 def test_messages_are_frozen():
     b = TokenBatch((), (), 0, 0, 0.0)
     with pytest.raises(dataclasses.FrozenInstanceError):

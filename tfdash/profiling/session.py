@@ -127,7 +127,8 @@ class Session:
         self._steps_total = self._new_tokens = self._wall_ns = self._paused_ns = 0
         self._state = "idle"  # -> "running" -> "done"
         self._gen = None
-        self._pending: list = []
+        self._pending: list = []  # windows requested before the generation exists
+        self._outstanding: list = []  # windows requested and not done yet
         self._stop = threading.Event()
         self._emit: Callable[[object], None] = lambda m: None
         self._run_thread: int | None = None
@@ -351,11 +352,16 @@ class Session:
 
     # -- requests from other threads ---------------------------------------------------------
     def request_profile(self, steps: int = 32) -> bool:
-        """Profile the next `steps` steps (thread-safe). False when the session has ended."""
+        """Profile the next `steps` steps (thread-safe). False when the session has ended, or
+        when two windows are already waiting (requests do not pile up)."""
         with self._lock:
             if self._state == "done":
                 return False
+            self._outstanding = [w for w in self._outstanding if not w.done.is_set()]
+            if len(self._outstanding) >= 2:
+                return False
             w = self.timer.window(max(1, int(steps)), on_done=self._on_window)
+            self._outstanding.append(w)
             if self._gen is not None:
                 self._gen.intercept(w)
             else:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+import weakref
 from collections import deque
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -377,13 +378,20 @@ def ensure_captured(runtime) -> bool:
     return True
 
 
+_KERNEL_MAPS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # runtime -> KernelMap
+
+
 class Timer:
-    """Makes the windows that fit a runtime: cupti on CUDA, direct on CPU."""
+    """Makes the windows that fit a runtime: cupti on CUDA, direct on CPU. The kernel map is
+    learned once per runtime and shared by every Timer (every Session) over it."""
 
     def __init__(self, runtime):
         self.runtime = runtime
         self.method = "cupti" if runtime.cuda else "direct"
-        self.kernel_map = KernelMap()
+        try:
+            self.kernel_map = _KERNEL_MAPS.setdefault(runtime, KernelMap())
+        except TypeError:  # not weak-referenceable
+            self.kernel_map = KernelMap()
 
     def window(self, steps: int, on_done=None) -> Window:
         if self.method == "cupti":
