@@ -417,14 +417,15 @@ class NvmlSampler:
         it, weighted by overlap. (None, why) when no interval overlaps it yet."""
         if self.device is None:
             return None, self._reasons.get("nvml", "NVML unavailable")
-        with self._lock:
-            spans = list(self._gpm)
         num = den = 0.0
-        for a, b, g in spans:
-            ov = min(b, t1) - max(a, t0)
-            if ov > 0:
-                num += g * ov
-                den += ov
+        with self._lock:
+            for a, b, g in reversed(self._gpm):  # time order: walk back from the newest
+                if b <= t0:
+                    break
+                ov = min(b, t1) - max(a, t0)
+                if ov > 0:
+                    num += g * ov
+                    den += ov
         if den == 0:
             return None, self._reasons.get("dram_gbps", "no GPM interval covers the window yet")
         return num / den, self.peak()[1]

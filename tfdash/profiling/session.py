@@ -136,6 +136,8 @@ class Session:
         self._version = 0
         self._snap: tuple[int, ProfileSnapshot] | None = None
         self._analyses: dict[int, StepAnalysis] = {}
+        self._rows_cache: tuple | None = None  # (key, window, rows)
+        self._timeline_cache: tuple | None = None  # (window, spans)
 
         self._target_given = target is not None
         self._probe = probe_bandwidth and target is None
@@ -163,6 +165,15 @@ class Session:
         return max(0, len(self.prompt_ids) - 1 + self._new_tokens)
 
     def _rows(self, win: WindowResult | None, ctx: int) -> tuple[KernelRow, ...]:
+        key = (id(win), ctx, id(self.target))
+        cached = self._rows_cache
+        if cached is not None and cached[0] == key and cached[1] is win:
+            return cached[2]
+        rows = self._build_rows(win, ctx)
+        self._rows_cache = (key, win, rows)
+        return rows
+
+    def _build_rows(self, win: WindowResult | None, ctx: int) -> tuple[KernelRow, ...]:
         a = self.analysis(ctx)
         step = win.step_p50_ns if win is not None else 0.0
         rows = []
@@ -449,8 +460,10 @@ class Session:
                 unavailable["marginal"] = "not measured yet"
             timeline = ()
             if win is not None:
-                timeline = tuple(KernelSpan(s, i, name, max(0, start - self._origin_ns), dur)
-                                 for s, i, name, start, dur in win.spans)
+                if self._timeline_cache is None or self._timeline_cache[0] is not win:
+                    self._timeline_cache = (win, tuple(KernelSpan(s, i, name, max(0, start - self._origin_ns), dur)
+                                                       for s, i, name, start, dur in win.spans))
+                timeline = self._timeline_cache[1]
             if not timeline:
                 unavailable["timeline"] = why
             snap = ProfileSnapshot(
