@@ -7,13 +7,14 @@ from __future__ import annotations
 import time
 
 import pytest
-from fixtures.appkit import isolated_config, sync  # noqa: F401  (fixture)
+from fixtures.appkit import isolated_config, one_torch_thread, sync  # noqa: F401  (fixtures)
 
 from tfdash.app.main import live_app, make_session
 from tfdash.profiling.probe import CPU
 
 SIZE = (140, 42)
 PROMPT = "The GPU"
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
@@ -59,26 +60,39 @@ async def wait_for(pilot, cond, timeout: float = 30.0, what: str = "") -> None:
 
 
 @sync
-async def test_tokens_stream_in_on_the_embedded_default(isolated_config, tiny_engine):
-    rec = Recorder(tiny_engine, 48)
-    app = live_app(rec, max_new_tokens=48)
+async def test_tokens_stream_in_on_the_embedded_default(isolated_config, tmp_path, monkeypatch):
+    """The CLI's own wiring: `tfdash --device cpu --max-new-tokens 48` builds the embedded default
+    (qwen3-tiny, random weights) in the worker, then a Session that probes the host's bandwidth."""
+    from tfdash.app.main import session_factory
+    from tfdash.cli import run_parser
+
+    monkeypatch.setenv("TFDASH_CACHE_DIR", str(tmp_path / "cache"))
+    args = run_parser().parse_args(["--device", "cpu", "--max-new-tokens", "48"])
+    app = live_app(session_factory(args, 48), max_new_tokens=48)
+    notes = []
     async with app.run_test(size=SIZE) as pilot:
         from tfdash.app.widgets.continuation import Continuation
 
-        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.new_tokens > 0, what="a token")
+        while app.snapshot is None:  # "building the engine…", "probing memory bandwidth…"
+            if app.status_note and app.status_note not in notes:
+                notes.append(app.status_note)
+            await pilot.pause(0.02)
+        assert "building the engine…" in notes
+        await wait_for(pilot, lambda: app.snapshot.new_tokens > 0, what="a token")
         assert app.state in ("running", "done")
         await wait_for(pilot, lambda: app.state == "done", what="the run's end")
         snap = app.snapshot
         assert snap.new_tokens == 48 and len(snap.tokens) == 48
-        assert [t.token_id for t in snap.tokens] == [t.token_id for t in rec.produced[0]]
+        assert snap.text == app.source.session.engine.tokenizer.decode([t.token_id for t in snap.tokens])
         cont = app.screen.query_one(Continuation)
         assert cont.text == snap.text and cont.text.strip()
         # The panes show the run: tok/s, the kernel table's predictions, why NVML is absent.
         assert snap.meta.model["name"] == "qwen3-tiny" and snap.meta.checkpoint == "random"
-        assert len(snap.kernels) == len(tiny_engine.plan) and "nvml" in snap.unavailable
+        plan = app.source.session.plan
+        assert len(snap.kernels) == len(plan) and "nvml" in snap.unavailable
         from tfdash.app.widgets.kernel_table import KernelTable
 
-        ops = {la.op for la in tiny_engine.plan.launches}
+        ops = {la.op for la in plan.launches}
         assert app.screen.query_one(KernelTable).table.row_count == len(ops)  # grouped by op
 
 

@@ -167,10 +167,14 @@ async def test_drill_into_a_kernel_and_back(isolated_config):
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, MainScreen)
-        # Drill from a launch (group none) to an attention launch: its operands include the KV cache.
+        # Drill from one launch (group none): its op opens, every layer, the cursor on that launch.
         await pilot.press("g", "g", "g", "slash", *"L3.attention", "enter", "enter")
         await pilot.pause()
-        assert isinstance(app.screen, DrillScreen) and app.screen.row.label == "L3.attention"
+        assert isinstance(app.screen, DrillScreen) and app.screen.row.label == "attention"
+        assert app.screen.row.count == 28
+        l3 = [k.index for k in app.snapshot.kernels if k.role == "L3.attention"][0]
+        assert app.screen.current == l3
+        assert app.screen.query_one("#instances-table").cursor_row == 3
         kinds = {app.screen.query_one("#operands-table").get_row_at(i)[1]
                  for i in range(app.screen.query_one("#operands-table").row_count)}
         assert "KV cache" in kinds

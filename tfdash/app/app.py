@@ -35,6 +35,8 @@ from tfdash.profiling.snapshot import ProfileSnapshot
 from tfdash.themes import CSS_PATH, DARK, DEFAULT_THEME, register_themes
 
 PROFILE_STEPS = 32
+UI_BUDGET = 0.2  # share of one core the dashboard's thread may use while the engine runs
+SLOWEST_REFRESH_S = 0.25  # the adaptive refresh never drops below 4 Hz
 STOP_TIMEOUT_S = 15.0  # how long quit waits for the engine to finish the steps in flight
 MAX_WINDOWS = 64  # profile windows remembered for the drill-down's ctx_len sweep
 
@@ -57,7 +59,9 @@ class TfdashApp(App[ProfileSnapshot | None]):
         self.export_dir = Path(export_dir).expanduser() if export_dir else None
         self.save_path = Path(save_path).expanduser() if save_path else None
         self.max_new_tokens = max_new_tokens
-        self.refresh_interval = 1.0 / refresh_hz
+        self.fastest_refresh = 1.0 / refresh_hz
+        self.refresh_interval = self.fastest_refresh  # adapts: see _adapt_rate
+        self._cpu_mark: tuple[float, float] | None = None
         self.cuda_source = cuda_source  # launch -> CUDA text (default: compile for sm_90a)
         self.tilelang_source = tilelang_source  # family -> source text (default: inspect the factory)
         self.last_export: Path | None = None
@@ -128,12 +132,31 @@ class TfdashApp(App[ProfileSnapshot | None]):
         self.source.take_news()
         snap = self.source.snapshot()
         self._last_refresh = time.monotonic()
+        self._adapt_rate(self._last_refresh)
         if snap is None:
             return
         if self.state == "starting":
             self.state = "paused" if self.source.paused else "running"
             self.status_note = ""
         self._apply(snap)
+
+    def _adapt_rate(self, now: float) -> None:
+        """Keep the dashboard out of the engine's way: if this thread used more than UI_BUDGET of
+        a core over the last second (rendering, in the same process as the decode loop), refresh
+        less often; when it is cheap again, go back up to refresh_hz."""
+        cpu = time.thread_time()
+        if self._cpu_mark is None:
+            self._cpu_mark = (now, cpu)
+            return
+        t0, c0 = self._cpu_mark
+        if now - t0 < 1.0:
+            return
+        share = (cpu - c0) / (now - t0)
+        if share > UI_BUDGET:
+            self.refresh_interval = min(SLOWEST_REFRESH_S, self.refresh_interval * 1.5)
+        elif share < UI_BUDGET / 2:
+            self.refresh_interval = max(self.fastest_refresh, self.refresh_interval / 1.5)
+        self._cpu_mark = (now, cpu)
 
     def _apply(self, snap: ProfileSnapshot) -> None:
         self.refreshes += 1
@@ -223,11 +246,20 @@ class TfdashApp(App[ProfileSnapshot | None]):
             self.push_screen(HelpScreen())
 
     def open_drill(self, row: TableRow) -> None:
+        """Open a row of the kernel table. A single launch opens its op -- every instance across
+        the layers -- with the cursor on that launch."""
+        from tfdash.app.model import group_rows
         from tfdash.app.screens.drill import DrillScreen
         from tfdash.app.widgets.kernel_table import KernelTable
 
         group = self.screen.query_one(KernelTable).group if self.screen.query(KernelTable) else "op"
-        self.push_screen(DrillScreen(row, group))
+        current = row.members[0]
+        if group == "none" and self.snapshot is not None:
+            for op_row in group_rows(self.snapshot.kernels, "op"):
+                if current in op_row.members:
+                    row, group = op_row, "op"
+                    break
+        self.push_screen(DrillScreen(row, group, current=current))
 
     def export_directory(self) -> Path:
         if self.export_dir is not None:

@@ -236,7 +236,9 @@ def fmt_bytes(b: float | None) -> str:
 
 
 def fmt_num(v: float | None, digits: int = 1, suffix: str = "") -> str:
-    return "—" if v is None else f"{v:,.{digits}f}{suffix}"
+    if v is None or v != v or v in (float("inf"), float("-inf")):
+        return "—"
+    return f"{v:,.{digits}f}{suffix}"
 
 
 def gap_level(gap: float | None) -> str:

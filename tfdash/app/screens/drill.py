@@ -34,11 +34,11 @@ class DrillScreen(Screen):
     BINDINGS = bindings.DRILL
     AUTO_FOCUS = "#instances-table"
 
-    def __init__(self, row: TableRow, group: str) -> None:
+    def __init__(self, row: TableRow, group: str, current: int | None = None) -> None:
         super().__init__()
         self.row = row
         self.group = group
-        self.current: int = row.members[0]
+        self.current: int = current if current in row.members else row.members[0]
         self._tl_cache: dict[str, str] = {}
         self._cuda_cache: dict[tuple, str] = {}
         self._marginal: dict[str, dict] = {}
@@ -120,7 +120,6 @@ class DrillScreen(Screen):
 
     def _instances(self, members) -> None:
         t = self.query_one("#instances-table", DataTable)
-        cursor = t.cursor_row if t.row_count else 0
         t.clear(columns=True)
         for key, label in (("role", "launch"), ("pred", "pred ns"), ("meas", "meas ns"), ("p90", "p90 ns"),
                            ("gap", "gap ×"), ("gbps", "GB/s")):  # p90 last-but-two: first to scroll off
@@ -133,8 +132,9 @@ class DrillScreen(Screen):
                       Text(fmt_int(k.measured_p90_ns), justify="right"),
                       Text(fmt_gap(g), justify="right", style=colors.get(f"tf-{gap_level(g)}", "") if g else ""),
                       Text(fmt_num(k.achieved_gbps, 0), justify="right"), key=str(k.index))
-        if members:
-            t.move_cursor(row=min(cursor, len(members) - 1), animate=False)
+        if members:  # the cursor stays on the current launch across rebuilds
+            row = next((i for i, k in enumerate(members) if k.index == self.current), 0)
+            t.move_cursor(row=row, animate=False)
 
     def _operands(self, snap: ProfileSnapshot) -> None:
         t = self.query_one("#operands-table", DataTable)

@@ -160,7 +160,8 @@ class RooflinePane(VerticalScroll):
                 stat(fmt_num(r.achieved_gbps, 0), "GB/s achieved"),
                 stat(fmt_num(r.pct_ceiling, 1, " %"), "of ceiling", "bold $text-primary",
                      note=f"{r.ceiling_gbps:,.0f} GB/s"),
-                stat(fmt_num(r.pct_datasheet, 1, " %"), "of datasheet", note=f"{r.datasheet_gbps:,.0f} GB/s"),
+                stat(fmt_num(r.pct_datasheet if r.datasheet_gbps else None, 1, " %"), "of datasheet",
+                     note=f"{r.datasheet_gbps:,.0f} GB/s" if r.datasheet_gbps else "none for this target"),
             ))
             gapbar.set_parts(r.floor_ns, r.kernel_sum_ns - r.floor_ns, r.gap_ns)
             set_content(note, lines(
@@ -178,7 +179,7 @@ class RooflinePane(VerticalScroll):
         set_content(stats, lines(
             stat(fmt_bytes(nbytes), "bytes/step"),
             stat(fmt_ns(ideal), "ideal", note="Σ kernel ideals"),
-            stat(fmt_ns(step_ns), "measured", "bold $text-primary", note="latest steps, p50"),
+            stat(fmt_ns(step_ns), "measured", "bold $text-primary", note="recent p50"),
             stat(fmt_num(gbps, 1), "GB/s achieved"),
             stat("—", "of ceiling"),
         ))
