@@ -50,7 +50,7 @@ def test_kernel_compiles_for_sm90a(name, fresh_cache):
     from tfdash.engine.compile import SM90A, compile_one
 
     launch = KERNELS[name]
-    kernel = compile_one(launch, target=SM90A, pdl=False)  # the launcher is host code; the device code is shared
+    kernel = compile_one(launch, target=SM90A, pdl=True, backend="tvm_ffi")  # device code only: no launcher build
     src = kernel.get_kernel_source()
     # Named after its role (never `main`), so profiles are readable.
     assert "void __launch_bounds__" in src and f" {name}_kernel(" in src
@@ -62,3 +62,12 @@ def test_kernel_compiles_for_sm90a(name, fresh_cache):
     roles = [r for r in family(launch.family).roles if r in launch.args]
     params = [p.name.removesuffix("_handle") for p in kernel.prim_func.params]
     assert params == roles
+
+
+@pytest.mark.slow
+def test_without_pdl_the_kernels_carry_no_grid_dependency(fresh_cache):
+    """The A/B baseline: pdl=False kernels have no griddepcontrol at all."""
+    from tfdash.engine.compile import SM90A, compile_one
+
+    src = compile_one(KERNELS["gemv_o_residual"], target=SM90A, pdl=False).get_kernel_source()
+    assert "cudaGridDependencySynchronize" not in src and "cudaTriggerProgrammaticLaunchCompletion" not in src

@@ -33,9 +33,10 @@ class Knob:
 class Settings:
     KNOBS = {
         "pdl": Knob("TFDASH_PDL", True,
-                    "launch the tilelang kernels with programmatic dependent launch (tilelang's cython "
-                    "launcher): each GEMV streams its first weights while the kernel before it drains; "
-                    "off: plain launches through tvm_ffi"),
+                    "programmatic dependent launch: every tilelang kernel waits on its grid dependency "
+                    "and launches through tilelang's cython launcher, so each GEMV streams its first "
+                    "weights while the kernel before it drains; off: kernels without PDL instructions, "
+                    "plain launches through tvm_ffi"),
         "depth": Knob("TFDASH_DEPTH", 16, "decode steps the host keeps in flight ahead of the GPU"),
     }
 

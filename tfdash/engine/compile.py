@@ -24,27 +24,30 @@ def cache_dir() -> Path:
     return Path(d)
 
 
-def build(launch):
+def build(launch, pdl: bool = True):
     """The prim_func of one launch: its family's tilelang factory applied to its dims, named after
-    the launch's kernel (CUDA, CUPTI and Nsight then show `<kernel>_kernel`)."""
+    the launch's kernel (CUDA, CUPTI and Nsight then show `<kernel>_kernel`). With `pdl` every
+    kernel waits on its grid dependency (griddepcontrol.wait) before it reads what the kernel
+    before it wrote; without, the kernels carry no PDL instructions at all."""
     factory = family(launch.family).tilelang
     if factory is None:
         raise RuntimeError(f"family {launch.family} has no tilelang kernel")
-    return factory(dict(launch.dims)).with_attr("global_symbol", launch.kernel)
+    return factory(dict(launch.dims, pdl=pdl)).with_attr("global_symbol", launch.kernel)
 
 
-def compile_one(launch, target=None, pdl: bool | None = None):
-    """Compile one launch's kernel. With `pdl` (default: SETTINGS.pdl) the kernel is launched
-    through tilelang's cython launcher, which sets programmatic stream serialization on every
-    launch; without, through tvm_ffi's plain launch. The device code is the same either way."""
+def compile_one(launch, target=None, pdl: bool | None = None, backend: str | None = None):
+    """Compile one launch's kernel. With `pdl` (default: SETTINGS.pdl) the kernels wait on their
+    grid dependency and are launched through tilelang's cython launcher, which sets programmatic
+    stream serialization on every launch; without, they have no PDL instructions and launch
+    through tvm_ffi. `backend` overrides the launcher (a compile-only check needs no cython)."""
     from tfdash.settings import SETTINGS
 
     cache_dir()
     import tilelang
 
     pdl = SETTINGS.pdl if pdl is None else pdl
-    backend = "cython" if pdl else "tvm_ffi"
-    return tilelang.compile(build(launch), out_idx=[], target=target or "cuda", execution_backend=backend)
+    backend = backend or ("cython" if pdl else "tvm_ffi")
+    return tilelang.compile(build(launch, pdl), out_idx=[], target=target or "cuda", execution_backend=backend)
 
 
 def compile_plan(plan, target=None, progress=None, pdl: bool | None = None) -> dict:

@@ -169,7 +169,7 @@ class GraphRuntime(Runtime):
     def capture(self, warmup_prompt: list[int] | None = None) -> None:
         """Warm up on a side stream (tilelang/cuBLAS handles, allocator), then capture one step.
         The warm-up steps move pos and tok; `reset` restores them before a generation."""
-        self.reset(warmup_prompt or [0, 0])
+        Runtime.reset(self, warmup_prompt or [0, 0])
         s = torch.cuda.Stream(self.device)
         s.wait_stream(torch.cuda.current_stream(self.device))
         with torch.cuda.stream(s):
@@ -182,9 +182,15 @@ class GraphRuntime(Runtime):
             Runtime.step(self)
         torch.cuda.synchronize(self.device)
 
-    def step(self) -> None:
+    def reset(self, prompt_ids: list[int]) -> None:
+        """Capture first (capturing runs warm-up steps that move pos and tok), then load."""
         if self.graph is None:
             self.capture()
+        super().reset(prompt_ids)
+
+    def step(self) -> None:
+        if self.graph is None:
+            raise RuntimeError("reset() (or capture()) the graph runtime before stepping it")
         self.graph.replay()
 
 

@@ -41,6 +41,8 @@ def tilelang_argmax_feed(dims):
     reduction on (value, index) keeps the lowest index among equal maxima; lane 0 feeds."""
     import tilelang.language as T
 
+    pdl = dims.get("pdl", True)
+
     V, C, G = dims["V"], dims["capacity"], dims["blocks"]
     per = -(-G // 32)
 
@@ -52,8 +54,9 @@ def tilelang_argmax_feed(dims):
     ):
         with T.Kernel(1, threads=32) as _:
             lane = T.get_thread_binding(0)
-            T.pdl_sync()
-            T.pdl_trigger()
+            if pdl:  # programmatic dependent launch: wait for the kernel before, then let the next one launch
+                T.pdl_sync()
+                T.pdl_trigger()
             bv = T.alloc_var("float32")
             bi = T.alloc_var("int32")
             ov = T.alloc_var("float32")

@@ -102,6 +102,8 @@ def tilelang_attention(dims):
     """
     import tilelang.language as T
 
+    pdl = dims.get("pdl", True)
+
     nH, nKV, D, C, B, dt = (dims["n_heads"], dims["n_kv_heads"], dims["head_dim"], dims["capacity"],
                             dims["block"], dims["dtype"])
     S = dims["splits"]
@@ -143,8 +145,9 @@ def tilelang_attention(dims):
             warp = tx // 32
             pi = lane // 8
             dc = lane % 8
-            T.pdl_sync()
-            T.pdl_trigger()
+            if pdl:  # programmatic dependent launch: wait for the kernel before, then let the next one launch
+                T.pdl_sync()
+                T.pdl_trigger()
             n = pos[0] + 1
             n_active = (n + B - 1) // B
             last = n - 1 - bx * B  # this step's own position within the block (< B in the last block)

@@ -20,6 +20,8 @@ def tilelang_embed(dims):
     """One block; each thread copies 16-byte vectors of the row E[tok]."""
     import tilelang.language as T
 
+    pdl = dims.get("pdl", True)
+
     H, V, dt = dims["H"], dims["V"], dims["dtype"]
     threads, vec = 256, 8
     iters = -(-H // (threads * vec))
@@ -28,8 +30,9 @@ def tilelang_embed(dims):
     def embed_gather(tok: T.Tensor((1,), "int32"), table: T.Tensor((V, H), dt), out: T.Tensor((H,), dt)):
         with T.Kernel(1, threads=threads) as _:
             tx = T.get_thread_binding(0)
-            T.pdl_sync()
-            T.pdl_trigger()
+            if pdl:  # programmatic dependent launch: wait for the kernel before, then let the next one launch
+                T.pdl_sync()
+                T.pdl_trigger()
             t = tok[0]
             for it in T.unroll(iters):
                 if (it * threads + tx) * vec < H:

@@ -108,6 +108,8 @@ def tilelang_gemv(dims):
     """
     import tilelang.language as T
 
+    pdl = dims.get("pdl", True)
+
     N, K = dims["N"], dims["K"]
     prologue, epilogue = dims["prologue"], dims["epilogue"]
     dt, out_dt = dims["dtype"], dims["out_dtype"]
@@ -157,8 +159,9 @@ def tilelang_gemv(dims):
                     for c in T.unroll(chunks):
                         for j in T.vectorized(VEC):
                             wv[r, c * VEC + j] = w[T.min(g0 * R + r, N - 1), c * 32 * VEC + lane * VEC + j]
-            T.pdl_sync()
-            T.pdl_trigger()
+            if pdl:  # programmatic dependent launch: wait for the kernel before, then let the next one launch
+                T.pdl_sync()
+                T.pdl_trigger()
 
             # ---- prologue: h = f(x) into shared memory ------------------------------------
             if prologue == "rmsnorm":

@@ -75,6 +75,8 @@ def tilelang_qk_norm_rope(dims):
     has both partners of its rotate-half pairs; the norm is a warp reduction."""
     import tilelang.language as T
 
+    pdl = dims.get("pdl", True)
+
     nH, nKV, D, C, dt = dims["n_heads"], dims["n_kv_heads"], dims["head_dim"], dims["capacity"], dims["dtype"]
     eps = float(dims["eps"])
     half = D // 2
@@ -93,8 +95,9 @@ def tilelang_qk_norm_rope(dims):
             tx = T.get_thread_binding(0)
             lane = tx % 32
             head = tx // 32
-            T.pdl_sync()
-            T.pdl_trigger()
+            if pdl:  # programmatic dependent launch: wait for the kernel before, then let the next one launch
+                T.pdl_sync()
+                T.pdl_trigger()
             p = pos[0]
             a = T.alloc_local((per,), dt)  # first-half elements
             b = T.alloc_local((per,), dt)  # second-half elements
