@@ -198,3 +198,18 @@ async def test_refresh_is_coalesced_to_20_hz(isolated_config, tiny_engine):
         assert app.snapshot.new_tokens - tokens0 > 30  # many token events ...
         assert 2 <= rate <= 21  # ... rendered at most 20 times a second
         await pilot.press("q")
+
+
+def test_dashboard_overhead_ab(isolated_config):
+    """The A/B helper runs both arms on the real engine and reports medians (the number itself is
+    the host's: recorded on the H200, not asserted on a shared CPU runner)."""
+    from fixtures.appkit import micro_engine
+
+    from tfdash.app.overhead import dashboard_ab
+
+    eng = micro_engine(capacity=1024)
+    out = dashboard_ab(lambda: make_session(eng, PROMPT, 400, target=CPU, nvml=False), rounds=1, size=(120, 40))
+    assert len(out["headless"]) == len(out["dashboard"]) == 1
+    assert out["medians"]["headless"] > 0 and out["medians"]["dashboard"] > 0
+    assert out["refreshes"][0] >= 1
+    assert out["overhead_pct"] == pytest.approx(100 * (1 - out["dashboard"][0] / out["headless"][0]))

@@ -52,7 +52,8 @@ class TfdashApp(App[ProfileSnapshot | None]):
     def __init__(self, source: LiveSource | SnapshotSource, *, config: Config | None = None,
                  export_dir: str | Path | None = None, save_path: str | Path | None = None,
                  max_new_tokens: int | None = None, theme: str | None = None, refresh_hz: float = 20.0,
-                 cuda_source: Callable | None = None, tilelang_source: Callable | None = None) -> None:
+                 cuda_source: Callable | None = None, tilelang_source: Callable | None = None,
+                 exit_when_done: bool = False) -> None:
         super().__init__()
         self.source = source
         self.config = config if config is not None else load_config()
@@ -65,6 +66,7 @@ class TfdashApp(App[ProfileSnapshot | None]):
         self.cuda_source = cuda_source  # launch -> CUDA text (default: compile for sm_90a)
         self.tilelang_source = tilelang_source  # family -> source text (default: inspect the factory)
         self.last_export: Path | None = None
+        self.exit_when_done = exit_when_done  # quit with the final snapshot when the run ends
         self.status_note = ""
         self.final_snapshot: ProfileSnapshot | None = None
         self.windows: dict[int, dict[int, float]] = {}  # ctx_len -> {launch index: measured p50 ns}
@@ -199,6 +201,9 @@ class TfdashApp(App[ProfileSnapshot | None]):
             self._rerun = False
             self._stopping = False
             self._start_run()
+        elif self.exit_when_done:
+            self.final_snapshot = self.snapshot
+            self.exit(self.snapshot)
 
     @property
     def running(self) -> bool:

@@ -289,6 +289,10 @@ class DrillScreen(Screen):
                                            "unavailable": "a saved snapshot has no live session to measure"}
             self._show_marginal()
             return
+        if source.paused and source.running:
+            self.notify("resume first (space): the marginal is measured between decode steps", severity="warning",
+                        timeout=4)
+            return
         self._marginal[launch_role] = {"what": launch_role, "status": "measuring…"}
         self._show_marginal()
         self.notify(f"measuring the marginal cost of {launch_role}…", timeout=2)
