@@ -57,9 +57,10 @@ def compile_plan(plan, target=None, progress=None, pdl: bool | None = None) -> d
     out = {}
     bar = None
     if progress is None:
+        from rich.console import Console
         from rich.progress import Progress
 
-        bar = Progress(transient=False)
+        bar = Progress(console=Console(stderr=True), transient=False)  # stdout carries the text
         bar.start()
         task = bar.add_task("compiling tilelang kernels", total=len(kernels))
     try:
