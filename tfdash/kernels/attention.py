@@ -52,6 +52,16 @@ def splits_used(dims, ctx_len):
     return -(-(ctx_len + 1) // dims["block"])
 
 
+def smem_bytes(dims) -> int:
+    """Shared memory of the tilelang kernel: scores and probabilities (f32, group x block), the
+    rotated q of the group and this step's k and v (model dtype), the merge weights (f32, group x
+    splits rounded to 32) and a few reduction slots."""
+    nH, nKV, D, B, S = dims["n_heads"], dims["n_kv_heads"], dims["head_dim"], dims["block"], dims["splits"]
+    es = DTYPE_BYTES[dims["dtype"]]
+    group = nH // nKV
+    return 2 * group * B * 4 + (group + 2) * D * es + group * (-(-S // 32) * 32) * 4 + 8 * 4
+
+
 def cost(dims, ctx_len=0):
     """Unfused: q in, attention over ctx_len + 1 cached positions. Fused: the rope family's cost,
     but q and this step's k and v stay on chip: the cache reads only the ctx_len earlier
@@ -70,7 +80,7 @@ def cost(dims, ctx_len=0):
             Operand("v_cache", "cache", n * nKV * D * es, 0),
             Operand("pos", "activation", 4, 0),
             Operand("out", "activation", 0, nH * D * es),
-        ], smem=dims.get("smem"), scratch=scratch)
+        ], smem=smem_bytes(dims), scratch=scratch)
     from tfdash.kernels.rope import cost as rope_cost
 
     r = rope_cost(dims, ctx_len)
@@ -82,7 +92,7 @@ def cost(dims, ctx_len=0):
     ]
     flops["f32"] += r.flops.get("f32", 0)
     special = {**special, **r.special}
-    return make_cost(flops, special, ops, smem=dims.get("smem"), scratch=scratch)
+    return make_cost(flops, special, ops, smem=smem_bytes(dims), scratch=scratch)
 
 
 def tilelang_attention(dims):

@@ -66,7 +66,9 @@ def cost(dims, ctx_len=0):
         ops.append(Operand("out", "activation", 0, N * out_es))
     flops["f32"] = flops.get("f32", 0) + f32
     scratch = 2 * 4 * grid_size(N, K) if dims.get("argmax") else 0  # per-block argmax partials
-    return make_cost(flops, special, ops, smem=dims.get("smem"), scratch=scratch)
+    # shared memory of the tilelang kernel: h staged in the model dtype (the small reduction
+    # arrays share its space: tilelang's planner aliases them once h is dead)
+    return make_cost(flops, special, ops, smem=K * es, scratch=scratch)
 
 
 FAMILY = register(Family(
