@@ -201,7 +201,7 @@ async def test_cuda_unavailable_is_a_message(isolated_config):
         await pilot.pause()
         from tfdash.app.widgets.code import CodeView
 
-        assert app.screen.query_one("#cuda-code", CodeView).text == "unavailable: RuntimeError: nvcc not found"
+        assert app.screen.query_one("#cuda-code", CodeView).text == "unavailable: nvcc not found"
 
 
 @pytest.mark.parametrize("kind,key", [("snapshot", "e"), ("csv", "c"), ("trace", "t"), ("svg", "ctrl+s")])
@@ -379,3 +379,32 @@ def test_open_bad_file_is_one_line_from_the_cli(tmp_path):
     r = run_tfdash("open", str(bad), timeout=60)
     assert r.rc == 2
     assert_one_line_error(r.stderr, "bad.json")
+
+
+@pytest.mark.slow
+def test_cuda_source_of_a_launch():
+    """The real path: a child process compiles the launch for sm_90a. Without tilelang or nvcc the
+    reason comes back as one line; on a host without a CUDA driver the generated source still does."""
+    from tfdash.app.drill_model import cuda_source, plan_of
+    from tfdash.profiling.export import load_snapshot
+
+    plan = plan_of(load_snapshot(SNAPSHOT))
+    launch = next(la for la in plan.launches if la.role == "L0.gate_up")
+    try:
+        src = cuda_source(launch)
+    except RuntimeError as e:
+        assert str(e) and "\n" not in str(e)
+        return
+    assert "__global__" in src and "gemv_gate_up_kernel" in src
+
+
+def test_dashboard_errors_are_one_line_before_the_screen_opens(tmp_path):
+    from conftest import assert_one_line_error, run_tfdash
+
+    env = {"TFDASH_FORCE_TUI": "1", "TFDASH_CONFIG_DIR": str(tmp_path)}
+    r = run_tfdash("--ckpt", str(tmp_path / "nope"), timeout=60, env=env)
+    assert r.rc == 2
+    assert_one_line_error(r.stderr, "nope", "does not exist")
+    r = run_tfdash("--model", "qwen3-tiny", "--device", "cpu", "--max-new-tokens", "9000", timeout=60, env=env)
+    assert r.rc == 2
+    assert_one_line_error(r.stderr, "max_position_embeddings")

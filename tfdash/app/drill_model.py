@@ -198,8 +198,8 @@ def _source(fn) -> str:
 
 
 def cuda_source(launch) -> str:
-    """The generated CUDA of one launch's kernel, compiled for sm_90a (needs tilelang and nvcc,
-    not a GPU). Slow the first time: call it from a thread worker."""
-    from tfdash.engine.compile import SM90A, compile_one
+    """The generated CUDA of one launch's kernel, for sm_90a (needs tilelang and nvcc, not a GPU).
+    Seconds the first time, in a child process: call it from a thread worker."""
+    from tfdash.app.cuda_source import cuda_source as compile_in_child
 
-    return compile_one(launch, target=dict(SM90A)).get_kernel_source()
+    return compile_in_child(launch)

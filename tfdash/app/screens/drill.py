@@ -264,7 +264,9 @@ class DrillScreen(Screen):
             if not text:
                 text = "unavailable: tilelang returned no source"
         except BaseException as e:  # noqa: BLE001 - a missing tilelang or nvcc is a message, not a crash
-            text = f"unavailable: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".rstrip(": ")
+            first = str(e).splitlines()[0] if str(e) else ""
+            why = first if type(e) is RuntimeError and first else f"{type(e).__name__}: {first}".rstrip(": ")
+            text = f"unavailable: {why}"
         self.app.call_from_thread(self._cuda_done, key, text)
 
     def _cuda_done(self, key, text: str) -> None:
