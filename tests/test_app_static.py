@@ -113,7 +113,8 @@ async def test_click_a_header_to_sort(isolated_config):
         from tfdash.app.widgets.kernel_table import KernelTable
 
         kt = app.screen.query_one(KernelTable)
-        kt.table.post_message(kt.table.HeaderSelected(kt.table, kt.table.columns["gap"].key, 4, kt.table.columns["gap"].label))
+        gap = kt.table.columns["gap"]
+        kt.table.post_message(kt.table.HeaderSelected(kt.table, gap.key, 4, gap.label))  # a click on "gap ×"
         await pilot.pause()
         assert kt.sort == ("gap", True)
         gaps = [r.gap for r in kt.rows]

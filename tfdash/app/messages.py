@@ -12,11 +12,8 @@ from textual.message import Message
 
 
 class SessionNews(Message):
-    """Something changed in the live session (tokens, a profile window, an NVML sample)."""
-
-    def __init__(self, kinds: frozenset[str] = frozenset()) -> None:
-        super().__init__()
-        self.kinds = kinds  # e.g. {"tokens", "profile"}: which kinds of event arrived
+    """Something changed in the live session (tokens, a profile window, an NVML sample); which
+    kinds of event it covers, LiveSource.take_news() says."""
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, SessionNews)

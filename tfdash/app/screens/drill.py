@@ -11,6 +11,8 @@ Anything slow (compiling CUDA, measuring a marginal) runs in a thread worker; th
 
 from __future__ import annotations
 
+import time
+
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -24,6 +26,7 @@ from tfdash.app.model import TableRow, fmt_bytes, fmt_gap, fmt_int, fmt_ns, fmt_
 from tfdash.app.screens.main import TopBar
 from tfdash.app.widgets.chart import Chart, Figure, Line
 from tfdash.app.widgets.code import CodeView
+from tfdash.app.widgets.kernel_table import DRIFT_REDRAW_S
 from tfdash.profiling.snapshot import ProfileSnapshot
 
 
@@ -45,7 +48,10 @@ class DrillScreen(Screen):
         self._sweep_key = None
         self._sweep: tuple[list[int], list[float]] = ([], [])
         self._members_shown = None
+        self._shown_at = 0.0
         self._operands_key = None
+        self._plan_key = None
+        self._plan = None
 
     def compose(self) -> ComposeResult:
         yield TopBar(id="topbar")
@@ -80,7 +86,12 @@ class DrillScreen(Screen):
     @property
     def plan(self):
         snap = self.app.snapshot
-        return drill_model.plan_of(snap) if snap is not None else None
+        if snap is None:
+            return None
+        key = (id(snap.meta), len(snap.kernels))  # a live session keeps one RunMeta
+        if key != self._plan_key:
+            self._plan_key, self._plan = key, drill_model.plan_of(snap)
+        return self._plan
 
     def _members(self, snap: ProfileSnapshot):
         want = set(self.row.members)
@@ -92,8 +103,13 @@ class DrillScreen(Screen):
         members = self._members(snap)
         if members:
             self.row = make_row(self.row.key, self.row.label, members)
-        if members != self._members_shown:  # a profile window: new measurements
-            self._members_shown = members
+        # New measurements (a profile window) redraw at once; predictions that drift with the
+        # live context, every few seconds.
+        measured = tuple(k.measured_p50_ns for k in members)
+        shown = self._members_shown
+        if shown is None or (members != shown[1] and (measured != shown[0] or
+                                                      time.monotonic() - self._shown_at >= DRIFT_REDRAW_S)):
+            self._members_shown, self._shown_at = (measured, members), time.monotonic()
             self._summary(snap)
             self._instances(members)
             self._sweep_chart(snap)
@@ -122,7 +138,7 @@ class DrillScreen(Screen):
         t = self.query_one("#instances-table", DataTable)
         t.clear(columns=True)
         for key, label in (("role", "launch"), ("pred", "pred ns"), ("meas", "meas ns"), ("p90", "p90 ns"),
-                           ("gap", "gap ×"), ("gbps", "GB/s")):  # p90 last-but-two: first to scroll off
+                           ("gap", "gap ×"), ("gbps", "GB/s")):
             t.add_column(Text(label, justify="left" if key == "role" else "right"), key=key)
         colors = self.app.theme_variables
         for k in members:
@@ -141,7 +157,8 @@ class DrillScreen(Screen):
         caption = self.query_one("#operands-caption", Static)
         plan = self.plan
         if plan is None:
-            caption.update(Content.styled("the snapshot's model does not rebuild its step plan", "italic $text-muted"))
+            caption.update(Content.styled("this snapshot's step plan could not be rebuilt (another tfdash "
+                                          "version?)", "italic $text-muted"))
             return
         ctx = drill_model.ctx_of(snap)
         key = (ctx, self.current)
@@ -160,7 +177,8 @@ class DrillScreen(Screen):
                            ("pct", "%"), ("buf", "buffer")):
             t.add_column(Text(label, justify="right" if key in ("read", "written", "pct") else "left"), key=key)
         for o in ops:
-            t.add_row(Text(o.role, style="bold"), KIND_SHORT.get(o.kind, o.kind), Text(fmt_bytes(o.read) if o.read else "—", justify="right"),
+            t.add_row(Text(o.role, style="bold"), KIND_SHORT.get(o.kind, o.kind),
+                      Text(fmt_bytes(o.read) if o.read else "—", justify="right"),
                       Text(fmt_bytes(o.written) if o.written else "—", justify="right"),
                       Text(fmt_num(100 * (o.read + o.written) / total, 1), justify="right"),
                       Text(o.buffers, style="dim"))

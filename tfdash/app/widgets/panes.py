@@ -234,7 +234,8 @@ class NvmlPane(Vertical):
         why = snap.unavailable.get("nvml")
         self.set_class(bool(why) and not snap.nvml, "-unavailable")
         if why and not snap.nvml:
-            set_content(stats, Content.assemble(("NVML unavailable\n", "bold $text-warning"), (why, "italic $text-muted")))
+            set_content(stats, Content.assemble(("NVML unavailable\n", "bold $text-warning"),
+                                                (why, "italic $text-muted")))
             dram_chart.show(Figure())
             power_chart.show(Figure())
             set_content(power_key, "")
