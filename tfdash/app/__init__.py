@@ -1,14 +1,17 @@
 """The Textual dashboard. It consumes ProfileSnapshots and small coalesced messages; it never
 reaches into the engine's buffers.
 
-    app.py           TfdashApp: state, actions, live refresh (<= 20 Hz), exports, quit
+    app.py           TfdashApp: state, actions, live refresh (<= 20 Hz, within a CPU budget), quit
     live.py          where snapshots come from: a Session in a thread worker, or a saved file
     main.py          `tfdash` / `tfdash open` entry points and the factories tests use
     screens/         main (the dashboard), drill (one kernel opened up), help (every key)
     widgets/         the panes: continuation, throughput, roofline, NVML, kernel table, charts, code
     model.py         what the panes compute from a snapshot (grouping, sorting, throughput)
-    drill_model.py   what the drill-down computes (operands, ctx_len sweep, sources)
+    drill_model.py   what the drill-down computes (plan, operands, ctx_len sweep, sources)
+    cuda_source.py   a launch's generated CUDA, compiled for sm_90a in a child process
+    exports.py       snapshot JSON, CSV, Chrome trace and SVG files, named and never overwritten
+    overhead.py      tok/s with the dashboard against headless, A/B (DESIGN rule 7)
     bindings.py      every key, as data with ids (remappable from the config file)
-    config.py        ~/.config/tfdash/config.json: theme and keymap
+    config.py        ~/.config/tfdash/config.json: theme, keymap, export directory
     messages.py      worker -> app messages
 """
