@@ -213,3 +213,24 @@ def test_dashboard_overhead_ab(isolated_config):
     assert out["medians"]["headless"] > 0 and out["medians"]["dashboard"] > 0
     assert out["refreshes"][0] >= 1
     assert out["overhead_pct"] == pytest.approx(100 * (1 - out["dashboard"][0] / out["headless"][0]))
+
+
+@sync
+async def test_an_engine_error_is_shown_not_raised(isolated_config):
+    from tfdash.app.widgets.continuation import Continuation
+    from tfdash.errors import CheckpointError
+
+    def broken(status):
+        status("building the engine…")
+        raise CheckpointError("L3.w_qkv: expected shape (4096, 2048), found (4096, 1024)")
+
+    app = live_app(broken)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.state == "error", what="the error state")
+        assert "expected shape" in app.status_note
+        assert any(n.severity == "error" and "expected shape" in n.message for n in app._notifications)
+        assert app.snapshot is None
+        cont = app.screen.query_one(Continuation)
+        assert "expected shape" in str(cont.render())
+        await pilot.press("q")
+    assert app.return_value is None
