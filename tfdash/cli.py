@@ -68,6 +68,7 @@ def run_parser() -> argparse.ArgumentParser:
     p.add_argument("--headless", action="store_true", help="no dashboard: print the continuation and a summary")
     p.add_argument("--profile", action="store_true", help="headless: profile a window of steps per kernel")
     p.add_argument("--export", metavar="DIR", help="headless: write snapshot JSON, Chrome trace and CSV here")
+    p.add_argument("--save", metavar="PATH", help="dashboard: write the final profile snapshot here on quit")
     add_run_args(p)
     return p
 

@@ -29,7 +29,8 @@ def _compile(spec: dict) -> str:
 
     launch = SimpleNamespace(family=spec["family"], kernel=spec["kernel"], dims=spec["dims"])
     try:
-        return compile_one(launch, target=dict(SM90A)).get_kernel_source()
+        # the engine's device code (PDL on); tvm_ffi: no launcher to build just to read the source
+        return compile_one(launch, target=dict(SM90A), pdl=True, backend="tvm_ffi").get_kernel_source()
     except Exception as e:  # noqa: BLE001 - below: the source inside a link failure, or the reason
         msg = str(e)
         head, _, rest = msg.partition("\n")

@@ -71,14 +71,6 @@ def cost(dims, ctx_len=0):
     return make_cost(flops, special, ops, smem=K * es, scratch=scratch)
 
 
-FAMILY = register(Family(
-    name="gemv",
-    roles=("x", "norm_w", "w", "out", "amax"),
-    cost=cost,
-    torch=torch_gemv,
-    tilelang=lambda dims: tilelang_gemv(dims),
-    describe="out (=|+=) W @ prologue(x); prologue rmsnorm|silu_mul|none, epilogue store|residual",
-))
 
 
 # -- tilelang ------------------------------------------------------------------------------
@@ -283,3 +275,13 @@ def tilelang_gemv(dims):
             body(x, None, w, out, None)
 
     return gemv
+
+
+FAMILY = register(Family(
+    name="gemv",
+    roles=("x", "norm_w", "w", "out", "amax"),
+    cost=cost,
+    torch=torch_gemv,
+    tilelang=tilelang_gemv,
+    describe="out (=|+=) W @ prologue(x); prologue rmsnorm|silu_mul|none, epilogue store|residual",
+))
