@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One device call on the H200: GPU tests, then `tfdash bench`, logs and JSON under $OUT.
-#   run with carry [".gpu"]:  bash scripts/h200_check.sh [tests|diag|bench|all] [extra bench args]
+#   run with carry [".gpu"]:  bash scripts/h200_check.sh [tests|diag|bench|profile|app|all] [extra bench args]
+#   (all = tests, diag, bench; profile = scripts/gpu_profile_check.py; app = scripts/gpu_app_check.py)
 # Needs the offline bundle (../shared/gpu-bundle .gpu/site.tar.xz). The tilelang kernel cache
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
@@ -20,4 +21,11 @@ if [ "$what" = diag ] || [ "$what" = all ]; then
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
   python3 -m tfdash bench --json "$OUT/bench.json" "$@" 2>&1 | grep -v "TileLang:" | tee "$OUT/bench.log" | tail -12
+fi
+if [ "$what" = profile ]; then
+  python3 scripts/gpu_profile_check.py --out "$OUT/profile_check.json" 2>&1 | grep -v "TileLang:" | tee "$OUT/profile_check.log" | tail -25
+fi
+if [ "$what" = app ]; then
+  mkdir -p "$OUT/app"
+  python3 scripts/gpu_app_check.py --out-dir "$OUT/app" 2>&1 | grep -v "TileLang:" | tee "$OUT/app/log.txt" | tail -8
 fi

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""The dashboard on the H200, in one process (qwen3-1.7b shape, random weights, tilelang graph).
+
+    python3 scripts/gpu_app_check.py --out-dir OUT [--device cpu]   (cpu: a plumbing smoke test)
+
+Parts (each in its own try/except; a failure is recorded and the next part runs):
+    midrun     the live dashboard (run headless at 160x48) on a 2048-token generation: at ~1000
+               tokens it profiles a window (`p`), then saves an SVG screenshot mid-run, lets the
+               run finish and writes the final snapshot (for `tfdash open`) and its exports
+    overhead   tok/s of a 2048-token generation headless and under the live dashboard, A/B in
+               one process, alternating, medians (tfdash.app.overhead.dashboard_ab)
+Writes results.json, dashboard-midrun.svg and snapshot-h200.json into --out-dir and prints a
+short table last. Exit status 1 when a part failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import platform
+import sys
+import time
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+SIZE = (160, 48)
+
+
+async def midrun(engine, out: Path, max_new: int, profile_at: int) -> dict:
+    from tfdash.app.main import live_app, make_session
+    from tfdash.engine import DEFAULT_PROMPT
+    from tfdash.profiling.export import export_all, write_snapshot
+
+    app = live_app(lambda status: make_session(engine, DEFAULT_PROMPT, max_new), max_new_tokens=max_new,
+                   export_dir=out)
+    res: dict = {}
+    async with app.run_test(size=SIZE) as pilot:
+        t0 = time.monotonic()
+        while app.snapshot is None or app.snapshot.new_tokens < profile_at:
+            if time.monotonic() - t0 > 600:
+                raise TimeoutError("no tokens within 600 s")
+            await pilot.pause(0.05)
+        await pilot.press("p")
+        t1 = time.monotonic()
+        while not (app.snapshot and any(k.measured_p50_ns for k in app.snapshot.kernels)):
+            if time.monotonic() - t1 > 300:
+                raise TimeoutError("the profile window did not report within 300 s")
+            await pilot.pause(0.05)
+        await pilot.pause(0.3)  # let the kernel table and roofline redraw
+        res["tokens_at_screenshot"] = app.snapshot.new_tokens
+        res["svg"] = str(Path(app.save_screenshot(filename="dashboard-midrun.svg", path=str(out))))
+        while app.state not in ("done", "stopped", "error"):
+            if time.monotonic() - t0 > 900:
+                raise TimeoutError("the run did not finish")
+            await pilot.pause(0.1)
+        snap = app.snapshot
+        await pilot.press("q")
+    write_snapshot(snap, out / "snapshot-h200.json")
+    export_all(snap, out / "exports")
+    res.update(new_tokens=snap.new_tokens, tok_per_s=snap.tok_per_s, run_state=app.state,
+               kernels_measured=sum(1 for k in snap.kernels if k.measured_p50_ns is not None),
+               kernels=len(snap.kernels))
+    return res
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out-dir", required=True)
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--max-new-tokens", type=int, default=2048)
+    p.add_argument("--rounds", type=int, default=3)
+    args = p.parse_args(argv)
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+
+    from tfdash.engine import load_engine
+
+    cpu = args.device == "cpu"
+    n = 96 if cpu else args.max_new_tokens
+    engine = load_engine(model="qwen3-tiny" if cpu else "qwen3-1.7b", device=args.device, max_new_tokens=n,
+                         prompt="x")
+    results: dict = {"host": platform.node(), "device": args.device, "backend": engine.backend,
+                     "model": engine.config.name, "new_tokens": n, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                     "command": "python3 scripts/gpu_app_check.py " + " ".join(sys.argv[1:]), "errors": {}}
+    try:
+        results["midrun"] = asyncio.run(midrun(engine, out, n, profile_at=n // 2))
+    except Exception:
+        results["errors"]["midrun"] = traceback.format_exc(limit=6)
+    try:
+        from tfdash.app.overhead import dashboard_ab
+        from tfdash.app.main import make_session
+        from tfdash.engine import DEFAULT_PROMPT
+
+        results["overhead"] = dashboard_ab(lambda: make_session(engine, DEFAULT_PROMPT, n), rounds=args.rounds,
+                                           size=SIZE)
+    except Exception:
+        results["errors"]["overhead"] = traceback.format_exc(limit=6)
+    (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
+    m, o = results.get("midrun", {}), results.get("overhead", {})
+    print(f"dashboard on {results['backend']} ({results['model']}, {n} new tokens)")
+    if m:
+        print(f"  mid-run SVG at {m.get('tokens_at_screenshot')} tokens: {m.get('svg')}; "
+              f"{m.get('kernels_measured')}/{m.get('kernels')} kernel rows measured; run {m.get('run_state')}, "
+              f"{m.get('tok_per_s', 0):.1f} tok/s")
+    if o:
+        print(f"  tok/s headless {o.get('medians', {}).get('headless')}, dashboard {o.get('medians', {}).get('dashboard')}, "
+              f"overhead {o.get('overhead_pct')} %")
+    for part, err in results["errors"].items():
+        print(f"  {part} FAILED: {err.strip().splitlines()[-1]}")
+    return 1 if results["errors"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
