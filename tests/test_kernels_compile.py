@@ -19,7 +19,8 @@ pytestmark = pytest.mark.skipif(
 
 PLAN = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096)
 UNFUSED = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, fused_rope=False)
-KERNELS = {**UNFUSED.kernels(), **PLAN.kernels()}  # every kernel either plan launches
+GU1 = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, gemv_blocks_per_sm={"gate_up": 1})
+KERNELS = {**UNFUSED.kernels(), **GU1.kernels(), **PLAN.kernels()}  # every kernel the plan variants launch
 
 
 @pytest.fixture(scope="module")

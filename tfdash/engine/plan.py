@@ -174,9 +174,13 @@ def check_prompt_ids(cfg: ModelConfig, ids) -> None:
                           f"(is the tokenizer the checkpoint's own?)")
 
 
-def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, fused_rope: bool = True) -> StepPlan:
+def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, fused_rope: bool = True,
+               gemv_blocks_per_sm: Mapping[str, int] | None = None) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
-    `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline)."""
+    `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
+    `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
+    a variant to A/B: fewer blocks of one op leave room for the next op's to start early."""
+    bps = dict(gemv_blocks_per_sm or {})
     cfg.validate()
     if capacity < 1:
         raise CapacityError(f"capacity={capacity} must be positive")
@@ -236,8 +240,12 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                                MappingProxyType(dict(dims, dtype=dtype)), MappingProxyType(args)))
 
     def gemv(role, layer, kernel, N, K, prologue, epilogue, out_dtype, **args):
-        launch(role, layer, "gemv", kernel,
-               dict(N=N, K=K, prologue=prologue, epilogue=epilogue, out_dtype=out_dtype, eps=eps), **args)
+        dims = dict(N=N, K=K, prologue=prologue, epilogue=epilogue, out_dtype=out_dtype, eps=eps)
+        op = role.split(".", 1)[-1]
+        if op in bps:
+            dims["blocks_per_sm"] = bps[op]
+            kernel = f"{kernel}_b{bps[op]}"  # another grid is another kernel: name it apart
+        launch(role, layer, "gemv", kernel, dims, **args)
 
     launch("embed", None, "embed", "embed_gather", dict(H=H, V=V), tok="tok", table="embed", out="x")
     attn_dims = dict(n_heads=nH, n_kv_heads=nKV, head_dim=D, capacity=C, block=ATTN_BLOCK, splits=splits)

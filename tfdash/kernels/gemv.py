@@ -65,7 +65,7 @@ def cost(dims, ctx_len=0):
     else:
         ops.append(Operand("out", "activation", 0, N * out_es))
     flops["f32"] = flops.get("f32", 0) + f32
-    scratch = 2 * 4 * grid_size(N, K) if dims.get("argmax") else 0  # per-block argmax partials
+    scratch = 2 * 4 * grid_size(N, K, dims.get("blocks_per_sm", BLOCKS_PER_SM)) if dims.get("argmax") else 0
     # shared memory of the tilelang kernel: h staged in the model dtype (the small reduction
     # arrays share its space: tilelang's planner aliases them once h is dead)
     return make_cost(flops, special, ops, smem=K * es, scratch=scratch)
@@ -76,8 +76,9 @@ def cost(dims, ctx_len=0):
 # -- tilelang ------------------------------------------------------------------------------
 THREADS = 256  # 8 warps per block
 VEC = 8  # bf16 per 16-byte load
-SMS = 132  # H200 multiprocessors; the grid is capped at BLOCKS_PER_SM of them
-BLOCKS_PER_SM = 2
+SMS = 132  # H200 multiprocessors; the grid is capped at `blocks_per_sm` of them
+BLOCKS_PER_SM = 2  # default; a plan may ask fewer for one op, leaving room for its successor's
+#                    blocks to become resident early under PDL and prefetch their weights
 
 
 def rows_per_warp(K: int) -> int:
@@ -85,9 +86,9 @@ def rows_per_warp(K: int) -> int:
     return max(1, min(4, 16 // max(1, K // (32 * VEC))))
 
 
-def grid_size(N: int, K: int) -> int:
+def grid_size(N: int, K: int, blocks_per_sm: int = BLOCKS_PER_SM) -> int:
     groups = -(-N // rows_per_warp(K))
-    return max(1, min(-(-groups // (THREADS // 32)), SMS * BLOCKS_PER_SM))
+    return max(1, min(-(-groups // (THREADS // 32)), SMS * blocks_per_sm))
 
 
 def tilelang_gemv(dims):
@@ -109,7 +110,7 @@ def tilelang_gemv(dims):
     dt, out_dt = dims["dtype"], dims["out_dtype"]
     eps = float(dims["eps"])
     R = rows_per_warp(K)
-    grid = grid_size(N, K)
+    grid = grid_size(N, K, dims.get("blocks_per_sm", BLOCKS_PER_SM))
     warps = THREADS // 32
     total_warps = grid * warps
     groups = -(-N // R)

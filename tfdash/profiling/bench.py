@@ -11,6 +11,8 @@ copy bandwidth.
                      programmatic dependent launch (PDL)
     tilelang-nopdl   the same kernels and graph with plain launches (the PDL A/B)
     tilelang-unfused q/k norm + RoPE + KV append in a launch of its own (the fusion A/B)
+    tilelang-gu1     gate_up's grid at one block per SM, so all of down's blocks can be resident
+                     early under PDL (the grid A/B)
     torch-graph      the same plan in torch ops (cuBLAS GEMVs, KV masked over capacity), one graph
     hf-compile       transformers' static-cache generate with a torch.compile'd forward
 """
@@ -160,7 +162,8 @@ def main(argv: list[str]) -> int:
     if args.rounds < 1 or args.max_new_tokens < 1:
         raise TfdashError("--rounds and --max-new-tokens must be at least 1")
     wanted = [b.strip() for b in args.backends.split(",") if b.strip()]
-    unknown = set(wanted) - {"tilelang-graph", "tilelang-nopdl", "tilelang-unfused", "torch-graph", "hf-compile"}
+    unknown = set(wanted) - {"tilelang-graph", "tilelang-nopdl", "tilelang-unfused", "tilelang-gu1", "torch-graph",
+                             "hf-compile"}
     if unknown:
         raise TfdashError(f"unknown backend(s): {', '.join(sorted(unknown))}")
 
@@ -194,6 +197,11 @@ def main(argv: list[str]) -> int:
 
             unfused = build_plan(cfg, dtype="bfloat16", capacity=capacity, fused_rope=False)
             peers[b] = TilelangRuntime(unfused, weights, "cuda", pdl=True)
+        elif b == "tilelang-gu1":
+            from tfdash.engine.plan import build_plan
+
+            gu1 = build_plan(cfg, dtype="bfloat16", capacity=capacity, gemv_blocks_per_sm={"gate_up": 1})
+            peers[b] = TilelangRuntime(gu1, weights, "cuda", pdl=True)
         elif b == "hf-compile":
             try:
                 peers[b] = HFPeer(cfg, eng0.runtime)
