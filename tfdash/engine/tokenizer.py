@@ -22,7 +22,7 @@ _PUNCT = [".", ",", ";", "!", "?", ":"]
 class StandInTokenizer:
     """Token i <-> a fixed pseudo-word (a few are punctuation). Deterministic for a vocab size."""
 
-    label = "stand-in vocabulary (random weights)"
+    label = "stand-in vocabulary"
 
     def __init__(self, vocab_size: int):
         self.vocab_size = vocab_size
