@@ -103,7 +103,7 @@ def main(argv=None) -> int:
     from tfdash.profiling import probe
     from tfdash.profiling.export import export_all
     from tfdash.profiling.session import Session, TokenBatch
-    from tfdash.profiling.timeline import Timer, profile_steps
+    from tfdash.profiling.timeline import profile_steps
 
     @part("probe")
     def _():

@@ -41,7 +41,7 @@ class Runtime:
         self.cuda = self.device.type == "cuda"
         self.bufs = self._allocate(weights)
         self.launch_args = [self._resolve(launch) for launch in plan.launches]
-        self.launch_fns: list[Callable[[], None]] = [self._torch_fn(i) for i in range(len(plan.launches))]
+        self.launch_fns: list[Callable[[], None]] = [self._launch_fn(i) for i in range(len(plan.launches))]
         self._ring_init()
 
     # -- buffers -------------------------------------------------------------------------
@@ -70,7 +70,7 @@ class Runtime:
     def _resolve(self, launch) -> dict[str, torch.Tensor]:
         return {role: self.bufs[name] for role, name in launch.args.items()}
 
-    def _torch_fn(self, i):
+    def _launch_fn(self, i):
         launch = self.plan.launches[i]
         fn, dims, args = family(launch.family).torch, launch.dims, self.launch_args[i]
         return lambda: fn(dims, args)
@@ -207,7 +207,7 @@ class TilelangRuntime(GraphRuntime):
         self.kernels = compile_plan(plan, progress=progress, pdl=self.pdl)
         super().__init__(plan, weights, device)
 
-    def _torch_fn(self, i):
+    def _launch_fn(self, i):
         launch = self.plan.launches[i]
         kernel = self.kernels[launch.kernel]
         args = [self.launch_args[i][role] for role in family(launch.family).roles if role in launch.args]

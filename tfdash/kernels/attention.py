@@ -188,7 +188,6 @@ def tilelang_attention(dims):
             mm = T.alloc_var("float32")
             ll = T.alloc_var("float32")
             acc = T.alloc_var("float32")
-            wgt = T.alloc_var("float32")
             vcur = T.alloc_var("float32")
             mloc = T.alloc_local((sper,), "float32")
             lloc = T.alloc_local((sper,), "float32")

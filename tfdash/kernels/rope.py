@@ -10,7 +10,7 @@ product and the sum rounded, cos/sin taken from bf16 tables built in f32 (as HF 
 
 import torch
 
-from tfdash.kernels.base import DTYPE_BYTES, SHORT_DTYPE, Family, Operand, make_cost, register
+from tfdash.kernels.base import DTYPE_BYTES, Family, Operand, make_cost, register
 from tfdash.kernels.common import rmsnorm
 
 

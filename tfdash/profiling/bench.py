@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import platform
 import statistics
 import sys
@@ -153,7 +152,7 @@ def main(argv: list[str]) -> int:
 
     from tfdash.engine import load_engine
     from tfdash.engine.decode import Generation
-    from tfdash.engine.plan import default_capacity
+    from tfdash.engine.plan import build_plan, default_capacity
     from tfdash.engine.runtime import TilelangRuntime
 
     args = parser().parse_args(argv)
@@ -171,7 +170,6 @@ def main(argv: list[str]) -> int:
 
     cfg = load_config(args.ckpt) if args.ckpt else preset(args.model or "qwen3-1.7b")
     # A capacity that just fits: the torch peer masks attention over the whole capacity.
-    eng0 = None
     from tfdash.engine.tokenizer import StandInTokenizer, load_tokenizer
 
     tok = load_tokenizer(args.ckpt) if args.ckpt else StandInTokenizer(cfg.vocab_size)
@@ -193,13 +191,9 @@ def main(argv: list[str]) -> int:
         elif b == "tilelang-nopdl":
             peers[b] = TilelangRuntime(plan, weights, "cuda", pdl=False)
         elif b == "tilelang-unfused":
-            from tfdash.engine.plan import build_plan
-
             unfused = build_plan(cfg, dtype="bfloat16", capacity=capacity, fused_rope=False)
             peers[b] = TilelangRuntime(unfused, weights, "cuda", pdl=True)
         elif b == "tilelang-gu1":
-            from tfdash.engine.plan import build_plan
-
             gu1 = build_plan(cfg, dtype="bfloat16", capacity=capacity, gemv_blocks_per_sm={"gate_up": 1})
             peers[b] = TilelangRuntime(gu1, weights, "cuda", pdl=True)
         elif b == "hf-compile":
