@@ -49,6 +49,21 @@ def test_map_replays_by_order_and_name():
     assert len(spans) == 12 and spans[1][:3] == (0, 1, "gemm_a") and spans[-1][:3] == (2, 2, "argmax_feed_kernel")
 
 
+def test_overlapping_kernels_count_their_exclusive_time():
+    # PDL: each kernel starts while the one before drains and waits on the device. Launch 1
+    # starts 4 ns into launch 0 (which ends at 10) and ends at 30; launch 2 (two kernels) starts
+    # at 12, its first kernel ends at 33, its second runs 40..47 after a 7 ns bubble.
+    names = (("a_kernel",), ("b_kernel",), ("c_kernel", "d_kernel"))
+    ev = [DeviceEvent("a_kernel", 0, 10), DeviceEvent("b_kernel", 4, 26), DeviceEvent("c_kernel", 12, 21),
+          DeviceEvent("d_kernel", 40, 7)]
+    launch_ns, spans, _, err = map_replays(ev, names, 1)
+    assert err is None
+    assert launch_ns == ((10,), (20,), (3 + 7,))
+    # exclusive times sum to the busy time: first start to last end minus the bubble
+    assert sum(x[0] for x in launch_ns) == 47 - 7
+    assert [sp[4] for sp in spans] == [10, 26, 21, 7]  # the timeline keeps raw durations
+
+
 def test_map_replays_refuses_a_wrong_count_or_name():
     ev = replay_events(3)
     _, _, _, err = map_replays(ev[:-2], NAMES, 3)

@@ -8,7 +8,7 @@
              kernels); replays are then checked name by name against what was learned.
     direct   (CPU) each launch of the window's steps is timed on the host clock.
 
-A window hands back a `WindowResult`: per launch x step device ns, step ns (the ring events'
+A window hands back a `WindowResult`: per launch x step device ns (exclusive: see map_replays), step ns (the ring events'
 step times on CUDA, the host's on CPU), the kernels' spans for the timeline, and an error line
 instead of numbers when the mapping failed. The step's gap = step time - sum of its kernels.
 
@@ -81,6 +81,12 @@ class WindowResult:
     def gap_ns(self) -> float:
         return self.step_p50_ns - self.kernel_sum_ns
 
+    @property
+    def device_gap_ns(self) -> float | None:
+        """CUPTI's own idle per step: replay period - sum of exclusive kernel times (None on CPU).
+        Set beside gap_ns (from the ring events' step time) it checks the two clocks agree."""
+        return None if self.period_ns is None else self.period_ns - self.kernel_sum_ns
+
 
 def failed(method: str, first_step: int, error: str, t0: int = 0, t1: int = 0) -> WindowResult:
     return WindowResult(method, first_step, 0, (), (), (), (), t0, t1, error)
@@ -136,7 +142,14 @@ def check_tilelang_names(names: Sequence[Sequence[str]], kernels: Sequence[str])
 
 def map_replays(events: Sequence[DeviceEvent], names: Sequence[Sequence[str]], steps: int):
     """Split the window's device events into steps x launches by order, checking each name.
-    Returns (launch_ns [launch][step], [(step, launch, name, start, dur)], period_ns, error)."""
+    Returns (launch_ns [launch][step], [(step, launch, name, start, dur)], period_ns, error).
+
+    launch_ns is each kernel's *exclusive* time: from the later of its start and the end of
+    every kernel before it, to its end. With programmatic dependent launch a kernel starts while
+    its predecessor drains and waits for it on the device, so its raw duration counts that wait
+    twice; its exclusive time is what it adds to the step. The exclusive times of a replay sum
+    to its busy time, and step - sum is the idle (launch gaps, bubbles). The spans keep the raw
+    start and duration for the timeline."""
     ev = step_events(events)
     per_step = sum(len(n) for n in names)
     if per_step == 0:
@@ -149,6 +162,7 @@ def map_replays(events: Sequence[DeviceEvent], names: Sequence[Sequence[str]], s
     launch_ns = [[0] * steps for _ in names]
     spans = []
     firsts = []
+    frontier = ev[0].start_ns  # the latest end of any earlier event
     for s in range(steps):
         block = ev[s * per_step:(s + 1) * per_step]
         firsts.append(block[0].start_ns)
@@ -156,7 +170,9 @@ def map_replays(events: Sequence[DeviceEvent], names: Sequence[Sequence[str]], s
             if e.name != expect[j]:
                 return (), [], None, (f"step {s}: device event {j} is {e.name!r}, launch {owner[j]} "
                                       f"ran {expect[j]!r} when learned")
-            launch_ns[owner[j]][s] += e.dur_ns
+            end = e.start_ns + e.dur_ns
+            launch_ns[owner[j]][s] += max(0, end - max(e.start_ns, frontier))
+            frontier = max(frontier, end)
             spans.append((s, owner[j], e.name, e.start_ns, e.dur_ns))
     period = percentile([b - a for a, b in zip(firsts, firsts[1:])], 50) if steps > 1 else None
     return tuple(tuple(r) for r in launch_ns), spans, period, None
