@@ -72,8 +72,11 @@ class Engine:
         return ids
 
     def generate(self, prompt: str | list[int], max_new_tokens: int, stop=None, ignore_eos: bool = False,
-                 depth: int = 16) -> Generation:
+                 depth: int | None = None) -> Generation:
+        from tfdash.settings import SETTINGS
+
         ids = self.encode(prompt) if isinstance(prompt, str) else list(prompt)
+        depth = depth or (SETTINGS.depth if self.runtime.cuda else 2)
         eos = () if (ignore_eos or self.random_weights) else self.config.eos_token_ids
         return Generation(self.runtime, ids, max_new_tokens, self.tokenizer, eos_ids=eos, depth=depth, stop=stop)
 

@@ -12,11 +12,21 @@ step boundary the loop drains the steps in flight, calls `window.start`, runs th
 `window.on_step`, drains again and calls `window.finish`. A window of 0 steps is a pause: work
 done between two steps with nothing in flight (e.g. a marginal-cost measurement). Time spent in
 start/finish is counted in `stats.paused_ns` (and is part of the wall time: tok/s stays honest).
+
+While a generation runs the host is kept steady (`steady_host`), because the decode loop shares
+one Python process, and its GIL, with whatever watches it (the dashboard draws in another
+thread). The objects alive at the start are frozen out of the cyclic garbage collector: a full
+collection over a large heap (torch, tilelang, the app) holds the GIL for 100 ms and more, longer
+than the steps in flight last, so the GPU would idle; frozen, a collection walks only what the
+run allocated. And the interpreter's switch interval drops from 5 ms to SWITCH_S, so the loop
+gets the GIL back within that after each graph replay or event wait (which release it).
 """
 
 from __future__ import annotations
 
+import gc
 import statistics
+import sys
 import threading
 import time
 from array import array
@@ -27,6 +37,40 @@ from typing import Iterator
 from tfdash.engine.plan import check_generation, check_prompt_ids
 from tfdash.engine.runtime import RING, Runtime
 from tfdash.engine.tokenizer import StreamDecoder
+
+
+SWITCH_S = 0.0005  # the interpreter's switch interval while a generation runs (default 5 ms)
+
+_host_lock = threading.Lock()
+_host_runs = 0
+_host_saved = 0.005
+
+
+class steady_host:
+    """Context for a running generation (see the module doc): collect once, freeze every object
+    alive now into the collector's permanent generation, and shorten the switch interval; undone
+    when the last concurrent generation leaves (unfrozen, what has since become cyclic garbage is
+    collected again)."""
+
+    def __enter__(self):
+        global _host_runs, _host_saved
+        with _host_lock:
+            _host_runs += 1
+            if _host_runs == 1:
+                gc.collect()
+                gc.freeze()
+                _host_saved = sys.getswitchinterval()
+                sys.setswitchinterval(min(_host_saved, SWITCH_S))
+        return self
+
+    def __exit__(self, *exc):
+        global _host_runs
+        with _host_lock:
+            _host_runs -= 1
+            if _host_runs == 0:
+                gc.unfreeze()
+                sys.setswitchinterval(_host_saved)
+        return False
 
 
 @dataclass(frozen=True)
@@ -131,6 +175,10 @@ class Generation:
             d.prefix = 0
 
     def __iter__(self) -> Iterator[TokenEvent]:
+        with steady_host():
+            yield from self._run()
+
+    def _run(self) -> Iterator[TokenEvent]:
         rt, stats = self.runtime, self.stats
         n_prompt = len(self.prompt_ids)
         total_steps = n_prompt - 1 + self.max_new_tokens

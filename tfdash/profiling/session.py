@@ -32,6 +32,7 @@ from tfdash.profiling.meta import collect_meta
 from tfdash.profiling.nvml import Nvml, NvmlSample, NvmlSampler
 from tfdash.profiling.snapshot import KernelRow, KernelSpan, ProfileSnapshot, Roofline, RunMeta, TokenRecord
 from tfdash.profiling.timeline import Timer, WindowResult, profile_steps
+from tfdash.settings import SETTINGS
 
 log = logging.getLogger("tfdash.session")
 
@@ -113,11 +114,12 @@ class Session:
         self.ignore_eos = ignore_eos
         self.profile_every, self.profile_steps = max(0, profile_every), max(1, profile_steps)
         self.batch_s = batch_s
-        self.depth = depth or (16 if self.runtime.cuda else 2)  # CPU steps are synchronous anyway
+        self.depth = depth or (SETTINGS.depth if self.runtime.cuda else 2)  # CPU steps are synchronous anyway
         self.keep_tokens, self.keep_steps = max(1, keep_tokens), max(1, keep_steps)
 
         self._lock = threading.RLock()  # the session's state (short holds only)
         self._rt_lock = threading.Lock()  # the runtime: held by run, profile_now, idle marginal
+        self._snap_lock = threading.Lock()  # one snapshot builder at a time (see snapshot)
         self._tokens: deque[TokenRecord] = deque(maxlen=self.keep_tokens)
         self._steps: deque[int] = deque(maxlen=self.keep_steps)
         self._windows: deque[WindowResult] = deque(maxlen=max(1, keep_windows))
@@ -278,6 +280,8 @@ class Session:
                 if getattr(self.runtime, "graph", False) is None:
                     self._post(Status("capturing the step's CUDA graph"))
                     self.runtime.capture(self.prompt_ids)  # before the generation resets the state
+                if self._probe or getattr(self.runtime, "graph", False) is not False:
+                    self._post(Status(""))  # the set-up is over: clear the line
                 ended = self._decode(stop)
         except BaseException as e:
             ended = SessionEnded("error", self._new_tokens, self._wall_ns, 0.0,
@@ -433,30 +437,41 @@ class Session:
 
     # -- snapshots -------------------------------------------------------------------------------
     def snapshot(self) -> ProfileSnapshot:
-        """The session now, frozen (thread-safe; cached between changes)."""
-        with self._lock:
-            if self._snap is not None and self._snap[0] == self._version:
-                return self._snap[1]
-            version = self._version
-            win = self._windows[-1] if self._windows else None
-            rows = self._rows(win, win.ctx_len if win else self._ctx_now())
+        """The session now, frozen (thread-safe; cached between changes).
+
+        The decode thread takes the state lock once a token, so a snapshot holds it only to copy
+        the state; the kernel rows, the roofline and the timeline are built outside it (one
+        builder at a time), so drawing the dashboard never stalls the decode loop."""
+        with self._snap_lock:
+            with self._lock:
+                if self._snap is not None and self._snap[0] == self._version:
+                    return self._snap[1]
+                version = self._version
+                win = self._windows[-1] if self._windows else None
+                ctx = win.ctx_len if win else self._ctx_now()
+                window_error, marginal = self._window_error, tuple(self._marginal)
+                tokens, steps = tuple(self._tokens), tuple(self._steps)
+                new_tokens, wall_ns, paused_ns = self._new_tokens, self._wall_ns, self._paused_ns
+                steps_total, n_windows, target = self._steps_total, self._n_windows, self.target
+            rows = self._rows(win, ctx)
             roof = self._roofline(win) if win else None
             unavailable: dict[str, str] = {}
-            why = "no profile window yet" if self._window_error is None else \
-                f"no profile window yet (the last one: {self._window_error})"
+            why = "no profile window yet" if window_error is None else \
+                f"no profile window yet (the last one: {window_error})"
             if win is None:
                 unavailable["kernels"] = why
-            elif self._window_error is not None:
-                unavailable["profile"] = f"the latest profile window has no numbers: {self._window_error}"
+            elif window_error is not None:
+                unavailable["profile"] = f"the latest profile window has no numbers: {window_error}"
             if roof is None:
                 unavailable["roofline"] = why
-            if self.sampler is None:
+            sampler = self.sampler
+            if sampler is None:
                 unavailable["nvml"] = self._nvml_reason
             else:
-                unavailable.update(self.sampler.unavailable())
+                unavailable.update(sampler.unavailable())
             if not self.runtime.cuda:
                 unavailable["marginal"] = f"marginal cost needs CUDA graphs; this is {self.engine.backend} on the CPU"
-            elif not self._marginal:
+            elif not marginal:
                 unavailable["marginal"] = "not measured yet"
             timeline = ()
             if win is not None:
@@ -467,13 +482,14 @@ class Session:
             if not timeline:
                 unavailable["timeline"] = why
             snap = ProfileSnapshot(
-                meta=self.meta, tokens=tuple(self._tokens), step_ns=tuple(self._steps),
-                prompt_tokens=len(self.prompt_ids), new_tokens=self._new_tokens, wall_ns=self._wall_ns,
-                kernels=rows, nvml=self.sampler.series() if self.sampler else (), roofline=roof,
-                marginal=tuple(self._marginal), unavailable=unavailable,
-                target=_jsonable(self.target.to_dict()), steps=self._steps_total, paused_ns=self._paused_ns,
-                profile_windows=self._n_windows, timeline=timeline)
-            self._snap = (version, snap)
+                meta=self.meta, tokens=tokens, step_ns=steps,
+                prompt_tokens=len(self.prompt_ids), new_tokens=new_tokens, wall_ns=wall_ns,
+                kernels=rows, nvml=sampler.series() if sampler else (), roofline=roof,
+                marginal=marginal, unavailable=unavailable,
+                target=_jsonable(target.to_dict()), steps=steps_total, paused_ns=paused_ns,
+                profile_windows=n_windows, timeline=timeline)
+            with self._lock:
+                self._snap = (version, snap)
             return snap
 
     @property
