@@ -82,20 +82,22 @@ def profile_run(eng, args, max_new: int) -> int:
     session = Session(eng, args.prompt, max_new, ignore_eos=getattr(args, "ignore_eos", False))
     at = max(1, (max_new - steps) // 2)
     asked = [False]
+    wrote_prompt = [False]
 
     def on_event(m) -> None:
         if isinstance(m, TokenBatch):
+            if not wrote_prompt[0]:  # the prompt goes out with the first tokens, after any set-up line
+                wrote_prompt[0] = True
+                out.write(args.prompt)
             for t in m.tokens:
                 if t.text:
                     out.write(t.text)
             out.flush()
             if profile and not asked[0] and m.new_tokens >= at:
                 asked[0] = session.request_profile(steps)
-        elif isinstance(m, Status):
+        elif isinstance(m, Status) and m.text:
             print(f"tfdash: {m.text}", file=err)
 
-    out.write(args.prompt)
-    out.flush()
     try:
         session.run(on_event)
     except KeyboardInterrupt:
