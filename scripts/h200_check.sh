@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call on the H200: GPU tests, then `tfdash bench`, logs and JSON under $OUT.
 #   run with carry [".gpu"]:  bash scripts/h200_check.sh [tests|diag|bench|profile|app|all] [extra bench args]
-#   (all = tests, diag, bench; profile = scripts/gpu_profile_check.py; app = scripts/gpu_app_check.py)
+#   (all = tests, diag, bench; engine = bench, headless run, GPU tests; observe = issues 5 and 6 (+ bench); profile = scripts/gpu_profile_check.py; app = scripts/gpu_app_check.py)
 # Needs the offline bundle (../shared/gpu-bundle .gpu/site.tar.xz). The tilelang kernel cache
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
@@ -19,11 +19,32 @@ fi
 if [ "$what" = diag ] || [ "$what" = all ]; then
   python3 scripts/kernel_times.py --out "$OUT/kernel_times.json" 2>&1 | grep -v "TileLang:" | tee "$OUT/kernel_times.log" | tail -16
 fi
-if [ "$what" = bench ] || [ "$what" = all ]; then
+if [ "$what" = bench ] || [ "$what" = all ] || [ "$what" = engine ]; then
   python3 -m tfdash bench --json "$OUT/bench.json" "$@" 2>&1 | grep -v "TileLang:" | tee "$OUT/bench.log" | tail -12
+fi
+if [ "$what" = headless ] || [ "$what" = engine ]; then
+  { time python3 -m tfdash --headless --device cuda --max-new-tokens 2048 ; } > "$OUT/headless.log" 2>&1
+  grep -v "TileLang:" "$OUT/headless.log" | tail -8
+fi
+if [ "$what" = engine ]; then
+  python3 -m pytest -m gpu tests/gpu -q -rA -p no:cacheprovider --junitxml="$OUT/gpu-tests.xml" ${TESTS_K:+-k "$TESTS_K"} 2>&1 \
+    | grep -v "TileLang:" > "$OUT/gpu-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/gpu-tests.log" | tail -12
 fi
 if [ "$what" = profile ]; then
   python3 scripts/gpu_profile_check.py --out "$OUT/profile_check.json" 2>&1 | grep -v "TileLang:" | tee "$OUT/profile_check.log" | tail -25
+fi
+if [ "$what" = observe ]; then
+  # issues 5 and 6 in one call: everything under $OUT/r, packed into $OUT/results.tgz after each
+  # part (at most 8 files come back from a device call)
+  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  python3 scripts/gpu_profile_check.py --out "$R/profile_check.json" 2>&1 | grep -v "TileLang:" > "$R/profile_check.log"
+  tail -18 "$R/profile_check.log"; pack
+  python3 scripts/gpu_app_check.py --out-dir "$R/app" 2>&1 | grep -v "TileLang:" > "$R/app.log"; tail -4 "$R/app.log"; pack
+  python3 -m tfdash --headless --profile --export "$R/headless-export" --device cuda --max-new-tokens 2048 \
+    > "$R/headless-profile.log" 2> "$R/headless-profile.err"; tail -14 "$R/headless-profile.log"; pack
+  python3 -m pytest -m gpu tests/test_profiling_gpu.py -q -rA -p no:cacheprovider 2>&1 | grep -v "TileLang:" \
+    > "$R/profiling-gpu-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/profiling-gpu-tests.log"; pack
+  python3 -m tfdash bench --json "$R/bench.json" "$@" 2>&1 | grep -v "TileLang:" > "$R/bench.log"; tail -5 "$R/bench.log"; pack
 fi
 if [ "$what" = app ]; then
   mkdir -p "$OUT/app"
