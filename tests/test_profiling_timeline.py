@@ -8,7 +8,7 @@ import torch
 from profiling_support import micro_engine
 
 from tfdash.profiling.timeline import (DeviceEvent, DirectWindow, Timer, attribute, check_tilelang_names,
-                                       map_replays, profile_steps, step_events)
+                                       graph_names, map_replays, profile_steps, step_events)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -62,6 +62,34 @@ def test_overlapping_kernels_count_their_exclusive_time():
     # exclusive times sum to the busy time: first start to last end minus the bubble
     assert sum(x[0] for x in launch_ns) == 47 - 7
     assert [sp[4] for sp in spans] == [10, 26, 21, 7]  # the timeline keeps raw durations
+
+
+def test_an_overlapping_window_keeps_its_replays_after_the_start_mark():
+    # CUPTI started mid-replay with steps in flight: the tail of one replay, a whole earlier
+    # replay, the start mark, the window's 2 replays, then the start of a later one.
+    ev = replay_events(5)
+    per = 5  # 4 kernels + the ring copy per replay
+    mark = DeviceEvent("void at::cuda::(anonymous namespace)::spin_kernel(long)", ev[2 * per].start_ns - 20, 1)
+    seen = ev[2:2 * per] + [mark] + ev[2 * per:4 * per] + ev[4 * per:4 * per + 2]
+    launch_ns, spans, _, err = map_replays(seen, NAMES, 2, align=True)
+    assert err is None
+    assert [sp[3] for sp in spans] == [e.start_ns for e in ev[2 * per:4 * per] if "Memcpy" not in e.name]
+    # without the mark: the first complete replay CUPTI saw
+    _, spans, _, err = map_replays(ev[2:2 * per] + ev[2 * per:4 * per], NAMES, 2, align=True)
+    assert err is None and spans[0][3] == ev[per].start_ns
+    # too few complete replays after the mark
+    _, _, _, err = map_replays(seen, NAMES, 3, align=True)
+    assert err == "CUPTI saw 2 complete replays after the window started; it asked for 3"
+    _, _, _, err = map_replays(ev[:3], NAMES, 1, align=True)
+    assert err == "no complete replay among CUPTI's events"
+
+
+def test_graph_names_come_from_a_replay():
+    eager = (("a_kernel",), ("Memcpy DtoD (Device -> Device)", "b_kernel"))
+    replay = [DeviceEvent("a_kernel", 0, 1), DeviceEvent("memcpy32_post", 2, 1), DeviceEvent("b_kernel", 4, 1)]
+    assert graph_names(eager, replay) == (("a_kernel",), ("memcpy32_post", "b_kernel"))
+    with pytest.raises(ValueError, match="one graph replay ran 2 device events, the eager step 3"):
+        graph_names(eager, replay[:2])
 
 
 def test_map_replays_refuses_a_wrong_count_or_name():
@@ -182,6 +210,41 @@ def test_intercept_brackets_steps_and_keeps_the_tokens(eng):
     assert w2.result.ok and w2.result.first_step == first + 5 and w2.result.steps == 4
     assert late.log == [("cancel", "the generation ended before the window could run")]
     assert gen.stats.paused_ns > 0 and gen.stats.steps == 2 + 40
+
+
+class Overlapping(Recorder):
+    overlaps = True  # started and finished with steps in flight, as CUPTI windows are once learned
+
+
+def test_overlapping_windows_need_no_drain(eng):
+    plain = [e.token_id for e in eng.generate("a b c", 60)]
+    gen = eng.generate("a b c", 60, depth=4)
+    w, after = Overlapping(6), Recorder(2)
+    toks, inflight_at = [], {}
+    orig_start, orig_finish = w.start, w.finish
+
+    def start(rt, first, n):
+        inflight_at["start"] = gen.step_index - first
+        orig_start(rt, first, n)
+
+    def finish(rt, cancelled):
+        inflight_at["finish"] = gen.step_index - (w.log[0][1] + 6)
+        orig_finish(rt, cancelled)
+
+    w.start, w.finish = start, finish
+    for e in gen:
+        toks.append(e.token_id)
+        if e.index == 10:
+            gen.intercept(w)
+            gen.intercept(after)
+            at = gen.step_index  # the next step to enqueue; steps 13.. are in flight (prompt walk 2)
+    assert toks == plain
+    first = w.log[0][1]
+    assert w.log == [("start", first, 6), ("finish", False)] and len(w.times) == 6
+    assert first == at and first > 10 + 2 + 1  # at once, with steps in flight: no drain
+    assert inflight_at["finish"] >= 1  # later steps were already enqueued when it finished
+    assert after.log[0] == ("start", first + 6 + inflight_at["finish"], 2)  # a draining window waits
+    assert gen.stats.paused_ns > 0  # only the draining window's hooks are pauses
 
 
 def test_window_cut_short_by_the_end_of_the_generation(eng):

@@ -37,9 +37,10 @@ class Settings:
                     "and launches through tilelang's cython launcher, so each GEMV streams its first "
                     "weights while the kernel before it drains; off: kernels without PDL instructions, "
                     "plain launches through tvm_ffi"),
-        "depth": Knob("TFDASH_DEPTH", 32, "decode steps the host keeps in flight ahead of the GPU (CUDA; at most "
-                      "63, the token ring's size less one): ~45 ms on the H200, enough to ride out the host "
-                      "stalls a drawing dashboard causes in the same process"),
+        "depth": Knob("TFDASH_DEPTH", 48, "decode steps the host keeps in flight ahead of the GPU (CUDA; at most "
+                      "63, the token ring's size less one): ~67 ms on the H200, enough to ride out the host "
+                      "stalls a drawing dashboard causes in the same process and the profiler's stop at the end "
+                      "of a window"),
     }
 
     def __init__(self):

@@ -12,6 +12,9 @@ step boundary the loop drains the steps in flight, calls `window.start`, runs th
 `window.on_step`, drains again and calls `window.finish`. A window of 0 steps is a pause: work
 done between two steps with nothing in flight (e.g. a marginal-cost measurement). Time spent in
 start/finish is counted in `stats.paused_ns` (and is part of the wall time: tok/s stays honest).
+A window whose `overlaps` is true (a CUPTI window once its kernel map is learned) skips both
+drains: it starts with steps in flight and finishes as soon as its own steps are harvested, while
+later ones run on; its hooks then overlap GPU work and are not pauses.
 
 While a generation runs the host is kept steady (`steady_host`), because the decode loop shares
 one Python process, and its GIL, with whatever watches it (the dashboard draws in another
@@ -40,6 +43,11 @@ from tfdash.engine.tokenizer import StreamDecoder
 
 
 SWITCH_S = 0.0005  # the interpreter's switch interval while a generation runs (default 5 ms)
+
+def _overlaps(window) -> bool:
+    """Whether a window runs with steps in flight around it (its `overlaps`, default no)."""
+    return bool(getattr(window, "overlaps", False))
+
 
 _host_lock = threading.Lock()
 _host_runs = 0
@@ -187,15 +195,20 @@ class Generation:
         t0 = time.perf_counter_ns()
         rt.begin()
         step = 0
-        win, win_left, win_first = None, 0, 0  # the profiling window in progress
+        # The window in progress: its first step, its steps still to enqueue, its last step, and
+        # whether it runs with steps in flight around it (see _overlaps).
+        win, win_first, win_left, win_last, win_overlaps = None, 0, 0, -1, False
+        harvested = -1  # the last step harvested
 
         def harvest(s: int) -> TokenEvent | None:
+            nonlocal harvested
             slot = s % RING
             rt.wait(slot)
             dt = rt.step_ns(slot)
+            harvested = s
             stats.step_ns.append(dt)
             stats.steps += 1
-            if win is not None and s >= win_first:
+            if win is not None and win_first <= s <= win_last:
                 win.on_step(dt)
             if s < n_prompt - 1:
                 return None  # a prompt-walk step: its prediction is replaced by the prompt
@@ -207,36 +220,45 @@ class Generation:
             self._trim_decoder()
             return TokenEvent(stats.new_tokens - 1, tok, text, dt, stats.wall_ns)
 
+        def hook(overlaps: bool, fn, *args) -> None:
+            if overlaps:
+                fn(*args)  # the GPU works through the steps in flight meanwhile: not a pause
+            else:
+                self._bracket(fn, *args)
+
         try:
             while True:
-                if not inflight:
-                    # Window boundaries fall where nothing is in flight.
-                    if win is not None and (win_left == 0 or self.stop.is_set() or step >= total_steps):
-                        w, win = win, None
-                        self._bracket(w.finish, rt, win_left > 0)
-                    while (win is None and self._pending and step < total_steps
-                           and not self.stop.is_set()):
-                        w = self._pending.popleft()
-                        n = max(0, min(int(w.steps), total_steps - step))
-                        self._bracket(w.start, rt, step, n)
-                        if n:
-                            win, win_left, win_first = w, n, step
-                        else:
-                            self._bracket(w.finish, rt, False)
-                draining = (win is None and bool(self._pending)) or (win is not None and win_left == 0)
+                # Window boundaries. A window that overlaps starts and finishes with steps in
+                # flight; any other (the first CUPTI window, CPU timing, a pause) needs none.
+                if win is not None and win_left == 0 and harvested >= win_last and (win_overlaps or not inflight):
+                    w, win = win, None
+                    hook(win_overlaps, w.finish, rt, False)
+                while (win is None and self._pending and step < total_steps and not self.stop.is_set()
+                       and (_overlaps(self._pending[0]) or not inflight)):
+                    w = self._pending.popleft()
+                    n = max(0, min(int(w.steps), total_steps - step))
+                    ov = _overlaps(w) and n > 0
+                    hook(ov, w.start, rt, step, n)
+                    if n:
+                        win, win_first, win_left, win_last, win_overlaps = w, step, n, step + n - 1, ov
+                    else:
+                        hook(ov, w.finish, rt, False)
+                # Enqueue up to depth, but not past a boundary that needs an empty queue.
+                draining = (win is None and bool(self._pending)) or (
+                    win is not None and win_left == 0 and not win_overlaps)
                 while (step < total_steps and len(inflight) < self.depth and not self.stop.is_set()
                        and not draining):
-                    if win is not None:
+                    if win is not None and win_left > 0:
                         rt.enqueue(step % RING, win.step_fn)
                         win_left -= 1
-                        draining = win_left == 0
+                        draining = win_left == 0 and not win_overlaps
                     else:
                         rt.enqueue(step % RING)
                     inflight.append(step)
                     step += 1
                     self.step_index = step
                 if not inflight:
-                    if draining and step < total_steps and not self.stop.is_set():
+                    if (win is not None or self._pending) and step < total_steps and not self.stop.is_set():
                         continue  # a window starts or ends at this boundary
                     break
                 if self.stop.is_set():
@@ -245,16 +267,17 @@ class Generation:
                         s = inflight.popleft()
                         rt.wait(s % RING)
                         dt = rt.step_ns(s % RING)
+                        harvested = s
                         stats.step_ns.append(dt)
                         stats.steps += 1
-                        if win is not None and s >= win_first:
+                        if win is not None and win_first <= s <= win_last:
                             win.on_step(dt)
                     break
                 # Harvest the oldest step; block on it only when the window is full, nothing is
-                # left to enqueue, or a profiling window waits for a boundary (back-pressure, not
-                # a per-token sync).
+                # left to enqueue, or a window waits for its steps (back-pressure, not a per-token
+                # sync).
                 if (rt.ready(inflight[0] % RING) or len(inflight) >= self.depth or step >= total_steps
-                        or draining):
+                        or draining or (win is not None and win_left == 0)):
                     ev = harvest(inflight.popleft())
                     if ev is not None:
                         yield ev
@@ -270,6 +293,6 @@ class Generation:
             if win is not None:
                 rt.synchronize()
                 w, win = win, None
-                self._bracket(w.finish, rt, win_left > 0)
+                self._bracket(w.finish, rt, win_left > 0 or harvested < win_last)
             while self._pending:
                 self._pending.popleft().cancel("the generation ended before the window could run")

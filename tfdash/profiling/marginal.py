@@ -62,7 +62,9 @@ def _capture(runtime, doubled: set[int], pos0, tok0):
 
     b = runtime.bufs
     g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
+    # thread_local: other threads of the process (the app, NVML, a caller waiting on this
+    # measurement) may make CUDA calls meanwhile without invalidating this capture.
+    with torch.cuda.graph(g, capture_error_mode="thread_local"):
         b["pos"].copy_(pos0)
         b["tok"].copy_(tok0)
         for i, fn in enumerate(runtime.launch_fns):

@@ -20,6 +20,7 @@ and is not used for it.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections import deque
@@ -423,7 +424,7 @@ class NvmlSampler:
                 if b <= t0:
                     break
                 ov = min(b, t1) - max(a, t0)
-                if ov > 0:
+                if ov > 0 and g is not None and math.isfinite(g):
                     num += g * ov
                     den += ov
         if den == 0:

@@ -37,6 +37,8 @@ from tfdash.settings import SETTINGS
 log = logging.getLogger("tfdash.session")
 
 TOKEN_BATCH = 64  # tokens per TokenBatch message at most
+NVML_LOOKBACK_S = 1.0  # a window's NVML figure: GPM over this much decode before it
+NVML_SKIP_S = 0.1  # ... leaving out the run's first moments (set-up, the first steps)
 
 
 # -- messages (posted to on_event; `kind` names them for coalescing) ---------------------------
@@ -198,9 +200,16 @@ class Session:
         a = self.analysis(win.ctx_len)
         ksum = win.kernel_sum_ns
         if self.sampler is not None:
+            # GPM intervals are >= 100 ms and a window lasts ~50 ms, and the first window in a
+            # process stalls the GPU while CUPTI starts; so NVML's figure is over the steady decode
+            # of the second before the window (same ctx within ~700 steps), else over the window.
             t0 = (win.t_start_ns - self._origin_ns) / 1e9
             t1 = (win.t_end_ns - self._origin_ns) / 1e9
-            nv, src = self.sampler.window_gbps(t0, t1)
+            nv, src = self.sampler.window_gbps(max(NVML_SKIP_S, t0 - NVML_LOOKBACK_S), t0)
+            if nv is not None:
+                src = f"{src}; over the {min(NVML_LOOKBACK_S, t0 - NVML_SKIP_S):.2f} s of decode before the window"
+            else:
+                nv, src = self.sampler.window_gbps(t0, t1)
         else:
             nv, src = None, self._nvml_reason
         t = self.target

@@ -99,6 +99,7 @@ def step_events(events: Sequence[DeviceEvent]) -> list[DeviceEvent]:
                   key=lambda e: e.start_ns)
 
 
+MARKER = "spin_kernel"  # torch.cuda._sleep's kernel: an overlapping window's start mark
 CLOCK_SLACK_NS = 20_000  # CPU and GPU timestamps are aligned to a few microseconds, not exactly
 
 
@@ -140,9 +141,33 @@ def check_tilelang_names(names: Sequence[Sequence[str]], kernels: Sequence[str])
     return None
 
 
-def map_replays(events: Sequence[DeviceEvent], names: Sequence[Sequence[str]], steps: int):
+def _align(ev: list[DeviceEvent], names, steps: int, per_step: int):
+    """An overlapping window's events: CUPTI started and stopped with steps in flight, so the list
+    begins inside some replay and runs past the window. Keep the `steps` replays from the first
+    complete one after the start marker (the kernel `Window` enqueues after starting the profiler;
+    without it, the first complete replay). Events of no plan kernel are dropped."""
+    known = {k for n in names for k in n}
+    expect = [k for n in names for k in n]
+    start = 0
+    for i, e in enumerate(ev):
+        if MARKER in e.name and e.name not in known:
+            start = i + 1
+            break
+    ev = [e for e in ev[start:] if e.name in known]
+    for i in range(len(ev) - per_step + 1):
+        if ev[i].name == expect[0] and [e.name for e in ev[i:i + per_step]] == expect:
+            if len(ev) - i < steps * per_step:
+                return ev, (f"CUPTI saw {(len(ev) - i) // per_step} complete replays after the window "
+                            f"started; it asked for {steps}")
+            return ev[i:i + steps * per_step], None
+    return ev, "no complete replay among CUPTI's events"
+
+
+def map_replays(events: Sequence[DeviceEvent], names: Sequence[Sequence[str]], steps: int,
+                align: bool = False):
     """Split the window's device events into steps x launches by order, checking each name.
     Returns (launch_ns [launch][step], [(step, launch, name, start, dur)], period_ns, error).
+    align: the window overlapped other steps (see _align).
 
     launch_ns is each kernel's *exclusive* time: from the later of its start and the end of
     every kernel before it, to its end. With programmatic dependent launch a kernel starts while
@@ -154,6 +179,10 @@ def map_replays(events: Sequence[DeviceEvent], names: Sequence[Sequence[str]], s
     per_step = sum(len(n) for n in names)
     if per_step == 0:
         return (), [], None, "the learned kernel map is empty"
+    if align:
+        ev, error = _align(ev, names, steps, per_step)
+        if error:
+            return (), [], None, error
     if len(ev) != steps * per_step:
         return (), [], None, (f"CUPTI saw {len(ev)} device events over {steps} replays; the kernel map "
                               f"expects {per_step} per step ({steps * per_step})")
@@ -316,7 +345,42 @@ def learn_kernel_map(runtime) -> tuple[tuple[str, ...], ...]:
     b["tok"].copy_(tok0)
     torch.cuda.synchronize(runtime.device)
     devs, anns = _kineto_events(prof)
-    return attribute(anns, devs, len(runtime.launch_fns))
+    names = attribute(anns, devs, len(runtime.launch_fns))
+    graph = getattr(runtime, "graph", None)
+    if graph is not None:
+        names = graph_names(names, _replay_events(runtime, graph))
+    return names
+
+
+def _replay_events(runtime, graph) -> list[DeviceEvent]:
+    """The device events of one replay of the captured step (state restored as above)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    b = runtime.bufs
+    pos0, tok0 = b["pos"].clone(), b["tok"].clone()
+    torch.cuda.synchronize(runtime.device)
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        graph.replay()
+        torch.cuda.synchronize(runtime.device)
+    b["pos"].copy_(pos0)
+    b["tok"].copy_(tok0)
+    torch.cuda.synchronize(runtime.device)
+    return step_events(_kineto_events(prof)[0])
+
+
+def graph_names(eager: Sequence[Sequence[str]], replay: Sequence[DeviceEvent]) -> tuple[tuple[str, ...], ...]:
+    """The names a replay gives each launch's device events: inside a CUDA graph a copy can run
+    as a kernel (`Memcpy DtoD` eagerly, `memcpy32_post` in the graph), so the eager names are
+    re-read from one profiled replay, split by the eager counts. ValueError when the counts differ."""
+    counts = [len(n) for n in eager]
+    if len(replay) != sum(counts):
+        raise ValueError(f"one graph replay ran {len(replay)} device events, the eager step {sum(counts)}")
+    out, k = [], 0
+    for c in counts:
+        out.append(tuple(e.name for e in replay[k:k + c]))
+        k += c
+    return tuple(out)
 
 
 class CuptiWindow(Window):
@@ -330,10 +394,19 @@ class CuptiWindow(Window):
         self.prof = None
         self._error: str | None = None
 
+    @property
+    def overlaps(self) -> bool:
+        """Once the kernel map is learned, the window runs with steps in flight around it: the
+        decode loop neither drains before it nor after it, and the profiler's start and stop
+        overlap GPU work. The first window learns the map (eager steps) and needs an empty queue."""
+        return self.kmap.names is not None and self.kmap.error is None
+
     def start(self, runtime, first_step, steps):
         self.first_step, self.steps = first_step, steps
         self._step: list[int] = []
-        ensure_captured(runtime)
+        self._overlapped = self.overlaps
+        if not self._overlapped:
+            ensure_captured(runtime)
         self.kmap.learn(runtime)
         self.t_start_ns = time.perf_counter_ns()
         self._realtime_offset = time.perf_counter_ns() - time.time_ns()  # CUPTI times are wall-clock
@@ -345,6 +418,10 @@ class CuptiWindow(Window):
 
             self.prof = profile(activities=[ProfilerActivity.CUDA])
             self.prof.start()
+            if self._overlapped:
+                import torch
+
+                torch.cuda._sleep(1)  # the start mark (see _align)
         except Exception as e:
             self.prof = None
             self._error = f"torch.profiler did not start: {e}"
@@ -358,7 +435,8 @@ class CuptiWindow(Window):
             return self._finish_with(failed(self.method, self.first_step, self._error or "no profiler",
                                             self.t_start_ns, t_end))
         try:
-            runtime.synchronize()
+            if not self._overlapped:
+                runtime.synchronize()  # else: the window's steps are done (harvested), later ones may run on
             self.prof.stop()
             devs, _ = _kineto_events(self.prof)
         except Exception as e:
@@ -367,7 +445,7 @@ class CuptiWindow(Window):
         finally:
             self.prof = None
         n = len(self._step)
-        launch_ns, spans, period, error = map_replays(devs, self.kmap.names, n)
+        launch_ns, spans, period, error = map_replays(devs, self.kmap.names, n, align=self._overlapped)
         if error:
             return self._finish_with(failed(self.method, self.first_step, error, self.t_start_ns, t_end))
         per_step = sum(len(x) for x in self.kmap.names)
