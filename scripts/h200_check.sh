@@ -35,16 +35,18 @@ if [ "$what" = profile ]; then
 fi
 if [ "$what" = observe ]; then
   # issues 5 and 6 in one call: everything under $OUT/r, packed into $OUT/results.tgz after each
-  # part (at most 8 files come back from a device call)
+  # part (at most 8 files come back from a device call); bench only when given bench arguments
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  python3 scripts/gpu_profile_check.py --out "$R/profile_check.json" 2>&1 | grep -v "TileLang:" > "$R/profile_check.log"
-  tail -18 "$R/profile_check.log"; pack
   python3 scripts/gpu_app_check.py --out-dir "$R/app" 2>&1 | grep -v "TileLang:" > "$R/app.log"; tail -4 "$R/app.log"; pack
+  python3 scripts/gpu_profile_check.py --out "$R/profile_check.json" 2>&1 | grep -v "TileLang:" > "$R/profile_check.log"
+  grep -E "FAIL|ERROR|info" "$R/profile_check.log"; tail -16 "$R/profile_check.log"; pack
   python3 -m tfdash --headless --profile --export "$R/headless-export" --device cuda --max-new-tokens 2048 \
-    > "$R/headless-profile.log" 2> "$R/headless-profile.err"; tail -14 "$R/headless-profile.log"; pack
+    > "$R/headless-profile.log" 2> "$R/headless-profile.err"; tail -14 "$R/headless-profile.log" | cut -c1-200; pack
   python3 -m pytest -m gpu tests/test_profiling_gpu.py -q -rA -p no:cacheprovider 2>&1 | grep -v "TileLang:" \
-    > "$R/profiling-gpu-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/profiling-gpu-tests.log"; pack
-  python3 -m tfdash bench --json "$R/bench.json" "$@" 2>&1 | grep -v "TileLang:" > "$R/bench.log"; tail -5 "$R/bench.log"; pack
+    > "$R/profiling-gpu-tests.log"; grep -E "^(FAILED|ERROR|E  )|passed|failed" "$R/profiling-gpu-tests.log" | cut -c1-300; pack
+  if [ $# -gt 0 ]; then
+    python3 -m tfdash bench --json "$R/bench.json" "$@" 2>&1 | grep -v "TileLang:" > "$R/bench.log"; tail -5 "$R/bench.log"; pack
+  fi
 fi
 if [ "$what" = app ]; then
   mkdir -p "$OUT/app"

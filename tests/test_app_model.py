@@ -7,7 +7,7 @@ import json
 from dataclasses import replace
 
 import pytest
-from fixtures.appkit import SNAPSHOT, build_snapshot
+from fixtures.appkit import SNAPSHOT, build_snapshot, sync
 
 from tfdash.app import bindings, drill_model, model
 from tfdash.app.config import Config, config_path, load_config, save_config
@@ -186,3 +186,27 @@ def test_binding_ids_are_unique_and_documented():
     for t in (bindings.APP, bindings.MAIN, bindings.TABLE, bindings.DRILL):
         assert all(b.tooltip for b in t)
 
+
+
+@sync
+async def test_a_chart_with_nan_points_draws():
+    """NVML can hand back a NaN; plotext would divide by a NaN range. The point is left out."""
+    import math
+
+    from textual.app import App
+
+    from tfdash.app.widgets.chart import Chart, Figure, Line
+
+    class One(App):
+        def compose(self):
+            yield Chart(id="c")
+
+    app = One()
+    async with app.run_test(size=(60, 16)) as pilot:
+        c = app.query_one(Chart)
+        c.show(Figure(lines=(Line((0.0, 1.0, 2.0), (math.nan, 1262.4, 2229.2)),), hlines=((math.nan, "accent"),),
+                      y_from_zero=True))
+        await pilot.pause()
+        c.show(Figure(lines=(Line((0.0,), (math.nan,)),)))  # nothing finite at all
+        await pilot.pause()
+        assert c.figure.lines[0].ys[0] != c.figure.lines[0].ys[0]  # the figure keeps what it was given

@@ -76,8 +76,8 @@ def test_cupti_window_tilelang_names():
 def test_session_window_in_a_live_generation(tiny_graph):
     from tfdash.profiling.session import ProfileDone, Session, TokenBatch
 
-    plain = [e.token_id for e in tiny_graph.generate("a b c", 200)]
-    s = Session(tiny_graph, "a b c", 200, nvml=True)
+    plain = [e.token_id for e in tiny_graph.generate("a b c", 1500)]
+    s = Session(tiny_graph, "a b c", 1500, nvml=True)  # long enough for the window after a TokenBatch
     msgs = []
 
     def on(m):

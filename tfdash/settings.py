@@ -41,6 +41,12 @@ class Settings:
                       "63, the token ring's size less one): ~67 ms on the H200, enough to ride out the host "
                       "stalls a drawing dashboard causes in the same process and the profiler's stop at the end "
                       "of a window"),
+        "overlap_windows": Knob("TFDASH_OVERLAP_WINDOWS", False,
+                                "CUPTI profile windows start and finish with steps in flight instead of "
+                                "draining around them (Generation's `overlaps`). Off: on the H200 it cost "
+                                "more, not less (a window every 256 tokens: 27.8 % of tok/s overlapped vs "
+                                "11.8 % drained, 2026-11-29); the profiler's stop waits out and records "
+                                "every step in flight"),
     }
 
     def __init__(self):

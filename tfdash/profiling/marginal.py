@@ -15,7 +15,9 @@ interquartile range of the per-round differences).
 
 from __future__ import annotations
 
+import gc
 import statistics
+from pathlib import Path
 
 from tfdash.errors import TfdashError
 
@@ -63,14 +65,22 @@ def _capture(runtime, doubled: set[int], pos0, tok0):
     b = runtime.bufs
     g = torch.cuda.CUDAGraph()
     # thread_local: other threads of the process (the app, NVML, a caller waiting on this
-    # measurement) may make CUDA calls meanwhile without invalidating this capture.
-    with torch.cuda.graph(g, capture_error_mode="thread_local"):
-        b["pos"].copy_(pos0)
-        b["tok"].copy_(tok0)
-        for i, fn in enumerate(runtime.launch_fns):
-            fn()
-            if i in doubled:
+    # measurement) may make CUDA calls meanwhile without invalidating this capture. The cyclic
+    # collector is held off: a finalizer run mid-capture (a freed event or pinned block) would
+    # make a forbidden call on this thread.
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        with torch.cuda.graph(g, capture_error_mode="thread_local"):
+            b["pos"].copy_(pos0)
+            b["tok"].copy_(tok0)
+            for i, fn in enumerate(runtime.launch_fns):
                 fn()
+                if i in doubled:
+                    fn()
+    finally:
+        if was:
+            gc.enable()
     return g
 
 
@@ -146,7 +156,11 @@ class MarginalTask:
         try:
             self.result = measure(runtime, self.what, **self.kw)
         except Exception as e:  # a failed measurement is a line in the result, never a crash
-            self.result = unavailable(self.what, f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
+            import traceback
+
+            where = traceback.extract_tb(e.__traceback__)[-1]
+            self.result = unavailable(self.what, f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''} "
+                                                 f"(at {Path(where.filename).name}:{where.lineno} {where.line})")
 
     def on_step(self, step_ns):
         pass

@@ -258,7 +258,10 @@ class NvmlDevice:
         m = out.metrics[0]
         if getattr(m, "nvmlReturn", 0):
             return NA(f"GPM DRAM_BW_UTIL returned NVML error {m.nvmlReturn}")
-        return float(m.value)
+        value = float(m.value)
+        if not math.isfinite(value):
+            return NA("GPM DRAM_BW_UTIL returned a non-finite value")
+        return value
 
     def close(self) -> None:
         if self._gpm_prev is not None:

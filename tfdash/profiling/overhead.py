@@ -22,7 +22,13 @@ def _run(engine, prompt, max_new, target, every: int, steps: int) -> tuple[float
                 ignore_eos=True)
     s.run()
     snap = s.snapshot()
+    for w in s.windows:
+        for name, ns in w.phases_ns:
+            _PHASES.setdefault(name, []).append(ns)
     return snap.tok_per_s, snap.profile_windows, snap.paused_ns
+
+
+_PHASES: dict[str, list[int]] = {}  # host ms of each window phase over the windowed runs (CUPTI)
 
 
 def tok_s_ab(engine, prompt: str, max_new_tokens: int = 2048, *, every: int = 256, steps: int = 32,
@@ -32,6 +38,7 @@ def tok_s_ab(engine, prompt: str, max_new_tokens: int = 2048, *, every: int = 25
     target = target or default_target(engine.device)
     if warmup:
         _run(engine, prompt, min(max_new_tokens, 2 * steps + 2), target, max(1, steps), steps)
+    _PHASES.clear()
     plain: list[float] = []
     windowed: list[float] = []
     windows: list[int] = []
@@ -51,5 +58,6 @@ def tok_s_ab(engine, prompt: str, max_new_tokens: int = 2048, *, every: int = 25
         "plain_tok_s": a, "windows_tok_s": b, "overhead_pct": 100.0 * (a - b) / a if a else None,
         "plain_per_round": plain, "windows_per_round": windowed, "windows_per_run": windows,
         "paused_ms_per_run": [p / 1e6 for p in paused],
+        "window_phase_ms_median": {k: statistics.median(v) / 1e6 for k, v in _PHASES.items()},
         "method": "same generation, plain vs a profile window every `every` tokens, alternating, medians",
     }

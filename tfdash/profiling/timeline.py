@@ -54,6 +54,7 @@ class WindowResult:
     t_end_ns: int
     error: str | None = None
     period_ns: float | None = None  # CUPTI: median start-to-start of consecutive replays
+    phases_ns: tuple[tuple[str, int], ...] = ()  # CUPTI: host time of the window's own work, by phase
 
     @property
     def ok(self) -> bool:
@@ -396,19 +397,22 @@ class CuptiWindow(Window):
 
     @property
     def overlaps(self) -> bool:
-        """Once the kernel map is learned, the window runs with steps in flight around it: the
-        decode loop neither drains before it nor after it, and the profiler's start and stop
-        overlap GPU work. The first window learns the map (eager steps) and needs an empty queue."""
-        return self.kmap.names is not None and self.kmap.error is None
+        """With SETTINGS.overlap_windows (off by default, see its help) and the kernel map learned,
+        the window runs with steps in flight around it: the decode loop neither drains before nor
+        after it. The first window learns the map (eager steps) and always needs an empty queue."""
+        from tfdash.settings import SETTINGS
+
+        return bool(SETTINGS.overlap_windows) and self.kmap.names is not None and self.kmap.error is None
 
     def start(self, runtime, first_step, steps):
+        self.t_start_ns = time.perf_counter_ns()  # before any learning: NVML looks at the decode before it
         self.first_step, self.steps = first_step, steps
         self._step: list[int] = []
         self._overlapped = self.overlaps
+        self._phases: list[tuple[str, int]] = []
         if not self._overlapped:
             ensure_captured(runtime)
         self.kmap.learn(runtime)
-        self.t_start_ns = time.perf_counter_ns()
         self._realtime_offset = time.perf_counter_ns() - time.time_ns()  # CUPTI times are wall-clock
         self._error = self.kmap.error
         if self._error:
@@ -416,8 +420,10 @@ class CuptiWindow(Window):
         try:
             from torch.profiler import ProfilerActivity, profile
 
+            t = time.perf_counter_ns()
             self.prof = profile(activities=[ProfilerActivity.CUDA])
             self.prof.start()
+            self._phases.append(("profiler start", time.perf_counter_ns() - t))
             if self._overlapped:
                 import torch
 
@@ -437,8 +443,11 @@ class CuptiWindow(Window):
         try:
             if not self._overlapped:
                 runtime.synchronize()  # else: the window's steps are done (harvested), later ones may run on
+            t = time.perf_counter_ns()
             self.prof.stop()
+            t2 = time.perf_counter_ns()
             devs, _ = _kineto_events(self.prof)
+            self._phases += [("profiler stop", t2 - t), ("read events", time.perf_counter_ns() - t2)]
         except Exception as e:
             return self._finish_with(failed(self.method, self.first_step, f"torch.profiler failed: {e}",
                                             self.t_start_ns, t_end))
@@ -452,7 +461,8 @@ class CuptiWindow(Window):
         off = self._realtime_offset
         spans = tuple((s, i, name, start + off, dur) for s, i, name, start, dur in spans[-TRACE_STEPS * per_step:])
         self._finish_with(WindowResult(self.method, self.first_step, n, launch_ns, tuple(self._step),
-                                       self.kmap.names, spans, self.t_start_ns, t_end, None, period))
+                                       self.kmap.names, spans, self.t_start_ns, t_end, None, period,
+                                       tuple(self._phases)))
 
 
 STATE = ("tok", "pos", "prompt", "prompt_len", "out_tokens")  # what a capture's warm-up steps move

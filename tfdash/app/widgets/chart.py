@@ -111,20 +111,25 @@ class Chart(PlotextPlot):
         plt.clear_figure()
         plt.frame(False)
         plt.ticks_color(self._rgb("foreground-muted"))
-        xs_all = [x for line in f.lines for x in line.xs]
-        ys_all = [y for line in f.lines for y in line.ys] + [y for y, _ in f.hlines]
+        # plotext divides by the data's range: a NaN (a metric NVML could not read) would make
+        # that range NaN and the draw raise, so non-finite points are left out.
+        pts = [[(x, y) for x, y in zip(line.xs, line.ys) if _finite(x) and _finite(y)] for line in f.lines]
+        xs_all = [x for p in pts for x, _ in p]
+        ys_all = [y for p in pts for _, y in p] + [y for y, _ in f.hlines if _finite(y)]
         if not xs_all:
             plt.xticks([])
             plt.yticks([])
             self.refresh()
             return
-        for line in f.lines:
-            if not line.xs:
+        for line, p in zip(f.lines, pts):
+            if not p:
                 continue
             draw = plt.scatter if line.scatter else plt.plot
-            draw(list(line.xs), list(line.ys), marker="●" if line.scatter else "hd", color=self._rgb(line.color))
+            draw([x for x, _ in p], [y for _, y in p], marker="●" if line.scatter else "hd",
+                 color=self._rgb(line.color))
         for y, var in f.hlines:
-            plt.hline(y, self._rgb(var))
+            if _finite(y):
+                plt.hline(y, self._rgb(var))
         x_lo, x_hi = min(xs_all), max(xs_all)
         y_lo, y_hi = (0.0 if f.y_from_zero else min(ys_all)), max(ys_all)
         pad = (y_hi - y_lo) * 0.08 or abs(y_hi) * 0.05 or 1.0
@@ -142,3 +147,7 @@ class Chart(PlotextPlot):
         if f.ylabel:
             plt.ylabel(f.ylabel)
         self.refresh()
+
+
+def _finite(v) -> bool:
+    return isinstance(v, (int, float)) and math.isfinite(v)

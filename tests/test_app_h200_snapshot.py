@@ -1,0 +1,51 @@
+"""`tfdash open` on the snapshot recorded on the H200 (benchmarks/, scripts/gpu_app_check.py) shows
+the numbers that file holds: run throughput, the roofline of its profile window, the kernel table."""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+from pathlib import Path
+
+import pytest
+from fixtures.appkit import isolated_config, sync  # noqa: F401  (fixture)
+
+from tfdash.app.main import snapshot_app
+from tfdash.engine.decode import percentile
+from tfdash.profiling.export import load_snapshot
+
+ROOT = Path(__file__).resolve().parents[1]
+H200 = Path(os.environ.get("TFDASH_H200_SNAPSHOT", ROOT / "benchmarks" / "2026-11-29" / "snapshot-h200.json"))
+
+
+def screen_text(app) -> str:
+    """The screen as plain text, from the SVG screenshot (its text runs, entities decoded)."""
+    svg = app.export_screenshot()
+    runs = re.findall(r"<text[^>]*>(.*?)</text>", svg, flags=re.S)
+    return html.unescape(" ".join(runs)).replace("\xa0", " ")
+
+
+@pytest.mark.skipif(not H200.exists(), reason=f"no H200 snapshot at {H200}")
+@sync
+async def test_open_shows_the_h200_snapshot_numbers(isolated_config):
+    snap = load_snapshot(H200)
+    assert snap.meta.gpu and "H200" in snap.meta.gpu  # it is the H200's
+    app = snapshot_app(H200)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause(0.2)
+        text = screen_text(app)
+    r = snap.roofline
+    shown = {
+        "tok/s over the run": f"{snap.tok_per_s:.1f}",
+        "ms/step p50": f"{percentile(snap.step_ns, 50) / 1e6:.3f}",
+        "tokens": f"{snap.new_tokens:,}",
+        "measured step": f"{r.measured_step_ns / 1e6:.3f}",
+        "GB/s achieved": f"{r.achieved_gbps:,.0f}",
+        "% of ceiling": f"{r.pct_ceiling:.1f}",
+    }
+    lm = next(k for k in snap.kernels if k.role == "lm_head")
+    shown["lm_head measured ns"] = f"{lm.measured_p50_ns:,.0f}"
+    missing = {k: v for k, v in shown.items() if v not in text}
+    assert not missing, f"not on the screen: {missing}"
+    assert "H200" in text and "tilelang-graph" in text
