@@ -250,3 +250,13 @@ def test_20k_tokens_in_constant_memory():
     growth = marks["end"] - marks["start"]
     print(f"heap growth from 5k to 19k tokens: {growth} bytes; run {wall:.1f} s")
     assert growth < 256 * 1024, f"heap grew {growth} bytes from 5k to 19k tokens ({wall:.1f} s run)"
+
+
+def test_prepare_profiler_is_free_on_cpu(eng):
+    """CUDA learns the kernel map before decoding; the CPU's direct windows need nothing."""
+    from tfdash.profiling.session import Session
+
+    s = Session(eng, "a b", 4, nvml=False, prepare_profiler=True, probe_bandwidth=False)
+    assert s.timer.prepared
+    s.run()
+    assert s.snapshot().new_tokens == 4

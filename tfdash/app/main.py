@@ -42,6 +42,7 @@ def make_session(engine, prompt: str, max_new_tokens: int, **kw):
     """A Session over `engine`, passing only the options this Session accepts."""
     from tfdash.profiling.session import Session
 
+    kw.setdefault("prepare_profiler", True)  # the dashboard profiles: pay CUPTI's start before decoding
     params = inspect.signature(Session).parameters
     return Session(engine, prompt, max_new_tokens, **{k: v for k, v in kw.items() if k in params})
 

@@ -79,7 +79,8 @@ def profile_run(eng, args, max_new: int) -> int:
     out, err = sys.stdout, sys.stderr
     profile = bool(getattr(args, "profile", False))
     steps = window_steps(max_new)
-    session = Session(eng, args.prompt, max_new, ignore_eos=getattr(args, "ignore_eos", False))
+    session = Session(eng, args.prompt, max_new, ignore_eos=getattr(args, "ignore_eos", False),
+                      prepare_profiler=profile)
     at = max(1, (max_new - steps) // 2)
     asked = [False]
     wrote_prompt = [False]

@@ -59,6 +59,26 @@ def summarize(what: str, launches: list[int], plain: list[float], variant: list[
     }
 
 
+def _warm_up(runtime, pos0, tok0) -> None:
+    """One eager step on a side stream from this thread before capturing, as GraphRuntime.capture
+    does: library handles (cuBLAS's are per thread) must exist before a capture, and a live
+    session measures on its decode thread, not the thread that captured the step. (The step
+    writes the cache row at ctx, which the real step at ctx rewrites; pos and tok are restored
+    by the caller.)"""
+    import torch
+
+    b = runtime.bufs
+    s = torch.cuda.Stream(runtime.device)
+    s.wait_stream(torch.cuda.current_stream(runtime.device))
+    with torch.cuda.stream(s):
+        b["pos"].copy_(pos0)
+        b["tok"].copy_(tok0)
+        for fn in runtime.launch_fns:
+            fn()
+    torch.cuda.current_stream(runtime.device).wait_stream(s)
+    torch.cuda.synchronize(runtime.device)
+
+
 def _capture(runtime, doubled: set[int], pos0, tok0):
     import torch
 
@@ -120,6 +140,7 @@ def measure(runtime, what: str, ctx_len: int | None = None, rounds: int = 7, rep
     tok0 = tok_saved.clone()
     graphs = []
     try:
+        _warm_up(runtime, pos0, tok0)
         plain = _capture(runtime, set(), pos0, tok0)
         variant = _capture(runtime, set(launches), pos0, tok0)
         graphs = [plain, variant]

@@ -105,7 +105,8 @@ class Session:
                  keep_steps: int = 100000, nvml: bool = True, target=None, probe_bandwidth: bool = True,
                  profile_every: int = 0, profile_steps: int = 32, ignore_eos: bool = False,
                  batch_s: float = 0.05, nvml_interval: float = 0.25, keep_samples: int = 10000,
-                 keep_windows: int = 16, nvml_lib: Nvml | None = None, depth: int | None = None):
+                 keep_windows: int = 16, nvml_lib: Nvml | None = None, depth: int | None = None,
+                 prepare_profiler: bool = False):
         self.engine = engine
         self.plan = engine.plan
         self.runtime = engine.runtime
@@ -117,6 +118,9 @@ class Session:
         self.profile_every, self.profile_steps = max(0, profile_every), max(1, profile_steps)
         self.batch_s = batch_s
         self.depth = depth or (SETTINGS.depth if self.runtime.cuda else 2)  # CPU steps are synchronous anyway
+        # CUDA: learn the kernel map (and start CUPTI, seconds the first time in a process) before
+        # decoding instead of inside the first profile window, where it would stall the decode.
+        self.prepare_profiler = prepare_profiler
         self.keep_tokens, self.keep_steps = max(1, keep_tokens), max(1, keep_steps)
 
         self._lock = threading.RLock()  # the session's state (short holds only)
@@ -289,6 +293,9 @@ class Session:
                 if getattr(self.runtime, "graph", False) is None:
                     self._post(Status("capturing the step's CUDA graph"))
                     self.runtime.capture(self.prompt_ids)  # before the generation resets the state
+                if self.prepare_profiler and self.timer.method == "cupti" and not self.timer.prepared:
+                    self._post(Status("starting the profiler and learning the kernel map (once per process)"))
+                    self.timer.prepare()
                 if self._probe or getattr(self.runtime, "graph", False) is not False:
                     self._post(Status(""))  # the set-up is over: clear the line
                 ended = self._decode(stop)

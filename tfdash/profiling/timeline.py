@@ -497,6 +497,18 @@ class Timer:
         except TypeError:  # not weak-referenceable
             self.kernel_map = KernelMap()
 
+    @property
+    def prepared(self) -> bool:
+        return self.method != "cupti" or self.kernel_map.names is not None or self.kernel_map.error is not None
+
+    def prepare(self) -> None:
+        """Learn the kernel map now (CUDA; eager steps, so nothing may be in flight). The first
+        profiler session in a process also starts CUPTI, which takes seconds: done here, before a
+        generation, the first window costs what the others do."""
+        if self.method == "cupti":
+            ensure_captured(self.runtime)
+            self.kernel_map.learn(self.runtime)
+
     def window(self, steps: int, on_done=None) -> Window:
         if self.method == "cupti":
             return CuptiWindow(steps, self.kernel_map, on_done)
