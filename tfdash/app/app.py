@@ -111,7 +111,11 @@ class TfdashApp(App[ProfileSnapshot | None]):
             self.state = "snapshot"
             self._apply(self.source.snapshot)
         else:
-            self._start_run()
+            # The first frame is the heaviest to draw (every widget, the CSS); drawn before the
+            # decode starts, it cannot hold the GIL while the first steps are in flight.
+            self.state = "starting"
+            self.status_note = "building the engine…"
+            self.call_after_refresh(self._start_run)
 
     # -- live data ---------------------------------------------------------------------------
     def _start_run(self) -> None:
