@@ -12,8 +12,8 @@ step boundary the loop drains the steps in flight, calls `window.start`, runs th
 `window.on_step`, drains again and calls `window.finish`. A window of 0 steps is a pause: work
 done between two steps with nothing in flight (e.g. a marginal-cost measurement). Time spent in
 start/finish is counted in `stats.paused_ns` (and is part of the wall time: tok/s stays honest).
-A window whose `overlaps` is true (a CUPTI window once its kernel map is learned) skips both
-drains: it starts with steps in flight and finishes as soon as its own steps are harvested, while
+A window whose `overlaps` is true (a CUPTI window under SETTINGS.overlap_windows, once its kernel
+map is learned) skips both drains: it starts with steps in flight and finishes as soon as its own steps are harvested, while
 later ones run on; its hooks then overlap GPU work and are not pauses.
 
 While a generation runs the host is kept steady (`steady_host`), because the decode loop shares
@@ -43,6 +43,7 @@ from tfdash.engine.tokenizer import StreamDecoder
 
 
 SWITCH_S = 0.0005  # the interpreter's switch interval while a generation runs (default 5 ms)
+
 
 def _overlaps(window) -> bool:
     """Whether a window runs with steps in flight around it (its `overlaps`, default no)."""

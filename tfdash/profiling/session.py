@@ -162,12 +162,14 @@ class Session:
     def analysis(self, ctx_len: int) -> StepAnalysis:
         ctx = max(0, min(int(ctx_len), self.plan.capacity - 1, self.plan.config.max_position_embeddings - 1))
         with self._lock:
-            a = self._analyses.get(ctx)
-            if a is None or a.target is not self.target:
+            a, target = self._analyses.get(ctx), self.target
+        if a is None or a.target is not target:
+            a = analyze(self.plan, target, ctx)  # outside the lock the decode thread takes per token
+            with self._lock:
                 if len(self._analyses) > 64:
                     self._analyses.clear()
-                a = self._analyses[ctx] = analyze(self.plan, self.target, ctx)
-            return a
+                self._analyses[ctx] = a
+        return a
 
     def _ctx_now(self) -> int:
         return max(0, len(self.prompt_ids) - 1 + self._new_tokens)
