@@ -44,9 +44,9 @@ class Settings:
         "overlap_windows": Knob("TFDASH_OVERLAP_WINDOWS", False,
                                 "CUPTI profile windows start and finish with steps in flight instead of "
                                 "draining around them (Generation's `overlaps`). Off: on the H200 it cost "
-                                "more, not less (a window every 256 tokens: 27.8 % of tok/s overlapped vs "
-                                "11.8 % drained, 2026-11-29); the profiler's stop waits out and records "
-                                "every step in flight"),
+                                "more, not less (a window every 256 tokens, 48 steps in flight: 27.8 % "
+                                "of tok/s overlapped vs 16.6 % drained, 2026-11-29); a guess at why: the "
+                                "profiler's stop then waits for and records every step in flight"),
     }
 
     def __init__(self):
