@@ -17,18 +17,14 @@ import statistics
 from tfdash.profiling.session import Session
 
 
-def _run(engine, prompt, max_new, target, every: int, steps: int) -> tuple[float, int, int]:
+def _run(engine, prompt, max_new, target, every: int, steps: int):
+    """(tok/s, windows, paused ns, [(phase, host ns)] of its windows (CUPTI))."""
     s = Session(engine, prompt, max_new, nvml=False, target=target, profile_every=every, profile_steps=steps,
                 ignore_eos=True)
     s.run()
     snap = s.snapshot()
-    for w in s.windows:
-        for name, ns in w.phases_ns:
-            _PHASES.setdefault(name, []).append(ns)
-    return snap.tok_per_s, snap.profile_windows, snap.paused_ns
-
-
-_PHASES: dict[str, list[int]] = {}  # host ms of each window phase over the windowed runs (CUPTI)
+    phases = [p for w in s.windows for p in w.phases_ns]
+    return snap.tok_per_s, snap.profile_windows, snap.paused_ns, phases
 
 
 def tok_s_ab(engine, prompt: str, max_new_tokens: int = 2048, *, every: int = 256, steps: int = 32,
@@ -38,7 +34,7 @@ def tok_s_ab(engine, prompt: str, max_new_tokens: int = 2048, *, every: int = 25
     target = target or default_target(engine.device)
     if warmup:
         _run(engine, prompt, min(max_new_tokens, 2 * steps + 2), target, max(1, steps), steps)
-    _PHASES.clear()
+    phases: dict[str, list[int]] = {}  # host ns of each window phase over the windowed runs
     plain: list[float] = []
     windowed: list[float] = []
     windows: list[int] = []
@@ -48,7 +44,9 @@ def tok_s_ab(engine, prompt: str, max_new_tokens: int = 2048, *, every: int = 25
             if arm == "plain":
                 plain.append(_run(engine, prompt, max_new_tokens, target, 0, steps)[0])
             else:
-                tps, n, p = _run(engine, prompt, max_new_tokens, target, every, steps)
+                tps, n, p, ph = _run(engine, prompt, max_new_tokens, target, every, steps)
+                for name, ns in ph:
+                    phases.setdefault(name, []).append(ns)
                 windowed.append(tps)
                 windows.append(n)
                 paused.append(p)
@@ -58,6 +56,6 @@ def tok_s_ab(engine, prompt: str, max_new_tokens: int = 2048, *, every: int = 25
         "plain_tok_s": a, "windows_tok_s": b, "overhead_pct": 100.0 * (a - b) / a if a else None,
         "plain_per_round": plain, "windows_per_round": windowed, "windows_per_run": windows,
         "paused_ms_per_run": [p / 1e6 for p in paused],
-        "window_phase_ms_median": {k: statistics.median(v) / 1e6 for k, v in _PHASES.items()},
+        "window_phase_ms_median": {k: statistics.median(v) / 1e6 for k, v in phases.items()},
         "method": "same generation, plain vs a profile window every `every` tokens, alternating, medians",
     }
