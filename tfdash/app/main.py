@@ -96,8 +96,16 @@ def preflight(args, max_new_tokens: int) -> None:
 def run_app(args) -> int:
     max_new = getattr(args, "max_new_tokens", None) or DASHBOARD_MAX_NEW
     preflight(args, max_new)
-    app = live_app(session_factory(args, max_new), max_new_tokens=max_new, save_path=getattr(args, "save", None))
-    app.run()
+    from tfdash.app.stderr_guard import native_stderr_to
+    from tfdash.profiling.probe import cache_dir
+
+    # Native libraries' stderr (kineto, tilelang's log) goes to a file, not over the dashboard.
+    with native_stderr_to(cache_dir() / "dashboard-stderr.log") as guarded:
+        app = live_app(session_factory(args, max_new), max_new_tokens=max_new,
+                       save_path=getattr(args, "save", None))
+        app.run()
+    if guarded.lines:
+        print(f"tfdash: {guarded.lines} lines of library output during the run are in {guarded.path}")
     snap = app.final_snapshot
     if snap is not None:
         print(f"tfdash: {snap.new_tokens} new tokens, {snap.tok_per_s:.1f} tok/s over the run"
