@@ -245,9 +245,12 @@ class NvmlPane(Vertical):
         predicted = r.achieved_gbps if r is not None else None
         ratio = r.nvml_ratio if r is not None else None
         set_content(stats, lines(
-            stat(fmt_num(_last(dram), 0), "DRAM GB/s", "bold $text-primary", note="NVML GPM"),
+            stat(fmt_num(_last(dram), 0), "DRAM GB/s", "bold $text-primary", note="NVML GPM, now"),
+            # the profile window's own NVML figure (the second of decode before it): mid-run it is
+            # not the latest sample above, and it is what the ratio divides
+            stat(fmt_num(r.nvml_gbps if r is not None else None, 0), "GB/s window", note="NVML GPM"),
             stat(fmt_num(predicted, 0), "GB/s predicted", note="bytes ÷ step"),
-            stat(fmt_num(ratio, 2, "×"), "NVML ÷ predicted"),
+            stat(fmt_num(ratio, 2, "×"), "NVML ÷ predicted", note="window"),
             stat(fmt_num(_last(_series(snap, "sm_clock_mhz")), 0), "MHz SM",
                  note=f"{fmt_num(_last(_series(snap, 'mem_clock_mhz')), 0)} MHz mem"),
             stat(fmt_num(_last(_series(snap, "power_w")), 0), "W",
