@@ -4,7 +4,7 @@
     python3 scripts/gpu_app_check.py --out-dir OUT [--device cpu]   (cpu: a plumbing smoke test)
 
 Parts (each in its own try/except; a failure is recorded and the next part runs):
-    midrun     the live dashboard (run headless at 160x48) on a 2048-token generation: at ~1000
+    midrun     the live dashboard (run headless at 160x48) on an 8192-token generation: at 1024
                tokens it profiles a window (`p`), then saves an SVG screenshot mid-run, lets the
                run finish and writes the final snapshot (for `tfdash open`) and its exports
     overhead   tok/s of a 2048-token generation headless and under the live dashboard, A/B in
@@ -23,6 +23,8 @@ import sys
 import time
 import traceback
 from pathlib import Path
+
+from textual import events
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -43,14 +45,22 @@ async def midrun(engine, out: Path, max_new: int, profile_at: int) -> dict:
             if time.monotonic() - t0 > 600:
                 raise TimeoutError("no tokens within 600 s")
             await pilot.pause(0.05)
-        await pilot.press("p")
+        res["tokens_at_press"] = app.snapshot.new_tokens
         t1 = time.monotonic()
+        # The key as the terminal driver delivers it. (Pilot.press then waits for the process to
+        # go idle, which under a live decode is the end of the run.)
+        key = events.Key("p", "p")
+        key.set_sender(app)
+        app._driver.send_message(key)
         while not (app.snapshot and any(k.measured_p50_ns for k in app.snapshot.kernels)):
             if time.monotonic() - t1 > 300:
                 raise TimeoutError("the profile window did not report within 300 s")
             await pilot.pause(0.05)
+        res["window_seen_s"] = time.monotonic() - t1
+        res["tokens_at_window_seen"] = app.snapshot.new_tokens
         await pilot.pause(0.3)  # let the kernel table and roofline redraw
         res["tokens_at_screenshot"] = app.snapshot.new_tokens
+        res["state_at_screenshot"] = app.state
         res["svg"] = str(Path(app.save_screenshot(filename="dashboard-midrun.svg", path=str(out))))
         while app.state not in ("done", "stopped", "error"):
             if time.monotonic() - t0 > 900:
@@ -70,7 +80,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out-dir", required=True)
     p.add_argument("--device", default="cuda")
-    p.add_argument("--max-new-tokens", type=int, default=2048)
+    p.add_argument("--max-new-tokens", type=int, default=2048, help="per A/B run")
+    p.add_argument("--midrun-tokens", type=int, default=8192,
+                   help="the screenshot run: long enough that the window reports before it ends")
     p.add_argument("--rounds", type=int, default=3)
     args = p.parse_args(argv)
     out = Path(args.out_dir)
@@ -80,13 +92,15 @@ def main(argv=None) -> int:
 
     cpu = args.device == "cpu"
     n = 96 if cpu else args.max_new_tokens
-    engine = load_engine(model="qwen3-tiny" if cpu else "qwen3-1.7b", device=args.device, max_new_tokens=n,
-                         prompt="x")
+    m_n = 192 if cpu else args.midrun_tokens
+    # capacity for the longer of the two runs, plus the default prompt
+    engine = load_engine(model="qwen3-tiny" if cpu else "qwen3-1.7b", device=args.device,
+                         max_new_tokens=max(n, m_n) + 64, prompt="x")
     results: dict = {"host": platform.node(), "device": args.device, "backend": engine.backend,
-                     "model": engine.config.name, "new_tokens": n, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                     "model": engine.config.name, "new_tokens": n, "midrun_tokens": m_n, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                      "command": "python3 scripts/gpu_app_check.py " + " ".join(sys.argv[1:]), "errors": {}}
     try:
-        results["midrun"] = asyncio.run(midrun(engine, out, n, profile_at=n // 2))
+        results["midrun"] = asyncio.run(midrun(engine, out, m_n, profile_at=min(1024, m_n // 8)))
     except Exception:
         results["errors"]["midrun"] = traceback.format_exc(limit=6)
     try:

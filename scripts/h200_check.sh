@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call on the H200: GPU tests, then `tfdash bench`, logs and JSON under $OUT.
 #   run with carry [".gpu"]:  bash scripts/h200_check.sh [tests|diag|bench|profile|app|all] [extra bench args]
-#   (all = tests, diag, bench; engine = bench, headless run, GPU tests; observe = issues 5 and 6 (+ bench); profile = scripts/gpu_profile_check.py; app = scripts/gpu_app_check.py)
+#   (all = tests, diag, bench; engine = bench, headless run, GPU tests; observe = issues 5 and 6 (+ bench); dash = app + tty; profile = scripts/gpu_profile_check.py; app = scripts/gpu_app_check.py)
 # Needs the offline bundle (../shared/gpu-bundle .gpu/site.tar.xz). The tilelang kernel cache
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
@@ -47,6 +47,12 @@ if [ "$what" = observe ]; then
   if [ $# -gt 0 ]; then
     python3 -m tfdash bench --json "$R/bench.json" "$@" 2>&1 | grep -v "TileLang:" > "$R/bench.log"; tail -5 "$R/bench.log"; pack
   fi
+fi
+if [ "$what" = dash ]; then
+  # issue 6 in one call: the app check (mid-run SVG, snapshot, A/B) and tfdash on a real pty
+  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  python3 scripts/gpu_app_check.py --out-dir "$R/app" 2>&1 | grep -v "TileLang:" > "$R/app.log"; tail -4 "$R/app.log"; pack
+  python3 scripts/gpu_tty_check.py --out-dir "$R/tty" > "$R/tty.log" 2>&1; cat "$R/tty.log" | cut -c1-200; pack
 fi
 if [ "$what" = app ]; then
   mkdir -p "$OUT/app"
