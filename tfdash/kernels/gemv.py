@@ -81,9 +81,22 @@ BLOCKS_PER_SM = 2  # default; a plan may ask fewer for one op, leaving room for 
 #                    blocks to become resident early under PDL and prefetch their weights
 
 
+LOADS = 16  # 16-byte weight loads a lane keeps in flight (R rows x SEG chunks)
+
+
 def rows_per_warp(K: int) -> int:
-    """Rows a warp streams together: about 16 16-byte weight loads in flight per lane."""
-    return max(1, min(4, 16 // max(1, K // (32 * VEC))))
+    """Rows a warp streams together: about LOADS 16-byte weight loads in flight per lane."""
+    return max(1, min(4, LOADS // max(1, K // (32 * VEC))))
+
+
+def chunks_per_segment(K: int) -> int:
+    """Chunks (256 columns each) of a row loaded at once. A long row (down: K = 6144, 24 chunks)
+    is streamed in segments: holding all of it took 130 registers a thread, so only one block
+    fitted on an SM and the grid ran in two waves (2.3x its floor on the H200). The largest
+    divisor of the row's chunks that keeps R x SEG <= LOADS."""
+    chunks = K // (32 * VEC)
+    cap = max(1, LOADS // rows_per_warp(K))
+    return max(d for d in range(1, min(chunks, cap) + 1) if chunks % d == 0)
 
 
 def grid_size(N: int, K: int, blocks_per_sm: int = BLOCKS_PER_SM) -> int:
@@ -98,7 +111,8 @@ def tilelang_gemv(dims):
     rounded to the model dtype exactly as the torch spelling rounds, staged in shared memory.
     Main loop: each warp owns R consecutive rows at a time (grid-stride over row groups); lane l
     reads 16 bytes of each row at k = c*256 + 8l, so a warp streams 512 contiguous bytes per row
-    per chunk, every load of a row group issued before its FMAs (the chunk loop is unrolled).
+    per chunk, every load of a row group's segment (SEG chunks; the whole row unless it is long)
+    issued before its FMAs (the chunk loop is unrolled).
     Partial dot products are reduced with warp shuffles; lane 0 applies the epilogue.
     """
     import tilelang.language as T
@@ -116,6 +130,8 @@ def tilelang_gemv(dims):
     groups = -(-N // R)
     passes = -(-groups // total_warps)
     chunks = K // (32 * VEC)
+    SEG = chunks_per_segment(K)
+    segs = chunks // SEG
     x_len = 2 * K if prologue == "silu_mul" else K
     pro_iters = -(-K // (THREADS * VEC))
     assert K % (32 * VEC) == 0, f"K={K} must be a multiple of {32 * VEC}"
@@ -136,7 +152,7 @@ def tilelang_gemv(dims):
             hv = T.alloc_local((VEC,), dt)
             ssq = T.alloc_var("float32")
             rstd = T.alloc_var("float32")
-            wv = T.alloc_local((R, chunks * VEC), dt)
+            wv = T.alloc_local((R, SEG * VEC), dt)
             acc = T.alloc_local((R,), "float32")
             best_v = T.alloc_var("float32")
             best_i = T.alloc_var("int32")
@@ -146,12 +162,12 @@ def tilelang_gemv(dims):
             best_i = N
             g0 = bx * warps + warp
 
-            # ---- before the grid dependency: stream this warp's first row group ------------
+            # ---- before the grid dependency: stream this warp's first row group (segment) ---
             # Weights depend on no kernel, so with programmatic dependent launch these loads
             # overlap the previous kernel's tail; everything after pdl_sync may read its output.
             if g0 < groups:
                 for r in T.unroll(R):
-                    for c in T.unroll(chunks):
+                    for c in T.unroll(SEG):
                         for j in T.vectorized(VEC):
                             wv[r, c * VEC + j] = w[T.min(g0 * R + r, N - 1), c * 32 * VEC + lane * VEC + j]
             if pdl:  # programmatic dependent launch: wait for the kernel before, then let the next one launch
@@ -212,19 +228,21 @@ def tilelang_gemv(dims):
             for p in T.serial(passes):
                 g = p * total_warps + bx * warps + warp
                 if g < groups:
-                    if p > 0:
-                        for r in T.unroll(R):
-                            for c in T.unroll(chunks):
-                                for j in T.vectorized(VEC):
-                                    wv[r, c * VEC + j] = w[T.min(g * R + r, N - 1), c * 32 * VEC + lane * VEC + j]
                     for r in T.unroll(R):
                         acc[r] = 0.0
-                    for c in T.unroll(chunks):
-                        for j in T.vectorized(VEC):
-                            hv[j] = h_s[c * 32 * VEC + lane * VEC + j]
-                        for r in T.unroll(R):
-                            for j in T.unroll(VEC):
-                                acc[r] += T.cast(wv[r, c * VEC + j], "float32") * T.cast(hv[j], "float32")
+                    for sg in T.serial(segs):  # serial: the next segment's loads stay after these FMAs
+                        if p > 0 or sg > 0:
+                            for r in T.unroll(R):
+                                for c in T.unroll(SEG):
+                                    for j in T.vectorized(VEC):
+                                        wv[r, c * VEC + j] = w[T.min(g * R + r, N - 1),
+                                                               (sg * SEG + c) * 32 * VEC + lane * VEC + j]
+                        for c in T.unroll(SEG):
+                            for j in T.vectorized(VEC):
+                                hv[j] = h_s[(sg * SEG + c) * 32 * VEC + lane * VEC + j]
+                            for r in T.unroll(R):
+                                for j in T.unroll(VEC):
+                                    acc[r] += T.cast(wv[r, c * VEC + j], "float32") * T.cast(hv[j], "float32")
                     for r in T.unroll(R):
                         acc[r] = T.warp_reduce_sum(acc[r])
                     if lane == 0:
