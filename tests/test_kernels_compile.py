@@ -20,7 +20,9 @@ pytestmark = pytest.mark.skipif(
 PLAN = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096)
 UNFUSED = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, fused_rope=False)
 GU1 = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, gemv_blocks_per_sm={"gate_up": 1})
-KERNELS = {**UNFUSED.kernels(), **GU1.kernels(), **PLAN.kernels()}  # every kernel the plan variants launch
+LATE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_kv_early=False)
+LATERES = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, early_residual=False)
+KERNELS = {**UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **PLAN.kernels()}  # every kernel the plan variants launch
 
 
 @pytest.fixture(scope="module")

@@ -175,11 +175,15 @@ def check_prompt_ids(cfg: ModelConfig, ids) -> None:
 
 
 def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, fused_rope: bool = True,
-               gemv_blocks_per_sm: Mapping[str, int] | None = None) -> StepPlan:
+               gemv_blocks_per_sm: Mapping[str, int] | None = None, attn_kv_early: bool = True,
+               early_residual: bool = True) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
-    a variant to A/B: fewer blocks of one op leave room for the next op's to start early."""
+    a variant to A/B: fewer blocks of one op leave room for the next op's to start early.
+    `attn_kv_early=False` makes the fused attention read the KV cache after its grid dependency
+    instead of before it (the A/B baseline for that prefetch). `early_residual=False` makes o_proj
+    and down read the residual they add into after their grid dependency (the A/B baseline)."""
     bps = dict(gemv_blocks_per_sm or {})
     cfg.validate()
     if capacity < 1:
@@ -239,8 +243,8 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         launches.append(Launch(len(launches), role, layer, fam, kernel,
                                MappingProxyType(dict(dims, dtype=dtype)), MappingProxyType(args)))
 
-    def gemv(role, layer, kernel, N, K, prologue, epilogue, out_dtype, **args):
-        dims = dict(N=N, K=K, prologue=prologue, epilogue=epilogue, out_dtype=out_dtype, eps=eps)
+    def gemv(role, layer, kernel, N, K, prologue, epilogue, out_dtype, extra=None, **args):
+        dims = dict(N=N, K=K, prologue=prologue, epilogue=epilogue, out_dtype=out_dtype, eps=eps, **(extra or {}))
         op = role.split(".", 1)[-1]
         if op in bps:
             dims["blocks_per_sm"] = bps[op]
@@ -254,7 +258,8 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         gemv(p + "qkv_proj", i, "gemv_qkv", cfg.qkv_size, H, "rmsnorm", "store", dtype,
              x="x", norm_w=p + "attn_norm", w=p + "w_qkv", out="qkv")
         if fused_rope:
-            launch(p + "attention", i, "attention", "attn_rope_decode", dict(attn_dims, eps=eps, fused_rope=True),
+            launch(p + "attention", i, "attention", "attn_rope_decode" if attn_kv_early else "attn_rope_decode_late",
+                   dict(attn_dims, eps=eps, fused_rope=True, **({} if attn_kv_early else {"kv_early": False})),
                    qkv="qkv", q_norm=p + "q_norm", k_norm=p + "k_norm", cos="rope_cos", sin="rope_sin",
                    k_cache=p + "k_cache", v_cache=p + "v_cache", pos="pos", out="attn",
                    part="attn_part", ml="attn_ml", sem="attn_sem")
@@ -265,11 +270,15 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
             launch(p + "attention", i, "attention", "attn_decode", attn_dims,
                    q="q", k_cache=p + "k_cache", v_cache=p + "v_cache", pos="pos", out="attn",
                    part="attn_part", ml="attn_ml", sem="attn_sem")
-        gemv(p + "o_proj", i, "gemv_o_residual", H, cfg.q_size, "none", "residual", dtype,
+        # o_proj and down add into x, last written two or more launches before them (the last
+        # layer's down or embed; o_proj): they may read it before their grid dependency
+        res = {"early_residual": True} if early_residual else None
+        res_sfx = "" if early_residual else "_lateres"
+        gemv(p + "o_proj", i, "gemv_o_residual" + res_sfx, H, cfg.q_size, "none", "residual", dtype, extra=res,
              x="attn", w=p + "w_o", out="x")
         gemv(p + "gate_up", i, "gemv_gate_up", 2 * I, H, "rmsnorm", "store", dtype,
              x="x", norm_w=p + "mlp_norm", w=p + "w_gu", out="gu")
-        gemv(p + "down", i, "gemv_down_silu_residual", H, I, "silu_mul", "residual", dtype,
+        gemv(p + "down", i, "gemv_down_silu_residual" + res_sfx, H, I, "silu_mul", "residual", dtype, extra=res,
              x="gu", w=p + "w_down", out="x")
     from tfdash.kernels.gemv import grid_size
 

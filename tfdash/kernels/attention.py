@@ -113,6 +113,9 @@ def tilelang_attention(dims):
     import tilelang.language as T
 
     pdl = dims.get("pdl", True)
+    # K/V cache prefetch before the grid dependency: only fused (unfused, the kernel before this
+    # one appends this step's k and v) and only under PDL (without it there is nothing to overlap)
+    early = pdl and bool(dims.get("fused_rope")) and dims.get("kv_early", True)
 
     nH, nKV, D, C, B, dt = (dims["n_heads"], dims["n_kv_heads"], dims["head_dim"], dims["capacity"],
                             dims["block"], dims["dtype"])
@@ -155,12 +158,6 @@ def tilelang_attention(dims):
             warp = tx // 32
             pi = lane // 8
             dc = lane % 8
-            if pdl:  # programmatic dependent launch: wait for the kernel before, then let the next one launch
-                T.pdl_sync()
-                T.pdl_trigger()
-            n = pos[0] + 1
-            n_active = (n + B - 1) // B
-            last = n - 1 - bx * B  # this step's own position within the block (< B in the last block)
             qv = T.alloc_local((group, DC), dt)
             kv = T.alloc_local((DC,), dt)
             kall = T.alloc_local((iters, DC), dt)
@@ -193,6 +190,20 @@ def tilelang_attention(dims):
             lloc = T.alloc_local((sper,), "float32")
             pv = T.alloc_local((MERGE_CHUNK,), "float32")
             w_s = T.alloc_shared((group, S32), "float32")
+            n_s = T.alloc_var("int32")
+            if early:
+                # pos was written by the previous step's argmax_feed (a graph launch before this
+                # one), so it and the cache rows before it may be read before the grid dependency:
+                # the K/V stream then overlaps the qkv GEMV's tail. Read through L2 (__ldcg).
+                n_s = T.call_extern("int32", "__ldcg", T.address_of(pos[0])) + 1
+            else:
+                if pdl:  # programmatic dependent launch: wait for the kernel before, then let the next one launch
+                    T.pdl_sync()
+                    T.pdl_trigger()
+                n_s = pos[0] + 1
+            n = n_s
+            n_active = (n + B - 1) // B
+            last = n - 1 - bx * B  # this step's own position within the block (< B in the last block)
             if bx < n_active:
                 # V prefetch from the cache (thread tx owns dim tx); this step's own v comes later
                 for j in T.unroll(B):
@@ -205,6 +216,10 @@ def tilelang_attention(dims):
                 for it in T.unroll(iters):
                     for c in T.vectorized(DC):
                         kall[it, c] = k_cache[g, T.min(bx * B + warp * (iters * 4) + it * 4 + pi, C - 1), dc * DC + c]
+            if early:
+                T.pdl_sync()
+                T.pdl_trigger()
+            if bx < n_active:
                 if fused:
                     # q heads of the group: thread tx -> head tx // (D/2), pair (i, i + D/2);
                     # the norm weights and this position's cos/sin load with qkv, before the barrier

@@ -137,6 +137,11 @@ def tilelang_gemv(dims):
     assert K % (32 * VEC) == 0, f"K={K} must be a multiple of {32 * VEC}"
 
     amax_on = bool(dims.get("argmax"))
+    # The residual this GEMV adds into was written two or more kernels back (the plan says so:
+    # o_proj's x by the last layer's down, down's by o_proj): under PDL, every kernel before the
+    # one just before this has finished once this kernel runs, so its first row group's residual
+    # is read before the grid dependency, off the end of the critical path.
+    early_res = pdl and epilogue == "residual" and bool(dims.get("early_residual"))
 
     @T.macro
     def body(x, norm_w, w, out, amax):
@@ -154,6 +159,7 @@ def tilelang_gemv(dims):
             rstd = T.alloc_var("float32")
             wv = T.alloc_local((R, SEG * VEC), dt)
             acc = T.alloc_local((R,), "float32")
+            resv = T.alloc_local((R,), out_dt)
             best_v = T.alloc_var("float32")
             best_i = T.alloc_var("int32")
             bv_s = T.alloc_shared((warps,), "float32")
@@ -170,6 +176,10 @@ def tilelang_gemv(dims):
                     for c in T.unroll(SEG):
                         for j in T.vectorized(VEC):
                             wv[r, c * VEC + j] = w[T.min(g0 * R + r, N - 1), c * 32 * VEC + lane * VEC + j]
+                if early_res:
+                    if lane == 0:
+                        for r in T.unroll(R):
+                            resv[r] = out[T.min(g0 * R + r, N - 1)]
             if pdl:  # programmatic dependent launch: wait for the kernel before, then let the next one launch
                 T.pdl_sync()
                 T.pdl_trigger()
@@ -248,7 +258,11 @@ def tilelang_gemv(dims):
                     if lane == 0:
                         for r in T.unroll(R):
                             if g * R + r < N:
-                                if epilogue == "residual":
+                                if epilogue == "residual" and early_res:
+                                    out[g * R + r] = T.cast(
+                                        T.cast(T.if_then_else(p == 0, resv[r], out[g * R + r]), "float32")
+                                        + T.cast(T.cast(acc[r], dt), "float32"), out_dt)
+                                elif epilogue == "residual":
                                     out[g * R + r] = T.cast(
                                         T.cast(out[g * R + r], "float32") + T.cast(T.cast(acc[r], dt), "float32"),
                                         out_dt)

@@ -13,6 +13,9 @@ copy bandwidth.
     tilelang-unfused q/k norm + RoPE + KV append in a launch of its own (the fusion A/B)
     tilelang-gu1     gate_up's grid at one block per SM, so all of down's blocks can be resident
                      early under PDL (the grid A/B)
+    tilelang-latekv  attention reads the KV cache after its grid dependency, not before it (the
+                     KV-prefetch A/B)
+    tilelang-lateres o_proj and down read their residual after their grid dependency (the A/B)
     torch-graph      the same plan in torch ops (cuBLAS GEMVs, KV masked over capacity), one graph
     hf-compile       transformers' static-cache generate with a torch.compile'd forward
 """
@@ -161,8 +164,8 @@ def main(argv: list[str]) -> int:
     if args.rounds < 1 or args.max_new_tokens < 1:
         raise TfdashError("--rounds and --max-new-tokens must be at least 1")
     wanted = [b.strip() for b in args.backends.split(",") if b.strip()]
-    unknown = set(wanted) - {"tilelang-graph", "tilelang-nopdl", "tilelang-unfused", "tilelang-gu1", "torch-graph",
-                             "hf-compile"}
+    unknown = set(wanted) - {"tilelang-graph", "tilelang-nopdl", "tilelang-unfused", "tilelang-gu1", "tilelang-latekv", "tilelang-lateres",
+                             "torch-graph", "hf-compile"}
     if unknown:
         raise TfdashError(f"unknown backend(s): {', '.join(sorted(unknown))}")
 
@@ -196,6 +199,12 @@ def main(argv: list[str]) -> int:
         elif b == "tilelang-gu1":
             gu1 = build_plan(cfg, dtype="bfloat16", capacity=capacity, gemv_blocks_per_sm={"gate_up": 1})
             peers[b] = TilelangRuntime(gu1, weights, "cuda", pdl=True)
+        elif b == "tilelang-latekv":
+            late = build_plan(cfg, dtype="bfloat16", capacity=capacity, attn_kv_early=False)
+            peers[b] = TilelangRuntime(late, weights, "cuda", pdl=True)
+        elif b == "tilelang-lateres":
+            lr = build_plan(cfg, dtype="bfloat16", capacity=capacity, early_residual=False)
+            peers[b] = TilelangRuntime(lr, weights, "cuda", pdl=True)
         elif b == "hf-compile":
             try:
                 peers[b] = HFPeer(cfg, eng0.runtime)
