@@ -17,9 +17,11 @@ from tfdash.profiling.export import load_snapshot
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDED = ROOT / "benchmarks" / "2026-11-29"
-# session 2's final snapshot (2048 tokens) and session 3's (8192 tokens, window at 1024)
+# session 2's final snapshot (2048 tokens) and session 3's two (8192 tokens, window at 1024; before
+# and after that session's engine changes)
 H200S = ([Path(os.environ["TFDASH_H200_SNAPSHOT"])] if os.environ.get("TFDASH_H200_SNAPSHOT")
-         else [RECORDED / "snapshot-h200.json", RECORDED / "session3" / "dashboard" / "snapshot-h200.json"])
+         else [RECORDED / "snapshot-h200.json", RECORDED / "session3" / "dashboard" / "snapshot-h200.json",
+               RECORDED / "session3" / "dashboard-after-engine" / "snapshot-h200.json"])
 
 
 def screen_text(app) -> str:
