@@ -234,3 +234,23 @@ async def test_an_engine_error_is_shown_not_raised(isolated_config):
         assert "expected shape" in str(cont.render())
         await pilot.press("q")
     assert app.return_value is None
+
+
+@sync
+async def test_a_warning_from_the_engine_stays_as_a_toast(isolated_config, tiny_engine, monkeypatch):
+    """The torch fallback on a CUDA machine without tilelang is a warning toast, which outlasts the
+    set-up lines that follow it; the run itself goes on."""
+    import tfdash.engine as engine
+    from tfdash.app.main import session_factory
+    from tfdash.cli import run_parser
+
+    # the tiny CPU engine stands in for the torch peer on CUDA; the note is what fallback_note says there
+    monkeypatch.setattr(engine, "load_engine", lambda **kw: tiny_engine)
+    monkeypatch.setattr(engine, "fallback_note", lambda device, backend, requested: "tilelang is not importable here")
+    args = run_parser().parse_args(["--model", "qwen3-tiny", "--device", "cpu", "--max-new-tokens", "32"])
+    app = live_app(session_factory(args, 32), max_new_tokens=32)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.state in ("done", "stopped"), what="the run")
+        assert any(n.severity == "warning" and "tilelang is not importable" in n.message for n in app._notifications)
+        assert "tilelang is not importable" not in (app.status_note or "")
+        await pilot.press("q")

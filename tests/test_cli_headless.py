@@ -357,3 +357,17 @@ def test_eos_stops_unless_ignored(ckpt_factory):
     assert [e.token_id for e in events] == first[:stop_at]
     assert gen.stats.stopped == "eos" and gen.stats.new_tokens == stop_at
     assert len(list(eng.generate([7, 8, 9], 6, ignore_eos=True))) == 6
+
+
+def test_the_torch_fallback_on_cuda_is_named(monkeypatch):
+    """On a CUDA machine without tilelang the engine is the torch peer: said in one line, unless
+    the user asked for a backend."""
+    import tfdash.engine as engine
+
+    monkeypatch.setattr(engine, "tilelang_available", lambda: False)
+    note = engine.fallback_note("cuda", "torch-graph", None)
+    assert note and "tilelang" in note and "torch-graph" in note
+    assert engine.fallback_note("cuda", "torch-graph", "torch-graph") is None  # asked for
+    assert engine.fallback_note("cpu", "torch-eager", None) is None
+    monkeypatch.setattr(engine, "tilelang_available", lambda: True)
+    assert engine.fallback_note("cuda", "torch-graph", None) is None

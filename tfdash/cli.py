@@ -87,6 +87,11 @@ def run_headless(args) -> int:
                       backend=args.backend, prompt=args.prompt, max_new_tokens=max_new, seed=args.seed)
     out = sys.stdout
     print(_describe(eng), file=sys.stderr)
+    from tfdash.engine import fallback_note
+
+    note = fallback_note(eng.device, eng.backend, args.backend)
+    if note:
+        print(f"tfdash: {note}", file=sys.stderr)
     if getattr(args, "profile", False) or getattr(args, "export", None):
         from tfdash.profiling.headless import profile_run
 

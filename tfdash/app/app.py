@@ -181,6 +181,9 @@ class TfdashApp(App[ProfileSnapshot | None]):
         self.snapshot = snap
 
     def on_engine_status(self, message: EngineStatus) -> None:
+        if message.text.startswith("warning: "):  # stays as a toast, not a passing status line
+            self.notify(message.text[len("warning: "):], title="engine", severity="warning", timeout=20)
+            return
         self.status_note = message.text
         if self.state == "starting":
             self.snapshot = self.snapshot  # re-render the placeholder with the new line

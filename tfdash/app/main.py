@@ -63,6 +63,11 @@ def session_factory(args, max_new_tokens: int) -> Callable:
             engine = load_engine(ckpt=args.ckpt, model=args.model, device=args.device, dtype=args.dtype,
                                  backend=args.backend, prompt=args.prompt, max_new_tokens=max_new_tokens,
                                  seed=args.seed, progress=progress)
+            from tfdash.engine import fallback_note
+
+            note = fallback_note(engine.device, engine.backend, args.backend)
+            if note:
+                status(f"warning: {note}")
         return make_session(engine, args.prompt, max_new_tokens, ignore_eos=bool(getattr(args, "ignore_eos", False)))
 
     return make

@@ -44,6 +44,14 @@ def tilelang_available() -> bool:
         return False
 
 
+def fallback_note(device: str, backend: str, requested: str | None) -> str | None:
+    """One line when a CUDA run picked the torch peer only because tilelang is missing."""
+    if requested or not device.startswith("cuda") or backend != "torch-graph" or tilelang_available():
+        return None
+    return ("tilelang is not importable here, so the engine is the torch-graph peer (cuBLAS GEMVs, "
+            "about 5x slower on the H200); install tilelang for the tilelang-graph engine")
+
+
 def default_backend(device: str) -> str:
     if device.startswith("cuda"):
         return "tilelang-graph" if tilelang_available() else "torch-graph"
