@@ -277,3 +277,22 @@ def test_bounded_generation(eng):
     assert len(gen.stats.step_ns) == 50 and len(gen.tokens) == 50 and gen.stats.steps == 452
     assert len(gen.decoder.ids) <= 300  # the stream decoder is trimmed as it goes
     assert text == eng.tokenizer.decode([e.token_id for e in eng.generate("a b c", 450)])
+
+
+def test_torch_profiler_cycle_warning_is_not_printed():
+    """A second start of a torch.profiler warns that it 'clears events at the end of each cycle'
+    (what a window wants): with tfdash's timeline imported, nothing reaches stderr."""
+    import subprocess
+    import sys
+
+    code = ("import tfdash.profiling.timeline\n"
+            "from torch.profiler import profile, ProfilerActivity\n"
+            "import torch\n"
+            "p = profile(activities=[ProfilerActivity.CPU]); p.start(); torch.ones(3) + 1; p.stop()\n"
+            "p.start(); p.stop()\n")
+    r = subprocess.run([sys.executable, "-W", "always", "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "clears events" not in r.stderr
+    control = subprocess.run([sys.executable, "-W", "always", "-c", code.split("\n", 1)[1]], capture_output=True,
+                             text=True, timeout=120)
+    assert "clears events" in control.stderr  # the warning this guards against is real on this torch

@@ -21,12 +21,17 @@ from __future__ import annotations
 import re
 import threading
 import time
+import warnings
 import weakref
 from collections import deque
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from tfdash.engine.decode import percentile
+
+# torch.profiler warns (once, on stderr) that a profiler "clears events at the end of each cycle".
+# That is what a window wants; headless runs and the dashboard's log should not carry it.
+warnings.filterwarnings("ignore", message=r"Warning: Profiler clears events", category=UserWarning)
 
 TRACE_STEPS = 8  # a window keeps the kernel spans of its last few steps for the timeline
 ANNOTATION = "tfdash.launch."
