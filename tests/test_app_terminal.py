@@ -107,3 +107,17 @@ def test_tfdash_on_a_real_terminal_runs_and_quits_with_q(tmp_path):
     assert "new tokens" in tail and "tok/s over the run" in tail, tail
     n = int(tail.split("tfdash: ", 1)[1].split()[0])
     assert 32 <= n < 4000  # quit mid-run, with what was decoded counted
+
+
+def test_an_unwritable_log_place_falls_back_to_a_temporary_file(tmp_path):
+    from tfdash.app.stderr_guard import native_stderr_to
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with native_stderr_to(blocker / "sub" / "stderr.log") as g:
+        os.write(2, b"from a library\n")
+    try:
+        assert g.path.exists() and g.path.parent != blocker
+        assert "from a library" in g.path.read_text() and g.lines == 1
+    finally:
+        g.path.unlink(missing_ok=True)

@@ -31,14 +31,20 @@ class Guarded:
 @contextmanager
 def native_stderr_to(path: str | Path) -> Iterator[Guarded]:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        log_fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    except OSError:  # an unwritable cache: a temporary file rather than no dashboard
+        import tempfile
+
+        log_fd, name = tempfile.mkstemp(prefix="tfdash-stderr-", suffix=".log")
+        path = Path(name)
     res = Guarded(path)
     for f in (sys.stdout, sys.stderr):
         try:
             f.flush()
         except Exception:
             pass
-    log_fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     saved_fd = os.dup(2)  # the terminal
     term = os.fdopen(os.dup(saved_fd), "w", buffering=1, encoding=getattr(sys.__stderr__, "encoding", None)
                      or "utf-8", errors="replace")
