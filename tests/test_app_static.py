@@ -409,3 +409,21 @@ def test_dashboard_errors_are_one_line_before_the_screen_opens(tmp_path):
     r = run_tfdash("--model", "qwen3-tiny", "--device", "cpu", "--max-new-tokens", "9000", timeout=60, env=env)
     assert r.rc == 2
     assert_one_line_error(r.stderr, "max_position_embeddings")
+
+
+def test_the_drill_down_says_when_its_source_is_not_what_the_snapshot_ran():
+    import dataclasses
+
+    from tfdash.app.drill_model import source_note
+    from tfdash.profiling.export import load_snapshot
+    from tfdash.profiling.meta import kernels_source
+
+    snap = load_snapshot(SNAPSHOT)  # recorded before snapshots kept the hash
+    assert "before snapshots kept" in source_note(snap, live=False)
+    assert source_note(snap, live=True) is None  # a live run's source is today's
+    today = kernels_source()
+    assert today and len(today) == 12
+    same = dataclasses.replace(snap, meta=dataclasses.replace(snap.meta, kernels_source=today))
+    assert source_note(same, live=False) is None
+    other = dataclasses.replace(snap, meta=dataclasses.replace(snap.meta, kernels_source="0" * 12))
+    assert "0" * 12 in source_note(other, live=False) and today in source_note(other, live=False)

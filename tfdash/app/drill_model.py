@@ -148,6 +148,20 @@ def marginal_for(snap: ProfileSnapshot, roles: Sequence[str], families: Sequence
 
 
 # -- source ----------------------------------------------------------------------------------
+def source_note(snap: ProfileSnapshot | None, live: bool) -> str | None:
+    """When the source the drill-down shows (today's) is not what the snapshot ran: one line."""
+    if snap is None or live:
+        return None
+    from tfdash.profiling.meta import kernels_source
+
+    recorded, today = snap.meta.kernels_source, kernels_source()
+    if recorded is None:
+        return "recorded before snapshots kept a kernel source hash: this is today's source"
+    if today is not None and recorded != today:
+        return f"recorded from other kernel sources ({recorded}; today {today}): this is today's source"
+    return None
+
+
 def tilelang_source(family_name: str) -> str:
     """The family's tilelang factory (`family(name).tilelang`), plus the tfdash functions it calls
     directly (one level), so a thin wrapper shows the kernel it builds."""

@@ -6,6 +6,7 @@ without git, NVML or tilelang is still a valid snapshot.
 
 from __future__ import annotations
 
+import functools
 import platform
 import socket
 import subprocess
@@ -60,6 +61,23 @@ def gpu_info(device: str) -> tuple[str | None, str | None, str | None]:
     return name, driver, torch.version.cuda
 
 
+@functools.lru_cache(maxsize=1)
+def kernels_source() -> str | None:
+    """A short hash of what the kernels are built from: tfdash/kernels/*.py and the step plan. A
+    snapshot keeps it, so a view of an old one can say when the source it shows is not the one
+    that ran."""
+    import hashlib
+
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    try:
+        for f in sorted((root / "kernels").glob("*.py")) + [root / "engine" / "plan.py"]:
+            h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    except OSError:
+        return None
+    return h.hexdigest()[:12]
+
+
 def collect_meta(engine, prompt: str) -> RunMeta:
     import torch
 
@@ -82,4 +100,5 @@ def collect_meta(engine, prompt: str) -> RunMeta:
         prompt=prompt,
         capacity=engine.plan.capacity,
         launches_per_step=len(engine.plan),
+        kernels_source=kernels_source(),
     )

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 SCHEMA = "tfdash.snapshot"
-VERSION = 1
+VERSION = 2  # 2: RunMeta.kernels_source (version 1 files load, with it None)
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,9 @@ class RunMeta:
     prompt: str
     capacity: int
     launches_per_step: int
+    # sha256 (12 hex digits) of the kernel families' sources and the step plan's when recorded
+    # (tfdash.profiling.meta.kernels_source); None in snapshots from before it was kept
+    kernels_source: str | None = None
 
 
 @dataclass(frozen=True)

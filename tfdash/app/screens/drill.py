@@ -247,7 +247,11 @@ class DrillScreen(Screen):
                 self._tl_cache[fam] = source_fn(fam)
             except Exception as e:  # noqa: BLE001 - shown in the pane
                 self._tl_cache[fam] = f"# unavailable: {type(e).__name__}: {e}"
-        view.show_code(self._tl_cache[fam], "python")
+        note = self._source_note()
+        view.show_code((f"# {note}\n" if note else "") + self._tl_cache[fam], "python")
+
+    def _source_note(self) -> str | None:
+        return drill_model.source_note(self.app.snapshot, bool(getattr(self.app.source, "live", False)))
 
     @on(TabbedContent.TabActivated, "#drill-tabs")
     def _tab(self, event: TabbedContent.TabActivated) -> None:
@@ -269,7 +273,8 @@ class DrillScreen(Screen):
             if text.startswith("unavailable:"):
                 view.show_message(text)
             else:
-                view.show_code(text, "cuda")
+                note = self._source_note()
+                view.show_code((f"// {note}\n" if note else "") + text, "cuda")
             return
         view.show_message(f"compiling {launch.kernel} for sm_90a with tilelang… (a few seconds)")
         self._compile(launch, key)
