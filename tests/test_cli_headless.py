@@ -371,3 +371,22 @@ def test_the_torch_fallback_on_cuda_is_named(monkeypatch):
     assert engine.fallback_note("cpu", "torch-eager", None) is None
     monkeypatch.setattr(engine, "tilelang_available", lambda: True)
     assert engine.fallback_note("cuda", "torch-graph", None) is None
+
+
+@pytest.mark.parametrize("argv, needles", [
+    (["--backends", "tilelang-graph,nope"], ["unknown backend(s): nope", "tilelang-latekv"]),
+    (["--capacity", "0"], ["--capacity 0 must be positive"]),
+    (["--rounds", "0"], ["--rounds"]),
+    ([], ["needs a CUDA device"]),
+])
+def test_bench_errors_are_one_line(argv, needles):
+    """`tfdash bench` on this GPU-less machine: argument mistakes first, then the missing device."""
+    import torch
+
+    if torch.cuda.is_available() and not argv:
+        pytest.skip("a CUDA device is present")
+    from conftest import assert_one_line_error, run_tfdash
+
+    r = run_tfdash("bench", *argv, timeout=120)
+    assert r.rc == 2
+    assert_one_line_error(r.stderr, *needles)

@@ -31,6 +31,9 @@ import time
 
 from tfdash.errors import TfdashError
 
+BACKENDS = ("tilelang-graph", "tilelang-nopdl", "tilelang-unfused", "tilelang-gu1", "tilelang-latekv",
+            "tilelang-lateres", "torch-graph", "hf-compile")
+
 SCHEMA = "tfdash.bench/1"
 
 
@@ -49,6 +52,9 @@ def parser() -> argparse.ArgumentParser:
                    help="comma-separated (default: %(default)s; hf-compile only where transformers is installed)")
     p.add_argument("--json", metavar="OUT", help="write every round and the summary as JSON")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--capacity", type=int, default=None, metavar="N",
+                   help="KV cache positions (default: just enough for the run; the dashboard uses 4096). "
+                        "Attention's grid covers the capacity, so it moves tok/s")
     return p
 
 
@@ -159,15 +165,17 @@ def main(argv: list[str]) -> int:
     from tfdash.engine.runtime import TilelangRuntime
 
     args = parser().parse_args(argv)
-    if not torch.cuda.is_available():
-        raise TfdashError("tfdash bench needs a CUDA device (torch.cuda.is_available() is False)")
+    # the arguments first (a typo is worth saying on any machine), then the device
     if args.rounds < 1 or args.max_new_tokens < 1:
         raise TfdashError("--rounds and --max-new-tokens must be at least 1")
+    if args.capacity is not None and args.capacity < 1:
+        raise TfdashError(f"--capacity {args.capacity} must be positive")
     wanted = [b.strip() for b in args.backends.split(",") if b.strip()]
-    unknown = set(wanted) - {"tilelang-graph", "tilelang-nopdl", "tilelang-unfused", "tilelang-gu1", "tilelang-latekv", "tilelang-lateres",
-                             "torch-graph", "hf-compile"}
+    unknown = set(wanted) - set(BACKENDS)
     if unknown:
-        raise TfdashError(f"unknown backend(s): {', '.join(sorted(unknown))}")
+        raise TfdashError(f"unknown backend(s): {', '.join(sorted(unknown))} (known: {', '.join(BACKENDS)})")
+    if not torch.cuda.is_available():
+        raise TfdashError("tfdash bench needs a CUDA device (torch.cuda.is_available() is False)")
 
     from tfdash.engine.config import load_config, preset
 
@@ -178,6 +186,11 @@ def main(argv: list[str]) -> int:
     tok = load_tokenizer(args.ckpt) if args.ckpt else StandInTokenizer(cfg.vocab_size)
     ids = tok.encode(args.prompt)
     capacity = default_capacity(cfg, len(ids) + args.max_new_tokens)
+    if args.capacity is not None:
+        from tfdash.engine.plan import check_generation
+
+        capacity = default_capacity(cfg, args.capacity)  # whole attention blocks
+        check_generation(cfg, capacity, len(ids), args.max_new_tokens)
     print(f"# loading {cfg.name} ({'random weights' if not args.ckpt else args.ckpt}), capacity {capacity}",
           file=sys.stderr)
     eng0 = load_engine(ckpt=args.ckpt, model=None if args.ckpt else cfg.name, device="cuda", dtype="bfloat16",
@@ -280,7 +293,7 @@ def main(argv: list[str]) -> int:
             summary[name]["tokens_equal_to_torch_graph_prefix"] = same
 
     header = (f"tfdash bench · {cfg.name} · {'random weights' if not args.ckpt else args.ckpt} · "
-              f"{len(ids)} prompt + {args.max_new_tokens} new tokens · {args.rounds} rounds · "
+              f"{len(ids)} prompt + {args.max_new_tokens} new tokens · capacity {capacity} · {args.rounds} rounds · "
               f"copy ceiling {probe.bandwidth / 1e12:.2f} TB/s ({probe.method})")
     lines = [header, f"{'backend':<16}{'tok/s median':>13}{'spread':>19}{'ms/step p50':>13}"
                      f"{'GB/s':>9}{'% ceiling':>11}"]
