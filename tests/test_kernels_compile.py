@@ -4,6 +4,7 @@ tilelang lowers to CUDA C++ and nvcc builds it for `{"kind": "cuda", "arch": "sm
 `target="cuda"` and no GPU it would fall back to sm_50). Needs tilelang (Linux x86-64) and nvcc.
 """
 
+import functools
 import importlib.util
 import shutil
 
@@ -47,13 +48,18 @@ def test_plan_has_the_expected_kernels():
     assert len(PLAN) == 1 + 5 * 28 + 2 and len(UNFUSED) == 1 + 6 * 28 + 2
 
 
+@functools.lru_cache(maxsize=None)
+def compiled(name: str):
+    from tfdash.engine.compile import SM90A, compile_one
+
+    return compile_one(KERNELS[name], target=SM90A, pdl=True, backend="tvm_ffi")  # device code only: no launcher build
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_kernel_compiles_for_sm90a(name, fresh_cache):
-    from tfdash.engine.compile import SM90A, compile_one
-
     launch = KERNELS[name]
-    kernel = compile_one(launch, target=SM90A, pdl=True, backend="tvm_ffi")  # device code only: no launcher build
+    kernel = compiled(name)
     src = kernel.get_kernel_source()
     # Named after its role (never `main`), so profiles are readable.
     assert "void __launch_bounds__" in src and f" {name}_kernel(" in src
@@ -65,6 +71,39 @@ def test_kernel_compiles_for_sm90a(name, fresh_cache):
     roles = [r for r in family(launch.family).roles if r in launch.args]
     params = [p.name.removesuffix("_handle") for p in kernel.prim_func.params]
     assert params == roles
+
+
+def registers(src: str, tmp_path) -> int:
+    """ptxas's register count for a kernel's CUDA source, built for sm_90a against tilelang's headers."""
+    import re
+    import subprocess
+    from pathlib import Path
+
+    import tilelang
+
+    root = Path(tilelang.__file__).parent
+    cu = tmp_path / "k.cu"
+    cu.write_text(src)
+    r = subprocess.run(["nvcc", "-arch=sm_90a", "-cubin", "-O3", "-std=c++17", f"-I{root / 'src'}",
+                        f"-I{root / '3rdparty' / 'cutlass' / 'include'}", "--resource-usage", "-o",
+                        str(tmp_path / "k.cubin"), str(cu)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    used = re.findall(r"Used (\d+) registers", r.stdout + r.stderr)
+    assert used, r.stdout + r.stderr
+    return max(int(u) for u in used)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(k for k in PLAN.kernels() if k.startswith("gemv_")))
+def test_gemv_blocks_fit_on_an_sm_as_planned(name, fresh_cache, tmp_path):
+    """The GEMV grid assumes BLOCKS_PER_SM resident blocks of THREADS threads. down once took 130
+    registers a thread: one block per SM, its grid in two waves, 2.3x its floor on the H200."""
+    from tfdash.kernels.gemv import BLOCKS_PER_SM, THREADS
+
+    launch = KERNELS[name]
+    per_sm = launch.dims.get("blocks_per_sm", BLOCKS_PER_SM)
+    regs = registers(compiled(name).get_kernel_source(), tmp_path)
+    assert regs * THREADS * per_sm <= 65536, f"{name}: {regs} registers a thread, {per_sm} blocks of {THREADS}"
 
 
 @pytest.mark.slow
