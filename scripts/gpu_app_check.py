@@ -88,26 +88,31 @@ def main(argv=None) -> int:
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
 
-    from tfdash.engine import load_engine
+    from tfdash.engine import DEFAULT_PROMPT, load_engine
 
     cpu = args.device == "cpu"
     n = 96 if cpu else args.max_new_tokens
     m_n = 192 if cpu else args.midrun_tokens
-    # capacity for the longer of the two runs, plus the default prompt
-    engine = load_engine(model="qwen3-tiny" if cpu else "qwen3-1.7b", device=args.device,
-                         max_new_tokens=max(n, m_n) + 64, prompt="x")
+    model = "qwen3-tiny" if cpu else "qwen3-1.7b"
+    # The A/B runs on the engine the dashboard would build for n tokens (KV capacity 4096 at
+    # 2048); the screenshot run needs room for m_n. Attention's grid covers the capacity, so the
+    # two are separate engines (the same weights: the same seed).
+    engine = load_engine(model=model, device=args.device, max_new_tokens=n, prompt=DEFAULT_PROMPT)
+    mid_engine = load_engine(model=model, device=args.device, max_new_tokens=m_n, prompt=DEFAULT_PROMPT)
     results: dict = {"host": platform.node(), "device": args.device, "backend": engine.backend,
-                     "model": engine.config.name, "new_tokens": n, "midrun_tokens": m_n, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                     "model": engine.config.name, "new_tokens": n, "capacity": engine.plan.capacity,
+                     "midrun_tokens": m_n, "midrun_capacity": mid_engine.plan.capacity,
+                     "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                      "command": "python3 scripts/gpu_app_check.py " + " ".join(sys.argv[1:]), "errors": {}}
     try:
-        results["midrun"] = asyncio.run(midrun(engine, out, m_n, profile_at=min(1024, m_n // 8)))
+        results["midrun"] = asyncio.run(midrun(mid_engine, out, m_n, profile_at=min(1024, m_n // 8)))
     except Exception:
         results["errors"]["midrun"] = traceback.format_exc(limit=6)
     try:
         from tfdash.app.overhead import dashboard_ab
         from tfdash.app.main import make_session
-        from tfdash.engine import DEFAULT_PROMPT
 
+        del mid_engine  # its weights and graph, before the A/B
         results["overhead"] = dashboard_ab(lambda: make_session(engine, DEFAULT_PROMPT, n), rounds=args.rounds,
                                            size=SIZE)
     except Exception:
