@@ -47,6 +47,15 @@ class Settings:
                                 "more, not less (a window every 256 tokens, 48 steps in flight: 27.8 % "
                                 "of tok/s overlapped vs 16.6 % drained, 2026-11-29); a guess at why: the "
                                 "profiler's stop then waits for and records every step in flight"),
+        "attn_kv_early": Knob("TFDASH_ATTN_KV_EARLY", True,
+                              "the fused attention reads pos and the KV cache rows before its grid dependency "
+                              "(they were written by earlier steps), so the K/V stream overlaps the qkv GEMV's "
+                              "tail; off: after it (bench backend tilelang-latekv; on was +3.8 % tok/s on the "
+                              "H200, 2026-11-29)"),
+        "early_residual": Knob("TFDASH_EARLY_RESIDUAL", True,
+                               "o_proj and down read the residual they add into before their grid dependency "
+                               "(it was written two or more launches earlier); off: after it (bench backend "
+                               "tilelang-lateres; on was +1.6 % tok/s on the H200, 2026-11-29)"),
     }
 
     def __init__(self):

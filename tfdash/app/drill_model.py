@@ -28,17 +28,23 @@ class OperandCost:
 
 
 def _plan_variants() -> list[dict]:
-    """build_plan's keyword options that are booleans (e.g. fused_rope): the defaults first, then
-    each flipped -- a snapshot recorded with an A/B variant of the plan still rebuilds."""
+    """build_plan's keyword options that are booleans (fused_rope, attn_kv_early, ...): the defaults
+    first, then every combination with fewer flips first -- a snapshot recorded with A/B variants
+    of the plan (knobs off) still rebuilds."""
     import inspect
+    import itertools
 
     from tfdash.engine.plan import build_plan
 
     flags = [p for p in inspect.signature(build_plan).parameters.values() if isinstance(p.default, bool)]
-    return [{}] + [{p.name: not p.default} for p in flags]
+    out: list[dict] = []
+    for n in range(len(flags) + 1):
+        for combo in itertools.combinations(flags, n):
+            out.append({p.name: not p.default for p in combo})
+    return out
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=16)
 def _plan(model_json: str, dtype: str, capacity: int, options: str):
     from tfdash.engine.config import ModelConfig
     from tfdash.engine.plan import build_plan

@@ -126,7 +126,10 @@ def load_engine(ckpt: str | Path | None = None, model: str | None = None, device
         capacity = default_capacity(cfg, need)  # may round up past a max_position_embeddings < one block
     elif capacity > cfg.max_position_embeddings:
         raise CapacityError(f"capacity {capacity} is past max_position_embeddings={cfg.max_position_embeddings}")
-    plan = build_plan(cfg, dtype=dtype, capacity=capacity)
+    from tfdash.settings import SETTINGS
+
+    plan = build_plan(cfg, dtype=dtype, capacity=capacity, attn_kv_early=bool(SETTINGS.attn_kv_early),
+                      early_residual=bool(SETTINGS.early_residual))
     if prompt is not None and max_new_tokens is not None:
         ids = tokenizer.encode(prompt)
         check_generation(cfg, plan.capacity, len(ids), max_new_tokens)
