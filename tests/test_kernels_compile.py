@@ -23,7 +23,9 @@ UNFUSED = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, fuse
 GU1 = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, gemv_blocks_per_sm={"gate_up": 1})
 LATE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_kv_early=False)
 LATERES = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, early_residual=False)
-KERNELS = {**UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **PLAN.kernels()}  # every kernel the plan variants launch
+SMEM = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, down_smem_prefetch=True)
+KERNELS = {**UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **SMEM.kernels(),
+           **PLAN.kernels()}  # every kernel the plan variants launch
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +96,7 @@ def registers(src: str, tmp_path) -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(k for k in PLAN.kernels() if k.startswith("gemv_")))
+@pytest.mark.parametrize("name", sorted(k for k in {**PLAN.kernels(), **SMEM.kernels()} if k.startswith("gemv_")))
 def test_gemv_blocks_fit_on_an_sm_as_planned(name, fresh_cache, tmp_path):
     """The GEMV grid assumes BLOCKS_PER_SM resident blocks of THREADS threads. down once took 130
     registers a thread: one block per SM, its grid in two waves, 2.3x its floor on the H200."""
@@ -102,8 +104,19 @@ def test_gemv_blocks_fit_on_an_sm_as_planned(name, fresh_cache, tmp_path):
 
     launch = KERNELS[name]
     per_sm = launch.dims.get("blocks_per_sm", BLOCKS_PER_SM)
-    regs = registers(compiled(name).get_kernel_source(), tmp_path)
+    src = compiled(name).get_kernel_source()
+    regs = registers(src, tmp_path)
     assert regs * THREADS * per_sm <= 65536, f"{name}: {regs} registers a thread, {per_sm} blocks of {THREADS}"
+    # shared memory: the cost model's figure is what the kernel declares, and it fits too
+    from tfdash.kernels.base import family
+
+    smem = family(launch.family).cost(launch.dims).smem
+    assert smem * per_sm <= 227 * 1024, f"{name}: {smem} bytes of shared memory, {per_sm} blocks"
+    if "buf_dyn_shmem" in src and launch.dims.get("smem_prefetch"):
+        import re
+
+        offsets = [int(o) for o in re.findall(r"buf_dyn_shmem \+ (\d+)\)", src)]
+        assert max(offsets) < smem  # every staged buffer lies inside what the cost model counts
 
 
 @pytest.mark.slow

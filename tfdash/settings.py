@@ -56,6 +56,11 @@ class Settings:
                                "o_proj and down read the residual they add into before their grid dependency "
                                "(it was written two or more launches earlier); off: after it (bench backend "
                                "tilelang-lateres; on was +1.6 % tok/s on the H200, 2026-11-29)"),
+        "down_smem_prefetch": Knob("TFDASH_DOWN_SMEM_PREFETCH", False,
+                                   "down stages its later row segments in shared memory (cp.async) before its "
+                                   "grid dependency, so all its weights are in flight while gate_up drains "
+                                   "(bench backend tilelang-smemdown). Off: written 2026-11-29 without device "
+                                   "time left, not yet measured on the H200"),
     }
 
     def __init__(self):

@@ -22,6 +22,7 @@ if not torch.cuda.is_available():  # collected on CPU machines only to be desele
 CFG = preset("qwen3-1.7b")
 PLAN = build_plan(CFG, dtype="bfloat16", capacity=4096)
 UNFUSED = build_plan(CFG, dtype="bfloat16", capacity=4096, fused_rope=False)  # the A/B baseline's kernels
+SMEM = build_plan(CFG, dtype="bfloat16", capacity=4096, down_smem_prefetch=True)  # a variant, off by default
 DEV = "cuda"
 GEN = torch.Generator(device=DEV)
 
@@ -103,13 +104,13 @@ def both(launch, ctx, written):
     return a, b, base
 
 
-GEMVS = ["gemv_qkv", "gemv_o_residual", "gemv_gate_up", "gemv_down_silu_residual"]
+GEMVS = ["gemv_qkv", "gemv_o_residual", "gemv_gate_up", "gemv_down_silu_residual", "gemv_down_silu_residual_smem"]
 
 
 @pytest.mark.parametrize("kernel", GEMVS)
 @pytest.mark.parametrize("trial", range(2))
 def test_gemv(kernel, trial):
-    launch = PLAN.kernels()[kernel]
+    launch = {**PLAN.kernels(), **SMEM.kernels()}[kernel]
     residual = launch.dims["epilogue"] == "residual"
     a, b, base = both(launch, 0, [] if residual else ["out"])
     assert not torch.isnan(b["out"].float()).any(), "unwritten output element"

@@ -129,7 +129,8 @@ def load_engine(ckpt: str | Path | None = None, model: str | None = None, device
     from tfdash.settings import SETTINGS
 
     plan = build_plan(cfg, dtype=dtype, capacity=capacity, attn_kv_early=bool(SETTINGS.attn_kv_early),
-                      early_residual=bool(SETTINGS.early_residual))
+                      early_residual=bool(SETTINGS.early_residual),
+                      down_smem_prefetch=bool(SETTINGS.down_smem_prefetch))
     if prompt is not None and max_new_tokens is not None:
         ids = tokenizer.encode(prompt)
         check_generation(cfg, plan.capacity, len(ids), max_new_tokens)

@@ -176,14 +176,16 @@ def check_prompt_ids(cfg: ModelConfig, ids) -> None:
 
 def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, fused_rope: bool = True,
                gemv_blocks_per_sm: Mapping[str, int] | None = None, attn_kv_early: bool = True,
-               early_residual: bool = True) -> StepPlan:
+               early_residual: bool = True, down_smem_prefetch: bool = False) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
     a variant to A/B: fewer blocks of one op leave room for the next op's to start early.
     `attn_kv_early=False` makes the fused attention read the KV cache after its grid dependency
     instead of before it (the A/B baseline for that prefetch). `early_residual=False` makes o_proj
-    and down read the residual they add into after their grid dependency (the A/B baseline)."""
+    and down read the residual they add into after their grid dependency (the A/B baseline).
+    `down_smem_prefetch=True` stages down's later row segments in shared memory before its grid
+    dependency (a variant to A/B; not yet measured on the H200, so off)."""
     bps = dict(gemv_blocks_per_sm or {})
     cfg.validate()
     if capacity < 1:
@@ -278,7 +280,9 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
              x="attn", w=p + "w_o", out="x")
         gemv(p + "gate_up", i, "gemv_gate_up", 2 * I, H, "rmsnorm", "store", dtype,
              x="x", norm_w=p + "mlp_norm", w=p + "w_gu", out="gu")
-        gemv(p + "down", i, "gemv_down_silu_residual" + res_sfx, H, I, "silu_mul", "residual", dtype, extra=res,
+        down_extra = dict(res or {}, **({"smem_prefetch": True} if down_smem_prefetch else {}))
+        gemv(p + "down", i, "gemv_down_silu_residual" + res_sfx + ("_smem" if down_smem_prefetch else ""), H, I,
+             "silu_mul", "residual", dtype, extra=down_extra or None,
              x="gu", w=p + "w_down", out="x")
     from tfdash.kernels.gemv import grid_size
 

@@ -16,6 +16,8 @@ copy bandwidth.
     tilelang-latekv  attention reads the KV cache after its grid dependency, not before it (the
                      KV-prefetch A/B)
     tilelang-lateres o_proj and down read their residual after their grid dependency (the A/B)
+    tilelang-smemdown down stages its later row segments in shared memory before its grid
+                     dependency (TFDASH_DOWN_SMEM_PREFETCH; not yet measured)
     torch-graph      the same plan in torch ops (cuBLAS GEMVs, KV masked over capacity), one graph
     hf-compile       transformers' static-cache generate with a torch.compile'd forward
 """
@@ -32,7 +34,7 @@ import time
 from tfdash.errors import TfdashError
 
 BACKENDS = ("tilelang-graph", "tilelang-nopdl", "tilelang-unfused", "tilelang-gu1", "tilelang-latekv",
-            "tilelang-lateres", "torch-graph", "hf-compile")
+            "tilelang-lateres", "tilelang-smemdown", "torch-graph", "hf-compile")
 
 SCHEMA = "tfdash.bench/1"
 
@@ -218,6 +220,9 @@ def main(argv: list[str]) -> int:
         elif b == "tilelang-lateres":
             lr = build_plan(cfg, dtype="bfloat16", capacity=capacity, early_residual=False)
             peers[b] = TilelangRuntime(lr, weights, "cuda", pdl=True)
+        elif b == "tilelang-smemdown":
+            sd = build_plan(cfg, dtype="bfloat16", capacity=capacity, down_smem_prefetch=True)
+            peers[b] = TilelangRuntime(sd, weights, "cuda", pdl=True)
         elif b == "hf-compile":
             try:
                 peers[b] = HFPeer(cfg, eng0.runtime)
