@@ -33,8 +33,15 @@ import time
 
 from tfdash.errors import TfdashError
 
-BACKENDS = ("tilelang-graph", "tilelang-nopdl", "tilelang-unfused", "tilelang-gu1", "tilelang-latekv",
-            "tilelang-lateres", "tilelang-smemdown", "torch-graph", "hf-compile")
+# The plan variants (build_plan options) that run as tilelang peers of the default graph.
+PLAN_VARIANTS = {
+    "tilelang-unfused": {"fused_rope": False},
+    "tilelang-gu1": {"gemv_blocks_per_sm": {"gate_up": 1}},
+    "tilelang-latekv": {"attn_kv_early": False},
+    "tilelang-lateres": {"early_residual": False},
+    "tilelang-smemdown": {"down_smem_prefetch": True},
+}
+BACKENDS = ("tilelang-graph", "tilelang-nopdl", *PLAN_VARIANTS, "torch-graph", "hf-compile")
 
 SCHEMA = "tfdash.bench/1"
 
@@ -208,21 +215,9 @@ def main(argv: list[str]) -> int:
             peers[b] = TilelangRuntime(plan, weights, "cuda", pdl=True)
         elif b == "tilelang-nopdl":
             peers[b] = TilelangRuntime(plan, weights, "cuda", pdl=False)
-        elif b == "tilelang-unfused":
-            unfused = build_plan(cfg, dtype="bfloat16", capacity=capacity, fused_rope=False)
-            peers[b] = TilelangRuntime(unfused, weights, "cuda", pdl=True)
-        elif b == "tilelang-gu1":
-            gu1 = build_plan(cfg, dtype="bfloat16", capacity=capacity, gemv_blocks_per_sm={"gate_up": 1})
-            peers[b] = TilelangRuntime(gu1, weights, "cuda", pdl=True)
-        elif b == "tilelang-latekv":
-            late = build_plan(cfg, dtype="bfloat16", capacity=capacity, attn_kv_early=False)
-            peers[b] = TilelangRuntime(late, weights, "cuda", pdl=True)
-        elif b == "tilelang-lateres":
-            lr = build_plan(cfg, dtype="bfloat16", capacity=capacity, early_residual=False)
-            peers[b] = TilelangRuntime(lr, weights, "cuda", pdl=True)
-        elif b == "tilelang-smemdown":
-            sd = build_plan(cfg, dtype="bfloat16", capacity=capacity, down_smem_prefetch=True)
-            peers[b] = TilelangRuntime(sd, weights, "cuda", pdl=True)
+        elif b in PLAN_VARIANTS:
+            variant = build_plan(cfg, dtype="bfloat16", capacity=capacity, **PLAN_VARIANTS[b])
+            peers[b] = TilelangRuntime(variant, weights, "cuda", pdl=True)
         elif b == "hf-compile":
             try:
                 peers[b] = HFPeer(cfg, eng0.runtime)
