@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device call on the H200: GPU tests, then `tfdash bench`, logs and JSON under $OUT.
 #   run with carry [".gpu"]:  bash scripts/h200_check.sh [tests|diag|bench|profile|app|all] [extra bench args]
-#   (all = tests, diag, bench; engine = bench, headless run, GPU tests; observe = issues 5 and 6 (+ bench); dash = app + tty; profile = scripts/gpu_profile_check.py; app = scripts/gpu_app_check.py)
+#   (all = tests, diag, bench; engine = bench, headless run, GPU tests; observe = issues 5 and 6 (+ bench); dash = app + tty; profile = scripts/gpu_profile_check.py; app = scripts/gpu_app_check.py;
+#    sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick)
 # Needs the offline bundle (../shared/gpu-bundle .gpu/site.tar.xz). The tilelang kernel cache
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
@@ -53,6 +54,26 @@ if [ "$what" = dash ]; then
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
   python3 scripts/gpu_app_check.py --out-dir "$R/app" 2>&1 | grep -v "TileLang:" > "$R/app.log"; tail -4 "$R/app.log"; pack
   python3 scripts/gpu_tty_check.py --out-dir "$R/tty" > "$R/tty.log" 2>&1; cat "$R/tty.log" | cut -c1-200; pack
+fi
+if [ "$what" = sizes ]; then
+  # every Qwen3 size: compile every kernel in parallel, the kernel and engine GPU tests, then (with
+  # bench arguments) `tfdash bench` per size; everything under $OUT/r, packed after each part
+  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  python3 scripts/precompile.py 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -2 "$R/precompile.log"; pack
+  for t in tests/gpu/test_kernels_gpu.py tests/gpu/test_engine_gpu.py; do
+    n=$(basename "$t" .py)
+    timeout ${TESTS_TIMEOUT:-400} python3 -m pytest -m gpu "$t" -q -rA -s -p no:cacheprovider --junitxml="$R/$n.xml" \
+      ${TESTS_K:+-k "$TESTS_K"} 2>&1 | grep -v "TileLang:" > "$R/$n.log"
+    grep -E "^(FAILED|ERROR)|passed|failed|cosine|agreement" "$R/$n.log" | cut -c1-220 | tail -40; pack
+  done
+fi
+if [ "$what" = sizebench ]; then
+  # `tfdash bench` for each size in $SIZES (default: all), JSON and logs under $OUT/r
+  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  for m in ${SIZES:-qwen3-0.6b qwen3-1.7b qwen3-4b qwen3-8b qwen3-14b qwen3-32b}; do
+    python3 -m tfdash bench --model "$m" --json "$R/bench-$m.json" "$@" 2>&1 | grep -v "TileLang:" > "$R/bench-$m.log"
+    tail -6 "$R/bench-$m.log" | cut -c1-160; pack
+  done
 fi
 if [ "$what" = app ]; then
   mkdir -p "$OUT/app"

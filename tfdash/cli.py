@@ -35,7 +35,9 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     src = p.add_argument_group("model")
     src.add_argument("--ckpt", metavar="DIR", help="a Qwen3 checkpoint directory (config.json, safetensors, "
                      "tokenizer.json); without it, random weights of --model's shape")
-    src.add_argument("--model", metavar="PRESET", help="qwen3-1.7b or qwen3-tiny (default: qwen3-tiny on CPU, "
+    from tfdash.engine.config import PRESETS
+
+    src.add_argument("--model", metavar="PRESET", help=", ".join(PRESETS) + " (default: qwen3-tiny on CPU, "
                      "qwen3-1.7b on CUDA)")
     src.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when available")
     src.add_argument("--dtype", choices=("bfloat16", "float16", "float32"),
@@ -89,7 +91,7 @@ def run_headless(args) -> int:
     print(_describe(eng), file=sys.stderr)
     from tfdash.engine import fallback_note
 
-    note = fallback_note(eng.device, eng.backend, args.backend)
+    note = eng.fallback or fallback_note(eng.device, eng.backend, args.backend)
     if note:
         print(f"tfdash: {note}", file=sys.stderr)
     if getattr(args, "profile", False) or getattr(args, "export", None):

@@ -19,3 +19,7 @@ class CapacityError(TfdashError):
 
 class SnapshotError(TfdashError):
     """A profile snapshot file that cannot be loaded; the message says exactly why."""
+
+
+class UnsupportedShape(ConfigError):
+    """A model shape the tilelang engine has no kernel for (the torch runtimes may still run it)."""

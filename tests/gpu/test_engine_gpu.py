@@ -41,6 +41,32 @@ def state():
     return sd, weights, plan, ref, eng, truth
 
 
+SIZES = ["qwen3-0.6b", "qwen3-4b", "qwen3-8b", "qwen3-14b", "qwen3-32b"]  # 1.7B: `state` above
+F32_TRUTH_UP_TO = 20e9  # f32 weights beside the bf16 ones (and the 1.7B `state`) must fit: up to 8B
+TOP1_SIZES = ("qwen3-4b", "qwen3-8b")  # teacher-forced top-1 against transformers
+
+
+@pytest.fixture(scope="module", params=SIZES)
+def sized(request):
+    """One size at a time (pytest tears the last one down first): its reference, engine and,
+    where f32 weights fit, its f32 truth."""
+    cfg = preset(request.param)
+    sd = random_state_dict(cfg, torch.bfloat16, DEV, seed=0, gain=0.5)
+    # the HF-named tensors stay only where transformers is compared (pack consumes what it is given)
+    weights = pack(cfg, dict(sd) if cfg.name in TOP1_SIZES else sd)
+    plan = build_plan(cfg, dtype="bfloat16", capacity=1280)
+    ref = Runtime(plan, weights, DEV)
+    eng = TilelangRuntime(plan, weights, DEV)
+    eng.capture()
+    truth = None
+    if plan.weight_bytes() <= F32_TRUTH_UP_TO:
+        truth = Runtime(build_plan(cfg, dtype="float32", capacity=1280), {k: v.float() for k, v in weights.items()},
+                        DEV)
+    yield cfg, sd, plan, ref, eng, truth
+    del ref, eng, truth, weights, sd
+    torch.cuda.empty_cache()
+
+
 def cosine(a, b):
     a, b = a.double().flatten(), b.double().flatten()
     return (a @ b / (a.norm() * b.norm())).item()
@@ -49,11 +75,33 @@ def cosine(a, b):
 @pytest.mark.parametrize("ctx", [0, 1, 255, 1024])
 def test_step_matches_reference(state, ctx):
     _, _, plan, ref, eng, truth = state
+    check_step(CFG, ref, eng, truth, ctx)
+
+
+@pytest.mark.parametrize("ctx", [0, 1, 1024])
+def test_every_size_step_matches_reference(sized, ctx):
+    cfg, _, _, ref, eng, truth = sized
+    check_step(cfg, ref, eng, truth, ctx)
+
+
+def test_top1_agreement_with_transformers_4b_8b(sized):
+    cfg, sd, _, ref, eng, _ = sized
+    if cfg.name not in TOP1_SIZES:
+        pytest.skip(f"teacher-forced top-1 runs at {', '.join(TOP1_SIZES)}")
+    agree, ref_agree = top1_agreement(cfg, sd, eng, 128, ref)
+    # At these shapes, random weights put many positions' top two logits within bf16 noise of
+    # each other: the torch bf16 reference itself agrees with transformers on fewer than 99 %.
+    # The engine is held to agree with transformers at least as well as that reference does (two
+    # points of slack for one flipped near-tie), and never under 90 %.
+    assert agree >= 0.99 or (agree >= ref_agree - 0.02 and agree >= 0.9), (agree, ref_agree)
+
+
+def check_step(cfg, ref, eng, truth, ctx):
     g = torch.Generator(device=DEV).manual_seed(ctx)
     k = torch.randn(ref.bufs["k_cache"].shape, device=DEV, generator=g).to(torch.bfloat16)
     v = torch.randn(ref.bufs["v_cache"].shape, device=DEV, generator=g).to(torch.bfloat16)
-    tok = int(torch.randint(0, CFG.vocab_size, (1,), generator=g, device=DEV))
-    for rt in (ref, eng, truth):
+    tok = int(torch.randint(0, cfg.vocab_size, (1,), generator=g, device=DEV))
+    for rt in (r for r in (ref, eng, truth) if r is not None):
         rt.bufs["k_cache"].copy_(k)
         rt.bufs["v_cache"].copy_(v)
         rt.bufs["pos"].fill_(ctx)
@@ -62,12 +110,17 @@ def test_step_matches_reference(state, ctx):
         rt.bufs["logits"].fill_(float("nan"))
     ref.step()
     eng.step()  # a replay of the captured graph
-    truth.step()
+    if truth is not None:
+        truth.step()
     torch.cuda.synchronize()
     assert not torch.isnan(eng.bufs["logits"]).any()
     c = cosine(eng.bufs["logits"], ref.bufs["logits"])
-    c_ours, c_torch = cosine(eng.bufs["logits"], truth.bufs["logits"]), cosine(ref.bufs["logits"], truth.bufs["logits"])
-    print(f"ctx {ctx}: cosine tilelang~torch {c:.6f}, tilelang~f32 {c_ours:.6f}, torch bf16~f32 {c_torch:.6f}")
+    if truth is not None:
+        c_ours, c_torch = cosine(eng.bufs["logits"], truth.bufs["logits"]), cosine(ref.bufs["logits"], truth.bufs["logits"])
+    else:  # no f32 truth fits beside the weights: held to the floor against the bf16 reference alone
+        c_ours = c_torch = c
+    print(f"{cfg.name} ctx {ctx}: cosine tilelang~torch {c:.6f}, tilelang~f32 {c_ours:.6f}, "
+          f"torch bf16~f32 {c_torch:.6f}")
     # The issue's bar is cosine >= 0.9999 against the reference. On random weights the bf16
     # reference itself sits only ~0.9999-0.9996 from its own f32 step (printed above), so two
     # independent bf16 implementations cannot meet it there; what they can be held to is being as
@@ -88,32 +141,50 @@ def test_step_matches_reference(state, ctx):
 
 
 def test_top1_agreement_with_transformers(state):
-    transformers = pytest.importorskip("transformers")
     sd, _, plan, _, eng, _ = state
+    assert top1_agreement(CFG, sd, eng, 256)[0] >= 0.99
+
+
+def top1_agreement(cfg_, sd, eng, n, ref=None):
+    """Share of n teacher-forced positions where the graph's argmax equals transformers' on
+    the same random weights."""
+    transformers = pytest.importorskip("transformers")
     cfg = transformers.Qwen3Config(
-        hidden_size=CFG.hidden_size, num_hidden_layers=CFG.num_layers, num_attention_heads=CFG.num_heads,
-        num_key_value_heads=CFG.num_kv_heads, head_dim=CFG.head_dim, intermediate_size=CFG.intermediate_size,
-        vocab_size=CFG.vocab_size, tie_word_embeddings=True, rope_theta=CFG.rope_theta,
-        rms_norm_eps=CFG.rms_norm_eps, max_position_embeddings=CFG.max_position_embeddings,
+        hidden_size=cfg_.hidden_size, num_hidden_layers=cfg_.num_layers, num_attention_heads=cfg_.num_heads,
+        num_key_value_heads=cfg_.num_kv_heads, head_dim=cfg_.head_dim, intermediate_size=cfg_.intermediate_size,
+        vocab_size=cfg_.vocab_size, tie_word_embeddings=cfg_.tie_word_embeddings, rope_theta=cfg_.rope_theta,
+        rms_norm_eps=cfg_.rms_norm_eps, max_position_embeddings=cfg_.max_position_embeddings,
     )
     with torch.device(DEV):
         hf = transformers.Qwen3ForCausalLM(cfg).to(torch.bfloat16).eval()
     missing, unexpected = hf.load_state_dict(sd, strict=False)
     assert not unexpected and set(missing) <= {"lm_head.weight"}
-    hf.tie_weights()
-    assert hf.lm_head.weight.data_ptr() == hf.model.embed_tokens.weight.data_ptr()
+    if cfg_.tie_word_embeddings:
+        hf.tie_weights()
+        assert hf.lm_head.weight.data_ptr() == hf.model.embed_tokens.weight.data_ptr()
+    else:  # the untied head is its own weight, ours
+        assert torch.equal(hf.lm_head.weight, sd["lm_head.weight"])
     g = torch.Generator().manual_seed(1)
-    ids = torch.randint(0, CFG.vocab_size, (256,), generator=g)
+    ids = torch.randint(0, cfg_.vocab_size, (n,), generator=g)
     with torch.no_grad():
         hf_top = hf(ids[None].to(DEV)).logits[0].float().argmax(-1).cpu()
-    eng.reset(ids.tolist() + [0])
-    for _ in range(256):
-        eng.step()
-    torch.cuda.synchronize()
-    ours = eng.bufs["out_tokens"][:256].cpu().long()
+    def forced(rt):
+        rt.reset(ids.tolist() + [0])
+        for _ in range(n):
+            rt.step()
+        torch.cuda.synchronize()
+        return rt.bufs["out_tokens"][:n].cpu().long()
+
+    ours = forced(eng)
     agree = (ours == hf_top).float().mean().item()
-    print(f"top-1 agreement with transformers over 256 teacher-forced positions: {agree:.4f}")
-    assert agree >= 0.99
+    print(f"{cfg_.name}: top-1 agreement with transformers over {n} teacher-forced positions: {agree:.4f}")
+    ref_agree = None
+    if ref is not None:  # how far two bf16 torch spellings of the same model agree on these weights
+        theirs = forced(ref)
+        ref_agree = (theirs == hf_top).float().mean().item()
+        print(f"{cfg_.name}: torch reference vs transformers {ref_agree:.4f}, "
+              f"tilelang vs torch reference {(ours == theirs).float().mean().item():.4f}")
+    return agree, ref_agree
 
 
 def test_generation_through_the_ring(state):

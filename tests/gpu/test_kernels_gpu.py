@@ -6,6 +6,7 @@ top-2 gap exceeds 1e-3.
 """
 
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -19,12 +20,25 @@ pytestmark = pytest.mark.gpu
 if not torch.cuda.is_available():  # collected on CPU machines only to be deselected/skipped
     pytest.skip("needs CUDA", allow_module_level=True)
 
-CFG = preset("qwen3-1.7b")
-PLAN = build_plan(CFG, dtype="bfloat16", capacity=4096)
+SIZES = ["qwen3-0.6b", "qwen3-1.7b", "qwen3-4b", "qwen3-8b", "qwen3-14b", "qwen3-32b"]
+PLANS = {name: build_plan(preset(name), dtype="bfloat16", capacity=4096) for name in SIZES}
+PLAN = PLANS["qwen3-1.7b"]
+CFG = PLAN.config
 UNFUSED = build_plan(CFG, dtype="bfloat16", capacity=4096, fused_rope=False)  # the A/B baseline's kernels
 SMEM = build_plan(CFG, dtype="bfloat16", capacity=4096, down_smem_prefetch=True)  # a variant, off by default
 DEV = "cuda"
 GEN = torch.Generator(device=DEV)
+
+
+def attention_shape(group: int, head_dim: int):
+    """A plan whose attention has 8 kv heads of `group` q heads each, at head_dim."""
+    cfg = replace(CFG, name=f"g{group}-d{head_dim}", num_heads=8 * group, head_dim=head_dim)
+    return build_plan(cfg, dtype="bfloat16", capacity=4096)
+
+
+# every GQA group the kernel supports at head_dim 128 (Qwen3: 2, 4, 5, 8) and a spread at 64
+ATTN_SHAPES = [(g, 128) for g in range(1, 9)] + [(g, 64) for g in (1, 2, 4, 8)]
+ATTN_PLANS = {shape: attention_shape(*shape) for shape in ATTN_SHAPES}
 
 
 def rel_err(out, ref):
@@ -32,7 +46,7 @@ def rel_err(out, ref):
     return ((out - ref).norm() / ref.norm().clamp_min(1e-30)).item()
 
 
-def fresh(spec, role, ctx):
+def fresh(spec, role, ctx, cfg=CFG):
     """A random tensor for one operand (weights scaled like the random model's)."""
     shape, dt = spec.shape, getattr(torch, spec.dtype)
     if spec.name == "pos":
@@ -50,7 +64,7 @@ def fresh(spec, role, ctx):
     if spec.name in ("rope_cos", "rope_sin"):
         from tfdash.kernels.rope import rope_tables
 
-        cos, sin = rope_tables(spec.shape[0], CFG.head_dim, CFG.rope_theta, dt, DEV)
+        cos, sin = rope_tables(spec.shape[0], cfg.head_dim, cfg.rope_theta, dt, DEV)
         return cos if spec.name == "rope_cos" else sin
     t = torch.randn(shape, dtype=torch.float32, device=DEV, generator=GEN)
     if spec.kind == "weight" and len(shape) == 2:
@@ -60,8 +74,8 @@ def fresh(spec, role, ctx):
     return t.to(dt)
 
 
-def operands(launch, ctx):
-    return {role: fresh(PLAN.buffers[name], role, ctx) for role, name in launch.args.items()}
+def operands(launch, ctx, plan=PLAN):
+    return {role: fresh(plan.buffers[name], role, ctx, plan.config) for role, name in launch.args.items()}
 
 
 def poison(t):
@@ -77,9 +91,10 @@ _KERNELS = {}
 def compiled(launch):
     from tfdash.engine.compile import compile_one
 
-    if launch.kernel not in _KERNELS:
-        _KERNELS[launch.kernel] = compile_one(launch)
-    return _KERNELS[launch.kernel]
+    key = (launch.kernel, tuple(sorted((k, str(v)) for k, v in launch.dims.items())))
+    if key not in _KERNELS:
+        _KERNELS[key] = compile_one(launch)
+    return _KERNELS[key]
 
 
 def run_tilelang(launch, bufs):
@@ -93,8 +108,8 @@ def run_torch(launch, bufs):
     torch.cuda.synchronize()
 
 
-def both(launch, ctx, written):
-    base = operands(launch, ctx)
+def both(launch, ctx, written, plan=PLAN):
+    base = operands(launch, ctx, plan)
     for role in written:
         poison(base[role])
     a = {r: t.clone() for r, t in base.items()}
@@ -111,8 +126,19 @@ GEMVS = ["gemv_qkv", "gemv_o_residual", "gemv_gate_up", "gemv_down_silu_residual
 @pytest.mark.parametrize("trial", range(2))
 def test_gemv(kernel, trial):
     launch = {**PLAN.kernels(), **SMEM.kernels()}[kernel]
+    check_gemv(launch, PLAN)
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("kernel", GEMVS[:4])
+def test_gemv_at_every_size(size, kernel):
+    plan = PLANS[size]
+    check_gemv(plan.kernels()[kernel], plan)
+
+
+def check_gemv(launch, plan):
     residual = launch.dims["epilogue"] == "residual"
-    a, b, base = both(launch, 0, [] if residual else ["out"])
+    a, b, base = both(launch, 0, [] if residual else ["out"], plan)
     assert not torch.isnan(b["out"].float()).any(), "unwritten output element"
     assert rel_err(b["out"], a["out"]) <= 1e-2
     if residual:
@@ -120,10 +146,12 @@ def test_gemv(kernel, trial):
         assert rel_err(b["out"].float() - base["out"].float(), a["out"].float() - base["out"].float()) <= 1e-2
 
 
-def test_lm_head_and_argmax_feed():
-    head = PLAN.kernels()["gemv_lm_head"]
-    arg = PLAN.kernels()["argmax_feed"]
-    base = operands(head, 0)
+@pytest.mark.parametrize("size", SIZES)
+def test_lm_head_and_argmax_feed(size):
+    plan = PLANS[size]
+    head = plan.kernels()["gemv_lm_head"]
+    arg = plan.kernels()["argmax_feed"]
+    base = operands(head, 0, plan)
     poison(base["out"])
     poison(base["amax"])
     a = {r: t.clone() for r, t in base.items()}
@@ -140,7 +168,7 @@ def test_lm_head_and_argmax_feed():
     assert best == int(torch.argmax(logits).item())
     # then the feed: mid-prompt it feeds the prompt, past it the argmax
     for ctx, past_prompt in ((5, False), (7, True)):
-        ops = operands(arg, ctx)
+        ops = operands(arg, ctx, plan)
         ops["logits"] = logits.clone()
         ops["amax"] = part.clone()
         if past_prompt:
@@ -165,16 +193,19 @@ def test_embed():
     assert torch.equal(a["out"], b["out"])
 
 
+@pytest.mark.parametrize("size", ["qwen3-1.7b", "qwen3-32b"])  # 32 heads in one block; 80 in five
 @pytest.mark.parametrize("ctx", [0, 1, 255, 1024, 4095])
-def test_qk_norm_rope(ctx):
-    launch = UNFUSED.kernels()["qk_norm_rope"]
-    a, b, _ = both(launch, ctx, ["q"])
+def test_qk_norm_rope(ctx, size):
+    plan = UNFUSED if size == "qwen3-1.7b" else build_plan(preset(size), dtype="bfloat16", capacity=4096,
+                                                           fused_rope=False)
+    launch = plan.kernels()["qk_norm_rope"]
+    a, b, _ = both(launch, ctx, ["q"], plan)
     assert not torch.isnan(b["q"].float()).any()
     assert rel_err(b["q"], a["q"]) <= 1e-2
     for cache in ("k_cache", "v_cache"):
         assert rel_err(b[cache][:, ctx], a[cache][:, ctx]) <= 1e-2
         # nothing else in the cache was touched
-        mask = torch.ones(PLAN.capacity, dtype=torch.bool, device=DEV)
+        mask = torch.ones(plan.capacity, dtype=torch.bool, device=DEV)
         mask[ctx] = False
         assert torch.equal(a[cache][:, mask], b[cache][:, mask])
 
@@ -191,16 +222,32 @@ def test_attention(ctx):
     assert rel_err(b["out"], a["out"]) <= 1e-2
 
 
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("ctx", [0, 1, 255, 1024, 4095])
+def test_attention_at_every_size(size, ctx):
+    check_fused_attention(PLANS[size], ctx)
+
+
+@pytest.mark.parametrize("shape", ATTN_SHAPES, ids=[f"g{g}-d{d}" for g, d in ATTN_SHAPES])
+@pytest.mark.parametrize("ctx", [0, 1, 63, 64, 255, 1024, 4095])
+def test_attention_every_group_and_head_dim(shape, ctx):
+    check_fused_attention(ATTN_PLANS[shape], ctx)
+
+
 @pytest.mark.parametrize("ctx", [0, 1, 62, 63, 64, 65, 255, 1024, 4095])
 def test_attention_with_fused_rope(ctx):
-    launch = PLAN.kernels()["attn_rope_decode"]
-    a, b, _ = both(launch, ctx, ["out", "part", "ml"])
+    check_fused_attention(PLAN, ctx)
+
+
+def check_fused_attention(plan, ctx):
+    launch = plan.kernels()["attn_rope_decode"]
+    a, b, _ = both(launch, ctx, ["out", "part", "ml"], plan)
     assert not torch.isnan(b["out"].float()).any()
     assert rel_err(b["out"], a["out"]) <= 1e-2
     for cache in ("k_cache", "v_cache"):
         # this step's k (normed, rotated) and v appended at ctx, nothing else touched
         assert rel_err(b[cache][:, ctx], a[cache][:, ctx]) <= 1e-2
-        mask = torch.ones(PLAN.capacity, dtype=torch.bool, device=DEV)
+        mask = torch.ones(plan.capacity, dtype=torch.bool, device=DEV)
         mask[ctx] = False
         assert torch.equal(a[cache][:, mask], b[cache][:, mask])
     assert int(b["sem"].abs().sum().item()) == 0

@@ -65,7 +65,7 @@ def session_factory(args, max_new_tokens: int) -> Callable:
                                  seed=args.seed, progress=progress)
             from tfdash.engine import fallback_note
 
-            note = fallback_note(engine.device, engine.backend, args.backend)
+            note = engine.fallback or fallback_note(engine.device, engine.backend, args.backend)
             if note:
                 status(f"warning: {note}")
         return make_session(engine, args.prompt, max_new_tokens, ignore_eos=bool(getattr(args, "ignore_eos", False)))

@@ -17,7 +17,7 @@ from pathlib import Path
 from tfdash.engine.config import PRESETS, ModelConfig, load_config, preset
 from tfdash.engine.decode import Generation, GenerationStats, TokenEvent
 from tfdash.engine.plan import StepPlan, build_plan, check_generation, check_prompt_ids, default_capacity
-from tfdash.errors import CapacityError, TfdashError
+from tfdash.errors import CapacityError, TfdashError, UnsupportedShape
 
 __all__ = [
     "PRESETS", "Engine", "Generation", "GenerationStats", "ModelConfig", "StepPlan", "TokenEvent",
@@ -68,6 +68,7 @@ class Engine:
     device: str
     backend: str
     seed: int = 0
+    fallback: str | None = None  # why the default tilelang engine gave way to a torch runtime
 
     @property
     def random_weights(self) -> bool:
@@ -116,6 +117,7 @@ def load_engine(ckpt: str | Path | None = None, model: str | None = None, device
         tokenizer = StandInTokenizer(cfg.vocab_size)
         source = "random"
     dtype = dtype or ("bfloat16" if device.startswith("cuda") else "float32")
+    requested_backend = backend
     backend = backend or default_backend(device)
     if backend != "torch-eager" and not device.startswith("cuda"):
         raise TfdashError(f"backend {backend} needs --device cuda")
@@ -135,6 +137,16 @@ def load_engine(ckpt: str | Path | None = None, model: str | None = None, device
         ids = tokenizer.encode(prompt)
         check_generation(cfg, plan.capacity, len(ids), max_new_tokens)
         check_prompt_ids(cfg, ids)
+    fallback = None
+    if backend == "tilelang-graph":
+        from tfdash.engine.compile import unsupported
+
+        why = unsupported(plan)  # before any weight is loaded
+        if why and requested_backend:
+            raise UnsupportedShape(f"the tilelang engine cannot run {why}; --backend torch-graph can")
+        if why:
+            backend = "torch-graph"
+            fallback = f"the tilelang engine cannot run {why}, so the engine is the torch-graph peer"
     weights = load_weights(cfg, ckpt, torch_dtype(dtype), device, seed)
     runtime = make_runtime(backend, plan, weights, device, progress=progress)
-    return Engine(cfg, plan, runtime, tokenizer, source, device, backend, seed)
+    return Engine(cfg, plan, runtime, tokenizer, source, device, backend, seed, fallback)

@@ -24,6 +24,27 @@ def cache_dir() -> Path:
     return Path(d)
 
 
+def unsupported(plan) -> str | None:
+    """One line saying why the tilelang engine cannot run this plan (the first kernel that
+    cannot, with the value and what is supported), or None when every kernel can."""
+    for launch in plan.kernels().values():
+        fam = family(launch.family)
+        if fam.tilelang is None:
+            return f"the {launch.family} family has no tilelang kernel"
+        why = fam.supported(launch.dims) if fam.supported else None
+        if why:
+            return f"{plan.config.name}: {why}"
+    return None
+
+
+def check_supported(plan) -> None:
+    from tfdash.errors import UnsupportedShape
+
+    why = unsupported(plan)
+    if why:
+        raise UnsupportedShape(f"the tilelang engine cannot run {why}")
+
+
 def build(launch, pdl: bool = True):
     """The prim_func of one launch: its family's tilelang factory applied to its dims, named after
     the launch's kernel (CUDA, CUPTI and Nsight then show `<kernel>_kernel`). With `pdl` every
@@ -53,6 +74,7 @@ def compile_one(launch, target=None, pdl: bool | None = None, backend: str | Non
 def compile_plan(plan, target=None, progress=None, pdl: bool | None = None) -> dict:
     """{kernel name: compiled kernel} for every distinct kernel of the plan.
     `progress(done, total, name, seconds)` is called after each; the default prints a bar."""
+    check_supported(plan)
     kernels = plan.kernels()
     out = {}
     bar = None

@@ -86,14 +86,24 @@ class ModelConfig:
             raise ConfigError(f"model config {self.name}: " + "; ".join(problems))
 
 
-PRESETS: dict[str, ModelConfig] = {
-    # The published Qwen3-1.7B shape (Qwen/Qwen3-1.7B config.json).
-    "qwen3-1.7b": ModelConfig(
-        name="qwen3-1.7b", hidden_size=2048, num_layers=28, num_heads=16, num_kv_heads=8,
-        head_dim=128, intermediate_size=6144, vocab_size=151936, tie_word_embeddings=True,
+def _qwen3(name, hidden, layers, heads, intermediate, tied):
+    """A published Qwen3 dense shape (its config.json): 8 kv heads of 128 dims, vocab 151936."""
+    return ModelConfig(
+        name=name, hidden_size=hidden, num_layers=layers, num_heads=heads, num_kv_heads=8, head_dim=128,
+        intermediate_size=intermediate, vocab_size=151936, tie_word_embeddings=tied,
         rope_theta=1_000_000.0, rms_norm_eps=1e-6, max_position_embeddings=40960,
         eos_token_ids=(151645, 151643),
-    ),
+    )
+
+
+PRESETS: dict[str, ModelConfig] = {
+    # The published Qwen3 dense sizes (Qwen/Qwen3-*/config.json); 8B and up untie the lm_head.
+    "qwen3-0.6b": _qwen3("qwen3-0.6b", 1024, 28, 16, 3072, True),
+    "qwen3-1.7b": _qwen3("qwen3-1.7b", 2048, 28, 16, 6144, True),
+    "qwen3-4b": _qwen3("qwen3-4b", 2560, 36, 32, 9728, True),
+    "qwen3-8b": _qwen3("qwen3-8b", 4096, 36, 32, 12288, False),
+    "qwen3-14b": _qwen3("qwen3-14b", 5120, 40, 40, 17408, False),
+    "qwen3-32b": _qwen3("qwen3-32b", 5120, 64, 64, 25600, False),
     # Same structure (GQA 2:1, q/k norm, tied head), small enough to decode fast on a laptop CPU.
     "qwen3-tiny": ModelConfig(
         name="qwen3-tiny", hidden_size=256, num_layers=4, num_heads=4, num_kv_heads=2,

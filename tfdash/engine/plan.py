@@ -32,6 +32,7 @@ from tfdash.engine.config import ModelConfig
 from tfdash.errors import CapacityError, TfdashError
 
 ATTN_BLOCK = 64  # KV positions per split of the split-KV attention
+GEMV_KNOB_TAG = {"rows": "r", "seg": "s", "blocks_per_sm": "b"}  # kernel-name tags of overridden settings
 
 
 @dataclass(frozen=True)
@@ -176,7 +177,8 @@ def check_prompt_ids(cfg: ModelConfig, ids) -> None:
 
 def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, fused_rope: bool = True,
                gemv_blocks_per_sm: Mapping[str, int] | None = None, attn_kv_early: bool = True,
-               early_residual: bool = True, down_smem_prefetch: bool = False) -> StepPlan:
+               early_residual: bool = True, down_smem_prefetch: bool = False,
+               gemv_overrides: Mapping[str, Mapping[str, int]] | None = None) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -185,8 +187,16 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     instead of before it (the A/B baseline for that prefetch). `early_residual=False` makes o_proj
     and down read the residual they add into after their grid dependency (the A/B baseline).
     `down_smem_prefetch=True` stages down's later row segments in shared memory before its grid
-    dependency (a variant to A/B; not yet measured on the H200, so off)."""
+    dependency (a variant to A/B; not yet measured on the H200, so off). `gemv_overrides` sets an
+    op's GEMV launch settings over the per-shape table ({"down": {"seg": 8, "blocks_per_sm": 1}}),
+    the variants a sweep compares."""
+    from tfdash.kernels.gemv import settings as gemv_settings
+
     bps = dict(gemv_blocks_per_sm or {})
+    overrides = {op: dict(v) for op, v in (gemv_overrides or {}).items()}
+    bad = {k for v in overrides.values() for k in v} - set(GEMV_KNOB_TAG)
+    if bad:
+        raise TfdashError(f"unknown GEMV setting(s) {', '.join(sorted(bad))} (known: {', '.join(GEMV_KNOB_TAG)})")
     cfg.validate()
     if capacity < 1:
         raise CapacityError(f"capacity={capacity} must be positive")
@@ -247,10 +257,13 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
 
     def gemv(role, layer, kernel, N, K, prologue, epilogue, out_dtype, extra=None, **args):
         dims = dict(N=N, K=K, prologue=prologue, epilogue=epilogue, out_dtype=out_dtype, eps=eps, **(extra or {}))
+        dims.update(gemv_settings(N, K))  # the per-shape table, else its rule
         op = role.split(".", 1)[-1]
-        if op in bps:
-            dims["blocks_per_sm"] = bps[op]
-            kernel = f"{kernel}_b{bps[op]}"  # another grid is another kernel: name it apart
+        override = dict(overrides.get(op, {}), **({"blocks_per_sm": bps[op]} if op in bps else {}))
+        if override:
+            dims.update(override)
+            # other launch settings are another kernel: name it apart
+            kernel += "_" + "".join(f"{GEMV_KNOB_TAG[k]}{override[k]}" for k in sorted(override))
         launch(role, layer, "gemv", kernel, dims, **args)
 
     launch("embed", None, "embed", "embed_gather", dict(H=H, V=V), tok="tok", table="embed", out="x")
@@ -286,10 +299,11 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
              x="gu", w=p + "w_down", out="x")
     from tfdash.kernels.gemv import grid_size
 
-    head_blocks = grid_size(V, H)
+    hs = gemv_settings(V, H)
+    head_blocks = grid_size(V, H, hs["blocks_per_sm"], hs["rows"])
     buf("argmax_part", (head_blocks, 2), "float32", "scratch")  # per-block (max, index) of the logits
     launch("lm_head", None, "gemv", "gemv_lm_head",
-           dict(N=V, K=H, prologue="rmsnorm", epilogue="store", out_dtype="float32", eps=eps, argmax=True),
+           dict(N=V, K=H, prologue="rmsnorm", epilogue="store", out_dtype="float32", eps=eps, argmax=True, **hs),
            x="x", norm_w="final_norm", w=head, out="logits", amax="argmax_part")
     launch("argmax", None, "argmax", "argmax_feed", dict(V=V, capacity=C, blocks=head_blocks),
            logits="logits", amax="argmax_part", prompt="prompt", prompt_len="prompt_len", pos="pos", tok="tok",

@@ -52,6 +52,31 @@ def splits_used(dims, ctx_len):
     return -(-(ctx_len + 1) // dims["block"])
 
 
+HEAD_DIMS = (64, 128)  # the tilelang kernel's thread owns one dim: a block is head_dim threads
+MAX_GROUP = 8  # q heads per kv head it holds in registers (Qwen3 dense: 2, 4, 5, 8)
+
+
+def supported(dims) -> str | None:
+    """Why the tilelang kernel cannot run these dims, or None when it can."""
+    D, nH, nKV, B = dims["head_dim"], dims["n_heads"], dims["n_kv_heads"], dims["block"]
+    if D not in HEAD_DIMS:
+        return f"head_dim={D} (its attention supports head_dim {' and '.join(map(str, HEAD_DIMS))})"
+    if nH % nKV or not 1 <= nH // nKV <= MAX_GROUP:
+        return (f"{nH} query heads over {nKV} kv heads (its attention supports whole GQA groups "
+                f"of 1 to {MAX_GROUP} query heads per kv head)")
+    if B % 32 or D % B:
+        return f"attention block {B} (must be a multiple of 32 that divides head_dim={D})"
+    return None
+
+
+def check_shape(dims) -> None:
+    why = supported(dims)
+    if why is not None:
+        from tfdash.errors import UnsupportedShape
+
+        raise UnsupportedShape(f"the tilelang engine cannot run {why}")
+
+
 def smem_bytes(dims) -> int:
     """Shared memory of the tilelang kernel: scores and probabilities (f32, group x block), the
     rotated q of the group and this step's k and v (model dtype), the merge weights (f32, group x
@@ -59,7 +84,8 @@ def smem_bytes(dims) -> int:
     nH, nKV, D, B, S = dims["n_heads"], dims["n_kv_heads"], dims["head_dim"], dims["block"], dims["splits"]
     es = DTYPE_BYTES[dims["dtype"]]
     group = nH // nKV
-    return 2 * group * B * 4 + (group + 2) * D * es + group * (-(-S // 32) * 32) * 4 + 8 * 4
+    passes = max(-(-(group * B) // D), -(-(group * D // 2) // D))
+    return 2 * group * B * 4 + (group + 2) * D * es + group * (-(-S // 32) * 32) * 4 + (passes * D // 32 + 1) * 4
 
 
 def cost(dims, ctx_len=0):
@@ -96,7 +122,8 @@ def cost(dims, ctx_len=0):
 
 
 def tilelang_attention(dims):
-    """Grid (splits, kv heads); block = group * B threads (128 for Qwen3-1.7B: 2 q heads, B=64).
+    """Grid (splits, kv heads); block = head_dim threads, any GQA group of 1 to MAX_GROUP q heads
+    (the phases that hand each thread one (head, element) loop over heads in passes).
 
     rope    (fused_rope) every block norms and rotates its group's q heads from qkv into shared
             memory; the block holding position pos also norms and rotates this step's k, and
@@ -125,21 +152,23 @@ def tilelang_attention(dims):
     fused = bool(dims.get("fused_rope"))
     eps = float(dims.get("eps", 1e-6))
     group = nH // nKV
-    threads = group * B
+    threads = D  # thread tx owns dim tx in the value phase and the merge
     warps = threads // 32
-    assert threads == D and B % 32 == 0 and D % 128 == 0, \
-        f"tilelang attention wants group*block == head_dim (got {group}*{B} vs {D})"
+    check_shape(dims)
     DC = D // 8  # dims per lane in the score phase
     iters = B // (warps * 4)  # score iterations: 4 positions per warp per iteration
     wph = B // 32  # warps per head in the softmax phase
+    SP = -(-(group * B) // threads)  # softmax passes: a pass holds threads // B heads' scores
     half = D // 2
     hw = half // 32  # warps per head in the rope phase (one pair (i, i + D/2) per thread)
+    RP = -(-(group * half) // threads)  # rope passes: a pass rotates threads // half q heads
+    MP = -(-group // warps)  # merge-weight passes: one warp per head
     scale = 1.0 / math.sqrt(D)
     QKV = (nH + 2 * nKV) * D
     sper = -(-S // 32)  # splits per lane in the merge
     S32 = sper * 32
     MERGE_CHUNK = 16
-    assert group <= warps
+    RED = max(SP, RP) * warps  # reduction slots: one per warp per pass
 
     def rope_pair(T, xa, xb, w_a, w_b, c, sn, rstd):
         """HF: rmsnorm (weight * (x * rstd).to(dtype)), then x*cos + rotate_half(x)*sin, every
@@ -172,16 +201,18 @@ def tilelang_attention(dims):
             o = T.alloc_local((group,), "float32")
             sc_s = T.alloc_shared((group, B), "float32")
             p_s = T.alloc_shared((group, B), "float32")
-            red_s = T.alloc_shared((warps,), "float32")
+            red_s = T.alloc_shared((RED,), "float32")
             flag_s = T.alloc_shared((1,), "int32")
             q_s = T.alloc_shared((group, D), dt)
             k_s = T.alloc_shared((D,), dt)
             v_s = T.alloc_shared((D,), dt)
+            xqa = T.alloc_local((RP,), dt)
+            xqb = T.alloc_local((RP,), dt)
             xa = T.alloc_var(dt)
             xb = T.alloc_var(dt)
             ssq = T.alloc_var("float32")
             rstd = T.alloc_var("float32")
-            sv = T.alloc_var("float32")
+            svs = T.alloc_local((SP,), "float32")
             m = T.alloc_var("float32")
             lsum = T.alloc_var("float32")
             mm = T.alloc_var("float32")
@@ -223,28 +254,36 @@ def tilelang_attention(dims):
                 T.pdl_trigger()
             if bx < n_active:
                 if fused:
-                    # q heads of the group: thread tx -> head tx // (D/2), pair (i, i + D/2);
-                    # the norm weights and this position's cos/sin load with qkv, before the barrier
+                    # q heads of the group, threads // half heads a pass: thread tx -> pair
+                    # (i, i + D/2) of head rp * (threads // half) + tx // half; the norm weights
+                    # and this position's cos/sin (the same i in every pass) load once
                     i = tx % half
-                    hh = tx // half
-                    xa = qkv[(g * group + hh) * D + i]
-                    xb = qkv[(g * group + hh) * D + half + i]
                     qwa = q_norm[i]
                     qwb = q_norm[half + i]
                     cs = cos[n - 1, i]
                     sn = sin[n - 1, i]
-                    ssq = T.warp_reduce_sum(T.cast(xa, "float32") * T.cast(xa, "float32")
-                                            + T.cast(xb, "float32") * T.cast(xb, "float32"))
-                    if lane == 0:
-                        red_s[warp] = ssq
+                    for rp in T.unroll(RP):
+                        if (rp * threads + tx) // half < group:
+                            xqa[rp] = qkv[(g * group + (rp * threads + tx) // half) * D + i]
+                            xqb[rp] = qkv[(g * group + (rp * threads + tx) // half) * D + half + i]
+                        else:
+                            xqa[rp] = T.cast(0, dt)
+                            xqb[rp] = T.cast(0, dt)
+                    for rp in T.unroll(RP):
+                        ssq = T.warp_reduce_sum(T.cast(xqa[rp], "float32") * T.cast(xqa[rp], "float32")
+                                                + T.cast(xqb[rp], "float32") * T.cast(xqb[rp], "float32"))
+                        if lane == 0:
+                            red_s[rp * warps + warp] = ssq
                     T.sync_threads()
-                    ssq = 0.0
-                    for w in T.unroll(hw):
-                        ssq += red_s[hh * hw + w]
-                    rstd = T.rsqrt(ssq / D + eps)
-                    ra, rb = rope_pair(T, xa, xb, qwa, qwb, cs, sn, rstd)
-                    q_s[hh, i] = ra
-                    q_s[hh, half + i] = rb
+                    for rp in T.unroll(RP):
+                        if (rp * threads + tx) // half < group:
+                            ssq = 0.0
+                            for w in T.unroll(hw):
+                                ssq += red_s[rp * warps + (tx // half) * hw + w]
+                            rstd = T.rsqrt(ssq / D + eps)
+                            ra, rb = rope_pair(T, xqa[rp], xqb[rp], qwa, qwb, cs, sn, rstd)
+                            q_s[(rp * threads + tx) // half, i] = ra
+                            q_s[(rp * threads + tx) // half, half + i] = rb
                     if bx == n_active - 1:
                         # this step's k (threads of the first D/2) and v (every thread)
                         v_s[tx] = qkv[(nH + nKV + g) * D + tx]
@@ -299,28 +338,41 @@ def tilelang_attention(dims):
                             else:
                                 sc_s[hh, jl] = -T.infinity("float32")
                 T.sync_threads()
-                # softmax within the block: thread tx holds score (head tx // B, position tx % B)
-                sv = sc_s[tx // B, tx % B]
-                m = T.warp_reduce_max(sv)
-                if lane == 0:
-                    red_s[warp] = m
+                # softmax within the block, threads // B heads a pass: in pass sp thread tx holds
+                # score (head (sp * threads + tx) // B, position tx % B); a warp lies in one head
+                for sp in T.unroll(SP):
+                    if (sp * threads + tx) // B < group:
+                        svs[sp] = sc_s[(sp * threads + tx) // B, tx % B]
+                    else:
+                        svs[sp] = -T.infinity("float32")
+                    m = T.warp_reduce_max(svs[sp])
+                    if lane == 0:
+                        red_s[sp * warps + warp] = m
                 T.sync_threads()
-                m = -T.infinity("float32")
-                for w in T.unroll(wph):
-                    m = T.max(m, red_s[(tx // B) * wph + w])
-                sv = T.exp(sv - m)
-                p_s[tx // B, tx % B] = sv
-                lsum = T.warp_reduce_sum(sv)
+                for sp in T.unroll(SP):
+                    m = -T.infinity("float32")
+                    for w in T.unroll(wph):
+                        m = T.max(m, red_s[sp * warps + (tx // B) * wph + w])
+                    if (sp * threads + tx) // B < group:
+                        svs[sp] = T.exp(svs[sp] - m)
+                        p_s[(sp * threads + tx) // B, tx % B] = svs[sp]
+                        if tx % B == 0:
+                            ml[g * group + (sp * threads + tx) // B, bx, 0] = m
+                    else:
+                        svs[sp] = 0.0
                 T.sync_threads()
-                if lane == 0:
-                    red_s[warp] = lsum
+                for sp in T.unroll(SP):
+                    lsum = T.warp_reduce_sum(svs[sp])
+                    if lane == 0:
+                        red_s[sp * warps + warp] = lsum
                 T.sync_threads()
                 if tx % B == 0:
-                    lsum = 0.0
-                    for w in T.unroll(wph):
-                        lsum += red_s[(tx // B) * wph + w]
-                    ml[g * group + tx // B, bx, 0] = m
-                    ml[g * group + tx // B, bx, 1] = lsum
+                    for sp in T.unroll(SP):
+                        if (sp * threads + tx) // B < group:
+                            lsum = 0.0
+                            for w in T.unroll(wph):
+                                lsum += red_s[sp * warps + (tx // B) * wph + w]
+                            ml[g * group + (sp * threads + tx) // B, bx, 1] = lsum
                 # p @ V for this block, dim tx, every head of the group
                 if fused:
                     vcur = T.cast(v_s[tx], "float32")
@@ -340,26 +392,28 @@ def tilelang_attention(dims):
                 T.sync_threads()
                 if flag_s[0] == 1:
                     T.evaluate(T.call_extern("handle", "__threadfence"))
-                    # merge weights, one warp per head: lane l holds splits l, l+32, ...; the
-                    # global max and sum are warp reductions, the weights go to shared memory
-                    if warp < group:
-                        mm = -T.infinity("float32")
-                        for k in T.unroll(sper):
-                            if k * 32 + lane < n_active:
-                                mloc[k] = ml[g * group + warp, k * 32 + lane, 0]
-                                lloc[k] = ml[g * group + warp, k * 32 + lane, 1]
-                            else:
-                                mloc[k] = -T.infinity("float32")
-                                lloc[k] = 0.0
-                            mm = T.max(mm, mloc[k])
-                        mm = T.warp_reduce_max(mm)
-                        ll = 0.0
-                        for k in T.unroll(sper):
-                            mloc[k] = T.exp(mloc[k] - mm)  # 0 for the splits past n_active
-                            ll += mloc[k] * lloc[k]
-                        ll = T.warp_reduce_sum(ll)
-                        for k in T.unroll(sper):
-                            w_s[warp, k * 32 + lane] = mloc[k] / ll
+                    # merge weights, one warp per head (warps // group passes): lane l holds
+                    # splits l, l+32, ...; the global max and sum are warp reductions, the
+                    # weights go to shared memory
+                    for mp in T.unroll(MP):
+                        if mp * warps + warp < group:
+                            mm = -T.infinity("float32")
+                            for k in T.unroll(sper):
+                                if k * 32 + lane < n_active:
+                                    mloc[k] = ml[g * group + mp * warps + warp, k * 32 + lane, 0]
+                                    lloc[k] = ml[g * group + mp * warps + warp, k * 32 + lane, 1]
+                                else:
+                                    mloc[k] = -T.infinity("float32")
+                                    lloc[k] = 0.0
+                                mm = T.max(mm, mloc[k])
+                            mm = T.warp_reduce_max(mm)
+                            ll = 0.0
+                            for k in T.unroll(sper):
+                                mloc[k] = T.exp(mloc[k] - mm)  # 0 for the splits past n_active
+                                ll += mloc[k] * lloc[k]
+                            ll = T.warp_reduce_sum(ll)
+                            for k in T.unroll(sper):
+                                w_s[mp * warps + warp, k * 32 + lane] = mloc[k] / ll
                     T.sync_threads()
                     # out[d] = sum over splits of weight * partial[d]: MERGE_CHUNK independent
                     # loads in flight per thread, not a chain of dependent ones
@@ -405,7 +459,7 @@ def tilelang_attention(dims):
 FAMILY = register(Family(
     name="attention",
     roles=("qkv", "q_norm", "k_norm", "cos", "sin", "q", "k_cache", "v_cache", "pos", "out", "part", "ml", "sem"),
-    cost=cost, torch=torch_attention, tilelang=tilelang_attention,
+    cost=cost, torch=torch_attention, tilelang=tilelang_attention, supported=supported,
     describe="split-KV GQA decode attention, merged in-kernel by the last split to arrive "
              "(fused_rope: with the q/k norm, RoPE and KV append before it)",
 ))

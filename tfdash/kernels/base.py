@@ -73,13 +73,15 @@ def make_cost(flops: Mapping[str, int], special: Mapping[str, int], operands, sm
 class Family:
     """One kernel family. `torch(dims, bufs)` runs the launch on torch tensors in place;
     `cost(dims, ctx_len)` prices it; `tilelang(dims)` returns the prim_func (or None where the
-    family has no tilelang kernel yet); `args` is the operand order the prim_func takes."""
+    family has no tilelang kernel yet); `supported(dims)` says in a phrase why the tilelang kernel
+    cannot run these dims (None: it can); `roles` is the operand order the prim_func takes."""
 
     name: str
     roles: tuple[str, ...]  # operand roles, in the prim_func's argument order
     cost: Callable[[Mapping, int], Cost]
     torch: Callable[[Mapping, Mapping], None]
     tilelang: Callable[[Mapping], object] | None = None
+    supported: Callable[[Mapping], object] | None = None  # dims -> why the tilelang kernel can't run them, or None
     describe: str = ""
     extra: dict = field(default_factory=dict)
 

@@ -12,6 +12,10 @@ Roundings follow transformers' Qwen3 in the model dtype: the GEMV result is roun
 before the residual add, silu(g) is rounded before the product with u.
 """
 
+import functools
+import json
+from pathlib import Path
+
 import torch
 import torch.nn.functional as F
 
@@ -65,12 +69,13 @@ def cost(dims, ctx_len=0):
     else:
         ops.append(Operand("out", "activation", 0, N * out_es))
     flops["f32"] = flops.get("f32", 0) + f32
-    scratch = 2 * 4 * grid_size(N, K, dims.get("blocks_per_sm", BLOCKS_PER_SM)) if dims.get("argmax") else 0
+    rows, seg, bps = launch_settings(dims)
+    scratch = 2 * 4 * grid_size(N, K, bps, rows) if dims.get("argmax") else 0
     # shared memory of the tilelang kernel: h staged in the model dtype (the small reduction
     # arrays share its space: tilelang's planner aliases them once h is dead)
     smem = K * es
     if dims.get("smem_prefetch"):  # every segment but the first, per warp, staged (tilelang_gemv)
-        smem += (THREADS // 32) * rows_per_warp(K) * (K - chunks_per_segment(K) * 32 * VEC) * es
+        smem += (THREADS // 32) * rows * (K - seg * CHUNK) * es
     return make_cost(flops, special, ops, smem=smem, scratch=scratch)
 
 
@@ -85,26 +90,63 @@ BLOCKS_PER_SM = 2  # default; a plan may ask fewer for one op, leaving room for 
 
 
 LOADS = 16  # 16-byte weight loads a lane keeps in flight (R rows x SEG chunks)
+CHUNK = 32 * VEC  # columns a warp covers with one 16-byte load per lane
+TABLE_FILE = Path(__file__).with_name("gemv_table.json")
 
 
 def rows_per_warp(K: int) -> int:
     """Rows a warp streams together: about LOADS 16-byte weight loads in flight per lane."""
-    return max(1, min(4, LOADS // max(1, K // (32 * VEC))))
+    return max(1, min(4, LOADS // max(1, K // CHUNK)))
 
 
-def chunks_per_segment(K: int) -> int:
+def chunks_per_segment(K: int, rows: int | None = None) -> int:
     """Chunks (256 columns each) of a row loaded at once. A long row (down: K = 6144, 24 chunks)
     is streamed in segments: holding all of it took 130 registers a thread, so only one block
-    fitted on an SM and the grid ran in two waves (2.3x its floor on the H200). The largest
-    divisor of the row's chunks that keeps R x SEG <= LOADS."""
-    chunks = K // (32 * VEC)
-    cap = max(1, LOADS // rows_per_warp(K))
-    return max(d for d in range(1, min(chunks, cap) + 1) if chunks % d == 0)
+    fitted on an SM and the grid ran in two waves. The fewest segments that keep R x SEG <= LOADS,
+    balanced (the last may be shorter): 24 chunks -> 12 + 12, 38 -> 13 + 13 + 12."""
+    chunks = max(1, K // CHUNK)  # (a K under one chunk has no tilelang kernel: `supported` says so)
+    cap = max(1, LOADS // (rows or rows_per_warp(K)))
+    segs = -(-chunks // cap)
+    return -(-chunks // segs)
 
 
-def grid_size(N: int, K: int, blocks_per_sm: int = BLOCKS_PER_SM) -> int:
-    groups = -(-N // rows_per_warp(K))
+def rule(N: int, K: int) -> dict:
+    """Launch settings for a weight shape the table does not list."""
+    return {"rows": rows_per_warp(K), "seg": chunks_per_segment(K), "blocks_per_sm": BLOCKS_PER_SM}
+
+
+@functools.lru_cache(maxsize=1)
+def table() -> dict:
+    """{(N, K): settings} from gemv_table.json: each entry says how it was chosen."""
+    raw = json.loads(TABLE_FILE.read_text(encoding="utf-8"))
+    return {(e["N"], e["K"]): {k: e[k] for k in ("rows", "seg", "blocks_per_sm")} for e in raw["entries"]}
+
+
+def settings(N: int, K: int) -> dict:
+    """The launch settings of an N x K GEMV: the table's entry, else the rule."""
+    return dict(table().get((N, K)) or rule(N, K))
+
+
+def launch_settings(dims) -> tuple[int, int, int]:
+    """(rows per warp, chunks per segment, blocks per SM) of a launch; dims recorded before the
+    plan carried them take the rule."""
+    r = rule(dims["N"], dims["K"])
+    rows = dims.get("rows", r["rows"])
+    seg = dims.get("seg") or chunks_per_segment(dims["K"], rows)
+    return rows, seg, dims.get("blocks_per_sm", BLOCKS_PER_SM)
+
+
+def grid_size(N: int, K: int, blocks_per_sm: int = BLOCKS_PER_SM, rows: int | None = None) -> int:
+    groups = -(-N // (rows or rows_per_warp(K)))
     return max(1, min(-(-groups // (THREADS // 32)), SMS * blocks_per_sm))
+
+
+def supported(dims):
+    if dims["K"] % CHUNK:
+        return f"a GEMV with K={dims['K']} (its GEMV wants K a multiple of {CHUNK})"
+    if dims.get("argmax") and dims["N"] >= 2 ** 24:
+        return f"a vocabulary of {dims['N']} (the argmax carries indices in f32, exact below 2**24)"
+    return None
 
 
 def tilelang_gemv(dims):
@@ -126,15 +168,15 @@ def tilelang_gemv(dims):
     prologue, epilogue = dims["prologue"], dims["epilogue"]
     dt, out_dt = dims["dtype"], dims["out_dtype"]
     eps = float(dims["eps"])
-    R = rows_per_warp(K)
-    grid = grid_size(N, K, dims.get("blocks_per_sm", BLOCKS_PER_SM))
+    R, SEG, bps = launch_settings(dims)
+    grid = grid_size(N, K, bps, R)
     warps = THREADS // 32
     total_warps = grid * warps
     groups = -(-N // R)
     passes = -(-groups // total_warps)
-    chunks = K // (32 * VEC)
-    SEG = chunks_per_segment(K)
-    segs = chunks // SEG
+    chunks = K // CHUNK
+    segs = -(-chunks // SEG)
+    ragged = chunks % SEG != 0  # the last segment is shorter: its missing chunks are skipped
     x_len = 2 * K if prologue == "silu_mul" else K
     pro_iters = -(-K // (THREADS * VEC))
     assert K % (32 * VEC) == 0, f"K={K} must be a multiple of {32 * VEC}"
@@ -151,7 +193,7 @@ def tilelang_gemv(dims):
     # before drains, without the registers that once halved down's occupancy
     smem_pf = bool(dims.get("smem_prefetch"))
     assert not smem_pf or (passes == 1 and segs >= 2), "smem_prefetch: one pass over rows of two or more segments"
-    rest = (segs - 1) * SEG  # chunks a lane stages in shared memory per row
+    rest = chunks - SEG  # chunks a lane stages in shared memory per row
 
     @T.macro
     def body(x, norm_w, w, out, amax):
@@ -266,21 +308,24 @@ def tilelang_gemv(dims):
                                     T.evaluate(T.ptx_wait_group(0))
                                 for r in T.unroll(R):
                                     for c in T.unroll(SEG):
-                                        for j in T.vectorized(VEC):
-                                            wv[r, c * VEC + j] = ws[(((warp * R + r) * rest + (sg - 1) * SEG + c) * 32
-                                                                     + lane) * VEC + j]
+                                        if not ragged or sg * SEG + c < chunks:
+                                            for j in T.vectorized(VEC):
+                                                wv[r, c * VEC + j] = ws[(((warp * R + r) * rest + (sg - 1) * SEG + c)
+                                                                         * 32 + lane) * VEC + j]
                         elif p > 0 or sg > 0:
                             for r in T.unroll(R):
                                 for c in T.unroll(SEG):
-                                    for j in T.vectorized(VEC):
-                                        wv[r, c * VEC + j] = w[T.min(g * R + r, N - 1),
-                                                               (sg * SEG + c) * 32 * VEC + lane * VEC + j]
+                                    if not ragged or sg * SEG + c < chunks:
+                                        for j in T.vectorized(VEC):
+                                            wv[r, c * VEC + j] = w[T.min(g * R + r, N - 1),
+                                                                   (sg * SEG + c) * 32 * VEC + lane * VEC + j]
                         for c in T.unroll(SEG):
-                            for j in T.vectorized(VEC):
-                                hv[j] = h_s[(sg * SEG + c) * 32 * VEC + lane * VEC + j]
-                            for r in T.unroll(R):
-                                for j in T.unroll(VEC):
-                                    acc[r] += T.cast(wv[r, c * VEC + j], "float32") * T.cast(hv[j], "float32")
+                            if not ragged or sg * SEG + c < chunks:
+                                for j in T.vectorized(VEC):
+                                    hv[j] = h_s[(sg * SEG + c) * 32 * VEC + lane * VEC + j]
+                                for r in T.unroll(R):
+                                    for j in T.unroll(VEC):
+                                        acc[r] += T.cast(wv[r, c * VEC + j], "float32") * T.cast(hv[j], "float32")
                     for r in T.unroll(R):
                         acc[r] = T.warp_reduce_sum(acc[r])
                     if lane == 0:
@@ -344,5 +389,6 @@ FAMILY = register(Family(
     cost=cost,
     torch=torch_gemv,
     tilelang=tilelang_gemv,
+    supported=supported,
     describe="out (=|+=) W @ prologue(x); prologue rmsnorm|silu_mul|none, epilogue store|residual",
 ))

@@ -69,8 +69,18 @@ def cost(dims, ctx_len=0):
     )
 
 
+HEADS_PER_BLOCK = 16  # warps of a block; heads past a block's 16 go to the next block
+
+
+def supported(dims):
+    D = dims["head_dim"]
+    if D % 128:
+        return f"head_dim={D} in the unfused q/k norm + RoPE launch (it supports multiples of 128)"
+    return None
+
+
 def tilelang_qk_norm_rope(dims):
-    """One block, one warp per head (q heads, then k heads, then v heads). Lane l holds the
+    """One warp per head (q heads, then k heads, then v heads), 16 heads a block. Lane l holds the
     pairs (2l, 2l+1) of the first half and (H+2l, H+2l+1) of the second (H = D/2), so each lane
     has both partners of its rotate-half pairs; the norm is a warp reduction."""
     import tilelang.language as T
@@ -81,9 +91,10 @@ def tilelang_qk_norm_rope(dims):
     eps = float(dims["eps"])
     half = D // 2
     per = half // 32  # elements of each half a lane holds
-    assert half % 32 == 0 and per % 2 == 0, f"head_dim={D} must be a multiple of 128"
+    assert supported(dims) is None, supported(dims)
     heads = nH + 2 * nKV
     QKV = heads * D
+    HPB = min(heads, HEADS_PER_BLOCK)
 
     @T.prim_func
     def qk_norm_rope(
@@ -91,10 +102,10 @@ def tilelang_qk_norm_rope(dims):
         cos: T.Tensor((C, half), dt), sin: T.Tensor((C, half), dt), pos: T.Tensor((1,), "int32"),
         q: T.Tensor((nH * D,), dt), k_cache: T.Tensor((nKV, C, D), dt), v_cache: T.Tensor((nKV, C, D), dt),
     ):
-        with T.Kernel(1, threads=heads * 32) as _:
+        with T.Kernel(-(-heads // HPB), threads=HPB * 32) as bx:
             tx = T.get_thread_binding(0)
             lane = tx % 32
-            head = tx // 32
+            head = bx * HPB + tx // 32
             if pdl:  # programmatic dependent launch: wait for the kernel before, then let the next one launch
                 T.pdl_sync()
                 T.pdl_trigger()
@@ -112,9 +123,9 @@ def tilelang_qk_norm_rope(dims):
             ssq = T.alloc_var("float32")
             rstd = T.alloc_var("float32")
             for j in T.vectorized(per):
-                a[j] = qkv[head * D + lane * per + j]
+                a[j] = qkv[T.min(head, heads - 1) * D + lane * per + j]
             for j in T.vectorized(per):
-                b[j] = qkv[head * D + half + lane * per + j]
+                b[j] = qkv[T.min(head, heads - 1) * D + half + lane * per + j]
             if head < nH + nKV:
                 ssq = 0.0
                 for j in T.unroll(per):
@@ -157,7 +168,7 @@ def tilelang_qk_norm_rope(dims):
                         k_cache[head - nH, p, lane * per + j] = ra[j]
                     for j in T.vectorized(per):
                         k_cache[head - nH, p, half + lane * per + j] = rb[j]
-            else:
+            elif head < heads:
                 for j in T.vectorized(per):
                     v_cache[head - nH - nKV, p, lane * per + j] = a[j]
                 for j in T.vectorized(per):
@@ -169,6 +180,6 @@ def tilelang_qk_norm_rope(dims):
 FAMILY = register(Family(
     name="rope",
     roles=("qkv", "q_norm", "k_norm", "cos", "sin", "pos", "q", "k_cache", "v_cache"),
-    cost=cost, torch=torch_qk_norm_rope, tilelang=tilelang_qk_norm_rope,
+    cost=cost, torch=torch_qk_norm_rope, tilelang=tilelang_qk_norm_rope, supported=supported,
     describe="q/k RMSNorm over head_dim, RoPE, append k and v at pos",
 ))

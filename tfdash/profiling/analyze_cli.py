@@ -16,10 +16,13 @@ def _dim(spec: str, name: str = "ctx_len") -> str:
 
 
 def parser() -> argparse.ArgumentParser:
+    from tfdash.engine.config import PRESETS
+
     p = argparse.ArgumentParser(prog="tfdash analyze", description="Static cost of one decode step: flops, "
                                 "bytes read and written per launch and operand, ideal time on a target.")
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--model", metavar="PRESET", help="qwen3-1.7b (default) or qwen3-tiny")
+    src.add_argument("--model", metavar="PRESET", help="a preset: " + ", ".join(PRESETS)
+                     + " (default: qwen3-1.7b)")
     src.add_argument("--ckpt", metavar="DIR", help="read the shape from DIR/config.json (no weights loaded)")
     p.add_argument("--target", default="h200", metavar="h200|FILE",
                    help="h200 (datasheet) or a target JSON file, e.g. one the bandwidth probe wrote")

@@ -18,6 +18,8 @@ copy bandwidth.
     tilelang-lateres o_proj and down read their residual after their grid dependency (the A/B)
     tilelang-smemdown down stages its later row segments in shared memory before its grid
                      dependency (TFDASH_DOWN_SMEM_PREFETCH; not yet measured)
+    torch-compile    the same plan's torch spelling through torch.compile (inductor, autotuned,
+                     fullgraph), captured whole in one CUDA graph: the strongest PyTorch peer
     torch-graph      the same plan in torch ops (cuBLAS GEMVs, KV masked over capacity), one graph
     hf-compile       transformers' static-cache generate with a torch.compile'd forward
 """
@@ -31,7 +33,7 @@ import statistics
 import sys
 import time
 
-from tfdash.errors import TfdashError
+from tfdash.errors import TfdashError, UnsupportedShape
 
 # The plan variants (build_plan options) that run as tilelang peers of the default graph.
 PLAN_VARIANTS = {
@@ -41,30 +43,69 @@ PLAN_VARIANTS = {
     "tilelang-lateres": {"early_residual": False},
     "tilelang-smemdown": {"down_smem_prefetch": True},
 }
-BACKENDS = ("tilelang-graph", "tilelang-nopdl", *PLAN_VARIANTS, "torch-graph", "hf-compile")
+BACKENDS = ("tilelang-graph", "tilelang-nopdl", *PLAN_VARIANTS, "torch-compile", "torch-graph", "hf-compile")
+DEFAULT_BACKENDS = "tilelang-graph,torch-compile,torch-graph"
 
 SCHEMA = "tfdash.bench/1"
 
 
 def parser() -> argparse.ArgumentParser:
+    from tfdash.engine.config import PRESETS
+
     from tfdash.engine import DEFAULT_PROMPT
 
     p = argparse.ArgumentParser(prog="tfdash bench", description="tok/s of the tilelang graph engine and its "
                                 "peers, alternating in one process over several rounds.")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--ckpt", metavar="DIR", help="a Qwen3 checkpoint (default: random weights)")
-    src.add_argument("--model", metavar="PRESET", default=None, help="qwen3-1.7b (default) or qwen3-tiny")
+    src.add_argument("--model", metavar="PRESET", default=None, help="a preset: " + ", ".join(PRESETS)
+                     + " (default: qwen3-1.7b)")
     p.add_argument("--max-new-tokens", type=int, default=2048, metavar="N")
     p.add_argument("--prompt", default=DEFAULT_PROMPT)
     p.add_argument("--rounds", type=int, default=3, help="alternations of all backends (default 3)")
-    p.add_argument("--backends", default="tilelang-graph,torch-graph,hf-compile",
-                   help="comma-separated (default: %(default)s; hf-compile only where transformers is installed)")
+    p.add_argument("--backends", default=DEFAULT_BACKENDS,
+                   help="comma-separated, of: " + ", ".join(BACKENDS) + " (default: %(default)s; hf-compile "
+                        "only where transformers is installed)")
     p.add_argument("--json", metavar="OUT", help="write every round and the summary as JSON")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--capacity", type=int, default=None, metavar="N",
                    help="KV cache positions (default: just enough for the run; the dashboard uses 4096). "
                         "Attention's grid covers the capacity, so it moves tok/s")
     return p
+
+
+def launches_per_step(name, peer, plan):
+    """Kernels a step launches: the plan's launches for the tilelang graphs; for a torch graph,
+    the kernel nodes CUDA counts in its graph (None where that cannot be read)."""
+    if name.startswith("tilelang"):
+        return len(getattr(peer, "plan", plan))
+    graph = getattr(peer, "graph", None)
+    try:
+        return count_graph_kernels(graph) if graph is not None else None
+    except Exception:
+        return None
+
+
+def count_graph_kernels(graph) -> int:
+    """Kernel nodes of a captured torch.cuda.CUDAGraph, through the CUDA driver's graph API."""
+    import ctypes
+
+    lib = ctypes.CDLL("libcuda.so.1")
+    raw = graph.raw_cuda_graph() if hasattr(graph, "raw_cuda_graph") else None
+    if raw is None:
+        raise RuntimeError("this torch cannot hand out the raw CUDA graph")
+    n = ctypes.c_size_t(0)
+    if lib.cuGraphGetNodes(ctypes.c_void_p(raw), None, ctypes.byref(n)):
+        raise RuntimeError("cuGraphGetNodes failed")
+    nodes = (ctypes.c_void_p * n.value)()
+    if lib.cuGraphGetNodes(ctypes.c_void_p(raw), nodes, ctypes.byref(n)):
+        raise RuntimeError("cuGraphGetNodes failed")
+    kinds = ctypes.c_int(0)
+    kernels = 0
+    for node in nodes:
+        lib.cuGraphNodeGetType(ctypes.c_void_p(node), ctypes.byref(kinds))
+        kernels += kinds.value == 0  # CU_GRAPH_NODE_TYPE_KERNEL
+    return kernels
 
 
 def generation_bytes(plan, target, steps: int) -> int:
@@ -183,12 +224,20 @@ def main(argv: list[str]) -> int:
     unknown = set(wanted) - set(BACKENDS)
     if unknown:
         raise TfdashError(f"unknown backend(s): {', '.join(sorted(unknown))} (known: {', '.join(BACKENDS)})")
-    if not torch.cuda.is_available():
-        raise TfdashError("tfdash bench needs a CUDA device (torch.cuda.is_available() is False)")
-
+    from tfdash.engine.compile import unsupported
     from tfdash.engine.config import load_config, preset
 
     cfg = load_config(args.ckpt) if args.ckpt else preset(args.model or "qwen3-1.7b")
+    # the shape too is an argument: say it before the device, and before any weight is loaded
+    tilelang_wanted = [b for b in wanted if b.startswith("tilelang")]
+    for b in tilelang_wanted:
+        why = unsupported(build_plan(cfg, dtype="bfloat16", capacity=64, **PLAN_VARIANTS.get(b, {})))
+        if why:
+            raise UnsupportedShape(f"{b}: the tilelang engine cannot run {why}; the torch backends "
+                                   f"(--backends torch-compile,torch-graph) can")
+    if not torch.cuda.is_available():
+        raise TfdashError("tfdash bench needs a CUDA device (torch.cuda.is_available() is False)")
+
     # A capacity that just fits: the torch peer masks attention over the whole capacity.
     from tfdash.engine.tokenizer import StandInTokenizer, load_tokenizer
 
@@ -211,6 +260,10 @@ def main(argv: list[str]) -> int:
     for b in wanted:
         if b == "torch-graph":
             peers[b] = eng0.runtime
+        elif b == "torch-compile":
+            from tfdash.engine.compiled import CompiledGraphRuntime
+
+            peers[b] = CompiledGraphRuntime(plan, weights, "cuda")
         elif b == "tilelang-graph":
             peers[b] = TilelangRuntime(plan, weights, "cuda", pdl=True)
         elif b == "tilelang-nopdl":
@@ -281,7 +334,10 @@ def main(argv: list[str]) -> int:
             "ms_per_step_p50": statistics.median(p50s) if p50s else None,
             "achieved_gbps": gbps, "pct_of_copy_ceiling": 100 * gbps * 1e9 / probe.bandwidth,
             "first_tokens": tokens_by_backend[name][:16],
+            "launches_per_step": launches_per_step(name, peers[name], plan),
         }
+        if getattr(peers[name], "compile_s", None) is not None:
+            summary[name]["compile_s"] = peers[name].compile_s
     ref = tokens_by_backend.get("torch-graph")
     for name, toks in tokens_by_backend.items():
         if ref is not None:
@@ -295,12 +351,19 @@ def main(argv: list[str]) -> int:
     header = (f"tfdash bench · {cfg.name} · {'random weights' if not args.ckpt else args.ckpt} · "
               f"{len(ids)} prompt + {args.max_new_tokens} new tokens · capacity {capacity} · {args.rounds} rounds · "
               f"copy ceiling {probe.bandwidth / 1e12:.2f} TB/s ({probe.method})")
-    lines = [header, f"{'backend':<16}{'tok/s median':>13}{'spread':>19}{'ms/step p50':>13}"
-                     f"{'GB/s':>9}{'% ceiling':>11}"]
+    lines = [header, f"{'backend':<18}{'tok/s median':>13}{'spread':>19}{'ms/step p50':>13}"
+                     f"{'GB/s':>9}{'% ceiling':>11}{'launches':>10}{'compile s':>11}"]
     for name, s in summary.items():
         p50 = f"{s['ms_per_step_p50']:.3f}" if s["ms_per_step_p50"] is not None else "-"
-        lines.append(f"{name:<16}{s['tok_per_s_median']:>13.1f}{s['tok_per_s_min']:>9.1f} - {s['tok_per_s_max']:<7.1f}"
-                     f"{p50:>13}{s['achieved_gbps']:>9.0f}{s['pct_of_copy_ceiling']:>10.1f}%")
+        nl = s["launches_per_step"] if s["launches_per_step"] is not None else "-"
+        cs = f"{s['compile_s']:.0f}" if s.get("compile_s") is not None else "-"
+        lines.append(f"{name:<18}{s['tok_per_s_median']:>13.1f}{s['tok_per_s_min']:>9.1f} - {s['tok_per_s_max']:<7.1f}"
+                     f"{p50:>13}{s['achieved_gbps']:>9.0f}{s['pct_of_copy_ceiling']:>10.1f}%{nl:>10}{cs:>11}")
+    best_peer = max((n for n in summary if not n.startswith("tilelang")), default=None,
+                    key=lambda n: summary[n]["tok_per_s_median"])
+    if "tilelang-graph" in summary and best_peer:
+        lines.append(f"tilelang-graph / {best_peer} (the strongest peer here): "
+                     f"{summary['tilelang-graph']['tok_per_s_median'] / summary[best_peer]['tok_per_s_median']:.2f}x")
     print("\n".join(lines))
     if args.json:
         from tfdash.profiling.files import write_json_atomic

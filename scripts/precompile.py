@@ -1,0 +1,90 @@
+"""Compile every tilelang kernel that the GPU tests, `tfdash bench` and the dashboard will ask
+for, in parallel worker processes, into tilelang's disk cache ($TILELANG_CACHE_DIR): the runs
+after it load each kernel instead of compiling it one after another.
+
+    python3 scripts/precompile.py [--sizes qwen3-0.6b,...] [--workers 14]
+"""
+
+import argparse
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import replace
+from multiprocessing import get_context
+from types import MappingProxyType, SimpleNamespace
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+SIZES = "qwen3-0.6b,qwen3-1.7b,qwen3-4b,qwen3-8b,qwen3-14b,qwen3-32b"
+BENCH_CAPACITY = 2112  # a 12-token prompt + 2048 new tokens, in whole attention blocks
+
+
+def plans(sizes, only_default=False):
+    from tfdash.engine.config import preset
+    from tfdash.engine.plan import build_plan
+    from tfdash.profiling.bench import PLAN_VARIANTS
+
+    for name in sizes:
+        cfg = preset(name)
+        for cap in (4096, BENCH_CAPACITY, 1280, 2048):
+            yield build_plan(cfg, capacity=cap)
+        if only_default:
+            continue
+        if name == "qwen3-1.7b":  # the A/B variants the bench and the bit-for-bit test build
+            for cap in (BENCH_CAPACITY, 2048, 4096):
+                for options in PLAN_VARIANTS.values():
+                    yield build_plan(cfg, capacity=cap, **options)
+                yield build_plan(cfg, capacity=cap, attn_kv_early=False, early_residual=False)
+        if name in ("qwen3-1.7b", "qwen3-32b"):
+            yield build_plan(cfg, capacity=4096, fused_rope=False)
+    if only_default:
+        return
+    base = preset("qwen3-1.7b")
+    for group, d in [(g, 128) for g in range(1, 9)] + [(g, 64) for g in (1, 2, 4, 8)]:
+        yield build_plan(replace(base, name=f"g{group}-d{d}", num_heads=8 * group, head_dim=d), capacity=4096)
+
+
+def distinct(sizes, only_default=False):
+    seen = {}
+    for plan in plans(sizes, only_default):
+        for launch in plan.kernels().values():
+            key = (launch.kernel, tuple(sorted((k, str(v)) for k, v in launch.dims.items())))
+            seen.setdefault(key, (launch.family, launch.kernel, dict(launch.dims)))
+    return list(seen.values())
+
+
+def compile_job(job):
+    from tfdash.engine.compile import compile_one
+
+    fam, kernel, dims = job
+    t = time.perf_counter()
+    compile_one(SimpleNamespace(family=fam, kernel=kernel, dims=MappingProxyType(dims)))
+    return kernel, time.perf_counter() - t
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default=SIZES)
+    ap.add_argument("--only-default", action="store_true", help="only the default plans (bench and engine tests)")
+    ap.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 2))
+    args = ap.parse_args()
+    jobs = distinct(args.sizes.split(","), args.only_default)
+    t0 = time.perf_counter()
+    print(f"# compiling {len(jobs)} kernels on {args.workers} workers", flush=True)
+    failed = 0
+    with ProcessPoolExecutor(args.workers, mp_context=get_context("spawn")) as pool:
+        futs = {pool.submit(compile_job, j): j for j in jobs}
+        for i, f in enumerate(as_completed(futs), 1):
+            try:
+                name, s = f.result()
+                print(f"#  {i}/{len(jobs)} {name} {s:.1f} s", flush=True)
+            except Exception as e:
+                failed += 1
+                print(f"#  {i}/{len(jobs)} FAILED {futs[f][1]}: {type(e).__name__}: {str(e)[:300]}", flush=True)
+    print(f"# precompiled {len(jobs) - failed}/{len(jobs)} kernels in {time.perf_counter() - t0:.0f} s", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
