@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from tfdash.app.model import TableRow, fmt_int, fmt_num
+from tfdash.app.model import TableRow, fmt_int, fmt_ns, fmt_num
 from tfdash.errors import TfdashError
 from tfdash.profiling.diff import DiffRow, align, differences
 from tfdash.profiling.snapshot import KernelRow, ProfileSnapshot
@@ -112,3 +112,20 @@ def step_delta(base: ProfileSnapshot, snap: ProfileSnapshot) -> tuple[float, flo
     if a is None or b is None or not a.measured_step_ns:
         return None
     return a.measured_step_ns, 100.0 * (b.measured_step_ns - a.measured_step_ns) / a.measured_step_ns
+
+
+def summary_parts(base: Baseline, kernels: Sequence[KernelRow], group: str,
+                  members: tuple[int, ...]) -> list[tuple[str, str]]:
+    """The drill-down summary's second line: the row's numbers in the baseline, and Δ."""
+    d = index(base, kernels, group).get(members)
+    parts = [("\nbaseline ", "$text-muted"), (base.label, "bold")]
+    if d is None or d.a is None:
+        return parts + [("  not in the baseline (added)", "italic $text-warning")]
+    (delta, _), (pct, _) = cells(d)[1:]
+    parts += [(f"  {d.a.count} launch{'es' if d.a.count != 1 else ''}/step", "$text-muted"),
+              ("  predicted ", "$text-muted"), (fmt_ns(d.a.predicted_ns), "bold"),
+              ("  measured ", "$text-muted"), (fmt_ns(d.a.measured_ns), "bold"),
+              ("  Δ ", "$text-muted"), (f"{delta} ns ({pct})" if d.delta_ns is not None else "—", "bold")]
+    if d.kernel_changed:
+        parts += [("  kernel ", "$text-muted"), (", ".join(d.a.kernels), "bold")]
+    return parts

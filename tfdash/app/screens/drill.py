@@ -138,18 +138,7 @@ class DrillScreen(Screen):
             parts += [("  ", ""), (fmt_num(r.share * 100, 1, " %"), "bold"), (" of the step", "$text-muted")]
         base = getattr(self.app, "baseline", None)
         if base is not None:
-            d = basemod.index(base, snap.kernels, self.group).get(r.members)
-            parts += [("\nbaseline ", "$text-muted"), (base.label, "bold")]
-            if d is None or d.a is None:
-                parts += [("  not in the baseline (added)", "italic $text-warning")]
-            else:
-                delta, pct = basemod.cells(d)[1:]
-                parts += [(f"  {d.a.count} launch{'es' if d.a.count != 1 else ''}/step", "$text-muted"),
-                          ("  predicted ", "$text-muted"), (fmt_ns(d.a.predicted_ns), "bold"),
-                          ("  measured ", "$text-muted"), (fmt_ns(d.a.measured_ns), "bold"),
-                          ("  Δ ", "$text-muted"), (f"{delta[0]} ns ({pct[0]})", "bold")]
-                if d.kernel_changed:
-                    parts += [("  kernel ", "$text-muted"), (", ".join(d.a.kernels), "bold")]
+            parts += basemod.summary_parts(base, snap.kernels, self.group, r.members)
         self.query_one("#drill-summary", Static).update(Content.assemble(*parts))
 
     def _instances(self, members) -> None:
