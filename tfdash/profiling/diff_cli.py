@@ -35,7 +35,9 @@ def _pct(v: float | None, signed: bool = True) -> str:
 
 
 def _gap(v: float | None) -> str:
-    return "—" if v is None else f"{v:.2f}×"
+    if v is None:
+        return "—"
+    return f"{v:.2f}×" if v < 10 else f"{v:.1f}×" if v < 100 else f"{v:,.0f}×"
 
 
 def _bytes(b: int | None) -> str:
