@@ -75,7 +75,7 @@ def test_every_launch_aligned_and_the_unfused_launches_added(pair, capsys):
     for role in ka:  # matched launch by launch: each side is that role's row of its own file
         r = rows[role]
         assert r["a"]["members"] == [ka[role]["index"]] and r["b"]["members"] == [kb[role]["index"]]
-        assert r["delta_ns"] == pytest.approx(kb[role]["measured_p50_ns"] - ka[role]["measured_p50_ns"], abs=1e-6)
+        assert r["delta_ns"] == kb[role]["measured_p50_ns"] - ka[role]["measured_p50_ns"]  # exactly B − A
         assert r["delta_pct"] == pytest.approx(100 * r["delta_ns"] / ka[role]["measured_p50_ns"])
         assert r["predicted_delta_ns"] == pytest.approx(kb[role]["predicted_ns"] - ka[role]["predicted_ns"])
         assert r["a"]["bytes"] == ka[role]["bytes_read"] + ka[role]["bytes_written"]
@@ -83,7 +83,7 @@ def test_every_launch_aligned_and_the_unfused_launches_added(pair, capsys):
     for role in ("L0.qk_norm_rope", "L1.qk_norm_rope"):  # the added launch: all of B's time is Δ
         r = rows[role]
         assert r["status"] == "added" and r["a"] is None and r["delta_pct"] is None
-        assert r["delta_ns"] == pytest.approx(kb[role]["measured_p50_ns"])
+        assert r["delta_ns"] == kb[role]["measured_p50_ns"]
     assert rows["L0.attention"]["kernel_changed"]  # the fused attention is another kernel
     # Δs add up to the kernel sums' difference, and rows are sorted by |Δ|
     assert sum(r["delta_ns"] for r in d["rows"]) == pytest.approx(d["b"]["kernel_sum_ns"] - d["a"]["kernel_sum_ns"])
@@ -153,6 +153,8 @@ def test_other_models_refused_unless_forced(pair, tmp_path, capsys):
     d = diff_json(capsys, a, SNAPSHOT, "--force")
     assert d["forced"] and d["aligned_by"] == "op" and d["group"] == "op" and "aligned by op" in d["note"]
     assert d["matched"] == 8 and d["added"] == [] and d["removed"] == []
+    fam = diff_json(capsys, a, SNAPSHOT, "--force", "--group", "family")
+    assert fam["group"] == fam["aligned_by"] == "family" and "aligned by family" in fam["note"]
     assert main(["diff", str(a), str(SNAPSHOT), "--force"]) == 0
     out = capsys.readouterr().out
     assert "--force: different runs" in out and "8 ops matched" in out

@@ -9,7 +9,7 @@ sums its members, and its measured time is None unless every member was measured
 
 Snapshots of different models or dtypes are refused (`compare` raises TfdashError naming what
 differs); with `force=True` they are aligned by op instead of by role (a per-launch grouping
-becomes the op grouping) and `SnapshotDiff.note` says so.
+becomes the op grouping; a family or layer grouping stays) and `SnapshotDiff.note` says so.
 
 Δ is always B − A. An added or removed row counts its missing side as 0, so the Δs of all rows
 add up to B's kernel sum minus A's; Δ % is against A and None where A has no time.
@@ -17,7 +17,8 @@ add up to B's kernel sum minus A's; Δ % is against A and None where A has no ti
 JSON (`to_json`), schema "tfdash.diff", version 1:
 
     {"schema": "tfdash.diff", "version": 1,
-     "group": "launch" | "op" | "family" | "layer", "aligned_by": "role" | "op",
+     "group": "launch" | "op" | "family" | "layer",
+     "aligned_by": "role" | "op" | "family" | "layer"   (forced: the group, per launch becoming op),
      "forced": bool, "differs": [str], "note": str,
      "a": Step, "b": Step,
      "step": {"delta_ns", "delta_pct", "tok_s_delta", "tok_s_delta_pct", "pct_ceiling_delta"},
@@ -148,7 +149,8 @@ class SnapshotDiff:
     def note(self) -> str:
         if not self.forced:
             return ""
-        return f"--force: different runs ({'; '.join(self.differs)}), so launches are aligned by op, not by role"
+        return (f"--force: different runs ({'; '.join(self.differs)}), so launches are aligned by "
+                f"{self.aligned_by}, not by role")
 
 
 # -- alignment -------------------------------------------------------------------------------
@@ -254,7 +256,7 @@ def compare(a: ProfileSnapshot, b: ProfileSnapshot, group: str = "launch", force
     if forced and group == "launch":
         group = "op"
     rows = sort_rows(align(a.kernels, b.kernels, group))
-    return SnapshotDiff(group=group, aligned_by="op" if forced else "role", forced=forced, differs=tuple(diffs),
+    return SnapshotDiff(group=group, aligned_by=group if forced else "role", forced=forced, differs=tuple(diffs),
                         a=step_of(a, a_source), b=step_of(b, b_source), rows=tuple(rows))
 
 
