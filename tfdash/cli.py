@@ -5,6 +5,7 @@
     tfdash open SNAPSHOT.json                         a saved profile snapshot, read-only
     tfdash analyze [...]                              the static cost of one decode step
     tfdash bench [...]                                tilelang engine vs its peers, A/B in one process
+    tfdash diff A.json B.json [...]                   two snapshots compared launch by launch
 
 Errors a user can act on print one line (`tfdash: error: ...`) and exit 2; never a traceback.
 """
@@ -18,7 +19,7 @@ import sys
 from tfdash import __version__
 from tfdash.errors import TfdashError
 
-SUBCOMMANDS = ("open", "analyze", "bench")
+SUBCOMMANDS = ("open", "analyze", "bench", "diff")
 
 
 def _positive(v: str) -> int:
@@ -63,7 +64,8 @@ def run_parser() -> argparse.ArgumentParser:
         prog="tfdash",
         description="A terminal dashboard for batch-1 LLM decode: live tokens, per-kernel time against a "
                     "static cost model, the memory roofline and NVML bandwidth.",
-        epilog="Other commands: tfdash open SNAPSHOT.json | tfdash analyze ... | tfdash bench ... "
+        epilog="Other commands: tfdash open SNAPSHOT.json | tfdash analyze ... | tfdash bench ... | "
+               "tfdash diff A.json B.json "
                "(each takes --help).",
     )
     p.add_argument("--version", action="version", version=f"tfdash {__version__}")
@@ -128,6 +130,10 @@ def main(argv: list[str] | None = None) -> int:
                 from tfdash.profiling.analyze_cli import main as analyze_main
 
                 return analyze_main(argv)
+            if cmd == "diff":
+                from tfdash.profiling.diff_cli import main as diff_main
+
+                return diff_main(argv)
             if cmd == "bench":
                 from tfdash.profiling.bench import main as bench_main
 

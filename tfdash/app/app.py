@@ -53,9 +53,10 @@ class TfdashApp(App[ProfileSnapshot | None]):
                  export_dir: str | Path | None = None, save_path: str | Path | None = None,
                  max_new_tokens: int | None = None, theme: str | None = None, refresh_hz: float = 20.0,
                  cuda_source: Callable | None = None, tilelang_source: Callable | None = None,
-                 exit_when_done: bool = False) -> None:
+                 exit_when_done: bool = False, baseline=None) -> None:
         super().__init__()
         self.source = source
+        self.baseline = baseline  # a tfdash.app.baseline.Baseline: the Δ columns compare against it
         self.config = config if config is not None else load_config()
         self.export_dir = Path(export_dir).expanduser() if export_dir else None
         self.save_path = Path(save_path).expanduser() if save_path else None
@@ -86,7 +87,8 @@ class TfdashApp(App[ProfileSnapshot | None]):
     @property
     def source_label(self) -> str:
         path = getattr(self.source, "path", None)
-        return Path(path).name if path else "read-only"
+        label = Path(path).name if path else "read-only"
+        return f"{label} vs {self.baseline.label}" if self.baseline is not None else label
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return {k: v for k, v in DARK.variables.items() if k.startswith("tf-")}

@@ -3,7 +3,7 @@ factories the tests build the app from.
 
     live_app(make_session, ...)        the dashboard on any session factory
     session_factory(args)              the CLI's: load_engine once, a new Session per (re-)run
-    snapshot_app(path_or_snapshot)     a saved snapshot
+    snapshot_app(path_or_snapshot)     a saved snapshot (with baseline=: against another)
 """
 
 from __future__ import annotations
@@ -26,16 +26,29 @@ def live_app(make_session: Callable, **kw):
     return TfdashApp(LiveSource(make_session), **kw)
 
 
-def snapshot_app(snapshot: ProfileSnapshot | str | Path, **kw):
+def snapshot_app(snapshot: ProfileSnapshot | str | Path, baseline: ProfileSnapshot | str | Path | None = None,
+                 **kw):
+    """The dashboard on a saved snapshot; with `baseline`, the kernel table, drill-down and
+    roofline also show that snapshot's numbers and the Δ against them (same model and dtype)."""
     from tfdash.app.app import TfdashApp
 
-    path = None
-    if not isinstance(snapshot, ProfileSnapshot):
-        from tfdash.profiling.export import load_snapshot
+    snapshot, path = _load(snapshot)
+    if baseline is not None:
+        from tfdash.app.baseline import Baseline, check_comparable
 
-        path = Path(snapshot)
-        snapshot = load_snapshot(path)
+        base, base_path = _load(baseline)
+        base_label = base_path.name if base_path else "baseline"
+        check_comparable(base, snapshot, base_label, path.name if path else "the snapshot")
+        kw["baseline"] = Baseline(base, base_label)
     return TfdashApp(SnapshotSource(snapshot, path), **kw)
+
+
+def _load(snapshot: ProfileSnapshot | str | Path) -> tuple[ProfileSnapshot, Path | None]:
+    if isinstance(snapshot, ProfileSnapshot):
+        return snapshot, None
+    from tfdash.profiling.export import load_snapshot
+
+    return load_snapshot(Path(snapshot)), Path(snapshot)
 
 
 def make_session(engine, prompt: str, max_new_tokens: int, **kw):
@@ -123,6 +136,8 @@ def open_parser() -> argparse.ArgumentParser:
                                 description="Open a saved profile snapshot in the dashboard, read-only.")
     p.add_argument("snapshot", metavar="SNAPSHOT.json", help="a snapshot written by the dashboard (e) or "
                    "`tfdash --headless --export DIR`")
+    p.add_argument("--baseline", metavar="A.json", help="another snapshot of the same model and dtype: the "
+                   "kernel table gains Δ columns against it, the drill-down and roofline show both")
     p.add_argument("--export-dir", metavar="DIR", help="where exports from this view go (default: the current "
                    "directory, or export_dir in the config file)")
     return p
@@ -133,6 +148,8 @@ def open_main(argv: list[str]) -> int:
     path = Path(args.snapshot)
     if not path.is_file():
         raise TfdashError(f"{path}: no such snapshot file")
-    app = snapshot_app(path, export_dir=args.export_dir)
+    if args.baseline is not None and not Path(args.baseline).is_file():
+        raise TfdashError(f"--baseline {args.baseline}: no such snapshot file")
+    app = snapshot_app(path, baseline=args.baseline, export_dir=args.export_dir)
     app.run()
     return 0

@@ -5,6 +5,9 @@
     ctx_len sweep  predicted (analyze over ctx_len) everywhere, measured where profiled
     tabs           tilelang source · generated CUDA (sm_90a, compiled on demand) · marginal cost
 
+With a baseline snapshot (`app.baseline`) the summary and every instance show its measured time
+and the Δ against it, beside this snapshot's.
+
 The instance under the cursor is the "current launch": the source, CUDA and marginal follow it.
 Anything slow (compiling CUDA, measuring a marginal) runs in a thread worker; the screen stays live.
 """
@@ -21,6 +24,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
+from tfdash.app import baseline as basemod
 from tfdash.app import bindings, drill_model
 from tfdash.app.model import TableRow, fmt_bytes, fmt_gap, fmt_int, fmt_ns, fmt_num, gap_level, make_row
 from tfdash.app.screens.main import TopBar
@@ -132,22 +136,34 @@ class DrillScreen(Screen):
             parts += [("  gap ", "$text-muted"), (fmt_gap(r.gap), f"bold $tf-{gap_level(r.gap)}")]
         if r.share is not None:
             parts += [("  ", ""), (fmt_num(r.share * 100, 1, " %"), "bold"), (" of the step", "$text-muted")]
+        base = getattr(self.app, "baseline", None)
+        if base is not None:
+            parts += basemod.summary_parts(base, snap.kernels, self.group, r.members)
         self.query_one("#drill-summary", Static).update(Content.assemble(*parts))
 
     def _instances(self, members) -> None:
         t = self.query_one("#instances-table", DataTable)
         t.clear(columns=True)
-        for key, label in (("role", "launch"), ("pred", "pred ns"), ("meas", "meas ns"), ("p90", "p90 ns"),
-                           ("gap", "gap ×"), ("gbps", "GB/s")):
+        base, snap = getattr(self.app, "baseline", None), self.app.snapshot
+        against = basemod.index(base, snap.kernels, "none") if base is not None and snap is not None else None
+        columns = (("role", "launch"), ("pred", "pred ns"), ("meas", "meas ns"), ("p90", "p90 ns"),
+                   ("gap", "gap ×"), ("gbps", "GB/s"))
+        if against is not None:
+            columns += basemod.COLUMNS[:2]  # base ns, Δ ns
+        for key, label in columns:
             t.add_column(Text(label, justify="left" if key == "role" else "right"), key=key)
         colors = self.app.theme_variables
         for k in members:
             g = k.gap
+            extra = []
+            if against is not None:
+                extra = [Text(v, justify="right", style=colors.get(f"tf-{lv}", "") if lv else "")
+                         for v, lv in basemod.cells(against.get((k.index,)))[:2]]
             t.add_row(Text(k.role), Text(fmt_int(k.predicted_ns), justify="right"),
                       Text(fmt_int(k.measured_p50_ns), justify="right"),
                       Text(fmt_int(k.measured_p90_ns), justify="right"),
                       Text(fmt_gap(g), justify="right", style=colors.get(f"tf-{gap_level(g)}", "") if g else ""),
-                      Text(fmt_num(k.achieved_gbps, 0), justify="right"), key=str(k.index))
+                      Text(fmt_num(k.achieved_gbps, 0), justify="right"), *extra, key=str(k.index))
         if members:  # the cursor stays on the current launch across rebuilds
             row = next((i for i, k in enumerate(members) if k.index == self.current), 0)
             t.move_cursor(row=row, animate=False)

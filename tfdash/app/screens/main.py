@@ -89,7 +89,8 @@ class MainScreen(Screen):
             src = "random weights · stand-in vocabulary" if snap.meta.checkpoint == "random" else snap.meta.checkpoint
             cont.border_subtitle = src
         self.query_one(ThroughputPane).show(snap, app.max_new_tokens, final=not live)
-        self.query_one(RooflinePane).show(snap)
+        base = getattr(app, "baseline", None)
+        self.query_one(RooflinePane).show(snap, base.snapshot if base is not None else None)
         self.query_one(NvmlPane).show(snap, final=not live)
         if snap is not None:
             self.table.show(snap.kernels, snap.unavailable.get("kernels", ""), final=not live)

@@ -2,6 +2,8 @@
 
 Rows are rebuilt only when the snapshot's kernels, the grouping, the sort or the filter change
 (a profile window, a key), never per token. The cursor stays on the same row across rebuilds.
+With a baseline snapshot (`app.baseline`) the table gains its Δ columns (tfdash.app.baseline),
+sortable like the others; `s` goes from measured to Δ ns next.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
+from tfdash.app import baseline as basemod
 from tfdash.app import bindings
-from tfdash.app.model import (COLUMNS, DEFAULT_SORT, GROUP_LABEL, GROUPS, TableRow, bar, fmt_gap, fmt_int,
-                              fmt_ns, fmt_num, gap_level, table_rows)
+from tfdash.app.model import (COLUMNS, DEFAULT_SORT, GROUP_LABEL, GROUPS, SORT_KEYS, TableRow, bar, fmt_gap,
+                              fmt_int, fmt_ns, fmt_num, gap_level, table_rows)
 from tfdash.app.widgets.panes import set_content
 
 DRIFT_REDRAW_S = 2.0  # live: how often drifting predictions redraw the table
@@ -56,6 +59,7 @@ class KernelTable(Vertical):
         self.unavailable = ""
         self._measured: tuple = ()
         self._built_at = 0.0
+        self.against = None  # the baseline Index of the rows shown (None without a baseline)
 
     def compose(self):
         yield Static(id="kernel-caption")
@@ -100,9 +104,16 @@ class KernelTable(Vertical):
         self.sort = (key, descending)
         self.rebuild()
 
+    @property
+    def baseline(self):
+        return getattr(self.app, "baseline", None)
+
     def next_sort(self) -> str:
         key = self.sort[0]
-        nxt = SORT_CYCLE[(SORT_CYCLE.index(key) + 1) % len(SORT_CYCLE)] if key in SORT_CYCLE else SORT_CYCLE[0]
+        cycle = SORT_CYCLE
+        if self.baseline is not None:  # Δ right after measured: the column a comparison is about
+            cycle = cycle[:1] + basemod.SORT_CYCLE + cycle[1:]
+        nxt = cycle[(cycle.index(key) + 1) % len(cycle)] if key in cycle else cycle[0]
         self.set_sort(nxt)
         return nxt
 
@@ -151,10 +162,17 @@ class KernelTable(Vertical):
         if t.row_count and self.rows:
             sel = self.selected_row()
             keep = sel.key if sel else None
-        self.rows = table_rows(self.kernels, self.group, self.sort, self.filter_text)
-        t.clear(columns=True)
         key, desc = self.sort
-        for col_key, header in COLUMNS:
+        base = self.baseline
+        if key not in SORT_KEYS and base is None:
+            key, desc = self.sort = DEFAULT_SORT
+        self.rows = table_rows(self.kernels, self.group, self.sort if key in SORT_KEYS else DEFAULT_SORT,
+                               self.filter_text)
+        self.against = basemod.index(base, self.kernels, self.group) if base is not None else None
+        if self.against is not None and key in basemod.SORT_KEYS:
+            self.rows = basemod.sort_rows(self.rows, self.against, key, desc)
+        t.clear(columns=True)
+        for col_key, header in COLUMNS + (basemod.COLUMNS if self.against is not None else ()):
             label = GROUP_LABEL[self.group] if col_key == "label" else header
             if col_key == key:
                 label += " ▼" if desc else " ▲"
@@ -162,7 +180,11 @@ class KernelTable(Vertical):
             t.add_column(Text(label, justify=justify), key=col_key)
         share_max = max((r.share or 0.0 for r in self.rows), default=0.0) or 1.0
         for r in self.rows:
-            t.add_row(*self._cells(r, share_max), key=r.key)
+            extra = []
+            if self.against is not None:
+                extra = [Text(v, style=self._color(lv), justify="right")
+                         for v, lv in basemod.cells(self.against.get(r.members))]
+            t.add_row(*self._cells(r, share_max), *extra, key=r.key)
         if keep is not None:
             for i, r in enumerate(self.rows):
                 if r.key == keep:
@@ -172,13 +194,19 @@ class KernelTable(Vertical):
 
     def _caption(self) -> None:
         key, desc = self.sort
-        header = dict(COLUMNS)[key] if key != "label" else GROUP_LABEL[self.group]
+        header = dict(COLUMNS + basemod.COLUMNS)[key] if key != "label" else GROUP_LABEL[self.group]
         measured = sum(1 for k in self.kernels if k.measured_p50_ns is not None)
         parts = [("group ", "$text-muted"), (GROUP_LABEL[self.group], "bold $text-accent"),
                  ("  sort ", "$text-muted"), (f"{header} {'▼' if desc else '▲'}", "bold $text-accent")]
         if self.filter_text:
             parts += [("  filter ", "$text-muted"), (self.filter_text, "bold $text-warning")]
         parts += [("  ", ""), (f"{len(self.rows)} rows · {len(self.kernels)} launches", "$text-muted")]
+        if self.against is not None:
+            parts += [("  vs ", "$text-muted"), (self.baseline.label, "bold")]
+            gone = self.against.removed
+            if gone:
+                names = ", ".join(r.label for r in gone[:4]) + (f" +{len(gone) - 4}" if len(gone) > 4 else "")
+                parts += [("  baseline only: ", "$text-muted"), (names, "$text-warning")]
         if self.kernels and not measured:
             parts += [("  · ", "$text-muted"), (self.unavailable or "not profiled yet", "italic $text-muted")]
         set_content(self.query_one("#kernel-caption", Static), Content.assemble(*parts))
@@ -199,6 +227,13 @@ class KernelTable(Vertical):
                       ("  gap ", "$text-muted"), (fmt_gap(gap), f"bold $tf-{gap_level(gap) or 'fair'}")]
         else:
             parts += [("  measured ", "$text-muted"), ("— press p to profile a window", "italic $text-muted")]
+        base = self.baseline
+        if base is not None and all(m is not None for m in meas):
+            theirs = [k.measured_p50_ns for k in base.snapshot.kernels]
+            if theirs and all(m is not None for m in theirs):
+                d = sum(meas) - sum(theirs)
+                parts += [("  baseline ", "$text-muted"), (fmt_ns(sum(theirs)), "bold"),
+                          ("  Δ ", "$text-muted"), (("+" if d > 0 else "") + fmt_ns(d), "bold")]
         set_content(self.query_one("#kernel-total", Static), Content.assemble(*parts))
 
     # -- events ----------------------------------------------------------------------------

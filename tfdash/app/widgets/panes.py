@@ -141,7 +141,8 @@ class RooflinePane(VerticalScroll):
         yield GapBar(id="roofline-gap")
         yield Static(id="roofline-note", classes="stats")
 
-    def show(self, snap: ProfileSnapshot | None) -> None:
+    def show(self, snap: ProfileSnapshot | None, baseline: ProfileSnapshot | None = None) -> None:
+        """`baseline`: another run's snapshot, whose measured step is shown under this one's."""
         stats = self.query_one("#roofline-stats", Static)
         note = self.query_one("#roofline-note", Static)
         gapbar = self.query_one("#roofline-gap", GapBar)
@@ -157,6 +158,7 @@ class RooflinePane(VerticalScroll):
                 stat(fmt_ns(r.predicted_step_ns), "ideal", note="Σ kernel ideals"),
                 stat(fmt_ns(r.measured_step_ns), "measured", "bold $text-primary", note=f"{r.steps} steps, "
                      f"{r.timing or 'timed'}"),
+                *_baseline_step(snap, baseline),
                 stat(fmt_num(r.achieved_gbps, 0), "GB/s achieved"),
                 stat(fmt_num(r.pct_ceiling, 1, " %"), "of ceiling", "bold $text-primary",
                      note=f"{r.ceiling_gbps:,.0f} GB/s"),
@@ -187,6 +189,19 @@ class RooflinePane(VerticalScroll):
         why = snap.unavailable.get("roofline") or snap.unavailable.get("kernels") or "no profile window yet"
         set_content(note, Content.assemble((why, "italic $text-muted"), (" · press ", "$text-muted"),
                                      ("p", "bold $accent"), (" to profile", "$text-muted")))
+
+
+def _baseline_step(snap: ProfileSnapshot, baseline: ProfileSnapshot | None) -> list[Content]:
+    """The baseline's measured step and the Δ against it (none without a baseline)."""
+    if baseline is None:
+        return []
+    from tfdash.app.baseline import step_delta
+
+    both = step_delta(baseline, snap)
+    if both is None:
+        return [stat("—", "baseline", note="no profile window in one of them")]
+    step, pct = both
+    return [stat(fmt_ns(step), "baseline", "bold", note=f"Δ {'+' if pct > 0 else ''}{pct:.1f} % vs it")]
 
 
 def _series(snap: ProfileSnapshot, name: str) -> Series | None:

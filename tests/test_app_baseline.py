@@ -1,0 +1,163 @@
+"""`tfdash open B.json --baseline A.json`: the kernel table's Δ columns (and sorting by them), the
+drill-down with both sides, the roofline pane with both step times, a picture of the main screen,
+and the one-line refusals. A is the recorded fixture (the default plan), B the same recorded run
+of the plan with fused_rope=False (a q/k norm + RoPE launch per layer)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from fixtures.appkit import SNAPSHOT, build_snapshot, isolated_config, sync  # noqa: F401  (fixture)
+
+from tfdash.app.main import open_main, snapshot_app
+from tfdash.app.widgets.kernel_table import KernelTable
+from tfdash.errors import TfdashError
+from tfdash.profiling.diff import compare
+from tfdash.profiling.export import load_snapshot, write_snapshot
+
+SIZE = (160, 48)
+
+
+@pytest.fixture(scope="module")
+def unfused(tmp_path_factory):
+    return write_snapshot(build_snapshot(fused_rope=False), tmp_path_factory.mktemp("base") / "unfused.json")
+
+
+def fake_tilelang(family: str) -> str:
+    return f"def {family}_kernel(dims):\n    ...  # a stand-in\n"
+
+
+def make_app(path, **kw):
+    return snapshot_app(path, baseline=SNAPSHOT, theme="tfdash-dark", tilelang_source=fake_tilelang, **kw)
+
+
+def plain(widget) -> str:
+    return str(widget.render())
+
+
+def cells(table, key: str) -> list[str]:
+    """The column's cells, top to bottom, as shown."""
+    return [str(c) for c in table.get_column(key)]
+
+
+async def settle(pilot) -> None:
+    for _ in range(3):
+        await pilot.pause()
+        await pilot.wait_for_scheduled_animations()
+
+
+def signed(ns: float) -> str:
+    from tfdash.app.model import fmt_int
+
+    return ("+" if ns > 0 else "") + fmt_int(ns)
+
+
+@sync
+async def test_delta_columns_sort_and_drill_down(isolated_config, unfused):
+    a, b = load_snapshot(SNAPSHOT), load_snapshot(unfused)
+    expected = {r.label: r for r in compare(a, b, group="op").rows}
+    messages = []
+    app = make_app(unfused)
+    async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
+        await settle(pilot)
+        kt = app.screen.query_one(KernelTable)
+        t = kt.table
+        headers = [str(c.label) for c in t.columns.values()]
+        assert headers[-3:] == ["base ns", "Δ ns", "Δ %"]
+        labels = cells(t, "label")
+        deltas = dict(zip(labels, cells(t, "delta")))
+        base = dict(zip(labels, cells(t, "base")))
+        # each op's Δ is `tfdash diff`'s: B − A of the two files
+        for op in ("gate_up", "lm_head", "attention", "qkv_proj"):
+            assert deltas[op] == signed(expected[op].delta_ns)
+        assert base["qk_norm_rope"] == "added" and deltas["qk_norm_rope"] == "—"
+        caption = plain(app.screen.query_one("#kernel-caption"))
+        assert "vs snapshot-1.7b.json" in caption
+        assert "Δ" in plain(app.screen.query_one("#kernel-total"))
+
+        await pilot.press("s")  # measured -> Δ ns
+        await settle(pilot)
+        assert "sort Δ ns ▼" in plain(app.screen.query_one("#kernel-caption"))
+        shown = [expected[x].delta_ns for x in cells(t, "label") if expected[x].a is not None]
+        assert shown == sorted(shown, reverse=True) and cells(t, "base")[-1] == "added"
+        await pilot.press("S")
+        await settle(pilot)
+        shown = [expected[x].delta_ns for x in cells(t, "label") if expected[x].a is not None]
+        assert shown == sorted(shown) and cells(t, "base")[-1] == "added"  # added rows last either way
+
+        # the drill-down of attention: this run's numbers and the baseline's, per instance too
+        await pilot.press("slash", *"attention", "enter")  # filter to the op, back in the table
+        await settle(pilot)
+        assert cells(t, "label") == ["attention"]
+        await pilot.press("enter")
+        await settle(pilot)
+        drills = {id(m): m for m in messages if isinstance(m, KernelTable.Drill)}  # seen once per bubble
+        assert [m.row.label for m in drills.values()] == ["attention"]
+        summary = plain(app.screen.query_one("#drill-summary"))
+        d = expected["attention"]
+        assert "baseline snapshot-1.7b.json" in summary and "kernel attn_rope_decode" in summary
+        assert f"Δ {signed(d.delta_ns)} ns" in summary
+        inst = app.screen.query_one("#instances-table")
+        assert [str(c.label) for c in inst.columns.values()][-2:] == ["base ns", "Δ ns"]
+        roles = cells(inst, "role")
+        by_role = {k.role: k for k in a.kernels}
+        assert len(roles) == 28
+        from tfdash.app.model import fmt_int
+
+        assert cells(inst, "base") == [fmt_int(by_role[r].measured_p50_ns) for r in roles]
+
+
+@sync
+async def test_an_added_op_says_so_in_the_drill_down(isolated_config, unfused):
+    app = make_app(unfused)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"qk_norm", "enter")
+        await settle(pilot)
+        assert cells(app.screen.query_one(KernelTable).table, "label") == ["qk_norm_rope"]
+        await pilot.press("enter")
+        await settle(pilot)
+        assert "not in the baseline (added)" in plain(app.screen.query_one("#drill-summary"))
+
+
+@sync
+async def test_the_other_way_round_the_fused_launches_are_baseline_only(isolated_config, unfused):
+    app = snapshot_app(SNAPSHOT, baseline=unfused, tilelang_source=fake_tilelang)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        caption = plain(app.screen.query_one("#kernel-caption"))
+        assert "vs unfused.json" in caption and "baseline only: qk_norm_rope" in caption
+
+
+@sync
+async def test_the_roofline_pane_shows_both_steps(isolated_config, unfused):
+    a, b = load_snapshot(SNAPSHOT), load_snapshot(unfused)
+    app = make_app(unfused)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        text = plain(app.screen.query_one("#roofline-stats"))
+        from tfdash.app.model import fmt_ns
+
+        pct = 100 * (b.roofline.measured_step_ns - a.roofline.measured_step_ns) / a.roofline.measured_step_ns
+        assert fmt_ns(b.roofline.measured_step_ns) in text and fmt_ns(a.roofline.measured_step_ns) in text
+        assert f"Δ +{pct:.1f} % vs it" in text
+        assert "unfused.json vs snapshot-1.7b.json" in plain(app.screen.query_one("#topbar-state"))
+
+
+def test_main_screen_with_a_baseline(isolated_config, unfused, snap_compare):
+    assert snap_compare(make_app(unfused), terminal_size=SIZE, run_before=settle)
+
+
+def test_refusals_are_one_line(isolated_config, unfused, tmp_path):
+    snap = load_snapshot(SNAPSHOT)
+    other = write_snapshot(dataclasses.replace(snap, meta=dataclasses.replace(snap.meta, dtype="float16")),
+                           tmp_path / "fp16.json")
+    with pytest.raises(TfdashError, match=r"--baseline fp16.json is another run .*dtype: float16 vs bfloat16"):
+        open_main([str(unfused), "--baseline", str(other)])
+    with pytest.raises(TfdashError, match="--baseline .*nope.json: no such snapshot file"):
+        open_main([str(unfused), "--baseline", str(tmp_path / "nope.json")])
+    cut = tmp_path / "cut.json"
+    cut.write_text(SNAPSHOT.read_text()[:500])
+    with pytest.raises(TfdashError, match="cut.json: not valid JSON"):
+        open_main([str(unfused), "--baseline", str(cut)])

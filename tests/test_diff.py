@@ -1,0 +1,201 @@
+"""`tfdash diff A.json B.json`: two snapshots recorded on CPU from two plan variants (the default,
+which fuses q/k norm + RoPE into attention, and fused_rope=False, which gives it a launch per
+layer), compared launch by launch; refusals and bad input are one line and exit 2."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+import torch
+from conftest import assert_one_line_error, run_tfdash
+from profiling_support import MICRO
+
+from tfdash.cli import main
+from tfdash.engine import Engine
+from tfdash.engine.plan import build_plan
+from tfdash.engine.runtime import Runtime
+from tfdash.engine.tokenizer import StandInTokenizer
+from tfdash.engine.weights import load_weights
+from tfdash.profiling import probe
+from tfdash.profiling.diff import compare
+from tfdash.profiling.export import load_snapshot, write_snapshot
+from tfdash.profiling.session import Session
+
+TARGET = dataclasses.replace(probe.CPU, name="cpu-test", bandwidth=10e9, source="test: 10 GB/s")
+CFG = dataclasses.replace(MICRO, name="qwen3-micro2", num_layers=2)
+
+
+def record(path, **plan_options):
+    """A real CPU run of CFG's plan with `plan_options`, one profile window, written to `path`."""
+    plan = build_plan(CFG, "float32", capacity=256, **plan_options)
+    rt = Runtime(plan, load_weights(CFG, None, torch.float32, "cpu", 0), "cpu")
+    eng = Engine(CFG, plan, rt, StandInTokenizer(CFG.vocab_size), "random", "cpu", "torch-eager")
+    s = Session(eng, "hello world", 12, target=TARGET, ignore_eos=True, nvml=False)
+    s.request_profile(4)
+    s.run()
+    snap = s.snapshot()
+    assert snap.profile_windows == 1
+    write_snapshot(snap, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    d = tmp_path_factory.mktemp("diff")
+    try:
+        yield record(d / "fused.json"), record(d / "unfused.json", fused_rope=False)
+    finally:
+        torch.set_num_threads(n)
+
+
+def diff_json(capsys, *args) -> dict:
+    assert main(["diff", *map(str, args), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def raw_kernels(path) -> dict[str, dict]:
+    return {k["role"]: k for k in json.loads(path.read_text())["kernels"]}
+
+
+def test_every_launch_aligned_and_the_unfused_launches_added(pair, capsys):
+    a, b = pair
+    d = diff_json(capsys, a, b)
+    assert d["schema"] == "tfdash.diff" and d["version"] == 1
+    assert d["group"] == "launch" and d["aligned_by"] == "role" and not d["forced"]
+    ka, kb = raw_kernels(a), raw_kernels(b)
+    assert set(kb) - set(ka) == {"L0.qk_norm_rope", "L1.qk_norm_rope"} and set(ka) <= set(kb)
+    rows = {r["label"]: r for r in d["rows"]}
+    assert len(d["rows"]) == len(kb)  # nothing dropped
+    assert {r["label"] for r in d["rows"] if r["status"] == "matched"} == set(ka) and d["matched"] == len(ka)
+    assert sorted(d["added"]) == ["L0.qk_norm_rope", "L1.qk_norm_rope"] and d["removed"] == []
+    for role in ka:  # matched launch by launch: each side is that role's row of its own file
+        r = rows[role]
+        assert r["a"]["members"] == [ka[role]["index"]] and r["b"]["members"] == [kb[role]["index"]]
+        assert r["delta_ns"] == kb[role]["measured_p50_ns"] - ka[role]["measured_p50_ns"]  # exactly B − A
+        assert r["delta_pct"] == pytest.approx(100 * r["delta_ns"] / ka[role]["measured_p50_ns"])
+        assert r["predicted_delta_ns"] == pytest.approx(kb[role]["predicted_ns"] - ka[role]["predicted_ns"])
+        assert r["a"]["bytes"] == ka[role]["bytes_read"] + ka[role]["bytes_written"]
+        assert r["b"]["gap"] == pytest.approx(kb[role]["measured_p50_ns"] / kb[role]["predicted_ns"])
+    for role in ("L0.qk_norm_rope", "L1.qk_norm_rope"):  # the added launch: all of B's time is Δ
+        r = rows[role]
+        assert r["status"] == "added" and r["a"] is None and r["delta_pct"] is None
+        assert r["delta_ns"] == kb[role]["measured_p50_ns"]
+    assert rows["L0.attention"]["kernel_changed"]  # the fused attention is another kernel
+    # Δs add up to the kernel sums' difference, and rows are sorted by |Δ|
+    assert sum(r["delta_ns"] for r in d["rows"]) == pytest.approx(d["b"]["kernel_sum_ns"] - d["a"]["kernel_sum_ns"])
+    mags = [abs(r["delta_ns"]) for r in d["rows"]]
+    assert mags == sorted(mags, reverse=True)
+    sa, sb = load_snapshot(a), load_snapshot(b)
+    assert d["a"]["step_ns"] == sa.roofline.measured_step_ns and d["b"]["launches"] == len(sb.kernels)
+    assert d["step"]["delta_ns"] == pytest.approx(sb.roofline.measured_step_ns - sa.roofline.measured_step_ns)
+    assert d["step"]["tok_s_delta"] == pytest.approx(sb.tok_per_s - sa.tok_per_s)
+    assert d["step"]["pct_ceiling_delta"] == pytest.approx(sb.roofline.pct_ceiling - sa.roofline.pct_ceiling)
+
+
+def test_the_other_way_round_they_are_removed(pair, capsys):
+    a, b = pair
+    d = diff_json(capsys, b, a)
+    assert sorted(d["removed"]) == ["L0.qk_norm_rope", "L1.qk_norm_rope"] and d["added"] == []
+    removed = [r for r in d["rows"] if r["status"] == "removed"]
+    assert all(r["b"] is None and r["delta_ns"] == pytest.approx(-r["a"]["measured_ns"]) for r in removed)
+
+
+def test_grouped_by_op_sums_the_layers(pair, capsys):
+    a, b = pair
+    d = diff_json(capsys, a, b, "--group", "op")
+    rows = {r["label"]: r for r in d["rows"]}
+    kb = raw_kernels(b)
+    assert rows["qk_norm_rope"]["status"] == "added" and rows["qk_norm_rope"]["b"]["count"] == 2
+    assert rows["gate_up"]["b"]["measured_ns"] == pytest.approx(kb["L0.gate_up"]["measured_p50_ns"]
+                                                                + kb["L1.gate_up"]["measured_p50_ns"])
+    assert d["matched"] == len(rows) - 1
+
+
+def test_text_and_markdown(pair, capsys):
+    a, b = pair
+    assert main(["diff", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "aligned by role, one row per launch: 13 launches matched, 2 added (B only)" in out
+    assert "# step (profile window)" in out and "# tok/s (run)" in out and "# share of the ceiling" in out
+    lines = out.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("launch "))
+    assert lines[head].split()[1:4] == ["meas", "A", "µs"]
+    body = lines[head + 1:]
+    assert len(body) == 15
+    assert any(line.startswith("+ L0.qk_norm_rope (added)") for line in body)
+    assert any(line.startswith("  L1.attention (attn_rope_decode → attn_decode)") for line in body)
+    assert main(["diff", str(a), str(b), "--markdown", "--top", "4"]) == 0
+    md = capsys.readouterr().out.splitlines()
+    table = [line for line in md if line.startswith("| ")]
+    assert table[-6].startswith("| launch | meas A µs | meas B µs | Δ µs | Δ % |")
+    assert len(table) == 2 + 7 + 2 + 4 and "11 more rows not shown." in md[-1]
+
+
+def test_json_to_a_file_prints_the_text_too(pair, tmp_path, capsys):
+    a, b = pair
+    out = tmp_path / "d.json"
+    assert main(["diff", str(a), str(b), "--json", str(out)]) == 0
+    assert "aligned by role" in capsys.readouterr().out
+    assert json.loads(out.read_text())["rows"]
+
+
+def test_other_models_refused_unless_forced(pair, tmp_path, capsys):
+    from fixtures.appkit import SNAPSHOT
+
+    a, _ = pair
+    assert main(["diff", str(a), str(SNAPSHOT)]) == 2
+    err = capsys.readouterr().err
+    assert_one_line_error(err, "different runs", "model name: qwen3-micro2 vs qwen3-1.7b", "--force")
+    d = diff_json(capsys, a, SNAPSHOT, "--force")
+    assert d["forced"] and d["aligned_by"] == "op" and d["group"] == "op" and "aligned by op" in d["note"]
+    assert d["matched"] == 8 and d["added"] == [] and d["removed"] == []
+    fam = diff_json(capsys, a, SNAPSHOT, "--force", "--group", "family")
+    assert fam["group"] == fam["aligned_by"] == "family" and "aligned by family" in fam["note"]
+    assert main(["diff", str(a), str(SNAPSHOT), "--force"]) == 0
+    out = capsys.readouterr().out
+    assert "--force: different runs" in out and "8 ops matched" in out
+
+
+def test_other_dtype_refused(pair, tmp_path, capsys):
+    a, _ = pair
+    snap = load_snapshot(a)
+    other = write_snapshot(dataclasses.replace(snap, meta=dataclasses.replace(snap.meta, dtype="bfloat16")),
+                           tmp_path / "bf16.json")
+    assert main(["diff", str(a), str(other)]) == 2
+    assert_one_line_error(capsys.readouterr().err, "dtype: float32 vs bfloat16")
+    with pytest.raises(Exception, match="dtype"):
+        compare(snap, load_snapshot(other))
+
+
+def test_bad_input_is_one_line(pair, tmp_path, capsys):
+    a, _ = pair
+    text = a.read_text()
+    cases = {
+        "missing": (tmp_path / "nope.json", "no such file"),
+        "other": (tmp_path / "other.json", "not a tfdash snapshot"),
+        "truncated": (tmp_path / "cut.json", "not valid JSON"),
+        "future": (tmp_path / "future.json", "newer than this tfdash reads"),
+    }
+    cases["other"][0].write_text('{"traceEvents": []}')
+    cases["truncated"][0].write_text(text[: len(text) // 2])
+    raw = json.loads(text)
+    raw["version"] = 99
+    cases["future"][0].write_text(json.dumps(raw))
+    for name, (path, needle) in cases.items():
+        assert main(["diff", str(a), str(path)]) == 2, name
+        assert_one_line_error(capsys.readouterr().err, path.name, needle)
+    assert main(["diff", str(a), str(a), "--top", "-1"]) == 2
+    assert_one_line_error(capsys.readouterr().err, "--top")
+
+
+def test_bad_input_from_the_command_line(pair, tmp_path):
+    a, _ = pair
+    cut = tmp_path / "cut.json"
+    cut.write_text(a.read_text()[:1000])
+    r = run_tfdash("diff", str(a), str(cut))
+    assert r.rc == 2
+    assert_one_line_error(r.stderr, "cut.json", "not valid JSON")

@@ -1,0 +1,220 @@
+"""`tfdash diff A.json B.json`: two profile snapshots compared, as text, JSON or Markdown.
+
+    tfdash diff A.json B.json [--group launch|op|family|layer] [--force] [--top N]
+                              [--json [OUT]] [--markdown [OUT]]
+
+Text (the default) and Markdown print a header (step time, tok/s and share of the ceiling in A
+and B, with Δ) and one row per launch, op, family or layer, sorted by |Δ|: measured time in A and
+B, Δ and Δ %, predicted time and bytes in A and B, gap × in A and B. `--json` or `--markdown`
+without a file prints that form instead of the text; with OUT it writes the file and prints the
+text. The comparison itself is `tfdash.profiling.diff`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from tfdash.errors import TfdashError
+from tfdash.profiling.diff import GROUPS, DiffRow, SnapshotDiff, compare, step_deltas, to_json
+
+MARK = {"matched": " ", "added": "+", "removed": "-"}
+COLUMNS = ("meas A µs", "meas B µs", "Δ µs", "Δ %", "pred A µs", "pred B µs", "bytes A", "bytes B",
+           "gap A", "gap B")
+
+
+def _us(ns: float | None, signed: bool = False) -> str:
+    if ns is None:
+        return "—"
+    return f"{ns / 1e3:+,.2f}" if signed else f"{ns / 1e3:,.2f}"
+
+
+def _pct(v: float | None, signed: bool = True) -> str:
+    return "—" if v is None else (f"{v:+.1f} %" if signed else f"{v:.1f} %")
+
+
+def _gap(v: float | None) -> str:
+    if v is None:
+        return "—"
+    return f"{v:.2f}×" if v < 10 else f"{v:.1f}×" if v < 100 else f"{v:,.0f}×"
+
+
+def _bytes(b: int | None) -> str:
+    if b is None:
+        return "—"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if abs(b) >= scale:
+            return f"{b / scale:.2f} {unit}"
+    return f"{b} B"
+
+
+def _num(v: float | None, digits: int = 1, signed: bool = False) -> str:
+    return "—" if v is None else (f"{v:+,.{digits}f}" if signed else f"{v:,.{digits}f}")
+
+
+def row_cells(r: DiffRow) -> list[str]:
+    """The row's cells after its label, in COLUMNS order."""
+    a, b = r.a, r.b
+    return [_us(a.measured_ns if a else None), _us(b.measured_ns if b else None), _us(r.delta_ns, True),
+            _pct(r.delta_pct), _us(a.predicted_ns if a else None), _us(b.predicted_ns if b else None),
+            _bytes(a.bytes if a else None), _bytes(b.bytes if b else None), _gap(a.gap if a else None),
+            _gap(b.gap if b else None)]
+
+
+def row_label(r: DiffRow) -> str:
+    """The row's name, with what changed in its make-up: added, removed, a different launch
+    count, or another kernel."""
+    what = {"added": " (added)", "removed": " (removed)"}.get(r.status, "")
+    a, b = r.a, r.b
+    if a and b and a.count != b.count:
+        what = f" ({a.count} → {b.count} launches)"
+    elif r.kernel_changed:
+        one = len(a.kernels) == len(b.kernels) == 1
+        what = f" ({a.kernels[0]} → {b.kernels[0]})" if one else " (other kernels)"
+    return r.label + what
+
+
+def _delta_us(a: float | None, b: float | None) -> str:
+    return "—" if a is None or b is None else f"{_us(b - a, True)} µs"
+
+
+def header_rows(d: SnapshotDiff) -> list[tuple[str, str, str, str]]:
+    """(what, A, B, Δ) for the step-level numbers."""
+    s = step_deltas(d)
+    a, b = d.a, d.b
+    delta_step = f"{_us(s['delta_ns'], True)} µs ({_pct(s['delta_pct'])})" if s["delta_ns"] is not None else "—"
+    delta_tok = f"{_num(s['tok_s_delta'], 1, True)} ({_pct(s['tok_s_delta_pct'])})" \
+        if s["tok_s_delta"] is not None else "—"
+    pc = s["pct_ceiling_delta"]
+    return [
+        ("step (profile window)", f"{_us(a.step_ns)} µs", f"{_us(b.step_ns)} µs", delta_step),
+        ("step p50 (run)", f"{_us(a.step_p50_ns)} µs", f"{_us(b.step_p50_ns)} µs",
+         _delta_us(a.step_p50_ns, b.step_p50_ns)),
+        ("tok/s (run)", _num(a.tok_s), _num(b.tok_s), delta_tok),
+        ("share of the ceiling", _pct(a.pct_ceiling, False), _pct(b.pct_ceiling, False),
+         "—" if pc is None else f"{pc:+.1f} points"),
+        ("predicted step", f"{_us(a.predicted_step_ns)} µs", f"{_us(b.predicted_step_ns)} µs",
+         _delta_us(a.predicted_step_ns, b.predicted_step_ns)),
+        ("kernel sum", f"{_us(a.kernel_sum_ns)} µs", f"{_us(b.kernel_sum_ns)} µs",
+         _delta_us(a.kernel_sum_ns, b.kernel_sum_ns)),
+        ("launches/step", str(a.launches), str(b.launches), f"{b.launches - a.launches:+d}"),
+    ]
+
+
+def names(labels: tuple[str, ...], most: int = 6) -> str:
+    """The labels, or past `most` of them, each op once with its count ("L*.qk_norm_rope ×28")."""
+    if len(labels) <= most:
+        return ", ".join(labels)
+    counts: dict[str, int] = {}
+    for label in labels:
+        head, dot, rest = label.partition(".")
+        op = "L*." + rest if dot and head[:1] == "L" and head[1:].isdigit() else label
+        counts[op] = counts.get(op, 0) + 1
+    return ", ".join(op if n == 1 else f"{op} ×{n}" for op, n in counts.items())
+
+
+def summary_lines(d: SnapshotDiff) -> list[str]:
+    """Which runs, how they were aligned, what matched and what did not."""
+    out = [f"A: {d.a.source} ({d.a.model}, {d.a.dtype}, {d.a.backend} on {d.a.device})",
+           f"B: {d.b.source} ({d.b.model}, {d.b.dtype}, {d.b.backend} on {d.b.device})"]
+    if d.note:
+        out.append(d.note)
+    unit = "launches" if d.group == "launch" else f"{d.group}s"
+    line = f"aligned by {d.aligned_by}, one row per {d.group}: {d.matched} {unit} matched"
+    line += f", {len(d.added)} added (B only)" + (f": {names(d.added)}" if d.added else "")
+    line += f", {len(d.removed)} removed (A only)" + (f": {names(d.removed)}" if d.removed else "")
+    out.append(line)
+    if d.a.ctx_len is not None and d.b.ctx_len is not None and d.a.ctx_len != d.b.ctx_len:
+        out.append(f"profiled at ctx_len {d.a.ctx_len} in A and {d.b.ctx_len} in B: attention's time depends on it")
+    for side, s in (("A", d.a), ("B", d.b)):
+        if s.kernel_sum_ns is None:
+            out.append(f"{side} has launches without a measurement (no profile window?): their Δ is —")
+    return out
+
+
+def render_text(d: SnapshotDiff, top: int | None = None) -> str:
+    lines = [f"# {x}" for x in summary_lines(d)]
+    head = header_rows(d)
+    w = max(len(h[0]) for h in head)
+    cols = [max(len("A"), *(len(h[1]) for h in head)), max(1, *(len(h[2]) for h in head))]
+    lines.append(f"# {'':<{w}}  {'A':>{cols[0]}}  {'B':>{cols[1]}}  Δ (B − A)")
+    for what, a, b, delta in head:
+        lines.append(f"# {what:<{w}}  {a:>{cols[0]}}  {b:>{cols[1]}}  {delta}")
+    rows = list(d.rows[:top] if top else d.rows)
+    labels = [f"{MARK[r.status]} {row_label(r)}" for r in rows]
+    cells = [row_cells(r) for r in rows]
+    lw = max([len(d.group) + 2, *(len(x) for x in labels)])
+    widths = [max(len(c), *(len(row[i]) for row in cells)) if cells else len(c) for i, c in enumerate(COLUMNS)]
+    lines.append(f"{d.group:<{lw}}  " + "  ".join(c.rjust(n) for c, n in zip(COLUMNS, widths)))
+    for label, row in zip(labels, cells):
+        lines.append(f"{label:<{lw}}  " + "  ".join(c.rjust(n) for c, n in zip(row, widths)))
+    if top and len(d.rows) > top:
+        lines.append(f"({len(d.rows) - top} more rows; --top 0 shows all)")
+    return "\n".join(lines) + "\n"
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def render_markdown(d: SnapshotDiff, top: int | None = None) -> str:
+    out = [f"**tfdash diff** · {' · '.join(_md(x) for x in summary_lines(d))}", "",
+           "| | A | B | Δ (B − A) |", "| --- | ---: | ---: | ---: |"]
+    out += [f"| {_md(w)} | {_md(a)} | {_md(b)} | {_md(x)} |" for w, a, b, x in header_rows(d)]
+    out += ["", f"| {d.group} | " + " | ".join(COLUMNS) + " |", "| --- |" + " ---: |" * len(COLUMNS)]
+    rows = d.rows[:top] if top else d.rows
+    for r in rows:
+        label = row_label(r)
+        label = f"**{_md(label)}**" if r.status != "matched" else _md(label)
+        out.append(f"| {label} | " + " | ".join(_md(c) for c in row_cells(r)) + " |")
+    if top and len(d.rows) > top:
+        out.append(f"\n{len(d.rows) - top} more rows not shown.")
+    return "\n".join(out) + "\n"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tfdash diff", description="Compare two profile snapshots launch by "
+                                "launch: measured, predicted and gap in A and B, Δ = B − A, sorted by |Δ|.")
+    p.add_argument("a", metavar="A.json", help="the baseline snapshot")
+    p.add_argument("b", metavar="B.json", help="the snapshot compared against it")
+    p.add_argument("--group", choices=GROUPS, default="launch", help="one row per launch (default), op, family "
+                   "or layer")
+    p.add_argument("--force", action="store_true", help="compare snapshots of different models or dtypes, by op")
+    p.add_argument("--top", type=int, default=0, metavar="N", help="only the N rows that moved most (0: all)")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", nargs="?", const="-", metavar="OUT",
+                     help="the diff as JSON (schema tfdash.diff/1): to stdout, or written to OUT")
+    out.add_argument("--markdown", nargs="?", const="-", metavar="OUT",
+                     help="the diff as a Markdown table: to stdout, or written to OUT")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    from pathlib import Path
+
+    from tfdash.profiling.export import load_snapshot
+    from tfdash.profiling.files import write_text_atomic
+
+    args = parser().parse_args(argv)
+    if args.top < 0:
+        raise TfdashError(f"--top {args.top}: expected 0 (all rows) or more")
+    a, b = load_snapshot(args.a), load_snapshot(args.b)
+    d = compare(a, b, group=args.group, force=args.force, a_source=Path(args.a).name, b_source=Path(args.b).name)
+    top = args.top or None
+    if args.json is not None:
+        payload = json.dumps(to_json(d), indent=1, allow_nan=False) + "\n"
+        if args.json == "-":
+            sys.stdout.write(payload)
+            return 0
+        write_text_atomic(args.json, payload)
+        print(f"# wrote {args.json}", file=sys.stderr)
+    if args.markdown is not None:
+        md = render_markdown(d, top)
+        if args.markdown == "-":
+            sys.stdout.write(md)
+            return 0
+        write_text_atomic(args.markdown, md)
+        print(f"# wrote {args.markdown}", file=sys.stderr)
+    sys.stdout.write(render_text(d, top))
+    return 0
