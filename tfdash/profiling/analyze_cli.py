@@ -41,6 +41,16 @@ def _int(text: str, what: str) -> int:
         raise TfdashError(f"{what}: {text!r} is not an integer") from None
 
 
+def default_model_note() -> str:
+    """What `analyze` prices without --model, and whether the dashboard on this host runs it."""
+    from tfdash.engine import default_device
+
+    if default_device().startswith("cuda"):
+        return "pricing qwen3-1.7b (no --model): the dashboard's default on this host too"
+    return ("pricing qwen3-1.7b (no --model), the H200's default; the dashboard on this host (no CUDA) "
+            "runs qwen3-tiny: pass --model qwen3-tiny to price that")
+
+
 def main(argv: list[str]) -> int:
     from tfdash.engine.config import load_config, preset
     from tfdash.engine.plan import build_plan
@@ -54,6 +64,8 @@ def main(argv: list[str]) -> int:
         sw = _dim(args.sweep) if args.sweep else None
     except argparse.ArgumentTypeError as e:
         p.error(str(e))
+    if not args.ckpt and not args.model:
+        print(f"# {default_model_note()}", file=sys.stderr)
     cfg = load_config(args.ckpt) if args.ckpt else preset(args.model or "qwen3-1.7b")
     target = resolve_target(args.target)
     capacity = args.capacity if args.capacity is not None else cfg.max_position_embeddings

@@ -58,7 +58,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--prompt", default=DEFAULT_PROMPT)
     p.add_argument("--rounds", type=int, default=3, help="alternations of all backends (default 3)")
     p.add_argument("--backends", default="tilelang-graph,torch-graph,hf-compile",
-                   help="comma-separated (default: %(default)s; hf-compile only where transformers is installed)")
+                   help="comma-separated, from: " + ", ".join(BACKENDS) + " (default: %(default)s; "
+                        "hf-compile only where transformers is installed)")
     p.add_argument("--json", metavar="OUT", help="write every round and the summary as JSON")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--capacity", type=int, default=None, metavar="N",

@@ -22,12 +22,24 @@ from tfdash.app.widgets.panes import NvmlPane, RooflinePane, ThroughputPane, set
 from tfdash.profiling.snapshot import ProfileSnapshot
 
 
+SHORT_DTYPE = {"bfloat16": "bf16", "float16": "f16", "float32": "f32"}
+
+
 def describe_run(snap: ProfileSnapshot) -> str:
+    """The header: the model once (random weights: the preset's name; a checkpoint: its path, whose
+    last part is its name), the engine, the dtype it runs in (and the weights' own when they differ),
+    torch's CPU threads. Random weights are made in the dtype they run in."""
     m = snap.meta
-    name = m.model.get("name", "model") if isinstance(m.model, dict) else "model"
-    src = "random weights" if m.checkpoint == "random" else m.checkpoint.rstrip("/").rsplit("/", 1)[-1]
+    model = m.model if isinstance(m.model, dict) else {}
+    name = str(model.get("name", "model"))
+    src = f"{name} · random weights" if m.checkpoint == "random" else m.checkpoint
     where = m.gpu or m.device
-    return f"{name} · {src} · {m.backend} on {where} · {m.dtype} · {m.launches_per_step} launches/step"
+    stored = str(model.get("dtype", m.dtype))
+    dtype = m.dtype if stored == m.dtype or m.checkpoint == "random" else (
+        f"{m.dtype} ({SHORT_DTYPE.get(stored, stored)} weights run as {SHORT_DTYPE.get(m.dtype, m.dtype)})")
+    threads = getattr(m, "threads", None)
+    cpu = f" · {threads} thread{'s' if threads != 1 else ''}" if threads else ""
+    return f"{src} · {m.backend} on {where} · {dtype}{cpu} · {m.launches_per_step} launches/step"
 
 
 class TopBar(Horizontal):
