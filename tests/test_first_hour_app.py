@@ -1,0 +1,93 @@
+"""What a new user meets first in the dashboard: the palette and themes are tfdash's own, a
+saved theme that does not load is a toast (and stays saved as it was), the keys do what the
+screen suggests, and the numbers read plainly, on the recorded snapshot and on a CPU one."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from fixtures.appkit import SNAPSHOT, build_snapshot, isolated_config, sync  # noqa: F401  (fixture)
+
+from tfdash.app.main import snapshot_app
+from tfdash.themes import THEMES
+
+SIZE = (160, 48)
+
+
+def fake_tilelang(family: str) -> str:
+    return f"def {family}_kernel(dims):\n    ...\n"
+
+
+def make_app(snap=SNAPSHOT, **kw):
+    kw.setdefault("tilelang_source", fake_tilelang)
+    return snapshot_app(snap, **kw)
+
+
+def screen_text(app) -> str:
+    """The screen as plain text, as a user sees it."""
+    import io
+
+    from rich.console import Console
+
+    w, h = app.size
+    c = Console(width=w, height=h, file=io.StringIO(), force_terminal=True, record=True, legacy_windows=False)
+    c.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    return c.export_text()
+
+
+async def palette_options(pilot) -> list[str]:
+    from textual.command import CommandList
+
+    await pilot.pause(0.3)
+    ol = pilot.app.screen.query_one(CommandList)
+    return [str(ol.get_option_at_index(i).prompt) for i in range(ol.option_count)]
+
+
+# -- item 8: palette and themes -----------------------------------------------------------------
+@sync
+async def test_the_palette_offers_only_tfdash_commands(isolated_config):
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for textual_own in ("Quit", "Keys", "Maximize", "Minimize", "Screenshot", "Theme"):
+            assert textual_own not in titles  # Textual's, bare: ours carry their key, "Quit (q)"
+        await pilot.press("ctrl+p")
+        shown = await palette_options(pilot)
+        assert shown and not any("as soon as possible" in s or s.startswith("Keys") or s.startswith("Maximize")
+                                 for s in shown), shown
+
+
+@sync
+async def test_ctrl_t_offers_the_three_tfdash_themes(isolated_config):
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert set(app.available_themes) == set(THEMES)
+        await pilot.press("ctrl+t")
+        shown = await palette_options(pilot)
+        assert sorted(shown) == sorted(THEMES), shown
+
+
+@sync
+async def test_a_saved_theme_that_does_not_load_falls_back_and_is_not_saved(isolated_config):
+    cfg = isolated_config / "config.json"
+    cfg.write_text(json.dumps({"theme": "textual-dark"}))
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        assert app.theme == "tfdash-dark"
+        assert any(n.severity == "warning" and "textual-dark" in n.message for n in app._notifications)
+    assert json.loads(cfg.read_text())["theme"] == "textual-dark"  # left as the user wrote it
+
+
+def test_a_theme_that_does_not_render_is_not_offered():
+    from textual.theme import Theme
+
+    from tfdash.themes import offered
+
+    broken = Theme(name="tfdash-dark", primary="#4C9AFF", variables={"tf-border": "not-a-colour"})
+    assert offered({"tfdash-dark": broken, "textual-dark": broken}) == {}
+    assert set(offered(dict(THEMES))) == set(THEMES)
