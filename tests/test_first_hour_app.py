@@ -91,3 +91,94 @@ def test_a_theme_that_does_not_render_is_not_offered():
     broken = Theme(name="tfdash-dark", primary="#4C9AFF", variables={"tf-border": "not-a-colour"})
     assert offered({"tfdash-dark": broken, "textual-dark": broken}) == {}
     assert set(offered(dict(THEMES))) == set(THEMES)
+
+
+# -- item 7: keys -----------------------------------------------------------------------------
+def sorted_column(app) -> str:
+    from textual.widgets import DataTable
+
+    t = app.screen.query_one("#kernel-table", DataTable)
+    [label] = [str(c.label) for c in t.ordered_columns if str(c.label).endswith(("▼", "▲"))]
+    return label
+
+
+@sync
+async def test_s_walks_the_sort_through_the_columns_in_their_order(isolated_config):
+    from textual.widgets import DataTable
+
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        t = app.screen.query_one("#kernel-table", DataTable)
+        headers = [str(c.label).rstrip(" ▼▲") for c in t.ordered_columns]
+        start = headers.index(sorted_column(app).rstrip(" ▼▲"))
+        seen = []
+        for _ in headers:
+            await pilot.press("s")
+            await pilot.pause()
+            seen.append(sorted_column(app).rstrip(" ▼▲"))
+        assert seen == [headers[(start + 1 + i) % len(headers)] for i in range(len(headers))]
+        assert sorted_column(app).rstrip(" ▼▲") in screen_text(app)
+
+
+@sync
+async def test_a_filter_then_g_with_no_rows_says_why(isolated_config):
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("g", "g")  # layer
+        await pilot.press("slash", *"L3", "enter")
+        await pilot.pause()
+        assert "0 rows" not in screen_text(app)
+        await pilot.press("g")  # every launch: "L3.qkv_proj" ... still match
+        await pilot.press("g")  # back to op: no op's names hold "l3"
+        await pilot.pause()
+        text = screen_text(app)
+        assert "0 rows" in text and "no op row's names hold every word of the filter" in text
+
+
+@sync
+async def test_drill_down_tab_keys_are_on_screen_and_arrows_switch_tabs(isolated_config):
+    from textual.widgets import TabbedContent
+
+    app = make_app(cuda_source=lambda launch: "// generated\n__global__ void k() {}\n")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        text = screen_text(app)
+        for label in ("1 tilelang", "2 generated CUDA", "3 marginal", "←→ Tabs"):
+            assert label in text, label
+        tabs = app.screen.query_one(TabbedContent)
+        assert tabs.active == "tilelang"
+        await pilot.press("right")
+        await pilot.pause()
+        assert tabs.active == "cuda"
+        await pilot.press("right", "right")
+        await pilot.pause()
+        assert tabs.active == "tilelang"
+        await pilot.press("left")
+        assert tabs.active == "marginal"
+
+
+@sync
+async def test_the_footer_never_cuts_a_key(isolated_config):
+    from tfdash.app import bindings
+
+    labels = {f"{b.key_display or b.key} {b.description}" for t in (bindings.APP, bindings.MAIN, bindings.TABLE)
+              for b in t if b.show}
+    for width in (80, 100, 120):
+        app = make_app()
+        async with app.run_test(size=(width, 24)) as pilot:
+            await pilot.pause()
+            await pilot.pause()
+            last = screen_text(app).rstrip("\n").splitlines()[-1]
+            keys = last.split("▏")[0].rstrip()
+            assert last.rstrip().endswith("^p palette")
+            shown = [label for label in labels if label in keys]
+            assert shown and keys.strip() == keys.strip()  # something is there
+            # what is left once every whole key is taken away is blank: no half key
+            rest = keys
+            for label in sorted(shown, key=len, reverse=True):
+                rest = rest.replace(label, "")
+            assert rest.strip() == "", (width, keys)

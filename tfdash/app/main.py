@@ -137,10 +137,11 @@ def open_main(argv: list[str]) -> int:
     if not path.is_file():
         raise TfdashError(f"{path}: no such snapshot file")
     if not sys.stdout.isatty() and not os.environ.get("TFDASH_FORCE_TUI"):
-        print("tfdash: stdout is not a terminal; printing a summary of the snapshot", file=sys.stderr)
         from tfdash.profiling.export import load_snapshot
 
-        sys.stdout.write(snapshot_summary(load_snapshot(path), path))
+        snap = load_snapshot(path)  # a bad file is its one error line, nothing before it
+        print("tfdash: stdout is not a terminal; printing a summary of the snapshot", file=sys.stderr)
+        sys.stdout.write(snapshot_summary(snap, path))
         return 0
     app = snapshot_app(path, export_dir=args.export_dir)
     app.run()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on
 from textual.containers import Vertical
@@ -16,12 +17,12 @@ from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
 from tfdash.app import bindings
-from tfdash.app.model import (COLUMNS, DEFAULT_SORT, GROUP_LABEL, GROUPS, TableRow, bar, fmt_gap, fmt_int,
-                              fmt_ns, fmt_num, gap_level, table_rows)
+from tfdash.app.model import (COLUMNS, DEFAULT_SORT, GROUP_LABEL, GROUPS, SORT_KEYS, TableRow, bar, fit_columns,
+                              fmt_gap, fmt_gbps, fmt_ns, fmt_num, gap_level, table_rows)
 from tfdash.app.widgets.panes import set_content
 
 DRIFT_REDRAW_S = 2.0  # live: how often drifting predictions redraw the table
-SORT_CYCLE = ("measured", "predicted", "gap", "gbps", "share", "count", "label", "bound")
+SORT_CYCLE = SORT_KEYS  # `s` walks the columns left to right, as the header shows them
 ASCENDING_FIRST = {"label", "bound"}
 
 
@@ -56,6 +57,8 @@ class KernelTable(Vertical):
         self.unavailable = ""
         self._measured: tuple = ()
         self._built_at = 0.0
+        self._shown_columns: tuple[str, ...] = ()
+        self.warning = ""  # e.g. a contended host: said under the table
 
     def compose(self):
         yield Static(id="kernel-caption")
@@ -72,9 +75,13 @@ class KernelTable(Vertical):
         return self.query_one("#kernel-table", DataTable)
 
     # -- data ------------------------------------------------------------------------------
-    def show(self, kernels: tuple, unavailable: str = "", final: bool = True) -> None:
+    def show(self, kernels: tuple, unavailable: str = "", final: bool = True, warning: str = "") -> None:
         """New rows. While live (`final=False`) only new measurements rebuild the table at once;
-        predictions that drift with the context (attention) are redrawn every few seconds."""
+        predictions that drift with the context (attention) are redrawn every few seconds.
+        `warning`: one line under the table (a contended host)."""
+        if warning != self.warning:
+            self.warning = warning
+            self._total()
         if kernels is self.kernels or (kernels == self.kernels and unavailable == self.unavailable):
             return
         measured = tuple(k.measured_p50_ns for k in kernels)
@@ -124,23 +131,41 @@ class KernelTable(Vertical):
     def _color(self, level: str) -> str:
         return self.app.theme_variables.get(f"tf-{level}", "") if level else ""
 
-    def _cells(self, r: TableRow, step_share_max: float) -> list:
+    def _cells(self, r: TableRow, step_share_max: float, columns: tuple[str, ...] | None = None) -> list:
         right = dict(justify="right")
         gap = r.gap
         gap_cell = Text(fmt_gap(gap), style=self._color(gap_level(gap)), **right)
         share = r.share
         share_cell = Text.assemble((fmt_num(share * 100 if share is not None else None, 1).rjust(5), ""),
                                    " ", (bar((share or 0.0) / step_share_max, 6), self._color("fair") or ""))
-        return [
-            Text(r.label, style="bold" if self.group != "none" else ""),
-            Text(f"{r.count}", **right),
-            Text(fmt_int(r.predicted), **right),
-            Text(fmt_int(r.measured), **right),
-            gap_cell,
-            Text(fmt_num(r.gbps, 0), **right),
-            share_cell,
-            Text(r.bound, style="dim" if r.bound == "memory" else ""),
-        ]
+        cells = {
+            "label": Text(r.label, style="bold" if self.group != "none" else ""),
+            "count": Text(f"{r.count}", **right),
+            "predicted": Text(fmt_ns(r.predicted), **right),
+            "measured": Text(fmt_ns(r.measured), **right),
+            "gap": gap_cell,
+            "gbps": Text(fmt_gbps(r.gbps, ""), **right),
+            "share": share_cell,
+            "bound": Text(r.bound, style="dim" if r.bound == "memory" else ""),
+        }
+        return [cells[k] for k in (columns or self._shown_columns)]
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The columns that fit the pane, dropped by priority (model.COLUMN_PRIORITY)."""
+        width = self.size.width - 2 if self.size.width else 10_000  # its scrollbar
+        widths = {key: cell_len(str(header)) + 2 + (2 if key == self.sort[0] else 0)  # padding, sort mark
+                  for key, header in COLUMNS}
+        widths["label"] = max(widths["label"], cell_len(GROUP_LABEL[self.group]) + 4)
+        share_max = 1.0
+        for r in self.rows:
+            for key, cell in zip(SORT_KEYS, self._cells(r, share_max, SORT_KEYS)):
+                widths[key] = max(widths[key], cell.cell_len + 2)
+        return fit_columns(width, widths)
+
+    def on_resize(self) -> None:
+        if self.columns != self._shown_columns:
+            self.rebuild()
 
     def rebuild(self) -> None:
         if not self.is_mounted:
@@ -154,7 +179,10 @@ class KernelTable(Vertical):
         self.rows = table_rows(self.kernels, self.group, self.sort, self.filter_text)
         t.clear(columns=True)
         key, desc = self.sort
+        self._shown_columns = self.columns
         for col_key, header in COLUMNS:
+            if col_key not in self._shown_columns:
+                continue
             label = GROUP_LABEL[self.group] if col_key == "label" else header
             if col_key == key:
                 label += " ▼" if desc else " ▲"
@@ -179,6 +207,10 @@ class KernelTable(Vertical):
         if self.filter_text:
             parts += [("  filter ", "$text-muted"), (self.filter_text, "bold $text-warning")]
         parts += [("  ", ""), (f"{len(self.rows)} rows · {len(self.kernels)} launches", "$text-muted")]
+        if self.filter_text and not self.rows and self.kernels:
+            parts += [("  · no ", "$text-warning"), (GROUP_LABEL[self.group], "$text-warning"),
+                      (" row's names hold every word of the filter (/ edits it, esc in it clears)",
+                       "$text-warning")]
         if self.kernels and not measured:
             parts += [("  · ", "$text-muted"), (self.unavailable or "not profiled yet", "italic $text-muted")]
         set_content(self.query_one("#kernel-caption", Static), Content.assemble(*parts))
@@ -199,6 +231,8 @@ class KernelTable(Vertical):
                       ("  gap ", "$text-muted"), (fmt_gap(gap), f"bold $tf-{gap_level(gap) or 'fair'}")]
         else:
             parts += [("  measured ", "$text-muted"), ("— press p to profile a window", "italic $text-muted")]
+        if self.warning:
+            parts = [("⚠ ", "bold $text-warning"), (self.warning, "$text-warning")]
         set_content(self.query_one("#kernel-total", Static), Content.assemble(*parts))
 
     # -- events ----------------------------------------------------------------------------
