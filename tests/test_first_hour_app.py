@@ -182,3 +182,90 @@ async def test_the_footer_never_cuts_a_key(isolated_config):
             for label in sorted(shown, key=len, reverse=True):
                 rest = rest.replace(label, "")
             assert rest.strip() == "", (width, keys)
+
+
+# -- item 5: numbers that read plainly; item 2: a contended CPU host says so ----------------------
+def cpu_snapshot(spread: float = 1.02):
+    """The recorded snapshot as a CPU run would be: direct timing, a small negative gap, a GB/s
+    below 1, no NVML; step times with p99 at `spread` x p50."""
+    snap = build_snapshot()
+    r = snap.roofline
+    roof = dataclasses.replace(r, timing="direct", gap_ns=-59_900.0, achieved_gbps=0.4, ceiling_gbps=44.4)
+    meta = dataclasses.replace(snap.meta, device="cpu", gpu=None, backend="torch-eager", dtype="float32")
+    n = len(snap.step_ns)
+    steps = tuple(int(4_850_000 * (spread if i % 50 == 0 else 1.0)) for i in range(n))
+    return dataclasses.replace(snap, meta=meta, roofline=roof, nvml=(), step_ns=steps,
+                               unavailable={"nvml": "no NVIDIA GPU on this host"})
+
+
+@sync
+async def test_cpu_gap_is_na_and_small_bandwidth_is_not_zero(isolated_config):
+    app = make_app(cpu_snapshot())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+        assert "n/a  gaps" in text and "n/a: direct timing, no device idle" in text
+        assert "-59" not in text and "−59" not in text
+        assert "0.40  GB/s achieved" in text and " 0  GB/s achieved" not in text
+        assert "NVML unavailable: no NVIDIA GPU on this host" in text  # the empty pane is one line
+        assert "host contended" not in text
+
+
+@sync
+async def test_a_contended_cpu_run_is_flagged_under_the_kernel_table(isolated_config):
+    app = make_app(cpu_snapshot(spread=20.0))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+        assert "host contended: step p99 is" in text and "--threads N" in text
+
+
+@sync
+async def test_times_are_scaled_per_value_and_axes_carry_units(isolated_config):
+    import re
+
+    app = make_app()
+    async with app.run_test(size=(200, 60)) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+        assert "330.3 µs" in text and "0.5 ns" in text
+        assert not re.search(r"\b\d{1,3},\d{3},\d{3}\b", text) and "330,257" not in text
+        assert "ms" in text.split("step")[0] or "ms" in text
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "ctx_len (tokens)" in text and "µs" in text and "10.5 µs" in text
+
+
+@sync
+async def test_p50_shows_with_the_first_step_times(isolated_config):
+    from tfdash.app.widgets.panes import ThroughputPane
+
+    snap = build_snapshot()
+    app = make_app(dataclasses.replace(snap, step_ns=(), tokens=()))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        pane = app.screen.query_one(ThroughputPane)
+        pane.show(dataclasses.replace(snap, step_ns=(), tokens=()), final=False)
+        pane.show(snap, final=False)  # within the throttle's interval of the first
+        await pilot.pause()
+        assert "1.744  ms/step p50" in screen_text(app)
+
+
+# -- item 4: what does not fit moves behind a key ------------------------------------------------
+@sync
+async def test_at_80x24_roofline_and_nvml_are_one_line_and_v_shows_them(isolated_config):
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+        assert "roofline 1.748 ms/step  47.7 % of ceiling" in text and "NVML 1,983 GB/s" in text
+        assert "bytes/step" not in text and "v Panes" in text
+        assert all(len(line) <= 80 for line in text.splitlines())
+        await pilot.press("v")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "bytes/step" in text and "DRAM GB/s" in text and "throughput 569.7 tok/s" in text
+        await pilot.press("v")
+        await pilot.pause()
+        assert "bytes/step" not in screen_text(app)

@@ -167,9 +167,12 @@ class RooflinePane(VerticalScroll):
             ))
             gapbar.set_parts(r.floor_ns, r.kernel_sum_ns - r.floor_ns, r.gap_ns)
             # Direct (host) timing has no device idle to measure: its "gap" is timer noise, not data.
-            gap = (stat(fmt_ns(r.gap_ns), "gaps", note="step − Σ kernels") if r.timing != "direct"
-                   and r.gap_ns >= 0 else stat("n/a", "gaps", note="direct timing, no device idle"
-                                               if r.timing == "direct" else "Σ kernels past the step"))
+            if r.timing != "direct" and r.gap_ns >= 0:
+                gap = stat(fmt_ns(r.gap_ns), "gaps", note="step − Σ kernels")
+            else:
+                why = "direct timing, no device idle" if r.timing == "direct" else "Σ kernels past the step"
+                gap = lines(stat("n/a", "gaps", note="step − Σ kernels"),
+                            Content.styled(f"  n/a: {why}", "italic $text-muted"))
             set_content(note, lines(
                 gap,
                 stat(fmt_num(r.measured_step_ns / r.floor_ns if r.floor_ns else None, 2, "×"), "step ÷ floor"),
