@@ -64,8 +64,6 @@ def main(argv: list[str]) -> int:
         sw = _dim(args.sweep) if args.sweep else None
     except argparse.ArgumentTypeError as e:
         p.error(str(e))
-    if not args.ckpt and not args.model:
-        print(f"# {default_model_note()}", file=sys.stderr)
     cfg = load_config(args.ckpt) if args.ckpt else preset(args.model or "qwen3-1.7b")
     target = resolve_target(args.target)
     capacity = args.capacity if args.capacity is not None else cfg.max_position_embeddings
@@ -92,4 +90,6 @@ def main(argv: list[str]) -> int:
 
         write_json_atomic(args.json, payload)
         print(f"# wrote {args.json}", file=sys.stderr)
+    if not args.ckpt and not args.model:  # after the report: an error stays its one line
+        print(f"# {default_model_note()}", file=sys.stderr)
     return 0

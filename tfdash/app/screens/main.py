@@ -100,6 +100,9 @@ class MainScreen(Screen):
         self.set_class(bool(line.plain), "-summary")
 
     def action_panes(self) -> None:
+        if not self.has_class("-narrow"):
+            self.notify("every pane is on the screen at this width", timeout=2)
+            return
         self.toggle_class("-aside")
         self._summary_line(self.app.snapshot)
 
