@@ -12,6 +12,7 @@ import pytest
 from fixtures.appkit import isolated_config, sync  # noqa: F401  (fixture)
 
 from tfdash.app.main import snapshot_app
+from tfdash.app.model import fmt_ns
 from tfdash.engine.decode import percentile
 from tfdash.profiling.export import load_snapshot
 
@@ -54,7 +55,7 @@ async def test_open_shows_the_h200_snapshot_numbers(isolated_config, H200):
     if r.nvml_gbps:
         shown["NVML GB/s at the window"] = f"{r.nvml_gbps:,.0f}"
     lm = next(k for k in snap.kernels if k.role == "lm_head")
-    shown["lm_head measured ns"] = f"{lm.measured_p50_ns:,.0f}"
+    shown["lm_head measured"] = fmt_ns(lm.measured_p50_ns)
     missing = {k: v for k, v in shown.items() if v not in text}
     assert not missing, f"not on the screen: {missing}"
     assert "H200" in text and "tilelang-graph" in text

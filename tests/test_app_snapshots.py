@@ -51,3 +51,40 @@ def test_drill_down(isolated_config, snap_compare):
         await settle(pilot)
 
     assert snap_compare(app(), terminal_size=(160, 48), run_before=drill)
+
+
+def test_main_screen_80x24(isolated_config, snap_compare):
+    """The smallest supported terminal: roofline and NVML as one line (v shows them), columns
+    dropped by priority, the footer holding only whole keys."""
+    assert snap_compare(app(), terminal_size=(80, 24), run_before=settle)
+
+
+def test_main_screen_80x24_panes(isolated_config, snap_compare):
+    async def panes(pilot):
+        await settle(pilot)
+        await pilot.press("v")
+        await settle(pilot)
+
+    assert snap_compare(app(), terminal_size=(80, 24), run_before=panes)
+
+
+def test_main_screen_200x60(isolated_config, snap_compare):
+    assert snap_compare(app(), terminal_size=(200, 60), run_before=settle)
+
+
+async def _drill(pilot):
+    await settle(pilot)
+    await pilot.press("down", "enter")
+    await settle(pilot)
+
+
+def test_drill_down_80x24(isolated_config, snap_compare):
+    assert snap_compare(app(), terminal_size=(80, 24), run_before=_drill)
+
+
+def test_drill_down_120x40(isolated_config, snap_compare):
+    assert snap_compare(app(), terminal_size=(120, 40), run_before=_drill)
+
+
+def test_drill_down_200x60(isolated_config, snap_compare):
+    assert snap_compare(app(), terminal_size=(200, 60), run_before=_drill)

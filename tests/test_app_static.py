@@ -61,15 +61,15 @@ async def test_sort_filter_and_group_the_kernel_table(isolated_config):
         measured = [r.measured for r in kt.rows]
         assert measured == sorted(measured, reverse=True)
         assert table_labels(app)[0] == "gate_up"
-        # s: the next column (predicted); S reverses it.
+        # s: the next column to the right (gap); S reverses it.
         await pilot.press("s")
-        assert kt.sort == ("predicted", True)
-        pred = [r.predicted for r in kt.rows]
-        assert pred == sorted(pred, reverse=True)
-        assert table_labels(app)[0] == "gate_up"
+        assert kt.sort == ("gap", True)
+        gap = [r.gap for r in kt.rows]
+        assert gap == sorted(gap, reverse=True)
+        assert table_labels(app)[0] == "argmax"
         await pilot.press("S")
-        assert kt.sort == ("predicted", False)
-        assert [r.predicted for r in kt.rows] == sorted(pred)
+        assert kt.sort == ("gap", False)
+        assert [r.gap for r in kt.rows] == sorted(gap)
         # Every column sorts.
         for _ in range(8):
             await pilot.press("s")

@@ -89,7 +89,7 @@ def _bad(mutate) -> str:
     (lambda r: r["timeline"][1].__setitem__("dur_ns", None), "timeline[1].dur_ns: expected an integer, got None"),
     (lambda r: r.__setitem__("unavailable", ["nvml"]), "unavailable: expected an object"),
     (lambda r: r.__setitem__("new_tokens", 2 ** 70), "new_tokens: integer"),
-    (lambda r: r.__setitem__("version", 3), "snapshot version 3 is newer than this tfdash reads (version 2)"),
+    (lambda r: r.__setitem__("version", 4), "snapshot version 4 is newer than this tfdash reads (version 3)"),
     (lambda r: r.__setitem__("version", "1"), "version: expected an integer, got '1'"),
     (lambda r: r.__setitem__("version", 0), "version 0 is not a snapshot version"),
     (lambda r: r.__setitem__("schema", "other"), "not a tfdash snapshot (schema is 'other'"),

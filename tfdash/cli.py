@@ -36,9 +36,9 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     src = p.add_argument_group("model")
     src.add_argument("--ckpt", metavar="DIR", help="a Qwen3 checkpoint directory (config.json, safetensors, "
                      "tokenizer.json); without it, random weights of --model's shape")
-    from tfdash.engine.config import PRESETS
+    from tfdash.defaults import PRESET_NAMES
 
-    src.add_argument("--model", metavar="PRESET", help=", ".join(PRESETS) + " (default: qwen3-tiny on CPU, "
+    src.add_argument("--model", metavar="PRESET", help=", ".join(PRESET_NAMES) + " (default: qwen3-tiny on CPU, "
                      "qwen3-1.7b on CUDA)")
     src.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when available")
     src.add_argument("--dtype", choices=("bfloat16", "float16", "float32"),
@@ -46,10 +46,13 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     src.add_argument("--backend", choices=("torch-eager", "torch-graph", "tilelang-graph"),
                      help="default: tilelang-graph on CUDA (torch-graph without tilelang), torch-eager on CPU")
     src.add_argument("--seed", type=int, default=0, help="seed of the random weights (default 0)")
+    src.add_argument("--threads", type=_positive, default=None, metavar="N",
+                     help="CPU: torch's threads (default: OMP_NUM_THREADS, else the cores less one left spare, "
+                          "two with the dashboard, at most 8: a busy core stalls every op of a wider pool)")
 
 
 def add_run_args(p: argparse.ArgumentParser) -> None:
-    from tfdash.engine import DEFAULT_PROMPT
+    from tfdash.defaults import DEFAULT_PROMPT
 
     add_model_args(p)
     g = p.add_argument_group("generation")
@@ -79,8 +82,10 @@ def run_parser() -> argparse.ArgumentParser:
 
 def _describe(eng) -> str:
     src = "random weights, " + eng.tokenizer.label if eng.random_weights else eng.source
+    n = getattr(eng, "threads", None)
+    threads = f" · {n} thread{'s' if n != 1 else ''} ({eng.threads_why})" if n else ""
     return (f"tfdash {__version__} · {eng.config.name} · {src} · {eng.backend} on {eng.device} "
-            f"{eng.plan.dtype} · {len(eng.plan)} launches/step")
+            f"{eng.plan.dtype}{threads} · {len(eng.plan)} launches/step")
 
 
 def run_headless(args) -> int:
@@ -88,7 +93,8 @@ def run_headless(args) -> int:
 
     max_new = args.max_new_tokens or 256
     eng = load_engine(ckpt=args.ckpt, model=args.model, device=args.device, dtype=args.dtype,
-                      backend=args.backend, prompt=args.prompt, max_new_tokens=max_new, seed=args.seed)
+                      backend=args.backend, prompt=args.prompt, max_new_tokens=max_new, seed=args.seed,
+                      threads=getattr(args, "threads", None))
     out = sys.stdout
     print(_describe(eng), file=sys.stderr)
     from tfdash.engine import fallback_note

@@ -33,6 +33,7 @@ from tfdash.app.model import TableRow
 from tfdash.errors import TfdashError
 from tfdash.profiling.snapshot import ProfileSnapshot
 from tfdash.themes import CSS_PATH, DARK, DEFAULT_THEME, register_themes
+from tfdash.themes import offered as offered_themes
 
 PROFILE_STEPS = 32
 UI_BUDGET = 0.2  # share of one core the dashboard's thread may use while the engine runs
@@ -81,6 +82,7 @@ class TfdashApp(App[ProfileSnapshot | None]):
         wanted = theme or self.config.theme or DEFAULT_THEME
         self._theme_from_config = wanted
         self.theme = wanted if wanted in self.available_themes else DEFAULT_THEME
+        self._theme_fallback = self.theme if self.theme != wanted else None  # shown, never saved
         if self.config.keymap:
             self.set_keymap(self.config.keymap)
 
@@ -89,6 +91,13 @@ class TfdashApp(App[ProfileSnapshot | None]):
         path = getattr(self.source, "path", None)
         label = Path(path).name if path else "read-only"
         return f"{label} vs {self.baseline.label}" if self.baseline is not None else label
+
+    @property
+    def available_themes(self) -> dict:
+        """tfdash's own themes that render; Textual's built-in ones are not offered (they stand in
+        only before ours are registered, while Textual's own __init__ runs)."""
+        registered = super().available_themes
+        return offered_themes(registered) or registered
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return {k: v for k, v in DARK.variables.items() if k.startswith("tf-")}
@@ -107,7 +116,8 @@ class TfdashApp(App[ProfileSnapshot | None]):
             self.notify(f"keymap: no binding with id {', '.join(unknown)}", title="config", severity="warning",
                         timeout=8)
         if self._theme_from_config not in self.available_themes:
-            self.notify(f"theme {self._theme_from_config!r} is not installed; using {DEFAULT_THEME}",
+            self.notify(f"theme {self._theme_from_config!r} is not one of tfdash's themes "
+                        f"({', '.join(self.available_themes)}); using {DEFAULT_THEME}",
                         title="config", severity="warning", timeout=8)
         if isinstance(self.source, SnapshotSource):
             self.state = "snapshot"
@@ -305,6 +315,9 @@ class TfdashApp(App[ProfileSnapshot | None]):
     def _theme_changed(self, theme) -> None:
         if theme.name == self.config.theme:
             return
+        if theme.name == self._theme_fallback:  # the stand-in for a saved theme that did not load
+            self._theme_fallback = None
+            return
         self.config.theme = theme.name
         try:
             save_config(self.config)
@@ -346,7 +359,8 @@ class TfdashApp(App[ProfileSnapshot | None]):
 
     # -- command palette -----------------------------------------------------------------------
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
+        # Textual's own commands (quit at once, keys panel, maximize, its screenshot) are not
+        # offered: each has a tfdash binding below, or is not meant for this app.
         tables = [(bindings.APP, self)]
         tables += [(list(getattr(type(screen), "BINDINGS", [])), screen)]
         if hasattr(screen, "action_drill"):

@@ -35,6 +35,8 @@ MAIN = [
     Binding("slash", "filter", "Filter", id="table.filter", key_display="/",
             tooltip="Filter the kernel table by name"),
     Binding("g", "group", "Group", id="table.group", tooltip="Group by op, family, layer, or none (every launch)"),
+    Binding("v", "panes", "Panes", id="panes", tooltip="In a narrow terminal: the roofline and NVML panes in "
+            "place of the continuation and the kernel table, and back"),
 ]
 
 TABLE = [  # on the kernel table itself, so Enter opens a row rather than DataTable's select
@@ -47,12 +49,18 @@ DRILL = [
             tooltip="Back to the dashboard"),
     Binding("m", "marginal", "Marginal", id="drill.marginal",
             tooltip="Measure the in-graph marginal cost of the selected launch"),
-    Binding("1", "show_tab('tilelang')", "tilelang", id="drill.tab.tilelang", show=False,
+    Binding("1", "show_tab('tilelang')", "tilelang", id="drill.tab.tilelang",
             tooltip="Show the kernel's tilelang source"),
-    Binding("2", "show_tab('cuda')", "CUDA", id="drill.tab.cuda", show=False,
+    Binding("2", "show_tab('cuda')", "CUDA", id="drill.tab.cuda",
             tooltip="Show the generated CUDA (compiled for sm_90a on demand)"),
-    Binding("3", "show_tab('marginal')", "marginal", id="drill.tab.marginal", show=False,
+    Binding("3", "show_tab('marginal')", "marginal", id="drill.tab.marginal",
             tooltip="Show marginal-cost results"),
+    Binding("v", "swap", "Sweep/operands", id="drill.swap",
+            tooltip="In a narrow terminal: the ctx_len sweep in place of the cost by operand, and back"),
+    Binding("left", "step_tab(-1)", "Tabs", id="drill.tab.prev", key_display="←→", priority=True,
+            tooltip="The previous source tab"),
+    Binding("right", "step_tab(1)", "Tab", id="drill.tab.next", key_display="→", show=False, priority=True,
+            tooltip="The next source tab"),
 ]
 
 HELP = [

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import os
+import sys
 from pathlib import Path
 from typing import Callable
 
@@ -75,7 +77,8 @@ def session_factory(args, max_new_tokens: int) -> Callable:
             status("building the engine…")
             engine = load_engine(ckpt=args.ckpt, model=args.model, device=args.device, dtype=args.dtype,
                                  backend=args.backend, prompt=args.prompt, max_new_tokens=max_new_tokens,
-                                 seed=args.seed, progress=progress)
+                                 seed=args.seed, progress=progress, threads=getattr(args, "threads", None),
+                                 ui=True)
             from tfdash.engine import fallback_note
 
             note = engine.fallback or fallback_note(engine.device, engine.backend, args.backend)
@@ -150,6 +153,29 @@ def open_main(argv: list[str]) -> int:
         raise TfdashError(f"{path}: no such snapshot file")
     if args.baseline is not None and not Path(args.baseline).is_file():
         raise TfdashError(f"--baseline {args.baseline}: no such snapshot file")
+    # load (and refuse) both files before anything is printed: a bad file is its one error line
     app = snapshot_app(path, baseline=args.baseline, export_dir=args.export_dir)
+    if not sys.stdout.isatty() and not os.environ.get("TFDASH_FORCE_TUI"):
+        print("tfdash: stdout is not a terminal; printing a summary of the snapshot", file=sys.stderr)
+        sys.stdout.write(snapshot_summary(_load(path)[0], path))
+        if args.baseline is not None:
+            from tfdash.profiling.diff_cli import main as diff_main
+
+            print(f"\nagainst the baseline {args.baseline} (as `tfdash diff` prints it):", flush=True)
+            diff_main([str(args.baseline), str(path)])
+        return 0
     app.run()
     return 0
+
+
+def snapshot_summary(snap: ProfileSnapshot, path: Path) -> str:
+    """`tfdash open` without a terminal: what the dashboard's panes would say, as text."""
+    from tfdash.app.screens.main import describe_run
+    from tfdash.profiling.headless import roofline_lines, summary_line, top_kernels
+
+    out = [f"snapshot {path}: {describe_run(snap)}", f"recorded {snap.meta.started_at} on {snap.meta.host}",
+           summary_line(snap)]
+    if snap.roofline is not None:
+        out += roofline_lines(snap)
+    out += top_kernels(snap)
+    return "\n".join(out) + "\n"

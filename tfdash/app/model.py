@@ -22,14 +22,25 @@ GROUP_LABEL = {"op": "op", "family": "family", "layer": "layer", "none": "launch
 COLUMNS = (
     ("label", "launch"),
     ("count", "count"),
-    ("predicted", "pred ns"),
-    ("measured", "meas ns"),
+    ("predicted", "predicted"),
+    ("measured", "measured"),
     ("gap", "gap ×"),
     ("gbps", "GB/s"),
     ("share", "% of step"),
     ("bound", "bound by"),
 )
 SORT_KEYS = tuple(k for k, _ in COLUMNS)
+# Which columns go first when the table is too narrow for all (the last listed goes first).
+COLUMN_PRIORITY = ("label", "measured", "gap", "share", "predicted", "gbps", "count", "bound")
+
+
+def fit_columns(width: int, widths: dict[str, int]) -> tuple[str, ...]:
+    """The columns (in table order) whose `widths` (cells, padding included) fit `width`,
+    dropping by COLUMN_PRIORITY."""
+    keep = list(COLUMN_PRIORITY)
+    while len(keep) > 1 and sum(widths.get(k, 0) for k in keep) > width:
+        keep.pop()
+    return tuple(k for k in SORT_KEYS if k in keep)
 DEFAULT_SORT = ("measured", True)  # the costliest first; predicted breaks ties while unmeasured
 
 
@@ -199,6 +210,22 @@ def throughput(snap: ProfileSnapshot, points: int = 240) -> Throughput:
     return Throughput(snap.new_tokens, tok_s_now(snap), run, p50, p99, n, xs, ys)
 
 
+CONTENDED_SPREAD = 3.0  # a CPU run whose p99 step is past this many p50s was waiting for the CPU
+
+
+def contention_note(snap: ProfileSnapshot) -> str:
+    """On CPU, when the step times' spread says the host was contended: one line that says so."""
+    import numpy as np
+
+    if snap.meta.device != "cpu" or len(snap.step_ns) < 16:
+        return ""
+    p50, p99 = np.percentile(np.asarray(snap.step_ns, dtype=np.float64), [50, 99])
+    if p50 <= 0 or p99 <= CONTENDED_SPREAD * p50:
+        return ""
+    return (f"host contended: step p99 is {p99 / p50:.1f}× p50, so these times include waits for a core "
+            "(another process?); --threads N, or a quieter host")
+
+
 # -- formatting ------------------------------------------------------------------------------
 def fmt_int(v: float | None) -> str:
     """Whole numbers with separators; one decimal below 100 (a 0.5 ns prediction is not 0)."""
@@ -217,6 +244,8 @@ def fmt_ns(ns: float | None) -> str:
     if ns is None:
         return "—"
     a = abs(ns)
+    if a < 10:
+        return f"{ns:.1f} ns"  # a 0.5 ns prediction is not 0
     if a < 1e3:
         return f"{ns:.0f} ns"
     if a < 1e6:
@@ -224,6 +253,15 @@ def fmt_ns(ns: float | None) -> str:
     if a < 1e9:
         return f"{ns / 1e6:.3f} ms"
     return f"{ns / 1e9:.2f} s"
+
+
+def fmt_gbps(v: float | None, unit: str = " GB/s") -> str:
+    """Bandwidth with the digits its size needs: 0.42, 8.1, 2,038 (never "0" for a nonzero rate)."""
+    if v is None or v != v:
+        return "—"
+    a = abs(v)
+    digits = 0 if a >= 100 or v == 0 else 1 if a >= 10 else 2 if a >= 0.01 else 4
+    return f"{v:,.{digits}f}{unit}"
 
 
 def fmt_bytes(b: float | None) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 from tfdash.engine.config import PRESETS, ModelConfig, load_config, preset
 from tfdash.engine.decode import Generation, GenerationStats, TokenEvent
 from tfdash.engine.plan import StepPlan, build_plan, check_generation, check_prompt_ids, default_capacity
+from tfdash.defaults import DEFAULT_PROMPT  # noqa: F401  (re-exported)
 from tfdash.errors import CapacityError, TfdashError, UnsupportedShape
 
 __all__ = [
@@ -24,7 +25,6 @@ __all__ = [
     "build_plan", "default_backend", "default_device", "load_config", "load_engine", "preset",
 ]
 
-DEFAULT_PROMPT = "Write a detailed explanation of how a GPU executes a matrix multiplication."
 
 
 def default_device() -> str:
@@ -68,6 +68,8 @@ class Engine:
     device: str
     backend: str
     seed: int = 0
+    threads: int | None = None  # torch's CPU threads (chosen by engine.threads), None on CUDA
+    threads_why: str = ""
     fallback: str | None = None  # why the default tilelang engine gave way to a torch runtime
 
     @property
@@ -93,10 +95,12 @@ class Engine:
 def load_engine(ckpt: str | Path | None = None, model: str | None = None, device: str | None = None,
                 dtype: str | None = None, backend: str | None = None, capacity: int | None = None,
                 prompt: str | None = None, max_new_tokens: int | None = None, seed: int = 0,
-                progress=None) -> Engine:
+                progress=None, threads: int | None = None, ui: bool = False) -> Engine:
     """Build an engine on the embedded default (qwen3-tiny on CPU, the qwen3-1.7b shape on CUDA,
     random weights) or on a checkpoint. When prompt and max_new_tokens are given, the lengths are
-    checked against max_position_embeddings and the capacity before any weight is loaded."""
+    checked against max_position_embeddings and the capacity before any weight is loaded. On CPU,
+    torch's thread count is set by `choose_threads(threads, ui)` (`ui`: a dashboard shares the
+    process and wants a core)."""
     import torch
 
     from tfdash.engine.runtime import make_runtime
@@ -147,6 +151,13 @@ def load_engine(ckpt: str | Path | None = None, model: str | None = None, device
         if why:
             backend = "torch-graph"
             fallback = f"the tilelang engine cannot run {why}, so the engine is the torch-graph peer"
+    if not device.startswith("cuda"):
+        from tfdash.engine.threads import apply_threads, choose_threads
+
+        threads, threads_why = choose_threads(threads, ui=ui)
+        apply_threads(threads)
+    else:
+        threads, threads_why = None, ""
     weights = load_weights(cfg, ckpt, torch_dtype(dtype), device, seed)
     runtime = make_runtime(backend, plan, weights, device, progress=progress)
-    return Engine(cfg, plan, runtime, tokenizer, source, device, backend, seed, fallback)
+    return Engine(cfg, plan, runtime, tokenizer, source, device, backend, seed, threads, threads_why, fallback)

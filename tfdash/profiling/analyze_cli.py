@@ -16,12 +16,12 @@ def _dim(spec: str, name: str = "ctx_len") -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    from tfdash.engine.config import PRESETS
+    from tfdash.defaults import PRESET_NAMES
 
     p = argparse.ArgumentParser(prog="tfdash analyze", description="Static cost of one decode step: flops, "
                                 "bytes read and written per launch and operand, ideal time on a target.")
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--model", metavar="PRESET", help="a preset: " + ", ".join(PRESETS)
+    src.add_argument("--model", metavar="PRESET", help="a preset: " + ", ".join(PRESET_NAMES)
                      + " (default: qwen3-1.7b)")
     src.add_argument("--ckpt", metavar="DIR", help="read the shape from DIR/config.json (no weights loaded)")
     p.add_argument("--target", default="h200", metavar="h200|FILE",
@@ -42,6 +42,16 @@ def _int(text: str, what: str) -> int:
         return int(text)
     except ValueError:
         raise TfdashError(f"{what}: {text!r} is not an integer") from None
+
+
+def default_model_note() -> str:
+    """What `analyze` prices without --model, and whether the dashboard on this host runs it."""
+    from tfdash.engine import default_device
+
+    if default_device().startswith("cuda"):
+        return "pricing qwen3-1.7b (no --model): the dashboard's default on this host too"
+    return ("pricing qwen3-1.7b (no --model), the H200's default; the dashboard on this host (no CUDA) "
+            "runs qwen3-tiny: pass --model qwen3-tiny to price that")
 
 
 def main(argv: list[str]) -> int:
@@ -83,4 +93,6 @@ def main(argv: list[str]) -> int:
 
         write_json_atomic(args.json, payload)
         print(f"# wrote {args.json}", file=sys.stderr)
+    if not args.ckpt and not args.model:  # after the report: an error stays its one line
+        print(f"# {default_model_note()}", file=sys.stderr)
     return 0

@@ -50,22 +50,22 @@ SCHEMA = "tfdash.bench/1"
 
 
 def parser() -> argparse.ArgumentParser:
-    from tfdash.engine.config import PRESETS
+    from tfdash.defaults import PRESET_NAMES
 
-    from tfdash.engine import DEFAULT_PROMPT
+    from tfdash.defaults import DEFAULT_PROMPT
 
     p = argparse.ArgumentParser(prog="tfdash bench", description="tok/s of the tilelang graph engine and its "
                                 "peers, alternating in one process over several rounds.")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--ckpt", metavar="DIR", help="a Qwen3 checkpoint (default: random weights)")
-    src.add_argument("--model", metavar="PRESET", default=None, help="a preset: " + ", ".join(PRESETS)
+    src.add_argument("--model", metavar="PRESET", default=None, help="a preset: " + ", ".join(PRESET_NAMES)
                      + " (default: qwen3-1.7b)")
     p.add_argument("--max-new-tokens", type=int, default=2048, metavar="N")
     p.add_argument("--prompt", default=DEFAULT_PROMPT)
     p.add_argument("--rounds", type=int, default=3, help="alternations of all backends (default 3)")
     p.add_argument("--backends", default=DEFAULT_BACKENDS,
-                   help="comma-separated, of: " + ", ".join(BACKENDS) + " (default: %(default)s; hf-compile "
-                        "only where transformers is installed)")
+                   help="comma-separated, from: " + ", ".join(BACKENDS) + " (default: %(default)s; "
+                        "hf-compile only where transformers is installed)")
     p.add_argument("--json", metavar="OUT", help="write every round and the summary as JSON")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--capacity", type=int, default=None, metavar="N",

@@ -101,4 +101,5 @@ def collect_meta(engine, prompt: str) -> RunMeta:
         capacity=engine.plan.capacity,
         launches_per_step=len(engine.plan),
         kernels_source=kernels_source(),
+        threads=getattr(engine, "threads", None),
     )

@@ -289,7 +289,8 @@ class Session:
             self._post(SessionStarted(self.meta, _jsonable(self.target.to_dict())))
             self._start_nvml()
             if self._probe:
-                self._post(Status("probing memory bandwidth (cached per device)"))
+                if probe.cached(self.engine.device) is None:  # a cached figure is reused silently
+                    self._post(Status("probing memory bandwidth (cached per device)"))
                 self._set_target(probe.measured_target(self.engine.device))
             with self._rt_lock:
                 if getattr(self.runtime, "graph", False) is None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 SCHEMA = "tfdash.snapshot"
-VERSION = 2  # 2: RunMeta.kernels_source (version 1 files load, with it None)
+VERSION = 3  # 2: RunMeta.kernels_source, 3: RunMeta.threads (older files load, with them None)
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,7 @@ class RunMeta:
     # sha256 (12 hex digits) of the kernel families' sources and the step plan's when recorded
     # (tfdash.profiling.meta.kernels_source); None in snapshots from before it was kept
     kernels_source: str | None = None
+    threads: int | None = None  # torch's CPU threads of a CPU run (None on CUDA and before version 3)
 
 
 @dataclass(frozen=True)

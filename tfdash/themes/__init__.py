@@ -100,6 +100,32 @@ CONTRAST = Theme(
 THEMES: dict[str, Theme] = {t.name: t for t in (DARK, LIGHT, CONTRAST)}
 
 
+_RENDERS: dict[int, tuple[Theme, bool]] = {}  # id -> (the theme, kept alive; whether it renders)
+
+
+def renders(theme: Theme) -> bool:
+    """Whether the app's stylesheet resolves every variable and colour with this theme (cached)."""
+    if id(theme) not in _RENDERS:
+        ok = False
+        try:
+            from textual.css.stylesheet import Stylesheet
+
+            tf = {k: v for k, v in DARK.variables.items() if k.startswith("tf-")}
+            sheet = Stylesheet(variables={**tf, **theme.to_color_system().generate(), **theme.variables})
+            sheet.read(CSS_PATH)
+            sheet.parse()
+            ok = True
+        except Exception:  # noqa: BLE001 - any failure means: not offered
+            pass
+        _RENDERS[id(theme)] = (theme, ok)
+    return _RENDERS[id(theme)][1]
+
+
+def offered(registered: dict[str, Theme]) -> dict[str, Theme]:
+    """The themes the app offers (`^t`, the config file): tfdash's own that render."""
+    return {name: t for name, t in registered.items() if name in THEMES and renders(t)}
+
+
 def register_themes(app) -> None:
     """Register every tfdash theme with a Textual app."""
     for theme in THEMES.values():

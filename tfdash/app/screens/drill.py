@@ -17,23 +17,26 @@ from __future__ import annotations
 import time
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
 from tfdash.app import baseline as basemod
 from tfdash.app import bindings, drill_model
-from tfdash.app.model import TableRow, fmt_bytes, fmt_gap, fmt_int, fmt_ns, fmt_num, gap_level, make_row
+from tfdash.app.layout import SHORT_H, wrap_pairs
+from tfdash.app.model import TableRow, fmt_bytes, fmt_gap, fmt_gbps, fmt_ns, fmt_num, gap_level, make_row
 from tfdash.app.screens.main import TopBar
+from tfdash.app.widgets.footer import FitFooter
 from tfdash.app.widgets.chart import Chart, Figure, Line
 from tfdash.app.widgets.code import CodeView
 from tfdash.app.widgets.kernel_table import DRIFT_REDRAW_S
 from tfdash.profiling.snapshot import ProfileSnapshot
 
 
+DRILL_NARROW_W = 140  # below this the instances, operands and sweep panes do not fit side by side
 KIND_SHORT = {"activation": "act", "weight": "weight", "cache": "KV cache", "table": "table"}
 
 
@@ -70,13 +73,23 @@ class DrillScreen(Screen):
                 yield Static(id="sweep-caption", classes="caption")
                 yield Chart(id="sweep-chart")
         with TabbedContent(id="drill-tabs", initial="tilelang"):
-            with TabPane("tilelang source", id="tilelang"):
+            with TabPane("1 tilelang source", id="tilelang"):
                 yield CodeView(id="tilelang-code")
-            with TabPane("generated CUDA", id="cuda"):
+            with TabPane("2 generated CUDA", id="cuda"):
                 yield CodeView(id="cuda-code")
-            with TabPane("marginal cost", id="marginal"):
+            with TabPane("3 marginal cost", id="marginal"):
                 yield Static(id="marginal-body")
-        yield Footer(compact=True)
+        yield FitFooter()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.set_class(event.size.width < DRILL_NARROW_W, "-narrow")
+        self.set_class(event.size.height < SHORT_H, "-short")
+        snap = self.app.snapshot
+        if snap is not None and self.is_current:
+            self._summary(snap)
+
+    def action_swap(self) -> None:
+        self.toggle_class("-swap")
 
     def on_mount(self) -> None:
         self.query_one("#instances").border_title = "instances"
@@ -127,26 +140,28 @@ class DrillScreen(Screen):
         r = self.row
         fam = ", ".join(r.families)
         kern = ", ".join(r.kernels)
-        parts = [(r.label, "bold $text-primary"), (f"  {self.group}", "$text-muted"),
-                 ("  family ", "$text-muted"), (fam, "bold"), ("  kernel ", "$text-muted"), (kern, "bold"),
-                 (f"  {r.count} launch{'es' if r.count != 1 else ''}/step", "$text-muted"),
-                 ("  predicted ", "$text-muted"), (fmt_ns(r.predicted), "bold"),
-                 ("  measured ", "$text-muted"), (fmt_ns(r.measured), "bold")]
+        pairs = [[(r.label, "bold $text-primary"), (f"  {self.group}", "$text-muted")],
+                 [("family ", "$text-muted"), (fam, "bold")], [("kernel ", "$text-muted"), (kern, "bold")],
+                 [(f"{r.count} launch{'es' if r.count != 1 else ''}/step", "$text-muted")],
+                 [("predicted ", "$text-muted"), (fmt_ns(r.predicted), "bold")],
+                 [("measured ", "$text-muted"), (fmt_ns(r.measured), "bold")]]
         if r.gap is not None:
-            parts += [("  gap ", "$text-muted"), (fmt_gap(r.gap), f"bold $tf-{gap_level(r.gap)}")]
+            pairs.append([("gap ", "$text-muted"), (fmt_gap(r.gap), f"bold $tf-{gap_level(r.gap)}")])
         if r.share is not None:
-            parts += [("  ", ""), (fmt_num(r.share * 100, 1, " %"), "bold"), (" of the step", "$text-muted")]
+            pairs.append([(fmt_num(r.share * 100, 1, " %"), "bold"), (" of the step", "$text-muted")])
+        width = max(20, self.size.width - 2)  # its padding
+        content = wrap_pairs(pairs, width)
         base = getattr(self.app, "baseline", None)
         if base is not None:
-            parts += basemod.summary_parts(base, snap.kernels, self.group, r.members)
-        self.query_one("#drill-summary", Static).update(Content.assemble(*parts))
+            content = Content.assemble(content, *basemod.summary_parts(base, snap.kernels, self.group, r.members))
+        self.query_one("#drill-summary", Static).update(content)
 
     def _instances(self, members) -> None:
         t = self.query_one("#instances-table", DataTable)
         t.clear(columns=True)
         base, snap = getattr(self.app, "baseline", None), self.app.snapshot
         against = basemod.index(base, snap.kernels, "none") if base is not None and snap is not None else None
-        columns = (("role", "launch"), ("pred", "pred ns"), ("meas", "meas ns"), ("p90", "p90 ns"),
+        columns = (("role", "launch"), ("pred", "predicted"), ("meas", "measured"), ("p90", "p90"),
                    ("gap", "gap ×"), ("gbps", "GB/s"))
         if against is not None:
             columns += basemod.COLUMNS[:2]  # base ns, Δ ns
@@ -159,11 +174,11 @@ class DrillScreen(Screen):
             if against is not None:
                 extra = [Text(v, justify="right", style=colors.get(f"tf-{lv}", "") if lv else "")
                          for v, lv in basemod.cells(against.get((k.index,)))[:2]]
-            t.add_row(Text(k.role), Text(fmt_int(k.predicted_ns), justify="right"),
-                      Text(fmt_int(k.measured_p50_ns), justify="right"),
-                      Text(fmt_int(k.measured_p90_ns), justify="right"),
+            t.add_row(Text(k.role), Text(fmt_ns(k.predicted_ns), justify="right"),
+                      Text(fmt_ns(k.measured_p50_ns), justify="right"),
+                      Text(fmt_ns(k.measured_p90_ns), justify="right"),
                       Text(fmt_gap(g), justify="right", style=colors.get(f"tf-{gap_level(g)}", "") if g else ""),
-                      Text(fmt_num(k.achieved_gbps, 0), justify="right"), *extra, key=str(k.index))
+                      Text(fmt_gbps(k.achieved_gbps, ""), justify="right"), *extra, key=str(k.index))
         if members:  # the cursor stays on the current launch across rebuilds
             row = next((i for i, k in enumerate(members) if k.index == self.current), 0)
             t.move_cursor(row=row, animate=False)
@@ -224,7 +239,7 @@ class DrillScreen(Screen):
         lines = [Line(tuple(float(x) for x in xs), ys_us, "primary")]
         if mx:
             lines.append(Line(tuple(float(x) for x in mx), my_us, "accent", scatter=True))
-        chart.show(Figure(lines=tuple(lines), xlabel="ctx_len", y_from_zero=True))
+        chart.show(Figure(lines=tuple(lines), xlabel="ctx_len (tokens)", ylabel="µs", y_from_zero=True))
 
     # -- the current launch: source, CUDA, marginal ---------------------------------------------
     @on(DataTable.RowHighlighted, "#instances-table")
@@ -320,6 +335,11 @@ class DrillScreen(Screen):
 
     def action_show_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
+
+    def action_step_tab(self, step: int) -> None:
+        tabs = self.query_one(TabbedContent)
+        ids = [pane.id for pane in tabs.query(TabPane)]
+        tabs.active = ids[(ids.index(tabs.active) + step) % len(ids)]
 
     def action_marginal(self) -> None:
         launch_role = self._current_role()

@@ -8,26 +8,41 @@
 
 from __future__ import annotations
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from tfdash.app import bindings
+from tfdash.app.layout import pane_summary, size_classes
+from tfdash.app.model import contention_note
 from tfdash.app.widgets.continuation import Continuation
+from tfdash.app.widgets.footer import FitFooter
 from tfdash.app.widgets.kernel_table import KernelTable
 from tfdash.app.widgets.panes import NvmlPane, RooflinePane, ThroughputPane, set_content
 from tfdash.profiling.snapshot import ProfileSnapshot
 
 
+SHORT_DTYPE = {"bfloat16": "bf16", "float16": "f16", "float32": "f32"}
+
+
 def describe_run(snap: ProfileSnapshot) -> str:
+    """The header: the model once (random weights: the preset's name; a checkpoint: its path, whose
+    last part is its name), the engine, the dtype it runs in (and the weights' own when they differ),
+    torch's CPU threads. Random weights are made in the dtype they run in."""
     m = snap.meta
-    name = m.model.get("name", "model") if isinstance(m.model, dict) else "model"
-    src = "random weights" if m.checkpoint == "random" else m.checkpoint.rstrip("/").rsplit("/", 1)[-1]
+    model = m.model if isinstance(m.model, dict) else {}
+    name = str(model.get("name", "model"))
+    src = f"{name} · random weights" if m.checkpoint == "random" else m.checkpoint
     where = m.gpu or m.device
-    return f"{name} · {src} · {m.backend} on {where} · {m.dtype} · {m.launches_per_step} launches/step"
+    stored = str(model.get("dtype", m.dtype))
+    dtype = m.dtype if stored == m.dtype or m.checkpoint == "random" else (
+        f"{m.dtype} ({SHORT_DTYPE.get(stored, stored)} weights run as {SHORT_DTYPE.get(m.dtype, m.dtype)})")
+    threads = getattr(m, "threads", None)
+    cpu = f" · {threads} thread{'s' if threads != 1 else ''}" if threads else ""
+    return f"{src} · {m.backend} on {where} · {dtype}{cpu} · {m.launches_per_step} launches/step"
 
 
 class TopBar(Horizontal):
@@ -55,6 +70,7 @@ class MainScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield TopBar(id="topbar")
+        yield Static(id="pane-summary")
         with Horizontal(id="top-row"):
             yield Continuation(id="continuation")
             yield ThroughputPane(id="throughput")
@@ -62,7 +78,33 @@ class MainScreen(Screen):
         with Horizontal(id="bottom-row"):
             yield KernelTable(id="kernels")
             yield NvmlPane(id="nvml")
-        yield Footer(compact=True)
+        yield FitFooter()
+
+    def on_resize(self, event: events.Resize) -> None:
+        classes = size_classes(event.size.width, event.size.height)
+        changed = any(self.has_class(c) != on for c, on in classes.items())
+        for c, on in classes.items():
+            self.set_class(on, c)
+        if changed:
+            self._summary_line(self.app.snapshot)
+
+    def _summary_line(self, snap: ProfileSnapshot | None) -> None:
+        """The hidden panes in one line: roofline and NVML when narrow, NVML when it has nothing."""
+        narrow = self.has_class("-narrow")
+        nvml_off = snap is not None and bool(snap.unavailable.get("nvml")) and not snap.nvml
+        self.query_one(NvmlPane).set_class(nvml_off, "-unavailable")
+        aside = narrow and self.has_class("-aside")
+        panes = ("throughput",) if aside else ("roofline", "nvml") if narrow else ("nvml",) if nvml_off else ()
+        line = pane_summary(snap, panes)
+        set_content(self.query_one("#pane-summary", Static), line)
+        self.set_class(bool(line.plain), "-summary")
+
+    def action_panes(self) -> None:
+        if not self.has_class("-narrow"):
+            self.notify("every pane is on the screen at this width", timeout=2)
+            return
+        self.toggle_class("-aside")
+        self._summary_line(self.app.snapshot)
 
     def on_mount(self) -> None:
         for pane_id, title in (("continuation", "continuation"), ("throughput", "throughput"),
@@ -93,7 +135,9 @@ class MainScreen(Screen):
         self.query_one(RooflinePane).show(snap, base.snapshot if base is not None else None)
         self.query_one(NvmlPane).show(snap, final=not live)
         if snap is not None:
-            self.table.show(snap.kernels, snap.unavailable.get("kernels", ""), final=not live)
+            self.table.show(snap.kernels, snap.unavailable.get("kernels", ""), final=not live,
+                            warning=contention_note(snap))
+        self._summary_line(snap)
         self._state_changed(app.state)
 
     def _state_changed(self, state: str) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on
 from textual.containers import Vertical
@@ -19,12 +20,12 @@ from textual.widgets import DataTable, Input, Static
 
 from tfdash.app import baseline as basemod
 from tfdash.app import bindings
-from tfdash.app.model import (COLUMNS, DEFAULT_SORT, GROUP_LABEL, GROUPS, SORT_KEYS, TableRow, bar, fmt_gap,
-                              fmt_int, fmt_ns, fmt_num, gap_level, table_rows)
+from tfdash.app.model import (COLUMNS, DEFAULT_SORT, GROUP_LABEL, GROUPS, SORT_KEYS, TableRow, bar, fit_columns,
+                              fmt_gap, fmt_gbps, fmt_ns, fmt_num, gap_level, table_rows)
 from tfdash.app.widgets.panes import set_content
 
 DRIFT_REDRAW_S = 2.0  # live: how often drifting predictions redraw the table
-SORT_CYCLE = ("measured", "predicted", "gap", "gbps", "share", "count", "label", "bound")
+SORT_CYCLE = SORT_KEYS  # `s` walks the columns left to right, as the header shows them
 ASCENDING_FIRST = {"label", "bound"}
 
 
@@ -60,6 +61,8 @@ class KernelTable(Vertical):
         self._measured: tuple = ()
         self._built_at = 0.0
         self.against = None  # the baseline Index of the rows shown (None without a baseline)
+        self._shown_columns: tuple[str, ...] = ()
+        self.warning = ""  # e.g. a contended host: said under the table
 
     def compose(self):
         yield Static(id="kernel-caption")
@@ -76,9 +79,13 @@ class KernelTable(Vertical):
         return self.query_one("#kernel-table", DataTable)
 
     # -- data ------------------------------------------------------------------------------
-    def show(self, kernels: tuple, unavailable: str = "", final: bool = True) -> None:
+    def show(self, kernels: tuple, unavailable: str = "", final: bool = True, warning: str = "") -> None:
         """New rows. While live (`final=False`) only new measurements rebuild the table at once;
-        predictions that drift with the context (attention) are redrawn every few seconds."""
+        predictions that drift with the context (attention) are redrawn every few seconds.
+        `warning`: one line under the table (a contended host)."""
+        if warning != self.warning:
+            self.warning = warning
+            self._total()
         if kernels is self.kernels or (kernels == self.kernels and unavailable == self.unavailable):
             return
         measured = tuple(k.measured_p50_ns for k in kernels)
@@ -112,7 +119,8 @@ class KernelTable(Vertical):
         key = self.sort[0]
         cycle = SORT_CYCLE
         if self.baseline is not None:  # Δ right after measured: the column a comparison is about
-            cycle = cycle[:1] + basemod.SORT_CYCLE + cycle[1:]
+            at = cycle.index("measured") + 1
+            cycle = cycle[:at] + basemod.SORT_CYCLE + cycle[at:]
         nxt = cycle[(cycle.index(key) + 1) % len(cycle)] if key in cycle else cycle[0]
         self.set_sort(nxt)
         return nxt
@@ -135,23 +143,41 @@ class KernelTable(Vertical):
     def _color(self, level: str) -> str:
         return self.app.theme_variables.get(f"tf-{level}", "") if level else ""
 
-    def _cells(self, r: TableRow, step_share_max: float) -> list:
+    def _cells(self, r: TableRow, step_share_max: float, columns: tuple[str, ...] | None = None) -> list:
         right = dict(justify="right")
         gap = r.gap
         gap_cell = Text(fmt_gap(gap), style=self._color(gap_level(gap)), **right)
         share = r.share
         share_cell = Text.assemble((fmt_num(share * 100 if share is not None else None, 1).rjust(5), ""),
                                    " ", (bar((share or 0.0) / step_share_max, 6), self._color("fair") or ""))
-        return [
-            Text(r.label, style="bold" if self.group != "none" else ""),
-            Text(f"{r.count}", **right),
-            Text(fmt_int(r.predicted), **right),
-            Text(fmt_int(r.measured), **right),
-            gap_cell,
-            Text(fmt_num(r.gbps, 0), **right),
-            share_cell,
-            Text(r.bound, style="dim" if r.bound == "memory" else ""),
-        ]
+        cells = {
+            "label": Text(r.label, style="bold" if self.group != "none" else ""),
+            "count": Text(f"{r.count}", **right),
+            "predicted": Text(fmt_ns(r.predicted), **right),
+            "measured": Text(fmt_ns(r.measured), **right),
+            "gap": gap_cell,
+            "gbps": Text(fmt_gbps(r.gbps, ""), **right),
+            "share": share_cell,
+            "bound": Text(r.bound, style="dim" if r.bound == "memory" else ""),
+        }
+        return [cells[k] for k in (columns or self._shown_columns)]
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The columns that fit the pane, dropped by priority (model.COLUMN_PRIORITY)."""
+        width = self.size.width - 2 if self.size.width else 10_000  # its scrollbar
+        widths = {key: cell_len(str(header)) + 2 + (2 if key == self.sort[0] else 0)  # padding, sort mark
+                  for key, header in COLUMNS}
+        widths["label"] = max(widths["label"], cell_len(GROUP_LABEL[self.group]) + 4)
+        share_max = 1.0
+        for r in self.rows:
+            for key, cell in zip(SORT_KEYS, self._cells(r, share_max, SORT_KEYS)):
+                widths[key] = max(widths[key], cell.cell_len + 2)
+        return fit_columns(width, widths)
+
+    def on_resize(self) -> None:
+        if self.columns != self._shown_columns:
+            self.rebuild()
 
     def rebuild(self) -> None:
         if not self.is_mounted:
@@ -172,7 +198,11 @@ class KernelTable(Vertical):
         if self.against is not None and key in basemod.SORT_KEYS:
             self.rows = basemod.sort_rows(self.rows, self.against, key, desc)
         t.clear(columns=True)
-        for col_key, header in COLUMNS + (basemod.COLUMNS if self.against is not None else ()):
+        self._shown_columns = self.columns
+        base_columns = basemod.COLUMNS if self.against is not None else ()
+        for col_key, header in COLUMNS + base_columns:
+            if col_key not in self._shown_columns and not any(col_key == c for c, _ in base_columns):
+                continue
             label = GROUP_LABEL[self.group] if col_key == "label" else header
             if col_key == key:
                 label += " ▼" if desc else " ▲"
@@ -207,6 +237,10 @@ class KernelTable(Vertical):
             if gone:
                 names = ", ".join(r.label for r in gone[:4]) + (f" +{len(gone) - 4}" if len(gone) > 4 else "")
                 parts += [("  baseline only: ", "$text-muted"), (names, "$text-warning")]
+        if self.filter_text and not self.rows and self.kernels:
+            parts += [("  · no ", "$text-warning"), (GROUP_LABEL[self.group], "$text-warning"),
+                      (" row's names hold every word of the filter (/ edits it, esc in it clears)",
+                       "$text-warning")]
         if self.kernels and not measured:
             parts += [("  · ", "$text-muted"), (self.unavailable or "not profiled yet", "italic $text-muted")]
         set_content(self.query_one("#kernel-caption", Static), Content.assemble(*parts))
@@ -234,6 +268,8 @@ class KernelTable(Vertical):
                 d = sum(meas) - sum(theirs)
                 parts += [("  baseline ", "$text-muted"), (fmt_ns(sum(theirs)), "bold"),
                           ("  Δ ", "$text-muted"), (("+" if d > 0 else "") + fmt_ns(d), "bold")]
+        if self.warning:
+            parts = [("⚠ ", "bold $text-warning"), (self.warning, "$text-warning")]
         set_content(self.query_one("#kernel-total", Static), Content.assemble(*parts))
 
     # -- events ----------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from textual.content import Content
 from textual.widget import Widget
 from textual.widgets import Static
 
-from tfdash.app.model import fmt_bytes, fmt_ns, fmt_num, throughput, tok_s_now
+from tfdash.app.model import fmt_bytes, fmt_gbps, fmt_ns, fmt_num, throughput, tok_s_now
 from tfdash.app.widgets.chart import Chart, Figure, Line
 from tfdash.profiling.snapshot import ProfileSnapshot, Series
 
@@ -87,11 +87,13 @@ class ThroughputPane(Vertical):
                                      stat("—", "ms/step p50"), stat("—", "ms/step p99"), stat("—", "tokens")))
             chart.show(Figure())
             return
-        if self._slow.due(force=final):
+        # the first step times are drawn at once, so no pane shows a p50 while this one says "—"
+        if self._slow.due(force=final or (self._pct[0] is None and bool(snap.step_ns))):
             t = throughput(snap, points=64)
             self._pct = (t.p50_ms, t.p99_ms)
             hl = ((t.p50_ms, "success"),) if t.p50_ms is not None else ()
-            chart.show(Figure(lines=(Line(t.line_x, t.line_y, "primary"),), hlines=hl, xlabel="step"))
+            chart.show(Figure(lines=(Line(t.line_x, t.line_y, "primary"),), hlines=hl, xlabel="step",
+                              ylabel="ms"))
         p50, p99 = self._pct
         total = f" of {max_new:,}" if max_new else ""
         set_content(stats, lines(
@@ -159,15 +161,22 @@ class RooflinePane(VerticalScroll):
                 stat(fmt_ns(r.measured_step_ns), "measured", "bold $text-primary", note=f"{r.steps} steps, "
                      f"{r.timing or 'timed'}"),
                 *_baseline_step(snap, baseline),
-                stat(fmt_num(r.achieved_gbps, 0), "GB/s achieved"),
+                stat(fmt_gbps(r.achieved_gbps, ""), "GB/s achieved"),
                 stat(fmt_num(r.pct_ceiling, 1, " %"), "of ceiling", "bold $text-primary",
                      note=f"{r.ceiling_gbps:,.0f} GB/s"),
                 stat(fmt_num(r.pct_datasheet if r.datasheet_gbps else None, 1, " %"), "of datasheet",
                      note=f"{r.datasheet_gbps:,.0f} GB/s" if r.datasheet_gbps else "none for this target"),
             ))
             gapbar.set_parts(r.floor_ns, r.kernel_sum_ns - r.floor_ns, r.gap_ns)
+            # Direct (host) timing has no device idle to measure: its "gap" is timer noise, not data.
+            if r.timing != "direct" and r.gap_ns >= 0:
+                gap = stat(fmt_ns(r.gap_ns), "gaps", note="step − Σ kernels")
+            else:
+                why = "direct timing, no device idle" if r.timing == "direct" else "Σ kernels past the step"
+                gap = lines(stat("n/a", "gaps", note="step − Σ kernels"),
+                            Content.styled(f"  n/a: {why}", "italic $text-muted"))
             set_content(note, lines(
-                stat(fmt_ns(r.gap_ns), "gaps", note="step − Σ kernels"),
+                gap,
                 stat(fmt_num(r.measured_step_ns / r.floor_ns if r.floor_ns else None, 2, "×"), "step ÷ floor"),
                 stat(fmt_num(1e9 / r.floor_ns if r.floor_ns else None, 0), "tok/s ceiling", note="at this ctx_len"),
             ))
@@ -182,7 +191,7 @@ class RooflinePane(VerticalScroll):
             stat(fmt_bytes(nbytes), "bytes/step"),
             stat(fmt_ns(ideal), "ideal", note="Σ kernel ideals"),
             stat(fmt_ns(step_ns), "measured", "bold $text-primary", note="recent p50"),
-            stat(fmt_num(gbps, 1), "GB/s achieved"),
+            stat(fmt_gbps(gbps, ""), "GB/s achieved"),
             stat("—", "of ceiling"),
         ))
         gapbar.set_parts(0, 0, 0)
@@ -276,7 +285,8 @@ class NvmlPane(Vertical):
             return
         x, y = _points(dram)
         hl = ((predicted, "accent"),) if predicted else ()
-        dram_chart.show(Figure(lines=(Line(x, y, "primary"),), hlines=hl, y_from_zero=True))
+        dram_chart.show(Figure(lines=(Line(x, y, "primary"),), hlines=hl, y_from_zero=True, xlabel="s",
+                               ylabel="GB/s"))
         px, py = _points(_series(snap, "power_w"))
         set_content(power_key, Content.assemble(*key("$secondary", "power W"), ("over the run, s", "$text-muted")))
-        power_chart.show(Figure(lines=(Line(px, py, "secondary"),), y_from_zero=True))
+        power_chart.show(Figure(lines=(Line(px, py, "secondary"),), y_from_zero=True, xlabel="s", ylabel="W"))

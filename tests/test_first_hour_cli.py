@@ -1,0 +1,198 @@
+"""What a new user meets first on the command line: `tfdash open` without a terminal, the help
+and version without torch, the backends listed, exports that follow the umask, the bandwidth
+probe's line only when it probes, `analyze`'s default model said out loud, torch's CPU threads
+chosen on purpose and shown, and a checkpoint's header."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from fixtures.appkit import SNAPSHOT, build_snapshot
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _env(tmp_path, **extra):
+    return {**os.environ, "PYTHONPATH": str(REPO), "TFDASH_CONFIG_DIR": str(tmp_path / "cfg"),
+            "TFDASH_CACHE_DIR": str(tmp_path / "cache"), **extra}
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a pty")
+def test_open_with_stdout_to_a_file_prints_a_summary_and_exits(tmp_path):
+    """stdin and stderr on a terminal, stdout to a file: a summary, exit 0, well within 10 s."""
+    import pty
+
+    master, slave = pty.openpty()
+    out = tmp_path / "out.txt"
+    env = _env(tmp_path, TERM="xterm-256color")
+    env.pop("TFDASH_FORCE_TUI", None)
+    t0 = time.monotonic()
+    with open(out, "w") as f:
+        p = subprocess.Popen([sys.executable, "-m", "tfdash", "open", str(SNAPSHOT)], stdin=slave, stdout=f,
+                             stderr=slave, cwd=REPO, env=env)
+        try:
+            rc = p.wait(timeout=10)
+        finally:
+            if p.poll() is None:
+                p.kill()
+            os.close(slave)
+            os.close(master)
+    assert rc == 0 and time.monotonic() - t0 < 10
+    text = out.read_text()
+    assert "\x1b[" not in text  # no screen drawn into the file
+    assert "qwen3-1.7b" in text and "tok/s over the whole generation" in text
+    assert "top 10 kernels by measured time" in text and "gemv_gate_up" in text
+
+
+def test_help_and_version_do_not_import_torch(tmp_path):
+    code = ("import sys; from tfdash.cli import main\n"
+            "for argv in (['--help'], ['--version']):\n"
+            "    try: main(argv)\n"
+            "    except SystemExit: pass\n"
+            "print('torch' in sys.modules)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(tmp_path),
+                       timeout=60, cwd=REPO)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip().splitlines()[-1] == "False"
+    assert "--threads" in p.stdout
+
+
+def test_bench_help_lists_the_backends(capsys):
+    from tfdash.profiling.bench import BACKENDS, parser
+
+    text = " ".join(parser().format_help().split())
+    for b in BACKENDS:
+        assert b.replace("-", "- ") in text.replace("-", "- ")  # argparse may wrap at a hyphen
+
+
+def test_exports_follow_the_umask(tmp_path):
+    from tfdash.app import exports
+
+    snap = build_snapshot()
+    old = os.umask(0o022)
+    try:
+        for kind in ("snapshot", "csv", "trace"):
+            path = exports.write(kind, snap, tmp_path / f"x{exports.KINDS[kind]}")
+            assert path.stat().st_mode & 0o777 == 0o644, kind
+        os.umask(0o027)
+        path = exports.write("csv", snap, tmp_path / "y.csv")
+        assert path.stat().st_mode & 0o777 == 0o640
+    finally:
+        os.umask(old)
+
+
+def _tiny_engine(threads=None):
+    from tfdash.engine import load_engine
+
+    return load_engine(model="qwen3-tiny", device="cpu", threads=threads)
+
+
+def test_probe_line_only_when_it_probes(tmp_path, monkeypatch):
+    from tfdash.profiling import probe
+    from tfdash.profiling.session import Session, Status
+
+    monkeypatch.setenv("TFDASH_CACHE_DIR", str(tmp_path))
+    eng = _tiny_engine(threads=1)
+    probe._store(probe.ProbeResult(probe.cpu_name(), 12.5e9, 256 << 20, 5, 0.04, "host memcpy",
+                                   "2026-11-29T00:00:00Z", "x"))
+    msgs = []
+    Session(eng, "a b c", 2, nvml=False).run(msgs.append)
+    texts = [m.text for m in msgs if isinstance(m, Status)]
+    assert not any("probing" in t for t in texts), texts
+    assert Session(eng, "a b", 1, nvml=False).snapshot() is not None
+
+
+def test_analyze_without_model_says_what_it_prices(capsys):
+    from tfdash.profiling.analyze_cli import main
+
+    assert main(["--dim", "ctx_len=0"]) == 0
+    err = capsys.readouterr().err
+    assert "pricing qwen3-1.7b (no --model)" in err
+    import torch
+
+    if not torch.cuda.is_available():
+        assert "runs qwen3-tiny" in err and "--model qwen3-tiny" in err
+
+
+# -- torch's CPU threads --------------------------------------------------------------------------
+def test_choose_threads_leaves_cores_spare():
+    from tfdash.engine.threads import MAX_AUTO, choose_threads
+
+    assert choose_threads(cores=2, env={})[0] == 1
+    assert choose_threads(cores=2, ui=True, env={})[0] == 1
+    assert choose_threads(cores=4, env={})[0] == 3 and choose_threads(cores=4, ui=True, env={})[0] == 2
+    assert choose_threads(cores=1, ui=True, env={})[0] == 1
+    assert choose_threads(cores=64, env={})[0] == MAX_AUTO
+    assert choose_threads(3, cores=2, env={}) == (3, "--threads")
+    assert choose_threads(cores=8, env={"OMP_NUM_THREADS": "2"}) == (2, "OMP_NUM_THREADS")
+
+
+def test_threads_option_sets_torch_and_shows_in_the_header(capsys):
+    import torch
+
+    from tfdash.cli import main
+
+    n = torch.get_num_threads()
+    try:
+        assert main(["--headless", "--model", "qwen3-tiny", "--device", "cpu", "--threads", "2",
+                     "--max-new-tokens", "2"]) == 0
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(n)
+    err = capsys.readouterr().err
+    assert "2 threads (--threads)" in err
+
+
+def test_bad_threads_is_one_line(capsys):
+    from tfdash.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["--headless", "--threads", "0"])
+    assert e.value.code == 2 and "must be at least 1" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_default_and_threads_keep_p99_under_3x_p50_beside_a_busy_core():
+    """Another process spins on a core; qwen3-tiny's step p99 stays under 3x its p50, with the
+    default choice and with --threads 1 (in this one process)."""
+    import torch
+
+    from tfdash.engine.threads import choose_threads
+
+    n = torch.get_num_threads()
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.5)
+        for requested in (None, 1):
+            eng = _tiny_engine(threads=requested)
+            assert torch.get_num_threads() == choose_threads(requested)[0]
+            gen = eng.generate("The GPU", 256, ignore_eos=True)
+            for _ in gen:
+                pass
+            st = gen.stats
+            assert st.ms_per_step_p99 < 3 * st.ms_per_step_p50, (requested, st.summary())
+    finally:
+        busy.kill()
+        busy.wait()
+        torch.set_num_threads(n)
+
+
+# -- the header -------------------------------------------------------------------------------
+def test_a_checkpoints_header_names_it_once_with_its_path_and_dtypes():
+    from tfdash.app.screens.main import describe_run
+
+    snap = build_snapshot()
+    model = {**snap.meta.model, "name": "ckpt2", "dtype": "bfloat16"}
+    meta = dataclasses.replace(snap.meta, checkpoint="/data/models/ckpt2", model=model, dtype="float32",
+                               backend="torch-eager", gpu=None, device="cpu", threads=1)
+    line = describe_run(dataclasses.replace(snap, meta=meta))
+    assert line.count("ckpt2") == 1 and "/data/models/ckpt2" in line
+    assert "bf16 weights run as f32" in line and "1 thread " in line + " "
+    random = describe_run(snap)
+    assert random.startswith("qwen3-1.7b · random weights") and "weights run as" not in random

@@ -1,0 +1,82 @@
+"""How the screens fit a terminal: size classes, a one-line summary for panes that do not fit, and
+label-value pairs wrapped only between pairs.
+
+    size_classes(w, h)      "-narrow" below NARROW_W columns, "-short" below SHORT_H rows
+    pane_summary(snap, ...) one line for the roofline and NVML panes when they are hidden
+    wrap_pairs(pairs, w)    a Content whose lines break between pairs, never inside one
+"""
+
+from __future__ import annotations
+
+from textual.content import Content
+
+from tfdash.app.model import fmt_gbps, fmt_ns, fmt_num
+from tfdash.profiling.snapshot import ProfileSnapshot
+
+NARROW_W = 116  # below this the three top panes (30 + 38 + 47 columns) do not fit side by side
+SHORT_H = 32  # below this the top row gives up its charts' room to the kernel table
+
+
+def size_classes(width: int, height: int) -> dict[str, bool]:
+    return {"-narrow": width < NARROW_W, "-short": height < SHORT_H}
+
+
+def _last(snap: ProfileSnapshot, name: str) -> float | None:
+    for s in snap.nvml:
+        if s.name == name:
+            vals = [v for v in s.values if v is not None]
+            return vals[-1] if vals else None
+    return None
+
+
+def nvml_summary(snap: ProfileSnapshot) -> list[tuple[str, str]]:
+    why = snap.unavailable.get("nvml")
+    if why and not snap.nvml:
+        return [("NVML unavailable: ", "bold $text-warning"), (why, "italic $text-muted")]
+    return [("NVML ", "$text-muted"), (fmt_gbps(_last(snap, "dram_gbps")), "bold $text-primary"),
+            ("  ", ""), (fmt_num(_last(snap, "power_w"), 0, " W"), "bold")]
+
+
+def roofline_summary(snap: ProfileSnapshot) -> list[tuple[str, str]]:
+    r = snap.roofline
+    if r is None:
+        return [("roofline ", "$text-muted"), ("not profiled yet", "italic $text-muted")]
+    return [("roofline ", "$text-muted"), (fmt_ns(r.measured_step_ns), "bold $text-primary"),
+            ("/step  ", "$text-muted"), (fmt_num(r.pct_ceiling, 1, " %"), "bold $text-primary"),
+            (" of ceiling", "$text-muted")]
+
+
+def throughput_summary(snap: ProfileSnapshot) -> list[tuple[str, str]]:
+    return [("throughput ", "$text-muted"), (fmt_num(snap.tok_per_s if snap.wall_ns else None), "bold $text-primary"),
+            (" tok/s over the run  ", "$text-muted"), (f"{snap.new_tokens:,}", "bold"), (" tokens", "$text-muted")]
+
+
+SUMMARIES = {"roofline": roofline_summary, "nvml": nvml_summary, "throughput": throughput_summary}
+
+
+def pane_summary(snap: ProfileSnapshot | None, panes: tuple[str, ...]) -> Content:
+    """One line for the panes that are hidden (`v` swaps which are)."""
+    if snap is None or not panes:
+        return Content("")
+    parts: list[tuple[str, str]] = []
+    for name in panes:
+        parts += ([("  │  ", "$text-muted")] if parts else []) + SUMMARIES[name](snap)
+    return Content.assemble(*parts)
+
+
+def wrap_pairs(pairs: list[list[tuple[str, str]]], width: int, sep: str = "  ") -> Content:
+    """Join groups of styled parts with `sep`, starting a new line before a group that would not
+    fit on the current one."""
+    lines: list[list[tuple[str, str]]] = [[]]
+    used = 0
+    for group in pairs:
+        n = sum(len(text) for text, _ in group)
+        if lines[-1] and used + len(sep) + n > width:
+            lines.append([])
+            used = 0
+        if lines[-1]:
+            lines[-1].append((sep, ""))
+            used += len(sep)
+        lines[-1].extend(group)
+        used += n
+    return Content("\n").join(Content.assemble(*line) for line in lines)

@@ -1,0 +1,45 @@
+"""The footer, showing only keys that fit whole.
+
+Textual's Footer lays every shown binding out in one row and clips it at the right edge, so a
+narrow terminal shows half a key (`r Re-ru`). This one keeps the bindings in their order (the
+focused widget's, then the screen's, then the app's: the most local first) and stops before the
+first that would not fit; the command palette key keeps its place at the right.
+"""
+
+from __future__ import annotations
+
+from rich.cells import cell_len
+from textual import events
+from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
+
+
+def key_width(key: FooterKey) -> int:
+    """Cells a compact FooterKey takes, with the space after it."""
+    return cell_len(key.key_display) + (1 + cell_len(key.description) if key.description else 0) + 1
+
+
+class FitFooter(Footer):
+    def __init__(self, **kw) -> None:
+        kw.setdefault("compact", True)
+        super().__init__(**kw)
+        self._width = 0
+
+    def compose(self):
+        keys = list(super().compose())
+        palette = [k for k in keys if k.has_class("-command-palette")]
+        room = self.size.width - sum(key_width(k) + 3 for k in palette)  # its "▏" and padding
+        for k in keys:
+            if k in palette:
+                continue
+            w = key_width(k)
+            if w > room:
+                break
+            room -= w
+            yield k
+        yield from palette
+
+    def on_resize(self, event: events.Resize) -> None:
+        if event.size.width != self._width:
+            self._width = event.size.width
+            self.call_after_refresh(self.recompose)

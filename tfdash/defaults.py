@@ -1,0 +1,8 @@
+"""Defaults the command line needs before anything heavy is imported (`tfdash --help` must not
+import torch): the default prompt and the model presets' names."""
+
+DEFAULT_PROMPT = "Write a detailed explanation of how a GPU executes a matrix multiplication."
+
+# The model presets' names (tfdash.engine.config.PRESETS holds their shapes; a test keeps the two
+# in step), here so that `--help` can list them without importing torch.
+PRESET_NAMES = ("qwen3-0.6b", "qwen3-1.7b", "qwen3-4b", "qwen3-8b", "qwen3-14b", "qwen3-32b", "qwen3-tiny")

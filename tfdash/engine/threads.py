@@ -1,0 +1,49 @@
+"""How many threads torch's CPU kernels get.
+
+Batch-1 decode on a CPU is a chain of small ops (a few microseconds each at qwen3-tiny's sizes).
+torch's intra-op pool splits every op over all its threads and waits at a barrier for the last
+one, so when another process holds one of those cores the whole op waits for a time slice: the
+step goes from milliseconds to tens of milliseconds. torch's default (one thread per core) is
+the worst choice on a small shared machine. So the count is chosen here, on purpose:
+
+    requested (--threads N)          exactly N
+    OMP_NUM_THREADS in the env       that (the user already chose)
+    otherwise                        the cores this process may use, minus the ones left spare
+                                     (one for the rest of the host; with the dashboard, one
+                                     more for its UI thread), at least 1 and at most MAX_AUTO
+"""
+
+from __future__ import annotations
+
+import os
+
+MAX_AUTO = 8  # past this, a batch-1 GEMV at these sizes gains nothing from more threads
+
+
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def choose_threads(requested: int | None = None, ui: bool = False, cores: int | None = None,
+                   env: dict | None = None) -> tuple[int, str]:
+    """(threads, why): the count for torch's CPU kernels and a few words on where it came from."""
+    if requested is not None:
+        return max(1, int(requested)), "--threads"
+    env = os.environ if env is None else env
+    omp = env.get("OMP_NUM_THREADS", "").strip()
+    if omp.isdigit() and int(omp) >= 1:
+        return int(omp), "OMP_NUM_THREADS"
+    cores = available_cores() if cores is None else cores
+    spare = 2 if ui else 1
+    n = max(1, min(MAX_AUTO, cores - spare))
+    return n, f"of {cores} cores, {spare} left spare" if cores > n else f"of {cores} cores"
+
+
+def apply_threads(threads: int) -> None:
+    import torch
+
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
