@@ -48,9 +48,9 @@ async def settle(pilot) -> None:
 
 
 def signed(ns: float) -> str:
-    from tfdash.app.model import fmt_int
+    from tfdash.app.model import fmt_ns
 
-    return ("+" if ns > 0 else "") + fmt_int(ns)
+    return ("+" if ns > 0 else "") + fmt_ns(ns)
 
 
 @sync
@@ -64,7 +64,7 @@ async def test_delta_columns_sort_and_drill_down(isolated_config, unfused):
         kt = app.screen.query_one(KernelTable)
         t = kt.table
         headers = [str(c.label) for c in t.columns.values()]
-        assert headers[-3:] == ["base ns", "Δ ns", "Δ %"]
+        assert headers[-3:] == ["baseline", "Δ", "Δ %"]
         labels = cells(t, "label")
         deltas = dict(zip(labels, cells(t, "delta")))
         base = dict(zip(labels, cells(t, "base")))
@@ -76,9 +76,9 @@ async def test_delta_columns_sort_and_drill_down(isolated_config, unfused):
         assert "vs snapshot-1.7b.json" in caption
         assert "Δ" in plain(app.screen.query_one("#kernel-total"))
 
-        await pilot.press("s")  # measured -> Δ ns
+        await pilot.press("s")  # measured -> Δ
         await settle(pilot)
-        assert "sort Δ ns ▼" in plain(app.screen.query_one("#kernel-caption"))
+        assert "sort Δ ▼" in plain(app.screen.query_one("#kernel-caption"))
         shown = [expected[x].delta_ns for x in cells(t, "label") if expected[x].a is not None]
         assert shown == sorted(shown, reverse=True) and cells(t, "base")[-1] == "added"
         await pilot.press("S")
@@ -97,15 +97,15 @@ async def test_delta_columns_sort_and_drill_down(isolated_config, unfused):
         summary = plain(app.screen.query_one("#drill-summary"))
         d = expected["attention"]
         assert "baseline snapshot-1.7b.json" in summary and "kernel attn_rope_decode" in summary
-        assert f"Δ {signed(d.delta_ns)} ns" in summary
+        assert f"Δ {signed(d.delta_ns)} (" in summary
         inst = app.screen.query_one("#instances-table")
-        assert [str(c.label) for c in inst.columns.values()][-2:] == ["base ns", "Δ ns"]
+        assert [str(c.label) for c in inst.columns.values()][-2:] == ["baseline", "Δ"]
         roles = cells(inst, "role")
         by_role = {k.role: k for k in a.kernels}
         assert len(roles) == 28
-        from tfdash.app.model import fmt_int
+        from tfdash.app.model import fmt_ns
 
-        assert cells(inst, "base") == [fmt_int(by_role[r].measured_p50_ns) for r in roles]
+        assert cells(inst, "base") == [fmt_ns(by_role[r].measured_p50_ns) for r in roles]
 
 
 @sync

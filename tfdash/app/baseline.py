@@ -13,13 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from tfdash.app.model import TableRow, fmt_int, fmt_ns, fmt_num
+from tfdash.app.model import TableRow, fmt_ns, fmt_num
 from tfdash.errors import TfdashError
 from tfdash.profiling.diff import DiffRow, align, differences
 from tfdash.profiling.snapshot import KernelRow, ProfileSnapshot
 
 # The kernel table's extra columns (key, header), after its own.
-COLUMNS = (("base", "base ns"), ("delta", "Δ ns"), ("delta_pct", "Δ %"))
+COLUMNS = (("base", "baseline"), ("delta", "Δ"), ("delta_pct", "Δ %"))
 SORT_KEYS = tuple(k for k, _ in COLUMNS)
 SORT_CYCLE = ("delta", "delta_pct", "base")  # `s` after measured: Δ first
 QUIET_PCT = 1.0  # |Δ %| under this is drawn without colour, so small moves do not shout
@@ -101,8 +101,8 @@ def cells(r: DiffRow | None) -> list[tuple[str, str]]:
         return [("added", "fair"), ("—", ""), ("—", "")]
     d = r.delta_ns
     pct = r.delta_pct
-    delta = "—" if d is None else ("+" if d > 0 else "") + fmt_int(d)
-    return [(fmt_int(r.a.measured_ns), ""), (delta, level(r)),
+    delta = "—" if d is None else ("+" if d > 0 else "") + fmt_ns(d)
+    return [(fmt_ns(r.a.measured_ns), ""), (delta, level(r)),
             ("—" if pct is None else fmt_num(pct, 1, " %") if pct <= 0 else "+" + fmt_num(pct, 1, " %"), level(r))]
 
 
@@ -125,7 +125,7 @@ def summary_parts(base: Baseline, kernels: Sequence[KernelRow], group: str,
     parts += [(f"  {d.a.count} launch{'es' if d.a.count != 1 else ''}/step", "$text-muted"),
               ("  predicted ", "$text-muted"), (fmt_ns(d.a.predicted_ns), "bold"),
               ("  measured ", "$text-muted"), (fmt_ns(d.a.measured_ns), "bold"),
-              ("  Δ ", "$text-muted"), (f"{delta} ns ({pct})" if d.delta_ns is not None else "—", "bold")]
+              ("  Δ ", "$text-muted"), (f"{delta} ({pct})" if d.delta_ns is not None else "—", "bold")]
     if d.kernel_changed:
         parts += [("  kernel ", "$text-muted"), (", ".join(d.a.kernels), "bold")]
     return parts

@@ -164,7 +164,7 @@ class DrillScreen(Screen):
         columns = (("role", "launch"), ("pred", "predicted"), ("meas", "measured"), ("p90", "p90"),
                    ("gap", "gap ×"), ("gbps", "GB/s"))
         if against is not None:
-            columns += basemod.COLUMNS[:2]  # base ns, Δ ns
+            columns += basemod.COLUMNS[:2]  # baseline, Δ
         for key, label in columns:
             t.add_column(Text(label, justify="left" if key == "role" else "right"), key=key)
         colors = self.app.theme_variables

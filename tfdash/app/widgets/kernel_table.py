@@ -3,7 +3,7 @@
 Rows are rebuilt only when the snapshot's kernels, the grouping, the sort or the filter change
 (a profile window, a key), never per token. The cursor stays on the same row across rebuilds.
 With a baseline snapshot (`app.baseline`) the table gains its Δ columns (tfdash.app.baseline),
-sortable like the others; `s` goes from measured to Δ ns next.
+sortable like the others; `s` goes from measured to Δ next.
 """
 
 from __future__ import annotations
