@@ -126,3 +126,71 @@ def test_without_pdl_the_kernels_carry_no_grid_dependency(fresh_cache):
 
     src = compile_one(KERNELS["gemv_o_residual"], target=SM90A, pdl=False).get_kernel_source()
     assert "cudaGridDependencySynchronize" not in src and "cudaTriggerProgrammaticLaunchCompletion" not in src
+
+
+# -- every preset ---------------------------------------------------------------------------
+def _every_preset_kernels():
+    from tfdash.engine.config import PRESETS
+
+    out = {}
+    for size in PRESETS:
+        for name, launch in build_plan(preset(size), dtype="bfloat16", capacity=4096).kernels().items():
+            out[f"{size}:{name}"] = launch
+    return out
+
+
+EVERY = _every_preset_kernels()
+
+
+def _compile_for_sm90a(job):
+    """(CUDA source, ptxas registers) of one kernel, built in a worker process."""
+    import tempfile
+    from pathlib import Path
+    from types import MappingProxyType, SimpleNamespace
+
+    from tfdash.engine.compile import SM90A, compile_one
+
+    fam, kernel, dims = job
+    launch = SimpleNamespace(family=fam, kernel=kernel, dims=MappingProxyType(dims))
+    src = compile_one(launch, target=SM90A, pdl=True, backend="tvm_ffi").get_kernel_source()
+    with tempfile.TemporaryDirectory() as d:
+        return src, registers(src, Path(d))
+
+
+@pytest.fixture(scope="module")
+def every_compiled(fresh_cache):
+    """Every preset's kernels compiled for sm_90a, two at a time (CI has two cores)."""
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    jobs = {k: (v.family, v.kernel, dict(v.dims)) for k, v in EVERY.items()}
+    with ProcessPoolExecutor(2, mp_context=get_context("spawn")) as pool:
+        results = dict(zip(jobs, pool.map(_compile_for_sm90a, jobs.values())))
+    return results
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", sorted(EVERY))
+def test_every_preset_kernel_compiles_for_sm90a(key, every_compiled):
+    launch = EVERY[key]
+    src, regs = every_compiled[key]
+    assert "void __launch_bounds__" in src and f" {launch.kernel}_kernel(" in src
+    assert "cudaGridDependencySynchronize();" in src
+    if launch.family == "gemv":
+        from tfdash.kernels.gemv import THREADS, launch_settings
+
+        _, _, per_sm = launch_settings(launch.dims)
+        assert regs * THREADS * per_sm <= 65536, f"{key}: {regs} registers a thread, {per_sm} blocks of {THREADS}"
+        from tfdash.kernels.base import family
+
+        assert family("gemv").cost(launch.dims).smem * per_sm <= 227 * 1024
+    if launch.family == "attention":
+        assert regs <= 255  # no spill past the register file: one block of head_dim threads
+
+
+def test_every_gemv_table_entry_is_a_preset_gemv():
+    """The CI guard above covers every entry of the GEMV table: each one is some preset's GEMV."""
+    from tfdash.kernels.gemv import table
+
+    shapes = {(v.dims["N"], v.dims["K"]) for v in EVERY.values() if v.family == "gemv"}
+    assert set(table()) <= shapes, set(table()) - shapes

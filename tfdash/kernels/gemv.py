@@ -94,9 +94,13 @@ CHUNK = 32 * VEC  # columns a warp covers with one 16-byte load per lane
 TABLE_FILE = Path(__file__).with_name("gemv_table.json")
 
 
+MAX_ROWS = 2  # four rows a warp (K = 1024: 4 rows x 4 chunks) took 143 registers a thread, so
+#               one 256-thread block fitted per SM where the grid plans two
+
+
 def rows_per_warp(K: int) -> int:
     """Rows a warp streams together: about LOADS 16-byte weight loads in flight per lane."""
-    return max(1, min(4, LOADS // max(1, K // CHUNK)))
+    return max(1, min(MAX_ROWS, LOADS // max(1, K // CHUNK)))
 
 
 def chunks_per_segment(K: int, rows: int | None = None) -> int:

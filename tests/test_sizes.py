@@ -1,0 +1,210 @@
+"""Every Qwen3 dense size: the presets, their plans and floors, the GEMV settings table, the
+one-line refusal of a shape the tilelang engine cannot run, and the torch-compile peer's trace."""
+
+import dataclasses
+import json
+
+import pytest
+
+from tfdash.engine.compile import unsupported
+from tfdash.engine.config import PRESETS, preset
+from tfdash.engine.plan import build_plan
+from tfdash.errors import TfdashError
+
+from conftest import assert_one_line_error, run_tfdash
+
+# hidden, layers, heads, kv heads, head_dim, intermediate, tied: each model's config.json
+PUBLISHED = {
+    "qwen3-0.6b": (1024, 28, 16, 8, 128, 3072, True),
+    "qwen3-1.7b": (2048, 28, 16, 8, 128, 6144, True),
+    "qwen3-4b": (2560, 36, 32, 8, 128, 9728, True),
+    "qwen3-8b": (4096, 36, 32, 8, 128, 12288, False),
+    "qwen3-14b": (5120, 40, 40, 8, 128, 17408, False),
+    "qwen3-32b": (5120, 64, 64, 8, 128, 25600, False),
+}
+
+
+def test_presets_are_the_published_shapes():
+    from tfdash.defaults import PRESET_NAMES
+
+    assert tuple(PRESETS) == PRESET_NAMES  # what --help lists is what --model takes
+    for name, (h, L, nh, nkv, d, i, tied) in PUBLISHED.items():
+        c = preset(name)
+        assert (c.hidden_size, c.num_layers, c.num_heads, c.num_kv_heads, c.head_dim, c.intermediate_size,
+                c.tie_word_embeddings) == (h, L, nh, nkv, d, i, tied), name
+        assert (c.vocab_size, c.rope_theta, c.rms_norm_eps, c.max_position_embeddings) == (151936, 1e6, 1e-6, 40960)
+
+
+@pytest.mark.parametrize("name", list(PUBLISHED))
+def test_every_size_plans_for_the_tilelang_engine(name):
+    cfg = preset(name)
+    plan = build_plan(cfg, capacity=2112)
+    assert unsupported(plan) is None
+    assert len(plan) == 1 + 5 * cfg.num_layers + 2
+    # the untied head is its own weight, read by the lm_head launch
+    head = plan.launches[-2]
+    assert head.role == "lm_head" and head.args["w"] == ("embed" if cfg.tie_word_embeddings else "lm_head")
+    assert ("lm_head" in plan.buffers) == (not cfg.tie_word_embeddings)
+    expected = cfg.param_count() * 2
+    assert abs(plan.weight_bytes() - expected) <= 2 * cfg.hidden_size * 2  # (final norm counted once)
+
+
+@pytest.mark.parametrize("name", list(PUBLISHED))
+def test_analyze_prints_each_sizes_floor(name):
+    from tfdash.profiling.analyze import analyze
+    from tfdash.profiling.targets import resolve_target
+
+    plan = build_plan(preset(name), capacity=4096)
+    a = analyze(plan, resolve_target("h200"), 1024)
+    cfg = plan.config
+    weights = plan.weight_bytes()
+    kv = 2 * cfg.num_layers * 1024 * cfg.num_kv_heads * cfg.head_dim * 2  # k and v read at ctx 1024
+    if not cfg.tie_word_embeddings:  # the embedding is gathered one row a step; the untied head is read
+        weights -= (cfg.vocab_size - 1) * cfg.hidden_size * 2
+    # the floor is the step's bytes on the datasheet bandwidth: weights and the cache, then crumbs
+    assert a.floor_ns == pytest.approx(a.bytes / 4.8e12 * 1e9, rel=1e-3)
+    assert weights + kv <= a.bytes <= (weights + kv) * 1.01
+
+
+def test_analyze_cli_every_preset(capsys):
+    from tfdash.cli import main
+
+    for name in PUBLISHED:
+        assert main(["analyze", "--model", name, "--dim", "ctx_len=0"]) == 0
+        out = capsys.readouterr().out
+        assert f"model={name}" in out and "floor-ns=" in out and "tok/s-ceiling=" in out
+
+
+# -- shapes the tilelang engine cannot run ---------------------------------------------------
+def _shape(**kw):
+    return dataclasses.replace(preset("qwen3-1.7b"), name="custom", **kw)
+
+
+@pytest.mark.parametrize("kw, needles", [
+    ({"head_dim": 96}, ["head_dim=96", "64 and 128"]),
+    ({"head_dim": 256}, ["head_dim=256", "64 and 128"]),
+    ({"num_heads": 128}, ["128 query heads over 8 kv heads", "1 to 8"]),
+    ({"hidden_size": 1000}, ["K=1000", "multiple of 256"]),
+    ({"intermediate_size": 3000}, ["K=3000", "multiple of 256"]),
+])
+def test_unsupported_shapes_say_why_in_one_phrase(kw, needles):
+    why = unsupported(build_plan(_shape(**kw), capacity=64))
+    assert why is not None and "\n" not in why
+    for n in needles:
+        assert n in why, (n, why)
+
+
+def _config_dir(tmp_path, **over):
+    """A config.json whose GEMVs the tilelang engine can run (K multiples of 256), so that the
+    attention is what it refuses."""
+    cfg = {"hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+           "head_dim": 64, "intermediate_size": 768, "vocab_size": 300, "rope_theta": 1e6,
+           "max_position_embeddings": 4096, "rms_norm_eps": 1e-6, **over,
+           "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "torch_dtype": "bfloat16",
+           "tie_word_embeddings": True}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    return tmp_path
+
+
+@pytest.mark.parametrize("over, needle", [({"head_dim": 96}, "head_dim=96"),
+                                          ({"num_attention_heads": 32, "num_key_value_heads": 2}, "1 to 8")])
+def test_bench_refuses_an_unsupported_shape_before_the_device(tmp_path, over, needle):
+    r = run_tfdash("bench", "--ckpt", str(_config_dir(tmp_path, **over)), timeout=120)
+    assert r.rc != 0
+    line = assert_one_line_error(r.stderr, needle, "tilelang-graph")
+    assert "torch" in line  # and says what can run it
+
+
+def test_load_engine_refuses_an_explicit_tilelang_backend_on_an_unsupported_shape(monkeypatch):
+    """On a CUDA host the default engine falls back to torch-graph with a line; an explicit
+    --backend tilelang-graph is refused before any weight loads (CUDA simulated: the refusal
+    comes before the runtime is built)."""
+    import torch
+
+    import tfdash.engine as engine_mod
+    from tfdash.engine import load_engine
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(engine_mod, "tilelang_available", lambda: True)
+    monkeypatch.setitem(PRESETS, "custom", _shape(head_dim=96))
+    loaded = []
+    monkeypatch.setattr("tfdash.engine.weights.load_weights", lambda *a, **k: loaded.append(1))
+    with pytest.raises(TfdashError, match="head_dim=96.*--backend torch-graph can"):
+        load_engine(model="custom", device="cuda", backend="tilelang-graph")
+    assert not loaded
+    # the default backend gives way to the torch peer, and says so
+    built = {}
+
+    def fake_runtime(backend, plan, weights, device, progress=None):
+        built["backend"] = backend
+        return object()
+
+    monkeypatch.setattr("tfdash.engine.runtime.make_runtime", fake_runtime)
+    eng = load_engine(model="custom", device="cuda")
+    assert built["backend"] == "torch-graph" and eng.backend == "torch-graph"
+    assert "head_dim=96" in eng.fallback and "torch-graph" in eng.fallback
+
+
+# -- the GEMV settings table ----------------------------------------------------------------
+def test_gemv_table_entries_and_rule():
+    from tfdash.kernels.gemv import CHUNK, LOADS, TABLE_FILE, rule, settings, table
+
+    raw = json.loads(TABLE_FILE.read_text())
+    assert raw["schema"] == "tfdash.gemv_table/1"
+    for e in raw["entries"]:
+        assert e["chosen_by"]  # every entry says how it was decided
+        chunks = e["K"] // CHUNK
+        assert e["rows"] * e["seg"] <= LOADS and 1 <= e["seg"] <= chunks
+        assert settings(e["N"], e["K"]) == {k: e[k] for k in ("rows", "seg", "blocks_per_sm")}
+    assert len(table()) == len(raw["entries"])
+    # shapes not in the table take the rule: the fewest segments, balanced, the last one shorter
+    assert rule(1024, 9728)["seg"] == 13  # 38 chunks -> 13 + 13 + 12
+    assert rule(1024, 17408)["seg"] == 14  # 68 chunks -> 14 x 4 + 12
+    assert rule(1024, 6144)["seg"] == 12  # 24 chunks -> 12 + 12 (the table's 1.7B down)
+    assert rule(1024, 4096)["seg"] == 16 and rule(1024, 4096)["rows"] == 1
+
+
+def test_gemv_overrides_name_the_kernel_apart():
+    cfg = preset("qwen3-1.7b")
+    plan = build_plan(cfg, capacity=64, gemv_overrides={"down": {"seg": 8, "blocks_per_sm": 1}})
+    down = plan.ops()["down"][0]
+    assert down.kernel == "gemv_down_silu_residual_b1s8" and down.dims["seg"] == 8
+    assert down.dims["blocks_per_sm"] == 1
+    assert plan.ops()["gate_up"][0].kernel == "gemv_gate_up"
+    # the old knob still names its kernel as before
+    gu1 = build_plan(cfg, capacity=64, gemv_blocks_per_sm={"gate_up": 1})
+    assert gu1.ops()["gate_up"][0].kernel == "gemv_gate_up_b1"
+    with pytest.raises(TfdashError, match="unknown GEMV setting"):
+        build_plan(cfg, capacity=64, gemv_overrides={"down": {"warps": 4}})
+
+
+# -- the torch-compile peer -----------------------------------------------------------------
+def test_compiled_step_decodes_the_eager_steps_tokens(one_thread):
+    """compile_step swaps the launch list for one traced function of all of them; traced by
+    dynamo (the eager backend: no inductor build on CI), it decodes the eager tokens exactly."""
+    from tfdash.engine import load_engine
+    from tfdash.engine.compiled import compile_step
+    from tfdash.engine.runtime import Runtime
+
+    eng = load_engine(model="qwen3-tiny", device="cpu")
+    weights = {n: eng.runtime.bufs[n] for n, s in eng.plan.buffers.items() if s.kind == "weight"}
+    ref, rt = Runtime(eng.plan, weights, "cpu"), Runtime(eng.plan, weights, "cpu")
+    compile_step(rt, mode=None, fullgraph=False, backend="eager")
+    assert len(rt.launch_fns) == 1 and len(rt.eager_fns) == len(eng.plan)
+    ids = [1, 2, 3]
+    ref.reset(ids)
+    rt.reset(ids)
+    a, b = [], []
+    for _ in range(8):
+        ref.step()
+        rt.step()
+        a.append(int(ref.bufs["tok"]))
+        b.append(int(rt.bufs["tok"]))
+    assert a == b
+    rt.run_launch(0)  # one launch alone still runs eagerly
+
+
+def test_bench_lists_torch_compile_as_a_default_peer():
+    from tfdash.profiling.bench import BACKENDS, DEFAULT_BACKENDS
+
+    assert "torch-compile" in BACKENDS and DEFAULT_BACKENDS.split(",")[:2] == ["tilelang-graph", "torch-compile"]
