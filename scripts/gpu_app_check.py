@@ -84,6 +84,8 @@ def main(argv=None) -> int:
     p.add_argument("--midrun-tokens", type=int, default=8192,
                    help="the screenshot run: long enough that the window reports before it ends")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--model", default=None, help="a preset (default: qwen3-1.7b on CUDA, qwen3-tiny on CPU)")
+    p.add_argument("--skip-ab", action="store_true", help="only the mid-run screenshot and snapshot")
     args = p.parse_args(argv)
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -93,7 +95,7 @@ def main(argv=None) -> int:
     cpu = args.device == "cpu"
     n = 96 if cpu else args.max_new_tokens
     m_n = 192 if cpu else args.midrun_tokens
-    model = "qwen3-tiny" if cpu else "qwen3-1.7b"
+    model = args.model or ("qwen3-tiny" if cpu else "qwen3-1.7b")
     # The A/B runs on the engine the dashboard would build for n tokens (KV capacity 4096 at
     # 2048); the screenshot run needs room for m_n. Attention's grid covers the capacity, so the
     # two are separate engines (the same weights: the same seed).
@@ -109,12 +111,16 @@ def main(argv=None) -> int:
     except Exception:
         results["errors"]["midrun"] = traceback.format_exc(limit=6)
     try:
+        if args.skip_ab:
+            raise SystemExit
         from tfdash.app.overhead import dashboard_ab
         from tfdash.app.main import make_session
 
         del mid_engine  # its weights and graph, before the A/B
         results["overhead"] = dashboard_ab(lambda: make_session(engine, DEFAULT_PROMPT, n), rounds=args.rounds,
                                            size=SIZE)
+    except SystemExit:
+        pass
     except Exception:
         results["errors"]["overhead"] = traceback.format_exc(limit=6)
     (out / "results.json").write_text(json.dumps(results, indent=1, default=str))

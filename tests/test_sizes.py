@@ -208,3 +208,19 @@ def test_bench_lists_torch_compile_as_a_default_peer():
     from tfdash.profiling.bench import BACKENDS, DEFAULT_BACKENDS
 
     assert "torch-compile" in BACKENDS and DEFAULT_BACKENDS.split(",")[:2] == ["tilelang-graph", "torch-compile"]
+
+
+def test_bench_gemv_variants_parse_and_refuse_in_one_line():
+    from tfdash.profiling.bench import gemv_variant
+
+    name, options = gemv_variant("down:seg=8,blocks_per_sm=1")
+    assert name == "tilelang[down:seg=8,blocks_per_sm=1]"
+    assert options == {"gemv_overrides": {"down": {"seg": 8, "blocks_per_sm": 1}}}
+    plan = build_plan(preset("qwen3-8b"), capacity=64, **options)
+    assert plan.ops()["down"][0].dims["seg"] == 8
+    for bad in ("lm_head:seg=2", "down", "down:warps=2", "down:seg=0", "down:seg=x"):
+        with pytest.raises(TfdashError, match="--gemv"):
+            gemv_variant(bad)
+    r = run_tfdash("bench", "--gemv", "down:seg=zero", timeout=120)
+    assert r.rc != 0
+    assert_one_line_error(r.stderr, "--gemv", "seg=zero")

@@ -18,6 +18,7 @@ copy bandwidth.
     tilelang-lateres o_proj and down read their residual after their grid dependency (the A/B)
     tilelang-smemdown down stages its later row segments in shared memory before its grid
                      dependency (TFDASH_DOWN_SMEM_PREFETCH; not yet measured)
+    tilelang[OP:K=V] a GEMV launch-settings variant (--gemv), the sweep behind the GEMV table
     torch-compile    the same plan's torch spelling through torch.compile (inductor, autotuned,
                      fullgraph), captured whole in one CUDA graph: the strongest PyTorch peer
     torch-graph      the same plan in torch ops (cuBLAS GEMVs, KV masked over capacity), one graph
@@ -66,12 +67,33 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--backends", default=DEFAULT_BACKENDS,
                    help="comma-separated, from: " + ", ".join(BACKENDS) + " (default: %(default)s; "
                         "hf-compile only where transformers is installed)")
+    p.add_argument("--gemv", action="append", default=[], metavar="OP:KEY=V[,KEY=V]",
+                   help="a GEMV launch-settings variant as one more tilelang peer (repeatable; OP one of "
+                        f"{', '.join(GEMV_OPS)}; KEY rows, seg or blocks_per_sm), e.g. down:seg=8,blocks_per_sm=1: "
+                        "the sweep that decides an entry of the GEMV table")
     p.add_argument("--json", metavar="OUT", help="write every round and the summary as JSON")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--capacity", type=int, default=None, metavar="N",
                    help="KV cache positions (default: just enough for the run; the dashboard uses 4096). "
                         "Attention's grid covers the capacity, so it moves tok/s")
     return p
+
+
+GEMV_OPS = ("qkv_proj", "o_proj", "gate_up", "down")  # the layer GEMVs a --gemv variant may set
+
+
+def gemv_variant(spec: str) -> tuple[str, dict]:
+    """`down:seg=8,blocks_per_sm=1` -> ("tilelang[down:seg=8,blocks_per_sm=1]", build_plan options)."""
+    op, _, rest = spec.partition(":")
+    if op not in GEMV_OPS or not rest:
+        raise TfdashError(f"--gemv {spec!r}: want OP:KEY=V[,KEY=V] with OP one of {', '.join(GEMV_OPS)}")
+    settings = {}
+    for kv in rest.split(","):
+        key, _, value = kv.partition("=")
+        if key not in ("rows", "seg", "blocks_per_sm") or not value.isdigit() or int(value) < 1:
+            raise TfdashError(f"--gemv {spec!r}: {kv!r} is not rows=N, seg=N or blocks_per_sm=N (N >= 1)")
+        settings[key] = int(value)
+    return f"tilelang[{spec}]", {"gemv_overrides": {op: settings}}
 
 
 def launches_per_step(name, peer, plan):
@@ -224,6 +246,11 @@ def main(argv: list[str]) -> int:
     unknown = set(wanted) - set(BACKENDS)
     if unknown:
         raise TfdashError(f"unknown backend(s): {', '.join(sorted(unknown))} (known: {', '.join(BACKENDS)})")
+    variants = dict(PLAN_VARIANTS)
+    for spec in args.gemv:
+        name, options = gemv_variant(spec)
+        variants[name] = options
+        wanted.append(name)
     from tfdash.engine.compile import unsupported
     from tfdash.engine.config import load_config, preset
 
@@ -231,7 +258,7 @@ def main(argv: list[str]) -> int:
     # the shape too is an argument: say it before the device, and before any weight is loaded
     tilelang_wanted = [b for b in wanted if b.startswith("tilelang")]
     for b in tilelang_wanted:
-        why = unsupported(build_plan(cfg, dtype="bfloat16", capacity=64, **PLAN_VARIANTS.get(b, {})))
+        why = unsupported(build_plan(cfg, dtype="bfloat16", capacity=64, **variants.get(b, {})))
         if why:
             raise UnsupportedShape(f"{b}: the tilelang engine cannot run {why}; the torch backends "
                                    f"(--backends torch-compile,torch-graph) can")
@@ -268,8 +295,8 @@ def main(argv: list[str]) -> int:
             peers[b] = TilelangRuntime(plan, weights, "cuda", pdl=True)
         elif b == "tilelang-nopdl":
             peers[b] = TilelangRuntime(plan, weights, "cuda", pdl=False)
-        elif b in PLAN_VARIANTS:
-            variant = build_plan(cfg, dtype="bfloat16", capacity=capacity, **PLAN_VARIANTS[b])
+        elif b in variants:
+            variant = build_plan(cfg, dtype="bfloat16", capacity=capacity, **variants[b])
             peers[b] = TilelangRuntime(variant, weights, "cuda", pdl=True)
         elif b == "hf-compile":
             try:
