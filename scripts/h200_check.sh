@@ -77,7 +77,7 @@ if [ "$what" = sizebench ]; then
 fi
 if [ "$what" = next ]; then
   # what the 2026-12-01 session could not measure, in one call (results packed after each part):
-  # the engine tests' new asserts at 14B/32B and top-1 at 4B/8B, the 0.6B after the two-rows rule,
+  # the engine tests' new asserts at 14B/32B and top-1 at 4B/8B, the 0.6B two-rows rule A/B (the old four rows as peers),
   # a GEMV sweep on 8B and 0.6B, the dashboard on qwen3-8b (mid-run SVG, every launch measured)
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
   python3 scripts/precompile.py --only-default 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
@@ -85,7 +85,7 @@ if [ "$what" = next ]; then
     -k "every_size or 4b_8b" 2>&1 | grep -v "TileLang:" > "$R/engine.log"
   grep -E "^(FAILED|ERROR)|passed|failed|agreement|reference vs" "$R/engine.log" | cut -c1-200; pack
   timeout 120 python3 -m tfdash bench --model qwen3-0.6b --backends tilelang-graph --json "$R/bench-0.6b.json" \
-    --gemv qkv_proj:rows=2,seg=4 2>&1 | grep -v "TileLang:" | tail -4; pack
+    --gemv qkv_proj:rows=4,seg=4 --gemv gate_up:rows=4,seg=4 2>&1 | grep -v "TileLang:" | tail -4; pack
   timeout 200 python3 -m tfdash bench --model qwen3-8b --backends tilelang-graph --json "$R/bench-8b-sweep.json" \
     --gemv down:seg=8 --gemv down:seg=12,blocks_per_sm=1 --gemv gate_up:blocks_per_sm=1 2>&1 | grep -v "TileLang:" | tail -6; pack
   timeout 200 python3 scripts/gpu_app_check.py --model qwen3-8b --skip-ab --midrun-tokens 4096 --out-dir "$R/app8b" 2>&1 \
