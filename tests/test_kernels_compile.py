@@ -75,24 +75,11 @@ def test_kernel_compiles_for_sm90a(name, fresh_cache):
     assert params == roles
 
 
-def registers(src: str, tmp_path) -> int:
+def registers(src: str, tmp_path=None) -> int:
     """ptxas's register count for a kernel's CUDA source, built for sm_90a against tilelang's headers."""
-    import re
-    import subprocess
-    from pathlib import Path
+    from tfdash.engine.ptxas import resource_usage
 
-    import tilelang
-
-    root = Path(tilelang.__file__).parent
-    cu = tmp_path / "k.cu"
-    cu.write_text(src)
-    r = subprocess.run(["nvcc", "-arch=sm_90a", "-cubin", "-O3", "-std=c++17", f"-I{root / 'src'}",
-                        f"-I{root / '3rdparty' / 'cutlass' / 'include'}", "--resource-usage", "-o",
-                        str(tmp_path / "k.cubin"), str(cu)], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-2000:]
-    used = re.findall(r"Used (\d+) registers", r.stdout + r.stderr)
-    assert used, r.stdout + r.stderr
-    return max(int(u) for u in used)
+    return resource_usage(src).registers
 
 
 @pytest.mark.slow
@@ -144,8 +131,6 @@ EVERY = _every_preset_kernels()
 
 def _compile_for_sm90a(job):
     """(CUDA source, ptxas registers) of one kernel, built in a worker process."""
-    import tempfile
-    from pathlib import Path
     from types import MappingProxyType, SimpleNamespace
 
     from tfdash.engine.compile import SM90A, compile_one
@@ -153,8 +138,7 @@ def _compile_for_sm90a(job):
     fam, kernel, dims = job
     launch = SimpleNamespace(family=fam, kernel=kernel, dims=MappingProxyType(dims))
     src = compile_one(launch, target=SM90A, pdl=True, backend="tvm_ffi").get_kernel_source()
-    with tempfile.TemporaryDirectory() as d:
-        return src, registers(src, Path(d))
+    return src, registers(src)
 
 
 @pytest.fixture(scope="module")
@@ -194,3 +178,21 @@ def test_every_gemv_table_entry_is_a_preset_gemv():
 
     shapes = {(v.dims["N"], v.dims["K"]) for v in EVERY.values() if v.family == "gemv"}
     assert set(table()) <= shapes, set(table()) - shapes
+
+
+@pytest.mark.slow
+def test_ptxas_facts_of_a_kernel(fresh_cache):
+    """The drill-down's first CUDA line: ptxas's registers, spills and stack, on a host with no GPU."""
+    from tfdash.app.cuda_source import facts
+    from tfdash.engine.ptxas import parse, resource_usage
+
+    src = compiled("gemv_down_silu_residual").get_kernel_source()
+    r = resource_usage(src)
+    assert 32 <= r.registers <= 128 and r.spill_stores == 0 and r.spill_loads == 0
+    assert facts(src).startswith(f"// ptxas sm_90a: {r.registers} registers a thread, no spills")
+    spilled = parse("ptxas info    : Used 255 registers, used 1 barriers, 64 bytes smem\n"
+                    "    48 bytes stack frame, 40 bytes spill stores, 44 bytes spill loads")
+    assert (spilled.registers, spilled.spill_stores, spilled.spill_loads, spilled.stack, spilled.static_smem) == \
+        (255, 40, 44, 48, 64)
+    assert "spills 40 B stored, 44 B loaded" in spilled.line()
+    assert facts("not cuda").startswith("// ptxas: unavailable (nvcc failed")

@@ -5,7 +5,8 @@
 A child process, because compiling runs nvcc, whose messages go straight to file descriptor 2 --
 the terminal the dashboard draws on -- and because importing tilelang is seconds of CPU that
 should not share a GIL with a live decode loop. The dashboard shows what comes back, or
-"unavailable: <reason>".
+"unavailable: <reason>"; the first line is ptxas's account of the kernel (registers a thread,
+spills, stack), from `tfdash.engine.ptxas`.
 
 On a host without a CUDA driver (a laptop, CI) nvcc compiles the kernel but cannot link the host
 wrapper (`cannot find -lcuda`); tilelang's error then carries the generated source, which is
@@ -47,8 +48,18 @@ def main(argv: list[str] | None = None) -> int:
         first = str(e).splitlines()[0] if str(e) else ""
         sys.stdout.write(MARK + f"{type(e).__name__}: {first}".rstrip(": ") + "\n")
         return 3
-    sys.stdout.write(MARK + source)
+    sys.stdout.write(MARK + facts(source) + source)
     return 0
+
+
+def facts(source: str) -> str:
+    """A first comment line with ptxas's registers, spills and stack for the source (or why not)."""
+    from tfdash.engine.ptxas import resource_usage
+
+    try:
+        return f"// {resource_usage(source).line()}\n"
+    except Exception as e:  # noqa: BLE001 - the source is still worth showing
+        return f"// ptxas: unavailable ({str(e).splitlines()[0] if str(e) else type(e).__name__})\n"
 
 
 def cuda_source(launch) -> str:
