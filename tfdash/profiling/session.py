@@ -292,13 +292,14 @@ class Session:
                 self._post(Status("probing memory bandwidth (cached per device)"))
                 self._set_target(probe.measured_target(self.engine.device))
             with self._rt_lock:
-                if getattr(self.runtime, "graph", False) is None:
+                captures = self.runtime.needs_capture
+                if captures:
                     self._post(Status("capturing the step's CUDA graph"))
-                    self.runtime.capture(self.prompt_ids)  # before the generation resets the state
+                    self.runtime.ensure_captured()  # before the generation resets the state
                 if self.prepare_profiler and self.timer.method == "cupti" and not self.timer.prepared:
                     self._post(Status("starting the profiler and learning the kernel map (once per process)"))
                     self.timer.prepare()
-                if self._probe or getattr(self.runtime, "graph", False) is not False:
+                if self._probe or captures or self.timer.method == "cupti":
                     self._post(Status(""))  # the set-up is over: clear the line
                 ended = self._decode(stop)
         except BaseException as e:
@@ -412,8 +413,7 @@ class Session:
             steps = max(1, min(int(steps), cap - 1))
             ctx = self._ctx_now() if ctx_len is None else int(ctx_len)
             ctx = max(0, min(ctx, cap - 1 - steps))
-            rt.synchronize()
-            rt.bufs["pos"].fill_(ctx)
+            rt.set_position(ctx)
             result = profile_steps(rt, steps, self.timer, first_step=ctx)
         self._on_window(result)
         return result

@@ -339,17 +339,12 @@ def learn_kernel_map(runtime) -> tuple[tuple[str, ...], ...]:
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
 
-    b = runtime.bufs
-    pos0, tok0 = b["pos"].clone(), b["tok"].clone()
-    torch.cuda.synchronize(runtime.device)
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        for i, fn in enumerate(runtime.launch_fns):
-            with record_function(f"{ANNOTATION}{i}"):
-                fn()
-                torch.cuda.synchronize(runtime.device)
-    b["pos"].copy_(pos0)
-    b["tok"].copy_(tok0)
-    torch.cuda.synchronize(runtime.device)
+    with runtime.held():
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for i, fn in enumerate(runtime.launch_fns):
+                with record_function(f"{ANNOTATION}{i}"):
+                    fn()
+                    torch.cuda.synchronize(runtime.device)
     devs, anns = _kineto_events(prof)
     names = attribute(anns, devs, len(runtime.launch_fns))
     graph = getattr(runtime, "graph", None)
@@ -363,15 +358,10 @@ def _replay_events(runtime, graph) -> list[DeviceEvent]:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    b = runtime.bufs
-    pos0, tok0 = b["pos"].clone(), b["tok"].clone()
-    torch.cuda.synchronize(runtime.device)
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        graph.replay()
-        torch.cuda.synchronize(runtime.device)
-    b["pos"].copy_(pos0)
-    b["tok"].copy_(tok0)
-    torch.cuda.synchronize(runtime.device)
+    with runtime.held():
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            graph.replay()
+            torch.cuda.synchronize(runtime.device)
     return step_events(_kineto_events(prof)[0])
 
 
@@ -416,7 +406,7 @@ class CuptiWindow(Window):
         self._overlapped = self.overlaps
         self._phases: list[tuple[str, int]] = []
         if not self._overlapped:
-            ensure_captured(runtime)
+            runtime.ensure_captured()
         self.kmap.learn(runtime)
         self._realtime_offset = time.perf_counter_ns() - time.time_ns()  # CUPTI times are wall-clock
         self._error = self.kmap.error
@@ -470,23 +460,6 @@ class CuptiWindow(Window):
                                        tuple(self._phases)))
 
 
-STATE = ("tok", "pos", "prompt", "prompt_len", "out_tokens")  # what a capture's warm-up steps move
-
-
-def ensure_captured(runtime) -> bool:
-    """Capture a graph runtime's step now if it has not been (a lazy capture inside a generation
-    or a window would reset the prompt, pos and tok under it); the step state is kept. True when
-    it captured."""
-    if getattr(runtime, "graph", False) is not None:
-        return False  # captured already, or not a graph runtime
-    saved = {k: runtime.bufs[k].clone() for k in STATE}
-    runtime.capture()
-    for k, v in saved.items():
-        runtime.bufs[k].copy_(v)
-    runtime.synchronize()
-    return True
-
-
 _KERNEL_MAPS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # runtime -> KernelMap
 
 
@@ -511,7 +484,7 @@ class Timer:
         profiler session in a process also starts CUPTI, which takes seconds: done here, before a
         generation, the first window costs what the others do."""
         if self.method == "cupti":
-            ensure_captured(self.runtime)
+            self.runtime.ensure_captured()
             self.kernel_map.learn(self.runtime)
 
     def window(self, steps: int, on_done=None) -> Window:
@@ -526,9 +499,9 @@ def profile_steps(runtime, steps: int, timer: Timer | None = None, first_step: i
     from tfdash.engine.runtime import RING
 
     timer = timer or Timer(runtime)
-    ensure_captured(runtime)
+    runtime.ensure_captured()
     w = timer.window(steps)
-    first = int(runtime.bufs["pos"][0]) if first_step is None else first_step
+    first = runtime.position if first_step is None else first_step
     w.start(runtime, first, steps)
     runtime.begin()
     pending: deque[int] = deque()
