@@ -168,9 +168,13 @@ class TfdashApp(App[ProfileSnapshot | None]):
         self.refreshes += 1
         r = snap.roofline
         window = (getattr(snap, "profile_windows", 0), r.ctx_len, r.measured_step_ns) if r is not None else None
+        if getattr(snap, "windows", ()):
+            from tfdash.app.drill_model import windows_of
+
+            self.windows = windows_of(snap)  # the snapshot carries the whole sweep
         if window is not None and window != self._last_window:
             measured = {k.index: k.measured_p50_ns for k in snap.kernels if k.measured_p50_ns is not None}
-            if measured:
+            if measured and not getattr(snap, "windows", ()):  # an older snapshot: gather them here
                 self.windows[r.ctx_len] = measured
                 while len(self.windows) > MAX_WINDOWS:
                     self.windows.pop(next(iter(self.windows)))

@@ -185,7 +185,9 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     instead of before it (the A/B baseline for that prefetch). `early_residual=False` makes o_proj
     and down read the residual they add into after their grid dependency (the A/B baseline).
     `down_smem_prefetch=True` stages down's later row segments in shared memory before its grid
-    dependency (a variant to A/B; not yet measured on the H200, so off)."""
+    dependency (a variant to A/B; not yet measured on the H200, so off).
+    `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
+    options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     bps = dict(gemv_blocks_per_sm or {})
     cfg.validate()
     if capacity < 1:
@@ -295,4 +297,4 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
            logits="logits", amax="argmax_part", prompt="prompt", prompt_len="prompt_len", pos="pos", tok="tok",
            out_tokens="out_tokens")
 
-    return StepPlan(cfg, dtype, C, MappingProxyType(buffers), tuple(launches))
+    return StepPlan(cfg, dtype, C, MappingProxyType(buffers), tuple(launches), MappingProxyType({"options": options}))

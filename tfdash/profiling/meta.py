@@ -101,4 +101,14 @@ def collect_meta(engine, prompt: str) -> RunMeta:
         capacity=engine.plan.capacity,
         launches_per_step=len(engine.plan),
         kernels_source=kernels_source(),
+        plan_options=_jsonable(engine.plan.meta.get("options")),
     )
+
+
+def _jsonable(options):
+    """build_plan's options as plain JSON data (None when the plan did not record them)."""
+    import json
+
+    if not options:
+        return None
+    return json.loads(json.dumps(dict(options), default=str))

@@ -30,7 +30,8 @@ from tfdash.profiling import probe
 from tfdash.profiling.analyze import StepAnalysis, analyze
 from tfdash.profiling.meta import collect_meta
 from tfdash.profiling.nvml import Nvml, NvmlSample, NvmlSampler
-from tfdash.profiling.snapshot import KernelRow, KernelSpan, ProfileSnapshot, Roofline, RunMeta, TokenRecord
+from tfdash.profiling.snapshot import (KernelRow, KernelSpan, ProfileSnapshot, Roofline, RunMeta, TokenRecord,
+                                       WindowRecord)
 from tfdash.profiling.timeline import Timer, WindowResult, profile_steps
 from tfdash.settings import SETTINGS
 
@@ -105,7 +106,7 @@ class Session:
                  keep_steps: int = 100000, nvml: bool = True, target=None, probe_bandwidth: bool = True,
                  profile_every: int = 0, profile_steps: int = 32, ignore_eos: bool = False,
                  batch_s: float = 0.05, nvml_interval: float = 0.25, keep_samples: int = 10000,
-                 keep_windows: int = 16, nvml_lib: Nvml | None = None, depth: int | None = None,
+                 keep_windows: int = 16, keep_history: int = 64, nvml_lib: Nvml | None = None, depth: int | None = None,
                  prepare_profiler: bool = False):
         self.engine = engine
         self.plan = engine.plan
@@ -129,6 +130,7 @@ class Session:
         self._tokens: deque[TokenRecord] = deque(maxlen=self.keep_tokens)
         self._steps: deque[int] = deque(maxlen=self.keep_steps)
         self._windows: deque[WindowResult] = deque(maxlen=max(1, keep_windows))
+        self._history: deque[WindowRecord] = deque(maxlen=max(1, keep_history))  # the sweep's points
         self._window_error: str | None = None
         self._n_windows = 0
         self._marginal: deque[dict] = deque(maxlen=64)
@@ -263,6 +265,9 @@ class Session:
         with self._lock:
             if result.ok:
                 self._windows.append(result)
+                self._history.append(WindowRecord(
+                    result.ctx_len, result.first_step, result.steps, float(result.step_p50_ns),
+                    tuple(float(result.p50(i)) for i in range(len(result.launch_ns)))))
                 self._n_windows += 1
                 self._window_error = None
             else:
@@ -471,6 +476,7 @@ class Session:
                 tokens, steps = tuple(self._tokens), tuple(self._steps)
                 new_tokens, wall_ns, paused_ns = self._new_tokens, self._wall_ns, self._paused_ns
                 steps_total, n_windows, target = self._steps_total, self._n_windows, self.target
+                history = tuple(self._history)
             rows = self._rows(win, ctx)
             roof = self._roofline(win) if win else None
             unavailable: dict[str, str] = {}
@@ -505,7 +511,7 @@ class Session:
                 kernels=rows, nvml=sampler.series() if sampler else (), roofline=roof,
                 marginal=marginal, unavailable=unavailable,
                 target=_jsonable(target.to_dict()), steps=steps_total, paused_ns=paused_ns,
-                profile_windows=n_windows, timeline=timeline)
+                profile_windows=n_windows, timeline=timeline, windows=history)
             with self._lock:
                 self._snap = (version, snap)
             return snap

@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 SCHEMA = "tfdash.snapshot"
-VERSION = 2  # 2: RunMeta.kernels_source (version 1 files load, with it None)
+VERSION = 3  # 2: RunMeta.kernels_source; 3: RunMeta.plan_options, windows (older files load with
+#              them None / empty)
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,9 @@ class RunMeta:
     # sha256 (12 hex digits) of the kernel families' sources and the step plan's when recorded
     # (tfdash.profiling.meta.kernels_source); None in snapshots from before it was kept
     kernels_source: str | None = None
+    # build_plan's keyword options (StepPlan.meta["options"]): build_plan(ModelConfig.from_dict(
+    # model), **plan_options) is the exact plan that ran; None in snapshots from before it was kept
+    plan_options: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -147,6 +151,17 @@ class KernelSpan:
 
 
 @dataclass(frozen=True)
+class WindowRecord:
+    """One profile window of the run's history: what the ctx_len sweep plots."""
+
+    ctx_len: int
+    first_step: int
+    steps: int
+    step_ns: float  # the window's step time, p50
+    kernel_ns: tuple[float, ...]  # [launch index]: measured p50 ns
+
+
+@dataclass(frozen=True)
 class ProfileSnapshot:
     meta: RunMeta
     tokens: tuple[TokenRecord, ...] = ()
@@ -166,6 +181,7 @@ class ProfileSnapshot:
     paused_ns: int = 0  # wall time spent in profiling set-up/tear-down and marginal measurements
     profile_windows: int = 0  # profile windows completed so far
     timeline: tuple[KernelSpan, ...] = ()  # the latest window's kernels (last few steps)
+    windows: tuple[WindowRecord, ...] = ()  # every window the session keeps, oldest first
 
     @property
     def tok_per_s(self) -> float:
