@@ -1,9 +1,11 @@
-"""Where the app's data comes from: a live Session in a worker thread, or a saved snapshot.
+"""Where the app's data comes from: one `Source` protocol, a live and a recorded implementation.
 
     SnapshotSource   `tfdash open FILE`: one ProfileSnapshot, read-only
     LiveSource       a Session built by a factory and run in a Textual thread worker
 
-The adapter is the whole contract between the app and the engine side:
+The app holds a `Source` and never asks which one: a recorded source starts nothing, never
+runs, and answers a profile or marginal request with why not. The live adapter is the whole
+contract between the app and the engine side:
 
     make_session(status) -> Session       called in the worker thread (building an engine can
                                           take minutes the first time: tilelang compiles);
@@ -21,20 +23,65 @@ renders; news that arrives meanwhile collapses into the next message.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Protocol
 
 from tfdash.app.messages import EngineStatus, RunEnded, SessionNews
 from tfdash.errors import TfdashError
 from tfdash.profiling.snapshot import ProfileSnapshot
 
 
-@dataclass
+class Source(Protocol):
+    """What the app reads. `live`: it can run (pause, profile and measure do something)."""
+
+    live: bool
+    running: bool
+    paused: bool
+    run_id: int
+    worker: object
+    path: Path | None
+
+    def start(self, app) -> None: ...
+    def stop(self) -> None: ...
+    def pause(self, paused: bool) -> None: ...
+    def request_profile(self, steps: int = 32) -> bool: ...
+    def marginal(self, what: str) -> dict: ...  # blocking: call it from a thread worker
+    def snapshot(self) -> ProfileSnapshot | None: ...
+    def take_news(self) -> frozenset[str]: ...
+
+
 class SnapshotSource:
-    snapshot: ProfileSnapshot
-    path: Path | None = None
+    """A saved snapshot: read-only, never running."""
+
     live = False
+    running = False
+    paused = False
+    run_id = 0
+    worker = None
+
+    def __init__(self, snapshot: ProfileSnapshot, path: Path | None = None):
+        self.recorded, self.path = snapshot, path
+
+    def start(self, app) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def pause(self, paused: bool) -> None:
+        pass
+
+    def request_profile(self, steps: int = 32) -> bool:
+        return False
+
+    def marginal(self, what: str) -> dict:
+        return {"what": what, "unavailable": "a saved snapshot has no live session to measure"}
+
+    def snapshot(self) -> ProfileSnapshot:
+        return self.recorded
+
+    def take_news(self) -> frozenset[str]:
+        return frozenset()
 
 
 def event_kind(event) -> str:
@@ -44,6 +91,7 @@ def event_kind(event) -> str:
 
 class LiveSource:
     live = True
+    path = None
 
     def __init__(self, make_session: Callable[[Callable[[str], None]], object]):
         self.make_session = make_session
@@ -111,6 +159,13 @@ class LiveSource:
             return False
         self.session.request_profile(steps)
         return True
+
+    def marginal(self, what: str) -> dict:
+        """The marginal in-graph cost of `what` (blocks until measured: call it from a worker)."""
+        session = self.session
+        if session is None:
+            return {"what": what, "unavailable": "no run in progress to measure (r re-runs)"}
+        return dict(session.marginal(what))
 
     # -- worker side -----------------------------------------------------------------------
     def _status(self, text: str) -> None:

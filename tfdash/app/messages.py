@@ -37,3 +37,12 @@ class RunEnded(Message):
         super().__init__()
         self.run_id = run_id
         self.error = error
+
+
+class MarginalMeasured(Message):
+    """A marginal-cost request finished: `result` is the measurement, or {"unavailable": why}."""
+
+    def __init__(self, what: str, result: dict) -> None:
+        super().__init__()
+        self.what = what
+        self.result = result
