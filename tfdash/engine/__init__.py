@@ -80,13 +80,16 @@ class Engine:
         return ids
 
     def generate(self, prompt: str | list[int], max_new_tokens: int, stop=None, ignore_eos: bool = False,
-                 depth: int | None = None) -> Generation:
+                 depth: int | None = None, keep: int | None = None) -> Generation:
+        """A generation on this engine: EOS ends it unless ignore_eos or the weights are random;
+        `depth` steps in flight (default: SETTINGS.depth on CUDA, 2 on the synchronous CPU)."""
         from tfdash.settings import SETTINGS
 
         ids = self.encode(prompt) if isinstance(prompt, str) else list(prompt)
         depth = depth or (SETTINGS.depth if self.runtime.cuda else 2)
         eos = () if (ignore_eos or self.random_weights) else self.config.eos_token_ids
-        return Generation(self.runtime, ids, max_new_tokens, self.tokenizer, eos_ids=eos, depth=depth, stop=stop)
+        return Generation(self.runtime, ids, max_new_tokens, self.tokenizer, eos_ids=eos, depth=depth, stop=stop,
+                          keep=keep)
 
 
 def load_engine(ckpt: str | Path | None = None, model: str | None = None, device: str | None = None,

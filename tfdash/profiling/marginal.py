@@ -128,3 +128,15 @@ class MarginalTask:
     def cancel(self, reason: str):
         self.result = unavailable(self.what, reason)
         self.done.set()
+
+    def wait(self, timeout: float) -> dict:
+        """The result once a generation ran the task (or a line saying it never got the chance)."""
+        if not self.done.wait(timeout):
+            return unavailable(self.what, "timed out waiting for a step boundary")
+        return self.result or unavailable(self.what, "no result")
+
+    def run_now(self, runtime, lock) -> dict:
+        """Measure now, outside any generation, holding the runtime's `lock`."""
+        with lock:
+            self.start(runtime, 0, 0)  # catches and reports its own failures
+        return self.result or unavailable(self.what, "no result")
