@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from tfdash.profiling.nvml import NvmlSample
+from tfdash.profiling.nvml_sampler import NvmlSample
 from tfdash.profiling.snapshot import KernelRow, Roofline, RunMeta, TokenRecord
 
 

@@ -29,7 +29,8 @@ from tfdash.profiling.analyze import StepAnalysis
 from tfdash.profiling.messages import (MarginalDone, NvmlUpdate, ProfileDone, SessionEnded,  # noqa: F401
                                        SessionStarted, Status, TokenBatch)
 from tfdash.profiling.meta import collect_meta
-from tfdash.profiling.nvml import Nvml, NvmlSampler
+from tfdash.profiling.nvml import Nvml
+from tfdash.profiling.nvml_sampler import NvmlSampler
 from tfdash.profiling.pricing import Pricing
 from tfdash.profiling.snapshot import ProfileSnapshot, TokenRecord
 from tfdash.profiling.timeline import Timer, WindowResult, profile_steps
