@@ -106,7 +106,6 @@ class LiveSource:
         self._resume.set()
         self._posted = threading.Event()
         self._kinds: set[str] = set()
-        self._engine_thread: int | None = None
 
     # -- app side ------------------------------------------------------------------------
     def start(self, app) -> None:
@@ -140,10 +139,12 @@ class LiveSource:
         return not self._resume.is_set()
 
     def pause(self, paused: bool) -> None:
-        if paused:
-            self._resume.clear()
-        else:
-            self._resume.set()
+        """Hold the decode at its next step boundary (the Session's generation waits there; the
+        held time is not run time), or resume it."""
+        (self._resume.clear if paused else self._resume.set)()
+        session = self.session
+        if session is not None:
+            session.pause(paused)
 
     def take_news(self) -> frozenset[str]:
         """Acknowledge the outstanding SessionNews; returns the kinds of event it covered."""
@@ -179,7 +180,7 @@ class LiveSource:
             self.session = session
             if stop.is_set():
                 return
-            self._engine_thread = threading.get_ident()
+            session.pause(self.paused)
             self._status("")
             session.run(on_event=self._on_event, stop=stop)
         except TfdashError as e:
@@ -187,7 +188,6 @@ class LiveSource:
         except Exception as e:  # noqa: BLE001 - shown in the app, never a traceback on the screen
             error = f"{type(e).__name__}: {e}"
         finally:
-            self._engine_thread = None
             self.running = False
             if self._app is not None:
                 self._app.post_message(RunEnded(run_id, error))
@@ -201,8 +201,3 @@ class LiveSource:
         if not self._posted.is_set():
             self._posted.set()
             self._app.post_message(SessionNews())
-        # Pause: hold the decode loop at its next token batch (NVML and other threads pass).
-        if kind == "tokens" and threading.get_ident() == self._engine_thread:
-            while not self._resume.wait(0.1):
-                if self._stop.is_set():
-                    break

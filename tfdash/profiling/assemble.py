@@ -108,6 +108,8 @@ class SessionState:
     nvml_series: tuple = ()
     nvml_unavailable: dict | None = None  # the sampler's missing metrics; None without a sampler
     nvml_reason: str = ""  # why there is no sampler
+    ttft_ns: int = 0
+    held_ns: int = 0
 
 
 class RunRecord:
@@ -121,6 +123,7 @@ class RunRecord:
         self.marginal: deque[dict] = deque(maxlen=64)
         self.window_error: str | None = None
         self.n_windows = self.steps_total = self.new_tokens = self.wall_ns = self.paused_ns = 0
+        self.ttft_ns = self.held_ns = 0
 
     def add_window(self, result) -> None:
         if result.ok:
@@ -135,7 +138,8 @@ class RunRecord:
             meta, tuple(self.tokens), tuple(self.steps), prompt_tokens, self.new_tokens, self.wall_ns,
             self.paused_ns, self.steps_total, self.n_windows, target, self.windows[-1] if self.windows else None,
             self.window_error, tuple(self.marginal), tuple(self.history), cuda, backend,
-            sampler.series() if sampler else (), sampler.unavailable() if sampler else None, nvml_reason)
+            sampler.series() if sampler else (), sampler.unavailable() if sampler else None, nvml_reason,
+            self.ttft_ns, self.held_ns)
 
 
 def unavailable_panels(st: SessionState, roof: Roofline | None, spans: tuple) -> dict[str, str]:
@@ -168,4 +172,5 @@ def assemble(st: SessionState, rows: tuple[KernelRow, ...], roof: Roofline | Non
         new_tokens=st.new_tokens, wall_ns=st.wall_ns, kernels=rows, nvml=st.nvml_series, roofline=roof,
         marginal=st.marginal, unavailable=unavailable_panels(st, roof, spans),
         target=jsonable(st.target.to_dict()), steps=st.steps, paused_ns=st.paused_ns,
-        profile_windows=st.profile_windows, timeline=spans, windows=st.history)
+        profile_windows=st.profile_windows, timeline=spans, windows=st.history, ttft_ns=st.ttft_ns,
+        held_ns=st.held_ns)

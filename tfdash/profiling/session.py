@@ -101,6 +101,7 @@ class TokenFeed:
         s, stats = self.s, self.stats
         with s._lock:
             s.rec.wall_ns, s.rec.paused_ns = stats.wall_ns, stats.paused_ns
+            s.rec.ttft_ns, s.rec.held_ns = stats.ttft_ns, stats.held_ns
             s._version += 1
         s._post(TokenBatch(tuple(self.batch), tuple(self.steps), stats.new_tokens, stats.wall_ns, stats.tok_per_s))
         self.batch.clear()
@@ -145,7 +146,7 @@ class Session:
         self._lock = threading.RLock()  # the record and the state below (short holds only)
         self._rt_lock = threading.Lock()  # the runtime: held by run, profile_now, idle marginal
         self._snap_lock = threading.Lock()  # one snapshot builder at a time (see snapshot)
-        self._state, self._gen = "idle", None  # -> "running" -> "done"
+        self._state, self._gen, self._held = "idle", None, False  # -> "running" -> "done"; paused
         self._pending: list = []  # windows requested before the generation exists
         self._outstanding: list = []  # windows requested and not done yet
         self._stop = threading.Event()
@@ -175,18 +176,18 @@ class Session:
         except Exception:
             log.exception("on_event failed on %s", type(msg).__name__)
 
-    def _touch(self) -> None:
+    def _touch(self, change: Callable[[], object] | None = None) -> None:
+        """A change to the state (made under the lock): the next snapshot is a new one."""
         with self._lock:
+            if change is not None:
+                change()
             self._version += 1
 
     def _on_window(self, result: WindowResult) -> None:
-        with self._lock:
-            self.rec.add_window(result)
-            self._version += 1
-            n = self.rec.n_windows
+        self._touch(lambda: self.rec.add_window(result))
         win = result if result.ok else None
         rows = self.pricing.rows(win, result.ctx_len if win else self._ctx_now())
-        self._post(ProfileDone(n, rows, self._roofline(win) if win else None, result.error))
+        self._post(ProfileDone(self.rec.n_windows, rows, self._roofline(win) if win else None, result.error))
 
     def run(self, on_event: Callable[[object], None] | None = None, stop: threading.Event | None = None) -> None:
         """Generate, observing, until done, EOS, `stop` is set or `Session.stop()` is called.
@@ -232,6 +233,7 @@ class Session:
                                    depth=self.depth, keep=self.keep)
         with self._lock:
             self._gen = gen
+            gen.pause(self._held)
             for w in self._pending:
                 gen.intercept(w)
             self._pending.clear()
@@ -258,8 +260,7 @@ class Session:
         with self._rt_lock:
             if self._state == "running":
                 raise TfdashError("profile_now: the session is running; use request_profile")
-            cap = self.plan.capacity
-            steps = max(1, min(int(steps), cap - 1))
+            steps, cap = max(1, min(int(steps), self.plan.capacity - 1)), self.plan.capacity
             ctx = max(0, min(self._ctx_now() if ctx_len is None else int(ctx_len), cap - 1 - steps))
             self.runtime.set_position(ctx)
             result = profile_steps(self.runtime, steps, self.timer, first_step=ctx)
@@ -283,15 +284,20 @@ class Session:
                 gen.intercept(task)  # measured at the next step boundary, on the decode thread
         result = asm.jsonable(task.wait(timeout) if gen is not None else task.run_now(self.runtime, self._rt_lock))
         if "unavailable" not in result:
-            with self._lock:
-                self.rec.marginal.append(result)
-                self._version += 1
+            self._touch(lambda: self.rec.marginal.append(result))
         self._post(MarginalDone(result))
         return result
 
     def stop(self) -> None:
         """End the run after the steps in flight (thread-safe)."""
         self._stop.set()
+
+    def pause(self, paused: bool = True) -> None:
+        """Hold the decode at its next step boundary, or resume it (see Generation.pause)."""
+        with self._lock:
+            self._held = paused
+            if self._gen is not None:
+                self._gen.pause(paused)
 
     # -- snapshots -------------------------------------------------------------------------------
     def snapshot(self) -> ProfileSnapshot:

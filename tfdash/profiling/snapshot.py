@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 SCHEMA = "tfdash.snapshot"
-VERSION = 3  # 2: RunMeta.kernels_source; 3: RunMeta.plan_options, windows (older files load with
-#              them None / empty)
+VERSION = 3  # 2: RunMeta.kernels_source; 3: RunMeta.plan_options, windows, ttft_ns, held_ns
+#              (older files load with them None / empty / 0)
 
 
 @dataclass(frozen=True)
@@ -182,10 +182,22 @@ class ProfileSnapshot:
     profile_windows: int = 0  # profile windows completed so far
     timeline: tuple[KernelSpan, ...] = ()  # the latest window's kernels (last few steps)
     windows: tuple[WindowRecord, ...] = ()  # every window the session keeps, oldest first
+    ttft_ns: int = 0  # run time until the first new token (0: none yet, or an older snapshot)
+    held_ns: int = 0  # wall time the run was paused by the user: part of wall_ns, not of tok/s
 
     @property
     def tok_per_s(self) -> float:
-        return self.new_tokens / (self.wall_ns / 1e9) if self.wall_ns else 0.0
+        """New tokens over the generation's run time (wall time less paused time)."""
+        from tfdash.engine.stats import rates
+
+        return rates(self.new_tokens, self.wall_ns, self.held_ns, self.ttft_ns)[0]
+
+    @property
+    def decode_tok_per_s(self) -> float | None:
+        """The tokens after the first over the run time after it (None without a second token)."""
+        from tfdash.engine.stats import rates
+
+        return rates(self.new_tokens, self.wall_ns, self.held_ns, self.ttft_ns)[1]
 
     @property
     def text(self) -> str:
