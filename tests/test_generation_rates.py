@@ -10,7 +10,7 @@ import pytest
 import torch
 from profiling_support import micro_engine
 
-from tfdash.engine.stats import GenerationStats, rates
+from tfdash.stats import GenerationStats, rates
 from tfdash.profiling import probe
 from tfdash.profiling.bench import TABLE_HEAD, round_row, summary_row, table_row
 from tfdash.profiling.export import dumps_snapshot, loads_snapshot

@@ -180,7 +180,7 @@ def tok_s_now(snap: ProfileSnapshot, window_ns: int = 1_000_000_000) -> float | 
 def throughput(snap: ProfileSnapshot, points: int = 240) -> Throughput:
     import numpy as np
 
-    from tfdash.engine.stats import rank
+    from tfdash.stats import rank
 
     steps = np.asarray(snap.step_ns, dtype=np.float64)
     n = int(steps.size)

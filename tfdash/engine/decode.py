@@ -37,7 +37,7 @@ from typing import Iterator
 
 from tfdash.engine.plan import check_generation, check_prompt_ids
 from tfdash.engine.runtime import RING, Runtime
-from tfdash.engine.stats import GenerationStats, percentile  # noqa: F401  (percentile: its old home)
+from tfdash.stats import GenerationStats, percentile  # noqa: F401  (percentile: its old home)
 from tfdash.engine.tokenizer import StreamDecoder
 
 

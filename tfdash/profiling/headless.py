@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from tfdash.engine.stats import step_ms, summary
+from tfdash.stats import step_ms, summary
 from tfdash.profiling.session import Session, Status, TokenBatch
 from tfdash.profiling.snapshot import KernelRow, ProfileSnapshot
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tfdash.stats import rates
+
 SCHEMA = "tfdash.snapshot"
 VERSION = 3  # 2: RunMeta.kernels_source; 3: RunMeta.plan_options, windows, ttft_ns, held_ns
 #              (older files load with them None / empty / 0)
@@ -188,15 +190,11 @@ class ProfileSnapshot:
     @property
     def tok_per_s(self) -> float:
         """New tokens over the generation's run time (wall time less paused time)."""
-        from tfdash.engine.stats import rates
-
         return rates(self.new_tokens, self.wall_ns, self.held_ns, self.ttft_ns)[0]
 
     @property
     def decode_tok_per_s(self) -> float | None:
         """The tokens after the first over the run time after it (None without a second token)."""
-        from tfdash.engine.stats import rates
-
         return rates(self.new_tokens, self.wall_ns, self.held_ns, self.ttft_ns)[1]
 
     @property

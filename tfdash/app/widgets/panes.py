@@ -15,7 +15,7 @@ from textual.widgets import Static
 
 from tfdash.app.model import fmt_bytes, fmt_ns, fmt_num, throughput, tok_s_now
 from tfdash.app.widgets.chart import Chart, Figure, Line
-from tfdash.engine.stats import percentile
+from tfdash.stats import percentile
 from tfdash.profiling.snapshot import ProfileSnapshot, Series
 
 VALUE_W = 10

@@ -1,5 +1,6 @@
 """Step statistics, one formula each: the nearest-rank percentile of step times, and a
-generation's throughput (whole run, time to first token, decode only, with paused time left out).
+generation's throughput (whole run, time to first token, decode only, paused time left out).
+Pure Python without torch, so the engine, the snapshot model and the app all share it.
 """
 
 from __future__ import annotations
