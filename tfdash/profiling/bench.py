@@ -94,25 +94,9 @@ class HFPeer:
         )
         with torch.device(device):
             model = transformers.Qwen3ForCausalLM(hf_cfg).to(torch.bfloat16).eval()
-        b, q, kv, inter = runtime.bufs, cfg.q_size, cfg.kv_size, cfg.intermediate_size
-        sd = {"model.embed_tokens.weight": b["embed"], "model.norm.weight": b["final_norm"]}
-        if not cfg.tie_word_embeddings:
-            sd["lm_head.weight"] = b["lm_head"]
-        for i in range(cfg.num_layers):
-            p, h = f"L{i}.", f"model.layers.{i}."
-            sd.update({
-                h + "input_layernorm.weight": b[p + "attn_norm"],
-                h + "post_attention_layernorm.weight": b[p + "mlp_norm"],
-                h + "self_attn.q_proj.weight": b[p + "w_qkv"][:q],
-                h + "self_attn.k_proj.weight": b[p + "w_qkv"][q:q + kv],
-                h + "self_attn.v_proj.weight": b[p + "w_qkv"][q + kv:],
-                h + "self_attn.o_proj.weight": b[p + "w_o"],
-                h + "self_attn.q_norm.weight": b[p + "q_norm"],
-                h + "self_attn.k_norm.weight": b[p + "k_norm"],
-                h + "mlp.gate_proj.weight": b[p + "w_gu"][:inter],
-                h + "mlp.up_proj.weight": b[p + "w_gu"][inter:],
-                h + "mlp.down_proj.weight": b[p + "w_down"],
-            })
+        from tfdash.engine.names import hf_views
+
+        sd = hf_views(cfg, runtime.bufs)
         model.load_state_dict(sd, strict=False)
         if cfg.tie_word_embeddings:
             model.tie_weights()
