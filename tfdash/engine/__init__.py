@@ -92,18 +92,40 @@ class Engine:
                           keep=keep)
 
 
-def load_engine(ckpt: str | Path | None = None, model: str | None = None, device: str | None = None,
-                dtype: str | None = None, backend: str | None = None, capacity: int | None = None,
-                prompt: str | None = None, max_new_tokens: int | None = None, seed: int = 0,
-                progress=None) -> Engine:
-    """Build an engine on the embedded default (qwen3-tiny on CPU, the qwen3-1.7b shape on CUDA,
-    random weights) or on a checkpoint. When prompt and max_new_tokens are given, the lengths are
-    checked against max_position_embeddings and the capacity before any weight is loaded."""
+@dataclass(frozen=True)
+class EngineChoice:
+    """What the command line's engine arguments resolve to, before any weight is loaded."""
+
+    config: ModelConfig
+    tokenizer: object
+    source: str  # checkpoint path, or "random"
+    device: str
+    dtype: str
+    backend: str
+
+    def capacity(self, capacity: int | None = None, prompt: str | None = None,
+                 max_new_tokens: int | None = None) -> int:
+        """The KV capacity: as given (checked against max_position_embeddings), else the
+        dashboard's 4096 or what the prompt and max_new_tokens need, in whole attention blocks."""
+        cfg = self.config
+        if capacity is not None:
+            if capacity > cfg.max_position_embeddings:
+                raise CapacityError(f"capacity {capacity} is past max_position_embeddings={cfg.max_position_embeddings}")
+            return capacity
+        need = 4096
+        if prompt is not None and max_new_tokens is not None:
+            need = max(need, len(self.tokenizer.encode(prompt)) + max_new_tokens)
+        return default_capacity(cfg, need)  # may round up past a max_position_embeddings < one block
+
+
+def choose_engine(ckpt: str | Path | None = None, model: str | None = None, device: str | None = None,
+                  dtype: str | None = None, backend: str | None = None) -> EngineChoice:
+    """The engine the arguments ask for, the same for headless, the dashboard and bench: the
+    embedded default (qwen3-tiny on CPU, the qwen3-1.7b shape on CUDA, random weights) or a
+    checkpoint's config and tokenizer. Every conflict is a TfdashError line."""
     import torch
 
-    from tfdash.engine.runtime import make_runtime
     from tfdash.engine.tokenizer import StandInTokenizer, load_tokenizer
-    from tfdash.engine.weights import load_weights, torch_dtype
 
     device = device or default_device()
     if device.startswith("cuda") and not torch.cuda.is_available():
@@ -111,24 +133,31 @@ def load_engine(ckpt: str | Path | None = None, model: str | None = None, device
     if ckpt is not None:
         if model is not None:
             raise TfdashError("give --ckpt or --model, not both")
-        cfg = load_config(ckpt)
-        tokenizer = load_tokenizer(ckpt)
-        source = str(ckpt)
+        cfg, tokenizer, source = load_config(ckpt), load_tokenizer(ckpt), str(ckpt)
     else:
         cfg = preset(model or ("qwen3-1.7b" if device.startswith("cuda") else "qwen3-tiny"))
-        tokenizer = StandInTokenizer(cfg.vocab_size)
-        source = "random"
+        tokenizer, source = StandInTokenizer(cfg.vocab_size), "random"
     dtype = dtype or ("bfloat16" if device.startswith("cuda") else "float32")
     backend = backend or default_backend(device)
     if backend != "torch-eager" and not device.startswith("cuda"):
         raise TfdashError(f"backend {backend} needs --device cuda")
-    if capacity is None:
-        need = 4096
-        if prompt is not None and max_new_tokens is not None:
-            need = max(need, len(tokenizer.encode(prompt)) + max_new_tokens)
-        capacity = default_capacity(cfg, need)  # may round up past a max_position_embeddings < one block
-    elif capacity > cfg.max_position_embeddings:
-        raise CapacityError(f"capacity {capacity} is past max_position_embeddings={cfg.max_position_embeddings}")
+    return EngineChoice(cfg, tokenizer, source, device, dtype, backend)
+
+
+def load_engine(ckpt: str | Path | None = None, model: str | None = None, device: str | None = None,
+                dtype: str | None = None, backend: str | None = None, capacity: int | None = None,
+                prompt: str | None = None, max_new_tokens: int | None = None, seed: int = 0,
+                progress=None) -> Engine:
+    """Build an engine on the embedded default (qwen3-tiny on CPU, the qwen3-1.7b shape on CUDA,
+    random weights) or on a checkpoint. When prompt and max_new_tokens are given, the lengths are
+    checked against max_position_embeddings and the capacity before any weight is loaded."""
+    from tfdash.engine.runtime import make_runtime
+    from tfdash.engine.weights import load_weights, torch_dtype
+
+    choice = choose_engine(ckpt, model, device, dtype, backend)
+    cfg, tokenizer, source, device, dtype, backend = (choice.config, choice.tokenizer, choice.source, choice.device,
+                                                      choice.dtype, choice.backend)
+    capacity = choice.capacity(capacity, prompt, max_new_tokens)
     from tfdash.settings import SETTINGS
 
     plan = build_plan(cfg, dtype=dtype, capacity=capacity, attn_kv_early=bool(SETTINGS.attn_kv_early),

@@ -204,14 +204,12 @@ def main(argv: list[str]) -> int:
     if not torch.cuda.is_available():
         raise TfdashError("tfdash bench needs a CUDA device (torch.cuda.is_available() is False)")
 
-    from tfdash.engine.config import load_config, preset
+    from tfdash.engine import choose_engine
 
-    cfg = load_config(args.ckpt) if args.ckpt else preset(args.model or "qwen3-1.7b")
-    # A capacity that just fits: the torch peer masks attention over the whole capacity.
-    from tfdash.engine.tokenizer import StandInTokenizer, load_tokenizer
-
-    tok = load_tokenizer(args.ckpt) if args.ckpt else StandInTokenizer(cfg.vocab_size)
+    choice = choose_engine(args.ckpt, args.model, "cuda", "bfloat16", "torch-graph")
+    cfg, tok = choice.config, choice.tokenizer
     ids = tok.encode(args.prompt)
+    # A capacity that just fits: the torch peer masks attention over the whole capacity.
     capacity = default_capacity(cfg, len(ids) + args.max_new_tokens)
     if args.capacity is not None:
         from tfdash.engine.plan import check_generation
