@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+import pytest
 
 from tfdash.cache import cache_dir, tilelang_cache_dir
 from tfdash.engine import compile as compile_mod
 from tfdash.profiling import probe
+
+
+@pytest.fixture(autouse=True)
+def keep_tilelang_variable():
+    """tilelang_cache_dir sets $TILELANG_CACHE_DIR for tilelang: put it back as it was."""
+    saved = os.environ.get("TILELANG_CACHE_DIR")
+    yield
+    os.environ.pop("TILELANG_CACHE_DIR", None)
+    if saved is not None:
+        os.environ["TILELANG_CACHE_DIR"] = saved
 
 
 def test_one_cache_directory(tmp_path, monkeypatch):
