@@ -10,7 +10,7 @@ reaches into the engine's buffers.
     drill_model.py   what the drill-down computes (plan, operands, ctx_len sweep, sources)
     cuda_source.py   a launch's generated CUDA, compiled for sm_90a in a child process
     exports.py       snapshot JSON, CSV, Chrome trace and SVG files, named and never overwritten
-    overhead.py      tok/s with the dashboard against headless, A/B (DESIGN rule 7)
+    overhead.py      tok/s with the dashboard against headless, A/B in one process
     bindings.py      every key, as data with ids (remappable from the config file)
     config.py        ~/.config/tfdash/config.json: theme, keymap, export directory
     messages.py      worker -> app messages
