@@ -1,6 +1,13 @@
 """The decode engine: config, weights, tokenizer, step plan, runtime and decode loop.
 
-`load_engine` is the one entry point the CLI, the profiler and the app use:
+    config.py      ModelConfig and presets          names.py     HF tensor names -> plan buffers
+    checkpoint.py  safetensors, validated           weights.py   packed (or random) weights
+    tokenizer.py   tokenizers, streaming decode     plan.py      StepPlan: every launch of a step
+    runtime.py     the plan launched (eager, graph) and the step state it owns (hold, capture)
+    compile.py     tilelang kernels compiled once   decode.py    the decode loop (Generation)
+
+`choose_engine` resolves the command line's engine arguments (the same for headless, the
+dashboard and bench); `load_engine` is the one entry point the CLI, the profiler and the app use:
 
     eng = load_engine(ckpt=None, model="qwen3-tiny", device="cpu")
     gen = eng.generate("The GPU", max_new_tokens=64)
