@@ -16,6 +16,8 @@ from tfdash.profiling.snapshot import KernelRow, Roofline, RunMeta, TokenRecord
 
 @dataclass(frozen=True)
 class SessionStarted:
+    """The run began: its metadata and the roofline target the predictions use."""
+
     kind: ClassVar[str] = "started"
     meta: RunMeta
     target: dict
@@ -23,12 +25,16 @@ class SessionStarted:
 
 @dataclass(frozen=True)
 class Status:
+    """A set-up line (capturing, probing, learning the kernel map); "" clears it."""
+
     kind: ClassVar[str] = "status"
     text: str
 
 
 @dataclass(frozen=True)
 class TokenBatch:
+    """Tokens harvested since the last batch, the steps that made them, and the run so far."""
+
     kind: ClassVar[str] = "tokens"
     tokens: tuple[TokenRecord, ...]
     step_ns: tuple[int, ...]  # the steps completed since the previous batch (prompt walk included)
@@ -39,6 +45,8 @@ class TokenBatch:
 
 @dataclass(frozen=True)
 class ProfileDone:
+    """A profile window finished: the kernel rows and roofline it gives, or why it has none."""
+
     kind: ClassVar[str] = "profile"
     window: int  # windows completed so far, this one included
     rows: tuple[KernelRow, ...]
@@ -48,18 +56,24 @@ class ProfileDone:
 
 @dataclass(frozen=True)
 class NvmlUpdate:
+    """One NVML sample."""
+
     kind: ClassVar[str] = "nvml"
     sample: NvmlSample
 
 
 @dataclass(frozen=True)
 class MarginalDone:
+    """A marginal-cost measurement (or a dict with "unavailable" and why)."""
+
     kind: ClassVar[str] = "marginal"
     result: dict
 
 
 @dataclass(frozen=True)
 class SessionEnded:
+    """The run is over: how it stopped, and the whole-run figures."""
+
     kind: ClassVar[str] = "ended"
     stopped: str  # "" (all tokens), "eos", "cancelled", "error"
     new_tokens: int
