@@ -64,15 +64,17 @@ def test_a_pause_is_held_time_not_run_time(eng):
 
 def test_a_session_pause_and_the_snapshot(eng):
     s = Session(eng, "w1 w2 w3", 80, target=TARGET, nvml=False, ignore_eos=True, probe_bandwidth=False)
-    s.pause(True)  # before the run: the generation starts held
+    held = []
 
-    def on_event(m):
-        if m.kind == "started":
+    def on_event(m):  # on the decode thread, as the dashboard's pause arrives between batches
+        if m.kind == "tokens" and not held:
+            held.append(m.new_tokens)
+            s.pause(True)
             threading.Timer(0.4, s.pause, args=(False,)).start()
 
     s.run(on_event)
     snap = s.snapshot()
-    assert snap.held_ns >= 0.3e9 and 0 < snap.ttft_ns < snap.wall_ns - snap.held_ns
+    assert held and snap.held_ns >= 0.35e9 and 0 < snap.ttft_ns < snap.wall_ns - snap.held_ns
     assert snap.tok_per_s == pytest.approx(80 / ((snap.wall_ns - snap.held_ns) / 1e9))
     assert snap.decode_tok_per_s == pytest.approx(79 / ((snap.wall_ns - snap.held_ns - snap.ttft_ns) / 1e9))
     back = loads_snapshot(dumps_snapshot(snap))
