@@ -71,3 +71,10 @@ async def test_a_measured_marginal_is_shown_once(isolated_config):
         assert app.snapshot.marginal[-1] == RESULT
         body = str(app.screen.query_one("#marginal-body").render())
         assert body.count("12.3") == 1 and "99" in body, body
+
+
+def test_a_queued_warning_is_never_superseded_by_a_status_line():
+    from tfdash.app.messages import EngineStatus
+
+    assert EngineStatus("capturing").can_replace(EngineStatus(""))  # a newer line replaces an older
+    assert not EngineStatus("warning: tilelang is missing").can_replace(EngineStatus(""))

@@ -27,7 +27,8 @@ class EngineStatus(Message):
         self.text = text
 
     def can_replace(self, message: Message) -> bool:
-        return isinstance(message, EngineStatus)
+        # `message` is a newer one: it supersedes this status line, never a warning (a toast).
+        return isinstance(message, EngineStatus) and not self.text.startswith("warning: ")
 
 
 class RunEnded(Message):
