@@ -92,12 +92,37 @@ async def test_open_shows_the_live_runs_sweep_and_kernel_rows(isolated_config, r
     assert not missing, f"sweep points not on the screen: {missing}"
 
 
-def test_a_plan_variant_rebuilds_exactly(tmp_path):
+@pytest.fixture(scope="module")
+def variant(tmp_path_factory):
+    """A short run on a non-default plan (a non-boolean option among its options), saved."""
     eng = engine(**VARIANT)
     s = Session(eng, "w1 w2", 8, target=TARGET, nvml=False, ignore_eos=True)
     s.run()
-    write_snapshot(s.snapshot(), tmp_path / "variant.json")
-    snap = load_snapshot(tmp_path / "variant.json")
+    path = tmp_path_factory.mktemp("variant") / "variant.json"
+    write_snapshot(s.snapshot(), path)
+    return eng, path
+
+
+@sync
+async def test_the_drill_down_rebuilds_the_variant_plan(isolated_config, variant):
+    eng, path = variant
+    app = snapshot_app(path, tilelang_source=lambda fam: "# stand-in\n")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        await pilot.press("slash", *"gate_up", "enter", "enter")
+        await pilot.pause()
+        assert app.screen.row.label == "gate_up"
+        text = screen_text(app)
+        operands = app.screen.query_one("#operands-table")
+        assert operands.row_count > 0
+    assert "could not be rebuilt" not in text and "no step plan" not in text
+    gate_up = next(la for la in eng.plan.launches if la.op == "gate_up")
+    assert gate_up.kernel.endswith("_b1") and gate_up.dims["blocks_per_sm"] == 1  # the variant's own kernel
+
+
+def test_a_plan_variant_rebuilds_exactly(variant):
+    eng, path = variant
+    snap = load_snapshot(path)
     assert snap.meta.plan_options["gemv_blocks_per_sm"] == {"gate_up": 1, "down": 2}
     plan = drill_model.plan_of(snap)
     assert plan is not None and plan.to_dict() == eng.plan.to_dict()
