@@ -50,3 +50,18 @@ def test_set_position_refuses_past_the_cache(rt):
 def test_eager_runtime_has_nothing_to_capture(rt):
     assert rt.needs_capture is False
     assert rt.ensure_captured() is False
+
+
+def test_a_plan_variant_runtime_shares_the_weights_and_decodes_the_same():
+    from tfdash.engine.decode import Generation
+    from tfdash.engine.plan import build_plan
+
+    eng = micro_engine(capacity=128)
+    rt = eng.runtime
+    plan = build_plan(eng.config, "float32", capacity=128, fused_rope=False)
+    var = rt.variant(plan)
+    assert var.backend == rt.backend and var.plan is plan and len(plan) > len(rt.plan)
+    assert var.bufs["L0.w_qkv"].data_ptr() == rt.bufs["L0.w_qkv"].data_ptr()  # shared, not copied
+    a = [e.token_id for e in Generation(rt, [1, 2, 3], 12, eng.tokenizer)]
+    b = [e.token_id for e in Generation(var, [1, 2, 3], 12, eng.tokenizer)]
+    assert a == b

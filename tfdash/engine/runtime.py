@@ -18,6 +18,7 @@ The runtime owns that state and every graph of it; profiling asks, never pokes t
     rt.capture_variant(doubled, ctx)  another graph of the step: launches `doubled` run twice,
                                    pos/tok reset to (ctx, tok) at its start, so each replay is the
                                    same step
+    rt.variant(plan)               a runtime of a plan variant over the same weight tensors
 """
 
 from __future__ import annotations
@@ -213,6 +214,13 @@ class Runtime:
             self.warm_up(1, prologue)
             return VariantGraph(self._capture(body, thread_local=True), (pos0, tok0))
 
+    def variant(self, plan: StepPlan, backend: str | None = None, **kw) -> "Runtime":
+        """A runtime of another plan of the same model (a plan variant to A/B) over this runtime's
+        weight tensors (shared, not copied), of this backend unless told; its own buffers, graph
+        and kernels. `kw` goes to the runtime (progress, pdl)."""
+        weights = {n: self.bufs[n] for n, b in self.plan.buffers.items() if b.kind == "weight" and b.parent is None}
+        return make_runtime(backend or self.backend, plan, weights, self.device, **kw)
+
     # -- the token ring --------------------------------------------------------------------
     def _ring_init(self):
         if self.cuda:
@@ -330,11 +338,11 @@ class TilelangRuntime(GraphRuntime):
         return lambda: kernel(*args)
 
 
-def make_runtime(backend: str, plan: StepPlan, weights, device, progress=None) -> Runtime:
+def make_runtime(backend: str, plan: StepPlan, weights, device, progress=None, pdl: bool | None = None) -> Runtime:
     if backend == "torch-eager":
         return Runtime(plan, weights, device)
     if backend == "torch-graph":
         return GraphRuntime(plan, weights, device)
     if backend == "tilelang-graph":
-        return TilelangRuntime(plan, weights, device, progress=progress)
+        return TilelangRuntime(plan, weights, device, progress=progress, pdl=pdl)
     raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
