@@ -37,8 +37,22 @@ def rates(new_tokens: int, wall_ns: int, held_ns: int = 0, ttft_ns: int = 0) -> 
     return whole, decode
 
 
+class Rates:
+    """tok/s of a run from its `new_tokens`, `wall_ns`, `held_ns` and `ttft_ns` (see `rates`)."""
+
+    @property
+    def tok_per_s(self) -> float:
+        """New tokens over the run time (wall time less the time held)."""
+        return rates(self.new_tokens, self.wall_ns, self.held_ns, self.ttft_ns)[0]
+
+    @property
+    def decode_tok_per_s(self) -> float | None:
+        """The tokens after the first over the run time after it (None without a second token)."""
+        return rates(self.new_tokens, self.wall_ns, self.held_ns, self.ttft_ns)[1]
+
+
 @dataclass
-class GenerationStats:
+class GenerationStats(Rates):
     prompt_tokens: int
     new_tokens: int = 0
     wall_ns: int = 0  # since the generation began, held time included
@@ -48,14 +62,6 @@ class GenerationStats:
     steps: int = 0  # steps completed, prompt walk included (step_ns may keep only the last ones)
     ttft_ns: int = 0  # run time (held time left out) until the first new token was harvested
     held_ns: int = 0  # wall time the generation was held (paused); not run time
-
-    @property
-    def tok_per_s(self) -> float:
-        return rates(self.new_tokens, self.wall_ns, self.held_ns, self.ttft_ns)[0]
-
-    @property
-    def decode_tok_per_s(self) -> float | None:
-        return rates(self.new_tokens, self.wall_ns, self.held_ns, self.ttft_ns)[1]
 
     @property
     def ms_per_step_p50(self) -> float:

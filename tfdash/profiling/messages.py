@@ -33,7 +33,8 @@ class Status:
 
 @dataclass(frozen=True)
 class TokenBatch:
-    """Tokens harvested since the last batch, the steps that made them, and the run so far."""
+    """Tokens harvested since the last batch, the steps that made them (prompt walk included),
+    and the run so far."""
 
     kind: ClassVar[str] = "tokens"
     tokens: tuple[TokenRecord, ...]
@@ -72,7 +73,7 @@ class MarginalDone:
 
 @dataclass(frozen=True)
 class SessionEnded:
-    """The run is over: how it stopped, and the whole-run figures."""
+    """The run is over: how it stopped, and the whole-run figures (`error`: why it failed)."""
 
     kind: ClassVar[str] = "ended"
     stopped: str  # "" (all tokens), "eos", "cancelled", "error"

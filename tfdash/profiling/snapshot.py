@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tfdash.stats import rates
+from tfdash.stats import Rates
 
 SCHEMA = "tfdash.snapshot"
 VERSION = 3  # 2: RunMeta.kernels_source; 3: RunMeta.plan_options, windows, ttft_ns, held_ns
@@ -164,7 +164,9 @@ class WindowRecord:
 
 
 @dataclass(frozen=True)
-class ProfileSnapshot:
+class ProfileSnapshot(Rates):
+    """Everything on screen (tok_per_s and decode_tok_per_s from tfdash.stats.Rates)."""
+
     meta: RunMeta
     tokens: tuple[TokenRecord, ...] = ()
     step_ns: tuple[int, ...] = ()
@@ -186,16 +188,6 @@ class ProfileSnapshot:
     windows: tuple[WindowRecord, ...] = ()  # every window the session keeps, oldest first
     ttft_ns: int = 0  # run time until the first new token (0: none yet, or an older snapshot)
     held_ns: int = 0  # wall time the run was paused by the user: part of wall_ns, not of tok/s
-
-    @property
-    def tok_per_s(self) -> float:
-        """New tokens over the generation's run time (wall time less paused time)."""
-        return rates(self.new_tokens, self.wall_ns, self.held_ns, self.ttft_ns)[0]
-
-    @property
-    def decode_tok_per_s(self) -> float | None:
-        """The tokens after the first over the run time after it (None without a second token)."""
-        return rates(self.new_tokens, self.wall_ns, self.held_ns, self.ttft_ns)[1]
 
     @property
     def text(self) -> str:
