@@ -145,8 +145,8 @@ async def test_drill_into_a_kernel_and_back(isolated_config):
         inst = drill.query_one("#instances-table")
         assert inst.row_count == 28
         assert drill.query_one("#operands-table").row_count == 4  # x, norm_w, w, out
-        xs, ys = drill._sweep
-        assert xs[0] == 0 and xs[-1] == 2111 and len(ys) == len(xs)
+        sweep = str(drill.query_one("#sweep-caption").render())  # the sweep's axis, as the pane says it
+        assert "over ctx 0…2,111" in sweep and "measured" in sweep and "@ 1,024" in sweep
         assert drill_measured(app, drill) == ([1024], pytest.approx([drill.row.measured]))
         assert "gemv_kernel" in drill.query_one("#tilelang-code", CodeView).text
         # The CUDA tab compiles lazily, in a worker; then it is cached.
