@@ -96,3 +96,15 @@ def test_bench_rows_and_table_carry_ttft_and_decode_rate():
     hf = summary_row([{"tok_per_s": 200.0, "ttft_ms": None, "decode_tok_per_s": None, "ms_per_step_p50": None,
                        "achieved_gbps": 700.0}], 4.2e12, [])
     assert hf["ttft_ms"] is None and " - " in table_row("hf-compile", hf)
+
+
+def test_the_dashboards_throughput_model_carries_ttft_decode_and_pause():
+    from profiling_support import rich_snapshot
+
+    from tfdash.app import model
+
+    snap = dataclasses.replace(rich_snapshot(), new_tokens=3, wall_ns=3_000_000_000, held_ns=1_000_000_000,
+                               ttft_ns=500_000_000)
+    t = model.throughput(snap)
+    assert t.tok_s_run == pytest.approx(3 / 2.0) and t.ttft_ms == pytest.approx(500.0)
+    assert t.tok_s_decode == pytest.approx(2 / 1.5) and t.held_s == pytest.approx(1.0)

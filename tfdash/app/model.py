@@ -162,6 +162,9 @@ class Throughput:
     steps: int
     line_x: tuple[float, ...]  # step index (bucket centre)
     line_y: tuple[float, ...]  # ms/step (bucket mean)
+    ttft_ms: float | None = None  # time to first token (run time, paused time left out)
+    tok_s_decode: float | None = None  # decode only: the tokens after the first
+    held_s: float = 0.0  # paused so far (not counted in tok_s_run)
 
 
 def tok_s_now(snap: ProfileSnapshot, window_ns: int = 1_000_000_000) -> float | None:
@@ -199,7 +202,9 @@ def throughput(snap: ProfileSnapshot, points: int = 240) -> Throughput:
         first = max(0, int(getattr(snap, "steps", 0) or 0) - n)  # step_ns keeps only the last steps
         xs = tuple(float(v) for v in (first + edges[:-1] + widths / 2.0))
     run = snap.tok_per_s if snap.wall_ns else None
-    return Throughput(snap.new_tokens, tok_s_now(snap), run, p50, p99, n, xs, ys)
+    ttft = getattr(snap, "ttft_ns", 0)
+    return Throughput(snap.new_tokens, tok_s_now(snap), run, p50, p99, n, xs, ys, ttft / 1e6 if ttft else None,
+                      getattr(snap, "decode_tok_per_s", None), getattr(snap, "held_ns", 0) / 1e9)
 
 
 # -- formatting ------------------------------------------------------------------------------
