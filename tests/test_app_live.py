@@ -158,7 +158,9 @@ async def test_pause_resume_and_rerun(isolated_config, tiny_engine):
 async def test_profile_a_window_now_on_cpu(isolated_config, tiny_engine):
     rec = Recorder(tiny_engine, 3000)
     app = live_app(rec, max_new_tokens=3000)
-    async with app.run_test(size=SIZE) as pilot:
+    messages = []
+    async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
+        from tfdash.app.messages import MarginalMeasured
         from tfdash.app.widgets.kernel_table import KernelTable
 
         await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.new_tokens >= 5, what="tokens")
@@ -179,9 +181,11 @@ async def test_profile_a_window_now_on_cpu(isolated_config, tiny_engine):
         mx, _ = drill_model.measured_points(app.windows, drill.row.members)
         assert mx == [snap.roofline.ctx_len]
         await pilot.press("m")
-        await wait_for(pilot, lambda: "unavailable" in drill._marginal.get(drill._current_role(), {}),
+        await wait_for(pilot, lambda: any(isinstance(m, MarginalMeasured) for m in messages),
                        what="the marginal result")
-        assert "CPU" in drill._marginal[drill._current_role()]["unavailable"]
+        [m] = {id(m): m for m in messages if isinstance(m, MarginalMeasured)}.values()  # it bubbles: seen twice
+        assert "CPU" in m.result["unavailable"]
+        assert "marginal cost needs CUDA graphs" in str(drill.query_one("#marginal-body").render())
         await pilot.press("escape", "q")
 
 

@@ -130,7 +130,8 @@ async def test_drill_into_a_kernel_and_back(isolated_config):
         return f"extern \"C\" __global__ void {launch.kernel}_kernel() {{}}\n"
 
     app = make_app(cuda_source=fake_cuda)
-    async with app.run_test(size=SIZE) as pilot:
+    messages = []
+    async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
         await pilot.pause()
         from tfdash.app.screens.drill import DrillScreen
         from tfdash.app.screens.main import MainScreen
@@ -144,8 +145,8 @@ async def test_drill_into_a_kernel_and_back(isolated_config):
         inst = drill.query_one("#instances-table")
         assert inst.row_count == 28
         assert drill.query_one("#operands-table").row_count == 4  # x, norm_w, w, out
-        xs, ys = drill._sweep
-        assert xs[0] == 0 and xs[-1] == 2111 and len(ys) == len(xs)
+        sweep = str(drill.query_one("#sweep-caption").render())  # the sweep's axis, as the pane says it
+        assert "over ctx 0…2,111" in sweep and "measured" in sweep and "@ 1,024" in sweep
         assert drill_measured(app, drill) == ([1024], pytest.approx([drill.row.measured]))
         assert "gemv_kernel" in drill.query_one("#tilelang-code", CodeView).text
         # The CUDA tab compiles lazily, in a worker; then it is cached.
@@ -163,8 +164,13 @@ async def test_drill_into_a_kernel_and_back(isolated_config):
         assert calls == ["L0.gate_up"]
         # m on a saved snapshot: unavailable, with the reason; the recorded marginal is shown.
         await pilot.press("m")
+        await app.workers.wait_for_complete()
         await pilot.pause()
-        assert "unavailable" in drill._marginal["L1.gate_up"]
+        from tfdash.app.messages import MarginalMeasured
+
+        [m] = {id(m): m for m in messages if isinstance(m, MarginalMeasured)}.values()  # it bubbles: seen twice
+        assert m.what == "L1.gate_up" and "no live session" in m.result["unavailable"]
+        assert "no live session to measure" in str(drill.query_one("#marginal-body").render())
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, MainScreen)

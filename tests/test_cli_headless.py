@@ -24,14 +24,16 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 SUMMARY = re.compile(
     r"(?P<tps>[\d.]+) tok/s over the whole generation \((?P<new>\d+) new tokens in (?P<wall>[\d.]+) s, "
-    r"prompt walk included\); ms/step p50 (?P<p50>[\d.]+) p99 (?P<p99>[\d.]+); "
-    r"prompt (?P<prompt>\d+) tokens, (?P<new2>\d+) new$", re.M)
+    r"prompt walk included(, paused (?P<held>[\d.]+) s not counted)?\); "
+    r"time to first token (?P<ttft>[\d.]+) ms; decode-only (?P<decode>[\d.]+) tok/s; "
+    r"ms/step p50 (?P<p50>[\d.]+) p99 (?P<p99>[\d.]+); "
+    r"prompt (?P<prompt>\d+) tokens, (?P<new2>\d+) new(; |$)", re.M)
 
 
 def parse_summary(stdout: str) -> dict:
     m = SUMMARY.search(stdout)
     assert m, stdout
-    return {k: float(v) for k, v in m.groupdict().items()}
+    return {k: float(v) for k, v in m.groupdict().items() if v is not None}
 
 
 def cli(capsys, *argv):

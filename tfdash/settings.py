@@ -38,29 +38,27 @@ class Settings:
                     "weights while the kernel before it drains; off: kernels without PDL instructions, "
                     "plain launches through tvm_ffi"),
         "depth": Knob("TFDASH_DEPTH", 48, "decode steps the host keeps in flight ahead of the GPU (CUDA; at most "
-                      "63, the token ring's size less one): ~67 ms on the H200, enough to ride out the host "
-                      "stalls a drawing dashboard causes in the same process and the profiler's stop at the end "
+                      "63, the token ring's size less one): tens of ms of GPU work on the H200, enough to ride out "
+                      "the host stalls a drawing dashboard causes in the same process and the profiler's stop at the end "
                       "of a window"),
         "overlap_windows": Knob("TFDASH_OVERLAP_WINDOWS", False,
                                 "CUPTI profile windows start and finish with steps in flight instead of "
-                                "draining around them (Generation's `overlaps`). Off: on the H200 it cost "
-                                "more, not less (a window every 256 tokens, 48 steps in flight: 27.8 % "
-                                "of tok/s overlapped vs 16.6 % drained, 2026-11-29); a guess at why: the "
-                                "profiler's stop then waits for and records every step in flight"),
+                                "draining around them (Generation's `overlaps`). Off: measured on the H200 it "
+                                "cost more tok/s than draining, not less (benchmarks/ has the run); a guess "
+                                "at why: the profiler's stop then waits for and records every step in flight"),
         "attn_kv_early": Knob("TFDASH_ATTN_KV_EARLY", True,
                               "the fused attention reads pos and the KV cache rows before its grid dependency "
                               "(they were written by earlier steps), so the K/V stream overlaps the qkv GEMV's "
-                              "tail; off: after it (bench backend tilelang-latekv; on was +3.8 % tok/s on the "
-                              "H200, 2026-11-29)"),
+                              "tail; off: after it (bench backend tilelang-latekv, the A/B baseline; benchmarks/ "
+                              "has the measured difference)"),
         "early_residual": Knob("TFDASH_EARLY_RESIDUAL", True,
                                "o_proj and down read the residual they add into before their grid dependency "
                                "(it was written two or more launches earlier); off: after it (bench backend "
-                               "tilelang-lateres; on was +1.6 % tok/s on the H200, 2026-11-29)"),
+                               "tilelang-lateres, the A/B baseline; benchmarks/ has the measured difference)"),
         "down_smem_prefetch": Knob("TFDASH_DOWN_SMEM_PREFETCH", False,
                                    "down stages its later row segments in shared memory (cp.async) before its "
                                    "grid dependency, so all its weights are in flight while gate_up drains "
-                                   "(bench backend tilelang-smemdown). Off: written 2026-11-29 without device "
-                                   "time left, not yet measured on the H200"),
+                                   "(bench backend tilelang-smemdown). Off until it is measured on the H200"),
     }
 
     def __init__(self):

@@ -1,17 +1,19 @@
-"""The Textual dashboard. It consumes ProfileSnapshots and small coalesced messages; it never
-reaches into the engine's buffers.
+"""The Textual dashboard. It reads a Source (live or recorded, one protocol) and renders the
+ProfileSnapshots it gives; what the app shows, the snapshot holds. It never reaches into the
+engine's buffers.
 
     app.py           TfdashApp: state, actions, live refresh (<= 20 Hz, within a CPU budget), quit
-    live.py          where snapshots come from: a Session in a thread worker, or a saved file
+    live.py          the Source protocol: a Session in a thread worker, or a saved file
     main.py          `tfdash` / `tfdash open` entry points and the factories tests use
     screens/         main (the dashboard), drill (one kernel opened up), help (every key)
     widgets/         the panes: continuation, throughput, roofline, NVML, kernel table, charts, code
     model.py         what the panes compute from a snapshot (grouping, sorting, throughput)
-    drill_model.py   what the drill-down computes (plan, operands, ctx_len sweep, sources)
+    drill_model.py   what the drill-down computes (the plan rebuilt from the snapshot's options,
+                     operands, the ctx_len sweep from its window history, sources)
     cuda_source.py   a launch's generated CUDA, compiled for sm_90a in a child process
     exports.py       snapshot JSON, CSV, Chrome trace and SVG files, named and never overwritten
-    overhead.py      tok/s with the dashboard against headless, A/B (DESIGN rule 7)
+    overhead.py      tok/s with the dashboard against headless, A/B in one process
     bindings.py      every key, as data with ids (remappable from the config file)
     config.py        ~/.config/tfdash/config.json: theme, keymap, export directory
-    messages.py      worker -> app messages
+    messages.py      worker -> app messages, and what the screens post (MarginalMeasured)
 """

@@ -3,6 +3,8 @@
     source = LiveSource(make_session)     a Session in a thread worker (tfdash [--ckpt DIR])
     source = SnapshotSource(snapshot)     a saved snapshot, read-only (tfdash open FILE)
 
+Both are a `Source` (tfdash.app.live); the app never asks which one it holds.
+
 State lives in two reactives that the screens watch: `snapshot` (the latest ProfileSnapshot) and
 `state` ("starting", "running", "paused", "stopping", "done", "stopped", "error", "snapshot").
 Live news is coalesced: the worker posts at most one SessionNews at a time, and the app takes a
@@ -27,7 +29,7 @@ from textual.screen import Screen
 
 from tfdash.app import bindings, exports
 from tfdash.app.config import Config, load_config, save_config
-from tfdash.app.live import LiveSource, SnapshotSource
+from tfdash.app.live import Source
 from tfdash.app.messages import EngineStatus, RunEnded, SessionNews
 from tfdash.app.model import TableRow
 from tfdash.errors import TfdashError
@@ -50,7 +52,7 @@ class TfdashApp(App[ProfileSnapshot | None]):
     snapshot: var[ProfileSnapshot | None] = var(None, always_update=True, init=False)
     state: var[str] = var("starting", init=False)
 
-    def __init__(self, source: LiveSource | SnapshotSource, *, config: Config | None = None,
+    def __init__(self, source: Source, *, config: Config | None = None,
                  export_dir: str | Path | None = None, save_path: str | Path | None = None,
                  max_new_tokens: int | None = None, theme: str | None = None, refresh_hz: float = 20.0,
                  cuda_source: Callable | None = None, tilelang_source: Callable | None = None,
@@ -88,7 +90,7 @@ class TfdashApp(App[ProfileSnapshot | None]):
 
     @property
     def source_label(self) -> str:
-        path = getattr(self.source, "path", None)
+        path = self.source.path
         label = Path(path).name if path else "read-only"
         return f"{label} vs {self.baseline.label}" if self.baseline is not None else label
 
@@ -119,9 +121,9 @@ class TfdashApp(App[ProfileSnapshot | None]):
             self.notify(f"theme {self._theme_from_config!r} is not one of tfdash's themes "
                         f"({', '.join(self.available_themes)}); using {DEFAULT_THEME}",
                         title="config", severity="warning", timeout=8)
-        if isinstance(self.source, SnapshotSource):
+        if not self.source.live:
             self.state = "snapshot"
-            self._apply(self.source.snapshot)
+            self._apply(self.source.snapshot())
         else:
             # The first frame is the heaviest to draw (every widget, the CSS); drawn before the
             # decode starts, it cannot hold the GIL while the first steps are in flight.
@@ -145,8 +147,6 @@ class TfdashApp(App[ProfileSnapshot | None]):
 
     def _refresh_now(self) -> None:
         self._refresh_timer = None
-        if not isinstance(self.source, LiveSource):
-            return
         self.source.take_news()
         snap = self.source.snapshot()
         self._last_refresh = time.monotonic()
@@ -180,9 +180,13 @@ class TfdashApp(App[ProfileSnapshot | None]):
         self.refreshes += 1
         r = snap.roofline
         window = (getattr(snap, "profile_windows", 0), r.ctx_len, r.measured_step_ns) if r is not None else None
+        if getattr(snap, "windows", ()):
+            from tfdash.app.drill_model import windows_of
+
+            self.windows = windows_of(snap)  # the snapshot carries the whole sweep
         if window is not None and window != self._last_window:
             measured = {k.index: k.measured_p50_ns for k in snap.kernels if k.measured_p50_ns is not None}
-            if measured:
+            if measured and not getattr(snap, "windows", ()):  # an older snapshot: gather them here
                 self.windows[r.ctx_len] = measured
                 while len(self.windows) > MAX_WINDOWS:
                     self.windows.pop(next(iter(self.windows)))
@@ -201,7 +205,7 @@ class TfdashApp(App[ProfileSnapshot | None]):
             self.snapshot = self.snapshot  # re-render the placeholder with the new line
 
     def on_run_ended(self, message: RunEnded) -> None:
-        if not isinstance(self.source, LiveSource) or message.run_id != self.source.run_id:
+        if message.run_id != self.source.run_id:
             return
         self.source.take_news()
         snap = self.source.snapshot()
@@ -226,11 +230,11 @@ class TfdashApp(App[ProfileSnapshot | None]):
 
     @property
     def running(self) -> bool:
-        return isinstance(self.source, LiveSource) and self.source.running
+        return self.source.running
 
     # -- actions -------------------------------------------------------------------------------
     def _live_only(self, what: str) -> bool:
-        if isinstance(self.source, LiveSource):
+        if self.source.live:
             return True
         self.notify(f"a saved snapshot is read-only: nothing to {what}", severity="warning", timeout=3)
         return False
@@ -336,9 +340,6 @@ class TfdashApp(App[ProfileSnapshot | None]):
     async def stop_engine(self) -> ProfileSnapshot | None:
         """Stop the run after the steps in flight, wait for the worker; the final snapshot."""
         source = self.source
-        if not isinstance(source, LiveSource):
-            self.final_snapshot = source.snapshot
-            return source.snapshot
         if source.running:
             self._stopping = True
             self.state = "stopping"
@@ -354,8 +355,7 @@ class TfdashApp(App[ProfileSnapshot | None]):
         return snap
 
     def on_unmount(self) -> None:
-        if isinstance(self.source, LiveSource):
-            self.source.stop()
+        self.source.stop()
 
     # -- command palette -----------------------------------------------------------------------
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:

@@ -54,18 +54,34 @@ def _plan(model_json: str, dtype: str, capacity: int, options: str):
 
 
 def plan_of(snap: ProfileSnapshot):
-    """The snapshot's StepPlan (the variant whose launches match its kernel rows), or None (never
-    an exception) when no variant does: a snapshot from another version of tfdash."""
+    """The snapshot's StepPlan, or None (never an exception) when it cannot be rebuilt: a snapshot
+    from another version of tfdash. From the recorded build options when the snapshot has them;
+    older snapshots fall back to the boolean variants whose launches match the kernel rows."""
     m = snap.meta
+    model = json.dumps(m.model, sort_keys=True)
+    recorded = getattr(m, "plan_options", None)
+    if recorded:
+        options = {k: v for k, v in recorded.items() if k not in ("dtype", "capacity")}
+        try:
+            return _plan(model, str(recorded.get("dtype", m.dtype)), int(recorded.get("capacity", m.capacity)),
+                         json.dumps(options, sort_keys=True))
+        except Exception:  # noqa: BLE001 - options of another tfdash: try the search below
+            pass
     want = {k.index: (k.role, k.kernel) for k in snap.kernels}
     for options in _plan_variants():
         try:
-            plan = _plan(json.dumps(m.model, sort_keys=True), m.dtype, int(m.capacity), json.dumps(options))
+            plan = _plan(model, m.dtype, int(m.capacity), json.dumps(options))
         except Exception:  # noqa: BLE001 - the pane says the plan could not be rebuilt
             continue
         if len(plan) == len(want) and all(want.get(la.index) == (la.role, la.kernel) for la in plan.launches):
             return plan
     return None
+
+
+def windows_of(snap: ProfileSnapshot) -> dict[int, dict[int, float]]:
+    """ctx_len -> {launch index: measured p50 ns} for every profile window the snapshot records
+    (a later window at the same ctx_len replaces an earlier one)."""
+    return {w.ctx_len: dict(enumerate(w.kernel_ns)) for w in getattr(snap, "windows", ())}
 
 
 def target_of(snap: ProfileSnapshot):

@@ -1,9 +1,11 @@
-"""Where the app's data comes from: a live Session in a worker thread, or a saved snapshot.
+"""Where the app's data comes from: one `Source` protocol, a live and a recorded implementation.
 
     SnapshotSource   `tfdash open FILE`: one ProfileSnapshot, read-only
     LiveSource       a Session built by a factory and run in a Textual thread worker
 
-The adapter is the whole contract between the app and the engine side:
+The app holds a `Source` and never asks which one: a recorded source starts nothing, never
+runs, and answers a profile or marginal request with why not. The live adapter is the whole
+contract between the app and the engine side:
 
     make_session(status) -> Session       called in the worker thread (building an engine can
                                           take minutes the first time: tilelang compiles);
@@ -21,20 +23,65 @@ renders; news that arrives meanwhile collapses into the next message.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Protocol
 
 from tfdash.app.messages import EngineStatus, RunEnded, SessionNews
 from tfdash.errors import TfdashError
 from tfdash.profiling.snapshot import ProfileSnapshot
 
 
-@dataclass
+class Source(Protocol):
+    """What the app reads. `live`: it can run (pause, profile and measure do something)."""
+
+    live: bool
+    running: bool
+    paused: bool
+    run_id: int
+    worker: object
+    path: Path | None
+
+    def start(self, app) -> None: ...
+    def stop(self) -> None: ...
+    def pause(self, paused: bool) -> None: ...
+    def request_profile(self, steps: int = 32) -> bool: ...
+    def marginal(self, what: str) -> dict: ...  # blocking: call it from a thread worker
+    def snapshot(self) -> ProfileSnapshot | None: ...
+    def take_news(self) -> frozenset[str]: ...
+
+
 class SnapshotSource:
-    snapshot: ProfileSnapshot
-    path: Path | None = None
+    """A saved snapshot: read-only, never running."""
+
     live = False
+    running = False
+    paused = False
+    run_id = 0
+    worker = None
+
+    def __init__(self, snapshot: ProfileSnapshot, path: Path | None = None):
+        self.recorded, self.path = snapshot, path
+
+    def start(self, app) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def pause(self, paused: bool) -> None:
+        pass
+
+    def request_profile(self, steps: int = 32) -> bool:
+        return False
+
+    def marginal(self, what: str) -> dict:
+        return {"what": what, "unavailable": "a saved snapshot has no live session to measure"}
+
+    def snapshot(self) -> ProfileSnapshot:
+        return self.recorded
+
+    def take_news(self) -> frozenset[str]:
+        return frozenset()
 
 
 def event_kind(event) -> str:
@@ -44,6 +91,7 @@ def event_kind(event) -> str:
 
 class LiveSource:
     live = True
+    path = None
 
     def __init__(self, make_session: Callable[[Callable[[str], None]], object]):
         self.make_session = make_session
@@ -58,7 +106,6 @@ class LiveSource:
         self._resume.set()
         self._posted = threading.Event()
         self._kinds: set[str] = set()
-        self._engine_thread: int | None = None
 
     # -- app side ------------------------------------------------------------------------
     def start(self, app) -> None:
@@ -92,10 +139,12 @@ class LiveSource:
         return not self._resume.is_set()
 
     def pause(self, paused: bool) -> None:
-        if paused:
-            self._resume.clear()
-        else:
-            self._resume.set()
+        """Hold the decode at its next step boundary (the Session's generation waits there; the
+        held time is not run time), or resume it."""
+        (self._resume.clear if paused else self._resume.set)()
+        session = self.session
+        if session is not None:
+            session.pause(paused)
 
     def take_news(self) -> frozenset[str]:
         """Acknowledge the outstanding SessionNews; returns the kinds of event it covered."""
@@ -112,6 +161,13 @@ class LiveSource:
         self.session.request_profile(steps)
         return True
 
+    def marginal(self, what: str) -> dict:
+        """The marginal in-graph cost of `what` (blocks until measured: call it from a worker)."""
+        session = self.session
+        if session is None:
+            return {"what": what, "unavailable": "no run in progress to measure (r re-runs)"}
+        return dict(session.marginal(what))
+
     # -- worker side -----------------------------------------------------------------------
     def _status(self, text: str) -> None:
         if self._app is not None:
@@ -124,7 +180,7 @@ class LiveSource:
             self.session = session
             if stop.is_set():
                 return
-            self._engine_thread = threading.get_ident()
+            session.pause(self.paused)
             self._status("")
             session.run(on_event=self._on_event, stop=stop)
         except TfdashError as e:
@@ -132,7 +188,6 @@ class LiveSource:
         except Exception as e:  # noqa: BLE001 - shown in the app, never a traceback on the screen
             error = f"{type(e).__name__}: {e}"
         finally:
-            self._engine_thread = None
             self.running = False
             if self._app is not None:
                 self._app.post_message(RunEnded(run_id, error))
@@ -146,8 +201,3 @@ class LiveSource:
         if not self._posted.is_set():
             self._posted.set()
             self._app.post_message(SessionNews())
-        # Pause: hold the decode loop at its next token batch (NVML and other threads pass).
-        if kind == "tokens" and threading.get_ident() == self._engine_thread:
-            while not self._resume.wait(0.1):
-                if self._stop.is_set():
-                    break

@@ -92,26 +92,13 @@ def session_factory(args, max_new_tokens: int) -> Callable:
 def preflight(args, max_new_tokens: int) -> None:
     """The checks that need no weights (the config, the tokenizer file, the device, the lengths),
     before the screen opens: a mistake is one line on the terminal, not an error pane."""
-    import torch
+    from tfdash.engine import choose_engine
+    from tfdash.engine.plan import check_generation
 
-    from tfdash.engine import default_device, preset
-    from tfdash.engine.config import load_config
-    from tfdash.engine.plan import check_generation, default_capacity
-    from tfdash.engine.tokenizer import load_tokenizer
-
-    device = args.device or default_device()
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise TfdashError("--device cuda: no CUDA device is available (torch.cuda.is_available() is False)")
-    if args.ckpt is not None:
-        if args.model is not None:
-            raise TfdashError("give --ckpt or --model, not both")
-        cfg = load_config(args.ckpt)
-        prompt_len = len(load_tokenizer(args.ckpt).encode(args.prompt))
-    else:
-        cfg = preset(args.model or ("qwen3-1.7b" if device.startswith("cuda") else "qwen3-tiny"))
-        prompt_len = max(1, len(args.prompt.split()))  # the stand-in vocabulary: a token per word
-    capacity = default_capacity(cfg, max(4096, prompt_len + max_new_tokens))
-    check_generation(cfg, capacity, prompt_len, max_new_tokens)
+    choice = choose_engine(args.ckpt, args.model, args.device, getattr(args, "dtype", None),
+                           getattr(args, "backend", None))
+    prompt_len = len(choice.tokenizer.encode(args.prompt))
+    check_generation(choice.config, choice.capacity(None, args.prompt, max_new_tokens), prompt_len, max_new_tokens)
 
 
 def run_app(args) -> int:

@@ -27,7 +27,8 @@ class EngineStatus(Message):
         self.text = text
 
     def can_replace(self, message: Message) -> bool:
-        return isinstance(message, EngineStatus)
+        # `message` is a newer one: it supersedes this status line, never a warning (a toast).
+        return isinstance(message, EngineStatus) and not self.text.startswith("warning: ")
 
 
 class RunEnded(Message):
@@ -37,3 +38,12 @@ class RunEnded(Message):
         super().__init__()
         self.run_id = run_id
         self.error = error
+
+
+class MarginalMeasured(Message):
+    """A marginal-cost request finished: `result` is the measurement, or {"unavailable": why}."""
+
+    def __init__(self, what: str, result: dict) -> None:
+        super().__init__()
+        self.what = what
+        self.result = result

@@ -1,5 +1,5 @@
-"""What the dashboard costs the engine (DESIGN "Measuring" rule 7): tok/s of the same generation
-headless and with the dashboard drawing it, A/B in one process, alternating, medians.
+"""What the dashboard costs the engine: tok/s of the same generation headless and with the
+dashboard drawing it, A/B in one process, alternating, medians.
 
     dashboard_ab(lambda: Session(engine, prompt, 2048, target=t), rounds=3)
 

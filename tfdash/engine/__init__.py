@@ -1,6 +1,13 @@
 """The decode engine: config, weights, tokenizer, step plan, runtime and decode loop.
 
-`load_engine` is the one entry point the CLI, the profiler and the app use:
+    config.py      ModelConfig and presets          names.py     HF tensor names -> plan buffers
+    checkpoint.py  safetensors, validated           weights.py   packed (or random) weights
+    tokenizer.py   tokenizers, streaming decode     plan.py      StepPlan: every launch of a step
+    runtime.py     the plan launched (eager, graph) and the step state it owns (hold, capture)
+    compile.py     tilelang kernels compiled once   decode.py    the decode loop (Generation)
+
+`choose_engine` resolves the command line's engine arguments (the same for headless, the
+dashboard and bench); `load_engine` is the one entry point the CLI, the profiler and the app use:
 
     eng = load_engine(ckpt=None, model="qwen3-tiny", device="cpu")
     gen = eng.generate("The GPU", max_new_tokens=64)
@@ -83,13 +90,68 @@ class Engine:
         return ids
 
     def generate(self, prompt: str | list[int], max_new_tokens: int, stop=None, ignore_eos: bool = False,
-                 depth: int | None = None) -> Generation:
+                 depth: int | None = None, keep: int | None = None) -> Generation:
+        """A generation on this engine: EOS ends it unless ignore_eos or the weights are random;
+        `depth` steps in flight (default: SETTINGS.depth on CUDA, 2 on the synchronous CPU)."""
         from tfdash.settings import SETTINGS
 
         ids = self.encode(prompt) if isinstance(prompt, str) else list(prompt)
         depth = depth or (SETTINGS.depth if self.runtime.cuda else 2)
         eos = () if (ignore_eos or self.random_weights) else self.config.eos_token_ids
-        return Generation(self.runtime, ids, max_new_tokens, self.tokenizer, eos_ids=eos, depth=depth, stop=stop)
+        return Generation(self.runtime, ids, max_new_tokens, self.tokenizer, eos_ids=eos, depth=depth, stop=stop,
+                          keep=keep)
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    """What the command line's engine arguments resolve to, before any weight is loaded."""
+
+    config: ModelConfig
+    tokenizer: object
+    source: str  # checkpoint path, or "random"
+    device: str
+    dtype: str
+    backend: str
+
+    def capacity(self, capacity: int | None = None, prompt: str | None = None,
+                 max_new_tokens: int | None = None) -> int:
+        """The KV capacity: as given (checked against max_position_embeddings), else the
+        dashboard's 4096 or what the prompt and max_new_tokens need, in whole attention blocks."""
+        cfg = self.config
+        if capacity is not None:
+            if capacity > cfg.max_position_embeddings:
+                raise CapacityError(f"capacity {capacity} is past max_position_embeddings={cfg.max_position_embeddings}")
+            return capacity
+        need = 4096
+        if prompt is not None and max_new_tokens is not None:
+            need = max(need, len(self.tokenizer.encode(prompt)) + max_new_tokens)
+        return default_capacity(cfg, need)  # may round up past a max_position_embeddings < one block
+
+
+def choose_engine(ckpt: str | Path | None = None, model: str | None = None, device: str | None = None,
+                  dtype: str | None = None, backend: str | None = None) -> EngineChoice:
+    """The engine the arguments ask for, the same for headless, the dashboard and bench: the
+    embedded default (qwen3-tiny on CPU, the qwen3-1.7b shape on CUDA, random weights) or a
+    checkpoint's config and tokenizer. Every conflict is a TfdashError line."""
+    import torch
+
+    from tfdash.engine.tokenizer import StandInTokenizer, load_tokenizer
+
+    device = device or default_device()
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise TfdashError("--device cuda: no CUDA device is available (torch.cuda.is_available() is False)")
+    if ckpt is not None:
+        if model is not None:
+            raise TfdashError("give --ckpt or --model, not both")
+        cfg, tokenizer, source = load_config(ckpt), load_tokenizer(ckpt), str(ckpt)
+    else:
+        cfg = preset(model or ("qwen3-1.7b" if device.startswith("cuda") else "qwen3-tiny"))
+        tokenizer, source = StandInTokenizer(cfg.vocab_size), "random"
+    dtype = dtype or ("bfloat16" if device.startswith("cuda") else "float32")
+    backend = backend or default_backend(device)
+    if backend != "torch-eager" and not device.startswith("cuda"):
+        raise TfdashError(f"backend {backend} needs --device cuda")
+    return EngineChoice(cfg, tokenizer, source, device, dtype, backend)
 
 
 def load_engine(ckpt: str | Path | None = None, model: str | None = None, device: str | None = None,
@@ -101,37 +163,14 @@ def load_engine(ckpt: str | Path | None = None, model: str | None = None, device
     checked against max_position_embeddings and the capacity before any weight is loaded. On CPU,
     torch's thread count is set by `choose_threads(threads, ui)` (`ui`: a dashboard shares the
     process and wants a core)."""
-    import torch
-
     from tfdash.engine.runtime import make_runtime
-    from tfdash.engine.tokenizer import StandInTokenizer, load_tokenizer
     from tfdash.engine.weights import load_weights, torch_dtype
 
-    device = device or default_device()
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise TfdashError("--device cuda: no CUDA device is available (torch.cuda.is_available() is False)")
-    if ckpt is not None:
-        if model is not None:
-            raise TfdashError("give --ckpt or --model, not both")
-        cfg = load_config(ckpt)
-        tokenizer = load_tokenizer(ckpt)
-        source = str(ckpt)
-    else:
-        cfg = preset(model or ("qwen3-1.7b" if device.startswith("cuda") else "qwen3-tiny"))
-        tokenizer = StandInTokenizer(cfg.vocab_size)
-        source = "random"
-    dtype = dtype or ("bfloat16" if device.startswith("cuda") else "float32")
     requested_backend = backend
-    backend = backend or default_backend(device)
-    if backend != "torch-eager" and not device.startswith("cuda"):
-        raise TfdashError(f"backend {backend} needs --device cuda")
-    if capacity is None:
-        need = 4096
-        if prompt is not None and max_new_tokens is not None:
-            need = max(need, len(tokenizer.encode(prompt)) + max_new_tokens)
-        capacity = default_capacity(cfg, need)  # may round up past a max_position_embeddings < one block
-    elif capacity > cfg.max_position_embeddings:
-        raise CapacityError(f"capacity {capacity} is past max_position_embeddings={cfg.max_position_embeddings}")
+    choice = choose_engine(ckpt, model, device, dtype, backend)
+    cfg, tokenizer, source, device, dtype, backend = (choice.config, choice.tokenizer, choice.source, choice.device,
+                                                      choice.dtype, choice.backend)
+    capacity = choice.capacity(capacity, prompt, max_new_tokens)
     from tfdash.settings import SETTINGS
 
     plan = build_plan(cfg, dtype=dtype, capacity=capacity, attn_kv_early=bool(SETTINGS.attn_kv_early),

@@ -24,27 +24,11 @@ MAX_HEADER = 100 * 1024 * 1024  # safetensors' own limit on the JSON header
 
 
 def expected_tensors(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
-    """HF names and shapes of every tensor a Qwen3ForCausalLM checkpoint must hold."""
-    H, D, I, V = cfg.hidden_size, cfg.head_dim, cfg.intermediate_size, cfg.vocab_size
-    out = {"model.embed_tokens.weight": (V, H), "model.norm.weight": (H,)}
-    if not cfg.tie_word_embeddings:
-        out["lm_head.weight"] = (V, H)
-    for i in range(cfg.num_layers):
-        p = f"model.layers.{i}."
-        out.update({
-            p + "input_layernorm.weight": (H,),
-            p + "post_attention_layernorm.weight": (H,),
-            p + "self_attn.q_proj.weight": (cfg.q_size, H),
-            p + "self_attn.k_proj.weight": (cfg.kv_size, H),
-            p + "self_attn.v_proj.weight": (cfg.kv_size, H),
-            p + "self_attn.o_proj.weight": (H, cfg.q_size),
-            p + "self_attn.q_norm.weight": (D,),
-            p + "self_attn.k_norm.weight": (D,),
-            p + "mlp.gate_proj.weight": (I, H),
-            p + "mlp.up_proj.weight": (I, H),
-            p + "mlp.down_proj.weight": (H, I),
-        })
-    return out
+    """HF names and shapes of every tensor a Qwen3ForCausalLM checkpoint must hold (the table in
+    tfdash.engine.names)."""
+    from tfdash.engine.names import hf_tensors
+
+    return hf_tensors(cfg)
 
 
 def read_header(path: Path) -> dict[str, dict]:

@@ -1,27 +1,24 @@
 """Compiling the plan's tilelang kernels, once per distinct kernel, through tilelang's disk cache.
 
-The cache lives in $TILELANG_CACHE_DIR (default ~/.cache/tfdash/tilelang): the first run compiles
+The cache lives in $TILELANG_CACHE_DIR (default: tfdash's cache directory, `tilelang/`; see tfdash.cache): the first run compiles
 each kernel (a few seconds each, with a progress bar), later runs load them in well under a
 second each.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
+from tfdash.cache import tilelang_cache_dir
 from tfdash.kernels.base import family
 
 SM90A = {"kind": "cuda", "arch": "sm_90a"}
 
 
 def cache_dir() -> Path:
-    d = os.environ.get("TILELANG_CACHE_DIR")
-    if not d:
-        d = str(Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tfdash" / "tilelang")
-        os.environ["TILELANG_CACHE_DIR"] = d
-    return Path(d)
+    """The compiled kernels' cache (see tfdash.cache)."""
+    return tilelang_cache_dir()
 
 
 def unsupported(plan) -> str | None:

@@ -28,17 +28,16 @@ gets the GIL back within that after each graph replay or event wait (which relea
 from __future__ import annotations
 
 import gc
-import statistics
 import sys
 import threading
 import time
-from array import array
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterator
 
 from tfdash.engine.plan import check_generation, check_prompt_ids
 from tfdash.engine.runtime import RING, Runtime
+from tfdash.stats import GenerationStats, percentile  # noqa: F401  (percentile: its old home)
 from tfdash.engine.tokenizer import StreamDecoder
 
 
@@ -91,44 +90,6 @@ class TokenEvent:
     elapsed_ns: int  # wall time since the generation began
 
 
-def percentile(values, q: float) -> float:
-    """Nearest-rank percentile (q in 0..100) of a non-empty sequence."""
-    s = sorted(values)
-    if not s:
-        return float("nan")
-    k = max(0, min(len(s) - 1, int(round(q / 100 * (len(s) - 1)))))
-    return float(s[k])
-
-
-@dataclass
-class GenerationStats:
-    prompt_tokens: int
-    new_tokens: int = 0
-    wall_ns: int = 0
-    step_ns: array = field(default_factory=lambda: array("q"))  # every step, prompt walk included
-    stopped: str = ""  # "", "eos", "cancelled"
-    paused_ns: int = 0  # wall time inside profiling windows' start/finish (drains, CUPTI set-up)
-    steps: int = 0  # steps completed, prompt walk included (step_ns may keep only the last ones)
-
-    @property
-    def tok_per_s(self) -> float:
-        return self.new_tokens / (self.wall_ns / 1e9) if self.wall_ns else 0.0
-
-    @property
-    def ms_per_step_p50(self) -> float:
-        return statistics.median(self.step_ns) / 1e6 if self.step_ns else float("nan")
-
-    @property
-    def ms_per_step_p99(self) -> float:
-        return percentile(self.step_ns, 99) / 1e6 if self.step_ns else float("nan")
-
-    def summary(self) -> str:
-        return (f"{self.tok_per_s:.1f} tok/s over the whole generation "
-                f"({self.new_tokens} new tokens in {self.wall_ns / 1e9:.3f} s, prompt walk included); "
-                f"ms/step p50 {self.ms_per_step_p50:.3f} p99 {self.ms_per_step_p99:.3f}; "
-                f"prompt {self.prompt_tokens} tokens, {self.new_tokens} new")
-
-
 class Generation:
     """Iterate to run; `stats` fills in as it goes. `cancel()` (or a set `stop` event) ends it
     cleanly after the steps in flight, keeping everything measured so far."""
@@ -155,6 +116,17 @@ class Generation:
             self.tokens = deque(maxlen=max(1, keep))
         self.step_index = 0  # steps enqueued so far; step s runs at position s
         self._pending: deque = deque()  # windows waiting for the next step boundary
+        self._resume = threading.Event()  # clear: hold at the next step boundary (see pause)
+        self._resume.set()
+        self._n_prompt = len(self.prompt_ids)
+        self._total = self._n_prompt - 1 + max_new_tokens  # steps to run
+        self._step = 0  # the next step to enqueue
+        self._inflight: deque[int] = deque()
+        self._harvested = -1  # the last step harvested
+        self._t0 = 0
+        # The window in progress: its first step, steps still to enqueue, last step, and whether it
+        # runs with steps in flight around it (see _overlaps).
+        self._win, self._win_first, self._win_left, self._win_last, self._win_overlaps = None, 0, 0, -1, False
 
     def cancel(self) -> None:
         self.stop.set()
@@ -183,103 +155,45 @@ class Generation:
             d.read -= d.prefix
             d.prefix = 0
 
+    def pause(self, paused: bool = True) -> None:
+        """Hold the generation at its next step boundary (safe from any thread): the steps in flight
+        finish and are harvested, then the loop waits; held time is `stats.held_ns`, not run time.
+        A profile window in progress runs to its end first."""
+        (self._resume.clear if paused else self._resume.set)()
+
     def __iter__(self) -> Iterator[TokenEvent]:
         with steady_host():
             yield from self._run()
 
+    # -- the phases of the loop ------------------------------------------------------------------
+    # prefill and decode are the same captured step (the argmax launch feeds the next prompt token
+    # while any remain): `_enqueue` keeps up to `depth` steps in flight, `_harvest` reads one
+    # finished step (a prompt-walk step yields nothing), and windows start and finish between
+    # steps in `_boundary`.
     def _run(self) -> Iterator[TokenEvent]:
         rt, stats = self.runtime, self.stats
-        n_prompt = len(self.prompt_ids)
-        total_steps = n_prompt - 1 + self.max_new_tokens
         rt.reset(self.prompt_ids)
-        inflight: deque[int] = deque()
-        t0 = time.perf_counter_ns()
+        self._t0 = time.perf_counter_ns()
         rt.begin()
-        step = 0
-        # The window in progress: its first step, its steps still to enqueue, its last step, and
-        # whether it runs with steps in flight around it (see _overlaps).
-        win, win_first, win_left, win_last, win_overlaps = None, 0, 0, -1, False
-        harvested = -1  # the last step harvested
-
-        def harvest(s: int) -> TokenEvent | None:
-            nonlocal harvested
-            slot = s % RING
-            rt.wait(slot)
-            dt = rt.step_ns(slot)
-            harvested = s
-            stats.step_ns.append(dt)
-            stats.steps += 1
-            if win is not None and win_first <= s <= win_last:
-                win.on_step(dt)
-            if s < n_prompt - 1:
-                return None  # a prompt-walk step: its prediction is replaced by the prompt
-            tok = rt.token(slot)
-            self.tokens.append(tok)
-            stats.new_tokens += 1
-            stats.wall_ns = time.perf_counter_ns() - t0
-            text = self.decoder.push(tok)
-            self._trim_decoder()
-            return TokenEvent(stats.new_tokens - 1, tok, text, dt, stats.wall_ns)
-
-        def hook(overlaps: bool, fn, *args) -> None:
-            if overlaps:
-                fn(*args)  # the GPU works through the steps in flight meanwhile: not a pause
-            else:
-                self._bracket(fn, *args)
-
         try:
             while True:
-                # Window boundaries. A window that overlaps starts and finishes with steps in
-                # flight; any other (the first CUPTI window, CPU timing, a pause) needs none.
-                if win is not None and win_left == 0 and harvested >= win_last and (win_overlaps or not inflight):
-                    w, win = win, None
-                    hook(win_overlaps, w.finish, rt, False)
-                while (win is None and self._pending and step < total_steps and not self.stop.is_set()
-                       and (_overlaps(self._pending[0]) or not inflight)):
-                    w = self._pending.popleft()
-                    n = max(0, min(int(w.steps), total_steps - step))
-                    ov = _overlaps(w) and n > 0
-                    hook(ov, w.start, rt, step, n)
-                    if n:
-                        win, win_first, win_left, win_last, win_overlaps = w, step, n, step + n - 1, ov
-                    else:
-                        hook(ov, w.finish, rt, False)
-                # Enqueue up to depth, but not past a boundary that needs an empty queue.
-                draining = (win is None and bool(self._pending)) or (
-                    win is not None and win_left == 0 and not win_overlaps)
-                while (step < total_steps and len(inflight) < self.depth and not self.stop.is_set()
-                       and not draining):
-                    if win is not None and win_left > 0:
-                        rt.enqueue(step % RING, win.step_fn)
-                        win_left -= 1
-                        draining = win_left == 0 and not win_overlaps
-                    else:
-                        rt.enqueue(step % RING)
-                    inflight.append(step)
-                    step += 1
-                    self.step_index = step
-                if not inflight:
-                    if (win is not None or self._pending) and step < total_steps and not self.stop.is_set():
+                self._boundary()
+                self._enqueue()
+                if not self._inflight:
+                    if self._paused() and not self.stop.is_set():
+                        self._hold()
+                        continue
+                    if (self._win is not None or self._pending) and self._step < self._total and not self.stop.is_set():
                         continue  # a window starts or ends at this boundary
                     break
                 if self.stop.is_set():
-                    # Drain quietly: these steps ran and are timed, their tokens are not emitted.
-                    while inflight:
-                        s = inflight.popleft()
-                        rt.wait(s % RING)
-                        dt = rt.step_ns(s % RING)
-                        harvested = s
-                        stats.step_ns.append(dt)
-                        stats.steps += 1
-                        if win is not None and win_first <= s <= win_last:
-                            win.on_step(dt)
+                    while self._inflight:  # these steps ran and are timed; their tokens are not emitted
+                        self._harvest(self._inflight.popleft(), emit=False)
                     break
-                # Harvest the oldest step; block on it only when the window is full, nothing is
-                # left to enqueue, or a window waits for its steps (back-pressure, not a per-token
-                # sync).
-                if (rt.ready(inflight[0] % RING) or len(inflight) >= self.depth or step >= total_steps
-                        or draining or (win is not None and win_left == 0)):
-                    ev = harvest(inflight.popleft())
+                # Block on the oldest step only when the queue is full, nothing is left to enqueue,
+                # or a boundary waits for it (back-pressure, not a per-token sync).
+                if rt.ready(self._inflight[0] % RING) or self._must_harvest():
+                    ev = self._harvest(self._inflight.popleft())
                     if ev is not None:
                         yield ev
                         if ev.token_id in self.eos_ids:
@@ -291,9 +205,100 @@ class Generation:
                 stats.stopped = "cancelled"
             rt.synchronize()
         finally:
-            if win is not None:
+            if self._win is not None:
                 rt.synchronize()
-                w, win = win, None
-                self._bracket(w.finish, rt, win_left > 0 or harvested < win_last)
+                w, self._win = self._win, None
+                self._bracket(w.finish, rt, self._win_left > 0 or self._harvested < self._win_last)
             while self._pending:
                 self._pending.popleft().cancel("the generation ended before the window could run")
+
+    def _paused(self) -> bool:
+        return not self._resume.is_set() and self._win is None
+
+    def _draining(self) -> bool:
+        """A boundary ahead needs an empty queue: a window waiting to start (or to finish, unless
+        it overlaps), or a pause."""
+        w = self._win
+        if w is None:
+            return bool(self._pending) or not self._resume.is_set()
+        return self._win_left == 0 and not self._win_overlaps
+
+    def _must_harvest(self) -> bool:
+        return (len(self._inflight) >= self.depth or self._step >= self._total or self._draining()
+                or (self._win is not None and self._win_left == 0))
+
+    def _hook(self, overlaps: bool, fn, *args) -> None:
+        if overlaps:
+            fn(*args)  # the GPU works through the steps in flight meanwhile: not a pause
+        else:
+            self._bracket(fn, *args)
+
+    def _boundary(self) -> None:
+        """Finish the window whose steps are all harvested; start the next ones that can start. A
+        window that overlaps starts and finishes with steps in flight; any other (the first CUPTI
+        window, CPU timing, a 0-step pause) needs none."""
+        rt = self.runtime
+        if (self._win is not None and self._win_left == 0 and self._harvested >= self._win_last
+                and (self._win_overlaps or not self._inflight)):
+            w, self._win = self._win, None
+            self._hook(self._win_overlaps, w.finish, rt, False)
+        while (self._win is None and self._pending and self._step < self._total and not self.stop.is_set()
+               and (_overlaps(self._pending[0]) or not self._inflight)):
+            w = self._pending.popleft()
+            n = max(0, min(int(w.steps), self._total - self._step))
+            ov = _overlaps(w) and n > 0
+            self._hook(ov, w.start, rt, self._step, n)
+            if n:
+                self._win, self._win_first, self._win_left = w, self._step, n
+                self._win_last, self._win_overlaps = self._step + n - 1, ov
+            else:
+                self._hook(ov, w.finish, rt, False)
+
+    def _enqueue(self) -> None:
+        """Enqueue steps up to `depth` in flight, but not past a boundary that needs an empty queue."""
+        rt = self.runtime
+        draining = self._draining()
+        while self._step < self._total and len(self._inflight) < self.depth and not self.stop.is_set() and not draining:
+            w = self._win
+            if w is not None and self._win_left > 0:
+                rt.enqueue(self._step % RING, w.step_fn)
+                self._win_left -= 1
+                draining = self._win_left == 0 and not self._win_overlaps
+            else:
+                rt.enqueue(self._step % RING)
+            self._inflight.append(self._step)
+            self._step += 1
+            self.step_index = self._step
+
+    def _harvest(self, s: int, emit: bool = True) -> TokenEvent | None:
+        """Step s's time (and, for a decode step, its token) once its ring slot completed."""
+        rt, stats = self.runtime, self.stats
+        slot = s % RING
+        rt.wait(slot)
+        dt = rt.step_ns(slot)
+        self._harvested = s
+        stats.step_ns.append(dt)
+        stats.steps += 1
+        w = self._win
+        if w is not None and self._win_first <= s <= self._win_last:
+            w.on_step(dt)
+        if not emit or s < self._n_prompt - 1:
+            return None  # a prompt-walk step: its prediction is replaced by the prompt
+        tok = rt.token(slot)
+        self.tokens.append(tok)
+        stats.new_tokens += 1
+        stats.wall_ns = time.perf_counter_ns() - self._t0
+        if stats.new_tokens == 1:
+            stats.ttft_ns = stats.wall_ns - stats.held_ns
+        text = self.decoder.push(tok)
+        self._trim_decoder()
+        return TokenEvent(stats.new_tokens - 1, tok, text, dt, stats.wall_ns)
+
+    def _hold(self) -> None:
+        """Nothing in flight and paused: wait for resume (or stop); the wait is held time."""
+        t = time.perf_counter_ns()
+        while not self._resume.wait(0.05):
+            if self.stop.is_set():
+                break
+        self.stats.held_ns += time.perf_counter_ns() - t
+        self.runtime.begin()  # the next step's time starts now, not before the pause

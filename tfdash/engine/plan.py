@@ -189,7 +189,9 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     `down_smem_prefetch=True` stages down's later row segments in shared memory before its grid
     dependency (a variant to A/B; not yet measured on the H200, so off). `gemv_overrides` sets an
     op's GEMV launch settings over the per-shape table ({"down": {"seg": 8, "blocks_per_sm": 1}}),
-    the variants a sweep compares."""
+    the variants a sweep compares.
+    `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
+    options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import settings as gemv_settings
 
     bps = dict(gemv_blocks_per_sm or {})
@@ -309,4 +311,4 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
            logits="logits", amax="argmax_part", prompt="prompt", prompt_len="prompt_len", pos="pos", tok="tok",
            out_tokens="out_tokens")
 
-    return StepPlan(cfg, dtype, C, MappingProxyType(buffers), tuple(launches))
+    return StepPlan(cfg, dtype, C, MappingProxyType(buffers), tuple(launches), MappingProxyType({"options": options}))

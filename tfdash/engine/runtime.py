@@ -9,12 +9,24 @@ token in `tok` at position `pos` and leaves the next token in `tok` and pos + 1 
 stepping needs no host round trip. After each step the token is copied into a pinned host ring
 slot and an event is recorded; the host reads slots whose events have completed, never syncing
 per token.
+
+The runtime owns that state and every graph of it; profiling asks, never pokes the buffers:
+
+    with rt.held(): ...            pos/tok (and what a capture moves) restored on exit
+    rt.set_position(ctx)           the next step runs at ctx_len = ctx
+    rt.ensure_captured()           capture the step now if it is a graph runtime and has not been
+    rt.capture_variant(doubled, ctx)  another graph of the step: launches `doubled` run twice,
+                                   pos/tok reset to (ctx, tok) at its start, so each replay is the
+                                   same step
+    rt.variant(plan)               a runtime of a plan variant over the same weight tensors
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import time
-from typing import Callable
+from typing import Callable, Iterable
 
 import torch
 
@@ -24,10 +36,22 @@ from tfdash.kernels.rope import rope_tables
 
 BACKENDS = ("torch-eager", "torch-graph", "tilelang-graph")
 RING = 64  # pinned token slots: how far the host may run ahead of the GPU
+STEP_STATE = ("tok", "pos", "prompt", "prompt_len", "out_tokens")  # what a capture's warm-up moves
 
 
 def _torch_dtype(name: str) -> torch.dtype:
     return getattr(torch, name)
+
+
+class VariantGraph:
+    """A captured variant of the step and the device scalars its prologue copies from (kept alive
+    with it: the graph reads them by address)."""
+
+    def __init__(self, graph, inputs):
+        self.graph, self.inputs = graph, inputs
+
+    def replay(self) -> None:
+        self.graph.replay()
 
 
 class Runtime:
@@ -99,6 +123,104 @@ class Runtime:
     def run_launch(self, i: int) -> None:
         self.launch_fns[i]()
 
+    # -- the step's state ------------------------------------------------------------------
+    @contextlib.contextmanager
+    def held(self, keys: Iterable[str] = ("pos", "tok")):
+        """Run the body and put the step state back as it was (synchronized on both sides): a
+        profiling step, a warm-up or a variant graph's replays leave the generation where it was.
+        The cache rows such a step writes at pos are rewritten by the real step at pos."""
+        self.synchronize()
+        saved = {k: self.bufs[k].clone() for k in keys}
+        try:
+            yield saved
+        finally:
+            self.synchronize()
+            for k, v in saved.items():
+                self.bufs[k].copy_(v)
+            self.synchronize()
+
+    def set_position(self, ctx: int) -> None:
+        """The next step runs at ctx_len = ctx (the caller keeps it inside the cache)."""
+        self.plan.check_ctx(int(ctx))
+        self.synchronize()
+        self.bufs["pos"].fill_(int(ctx))
+
+    @property
+    def position(self) -> int:
+        return int(self.bufs["pos"][0])
+
+    @property
+    def needs_capture(self) -> bool:
+        """A graph runtime whose step is not captured yet."""
+        return False
+
+    def ensure_captured(self) -> bool:
+        """Capture the step now if this is a graph runtime that has not (a lazy capture inside a
+        generation or a window would reset the prompt, pos and tok under it). True when it did."""
+        return False
+
+    def warm_up(self, steps: int = 1, prologue: Callable[[], None] | None = None) -> None:
+        """Eager steps on a side stream from the calling thread, before a capture: library handles
+        (cuBLAS's are per thread), tilelang modules and the allocator must exist before it. They
+        move pos and tok (hold them, or `reset`, around it)."""
+        s = torch.cuda.Stream(self.device)
+        s.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(s):
+            for _ in range(steps):
+                if prologue is not None:
+                    prologue()
+                Runtime.step(self)
+        torch.cuda.current_stream(self.device).wait_stream(s)
+        torch.cuda.synchronize(self.device)
+
+    def _capture(self, body: Callable[[], None], thread_local: bool = False):
+        """One CUDA graph of `body`. thread_local: other threads of the process (the app, NVML, a
+        caller waiting on a measurement) may make CUDA calls meanwhile without invalidating it.
+        The cyclic collector is held off: a finalizer run mid-capture (a freed event or pinned
+        block) would make a forbidden call on this thread."""
+        g = torch.cuda.CUDAGraph()
+        was = gc.isenabled()
+        gc.disable()
+        try:
+            with torch.cuda.graph(g, capture_error_mode="thread_local" if thread_local else "global"):
+                body()
+        finally:
+            if was:
+                gc.enable()
+        torch.cuda.synchronize(self.device)
+        return g
+
+    def capture_variant(self, doubled: Iterable[int] = (), ctx: int | None = None):
+        """A graph of the step with the launches in `doubled` run twice in a row, that first sets
+        pos and tok to (ctx, the current tok): every replay is the same step at the same ctx.
+        Warmed up from this thread first; pos and tok are restored. The caller replays it."""
+        self.ensure_captured()  # the live graph's warm-up (allocator, handles) before this one
+        twice = set(doubled)
+        with self.held() as saved:
+            pos0 = torch.full_like(saved["pos"], self.position if ctx is None else int(ctx))
+            tok0 = saved["tok"].clone()
+
+            def prologue():
+                self.bufs["pos"].copy_(pos0)
+                self.bufs["tok"].copy_(tok0)
+
+            def body():
+                prologue()
+                for i, fn in enumerate(self.launch_fns):
+                    fn()
+                    if i in twice:
+                        fn()
+
+            self.warm_up(1, prologue)
+            return VariantGraph(self._capture(body, thread_local=True), (pos0, tok0))
+
+    def variant(self, plan: StepPlan, backend: str | None = None, **kw) -> "Runtime":
+        """A runtime of another plan of the same model (a plan variant to A/B) over this runtime's
+        weight tensors (shared, not copied), of this backend unless told; its own buffers, graph
+        and kernels. `kw` goes to the runtime (progress, pdl)."""
+        weights = {n: self.bufs[n] for n, b in self.plan.buffers.items() if b.kind == "weight" and b.parent is None}
+        return make_runtime(backend or self.backend, plan, weights, self.device, **kw)
+
     # -- the token ring --------------------------------------------------------------------
     def _ring_init(self):
         if self.cuda:
@@ -167,20 +289,22 @@ class GraphRuntime(Runtime):
         self.graph = None
 
     def capture(self, warmup_prompt: list[int] | None = None) -> None:
-        """Warm up on a side stream (tilelang/cuBLAS handles, allocator), then capture one step.
-        The warm-up steps move pos and tok; `reset` restores them before a generation."""
+        """Warm up, then capture one step. The warm-up steps move pos and tok; `reset` restores
+        them before a generation."""
         Runtime.reset(self, warmup_prompt or [0, 0])
-        s = torch.cuda.Stream(self.device)
-        s.wait_stream(torch.cuda.current_stream(self.device))
-        with torch.cuda.stream(s):
-            for _ in range(2):
-                Runtime.step(self)
-        torch.cuda.current_stream(self.device).wait_stream(s)
-        torch.cuda.synchronize(self.device)
-        self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
-            Runtime.step(self)
-        torch.cuda.synchronize(self.device)
+        self.warm_up(2)
+        self.graph = self._capture(lambda: Runtime.step(self))
+
+    @property
+    def needs_capture(self) -> bool:
+        return self.graph is None
+
+    def ensure_captured(self) -> bool:
+        if self.graph is not None:
+            return False
+        with self.held(STEP_STATE):
+            self.capture()
+        return True
 
     def reset(self, prompt_ids: list[int]) -> None:
         """Capture first (capturing runs warm-up steps that move pos and tok), then load."""
@@ -214,11 +338,11 @@ class TilelangRuntime(GraphRuntime):
         return lambda: kernel(*args)
 
 
-def make_runtime(backend: str, plan: StepPlan, weights, device, progress=None) -> Runtime:
+def make_runtime(backend: str, plan: StepPlan, weights, device, progress=None, pdl: bool | None = None) -> Runtime:
     if backend == "torch-eager":
         return Runtime(plan, weights, device)
     if backend == "torch-graph":
         return GraphRuntime(plan, weights, device)
     if backend == "tilelang-graph":
-        return TilelangRuntime(plan, weights, device, progress=progress)
+        return TilelangRuntime(plan, weights, device, progress=progress, pdl=pdl)
     raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")

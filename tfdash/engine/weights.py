@@ -13,6 +13,7 @@ import torch
 
 from tfdash.engine.checkpoint import expected_tensors
 from tfdash.engine.config import ModelConfig
+from tfdash.engine.names import packing
 
 TORCH_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
@@ -51,22 +52,15 @@ def random_state_dict(cfg: ModelConfig, dtype: torch.dtype, device="cpu", seed: 
 
 
 def pack(cfg: ModelConfig, sd: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """HF names -> plan buffer names; q|k|v and gate|up concatenated along the output rows.
-    Consumes `sd` (tensors are popped as they are packed, to keep peak memory near one copy)."""
-    w = {"embed": sd.pop("model.embed_tokens.weight"), "final_norm": sd.pop("model.norm.weight")}
-    head = sd.pop("lm_head.weight", None)
-    if not cfg.tie_word_embeddings:
-        w["lm_head"] = head
-    for i in range(cfg.num_layers):
-        p, h = f"L{i}.", f"model.layers.{i}."
-        w[p + "attn_norm"] = sd.pop(h + "input_layernorm.weight")
-        w[p + "mlp_norm"] = sd.pop(h + "post_attention_layernorm.weight")
-        w[p + "w_qkv"] = torch.cat([sd.pop(h + f"self_attn.{n}_proj.weight") for n in "qkv"], 0)
-        w[p + "q_norm"] = sd.pop(h + "self_attn.q_norm.weight")
-        w[p + "k_norm"] = sd.pop(h + "self_attn.k_norm.weight")
-        w[p + "w_o"] = sd.pop(h + "self_attn.o_proj.weight")
-        w[p + "w_gu"] = torch.cat([sd.pop(h + "mlp.gate_proj.weight"), sd.pop(h + "mlp.up_proj.weight")], 0)
-        w[p + "w_down"] = sd.pop(h + "mlp.down_proj.weight")
+    """HF names -> plan buffer names (tfdash.engine.names); q|k|v and gate|up concatenated along
+    the output rows. Consumes `sd` (tensors are popped as they are packed, to keep peak memory
+    near one copy); a tied lm_head in `sd` is dropped."""
+    if cfg.tie_word_embeddings:
+        sd.pop("lm_head.weight", None)  # a tied checkpoint may carry the embedding twice
+    w = {}
+    for buf, parts in packing(cfg).items():
+        ts = [sd.pop(name) for name, _ in parts]
+        w[buf] = ts[0] if len(ts) == 1 else torch.cat(ts, 0)
     return {k: v.contiguous() for k, v in w.items()}
 
 

@@ -1,3 +1,23 @@
-"""Profiling: the static analysis of a step (analyze, targets), and the measurements set beside it
-(bandwidth probe, per-launch timing in graph replays, marginal cost, NVML), kept in a bounded
-Session and frozen into immutable ProfileSnapshots with their exporters."""
+"""Profiling, laid out along the data flow: predict and measure -> session -> snapshot -> out.
+
+    predict    analyze.py        what each launch must read, write and compute; its ideal time
+               targets.py        the roofline targets (datasheet H200, or a measured ceiling)
+    measure    probe.py          the measured copy bandwidth: the ceiling predictions are priced on
+               timeline.py       profile windows: per-launch time over N steps of a live generation
+               kernel_map.py     which device kernels each launch makes; CUPTI events -> launches
+               marginal.py       a launch doubled in a variant graph, A/B against the plain step
+               nvml.py           NVML queries (errors are a sentinel); nvml_sampler.py its thread
+    session    session.py        one observed generation: threads, locks, requests
+               messages.py       what a Session posts while it runs
+               pricing.py        the predictions it caches per ctx_len
+               assemble.py       its state -> a ProfileSnapshot (pure functions)
+               meta.py           the run's metadata (host, versions, the plan's build options)
+    snapshot   snapshot.py       ProfileSnapshot: everything on screen, frozen and versioned
+               export.py         its JSON (with a validating loader), Chrome trace and CSV
+               files.py          atomic writes
+    commands   headless.py       `tfdash --headless`; analyze_cli.py `tfdash analyze`;
+               bench.py          `tfdash bench`; overhead.py what profiling windows cost
+
+The runtime owns the step's state and its graphs (tfdash.engine.runtime): measuring code asks it
+to hold and restore pos/tok or to capture a variant, and never writes its buffers itself.
+"""

@@ -1,5 +1,5 @@
 """Static analysis of one decode step: what each launch must read, write and compute, and the
-ideal time that implies on a Target (seed 001's `analyze`, made for this engine).
+ideal time that implies on a Target.
 
 Per launch:   ideal_ns = max(bytes / bandwidth, sum_dtype flops / peak[dtype], special / special_ops)
 Per step:     totals of the above; ideal_ns is the sum over launches (launches run one after

@@ -1,4 +1,4 @@
-"""`tfdash analyze`: the static cost of one decode step, as text (seed 001's layout) or JSON."""
+"""`tfdash analyze`: the static cost of one decode step, as annotated text or JSON."""
 
 from __future__ import annotations
 

@@ -3,7 +3,8 @@
 Every backend decodes the same prompt with the same weights for the same number of new tokens,
 and the backends alternate over several rounds (A B C A B C ...), so drift in clocks or
 temperature hits all of them alike. Reported per backend: tok/s over the whole generation
-(median and spread over rounds), ms/step p50 from CUDA events, achieved GB/s (the analyzer's
+(median and spread over rounds), time to first token and decode-only tok/s (the tfdash engines;
+transformers' generate reports neither), ms/step p50 from CUDA events, achieved GB/s (the analyzer's
 bytes of every step of the generation over its wall time) and the share of the measured cold
 copy bandwidth.
 
@@ -156,25 +157,9 @@ class HFPeer:
         )
         with torch.device(device):
             model = transformers.Qwen3ForCausalLM(hf_cfg).to(torch.bfloat16).eval()
-        b, q, kv, inter = runtime.bufs, cfg.q_size, cfg.kv_size, cfg.intermediate_size
-        sd = {"model.embed_tokens.weight": b["embed"], "model.norm.weight": b["final_norm"]}
-        if not cfg.tie_word_embeddings:
-            sd["lm_head.weight"] = b["lm_head"]
-        for i in range(cfg.num_layers):
-            p, h = f"L{i}.", f"model.layers.{i}."
-            sd.update({
-                h + "input_layernorm.weight": b[p + "attn_norm"],
-                h + "post_attention_layernorm.weight": b[p + "mlp_norm"],
-                h + "self_attn.q_proj.weight": b[p + "w_qkv"][:q],
-                h + "self_attn.k_proj.weight": b[p + "w_qkv"][q:q + kv],
-                h + "self_attn.v_proj.weight": b[p + "w_qkv"][q + kv:],
-                h + "self_attn.o_proj.weight": b[p + "w_o"],
-                h + "self_attn.q_norm.weight": b[p + "q_norm"],
-                h + "self_attn.k_norm.weight": b[p + "k_norm"],
-                h + "mlp.gate_proj.weight": b[p + "w_gu"][:inter],
-                h + "mlp.up_proj.weight": b[p + "w_gu"][inter:],
-                h + "mlp.down_proj.weight": b[p + "w_down"],
-            })
+        from tfdash.engine.names import hf_views
+
+        sd = hf_views(cfg, runtime.bufs)
         model.load_state_dict(sd, strict=False)
         if cfg.tie_word_embeddings:
             model.tie_weights()
@@ -202,13 +187,47 @@ def _one_round(name, peer, ids, n, tok, r):
     if name == "hf-compile":
         toks, wall = peer.generate(ids, n)
         return ({"round": r, "backend": name, "new_tokens": len(toks), "wall_s": wall / 1e9,
-                 "tok_per_s": len(toks) / (wall / 1e9), "ms_per_step_p50": None, "ms_per_step_p99": None}, toks)
+                 "tok_per_s": len(toks) / (wall / 1e9), "ttft_ms": None, "decode_tok_per_s": None,
+                 "ms_per_step_p50": None, "ms_per_step_p99": None}, toks)
     gen = Generation(peer, ids, n, tok)
     toks = [ev.token_id for ev in gen]
-    st = gen.stats
-    return ({"round": r, "backend": name, "new_tokens": st.new_tokens, "wall_s": st.wall_ns / 1e9,
-             "tok_per_s": st.tok_per_s, "ms_per_step_p50": st.ms_per_step_p50,
-             "ms_per_step_p99": st.ms_per_step_p99}, toks)
+    return round_row(r, name, gen.stats), toks
+
+
+def round_row(r: int, name: str, st) -> dict:
+    """One round of a tfdash engine: its GenerationStats as the JSON row."""
+    dec = st.decode_tok_per_s
+    return {"round": r, "backend": name, "new_tokens": st.new_tokens, "wall_s": st.wall_ns / 1e9,
+            "tok_per_s": st.tok_per_s, "ttft_ms": st.ttft_ns / 1e6 if st.ttft_ns else None,
+            "decode_tok_per_s": dec, "ms_per_step_p50": st.ms_per_step_p50, "ms_per_step_p99": st.ms_per_step_p99}
+
+
+def summary_row(rs: list[dict], bandwidth: float, first_tokens) -> dict:
+    """One backend's rounds: medians and spread."""
+    def median_of(key):
+        xs = [x[key] for x in rs if x.get(key) is not None]
+        return statistics.median(xs) if xs else None
+
+    tps = [x["tok_per_s"] for x in rs]
+    gbps = statistics.median(x["achieved_gbps"] for x in rs)
+    return {"tok_per_s_median": statistics.median(tps), "tok_per_s_min": min(tps), "tok_per_s_max": max(tps),
+            "ttft_ms": median_of("ttft_ms"), "decode_tok_per_s": median_of("decode_tok_per_s"),
+            "ms_per_step_p50": median_of("ms_per_step_p50"),
+            "achieved_gbps": gbps, "pct_of_copy_ceiling": 100 * gbps * 1e9 / bandwidth, "first_tokens": first_tokens}
+
+
+TABLE_HEAD = (f"{'backend':<18}{'tok/s median':>13}{'spread':>19}{'TTFT ms':>9}{'decode tok/s':>13}"
+              f"{'ms/step p50':>13}{'GB/s':>9}{'% ceiling':>11}{'launches':>10}{'compile s':>11}")
+
+
+def table_row(name: str, s: dict) -> str:
+    def num(v, fmt):
+        return "-" if v is None else format(v, fmt)
+
+    return (f"{name:<18}{s['tok_per_s_median']:>13.1f}{s['tok_per_s_min']:>9.1f} - {s['tok_per_s_max']:<7.1f}"
+            f"{num(s.get('ttft_ms'), '.1f'):>9}{num(s.get('decode_tok_per_s'), '.1f'):>13}"
+            f"{num(s['ms_per_step_p50'], '.3f'):>13}{s['achieved_gbps']:>9.0f}{s['pct_of_copy_ceiling']:>10.1f}%"
+            f"{num(s.get('launches_per_step'), 'd'):>10}{num(s.get('compile_s'), '.0f'):>11}")
 
 
 def _host_meta() -> dict:
@@ -256,8 +275,7 @@ def main(argv: list[str]) -> int:
 
     cfg = load_config(args.ckpt) if args.ckpt else preset(args.model or "qwen3-1.7b")
     # the shape too is an argument: say it before the device, and before any weight is loaded
-    tilelang_wanted = [b for b in wanted if b.startswith("tilelang")]
-    for b in tilelang_wanted:
+    for b in (b for b in wanted if b.startswith("tilelang")):
         why = unsupported(build_plan(cfg, dtype="bfloat16", capacity=64, **variants.get(b, {})))
         if why:
             raise UnsupportedShape(f"{b}: the tilelang engine cannot run {why}; the torch backends "
@@ -265,11 +283,12 @@ def main(argv: list[str]) -> int:
     if not torch.cuda.is_available():
         raise TfdashError("tfdash bench needs a CUDA device (torch.cuda.is_available() is False)")
 
-    # A capacity that just fits: the torch peer masks attention over the whole capacity.
-    from tfdash.engine.tokenizer import StandInTokenizer, load_tokenizer
+    from tfdash.engine import choose_engine
 
-    tok = load_tokenizer(args.ckpt) if args.ckpt else StandInTokenizer(cfg.vocab_size)
+    choice = choose_engine(args.ckpt, args.model, "cuda", "bfloat16", "torch-graph")
+    cfg, tok = choice.config, choice.tokenizer
     ids = tok.encode(args.prompt)
+    # A capacity that just fits: the torch peer masks attention over the whole capacity.
     capacity = default_capacity(cfg, len(ids) + args.max_new_tokens)
     if args.capacity is not None:
         from tfdash.engine.plan import check_generation
@@ -353,16 +372,8 @@ def main(argv: list[str]) -> int:
         rs = [x for x in rounds if x["backend"] == name]
         if not rs:
             continue
-        tps = [x["tok_per_s"] for x in rs]
-        p50s = [x["ms_per_step_p50"] for x in rs if x["ms_per_step_p50"] is not None]
-        gbps = statistics.median(x["achieved_gbps"] for x in rs)
-        summary[name] = {
-            "tok_per_s_median": statistics.median(tps), "tok_per_s_min": min(tps), "tok_per_s_max": max(tps),
-            "ms_per_step_p50": statistics.median(p50s) if p50s else None,
-            "achieved_gbps": gbps, "pct_of_copy_ceiling": 100 * gbps * 1e9 / probe.bandwidth,
-            "first_tokens": tokens_by_backend[name][:16],
-            "launches_per_step": launches_per_step(name, peers[name], plan),
-        }
+        summary[name] = summary_row(rs, probe.bandwidth, tokens_by_backend[name][:16])
+        summary[name]["launches_per_step"] = launches_per_step(name, peers[name], plan)
         if getattr(peers[name], "compile_s", None) is not None:
             summary[name]["compile_s"] = peers[name].compile_s
     ref = tokens_by_backend.get("torch-graph")
@@ -378,14 +389,7 @@ def main(argv: list[str]) -> int:
     header = (f"tfdash bench · {cfg.name} · {'random weights' if not args.ckpt else args.ckpt} · "
               f"{len(ids)} prompt + {args.max_new_tokens} new tokens · capacity {capacity} · {args.rounds} rounds · "
               f"copy ceiling {probe.bandwidth / 1e12:.2f} TB/s ({probe.method})")
-    lines = [header, f"{'backend':<18}{'tok/s median':>13}{'spread':>19}{'ms/step p50':>13}"
-                     f"{'GB/s':>9}{'% ceiling':>11}{'launches':>10}{'compile s':>11}"]
-    for name, s in summary.items():
-        p50 = f"{s['ms_per_step_p50']:.3f}" if s["ms_per_step_p50"] is not None else "-"
-        nl = s["launches_per_step"] if s["launches_per_step"] is not None else "-"
-        cs = f"{s['compile_s']:.0f}" if s.get("compile_s") is not None else "-"
-        lines.append(f"{name:<18}{s['tok_per_s_median']:>13.1f}{s['tok_per_s_min']:>9.1f} - {s['tok_per_s_max']:<7.1f}"
-                     f"{p50:>13}{s['achieved_gbps']:>9.0f}{s['pct_of_copy_ceiling']:>10.1f}%{nl:>10}{cs:>11}")
+    lines = [header, TABLE_HEAD] + [table_row(name, s) for name, s in summary.items()]
     best_peer = max((n for n in summary if not n.startswith("tilelang")), default=None,
                     key=lambda n: summary[n]["tok_per_s_median"])
     if "tilelang-graph" in summary and best_peer:

@@ -1,15 +1,15 @@
 """Snapshot files: JSON (with a validating loader), Chrome trace JSON, CSV of the kernel table.
 
-Snapshot JSON, schema "tfdash.snapshot", version 1: the ProfileSnapshot dataclass field by field
+Snapshot JSON, schema "tfdash.snapshot" (version: `snapshot.VERSION`; older versions load): the ProfileSnapshot dataclass field by field
 (tuples as arrays, nested dataclasses as objects, None as null, floats always finite), with
 "schema" and "version" first:
 
-    {"schema": "tfdash.snapshot", "version": 1,
+    {"schema": "tfdash.snapshot", "version": 3,
      "meta": RunMeta, "tokens": [TokenRecord], "step_ns": [int], "prompt_tokens": int,
      "new_tokens": int, "wall_ns": int, "kernels": [KernelRow], "nvml": [Series],
      "roofline": Roofline | null, "marginal": [object], "unavailable": {panel: reason},
      "target": object | null, "steps": int, "paused_ns": int, "profile_windows": int,
-     "timeline": [KernelSpan]}
+     "timeline": [KernelSpan], "windows": [WindowRecord]}
 
 `schema_doc()` prints every field with its type, generated from the dataclasses themselves.
 `load_snapshot(path)` checks the schema name, the version, every field's type, unknown and

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from tfdash.engine.decode import percentile
+from tfdash.stats import step_ms, summary
 from tfdash.profiling.session import Session, Status, TokenBatch
 from tfdash.profiling.snapshot import KernelRow, ProfileSnapshot
 
@@ -24,12 +24,9 @@ def window_steps(max_new: int) -> int:
 
 
 def summary_line(snap: ProfileSnapshot) -> str:
-    p50 = percentile(snap.step_ns, 50) / 1e6 if snap.step_ns else float("nan")
-    p99 = percentile(snap.step_ns, 99) / 1e6 if snap.step_ns else float("nan")
-    return (f"{snap.tok_per_s:.1f} tok/s over the whole generation ({snap.new_tokens} new tokens in "
-            f"{snap.wall_ns / 1e9:.3f} s, prompt walk included); ms/step p50 {p50:.3f} p99 {p99:.3f}; "
-            f"prompt {snap.prompt_tokens} tokens, {snap.new_tokens} new; profiling pauses "
-            f"{snap.paused_ns / 1e6:.1f} ms")
+    p50, p99 = step_ms(snap.step_ns)
+    return (summary(snap.tok_per_s, snap.new_tokens, snap.wall_ns, snap.held_ns, snap.ttft_ns, snap.decode_tok_per_s,
+                    p50, p99, snap.prompt_tokens) + f"; profiling pauses {snap.paused_ns / 1e6:.1f} ms")
 
 
 def roofline_lines(snap: ProfileSnapshot) -> list[str]:

@@ -1,8 +1,8 @@
-"""Marginal in-graph cost of a launch or a group of launches (DESIGN "Measuring" rule 5).
+"""Marginal in-graph cost of a launch or a group of launches: a graph with it doubled, A/B.
 
-Capture two graphs of the step from the live runtime's buffers: the plain step, and a variant
-with the chosen launches run twice in a row. Both start by restoring pos and tok from two device
-scalars, so every timed replay is the same step at the same ctx (the cache is never walked past
+The runtime captures two graphs of the step from its live buffers (`Runtime.capture_variant`):
+the plain step, and a variant with the chosen launches run twice in a row. Both start by
+restoring pos and tok from two device scalars, so every timed replay is the same step at the same ctx (the cache is never walked past
 its end, and the row written at ctx is the one the live step writes next). Time `reps` back-to-
 back replays of each with CUDA events, alternating the order (AB, BA, ...) for `rounds` rounds
 in one process; the marginal cost is median(variant) - median(plain), with its spread (half the
@@ -15,7 +15,6 @@ interquartile range of the per-round differences).
 
 from __future__ import annotations
 
-import gc
 import statistics
 from pathlib import Path
 
@@ -59,51 +58,6 @@ def summarize(what: str, launches: list[int], plain: list[float], variant: list[
     }
 
 
-def _warm_up(runtime, pos0, tok0) -> None:
-    """One eager step on a side stream from this thread before capturing, as GraphRuntime.capture
-    does: library handles (cuBLAS's are per thread) must exist before a capture, and a live
-    session measures on its decode thread, not the thread that captured the step. (The step
-    writes the cache row at ctx, which the real step at ctx rewrites; pos and tok are restored
-    by the caller.)"""
-    import torch
-
-    b = runtime.bufs
-    s = torch.cuda.Stream(runtime.device)
-    s.wait_stream(torch.cuda.current_stream(runtime.device))
-    with torch.cuda.stream(s):
-        b["pos"].copy_(pos0)
-        b["tok"].copy_(tok0)
-        for fn in runtime.launch_fns:
-            fn()
-    torch.cuda.current_stream(runtime.device).wait_stream(s)
-    torch.cuda.synchronize(runtime.device)
-
-
-def _capture(runtime, doubled: set[int], pos0, tok0):
-    import torch
-
-    b = runtime.bufs
-    g = torch.cuda.CUDAGraph()
-    # thread_local: other threads of the process (the app, NVML, a caller waiting on this
-    # measurement) may make CUDA calls meanwhile without invalidating this capture. The cyclic
-    # collector is held off: a finalizer run mid-capture (a freed event or pinned block) would
-    # make a forbidden call on this thread.
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        with torch.cuda.graph(g, capture_error_mode="thread_local"):
-            b["pos"].copy_(pos0)
-            b["tok"].copy_(tok0)
-            for i, fn in enumerate(runtime.launch_fns):
-                fn()
-                if i in doubled:
-                    fn()
-    finally:
-        if was:
-            gc.enable()
-    return g
-
-
 def _time(graph, reps: int) -> float:
     import torch
 
@@ -122,42 +76,24 @@ def measure(runtime, what: str, ctx_len: int | None = None, rounds: int = 7, rep
     if not getattr(runtime, "cuda", False):
         return unavailable(what, f"marginal cost needs CUDA graphs; this is {runtime.backend} on "
                                  f"{runtime.device.type}")
-    import torch
-
     try:
         launches = resolve(runtime.plan, what)
     except TfdashError as e:
         return unavailable(what, str(e))
-    from tfdash.profiling.timeline import ensure_captured
-
-    ensure_captured(runtime)  # the live graph's warm-up (allocator, handles) before ours
-    b = runtime.bufs
-    runtime.synchronize()
-    pos_saved, tok_saved = b["pos"].clone(), b["tok"].clone()
-    ctx = int(pos_saved[0]) if ctx_len is None else int(ctx_len)
+    ctx = runtime.position if ctx_len is None else int(ctx_len)
     runtime.plan.check_ctx(ctx)
-    pos0 = torch.full_like(pos_saved, ctx)
-    tok0 = tok_saved.clone()
-    graphs = []
-    try:
-        _warm_up(runtime, pos0, tok0)
-        plain = _capture(runtime, set(), pos0, tok0)
-        variant = _capture(runtime, set(launches), pos0, tok0)
-        graphs = [plain, variant]
-        for g in graphs:  # warm both
+    with runtime.held():
+        plain = runtime.capture_variant((), ctx)
+        variant = runtime.capture_variant(launches, ctx)
+        for g in (plain, variant):  # warm both
             _time(g, 2)
         t_plain, t_variant = [], []
         for r in range(rounds):
             order = (plain, variant) if r % 2 == 0 else (variant, plain)
             for g in order:
                 (t_plain if g is plain else t_variant).append(_time(g, reps))
-        return summarize(what, launches, t_plain, t_variant, ctx, reps)
-    finally:
-        runtime.synchronize()
-        b["pos"].copy_(pos_saved)
-        b["tok"].copy_(tok_saved)
-        runtime.synchronize()
-        del graphs
+        del plain, variant
+    return summarize(what, launches, t_plain, t_variant, ctx, reps)
 
 
 class MarginalTask:
@@ -192,3 +128,15 @@ class MarginalTask:
     def cancel(self, reason: str):
         self.result = unavailable(self.what, reason)
         self.done.set()
+
+    def wait(self, timeout: float) -> dict:
+        """The result once a generation ran the task (or a line saying it never got the chance)."""
+        if not self.done.wait(timeout):
+            return unavailable(self.what, "timed out waiting for a step boundary")
+        return self.result or unavailable(self.what, "no result")
+
+    def run_now(self, runtime, lock) -> dict:
+        """Measure now, outside any generation, holding the runtime's `lock`."""
+        with lock:
+            self.start(runtime, 0, 0)  # catches and reports its own failures
+        return self.result or unavailable(self.what, "no result")

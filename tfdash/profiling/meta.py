@@ -102,4 +102,14 @@ def collect_meta(engine, prompt: str) -> RunMeta:
         launches_per_step=len(engine.plan),
         kernels_source=kernels_source(),
         threads=getattr(engine, "threads", None),
+        plan_options=_jsonable(engine.plan.meta.get("options")),
     )
+
+
+def _jsonable(options):
+    """build_plan's options as plain JSON data (None when the plan did not record them)."""
+    import json
+
+    if not options:
+        return None
+    return json.loads(json.dumps(dict(options), default=str))

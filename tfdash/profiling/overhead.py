@@ -1,5 +1,5 @@
-"""What observing costs (DESIGN "Measuring" rule 7): tok/s with and without periodic profile
-windows, A/B in one process, alternating, medians.
+"""What observing costs: tok/s with and without periodic profile windows, A/B in one process,
+alternating, medians.
 
     tok_s_ab(engine, prompt, 2048, every=256, steps=32, rounds=3)
 

@@ -1,11 +1,11 @@
-"""The bandwidth probe: the measured roofline ceiling (DESIGN "Measuring" rule 1).
+"""The bandwidth probe: the measured roofline ceiling that every prediction is priced against.
 
     GPU   a device-to-device copy between two buffers of 2 GiB each (far over 8x the 60 MB L2, so
           every byte comes from HBM), filled with random bytes, timed with CUDA events
     CPU   a host memcpy between two buffers (256 MiB by default; the L3 is far smaller)
 
 bandwidth = (bytes read + bytes written) / median time of `reps` copies after a warm-up copy.
-Results are cached per device in $TFDASH_CACHE_DIR/bandwidth.json (default
+Results are cached per device in bandwidth.json in tfdash's cache directory (tfdash.cache; default
 ~/.cache/tfdash/bandwidth.json), keyed by device name, so the probe runs once per machine;
 `refresh=True` measures again. `measured_target` turns the result into the Target the analyzer
 prices against (the datasheet's bandwidth kept beside it).
@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import platform
 import statistics
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from tfdash.cache import cache_dir  # noqa: F401  (also imported from here)
 from tfdash.profiling.files import write_json_atomic
 from tfdash.profiling.targets import H200, Target
 
@@ -32,13 +32,6 @@ CPU_BYTES = 256 << 20
 
 # The host's memory has no datasheet figure here: predictions on CPU use the probe alone.
 CPU = Target(name="cpu", bandwidth=20e9, source="nominal 20 GB/s (no probe yet)")
-
-
-def cache_dir() -> Path:
-    d = os.environ.get("TFDASH_CACHE_DIR")
-    if d:
-        return Path(d)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tfdash"
 
 
 def cache_path() -> Path:

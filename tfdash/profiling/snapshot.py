@@ -18,8 +18,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tfdash.stats import Rates
+
 SCHEMA = "tfdash.snapshot"
-VERSION = 3  # 2: RunMeta.kernels_source, 3: RunMeta.threads (older files load, with them None)
+VERSION = 4  # 2: RunMeta.kernels_source; 3: RunMeta.plan_options, windows, ttft_ns, held_ns;
+#              4: RunMeta.threads (older files load with them None / empty / 0)
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,9 @@ class RunMeta:
     # (tfdash.profiling.meta.kernels_source); None in snapshots from before it was kept
     kernels_source: str | None = None
     threads: int | None = None  # torch's CPU threads of a CPU run (None on CUDA and before version 3)
+    # build_plan's keyword options (StepPlan.meta["options"]): build_plan(ModelConfig.from_dict(
+    # model), **plan_options) is the exact plan that ran; None in snapshots from before it was kept
+    plan_options: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -148,7 +154,20 @@ class KernelSpan:
 
 
 @dataclass(frozen=True)
-class ProfileSnapshot:
+class WindowRecord:
+    """One profile window of the run's history: what the ctx_len sweep plots."""
+
+    ctx_len: int
+    first_step: int
+    steps: int
+    step_ns: float  # the window's step time, p50
+    kernel_ns: tuple[float, ...]  # [launch index]: measured p50 ns
+
+
+@dataclass(frozen=True)
+class ProfileSnapshot(Rates):
+    """Everything on screen (tok_per_s and decode_tok_per_s from tfdash.stats.Rates)."""
+
     meta: RunMeta
     tokens: tuple[TokenRecord, ...] = ()
     step_ns: tuple[int, ...] = ()
@@ -167,10 +186,9 @@ class ProfileSnapshot:
     paused_ns: int = 0  # wall time spent in profiling set-up/tear-down and marginal measurements
     profile_windows: int = 0  # profile windows completed so far
     timeline: tuple[KernelSpan, ...] = ()  # the latest window's kernels (last few steps)
-
-    @property
-    def tok_per_s(self) -> float:
-        return self.new_tokens / (self.wall_ns / 1e9) if self.wall_ns else 0.0
+    windows: tuple[WindowRecord, ...] = ()  # every window the session keeps, oldest first
+    ttft_ns: int = 0  # run time until the first new token (0: none yet, or an older snapshot)
+    held_ns: int = 0  # wall time the run was paused by the user: part of wall_ns, not of tok/s
 
     @property
     def text(self) -> str:

@@ -27,7 +27,8 @@ from textual.widgets import DataTable, Static, TabbedContent, TabPane
 from tfdash.app import baseline as basemod
 from tfdash.app import bindings, drill_model
 from tfdash.app.layout import SHORT_H, wrap_pairs
-from tfdash.app.model import TableRow, fmt_bytes, fmt_gap, fmt_gbps, fmt_ns, fmt_num, gap_level, make_row
+from tfdash.app.messages import MarginalMeasured
+from tfdash.app.model import TableRow, fmt_bytes, fmt_gap, fmt_gbps, fmt_int, fmt_ns, fmt_num, gap_level, make_row
 from tfdash.app.screens.main import TopBar
 from tfdash.app.widgets.footer import FitFooter
 from tfdash.app.widgets.chart import Chart, Figure, Line
@@ -282,7 +283,7 @@ class DrillScreen(Screen):
         view.show_code((f"# {note}\n" if note else "") + self._tl_cache[fam], "python")
 
     def _source_note(self) -> str | None:
-        return drill_model.source_note(self.app.snapshot, bool(getattr(self.app.source, "live", False)))
+        return drill_model.source_note(self.app.snapshot, self.app.source.live)
 
     @on(TabbedContent.TabActivated, "#drill-tabs")
     def _tab(self, event: TabbedContent.TabActivated) -> None:
@@ -345,24 +346,20 @@ class DrillScreen(Screen):
         launch_role = self._current_role()
         self.query_one(TabbedContent).active = "marginal"
         source = self.app.source
-        if not getattr(source, "live", False) or source.session is None:
-            self._marginal[launch_role] = {"what": launch_role,
-                                           "unavailable": "a saved snapshot has no live session to measure"}
-            self._show_marginal()
-            return
         if source.paused and source.running:
             self.notify("resume first (space): the marginal is measured between decode steps", severity="warning",
                         timeout=4)
             return
         self._marginal[launch_role] = {"what": launch_role, "status": "measuring…"}
         self._show_marginal()
-        self.notify(f"measuring the marginal cost of {launch_role}…", timeout=2)
-        self._measure(source.session, launch_role)
+        if source.live:
+            self.notify(f"measuring the marginal cost of {launch_role}…", timeout=2)
+        self._measure(source, launch_role)
 
     @work(thread=True, group="marginal", exit_on_error=False)
-    def _measure(self, session, role: str) -> None:
+    def _measure(self, source, role: str) -> None:
         try:
-            result = dict(session.marginal(role))
+            result = dict(source.marginal(role))
         except BaseException as e:  # noqa: BLE001
             result = {"unavailable": f"{type(e).__name__}: {e}"}
         result.setdefault("what", role)
@@ -371,6 +368,7 @@ class DrillScreen(Screen):
     def _marginal_done(self, role: str, result: dict) -> None:
         self._marginal[role] = result
         self._show_marginal()
+        self.post_message(MarginalMeasured(role, result))
         if "unavailable" in result:
             self.notify(f"marginal {role}: unavailable: {result['unavailable']}", severity="warning", timeout=4)
         else:
@@ -390,7 +388,9 @@ class DrillScreen(Screen):
         out: list = [("in-graph marginal cost of ", "$text-muted"), (role, "bold $text-primary"),
                      (": the step time with this launch doubled, minus the plain step time. Press ", "$text-muted"),
                      ("m", "bold $accent"), (" to measure it.\n\n", "$text-muted")]
-        results = recorded + ([self._marginal[role]] if role in self._marginal else [])
+        mine = self._marginal.get(role)
+        # A measurement of this session is in the snapshot too, once the app has taken one: once.
+        results = recorded + ([mine] if mine is not None and mine not in recorded else [])
         if not results:
             out.append(("not measured yet", "italic $text-muted"))
         for res in results:

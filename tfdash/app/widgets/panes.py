@@ -15,6 +15,7 @@ from textual.widgets import Static
 
 from tfdash.app.model import fmt_bytes, fmt_gbps, fmt_ns, fmt_num, throughput, tok_s_now
 from tfdash.app.widgets.chart import Chart, Figure, Line
+from tfdash.stats import percentile
 from tfdash.profiling.snapshot import ProfileSnapshot, Series
 
 VALUE_W = 10
@@ -182,8 +183,8 @@ class RooflinePane(VerticalScroll):
             ))
             return
         # No profile window: the static prediction, and the measured step time when there is one.
-        recent = sorted(snap.step_ns[-1024:])  # the current step time: the median of the latest steps
-        step_ns = float(recent[len(recent) // 2]) if recent else None
+        recent = snap.step_ns[-1024:]  # the current step time: the median of the latest steps
+        step_ns = percentile(recent, 50) if recent else None
         nbytes = sum(k.bytes_read + k.bytes_written for k in snap.kernels) or None
         ideal = sum(k.predicted_ns for k in snap.kernels) or None
         gbps = nbytes / step_ns if nbytes and step_ns else None

@@ -1,0 +1,80 @@
+"""The app reads any object that keeps the Source protocol (it never asks which kind it holds),
+and a marginal measured in this session is shown once, though the snapshot then carries it too."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from fixtures.appkit import SNAPSHOT, isolated_config, sync  # noqa: F401  (fixture)
+
+from tfdash.app.app import TfdashApp
+from tfdash.app.messages import MarginalMeasured, SessionNews
+from tfdash.profiling.export import load_snapshot
+
+RESULT = {"what": "L1.gate_up", "delta_ns": 12345.0, "spread_ns": 99.0, "rounds": 3}
+
+
+class MeasuringSource:
+    """A source of neither kind: a recorded run that can measure a marginal, which its
+    snapshots then carry (as a live Session's do)."""
+
+    live = True
+    running = False
+    paused = False
+    run_id = 0
+    worker = None
+    path = None
+
+    def __init__(self):
+        self.snap = load_snapshot(SNAPSHOT)
+        self.asked: list[str] = []
+
+    def start(self, app) -> None:
+        app.post_message(SessionNews())  # the first frame
+
+    def stop(self) -> None:
+        pass
+
+    def pause(self, paused: bool) -> None:
+        pass
+
+    def request_profile(self, steps: int = 32) -> bool:
+        return False
+
+    def marginal(self, what: str) -> dict:
+        self.asked.append(what)
+        self.snap = dataclasses.replace(self.snap, marginal=self.snap.marginal + (dict(RESULT),))
+        return dict(RESULT)
+
+    def snapshot(self):
+        return self.snap
+
+    def take_news(self) -> frozenset[str]:
+        return frozenset()
+
+
+@sync
+async def test_a_measured_marginal_is_shown_once(isolated_config):
+    source = MeasuringSource()
+    app = TfdashApp(source, tilelang_source=lambda fam: "# stand-in\n", cuda_source=lambda launch: "// stand-in\n")
+    messages = []
+    async with app.run_test(size=(160, 48), message_hook=messages.append) as pilot:
+        await pilot.pause(0.2)
+        await pilot.press("enter", "down", "m")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert source.asked == ["L1.gate_up"]
+        [m] = {id(m): m for m in messages if isinstance(m, MarginalMeasured)}.values()
+        assert m.result == RESULT
+        app.post_message(SessionNews())  # the next snapshot carries the measurement too
+        await pilot.pause(0.2)
+        assert app.snapshot.marginal[-1] == RESULT
+        body = str(app.screen.query_one("#marginal-body").render())
+        assert body.count("12.3") == 1 and "99" in body, body
+
+
+def test_a_queued_warning_is_never_superseded_by_a_status_line():
+    from tfdash.app.messages import EngineStatus
+
+    assert EngineStatus("capturing").can_replace(EngineStatus(""))  # a newer line replaces an older
+    assert not EngineStatus("warning: tilelang is missing").can_replace(EngineStatus(""))

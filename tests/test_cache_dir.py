@@ -1,0 +1,41 @@
+"""One cache directory: the probe's results and the compiled kernels read the same variables."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tfdash.cache import cache_dir, tilelang_cache_dir
+from tfdash.engine import compile as compile_mod
+from tfdash.profiling import probe
+
+
+@pytest.fixture(autouse=True)
+def keep_tilelang_variable():
+    """tilelang_cache_dir sets $TILELANG_CACHE_DIR for tilelang: put it back as it was."""
+    saved = os.environ.get("TILELANG_CACHE_DIR")
+    yield
+    os.environ.pop("TILELANG_CACHE_DIR", None)
+    if saved is not None:
+        os.environ["TILELANG_CACHE_DIR"] = saved
+
+
+def test_one_cache_directory(tmp_path, monkeypatch):
+    monkeypatch.delenv("TILELANG_CACHE_DIR", raising=False)
+    monkeypatch.setenv("TFDASH_CACHE_DIR", str(tmp_path / "c"))
+    assert cache_dir() == probe.cache_dir() == tmp_path / "c"
+    assert probe.cache_path() == tmp_path / "c" / "bandwidth.json"
+    assert compile_mod.cache_dir() == tilelang_cache_dir() == tmp_path / "c" / "tilelang"
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path / "tl"))
+    assert compile_mod.cache_dir() == tmp_path / "tl"
+
+
+def test_the_default_follows_xdg(tmp_path, monkeypatch):
+    monkeypatch.delenv("TFDASH_CACHE_DIR", raising=False)
+    monkeypatch.delenv("TILELANG_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cache_dir() == tmp_path / "tfdash" and tilelang_cache_dir() == tmp_path / "tfdash" / "tilelang"
+    monkeypatch.setenv("XDG_CACHE_HOME", "")
+    assert cache_dir() == Path.home() / ".cache" / "tfdash"

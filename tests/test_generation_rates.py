@@ -1,0 +1,110 @@
+"""Time to first token, decode-only tok/s and paused time: in the generation's stats, its summary,
+the snapshot (round trip included) and `tfdash bench`'s rows and table."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+
+import pytest
+import torch
+from profiling_support import micro_engine
+
+from tfdash.stats import GenerationStats, rates
+from tfdash.profiling import probe
+from tfdash.profiling.bench import TABLE_HEAD, round_row, summary_row, table_row
+from tfdash.profiling.export import dumps_snapshot, loads_snapshot
+from tfdash.profiling.session import Session
+
+TARGET = dataclasses.replace(probe.CPU, name="cpu-test", bandwidth=10e9, source="test: 10 GB/s")
+
+
+@pytest.fixture(scope="module")
+def eng():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield micro_engine(capacity=512)
+    torch.set_num_threads(n)
+
+
+def test_rates_leave_out_held_time_and_the_first_token():
+    whole, decode = rates(new_tokens=11, wall_ns=3_000_000_000, held_ns=1_000_000_000, ttft_ns=500_000_000)
+    assert whole == pytest.approx(11 / 2.0)  # 2 s of run time, not 3 s of wall time
+    assert decode == pytest.approx(10 / 1.5)  # the 10 tokens after the first, over the time after it
+    assert rates(1, 10**9, 0, 10**9)[1] is None  # one token: no decode-only rate
+
+
+def test_ttft_and_decode_rate_of_a_generation(eng):
+    gen = eng.generate([5, 6, 7, 8], 40)
+    events = list(gen)
+    st = gen.stats
+    assert st.ttft_ns == events[0].elapsed_ns > 0 and st.ttft_ns < st.wall_ns
+    assert st.decode_tok_per_s == pytest.approx(39 / ((st.wall_ns - st.ttft_ns) / 1e9))
+    assert st.held_ns == 0 and st.tok_per_s == pytest.approx(40 / (st.wall_ns / 1e9))
+    line = st.summary()
+    assert f"time to first token {st.ttft_ns / 1e6:.1f} ms" in line
+    assert f"decode-only {st.decode_tok_per_s:.1f} tok/s" in line and "paused" not in line
+
+
+def test_a_pause_is_held_time_not_run_time(eng):
+    gen = eng.generate([5, 6, 7], 60)
+    hold_s = 0.6
+    for ev in gen:
+        if ev.index == 10:
+            gen.pause(True)  # held at the next step boundary, once the steps in flight are harvested
+            threading.Timer(hold_s, gen.pause, args=(False,)).start()
+    st = gen.stats
+    assert st.new_tokens == 60
+    assert st.held_ns >= hold_s * 0.9e9
+    assert st.tok_per_s == pytest.approx(60 / ((st.wall_ns - st.held_ns) / 1e9))
+    assert st.tok_per_s > 60 / (st.wall_ns / 1e9)
+    assert max(st.step_ns) < hold_s * 0.5e9  # the pause is not inside any step's time
+    assert f"paused {st.held_ns / 1e9:.3f} s not counted" in st.summary()
+
+
+def test_a_session_pause_and_the_snapshot(eng):
+    s = Session(eng, "w1 w2 w3", 80, target=TARGET, nvml=False, ignore_eos=True, probe_bandwidth=False)
+    held = []
+
+    def on_event(m):  # on the decode thread, as the dashboard's pause arrives between batches
+        if m.kind == "tokens" and not held:
+            held.append(m.new_tokens)
+            s.pause(True)
+            threading.Timer(0.4, s.pause, args=(False,)).start()
+
+    s.run(on_event)
+    snap = s.snapshot()
+    assert held and snap.held_ns >= 0.35e9 and 0 < snap.ttft_ns < snap.wall_ns - snap.held_ns
+    assert snap.tok_per_s == pytest.approx(80 / ((snap.wall_ns - snap.held_ns) / 1e9))
+    assert snap.decode_tok_per_s == pytest.approx(79 / ((snap.wall_ns - snap.held_ns - snap.ttft_ns) / 1e9))
+    back = loads_snapshot(dumps_snapshot(snap))
+    assert back == snap and back.ttft_ns == snap.ttft_ns and back.held_ns == snap.held_ns
+
+
+def test_bench_rows_and_table_carry_ttft_and_decode_rate():
+    st = GenerationStats(prompt_tokens=12, new_tokens=2048, wall_ns=2_600_000_000, ttft_ns=40_000_000)
+    st.step_ns.extend([1_200_000] * 100)
+    row = round_row(0, "tilelang-graph", st)
+    assert row["ttft_ms"] == pytest.approx(40.0)
+    assert row["decode_tok_per_s"] == pytest.approx(2047 / 2.56)
+    row["achieved_gbps"] = 2900.0
+    s = summary_row([row], 4.2e12, [1, 2])
+    assert s["ttft_ms"] == pytest.approx(40.0) and s["decode_tok_per_s"] == pytest.approx(2047 / 2.56)
+    assert "TTFT ms" in TABLE_HEAD and "decode tok/s" in TABLE_HEAD
+    line = table_row("tilelang-graph", s)
+    assert "40.0" in line and f"{2047 / 2.56:.1f}" in line
+    hf = summary_row([{"tok_per_s": 200.0, "ttft_ms": None, "decode_tok_per_s": None, "ms_per_step_p50": None,
+                       "achieved_gbps": 700.0}], 4.2e12, [])
+    assert hf["ttft_ms"] is None and " - " in table_row("hf-compile", hf)
+
+
+def test_the_dashboards_throughput_model_carries_ttft_decode_and_pause():
+    from profiling_support import rich_snapshot
+
+    from tfdash.app import model
+
+    snap = dataclasses.replace(rich_snapshot(), new_tokens=3, wall_ns=3_000_000_000, held_ns=1_000_000_000,
+                               ttft_ns=500_000_000)
+    t = model.throughput(snap)
+    assert t.tok_s_run == pytest.approx(3 / 2.0) and t.ttft_ms == pytest.approx(500.0)
+    assert t.tok_s_decode == pytest.approx(2 / 1.5) and t.held_s == pytest.approx(1.0)

@@ -1,0 +1,67 @@
+"""The runtime owns the step state: `held` restores pos/tok after whatever ran inside it,
+`set_position` refuses a ctx past the cache, and an eager runtime has nothing to capture."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from profiling_support import micro_engine
+
+from tfdash.errors import CapacityError
+
+
+@pytest.fixture(scope="module")
+def rt():
+    return micro_engine(capacity=128).runtime
+
+
+def test_held_restores_pos_and_tok_after_steps(rt):
+    rt.reset([3, 4, 5])
+    rt.set_position(10)
+    tok = int(rt.bufs["tok"][0])
+    with rt.held():
+        for _ in range(4):
+            rt.step()
+        assert rt.position == 14  # the steps really ran inside
+    assert rt.position == 10 and int(rt.bufs["tok"][0]) == tok
+
+
+def test_held_restores_on_error(rt):
+    rt.set_position(7)
+    with pytest.raises(RuntimeError, match="boom"):
+        with rt.held():
+            rt.step()
+            raise RuntimeError("boom")
+    assert rt.position == 7
+
+
+def test_held_other_keys(rt):
+    before = rt.bufs["out_tokens"].clone()
+    with rt.held(("out_tokens",)):
+        rt.bufs["out_tokens"].fill_(9)
+    assert torch.equal(rt.bufs["out_tokens"], before)
+
+
+def test_set_position_refuses_past_the_cache(rt):
+    with pytest.raises(CapacityError, match="capacity of 128"):
+        rt.set_position(128)
+
+
+def test_eager_runtime_has_nothing_to_capture(rt):
+    assert rt.needs_capture is False
+    assert rt.ensure_captured() is False
+
+
+def test_a_plan_variant_runtime_shares_the_weights_and_decodes_the_same():
+    from tfdash.engine.decode import Generation
+    from tfdash.engine.plan import build_plan
+
+    eng = micro_engine(capacity=128)
+    rt = eng.runtime
+    plan = build_plan(eng.config, "float32", capacity=128, fused_rope=False)
+    var = rt.variant(plan)
+    assert var.backend == rt.backend and var.plan is plan and len(plan) > len(rt.plan)
+    assert var.bufs["L0.w_qkv"].data_ptr() == rt.bufs["L0.w_qkv"].data_ptr()  # shared, not copied
+    a = [e.token_id for e in Generation(rt, [1, 2, 3], 12, eng.tokenizer)]
+    b = [e.token_id for e in Generation(var, [1, 2, 3], 12, eng.tokenizer)]
+    assert a == b

@@ -1,0 +1,137 @@
+"""The snapshot is the app's whole contract: a live CPU run with several profile windows, saved
+and opened as `tfdash open` opens it, shows the same ctx_len sweep and kernel rows; a run on a
+non-default plan variant (a non-boolean option among them) rebuilds exactly that plan."""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import re
+
+import pytest
+import torch
+from fixtures.appkit import isolated_config, sync  # noqa: F401  (fixture)
+from profiling_support import MICRO
+
+from tfdash.app import drill_model
+from tfdash.app.main import snapshot_app
+from tfdash.app.model import group_rows
+from tfdash.engine import Engine
+from tfdash.engine.plan import build_plan
+from tfdash.engine.runtime import Runtime
+from tfdash.engine.tokenizer import StandInTokenizer
+from tfdash.engine.weights import load_weights
+from tfdash.profiling import probe
+from tfdash.profiling.export import load_snapshot, write_snapshot
+from tfdash.profiling.session import Session
+from tfdash.profiling.snapshot import VERSION
+
+TARGET = dataclasses.replace(probe.CPU, name="cpu-test", bandwidth=10e9, source="test: 10 GB/s")
+VARIANT = dict(fused_rope=False, attn_kv_early=False, gemv_blocks_per_sm={"gate_up": 1, "down": 2})
+
+
+def engine(**options) -> Engine:
+    plan = build_plan(MICRO, "float32", capacity=512, **options)
+    rt = Runtime(plan, load_weights(MICRO, None, torch.float32, "cpu", 0), "cpu")
+    return Engine(MICRO, plan, rt, StandInTokenizer(MICRO.vocab_size), "random", "cpu", "torch-eager")
+
+
+def screen_text(app) -> str:
+    runs = re.findall(r"<text[^>]*>(.*?)</text>", app.export_screenshot(), flags=re.S)
+    return html.unescape(" ".join(runs)).replace("\xa0", " ")
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """A live run with four profile windows at different ctx_len, saved as `--save` would."""
+    s = Session(engine(), "w1 w2 w3", 200, target=TARGET, nvml=False, ignore_eos=True,
+                profile_every=45, profile_steps=4)
+    s.run()
+    path = tmp_path_factory.mktemp("snap") / "run.json"
+    write_snapshot(s.snapshot(), path)
+    return s, s.snapshot(), path
+
+
+def test_the_snapshot_keeps_every_window_and_the_plan_options(recorded):
+    session, live, path = recorded
+    snap = load_snapshot(path)
+    assert snap.version == VERSION >= 3
+    assert len(session.windows) >= 3
+    assert [w.ctx_len for w in snap.windows] == [w.ctx_len for w in session.windows]
+    assert len({w.ctx_len for w in snap.windows}) == len(snap.windows)
+    for rec, win in zip(snap.windows, session.windows):
+        assert rec.kernel_ns == tuple(win.p50(i) for i in range(len(win.launch_ns)))
+        assert rec.step_ns == win.step_p50_ns and rec.steps == win.steps
+    assert snap.meta.plan_options["capacity"] == 512 and snap.meta.plan_options["fused_rope"] is True
+    assert snap == live
+
+
+@sync
+async def test_open_shows_the_live_runs_sweep_and_kernel_rows(isolated_config, recorded):
+    session, live, path = recorded
+    app = snapshot_app(path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        from tfdash.app.widgets.kernel_table import KernelTable
+
+        rows = app.screen.query_one(KernelTable).rows
+        want = group_rows(live.kernels, "op")
+        assert sorted((r.label, r.measured) for r in rows) == sorted((r.label, r.measured) for r in want)
+        await pilot.press("enter")
+        await pilot.pause()
+        members = app.screen.row.members
+        from textual.widgets import Static
+
+        caption = app.screen.query_one("#sweep-caption", Static)
+        text = str(caption.render())  # the pane's text, before it wraps to the pane's width
+        assert "measured" in screen_text(app)
+    # The sweep's measured points: one per window the live session ran, each at its ctx_len.
+    points = [f"{sum(w.p50(i) for i in members) / 1e3:,.1f} µs @ {w.ctx_len:,}" for w in session.windows]
+    assert len(points) >= 3
+    missing = [p for p in points if p not in text]
+    assert not missing, f"sweep points not on the screen: {missing}"
+
+
+@pytest.fixture(scope="module")
+def variant(tmp_path_factory):
+    """A short run on a non-default plan (a non-boolean option among its options), saved."""
+    eng = engine(**VARIANT)
+    s = Session(eng, "w1 w2", 8, target=TARGET, nvml=False, ignore_eos=True)
+    s.run()
+    path = tmp_path_factory.mktemp("variant") / "variant.json"
+    write_snapshot(s.snapshot(), path)
+    return eng, path
+
+
+@sync
+async def test_the_drill_down_rebuilds_the_variant_plan(isolated_config, variant):
+    eng, path = variant
+    app = snapshot_app(path, tilelang_source=lambda fam: "# stand-in\n")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        await pilot.press("slash", *"gate_up", "enter", "enter")
+        await pilot.pause()
+        assert app.screen.row.label == "gate_up"
+        text = screen_text(app)
+        operands = app.screen.query_one("#operands-table")
+        assert operands.row_count > 0
+    assert "could not be rebuilt" not in text and "no step plan" not in text
+    gate_up = next(la for la in eng.plan.launches if la.op == "gate_up")
+    assert gate_up.kernel.endswith("_b1") and gate_up.dims["blocks_per_sm"] == 1  # the variant's own kernel
+
+
+def test_a_plan_variant_rebuilds_exactly(variant):
+    eng, path = variant
+    snap = load_snapshot(path)
+    assert snap.meta.plan_options["gemv_blocks_per_sm"] == {"gate_up": 1, "down": 2}
+    plan = drill_model.plan_of(snap)
+    assert plan is not None and plan.to_dict() == eng.plan.to_dict()
+    assert plan.to_dict() != build_plan(MICRO, "float32", capacity=512).to_dict()
+    assert build_plan(MICRO, **snap.meta.plan_options).to_dict() == eng.plan.to_dict()
+
+
+def test_an_older_snapshot_without_options_still_rebuilds_by_search(recorded):
+    _, live, _ = recorded
+    old = dataclasses.replace(live, meta=dataclasses.replace(live.meta, plan_options=None), windows=(), version=2)
+    plan = drill_model.plan_of(old)
+    assert plan is not None and [la.role for la in plan.launches] == [k.role for k in live.kernels]
