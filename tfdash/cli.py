@@ -17,6 +17,7 @@ import sys
 
 from tfdash import __version__
 from tfdash.errors import TfdashError
+from tfdash.textsafe import KEEP_LAYOUT, visible
 
 SUBCOMMANDS = ("open", "analyze", "bench")
 
@@ -86,23 +87,23 @@ def run_headless(args) -> int:
     eng = load_engine(ckpt=args.ckpt, model=args.model, device=args.device, dtype=args.dtype,
                       backend=args.backend, prompt=args.prompt, max_new_tokens=max_new, seed=args.seed)
     out = sys.stdout
-    print(_describe(eng), file=sys.stderr)
+    print(visible(_describe(eng)), file=sys.stderr)
     from tfdash.engine import fallback_note
 
     note = fallback_note(eng.device, eng.backend, args.backend)
     if note:
-        print(f"tfdash: {note}", file=sys.stderr)
+        print(f"tfdash: {visible(note)}", file=sys.stderr)
     if getattr(args, "profile", False) or getattr(args, "export", None):
         from tfdash.profiling.headless import profile_run
 
         return profile_run(eng, args, max_new)
     gen = eng.generate(args.prompt, max_new, ignore_eos=args.ignore_eos)
-    out.write(args.prompt)
+    out.write(visible(args.prompt, KEEP_LAYOUT))
     out.flush()
     try:
         for ev in gen:
             if ev.text:
-                out.write(ev.text)
+                out.write(visible(ev.text, KEEP_LAYOUT))
                 out.flush()
     except KeyboardInterrupt:
         gen.cancel()
@@ -141,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
             return run_headless(args)
         return run_dashboard(args)
     except TfdashError as e:
-        print(f"tfdash: error: {e}", file=sys.stderr)
+        print(f"tfdash: error: {visible(str(e))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("tfdash: interrupted", file=sys.stderr)

@@ -32,6 +32,7 @@ from tfdash.app.messages import EngineStatus, RunEnded, SessionNews
 from tfdash.app.model import TableRow
 from tfdash.errors import TfdashError
 from tfdash.profiling.snapshot import ProfileSnapshot
+from tfdash.textsafe import visible
 from tfdash.themes import CSS_PATH, DARK, DEFAULT_THEME, register_themes
 
 PROFILE_STEPS = 32
@@ -116,6 +117,13 @@ class TfdashApp(App[ProfileSnapshot | None]):
             self.state = "starting"
             self.status_note = "building the engine…"
             self.call_after_refresh(self._start_run)
+
+    def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
+               markup: bool = False) -> None:
+        """A toast. Its text is often untrusted (a path, an engine error, a config value), so it is
+        never markup and its control characters are shown, not sent to the terminal."""
+        super().notify(visible(str(message)), title=visible(str(title)), severity=severity, timeout=timeout,
+                       markup=markup)
 
     # -- live data ---------------------------------------------------------------------------
     def _start_run(self) -> None:

@@ -15,6 +15,7 @@ import sys
 from tfdash.engine.decode import percentile
 from tfdash.profiling.session import Session, Status, TokenBatch
 from tfdash.profiling.snapshot import KernelRow, ProfileSnapshot
+from tfdash.textsafe import KEEP_LAYOUT, visible
 
 TOP = 10
 
@@ -71,7 +72,7 @@ def _row(k: KernelRow) -> str:
     meas = f"{k.measured_p50_ns / 1e3:9.2f}" if k.measured_p50_ns is not None else f"{'-':>9}"
     gap = f"{k.gap:7.2f}" if k.gap is not None else f"{'-':>7}"
     share = f"{100 * k.share:7.1f}" if k.share is not None else f"{'-':>7}"
-    return f"{k.index:>3} {k.role[:18]:<18} {k.kernel[:26]:<26} {meas} {k.predicted_ns / 1e3:9.2f} {gap} {share}"
+    return f"{k.index:>3} {visible(k.role[:18]):<18} {visible(k.kernel[:26]):<26} {meas} {k.predicted_ns / 1e3:9.2f} {gap} {share}"
 
 
 def profile_run(eng, args, max_new: int) -> int:
@@ -89,15 +90,15 @@ def profile_run(eng, args, max_new: int) -> int:
         if isinstance(m, TokenBatch):
             if not wrote_prompt[0]:  # the prompt goes out with the first tokens, after any set-up line
                 wrote_prompt[0] = True
-                out.write(args.prompt)
+                out.write(visible(args.prompt, KEEP_LAYOUT))
             for t in m.tokens:
                 if t.text:
-                    out.write(t.text)
+                    out.write(visible(t.text, KEEP_LAYOUT))
             out.flush()
             if profile and not asked[0] and m.new_tokens >= at:
                 asked[0] = session.request_profile(steps)
         elif isinstance(m, Status) and m.text:
-            print(f"tfdash: {m.text}", file=err)
+            print(f"tfdash: {visible(m.text)}", file=err)
 
     try:
         session.run(on_event)
@@ -111,7 +112,7 @@ def profile_run(eng, args, max_new: int) -> int:
     print(summary_line(snap), file=out)
     if profile:
         for line in roofline_lines(snap):
-            print(line, file=out)
+            print(visible(line), file=out)
     if getattr(args, "export", None):
         from tfdash.profiling.export import export_all
 
@@ -119,6 +120,6 @@ def profile_run(eng, args, max_new: int) -> int:
         print("wrote " + ", ".join(str(p) for p in paths.values()), file=out)
     if profile:
         for line in top_kernels(snap):
-            print(line, file=out)
+            print(visible(line), file=out)
     out.flush()
     return 0

@@ -28,6 +28,7 @@ from tfdash.app.widgets.chart import Chart, Figure, Line
 from tfdash.app.widgets.code import CodeView
 from tfdash.app.widgets.kernel_table import DRIFT_REDRAW_S
 from tfdash.profiling.snapshot import ProfileSnapshot
+from tfdash.textsafe import visible, visible_content
 
 
 KIND_SHORT = {"activation": "act", "weight": "weight", "cache": "KV cache", "table": "table"}
@@ -132,7 +133,7 @@ class DrillScreen(Screen):
             parts += [("  gap ", "$text-muted"), (fmt_gap(r.gap), f"bold $tf-{gap_level(r.gap)}")]
         if r.share is not None:
             parts += [("  ", ""), (fmt_num(r.share * 100, 1, " %"), "bold"), (" of the step", "$text-muted")]
-        self.query_one("#drill-summary", Static).update(Content.assemble(*parts))
+        self.query_one("#drill-summary", Static).update(visible_content(Content.assemble(*parts)))
 
     def _instances(self, members) -> None:
         t = self.query_one("#instances-table", DataTable)
@@ -143,7 +144,7 @@ class DrillScreen(Screen):
         colors = self.app.theme_variables
         for k in members:
             g = k.gap
-            t.add_row(Text(k.role), Text(fmt_int(k.predicted_ns), justify="right"),
+            t.add_row(Text(visible(k.role)), Text(fmt_int(k.predicted_ns), justify="right"),
                       Text(fmt_int(k.measured_p50_ns), justify="right"),
                       Text(fmt_int(k.measured_p90_ns), justify="right"),
                       Text(fmt_gap(g), justify="right", style=colors.get(f"tf-{gap_level(g)}", "") if g else ""),
@@ -169,19 +170,19 @@ class DrillScreen(Screen):
         total = sum(o.read + o.written for o in ops) or 1
         launch = plan.launches[self.current]
         dims = " ".join(f"{k}={v}" for k, v in launch.dims.items() if k not in ("dtype", "eps"))
-        caption.update(Content.assemble(("at ctx_len ", "$text-muted"), (f"{ctx:,}", "bold"),
-                                        ("  Σ ", "$text-muted"), (fmt_bytes(total), "bold"),
-                                        ("\n", ""), (dims, "$text-muted")))
+        caption.update(visible_content(Content.assemble(
+            ("at ctx_len ", "$text-muted"), (f"{ctx:,}", "bold"), ("  Σ ", "$text-muted"),
+            (fmt_bytes(total), "bold"), ("\n", ""), (dims, "$text-muted"))))
         t.clear(columns=True)
         for key, label in (("op", "operand"), ("kind", "kind"), ("read", "read"), ("written", "written"),
                            ("pct", "%"), ("buf", "buffer")):
             t.add_column(Text(label, justify="right" if key in ("read", "written", "pct") else "left"), key=key)
         for o in ops:
-            t.add_row(Text(o.role, style="bold"), KIND_SHORT.get(o.kind, o.kind),
+            t.add_row(Text(visible(o.role), style="bold"), Text(visible(KIND_SHORT.get(o.kind, o.kind))),
                       Text(fmt_bytes(o.read) if o.read else "—", justify="right"),
                       Text(fmt_bytes(o.written) if o.written else "—", justify="right"),
                       Text(fmt_num(100 * (o.read + o.written) / total, 1), justify="right"),
-                      Text(o.buffers, style="dim"))
+                      Text(visible(o.buffers), style="dim"))
 
     def _sweep_chart(self, snap: ProfileSnapshot) -> None:
         caption = self.query_one("#sweep-caption", Static)
@@ -363,4 +364,4 @@ class DrillScreen(Screen):
                 style = "bold $text-warning" if k == "unavailable" else "bold"
                 out += [(f"{k:>14}  ", "$text-muted"), (value, style), ("\n", "")]
             out.append(("\n", ""))
-        self.query_one("#marginal-body", Static).update(Content.assemble(*out))
+        self.query_one("#marginal-body", Static).update(visible_content(Content.assemble(*out)))

@@ -20,6 +20,7 @@ from tfdash.app.widgets.continuation import Continuation
 from tfdash.app.widgets.kernel_table import KernelTable
 from tfdash.app.widgets.panes import NvmlPane, RooflinePane, ThroughputPane, set_content
 from tfdash.profiling.snapshot import ProfileSnapshot
+from tfdash.textsafe import visible
 
 
 def describe_run(snap: ProfileSnapshot) -> str:
@@ -87,7 +88,7 @@ class MainScreen(Screen):
         cont.show(snap, running=app.state == "running", note=app.status_note)
         if snap is not None:
             src = "random weights · stand-in vocabulary" if snap.meta.checkpoint == "random" else snap.meta.checkpoint
-            cont.border_subtitle = src
+            cont.border_subtitle = Content(visible(src))  # a path is text, never markup
         self.query_one(ThroughputPane).show(snap, app.max_new_tokens, final=not live)
         self.query_one(RooflinePane).show(snap)
         self.query_one(NvmlPane).show(snap, final=not live)

@@ -19,6 +19,7 @@ from tfdash.app import bindings
 from tfdash.app.model import (COLUMNS, DEFAULT_SORT, GROUP_LABEL, GROUPS, TableRow, bar, fmt_gap, fmt_int,
                               fmt_ns, fmt_num, gap_level, table_rows)
 from tfdash.app.widgets.panes import set_content
+from tfdash.textsafe import visible
 
 DRIFT_REDRAW_S = 2.0  # live: how often drifting predictions redraw the table
 SORT_CYCLE = ("measured", "predicted", "gap", "gbps", "share", "count", "label", "bound")
@@ -132,14 +133,14 @@ class KernelTable(Vertical):
         share_cell = Text.assemble((fmt_num(share * 100 if share is not None else None, 1).rjust(5), ""),
                                    " ", (bar((share or 0.0) / step_share_max, 6), self._color("fair") or ""))
         return [
-            Text(r.label, style="bold" if self.group != "none" else ""),
+            Text(visible(r.label), style="bold" if self.group != "none" else ""),
             Text(f"{r.count}", **right),
             Text(fmt_int(r.predicted), **right),
             Text(fmt_int(r.measured), **right),
             gap_cell,
             Text(fmt_num(r.gbps, 0), **right),
             share_cell,
-            Text(r.bound, style="dim" if r.bound == "memory" else ""),
+            Text(visible(r.bound), style="dim" if r.bound == "memory" else ""),
         ]
 
     def rebuild(self) -> None:
