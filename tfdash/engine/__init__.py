@@ -126,6 +126,10 @@ def load_engine(ckpt: str | Path | None = None, model: str | None = None, device
         capacity = default_capacity(cfg, need)  # may round up past a max_position_embeddings < one block
     elif capacity > cfg.max_position_embeddings:
         raise CapacityError(f"capacity {capacity} is past max_position_embeddings={cfg.max_position_embeddings}")
+    if ckpt is not None:
+        from tfdash.engine.checkpoint import inventory
+
+        inventory(Path(ckpt), cfg)  # the config against the tensors on disk, before anything is sized by it
     from tfdash.settings import SETTINGS
 
     plan = build_plan(cfg, dtype=dtype, capacity=capacity, attn_kv_early=bool(SETTINGS.attn_kv_early),
