@@ -26,10 +26,23 @@ def _positive(v: str) -> int:
     try:
         n = int(v)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{v!r} is not an integer") from None
+        raise argparse.ArgumentTypeError(f"{v[:40]!r} is not an integer") from None
     if n < 1:
         raise argparse.ArgumentTypeError(f"{n} must be at least 1")
     return n
+
+
+def _seed(v: str) -> int:
+    try:
+        n = int(v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{v[:40]!r} is not an integer") from None
+    if not 0 <= n < SEED_LIMIT:
+        raise argparse.ArgumentTypeError(f"{v[:40]} is out of range (0..{SEED_LIMIT - 1})")
+    return n
+
+
+SEED_LIMIT = 1 << 40  # the per-tensor generator seeds (seed * 1e6 + a 32-bit hash) stay under 2**64
 
 
 def add_model_args(p: argparse.ArgumentParser) -> None:
@@ -43,7 +56,7 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
                      help="default: bfloat16 on CUDA, float32 on CPU")
     src.add_argument("--backend", choices=("torch-eager", "torch-graph", "tilelang-graph"),
                      help="default: tilelang-graph on CUDA (torch-graph without tilelang), torch-eager on CPU")
-    src.add_argument("--seed", type=int, default=0, help="seed of the random weights (default 0)")
+    src.add_argument("--seed", type=_seed, default=0, help="seed of the random weights (default 0)")
 
 
 def add_run_args(p: argparse.ArgumentParser) -> None:

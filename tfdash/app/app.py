@@ -26,7 +26,7 @@ from textual.reactive import var
 from textual.screen import Screen
 
 from tfdash.app import bindings, exports
-from tfdash.app.config import Config, load_config, save_config
+from tfdash.app.config import Config, keymap_problems, load_config, save_config
 from tfdash.app.live import LiveSource, SnapshotSource
 from tfdash.app.messages import EngineStatus, RunEnded, SessionNews
 from tfdash.app.model import TableRow
@@ -101,10 +101,9 @@ class TfdashApp(App[ProfileSnapshot | None]):
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         if self.config.warning:
             self.notify(self.config.warning, title="config", severity="warning", timeout=8)
-        unknown = sorted(set(self.config.keymap) - bindings.all_ids())
-        if unknown:
-            self.notify(f"keymap: no binding with id {', '.join(unknown)}", title="config", severity="warning",
-                        timeout=8)
+        scopes = [[bindings.APP, bindings.MAIN, bindings.TABLE], [bindings.APP, bindings.DRILL], [bindings.HELP]]
+        for problem in keymap_problems(self.config.keymap, scopes, bindings.all_ids()):
+            self.notify(f"keymap: {problem}", title="config", severity="warning", timeout=8)
         if self._theme_from_config not in self.available_themes:
             self.notify(f"theme {self._theme_from_config!r} is not installed; using {DEFAULT_THEME}",
                         title="config", severity="warning", timeout=8)

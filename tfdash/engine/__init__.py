@@ -139,6 +139,12 @@ def load_engine(ckpt: str | Path | None = None, model: str | None = None, device
         ids = tokenizer.encode(prompt)
         check_generation(cfg, plan.capacity, len(ids), max_new_tokens)
         check_prompt_ids(cfg, ids)
-    weights = load_weights(cfg, ckpt, torch_dtype(dtype), device, seed)
-    runtime = make_runtime(backend, plan, weights, device, progress=progress)
+    from tfdash.engine.memory import allocation_error, check_fits
+
+    check_fits(cfg, plan.capacity, dtype, device)
+    try:
+        weights = load_weights(cfg, ckpt, torch_dtype(dtype), device, seed)
+        runtime = make_runtime(backend, plan, weights, device, progress=progress)
+    except (torch.OutOfMemoryError, MemoryError) as e:
+        raise allocation_error(e, cfg, plan.capacity, dtype, device) from None
     return Engine(cfg, plan, runtime, tokenizer, source, device, backend, seed)
