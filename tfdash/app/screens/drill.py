@@ -178,7 +178,7 @@ class DrillScreen(Screen):
                            ("pct", "%"), ("buf", "buffer")):
             t.add_column(Text(label, justify="right" if key in ("read", "written", "pct") else "left"), key=key)
         for o in ops:
-            t.add_row(Text(visible(o.role), style="bold"), Text(visible(KIND_SHORT.get(o.kind, o.kind))),
+            t.add_row(Text(visible(o.role), style="bold"), KIND_SHORT.get(o.kind, o.kind),
                       Text(fmt_bytes(o.read) if o.read else "—", justify="right"),
                       Text(fmt_bytes(o.written) if o.written else "—", justify="right"),
                       Text(fmt_num(100 * (o.read + o.written) / total, 1), justify="right"),
