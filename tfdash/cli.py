@@ -17,6 +17,8 @@ import sys
 
 from tfdash import __version__
 from tfdash.errors import TfdashError
+from tfdash.signals import exit_code, finishing, stop_signals
+from tfdash.signals import name as signal_name
 from tfdash.textsafe import KEEP_LAYOUT, visible
 
 SUBCOMMANDS = ("open", "analyze", "bench")
@@ -97,6 +99,10 @@ def run_headless(args) -> int:
     from tfdash.engine import load_engine
 
     max_new = args.max_new_tokens or 256
+    if getattr(args, "export", None):
+        from tfdash.profiling.files import check_writable_dir
+
+        check_writable_dir(args.export, "--export")
     eng = load_engine(ckpt=args.ckpt, model=args.model, device=args.device, dtype=args.dtype,
                       backend=args.backend, prompt=args.prompt, max_new_tokens=max_new, seed=args.seed)
     out = sys.stdout
@@ -113,16 +119,22 @@ def run_headless(args) -> int:
     gen = eng.generate(args.prompt, max_new, ignore_eos=args.ignore_eos)
     out.write(visible(args.prompt, KEEP_LAYOUT))
     out.flush()
+    interrupted = None
     try:
-        for ev in gen:
-            if ev.text:
-                out.write(visible(ev.text, KEEP_LAYOUT))
-                out.flush()
-    except KeyboardInterrupt:
+        with stop_signals():  # SIGTERM and SIGHUP stop the run as Ctrl+C does
+            for ev in gen:
+                if ev.text:
+                    out.write(visible(ev.text, KEEP_LAYOUT))
+                    out.flush()
+    except KeyboardInterrupt as e:
+        interrupted = e
         gen.cancel()
-    out.write("\n")
-    print(gen.stats.summary(), file=out)
-    return 0
+        print(f"\ntfdash: interrupted ({signal_name(e)}); the summary covers what was generated", file=sys.stderr)
+    with finishing("the summary"):
+        out.write("\n")
+        print(gen.stats.summary(), file=out)
+        out.flush()
+    return exit_code(interrupted) if interrupted is not None else 0
 
 
 def run_dashboard(args) -> int:
@@ -134,32 +146,37 @@ def run_dashboard(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        if argv and argv[0] in SUBCOMMANDS:
-            cmd = argv.pop(0)
-            if cmd == "analyze":
-                from tfdash.profiling.analyze_cli import main as analyze_main
-
-                return analyze_main(argv)
-            if cmd == "bench":
-                from tfdash.profiling.bench import main as bench_main
-
-                return bench_main(argv)
-            from tfdash.app.main import open_main
-
-            return open_main(argv)
-        args = run_parser().parse_args(argv)
-        if args.headless:
-            return run_headless(args)
-        if not sys.stdout.isatty() and not os.environ.get("TFDASH_FORCE_TUI"):
-            print("tfdash: stdout is not a terminal; running --headless", file=sys.stderr)
-            return run_headless(args)
-        return run_dashboard(args)
+        with stop_signals():  # SIGTERM/SIGHUP anywhere: the same clean stop as Ctrl+C
+            return _dispatch(argv)
     except TfdashError as e:
         print(f"tfdash: error: {visible(str(e))}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("tfdash: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        print(f"tfdash: interrupted ({signal_name(e)})", file=sys.stderr)
+        return exit_code(e)
+
+
+def _dispatch(argv: list[str]) -> int:
+    if argv and argv[0] in SUBCOMMANDS:
+        cmd = argv.pop(0)
+        if cmd == "analyze":
+            from tfdash.profiling.analyze_cli import main as analyze_main
+
+            return analyze_main(argv)
+        if cmd == "bench":
+            from tfdash.profiling.bench import main as bench_main
+
+            return bench_main(argv)
+        from tfdash.app.main import open_main
+
+        return open_main(argv)
+    args = run_parser().parse_args(argv)
+    if args.headless:
+        return run_headless(args)
+    if not sys.stdout.isatty() and not os.environ.get("TFDASH_FORCE_TUI"):
+        print("tfdash: stdout is not a terminal; running --headless", file=sys.stderr)
+        return run_headless(args)
+    return run_dashboard(args)
 
 
 if __name__ == "__main__":

@@ -77,6 +77,9 @@ class TfdashApp(App[ProfileSnapshot | None]):
         self._rerun = False
         self._stopping = False
         self._last_window = None
+        self.saved: Path | None = None  # where --save wrote the final snapshot
+        self.save_error: str | None = None  # why it could not
+        self.interrupted_by: int | None = None  # the signal that quit the app, if one did
         register_themes(self)
         wanted = theme or self.config.theme or DEFAULT_THEME
         self._theme_from_config = wanted
@@ -321,9 +324,18 @@ class TfdashApp(App[ProfileSnapshot | None]):
         if snap is not None and self.save_path is not None:
             try:
                 exports.write("snapshot", snap, self.save_path)
+                self.saved = self.save_path
             except (TfdashError, OSError) as e:
+                self.save_error = str(e)  # the CLI says so after the screen closes, and exits 1
                 self.notify(str(e), severity="error")
         self.exit(snap)
+
+    def quit_on_signal(self, signum: int) -> None:
+        """SIGTERM or SIGHUP: quit as `q` does -- stop the engine, keep what was measured, write
+        --save. Called on the app's thread (the CLI's handler hands it over)."""
+        if self.interrupted_by is None:
+            self.interrupted_by = signum
+            self.call_later(self.action_quit)
 
     async def stop_engine(self) -> ProfileSnapshot | None:
         """Stop the run after the steps in flight, wait for the worker; the final snapshot."""

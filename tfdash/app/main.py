@@ -16,6 +16,7 @@ from typing import Callable
 from tfdash.app.live import LiveSource, SnapshotSource
 from tfdash.errors import TfdashError
 from tfdash.profiling.snapshot import ProfileSnapshot
+from tfdash.textsafe import visible
 
 DASHBOARD_MAX_NEW = 2048  # the dashboard's default generation: the headline tok/s length
 
@@ -96,6 +97,19 @@ def preflight(args, max_new_tokens: int) -> None:
         prompt_len = max(1, len(args.prompt.split()))  # the stand-in vocabulary: a token per word
     capacity = default_capacity(cfg, max(4096, prompt_len + max_new_tokens))
     check_generation(cfg, capacity, prompt_len, max_new_tokens)
+    if getattr(args, "save", None):
+        check_save_path(Path(args.save).expanduser())
+
+
+def check_save_path(path: Path) -> None:
+    """--save's file can be written (checked before the run, so nothing measured is lost to it)."""
+    import os
+
+    if path.is_dir():
+        raise TfdashError(f"--save {path}: is a directory; give a file name")
+    parent = next((p for p in (path.parent, *path.parent.parents) if p.exists()), None)
+    if parent is None or not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise TfdashError(f"--save {path}: cannot write there ({parent} is not a writable directory)")
 
 
 def run_app(args) -> int:
@@ -108,13 +122,56 @@ def run_app(args) -> int:
     with native_stderr_to(cache_dir() / "dashboard-stderr.log") as guarded:
         app = live_app(session_factory(args, max_new), max_new_tokens=max_new,
                        save_path=getattr(args, "save", None))
-        app.run()
+        with app_signals(app):
+            app.run()
     if guarded.lines:
         print(f"tfdash: {guarded.lines} lines of library output during the run are in {guarded.path}")
     snap = app.final_snapshot
     if snap is not None:
         print(f"tfdash: {snap.new_tokens} new tokens, {snap.tok_per_s:.1f} tok/s over the run"
-              + (f"; snapshot saved to {app.save_path}" if app.save_path else ""))
+              + (f"; snapshot saved to {visible(str(app.saved))}" if app.saved else ""))
+    return exit_status(app)
+
+
+def app_signals(app):
+    """SIGTERM and SIGHUP quit the app as `q` does (the handler runs on the app's own thread, so
+    a short thread hands the request over)."""
+    import threading
+
+    from tfdash.signals import stop_signals
+
+    def handler(signum: int) -> None:
+        threading.Thread(target=_hand_over, args=(app, signum), daemon=True).start()
+
+    return stop_signals(handler)
+
+
+def _hand_over(app, signum: int) -> None:
+    try:
+        app.call_from_thread(app.quit_on_signal, signum)
+    except RuntimeError:  # the app is not running (yet, or any more)
+        pass
+
+
+def exit_status(app) -> int:
+    """The app's own exit code: a crash is non-zero (Textual has printed its traceback above), a
+    failed --save is 1, a signal is 128 + its number."""
+    import sys
+
+    from tfdash.signals import exit_code
+    from tfdash.signals import name as signal_name
+
+    if app.return_code:
+        print(f"tfdash: the dashboard stopped with an error (exit {app.return_code}); its traceback is "
+              f"printed above", file=sys.stderr)
+        return app.return_code
+    if getattr(app, "save_error", None):
+        print(f"tfdash: error: the final snapshot was not saved: {visible(app.save_error)}", file=sys.stderr)
+        return 1
+    signum = getattr(app, "interrupted_by", None)
+    if signum is not None:
+        print(f"tfdash: interrupted ({signal_name(signum)}); what was measured is kept", file=sys.stderr)
+        return exit_code(signum)
     return 0
 
 
@@ -134,5 +191,6 @@ def open_main(argv: list[str]) -> int:
     if not path.is_file():
         raise TfdashError(f"{path}: no such snapshot file")
     app = snapshot_app(path, export_dir=args.export_dir)
-    app.run()
-    return 0
+    with app_signals(app):
+        app.run()
+    return exit_status(app)

@@ -28,12 +28,13 @@ import dataclasses
 import io
 import json
 import math
+import shutil
 import types
 import typing
 from pathlib import Path
 
 from tfdash.errors import SnapshotError
-from tfdash.profiling.files import write_json_atomic, write_text_atomic
+from tfdash.profiling.files import fresh_directory, move_into, write_json_atomic, write_text_atomic
 from tfdash.profiling.snapshot import SCHEMA, VERSION, ProfileSnapshot
 from tfdash.textsafe import visible
 
@@ -380,6 +381,13 @@ def write_kernel_csv(snap: ProfileSnapshot, path) -> Path:
 def export_all(snap: ProfileSnapshot, directory) -> dict[str, Path]:
     """snapshot.json, trace.json and kernels.csv in `directory` (created if missing)."""
     d = Path(directory)
-    return {"snapshot": write_snapshot(snap, d / "snapshot.json"),
-            "trace": write_chrome_trace(snap, d / "trace.json"),
-            "csv": write_kernel_csv(snap, d / "kernels.csv")}
+    tmp = fresh_directory(d)  # all three are written, then moved in: a folder never mixes two runs
+    try:
+        write_snapshot(snap, tmp / "snapshot.json")
+        write_chrome_trace(snap, tmp / "trace.json")
+        write_kernel_csv(snap, tmp / "kernels.csv")
+        move_into(tmp, d)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return {"snapshot": d / "snapshot.json", "trace": d / "trace.json", "csv": d / "kernels.csv"}

@@ -15,6 +15,8 @@ import sys
 from tfdash.engine.decode import percentile
 from tfdash.profiling.session import Session, Status, TokenBatch
 from tfdash.profiling.snapshot import KernelRow, ProfileSnapshot
+from tfdash.signals import exit_code, finishing, stop_signals
+from tfdash.signals import name as signal_name
 from tfdash.textsafe import KEEP_LAYOUT, visible
 
 TOP = 10
@@ -100,11 +102,21 @@ def profile_run(eng, args, max_new: int) -> int:
         elif isinstance(m, Status) and m.text:
             print(f"tfdash: {visible(m.text)}", file=err)
 
+    interrupted = None
     try:
-        session.run(on_event)
-    except KeyboardInterrupt:
+        with stop_signals():  # SIGTERM and SIGHUP stop the run as Ctrl+C does
+            session.run(on_event)
+    except KeyboardInterrupt as e:  # Ctrl+C, or Interrupted by SIGTERM/SIGHUP
+        interrupted = e
         session.stop()
-        print("\ntfdash: interrupted; reporting what was measured", file=err)
+        print(f"\ntfdash: interrupted ({signal_name(e)}); reporting what was measured", file=err)
+    with finishing():  # a second signal waits for the report and the files
+        report(session, args, profile, steps, out)
+    return exit_code(interrupted) if interrupted is not None else 0
+
+
+def report(session: Session, args, profile: bool, steps: int, out) -> None:
+    """The summary, the roofline, the files written with --export, the top kernels."""
     out.write("\n")
     if profile and session.snapshot().profile_windows == 0:
         session.profile_now(steps)
@@ -122,4 +134,3 @@ def profile_run(eng, args, max_new: int) -> int:
         for line in top_kernels(snap):
             print(visible(line), file=out)
     out.flush()
-    return 0
