@@ -254,3 +254,22 @@ def test_headless_report_shows_controls_as_text(one_thread):
     for stream in (r.stdout, r.stderr):
         assert not CONTROL.search(stream.replace("\t", "").replace("\n", "")), repr(stream[:300])
     assert "␛]52;c;" in r.stdout and "tab\there\nline" in r.stdout
+
+
+@sync
+async def test_a_snapshot_whose_model_disagrees_with_its_rows_builds_no_plan(isolated_config):
+    """meta.model claims ten million layers: Enter opens the drill-down at once, which says the
+    plan could not be rebuilt, instead of sizing up to 16 plans by the claim."""
+    from tfdash.app.main import snapshot_app
+
+    snap = load_snapshot(SNAPSHOT)
+    model = {**snap.meta.model, "num_layers": 10_000_000}
+    snap = dataclasses.replace(snap, meta=dataclasses.replace(snap.meta, model=model))
+    app = snapshot_app(loads_snapshot(dumps_snapshot(snap)), tilelang_source=lambda fam: "#\n")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        t0 = time.monotonic()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert time.monotonic() - t0 < 10
+        assert "could not be rebuilt" in screen_text(app.export_screenshot())

@@ -149,3 +149,28 @@ def test_sigterm_to_the_dashboard_saves_the_snapshot(tmp_path):
     assert "interrupted (SIGTERM)" in text and "snapshot saved to" in text and "Traceback" not in text
     snap = load_snapshot(save)
     assert 16 <= snap.new_tokens < 7000
+
+
+def test_a_second_quit_in_the_dashboard_waits_for_the_first(tmp_path, monkeypatch):
+    """Ctrl+C twice: the second is told the first is still stopping and writing; --save is whole."""
+    import asyncio
+
+    from fixtures.appkit import SNAPSHOT
+
+    from tfdash.app.main import snapshot_app
+
+    monkeypatch.setenv("TFDASH_CONFIG_DIR", str(tmp_path / "cfg"))
+    save = tmp_path / "final.json"
+    app = snapshot_app(SNAPSHOT, save_path=save, tilelang_source=lambda fam: "#\n")
+    toasts = []
+    notify = app.notify
+    app.notify = lambda message, **kw: (toasts.append(str(message)), notify(message, **kw))
+
+    async def go():
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause()
+            await asyncio.gather(app.action_quit(), app.action_quit())
+
+    asyncio.run(go())
+    assert any("writing what was measured first" in t for t in toasts), toasts
+    assert load_snapshot(save) == load_snapshot(SNAPSHOT)

@@ -80,6 +80,7 @@ class TfdashApp(App[ProfileSnapshot | None]):
         self.saved: Path | None = None  # where --save wrote the final snapshot
         self.save_error: str | None = None  # why it could not
         self.interrupted_by: int | None = None  # the signal that quit the app, if one did
+        self.quitting = False  # a quit is stopping the engine and writing --save
         register_themes(self)
         wanted = theme or self.config.theme or DEFAULT_THEME
         self._theme_from_config = wanted
@@ -320,6 +321,10 @@ class TfdashApp(App[ProfileSnapshot | None]):
             self.notify(str(e), title="config", severity="warning", timeout=6)
 
     async def action_quit(self) -> None:
+        if self.quitting:  # a second q or Ctrl+C: the first one finishes its stop and --save
+            self.notify("stopping the engine and writing what was measured first…", timeout=3)
+            return
+        self.quitting = True
         snap = await self.stop_engine()
         if snap is not None and self.save_path is not None:
             try:

@@ -56,8 +56,13 @@ def _plan(model_json: str, dtype: str, capacity: int, options: str):
 def plan_of(snap: ProfileSnapshot):
     """The snapshot's StepPlan (the variant whose launches match its kernel rows), or None (never
     an exception) when no variant does: a snapshot from another version of tfdash."""
+    from tfdash.engine.config import within_limits
+
     m = snap.meta
     want = {k.index: (k.role, k.kernel) for k in snap.kernels}
+    layers = {k.layer for k in snap.kernels if k.layer is not None}
+    if not within_limits(m.model, m.capacity) or m.model["num_layers"] != len(layers):
+        return None  # the model's dims disagree with its own rows: never size a plan by them
     for options in _plan_variants():
         try:
             plan = _plan(json.dumps(m.model, sort_keys=True), m.dtype, int(m.capacity), json.dumps(options))

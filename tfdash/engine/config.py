@@ -120,6 +120,24 @@ LIMITS = {"hidden_size": 1 << 16, "num_hidden_layers": 1024, "num_attention_head
 MAX_CONFIG_BYTES = 16 << 20
 
 
+FIELD_LIMITS = {"hidden_size": "hidden_size", "num_layers": "num_hidden_layers", "num_heads": "num_attention_heads",
+                "num_kv_heads": "num_key_value_heads", "head_dim": "head_dim",
+                "intermediate_size": "intermediate_size", "vocab_size": "vocab_size",
+                "max_position_embeddings": "max_position_embeddings"}
+
+
+def within_limits(model: dict, capacity: int | None = None) -> bool:
+    """A ModelConfig dict (as a snapshot records it) whose sizes are all in LIMITS, and a capacity
+    no larger than its max_position_embeddings: safe to build a plan from."""
+    if not isinstance(model, dict):
+        return False
+    for field, key in FIELD_LIMITS.items():
+        v = model.get(field)
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 < v <= LIMITS[key]:
+            return False
+    return capacity is None or 0 < capacity <= model["max_position_embeddings"]
+
+
 def _require(raw: dict, key: str, path: Path):
     if key not in raw:
         raise ConfigError(f"{path}: missing required key {key!r}")
