@@ -291,3 +291,27 @@ def test_sharded_load_holds_one_shard_of_host_memory_at_a_time(tmp_path):
         assert model > 0.95 * total
         grew = after - before
         assert grew < bound, (device, grew / 2**20, bound / 2**20, largest / 2**20, total / 2**20)
+
+
+def test_a_word_level_tokenizer_without_an_unknown_token_is_one_line(ckpt_copy):
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    d = ckpt_copy(tied=True)
+    tok = Tokenizer(models.WordLevel({"hello": 0, "world": 1}))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.save(str(d / "tokenizer.json"))
+    r = run_tfdash("--headless", "--ckpt", str(d), "--device", "cpu", "--max-new-tokens", "2",
+                   "--prompt", "hello stranger")
+    assert r.rc == 2
+    assert_one_line_error(r.stderr, "tokenizer.json", "cannot encode the prompt")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs")
+def test_a_fifo_tokenizer_is_refused(ckpt_copy):
+    from tfdash.engine.tokenizer import load_tokenizer
+
+    d = ckpt_copy(tied=True)
+    (d / "tokenizer.json").unlink()
+    os.mkfifo(d / "tokenizer.json")
+    with pytest.raises(CheckpointError, match="not a regular file"):
+        load_tokenizer(d)
