@@ -28,7 +28,7 @@ from tfdash.app.widgets.chart import Chart, Figure, Line
 from tfdash.app.widgets.code import CodeView
 from tfdash.app.widgets.kernel_table import DRIFT_REDRAW_S
 from tfdash.profiling.snapshot import ProfileSnapshot
-from tfdash.textsafe import visible, visible_content
+from tfdash.textsafe import KEEP_LAYOUT, visible, visible_content
 
 
 KIND_SHORT = {"activation": "act", "weight": "weight", "cache": "KV cache", "table": "table"}
@@ -172,7 +172,7 @@ class DrillScreen(Screen):
         dims = " ".join(f"{k}={v}" for k, v in launch.dims.items() if k not in ("dtype", "eps"))
         caption.update(visible_content(Content.assemble(
             ("at ctx_len ", "$text-muted"), (f"{ctx:,}", "bold"), ("  Σ ", "$text-muted"),
-            (fmt_bytes(total), "bold"), ("\n", ""), (dims, "$text-muted"))))
+            (fmt_bytes(total), "bold"), ("\n", ""), (dims, "$text-muted")), KEEP_LAYOUT))
         t.clear(columns=True)
         for key, label in (("op", "operand"), ("kind", "kind"), ("read", "read"), ("written", "written"),
                            ("pct", "%"), ("buf", "buffer")):
@@ -364,4 +364,4 @@ class DrillScreen(Screen):
                 style = "bold $text-warning" if k == "unavailable" else "bold"
                 out += [(f"{k:>14}  ", "$text-muted"), (value, style), ("\n", "")]
             out.append(("\n", ""))
-        self.query_one("#marginal-body", Static).update(visible_content(Content.assemble(*out)))
+        self.query_one("#marginal-body", Static).update(visible_content(Content.assemble(*out), KEEP_LAYOUT))

@@ -16,7 +16,7 @@ from textual.widgets import Static
 from tfdash.app.model import fmt_bytes, fmt_ns, fmt_num, throughput, tok_s_now
 from tfdash.app.widgets.chart import Chart, Figure, Line
 from tfdash.profiling.snapshot import ProfileSnapshot, Series
-from tfdash.textsafe import visible_content
+from tfdash.textsafe import KEEP_LAYOUT, visible_content
 
 VALUE_W = 10
 LABEL_W = 14
@@ -43,7 +43,7 @@ def set_content(widget: Static, content: Content | str) -> None:
     number of lines changes: a live refresh then repaints a few small regions, nothing more."""
     if isinstance(content, str):
         content = Content(content)
-    content = visible_content(content)  # nothing from a snapshot reaches the terminal as a control
+    content = visible_content(content, KEEP_LAYOUT)  # no control from a snapshot reaches the terminal
     key = (content.plain, repr(content.spans))
     old = getattr(widget, "_tf_key", None)
     if key == old:
