@@ -315,3 +315,14 @@ def test_a_fifo_tokenizer_is_refused(ckpt_copy):
     os.mkfifo(d / "tokenizer.json")
     with pytest.raises(CheckpointError, match="not a regular file"):
         load_tokenizer(d)
+
+
+def test_the_finite_check_covers_every_slice(monkeypatch, tmp_path):
+    from tfdash.engine import checkpoint
+
+    monkeypatch.setattr(checkpoint, "FINITE_CHUNK", 7)
+    t = torch.ones(10, 5)
+    checkpoint.check_finite(tmp_path, "ok", t)
+    t[9, 4] = float("inf")  # in the last, short slice
+    with pytest.raises(CheckpointError, match="tensor w holds 1 NaN or Inf"):
+        checkpoint.check_finite(tmp_path, "w", t)

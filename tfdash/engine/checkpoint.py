@@ -24,6 +24,7 @@ ST_DTYPES = {"BF16": torch.bfloat16, "F16": torch.float16, "F32": torch.float32}
 ST_ITEMSIZE = {"BF16": 2, "F16": 2, "F32": 4, "F64": 8, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
                "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1, "U16": 2, "U32": 4, "U64": 8}
 _LAYER = re.compile(r"model\.layers\.(\d{1,9})\.")
+FINITE_CHUNK = 1 << 26  # elements per slice of the NaN/Inf check (a 64 MB mask)
 MAX_HEADER = 100 * 1024 * 1024  # safetensors' own limit on the JSON header
 
 
@@ -200,8 +201,9 @@ def check_finite(path: Path, name: str, t: torch.Tensor) -> None:
     (on the GPU it is a cheap reduction); tensors without storage (the meta device) are skipped."""
     if t.device.type == "meta" or not t.is_floating_point():
         return
-    if not bool(torch.isfinite(t).all()):
-        bad = int((~torch.isfinite(t)).sum())
+    # In slices, so the mask is at most FINITE_CHUNK bytes whatever the tensor (one sync each).
+    if not all(bool(torch.isfinite(c).all()) for c in t.reshape(-1).split(FINITE_CHUNK)):
+        bad = sum(int((~torch.isfinite(c)).sum()) for c in t.reshape(-1).split(FINITE_CHUNK))
         raise CheckpointError(f"{path}: tensor {name} holds {bad} NaN or Inf value(s) (as {str(t.dtype)[6:]}); "
                               f"the checkpoint is corrupt or was saved after a diverged step")
 
