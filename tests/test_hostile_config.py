@@ -165,3 +165,19 @@ async def test_keymap_problems_are_reported_by_id(isolated_config):
     assert "rerun" in toasts and "not a key!" in toasts
     assert "profile" in toasts and "export.snapshot" in toasts  # both on e
     assert "export.csv" not in toasts.replace("export.csv:", "")  # f5 is fine
+
+
+@sync
+async def test_a_keymap_holding_an_escape_sequence_is_not_bound(isolated_config):
+    import re
+
+    (isolated_config / "config.json").write_text(json.dumps({"keymap": {"pause": "\x1b]0;PWNED\x07", "help": "h"}}))
+    app = _app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        await pilot.press("h")  # the valid remap works
+        await pilot.pause()
+        svg = app.export_screenshot()
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", svg)
+    assert "keys" in svg  # the help screen is open
+    assert any("pause" in t and "not a key" in t for t in app.toasts), app.toasts

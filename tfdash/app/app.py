@@ -26,7 +26,7 @@ from textual.reactive import var
 from textual.screen import Screen
 
 from tfdash.app import bindings, exports
-from tfdash.app.config import Config, keymap_problems, load_config, save_config
+from tfdash.app.config import Config, keymap_problems, load_config, save_config, valid_keymap
 from tfdash.app.live import LiveSource, SnapshotSource
 from tfdash.app.messages import EngineStatus, RunEnded, SessionNews
 from tfdash.app.model import TableRow
@@ -86,7 +86,7 @@ class TfdashApp(App[ProfileSnapshot | None]):
         self._theme_from_config = wanted
         self.theme = wanted if wanted in self.available_themes else DEFAULT_THEME
         if self.config.keymap:
-            self.set_keymap(self.config.keymap)
+            self.set_keymap(valid_keymap(self.config.keymap))  # keymap_problems names the rest
 
     @property
     def source_label(self) -> str:

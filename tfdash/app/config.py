@@ -129,6 +129,12 @@ def is_key(key: str) -> bool:
         return False
 
 
+def valid_keymap(keymap: dict[str, str]) -> dict[str, str]:
+    """The entries whose keys are all real keys (the others are reported, and not bound)."""
+    return {bid: key for bid, key in keymap.items()
+            if key.strip() and all(k.strip() and is_key(k.strip()) for k in key.split(","))}
+
+
 def keymap_problems(keymap: dict[str, str], scopes: list[list], known: set[str]) -> list[str]:
     """One entry per problem: an unknown id, an empty key, something that is not a key, or two
     bindings answering to one key in the same scope (`scopes`: the binding tables active together)."""
