@@ -273,3 +273,25 @@ async def test_a_snapshot_whose_model_disagrees_with_its_rows_builds_no_plan(iso
         await pilot.pause()
         assert time.monotonic() - t0 < 10
         assert "could not be rebuilt" in screen_text(app.export_screenshot())
+
+
+@sync
+async def test_the_live_dashboard_on_a_hostile_checkpoint_path(isolated_config, one_thread):
+    """A checkpoint path holding `[/ft]`, a @click action and OSC 0 is shown as typed while the
+    live dashboard decodes (it used to crash it)."""
+    from tfdash.app.main import live_app, make_session
+    from tfdash.engine import load_engine
+    from tfdash.profiling.probe import CPU
+
+    engine = dataclasses.replace(load_engine(model="qwen3-tiny", device="cpu", capacity=4096),
+                                 source="/models/ck[/ft][@click=app.quit]x" + OSC0)
+    app = live_app(lambda status: make_session(engine, "The GPU" + OSC52, 24, target=CPU), max_new_tokens=24)
+    async with app.run_test(size=SIZE) as pilot:
+        end = time.monotonic() + 60
+        while app.state != "done" and time.monotonic() < end:
+            await pilot.pause(0.05)
+        assert app.state == "done" and app.is_running
+        svg = app.export_screenshot()
+    assert not CONTROL.search(svg)
+    text = screen_text(svg)
+    assert "ck[/ft][@click=app.quit]x␛]0;PWNED␇" in text and "The GPU␛]52;c;" in text
