@@ -174,3 +174,20 @@ def test_a_second_quit_in_the_dashboard_waits_for_the_first(tmp_path, monkeypatc
     asyncio.run(go())
     assert any("writing what was measured first" in t for t in toasts), toasts
     assert load_snapshot(save) == load_snapshot(SNAPSHOT)
+
+
+@pytest.mark.slow
+def test_sigterm_to_plain_headless_prints_the_summary(tmp_path):
+    p = subprocess.Popen([sys.executable, "-m", "tfdash", "--headless", "--model", "qwen3-tiny", "--device", "cpu",
+                          "--max-new-tokens", "7000", "--prompt", "hello"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, cwd=REPO, env=ENV)
+    try:
+        first = _wait_for(p, p.stdout, b"hello", 120)
+        time.sleep(0.5)
+        p.send_signal(signal.SIGTERM)
+        stdout, stderr = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 143, stderr.decode()
+    assert b"tok/s" in first + stdout and b"interrupted (SIGTERM)" in stderr and b"Traceback" not in stderr
