@@ -225,12 +225,13 @@ def test_fuzzed_index(sharded, tmp_path_factory, weight_map):
 
 RSS_CHILD = textwrap.dedent("""
     import resource, sys, torch
+    import safetensors.torch  # imported before the first reading, so the growth is the load alone
     from tfdash.engine.checkpoint import load_state_dict
     from tfdash.engine.config import load_config
     from tfdash.engine.weights import pack
     d, device = sys.argv[1], sys.argv[2]
     cfg = load_config(d)
-    torch.zeros(1).to(device)
+    torch.cat([torch.zeros(2, 2).to(device)] * 2).to(torch.bfloat16)  # warm the device's op tables
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     w = pack(cfg, load_state_dict(d, cfg, torch.float32, device))
     after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
