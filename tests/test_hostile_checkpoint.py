@@ -327,3 +327,15 @@ def test_the_finite_check_covers_every_slice(monkeypatch, tmp_path):
     t[9, 4] = float("inf")  # in the last, short slice
     with pytest.raises(CheckpointError, match="tensor w holds 1 NaN or Inf"):
         checkpoint.check_finite(tmp_path, "w", t)
+
+
+def test_the_dashboard_checks_the_tensors_before_the_screen_opens(ckpt_copy, tmp_path):
+    d = ckpt_copy(tied=True)
+    path = d / "model.safetensors"
+    sd = load_file(str(path))
+    sd.pop("model.layers.1.mlp.up_proj.weight")
+    save_file(sd, str(path))
+    r = run_tfdash("--ckpt", str(d), "--device", "cpu", env={"TFDASH_FORCE_TUI": "1",
+                                                             "TFDASH_CONFIG_DIR": str(tmp_path / "cfg")})
+    assert r.rc == 2
+    assert_one_line_error(r.stderr, "1 missing", "model.layers.1.mlp.up_proj.weight")

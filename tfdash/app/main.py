@@ -91,6 +91,9 @@ def preflight(args, max_new_tokens: int) -> None:
         if args.model is not None:
             raise TfdashError("give --ckpt or --model, not both")
         cfg = load_config(args.ckpt)
+        from tfdash.engine.checkpoint import inventory
+
+        inventory(Path(args.ckpt), cfg)  # the tensors on disk against the config (headers only)
         prompt_len = len(load_tokenizer(args.ckpt).encode(args.prompt))
     else:
         cfg = preset(args.model or ("qwen3-1.7b" if device.startswith("cuda") else "qwen3-tiny"))
