@@ -140,7 +140,7 @@ async def test_hostile_strings_render_as_visible_text(isolated_config, tmp_path)
     path.write_text(dumps_snapshot(hostile_snapshot()), encoding="utf-8")
     app = snapshot_app(path, export_dir=tmp_path / "out", tilelang_source=lambda fam: f"# {fam}\n",
                        cuda_source=lambda launch: "// cuda\n")
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
         await pilot.pause()
         svgs = [app.export_screenshot()]
         for key in MAIN_KEYS:
@@ -175,7 +175,7 @@ def test_fuzzed_hostile_snapshots_render_without_a_traceback(isolated_config, pa
 
     async def go():
         app = snapshot_app(snap, tilelang_source=lambda fam: "#\n", cuda_source=lambda launch: "//\n")
-        async with app.run_test(size=(120, 40)) as pilot:
+        async with app.run_test(size=(120, 40), notifications=True) as pilot:
             await pilot.pause()
             for key in keys:
                 await pilot.press(key)
@@ -295,3 +295,19 @@ async def test_the_live_dashboard_on_a_hostile_checkpoint_path(isolated_config, 
     assert not CONTROL.search(svg)
     text = screen_text(svg)
     assert "ck[/ft][@click=app.quit]x␛]0;PWNED␇" in text and "The GPU␛]52;c;" in text
+
+
+@sync
+async def test_a_screen_toast_is_never_markup(isolated_config):
+    """Screens' notify passes markup=True to the app; untrusted text in it (a role) stays text."""
+    from tfdash.app.main import snapshot_app
+
+    app = snapshot_app(SNAPSHOT, tilelang_source=lambda fam: "#\n")
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await pilot.pause()
+        app.screen.notify("marginal L0.x[/ft]: [b]unavailable[/b] " + OSC0, timeout=30)
+        await pilot.pause(0.3)
+        svg = app.export_screenshot()
+        assert app.is_running
+    assert not CONTROL.search(svg)
+    assert "[/ft]:" in screen_text(svg) and "[b]unavailable[/b]" in screen_text(svg)

@@ -126,7 +126,7 @@ class TfdashApp(App[ProfileSnapshot | None]):
         """A toast. Its text is often untrusted (a path, an engine error, a config value), so it is
         never markup and its control characters are shown, not sent to the terminal."""
         super().notify(visible(str(message)), title=visible(str(title)), severity=severity, timeout=timeout,
-                       markup=markup)
+                       markup=False)  # also when a screen's notify passes markup=True
 
     # -- live data ---------------------------------------------------------------------------
     def _start_run(self) -> None:
