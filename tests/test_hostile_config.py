@@ -181,3 +181,16 @@ async def test_a_keymap_holding_an_escape_sequence_is_not_bound(isolated_config)
     assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", svg)
     assert "keys" in svg  # the help screen is open
     assert any("pause" in t and "not a key" in t for t in app.toasts), app.toasts
+
+
+def test_the_dashboard_refuses_a_run_too_large_for_memory_before_the_screen_opens(monkeypatch):
+    from tfdash.app.main import preflight
+    from tfdash.cli import run_parser
+    from tfdash.engine import memory
+    from tfdash.errors import CapacityError
+
+    monkeypatch.setattr(memory, "free_bytes", lambda device: 1 << 20)  # 1 MiB free
+    args = run_parser().parse_args(["--model", "qwen3-tiny", "--device", "cpu"])
+    with pytest.raises(CapacityError) as e:
+        preflight(args, 2048)
+    assert "KV cache" in str(e.value) and "1.00 MiB" not in str(e.value) and "GiB free" in str(e.value)

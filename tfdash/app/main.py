@@ -100,6 +100,9 @@ def preflight(args, max_new_tokens: int) -> None:
         prompt_len = max(1, len(args.prompt.split()))  # the stand-in vocabulary: a token per word
     capacity = default_capacity(cfg, max(4096, prompt_len + max_new_tokens))
     check_generation(cfg, capacity, prompt_len, max_new_tokens)
+    from tfdash.engine.memory import check_fits
+
+    check_fits(cfg, capacity, args.dtype or ("bfloat16" if device.startswith("cuda") else "float32"), device)
     if getattr(args, "save", None):
         check_save_path(Path(args.save).expanduser())
 
