@@ -7,6 +7,9 @@
     tfdash bench [...]                                tilelang engine vs its peers, A/B in one process
 
 Errors a user can act on print one line (`tfdash: error: ...`) and exit 2; never a traceback.
+Ctrl+C, SIGTERM and SIGHUP stop a run cleanly (what was measured is reported and written) and
+exit 128 + the signal. Untrusted text (the prompt, tokens, paths) is printed with its control
+characters made visible.
 """
 
 from __future__ import annotations
