@@ -6,6 +6,9 @@ timing on CPU), and, if the generation ended before it ran, once more right afte
 ctx where it stopped. The report prints tok/s, the roofline line, NVML's bandwidth, the files
 written with --export, and ends with the top kernels by measured time beside their predicted
 time and gap.
+
+Ctrl+C, SIGTERM and SIGHUP stop the run and the report is still written (a second signal waits
+for it); the exit code is then 128 + the signal.
 """
 
 from __future__ import annotations
