@@ -183,7 +183,7 @@ def test_corrupt_header(ckpt_copy):
     # A length prefix that claims more header than the file holds.
     data[:8] = struct.pack("<Q", len(data) * 4)
     f.write_bytes(bytes(data))
-    with pytest.raises(CheckpointError, match="header claims"):
+    with pytest.raises(CheckpointError, match="header length does not fit"):
         _load(d)
 
 

@@ -8,6 +8,9 @@
     tfdash diff A.json B.json [...]                   two snapshots compared launch by launch
 
 Errors a user can act on print one line (`tfdash: error: ...`) and exit 2; never a traceback.
+Ctrl+C, SIGTERM and SIGHUP stop a run cleanly (what was measured is reported and written) and
+exit 128 + the signal. Untrusted text (the prompt, tokens, paths) is printed with its control
+characters made visible.
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ import sys
 
 from tfdash import __version__
 from tfdash.errors import TfdashError
+from tfdash.signals import exit_code, finishing, stop_signals
+from tfdash.signals import name as signal_name
+from tfdash.textsafe import KEEP_LAYOUT, visible
 
 SUBCOMMANDS = ("open", "analyze", "bench", "diff")
 
@@ -26,10 +32,23 @@ def _positive(v: str) -> int:
     try:
         n = int(v)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{v!r} is not an integer") from None
+        raise argparse.ArgumentTypeError(f"{v[:40]!r} is not an integer") from None
     if n < 1:
         raise argparse.ArgumentTypeError(f"{n} must be at least 1")
     return n
+
+
+def _seed(v: str) -> int:
+    try:
+        n = int(v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{v[:40]!r} is not an integer") from None
+    if not 0 <= n < SEED_LIMIT:
+        raise argparse.ArgumentTypeError(f"{v[:40]} is out of range (0..{SEED_LIMIT - 1})")
+    return n
+
+
+SEED_LIMIT = 1 << 40  # the per-tensor generator seeds (seed * 1e6 + a 32-bit hash) stay under 2**64
 
 
 def add_model_args(p: argparse.ArgumentParser) -> None:
@@ -45,7 +64,7 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
                      help="default: bfloat16 on CUDA, float32 on CPU")
     src.add_argument("--backend", choices=("torch-eager", "torch-graph", "tilelang-graph"),
                      help="default: tilelang-graph on CUDA (torch-graph without tilelang), torch-eager on CPU")
-    src.add_argument("--seed", type=int, default=0, help="seed of the random weights (default 0)")
+    src.add_argument("--seed", type=_seed, default=0, help="seed of the random weights (default 0)")
     src.add_argument("--threads", type=_positive, default=None, metavar="N",
                      help="CPU: torch's threads (default: OMP_NUM_THREADS, else the cores less one left spare, "
                           "two with the dashboard, at most 8: a busy core stalls every op of a wider pool)")
@@ -92,33 +111,43 @@ def run_headless(args) -> int:
     from tfdash.engine import load_engine
 
     max_new = args.max_new_tokens or 256
+    if getattr(args, "export", None):
+        from tfdash.profiling.files import check_writable_dir
+
+        check_writable_dir(args.export, "--export")
     eng = load_engine(ckpt=args.ckpt, model=args.model, device=args.device, dtype=args.dtype,
                       backend=args.backend, prompt=args.prompt, max_new_tokens=max_new, seed=args.seed,
                       threads=getattr(args, "threads", None))
     out = sys.stdout
-    print(_describe(eng), file=sys.stderr)
+    print(visible(_describe(eng)), file=sys.stderr)
     from tfdash.engine import fallback_note
 
     note = eng.fallback or fallback_note(eng.device, eng.backend, args.backend)
     if note:
-        print(f"tfdash: {note}", file=sys.stderr)
+        print(f"tfdash: {visible(note)}", file=sys.stderr)
     if getattr(args, "profile", False) or getattr(args, "export", None):
         from tfdash.profiling.headless import profile_run
 
         return profile_run(eng, args, max_new)
     gen = eng.generate(args.prompt, max_new, ignore_eos=args.ignore_eos)
-    out.write(args.prompt)
+    out.write(visible(args.prompt, KEEP_LAYOUT))
     out.flush()
+    interrupted = None
     try:
-        for ev in gen:
-            if ev.text:
-                out.write(ev.text)
-                out.flush()
-    except KeyboardInterrupt:
+        with stop_signals():  # SIGTERM and SIGHUP stop the run as Ctrl+C does
+            for ev in gen:
+                if ev.text:
+                    out.write(visible(ev.text, KEEP_LAYOUT))
+                    out.flush()
+    except KeyboardInterrupt as e:
+        interrupted = e
         gen.cancel()
-    out.write("\n")
-    print(gen.stats.summary(), file=out)
-    return 0
+        print(f"\ntfdash: interrupted ({signal_name(e)}); the summary covers what was generated", file=sys.stderr)
+    with finishing("the summary"):
+        out.write("\n")
+        print(gen.stats.summary(), file=out)
+        out.flush()
+    return exit_code(interrupted) if interrupted is not None else 0
 
 
 def run_dashboard(args) -> int:
@@ -130,36 +159,41 @@ def run_dashboard(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        if argv and argv[0] in SUBCOMMANDS:
-            cmd = argv.pop(0)
-            if cmd == "analyze":
-                from tfdash.profiling.analyze_cli import main as analyze_main
-
-                return analyze_main(argv)
-            if cmd == "diff":
-                from tfdash.profiling.diff_cli import main as diff_main
-
-                return diff_main(argv)
-            if cmd == "bench":
-                from tfdash.profiling.bench import main as bench_main
-
-                return bench_main(argv)
-            from tfdash.app.main import open_main
-
-            return open_main(argv)
-        args = run_parser().parse_args(argv)
-        if args.headless:
-            return run_headless(args)
-        if not sys.stdout.isatty() and not os.environ.get("TFDASH_FORCE_TUI"):
-            print("tfdash: stdout is not a terminal; running --headless", file=sys.stderr)
-            return run_headless(args)
-        return run_dashboard(args)
+        with stop_signals():  # SIGTERM/SIGHUP anywhere: the same clean stop as Ctrl+C
+            return _dispatch(argv)
     except TfdashError as e:
-        print(f"tfdash: error: {e}", file=sys.stderr)
+        print(f"tfdash: error: {visible(str(e))}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("tfdash: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        print(f"tfdash: interrupted ({signal_name(e)})", file=sys.stderr)
+        return exit_code(e)
+
+
+def _dispatch(argv: list[str]) -> int:
+    if argv and argv[0] in SUBCOMMANDS:
+        cmd = argv.pop(0)
+        if cmd == "analyze":
+            from tfdash.profiling.analyze_cli import main as analyze_main
+
+            return analyze_main(argv)
+        if cmd == "diff":
+            from tfdash.profiling.diff_cli import main as diff_main
+
+            return diff_main(argv)
+        if cmd == "bench":
+            from tfdash.profiling.bench import main as bench_main
+
+            return bench_main(argv)
+        from tfdash.app.main import open_main
+
+        return open_main(argv)
+    args = run_parser().parse_args(argv)
+    if args.headless:
+        return run_headless(args)
+    if not sys.stdout.isatty() and not os.environ.get("TFDASH_FORCE_TUI"):
+        print("tfdash: stdout is not a terminal; running --headless", file=sys.stderr)
+        return run_headless(args)
+    return run_dashboard(args)
 
 
 if __name__ == "__main__":

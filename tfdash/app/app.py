@@ -28,12 +28,13 @@ from textual.reactive import var
 from textual.screen import Screen
 
 from tfdash.app import bindings, exports
-from tfdash.app.config import Config, load_config, save_config
+from tfdash.app.config import Config, keymap_problems, load_config, save_config, valid_keymap
 from tfdash.app.live import Source
 from tfdash.app.messages import EngineStatus, RunEnded, SessionNews
 from tfdash.app.model import TableRow
 from tfdash.errors import TfdashError
 from tfdash.profiling.snapshot import ProfileSnapshot
+from tfdash.textsafe import visible
 from tfdash.themes import CSS_PATH, DARK, DEFAULT_THEME, register_themes
 from tfdash.themes import offered as offered_themes
 
@@ -80,13 +81,17 @@ class TfdashApp(App[ProfileSnapshot | None]):
         self._rerun = False
         self._stopping = False
         self._last_window = None
+        self.saved: Path | None = None  # where --save wrote the final snapshot
+        self.save_error: str | None = None  # why it could not
+        self.interrupted_by: int | None = None  # the signal that quit the app, if one did
+        self.quitting = False  # a quit is stopping the engine and writing --save
         register_themes(self)
         wanted = theme or self.config.theme or DEFAULT_THEME
         self._theme_from_config = wanted
         self.theme = wanted if wanted in self.available_themes else DEFAULT_THEME
         self._theme_fallback = self.theme if self.theme != wanted else None  # shown, never saved
         if self.config.keymap:
-            self.set_keymap(self.config.keymap)
+            self.set_keymap(valid_keymap(self.config.keymap))  # keymap_problems names the rest
 
     @property
     def source_label(self) -> str:
@@ -113,10 +118,9 @@ class TfdashApp(App[ProfileSnapshot | None]):
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         if self.config.warning:
             self.notify(self.config.warning, title="config", severity="warning", timeout=8)
-        unknown = sorted(set(self.config.keymap) - bindings.all_ids())
-        if unknown:
-            self.notify(f"keymap: no binding with id {', '.join(unknown)}", title="config", severity="warning",
-                        timeout=8)
+        scopes = [[bindings.APP, bindings.MAIN, bindings.TABLE], [bindings.APP, bindings.DRILL], [bindings.HELP]]
+        for problem in keymap_problems(self.config.keymap, scopes, bindings.all_ids()):
+            self.notify(f"keymap: {problem}", title="config", severity="warning", timeout=8)
         if self._theme_from_config not in self.available_themes:
             self.notify(f"theme {self._theme_from_config!r} is not one of tfdash's themes "
                         f"({', '.join(self.available_themes)}); using {DEFAULT_THEME}",
@@ -130,6 +134,13 @@ class TfdashApp(App[ProfileSnapshot | None]):
             self.state = "starting"
             self.status_note = "building the engine…"
             self.call_after_refresh(self._start_run)
+
+    def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
+               markup: bool = False) -> None:
+        """A toast. Its text is often untrusted (a path, an engine error, a config value), so it is
+        never markup and its control characters are shown, not sent to the terminal."""
+        super().notify(visible(str(message)), title=visible(str(title)), severity=severity, timeout=timeout,
+                       markup=False)  # also when a screen's notify passes markup=True
 
     # -- live data ---------------------------------------------------------------------------
     def _start_run(self) -> None:
@@ -329,13 +340,26 @@ class TfdashApp(App[ProfileSnapshot | None]):
             self.notify(str(e), title="config", severity="warning", timeout=6)
 
     async def action_quit(self) -> None:
+        if self.quitting:  # a second q or Ctrl+C: the first one finishes its stop and --save
+            self.notify("stopping the engine and writing what was measured first…", timeout=3)
+            return
+        self.quitting = True
         snap = await self.stop_engine()
         if snap is not None and self.save_path is not None:
             try:
                 exports.write("snapshot", snap, self.save_path)
+                self.saved = self.save_path
             except (TfdashError, OSError) as e:
+                self.save_error = str(e)  # the CLI says so after the screen closes, and exits 1
                 self.notify(str(e), severity="error")
         self.exit(snap)
+
+    def quit_on_signal(self, signum: int) -> None:
+        """SIGTERM or SIGHUP: quit as `q` does -- stop the engine, keep what was measured, write
+        --save. Called on the app's thread (the CLI's handler hands it over)."""
+        if self.interrupted_by is None:
+            self.interrupted_by = signum
+            self.call_later(self.action_quit)
 
     async def stop_engine(self) -> ProfileSnapshot | None:
         """Stop the run after the steps in flight, wait for the worker; the final snapshot."""

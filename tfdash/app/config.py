@@ -7,8 +7,10 @@
     {"theme": "tfdash-light", "keymap": {"pause": "p", "export.svg": "f12"}, "export_dir": "~/profiles"}
 
 A missing file is the defaults; an unreadable one is the defaults plus one warning line (the app
-shows it as a toast) -- a broken config never stops the dashboard. Saving rewrites the file
-atomically and keeps keys it does not know.
+shows it as a toast) -- a broken config never stops the dashboard, and is never rewritten (the
+user's keymap and export_dir are in it): saving is refused with a line that names the file.
+Saving rewrites a good file atomically and keeps keys it does not know. `keymap_problems` names
+every remapped id whose key is empty, not a key, or taken by another binding in the same scope.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class Config:
     export_dir: str | None = None
     path: Path = field(default_factory=config_path)
     warning: str | None = None  # why the file was ignored, if it was
+    parsed: bool = True  # False when the file exists but did not parse: it is never rewritten
     extra: dict = field(default_factory=dict)  # keys we do not know, kept on save
 
     def to_dict(self) -> dict:
@@ -61,9 +64,12 @@ def load_config(path: Path | None = None) -> Config:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        return Config(path=path, warning=f"{path}: ignored, not readable JSON ({e})")
+        return Config(path=path, parsed=False, warning=f"{path}: ignored, not readable JSON ({e})")
+    except (ValueError, RecursionError) as e:  # a 5000-digit integer, nesting past the recursion limit
+        return Config(path=path, parsed=False, warning=f"{path}: ignored, not readable JSON "
+                      f"({type(e).__name__})")
     if not isinstance(raw, dict):
-        return Config(path=path, warning=f"{path}: ignored, expected a JSON object")
+        return Config(path=path, parsed=False, warning=f"{path}: ignored, expected a JSON object")
     problems = []
     theme = raw.pop("theme", None)
     if theme is not None and not isinstance(theme, str):
@@ -82,8 +88,12 @@ def load_config(path: Path | None = None) -> Config:
 
 
 def save_config(cfg: Config) -> Path:
-    """Write the config atomically. Raises TfdashError with one line when it cannot."""
+    """Write the config atomically. Raises TfdashError with one line when it cannot, or when the
+    file on disk did not parse (rewriting it would drop what the user wrote there)."""
     from tfdash.profiling.files import write_json_atomic
+
+    if not cfg.parsed:
+        raise TfdashError(f"{cfg.path} did not parse, so it is not rewritten; fix or remove it to save settings")
 
     try:
         return write_json_atomic(cfg.path, cfg.to_dict())
@@ -91,3 +101,63 @@ def save_config(cfg: Config) -> Path:
         raise
     except OSError as e:  # pragma: no cover - write_json_atomic already turns these into TfdashError
         raise TfdashError(f"cannot write {cfg.path}: {e}") from None
+
+
+MODIFIERS = ("ctrl", "shift", "alt", "meta", "super", "hyper")
+
+
+def is_key(key: str) -> bool:
+    """A key Textual can bind: a printable character, or a key name (f5, escape, question_mark),
+    with any modifiers (ctrl+shift+up)."""
+    import unicodedata
+
+    from textual.keys import Keys
+
+    *mods, base = key.split("+") if key != "+" else ["+"]
+    if any(m not in MODIFIERS for m in mods) or not base:
+        return False
+    if len(base) == 1:
+        return base.isprintable() and not base.isspace()
+    if base in {k.value for k in Keys} or base in ("space", "enter", "tab", "escape", "backspace"):
+        return True
+    from textual.keys import REPLACED_KEYS
+
+    try:
+        unicodedata.lookup(REPLACED_KEYS.get(base, base).replace("_", " ").upper())
+        return True
+    except KeyError:
+        return False
+
+
+def valid_keymap(keymap: dict[str, str]) -> dict[str, str]:
+    """The entries whose keys are all real keys (the others are reported, and not bound)."""
+    return {bid: key for bid, key in keymap.items()
+            if key.strip() and all(k.strip() and is_key(k.strip()) for k in key.split(","))}
+
+
+def keymap_problems(keymap: dict[str, str], scopes: list[list], known: set[str]) -> list[str]:
+    """One entry per problem: an unknown id, an empty key, something that is not a key, or two
+    bindings answering to one key in the same scope (`scopes`: the binding tables active together)."""
+    problems = []
+    unknown = sorted(set(keymap) - known)
+    if unknown:
+        problems.append(f"no binding with id {', '.join(unknown)}")
+    for bid, key in sorted(keymap.items()):
+        parts = [k.strip() for k in key.split(",")]
+        if not key.strip() or not all(parts):
+            problems.append(f"{bid}: empty key")
+        else:
+            bad = [k for k in parts if not is_key(k)]
+            if bad:
+                problems.append(f"{bid}: {', '.join(map(repr, bad))} is not a key")
+    seen: set[tuple] = set()
+    for tables in scopes:
+        owner: dict[str, str] = {}
+        for b in (b for table in tables for b in table if b.id):
+            for k in (k.strip() for k in keymap.get(b.id, b.key).split(",")):
+                other = owner.setdefault(k, b.id)
+                pair = (k, *sorted((other, b.id)))
+                if other != b.id and pair not in seen and (b.id in keymap or other in keymap):
+                    seen.add(pair)
+                    problems.append(f"{other} and {b.id} are both on {k!r}")
+    return problems

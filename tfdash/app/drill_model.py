@@ -57,6 +57,8 @@ def plan_of(snap: ProfileSnapshot):
     """The snapshot's StepPlan, or None (never an exception) when it cannot be rebuilt: a snapshot
     from another version of tfdash. From the recorded build options when the snapshot has them;
     older snapshots fall back to the boolean variants whose launches match the kernel rows."""
+    from tfdash.engine.config import within_limits
+
     m = snap.meta
     model = json.dumps(m.model, sort_keys=True)
     recorded = getattr(m, "plan_options", None)
@@ -68,6 +70,9 @@ def plan_of(snap: ProfileSnapshot):
         except Exception:  # noqa: BLE001 - options of another tfdash: try the search below
             pass
     want = {k.index: (k.role, k.kernel) for k in snap.kernels}
+    layers = {k.layer for k in snap.kernels if k.layer is not None}
+    if not within_limits(m.model, m.capacity) or m.model["num_layers"] != len(layers):
+        return None  # the model's dims disagree with its own rows: never size a plan by them
     for options in _plan_variants():
         try:
             plan = _plan(model, m.dtype, int(m.capacity), json.dumps(options))

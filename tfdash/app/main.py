@@ -18,6 +18,7 @@ from typing import Callable
 from tfdash.app.live import LiveSource, SnapshotSource
 from tfdash.errors import TfdashError
 from tfdash.profiling.snapshot import ProfileSnapshot
+from tfdash.textsafe import visible
 
 DASHBOARD_MAX_NEW = 2048  # the dashboard's default generation: the headline tok/s length
 
@@ -97,8 +98,29 @@ def preflight(args, max_new_tokens: int) -> None:
 
     choice = choose_engine(args.ckpt, args.model, args.device, getattr(args, "dtype", None),
                            getattr(args, "backend", None))
+    capacity = choice.capacity(None, args.prompt, max_new_tokens)
+    if args.ckpt is not None:
+        from tfdash.engine.checkpoint import inventory
+
+        inventory(Path(args.ckpt), choice.config)  # the tensors on disk against the config (headers only)
     prompt_len = len(choice.tokenizer.encode(args.prompt))
-    check_generation(choice.config, choice.capacity(None, args.prompt, max_new_tokens), prompt_len, max_new_tokens)
+    check_generation(choice.config, capacity, prompt_len, max_new_tokens)
+    from tfdash.engine.memory import check_fits
+
+    check_fits(choice.config, capacity, choice.dtype, choice.device)
+    if getattr(args, "save", None):
+        check_save_path(Path(args.save).expanduser())
+
+
+def check_save_path(path: Path) -> None:
+    """--save's file can be written (checked before the run, so nothing measured is lost to it)."""
+    import os
+
+    if path.is_dir():
+        raise TfdashError(f"--save {path}: is a directory; give a file name")
+    parent = next((p for p in (path.parent, *path.parent.parents) if p.exists()), None)
+    if parent is None or not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise TfdashError(f"--save {path}: cannot write there ({parent} is not a writable directory)")
 
 
 def run_app(args) -> int:
@@ -111,13 +133,56 @@ def run_app(args) -> int:
     with native_stderr_to(cache_dir() / "dashboard-stderr.log") as guarded:
         app = live_app(session_factory(args, max_new), max_new_tokens=max_new,
                        save_path=getattr(args, "save", None))
-        app.run()
+        with app_signals(app):
+            app.run()
     if guarded.lines:
         print(f"tfdash: {guarded.lines} lines of library output during the run are in {guarded.path}")
     snap = app.final_snapshot
     if snap is not None:
         print(f"tfdash: {snap.new_tokens} new tokens, {snap.tok_per_s:.1f} tok/s over the run"
-              + (f"; snapshot saved to {app.save_path}" if app.save_path else ""))
+              + (f"; snapshot saved to {visible(str(app.saved))}" if app.saved else ""))
+    return exit_status(app)
+
+
+def app_signals(app):
+    """SIGTERM and SIGHUP quit the app as `q` does (the handler runs on the app's own thread, so
+    a short thread hands the request over)."""
+    import threading
+
+    from tfdash.signals import stop_signals
+
+    def handler(signum: int) -> None:
+        threading.Thread(target=_hand_over, args=(app, signum), daemon=True).start()
+
+    return stop_signals(handler)
+
+
+def _hand_over(app, signum: int) -> None:
+    try:
+        app.call_from_thread(app.quit_on_signal, signum)
+    except RuntimeError:  # the app is not running (yet, or any more)
+        pass
+
+
+def exit_status(app) -> int:
+    """The app's own exit code: a crash is non-zero (Textual has printed its traceback above), a
+    failed --save is 1, a signal is 128 + its number."""
+    import sys
+
+    from tfdash.signals import exit_code
+    from tfdash.signals import name as signal_name
+
+    if app.return_code:
+        print(f"tfdash: the dashboard stopped with an error (exit {app.return_code}); its traceback is "
+              f"printed above", file=sys.stderr)
+        return app.return_code
+    if getattr(app, "save_error", None):
+        print(f"tfdash: error: the final snapshot was not saved: {visible(app.save_error)}", file=sys.stderr)
+        return 1
+    signum = getattr(app, "interrupted_by", None)
+    if signum is not None:
+        print(f"tfdash: interrupted ({signal_name(signum)}); what was measured is kept", file=sys.stderr)
+        return exit_code(signum)
     return 0
 
 
@@ -144,15 +209,16 @@ def open_main(argv: list[str]) -> int:
     app = snapshot_app(path, baseline=args.baseline, export_dir=args.export_dir)
     if not sys.stdout.isatty() and not os.environ.get("TFDASH_FORCE_TUI"):
         print("tfdash: stdout is not a terminal; printing a summary of the snapshot", file=sys.stderr)
-        sys.stdout.write(snapshot_summary(_load(path)[0], path))
+        sys.stdout.write(visible(snapshot_summary(_load(path)[0], path), keep="\n"))
         if args.baseline is not None:
             from tfdash.profiling.diff_cli import main as diff_main
 
             print(f"\nagainst the baseline {args.baseline} (as `tfdash diff` prints it):", flush=True)
             diff_main([str(args.baseline), str(path)])
         return 0
-    app.run()
-    return 0
+    with app_signals(app):
+        app.run()
+    return exit_status(app)
 
 
 def snapshot_summary(snap: ProfileSnapshot, path: Path) -> str:

@@ -163,6 +163,8 @@ def load_engine(ckpt: str | Path | None = None, model: str | None = None, device
     checked against max_position_embeddings and the capacity before any weight is loaded. On CPU,
     torch's thread count is set by `choose_threads(threads, ui)` (`ui`: a dashboard shares the
     process and wants a core)."""
+    import torch
+
     from tfdash.engine.runtime import make_runtime
     from tfdash.engine.weights import load_weights, torch_dtype
 
@@ -171,6 +173,10 @@ def load_engine(ckpt: str | Path | None = None, model: str | None = None, device
     cfg, tokenizer, source, device, dtype, backend = (choice.config, choice.tokenizer, choice.source, choice.device,
                                                       choice.dtype, choice.backend)
     capacity = choice.capacity(capacity, prompt, max_new_tokens)
+    if ckpt is not None:
+        from tfdash.engine.checkpoint import inventory
+
+        inventory(Path(ckpt), cfg)  # the config against the tensors on disk, before anything is sized by it
     from tfdash.settings import SETTINGS
 
     plan = build_plan(cfg, dtype=dtype, capacity=capacity, attn_kv_early=bool(SETTINGS.attn_kv_early),
@@ -197,6 +203,12 @@ def load_engine(ckpt: str | Path | None = None, model: str | None = None, device
         apply_threads(threads)
     else:
         threads, threads_why = None, ""
-    weights = load_weights(cfg, ckpt, torch_dtype(dtype), device, seed)
-    runtime = make_runtime(backend, plan, weights, device, progress=progress)
+    from tfdash.engine.memory import allocation_error, check_fits
+
+    check_fits(cfg, plan.capacity, dtype, device)
+    try:
+        weights = load_weights(cfg, ckpt, torch_dtype(dtype), device, seed)
+        runtime = make_runtime(backend, plan, weights, device, progress=progress)
+    except (torch.OutOfMemoryError, MemoryError) as e:
+        raise allocation_error(e, cfg, plan.capacity, dtype, device) from None
     return Engine(cfg, plan, runtime, tokenizer, source, device, backend, seed, threads, threads_why, fallback)

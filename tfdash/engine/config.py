@@ -8,10 +8,12 @@ RoPE scaling, attention bias, sliding windows) is refused with one line that nam
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from tfdash.errors import ConfigError
+from tfdash.textsafe import visible
 
 SUPPORTED_ARCHITECTURE = "Qwen3ForCausalLM"
 
@@ -120,10 +122,41 @@ def preset(name: str) -> ModelConfig:
         raise ConfigError(f"unknown model preset {name!r}; choose one of {', '.join(PRESETS)}") from None
 
 
+# Sizes past these are not a Qwen3 checkpoint but a typo or a hostile file; each is far above
+# the largest published model, so the plan (sized by them) is never built for them.
+LIMITS = {"hidden_size": 1 << 16, "num_hidden_layers": 1024, "num_attention_heads": 1024,
+          "num_key_value_heads": 1024, "head_dim": 1024, "intermediate_size": 1 << 18,
+          "vocab_size": 1 << 22, "max_position_embeddings": 1 << 24}
+MAX_CONFIG_BYTES = 16 << 20
+
+
+FIELD_LIMITS = {"hidden_size": "hidden_size", "num_layers": "num_hidden_layers", "num_heads": "num_attention_heads",
+                "num_kv_heads": "num_key_value_heads", "head_dim": "head_dim",
+                "intermediate_size": "intermediate_size", "vocab_size": "vocab_size",
+                "max_position_embeddings": "max_position_embeddings"}
+
+
+def within_limits(model: dict, capacity: int | None = None) -> bool:
+    """A ModelConfig dict (as a snapshot records it) whose sizes are all in LIMITS, and a capacity
+    no larger than its max_position_embeddings: safe to build a plan from."""
+    if not isinstance(model, dict):
+        return False
+    for field, key in FIELD_LIMITS.items():
+        v = model.get(field)
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 < v <= LIMITS[key]:
+            return False
+    return capacity is None or 0 < capacity <= model["max_position_embeddings"]
+
+
 def _require(raw: dict, key: str, path: Path):
     if key not in raw:
         raise ConfigError(f"{path}: missing required key {key!r}")
     return raw[key]
+
+
+def _show(v) -> str:
+    text = repr(v)
+    return visible(text if len(text) <= 40 else text[:37] + "...")
 
 
 def _int(raw: dict, key: str, path: Path, default: int | None = None) -> int:
@@ -132,37 +165,84 @@ def _int(raw: dict, key: str, path: Path, default: int | None = None) -> int:
     if v is None and default is not None:
         return default
     if isinstance(v, bool) or not isinstance(v, int):
-        raise ConfigError(f"{path}: {key} must be an integer, got {v!r}")
+        raise ConfigError(f"{path}: {key} must be an integer, got {_show(v)}")
+    if key in LIMITS and not 0 < v <= LIMITS[key]:
+        raise ConfigError(f"{path}: {key}={_show(v)} is out of range (1..{LIMITS[key]})")
     return v
 
 
-def _float(raw: dict, key: str, path: Path, default: float) -> float:
+def _float(raw: dict, key: str, path: Path, default: float, positive: bool = False) -> float:
+    """raw[key] as a finite number; `positive` wants > 0, otherwise >= 0."""
     v = raw.get(key)
     if v is None:
         return default
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ConfigError(f"{path}: {key} must be a number, got {v!r}")
-    return float(v)
+        raise ConfigError(f"{path}: {key} must be a number, got {_show(v)}")
+    f = float(v) if abs(v) < 1e308 else math.inf
+    if not math.isfinite(f) or f < 0 or (positive and f == 0):
+        want = "a finite number > 0" if positive else "a finite number >= 0"
+        raise ConfigError(f"{path}: {key}={_show(v)} is not supported (accepted: {want})")
+    return f
+
+
+def _bool(raw: dict, key: str, path: Path, default: bool) -> bool:
+    v = raw.get(key)
+    if v is None:
+        return default
+    if not isinstance(v, bool):
+        raise ConfigError(f"{path}: {key} must be true or false, got {_show(v)}")
+    return v
+
+
+def _rope_kind(section: dict, key: str, path: Path) -> None:
+    kind = section.get("rope_type", section.get("type", "default"))
+    if kind not in ("default", None):
+        raise ConfigError(f"{path}: {key} type {_show(kind)} is not supported (accepted: default RoPE)")
 
 
 def _rope_theta(raw: dict, path: Path) -> float:
     params = raw.get("rope_parameters")
     scaling = raw.get("rope_scaling")
-    if isinstance(params, dict):
+    for key, section in (("rope_parameters", params), ("rope_scaling", scaling)):
+        if section is not None and not isinstance(section, dict):
+            raise ConfigError(f"{path}: {key} must be an object, got {_show(section)}")
+        if section:
+            _rope_kind(section, key, path)  # both are checked: one never hides the other
+    if isinstance(params, dict) and "rope_theta" in params:
         # transformers 5.x: {"rope_theta": ..., "rope_type": "default"}
-        kind = params.get("rope_type", params.get("type", "default"))
-        if kind != "default":
-            raise ConfigError(f"{path}: rope_type {kind!r} is not supported (only default RoPE)")
-        if "rope_theta" in params:
-            return _float(params, "rope_theta", path, 10000.0)
-    if isinstance(scaling, dict) and scaling.get("rope_type", scaling.get("type", "default")) != "default":
-        kind = scaling.get("rope_type", scaling.get("type"))
-        raise ConfigError(f"{path}: rope_scaling {kind!r} is not supported (only default RoPE)")
-    return _float(raw, "rope_theta", path, 10000.0)
+        return _float(params, "rope_theta", path, 10000.0, positive=True)
+    return _float(raw, "rope_theta", path, 10000.0, positive=True)
+
+
+def _eos(raw: dict, path: Path) -> tuple[int, ...]:
+    eos = raw.get("eos_token_id")
+    items = eos if isinstance(eos, list) else ([] if eos is None else [eos])
+    if any(isinstance(i, bool) or not isinstance(i, int) or i < 0 for i in items):
+        raise ConfigError(f"{path}: eos_token_id must be an integer or a list of integers, got {_show(eos)}")
+    return tuple(items)
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{path}: larger than any config.json ({MAX_CONFIG_BYTES} bytes)")
+        raw = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
+    except RecursionError:
+        raise ConfigError(f"{path}: cannot read JSON (nested too deeply)") from None
+    except (OSError, UnicodeDecodeError, ValueError) as e:  # ValueError: JSON, NaN, 5000-digit ints
+        raise ConfigError(f"{path}: cannot read JSON ({visible(str(e).splitlines()[0])[:120]})") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a JSON object")
+    return raw
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def load_config(ckpt_dir: str | Path) -> ModelConfig:
-    """Read `ckpt_dir/config.json` into a ModelConfig, refusing what tfdash cannot run."""
+    """Read `ckpt_dir/config.json` into a ModelConfig, refusing what tfdash cannot run. Every
+    refusal is one line naming the key, the value and what is accepted."""
     d = Path(ckpt_dir)
     if not d.exists():
         raise ConfigError(f"checkpoint directory {d} does not exist")
@@ -171,36 +251,33 @@ def load_config(ckpt_dir: str | Path) -> ModelConfig:
     path = d / "config.json"
     if not path.is_file():
         raise ConfigError(f"{d} has no config.json")
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ConfigError(f"{path}: cannot read JSON ({e})") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: expected a JSON object")
+    raw = _read_json(path)
 
     archs = raw.get("architectures") or []
     model_type = raw.get("model_type")
+    if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
+        raise ConfigError(f"{path}: architectures must be a list of names, got {_show(archs)}")
     if archs and SUPPORTED_ARCHITECTURE not in archs:
-        raise ConfigError(f"{path}: architecture {', '.join(map(str, archs))} is not supported; "
+        raise ConfigError(f"{path}: architecture {visible(', '.join(archs))[:120]} is not supported; "
                           f"tfdash runs {SUPPORTED_ARCHITECTURE}")
     if model_type != "qwen3" and (model_type is not None or not archs):
         # Both must agree when given: an edited config can keep one of them from another model.
-        raise ConfigError(f"{path}: model_type {model_type!r} is not supported; tfdash runs "
+        raise ConfigError(f"{path}: model_type {_show(model_type)} is not supported; tfdash runs "
                           f"{SUPPORTED_ARCHITECTURE} (model_type 'qwen3')")
-    if raw.get("attention_bias"):
+    if _bool(raw, "attention_bias", path, False):
         raise ConfigError(f"{path}: attention_bias=true is not supported")
-    if raw.get("use_sliding_window"):
+    if _bool(raw, "use_sliding_window", path, False):
         raise ConfigError(f"{path}: use_sliding_window=true is not supported")
     act = raw.get("hidden_act", "silu")
     if act != "silu":
-        raise ConfigError(f"{path}: hidden_act {act!r} is not supported (only silu)")
+        raise ConfigError(f"{path}: hidden_act {_show(act)} is not supported (only silu)")
 
     hidden = _int(raw, "hidden_size", path)
     heads = _int(raw, "num_attention_heads", path)
-    head_dim = _int(raw, "head_dim", path, hidden // heads if heads else 0)
-    eos = raw.get("eos_token_id")
-    eos_ids = tuple(eos) if isinstance(eos, list) else ((eos,) if isinstance(eos, int) else ())
+    head_dim = _int(raw, "head_dim", path, max(1, hidden // heads))
     dtype = raw.get("dtype") or raw.get("torch_dtype") or "bfloat16"
+    if dtype not in ("bfloat16", "float16", "float32"):
+        raise ConfigError(f"{path}: dtype {_show(dtype)} is not supported (accepted: bfloat16, float16, float32)")
     cfg = ModelConfig(
         name=d.name,
         hidden_size=hidden,
@@ -210,12 +287,12 @@ def load_config(ckpt_dir: str | Path) -> ModelConfig:
         head_dim=head_dim,
         intermediate_size=_int(raw, "intermediate_size", path),
         vocab_size=_int(raw, "vocab_size", path),
-        tie_word_embeddings=bool(raw.get("tie_word_embeddings", False)),
+        tie_word_embeddings=_bool(raw, "tie_word_embeddings", path, False),
         rope_theta=_rope_theta(raw, path),
         rms_norm_eps=_float(raw, "rms_norm_eps", path, 1e-6),
         max_position_embeddings=_int(raw, "max_position_embeddings", path, 32768),
         dtype=str(dtype),
-        eos_token_ids=eos_ids,
+        eos_token_ids=_eos(raw, path),
     )
     cfg.validate()
     return cfg

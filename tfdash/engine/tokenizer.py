@@ -10,7 +10,11 @@ from __future__ import annotations
 import zlib
 from pathlib import Path
 
+from tfdash.engine.checkpoint import regular_file
 from tfdash.errors import CheckpointError
+from tfdash.textsafe import visible
+
+MAX_TOKENIZER_BYTES = 1 << 30  # the largest published tokenizer.json is tens of MB
 
 _ONSETS = ["", "b", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z",
            "br", "ch", "dr", "gr", "kl", "pl", "sh", "st", "th", "tr"]
@@ -61,11 +65,15 @@ class HFTokenizer:
         try:
             self._tok = Tokenizer.from_file(str(path))
         except Exception as e:  # tokenizers raises a bare Exception on bad files
-            raise CheckpointError(f"{path}: cannot load tokenizer ({str(e).splitlines()[0][:200]})") from None
+            raise CheckpointError(f"{path}: cannot load tokenizer ({visible(str(e).splitlines()[0])[:200]})") from None
         self.vocab_size = self._tok.get_vocab_size()
 
     def encode(self, text: str) -> list[int]:
-        return self._tok.encode(text, add_special_tokens=False).ids
+        try:
+            return self._tok.encode(text, add_special_tokens=False).ids
+        except Exception as e:  # e.g. a WordLevel model without an unknown token, on an unknown word
+            raise CheckpointError(f"tokenizer.json cannot encode the prompt "
+                                  f"({visible(str(e).splitlines()[0] if str(e) else type(e).__name__)[:200]})") from None
 
     def decode(self, ids) -> str:
         return self._tok.decode(list(ids), skip_special_tokens=False)
@@ -73,8 +81,10 @@ class HFTokenizer:
 
 def load_tokenizer(ckpt_dir: str | Path) -> HFTokenizer:
     path = Path(ckpt_dir) / "tokenizer.json"
-    if not path.is_file():
+    if not path.exists():
         raise CheckpointError(f"{ckpt_dir} has no tokenizer.json")
+    if regular_file(path) > MAX_TOKENIZER_BYTES:
+        raise CheckpointError(f"{path}: larger than any tokenizer ({MAX_TOKENIZER_BYTES} bytes)")
     return HFTokenizer(path)
 
 

@@ -28,13 +28,15 @@ import dataclasses
 import io
 import json
 import math
+import shutil
 import types
 import typing
 from pathlib import Path
 
 from tfdash.errors import SnapshotError
-from tfdash.profiling.files import write_json_atomic, write_text_atomic
+from tfdash.profiling.files import fresh_directory, move_into, write_json_atomic, write_text_atomic
 from tfdash.profiling.snapshot import SCHEMA, VERSION, ProfileSnapshot
+from tfdash.textsafe import visible
 
 MAX_FILE_BYTES = 1 << 30  # a snapshot is bounded by the session's ring buffers; 1 GiB is absurd
 MAX_ITEMS = 2_000_000  # per array: more than any bounded session keeps
@@ -185,12 +187,49 @@ def _dataclass(cls, v, path: str):
     return obj
 
 
+MAX_FREE_DEPTH = 4  # free-form objects (marginal results, target) nest no deeper than this
+NON_NEGATIVE = {  # times and sizes: a negative one is a corrupt file, not a measurement
+    "KernelRow": ("predicted_ns", "measured_p50_ns", "measured_p90_ns", "bytes_read", "bytes_written", "flops",
+                  "samples"),
+    "TokenRecord": ("elapsed_ns",),
+    "KernelSpan": ("dur_ns",),
+    "Roofline": ("steps", "bytes_per_step", "predicted_step_ns", "measured_step_ns", "kernel_sum_ns"),
+    "ProfileSnapshot": ("prompt_tokens", "new_tokens", "wall_ns", "steps", "paused_ns", "profile_windows"),
+}
+
+
+def _depth(v, limit: int) -> int:
+    """Nesting depth of a JSON value, counted without recursion and stopping past `limit`."""
+    level, depth = [v], 0
+    while level and depth <= limit:
+        level = [x for node in level for x in (node.values() if isinstance(node, dict) else
+                                               node if isinstance(node, list) else ())]
+        depth += 1 if level else 0
+    return depth
+
+
 def _check(obj, path: str) -> None:
     """Cross-field rules the types cannot say."""
-    from tfdash.profiling.snapshot import Series
+    from tfdash.profiling.snapshot import ProfileSnapshot, Series
 
     if isinstance(obj, Series) and len(obj.t) != len(obj.values):
         _fail(path, f"series {obj.name!r} has {len(obj.t)} times and {len(obj.values)} values")
+    for name in NON_NEGATIVE.get(type(obj).__name__, ()):
+        v = getattr(obj, name)
+        if v is not None and v < 0:
+            _fail(f"{path}.{name}" if path else name, f"{_short(v)} is negative")
+    if isinstance(obj, ProfileSnapshot):
+        for i, v in enumerate(obj.step_ns):
+            if v < 0:
+                _fail(f"step_ns[{i}]", f"{_short(v)} is negative")
+        for k, v in obj.unavailable.items():
+            if not isinstance(v, str):
+                _fail(f"unavailable[{_short(k)}]", f"expected a string (the reason), got {_short(v)}")
+        for i, m in enumerate(obj.marginal):
+            if _depth(m, MAX_FREE_DEPTH) > MAX_FREE_DEPTH:
+                _fail(f"marginal[{i}]", f"nested deeper than {MAX_FREE_DEPTH} levels")
+        if obj.target is not None and _depth(obj.target, MAX_FREE_DEPTH) > MAX_FREE_DEPTH:
+            _fail("target", f"nested deeper than {MAX_FREE_DEPTH} levels")
 
 
 def _parse_constant(name: str):
@@ -329,7 +368,8 @@ def kernel_csv(snap: ProfileSnapshot) -> str:
         row = []
         for c in CSV_COLUMNS:
             v = getattr(k, c)
-            row.append("" if v is None else (" ".join(v) if isinstance(v, tuple) else v))
+            v = "" if v is None else (" ".join(v) if isinstance(v, tuple) else v)
+            row.append(visible(v) if isinstance(v, str) else v)  # a CSV gets read with `cat`
         w.writerow(row)
     return buf.getvalue()
 
@@ -341,6 +381,13 @@ def write_kernel_csv(snap: ProfileSnapshot, path) -> Path:
 def export_all(snap: ProfileSnapshot, directory) -> dict[str, Path]:
     """snapshot.json, trace.json and kernels.csv in `directory` (created if missing)."""
     d = Path(directory)
-    return {"snapshot": write_snapshot(snap, d / "snapshot.json"),
-            "trace": write_chrome_trace(snap, d / "trace.json"),
-            "csv": write_kernel_csv(snap, d / "kernels.csv")}
+    tmp = fresh_directory(d)  # all three are written, then moved in: a folder never mixes two runs
+    try:
+        write_snapshot(snap, tmp / "snapshot.json")
+        write_chrome_trace(snap, tmp / "trace.json")
+        write_kernel_csv(snap, tmp / "kernels.csv")
+        move_into(tmp, d)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return {"snapshot": d / "snapshot.json", "trace": d / "trace.json", "csv": d / "kernels.csv"}

@@ -10,10 +10,58 @@ from pathlib import Path
 from tfdash.errors import TfdashError
 
 
-def _umask() -> int:
+def current_umask() -> int:
+    """The process umask (read from /proc where it can be, so no other thread sees it change)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+def check_writable_dir(directory, what: str) -> None:
+    """`directory` is, or can be made, a writable folder: checked before a run, so that nothing
+    measured is lost to a typo at the end of it."""
+    d = Path(directory).expanduser()
+    if d.exists() and not d.is_dir():
+        raise TfdashError(f"{what} {d}: exists and is not a directory")
+    parent = next((p for p in (d, *d.parents) if p.exists()), None)
+    if parent is None or not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise TfdashError(f"{what} {d}: cannot write there ({parent} is not a writable directory)")
+
+
+def fresh_directory(directory) -> Path:
+    """A new empty folder beside `directory`, to write a set of files into before they are moved
+    into place together (see `move_into`). The caller removes it on failure."""
+    d = Path(directory)
+    try:
+        d.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{d.name}.", dir=d.parent))
+        os.chmod(tmp, 0o777 & ~current_umask())
+    except OSError as e:
+        raise TfdashError(f"cannot write {d}: {e.strerror or e}") from None
+    return tmp
+
+
+def move_into(tmp: Path, directory) -> None:
+    """Move every file of `tmp` into `directory` (renamed whole when it does not exist yet)."""
+    d = Path(directory)
+    try:
+        if not d.exists():
+            os.rename(tmp, d)
+            return
+        if not d.is_dir():
+            raise TfdashError(f"cannot write {d}: not a directory")
+        for f in sorted(tmp.iterdir()):
+            os.replace(f, d / f.name)
+        tmp.rmdir()
+    except OSError as e:
+        raise TfdashError(f"cannot write {d}: {e.strerror or e}") from None
 
 
 def write_text_atomic(path, text: str) -> Path:
@@ -22,7 +70,7 @@ def write_text_atomic(path, text: str) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         try:
-            os.fchmod(fd, 0o666 & ~_umask())  # mkstemp's 0600 would make exports private
+            os.fchmod(fd, 0o666 & ~current_umask())  # mkstemp makes 0600; files follow the umask
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(text)
                 f.flush()

@@ -6,6 +6,9 @@ timing on CPU), and, if the generation ended before it ran, once more right afte
 ctx where it stopped. The report prints tok/s, the roofline line, NVML's bandwidth, the files
 written with --export, and ends with the top kernels by measured time beside their predicted
 time and gap.
+
+Ctrl+C, SIGTERM and SIGHUP stop the run and the report is still written (a second signal waits
+for it); the exit code is then 128 + the signal.
 """
 
 from __future__ import annotations
@@ -15,6 +18,9 @@ import sys
 from tfdash.stats import step_ms, summary
 from tfdash.profiling.session import Session, Status, TokenBatch
 from tfdash.profiling.snapshot import KernelRow, ProfileSnapshot
+from tfdash.signals import exit_code, finishing, stop_signals
+from tfdash.signals import name as signal_name
+from tfdash.textsafe import KEEP_LAYOUT, visible
 
 TOP = 10
 
@@ -68,7 +74,7 @@ def _row(k: KernelRow) -> str:
     meas = f"{k.measured_p50_ns / 1e3:9.2f}" if k.measured_p50_ns is not None else f"{'-':>9}"
     gap = f"{k.gap:7.2f}" if k.gap is not None else f"{'-':>7}"
     share = f"{100 * k.share:7.1f}" if k.share is not None else f"{'-':>7}"
-    return f"{k.index:>3} {k.role[:18]:<18} {k.kernel[:26]:<26} {meas} {k.predicted_ns / 1e3:9.2f} {gap} {share}"
+    return f"{k.index:>3} {visible(k.role[:18]):<18} {visible(k.kernel[:26]):<26} {meas} {k.predicted_ns / 1e3:9.2f} {gap} {share}"
 
 
 def profile_run(eng, args, max_new: int) -> int:
@@ -86,21 +92,31 @@ def profile_run(eng, args, max_new: int) -> int:
         if isinstance(m, TokenBatch):
             if not wrote_prompt[0]:  # the prompt goes out with the first tokens, after any set-up line
                 wrote_prompt[0] = True
-                out.write(args.prompt)
+                out.write(visible(args.prompt, KEEP_LAYOUT))
             for t in m.tokens:
                 if t.text:
-                    out.write(t.text)
+                    out.write(visible(t.text, KEEP_LAYOUT))
             out.flush()
             if profile and not asked[0] and m.new_tokens >= at:
                 asked[0] = session.request_profile(steps)
         elif isinstance(m, Status) and m.text:
-            print(f"tfdash: {m.text}", file=err)
+            print(f"tfdash: {visible(m.text)}", file=err)
 
+    interrupted = None
     try:
-        session.run(on_event)
-    except KeyboardInterrupt:
+        with stop_signals():  # SIGTERM and SIGHUP stop the run as Ctrl+C does
+            session.run(on_event)
+    except KeyboardInterrupt as e:  # Ctrl+C, or Interrupted by SIGTERM/SIGHUP
+        interrupted = e
         session.stop()
-        print("\ntfdash: interrupted; reporting what was measured", file=err)
+        print(f"\ntfdash: interrupted ({signal_name(e)}); reporting what was measured", file=err)
+    with finishing():  # a second signal waits for the report and the files
+        report(session, args, profile, steps, out)
+    return exit_code(interrupted) if interrupted is not None else 0
+
+
+def report(session: Session, args, profile: bool, steps: int, out) -> None:
+    """The summary, the roofline, the files written with --export, the top kernels."""
     out.write("\n")
     if profile and session.snapshot().profile_windows == 0:
         session.profile_now(steps)
@@ -108,7 +124,7 @@ def profile_run(eng, args, max_new: int) -> int:
     print(summary_line(snap), file=out)
     if profile:
         for line in roofline_lines(snap):
-            print(line, file=out)
+            print(visible(line), file=out)
     if getattr(args, "export", None):
         from tfdash.profiling.export import export_all
 
@@ -116,6 +132,5 @@ def profile_run(eng, args, max_new: int) -> int:
         print("wrote " + ", ".join(str(p) for p in paths.values()), file=out)
     if profile:
         for line in top_kernels(snap):
-            print(line, file=out)
+            print(visible(line), file=out)
     out.flush()
-    return 0

@@ -28,13 +28,14 @@ from tfdash.app import baseline as basemod
 from tfdash.app import bindings, drill_model
 from tfdash.app.layout import SHORT_H, wrap_pairs
 from tfdash.app.messages import MarginalMeasured
-from tfdash.app.model import TableRow, fmt_bytes, fmt_gap, fmt_gbps, fmt_int, fmt_ns, fmt_num, gap_level, make_row
+from tfdash.app.model import TableRow, fmt_bytes, fmt_gap, fmt_gbps, fmt_ns, fmt_num, gap_level, make_row
 from tfdash.app.screens.main import TopBar
 from tfdash.app.widgets.footer import FitFooter
 from tfdash.app.widgets.chart import Chart, Figure, Line
 from tfdash.app.widgets.code import CodeView
 from tfdash.app.widgets.kernel_table import DRIFT_REDRAW_S
 from tfdash.profiling.snapshot import ProfileSnapshot
+from tfdash.textsafe import KEEP_LAYOUT, visible, visible_content
 
 
 DRILL_NARROW_W = 140  # below this the instances, operands and sweep panes do not fit side by side
@@ -155,7 +156,7 @@ class DrillScreen(Screen):
         base = getattr(self.app, "baseline", None)
         if base is not None:
             content = Content.assemble(content, *basemod.summary_parts(base, snap.kernels, self.group, r.members))
-        self.query_one("#drill-summary", Static).update(content)
+        self.query_one("#drill-summary", Static).update(visible_content(content))
 
     def _instances(self, members) -> None:
         t = self.query_one("#instances-table", DataTable)
@@ -175,7 +176,7 @@ class DrillScreen(Screen):
             if against is not None:
                 extra = [Text(v, justify="right", style=colors.get(f"tf-{lv}", "") if lv else "")
                          for v, lv in basemod.cells(against.get((k.index,)))[:2]]
-            t.add_row(Text(k.role), Text(fmt_ns(k.predicted_ns), justify="right"),
+            t.add_row(Text(visible(k.role)), Text(fmt_ns(k.predicted_ns), justify="right"),
                       Text(fmt_ns(k.measured_p50_ns), justify="right"),
                       Text(fmt_ns(k.measured_p90_ns), justify="right"),
                       Text(fmt_gap(g), justify="right", style=colors.get(f"tf-{gap_level(g)}", "") if g else ""),
@@ -201,19 +202,19 @@ class DrillScreen(Screen):
         total = sum(o.read + o.written for o in ops) or 1
         launch = plan.launches[self.current]
         dims = " ".join(f"{k}={v}" for k, v in launch.dims.items() if k not in ("dtype", "eps"))
-        caption.update(Content.assemble(("at ctx_len ", "$text-muted"), (f"{ctx:,}", "bold"),
-                                        ("  Σ ", "$text-muted"), (fmt_bytes(total), "bold"),
-                                        ("\n", ""), (dims, "$text-muted")))
+        caption.update(visible_content(Content.assemble(
+            ("at ctx_len ", "$text-muted"), (f"{ctx:,}", "bold"), ("  Σ ", "$text-muted"),
+            (fmt_bytes(total), "bold"), ("\n", ""), (dims, "$text-muted")), KEEP_LAYOUT))
         t.clear(columns=True)
         for key, label in (("op", "operand"), ("kind", "kind"), ("read", "read"), ("written", "written"),
                            ("pct", "%"), ("buf", "buffer")):
             t.add_column(Text(label, justify="right" if key in ("read", "written", "pct") else "left"), key=key)
         for o in ops:
-            t.add_row(Text(o.role, style="bold"), KIND_SHORT.get(o.kind, o.kind),
+            t.add_row(Text(visible(o.role), style="bold"), KIND_SHORT.get(o.kind, o.kind),
                       Text(fmt_bytes(o.read) if o.read else "—", justify="right"),
                       Text(fmt_bytes(o.written) if o.written else "—", justify="right"),
                       Text(fmt_num(100 * (o.read + o.written) / total, 1), justify="right"),
-                      Text(o.buffers, style="dim"))
+                      Text(visible(o.buffers), style="dim"))
 
     def _sweep_chart(self, snap: ProfileSnapshot) -> None:
         caption = self.query_one("#sweep-caption", Static)
@@ -399,4 +400,4 @@ class DrillScreen(Screen):
                 style = "bold $text-warning" if k == "unavailable" else "bold"
                 out += [(f"{k:>14}  ", "$text-muted"), (value, style), ("\n", "")]
             out.append(("\n", ""))
-        self.query_one("#marginal-body", Static).update(Content.assemble(*out))
+        self.query_one("#marginal-body", Static).update(visible_content(Content.assemble(*out), KEEP_LAYOUT))

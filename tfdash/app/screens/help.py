@@ -10,6 +10,8 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from tfdash.app import bindings
+from tfdash.app.config import valid_keymap
+from tfdash.textsafe import visible
 
 
 class HelpScreen(ModalScreen):
@@ -26,10 +28,10 @@ class HelpScreen(ModalScreen):
         box.border_subtitle = "esc to close"
         app = self.app
         keymap = getattr(app, "config", None)
-        keymap = keymap.keymap if keymap is not None else {}
+        keymap = valid_keymap(keymap.keymap) if keymap is not None else {}  # what is really bound
         path = app.config.path if getattr(app, "config", None) is not None else "config.json"
         self.query_one("#help-intro", Static).update(Content.assemble(
-            ("Remap any key by its id in ", "$text-muted"), (str(path), "bold"), (":  ", "$text-muted"),
+            ("Remap any key by its id in ", "$text-muted"), (visible(str(path)), "bold"), (":  ", "$text-muted"),
             ('{"keymap": {"pause": "p", "export.svg": "f12"}}', "$text-accent"),
             ("\nEvery action is also in the command palette (", "$text-muted"),
             (bindings.describe_key(app.COMMAND_PALETTE_BINDING, app), "bold"),
@@ -39,5 +41,5 @@ class HelpScreen(ModalScreen):
         for scope, table in bindings.SCOPES.items():
             for b in table:
                 key = bindings.describe_key(bindings.effective_key(b, keymap), app)
-                t.add_row(Text(scope, style="dim"), Text(key, style="bold", justify="right"),
+                t.add_row(Text(scope, style="dim"), Text(visible(key), style="bold", justify="right"),
                           b.tooltip or b.description, Text(b.id or "", style="dim"))

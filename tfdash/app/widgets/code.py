@@ -8,6 +8,8 @@ from textual.containers import ScrollableContainer
 from textual.content import Content
 from textual.widgets import Static
 
+from tfdash.textsafe import visible
+
 MAX_LINES = 6000  # generated CUDA can be long; past this the view says how much it left out
 
 
@@ -45,7 +47,7 @@ class CodeView(ScrollableContainer, can_focus=True):
             return
         body = self.query_one(Static)
         if self._code is None:
-            body.update(Content.styled(self._message, "italic $text-muted"))
+            body.update(Content.styled(visible(self._message), "italic $text-muted"))
             return
         lines = self._code.splitlines()
         code = "\n".join(lines[:MAX_LINES])

@@ -11,6 +11,7 @@ from textual.content import Content
 from textual.widget import Widget
 
 from tfdash.profiling.snapshot import ProfileSnapshot
+from tfdash.textsafe import KEEP_LAYOUT, visible_content
 
 MAX_CHARS = 8_000  # the tail kept; older text is in the snapshot and its exports
 
@@ -98,7 +99,8 @@ class Continuation(Widget, can_focus=False):
         width, height = self.size
         key = (width, height)
         if self._lines is None or key != self._lines_key:
-            content = self._content(budget=max(200, width * height * 2))
+            # Tokens that are a tab or a newline stay; every other control character is shown.
+            content = visible_content(self._content(budget=max(200, width * height * 2)), KEEP_LAYOUT)
             wrapped = content.wrap(max(1, width)) if width else []
             self._lines = Content("\n").join(wrapped[-height:] if height else [])
             self._lines_key = key

@@ -23,6 +23,7 @@ from tfdash.app import bindings
 from tfdash.app.model import (COLUMNS, DEFAULT_SORT, GROUP_LABEL, GROUPS, SORT_KEYS, TableRow, bar, fit_columns,
                               fmt_gap, fmt_gbps, fmt_ns, fmt_num, gap_level, table_rows)
 from tfdash.app.widgets.panes import set_content
+from tfdash.textsafe import visible
 
 DRIFT_REDRAW_S = 2.0  # live: how often drifting predictions redraw the table
 SORT_CYCLE = SORT_KEYS  # `s` walks the columns left to right, as the header shows them
@@ -151,14 +152,14 @@ class KernelTable(Vertical):
         share_cell = Text.assemble((fmt_num(share * 100 if share is not None else None, 1).rjust(5), ""),
                                    " ", (bar((share or 0.0) / step_share_max, 6), self._color("fair") or ""))
         cells = {
-            "label": Text(r.label, style="bold" if self.group != "none" else ""),
+            "label": Text(visible(r.label), style="bold" if self.group != "none" else ""),
             "count": Text(f"{r.count}", **right),
             "predicted": Text(fmt_ns(r.predicted), **right),
             "measured": Text(fmt_ns(r.measured), **right),
             "gap": gap_cell,
             "gbps": Text(fmt_gbps(r.gbps, ""), **right),
             "share": share_cell,
-            "bound": Text(r.bound, style="dim" if r.bound == "memory" else ""),
+            "bound": Text(visible(r.bound), style="dim" if r.bound == "memory" else ""),
         }
         return [cells[k] for k in (columns or self._shown_columns)]
 

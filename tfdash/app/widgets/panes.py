@@ -17,6 +17,7 @@ from tfdash.app.model import fmt_bytes, fmt_gbps, fmt_ns, fmt_num, throughput, t
 from tfdash.app.widgets.chart import Chart, Figure, Line
 from tfdash.stats import percentile
 from tfdash.profiling.snapshot import ProfileSnapshot, Series
+from tfdash.textsafe import KEEP_LAYOUT, visible_content
 
 VALUE_W = 10
 LABEL_W = 14
@@ -43,6 +44,7 @@ def set_content(widget: Static, content: Content | str) -> None:
     number of lines changes: a live refresh then repaints a few small regions, nothing more."""
     if isinstance(content, str):
         content = Content(content)
+    content = visible_content(content, KEEP_LAYOUT)  # no control from a snapshot reaches the terminal
     key = (content.plain, repr(content.spans))
     old = getattr(widget, "_tf_key", None)
     if key == old:

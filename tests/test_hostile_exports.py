@@ -1,0 +1,125 @@
+"""Exports never claim what they did not write: --save and export failures are non-zero, a folder
+never mixes two runs, files follow the umask, and every TUI exit code is the app's."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import stat
+
+import pytest
+from conftest import assert_one_line_error, run_tfdash
+from fixtures.appkit import SNAPSHOT, isolated_config, sync  # noqa: F401  (fixture)
+
+from tfdash.errors import TfdashError
+from tfdash.profiling import export
+from tfdash.profiling.export import export_all, load_snapshot
+
+
+@pytest.fixture
+def snap():
+    return load_snapshot(SNAPSHOT)
+
+
+def test_export_into_a_folder_of_another_run_is_all_or_nothing(tmp_path, snap, monkeypatch):
+    d = tmp_path / "out"
+    export_all(snap, d)
+    before = {f.name: f.read_bytes() for f in d.iterdir()}
+    other = dataclasses.replace(snap, new_tokens=snap.new_tokens - 1)
+
+    def broken(*a, **k):
+        raise TfdashError("cannot write kernels.csv: disk full")
+
+    monkeypatch.setattr(export, "write_kernel_csv", broken)  # the last of the three fails
+    with pytest.raises(TfdashError):
+        export_all(other, d)
+    assert {f.name: f.read_bytes() for f in d.iterdir()} == before  # the first run, whole
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no temporary folder left behind
+
+
+def test_a_new_export_folder_holds_one_run(tmp_path, snap):
+    d = tmp_path / "new" / "out"
+    paths = export_all(snap, d)
+    assert sorted(p.name for p in d.iterdir()) == ["kernels.csv", "snapshot.json", "trace.json"]
+    assert load_snapshot(paths["snapshot"]) == snap
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o002, 0o077])
+def test_files_follow_the_umask(tmp_path, snap, mask):
+    old = os.umask(mask)
+    try:
+        paths = export_all(snap, tmp_path / "out")
+        export.write_snapshot(snap, tmp_path / "single.json")
+    finally:
+        os.umask(old)
+    for p in [*paths.values(), tmp_path / "single.json"]:
+        assert stat.S_IMODE(p.stat().st_mode) == 0o666 & ~mask, (p, oct(p.stat().st_mode))
+    assert stat.S_IMODE((tmp_path / "out").stat().st_mode) == 0o777 & ~mask
+
+
+def test_headless_export_to_an_unwritable_place_is_one_line_and_non_zero(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("a file, not a folder")
+    r = run_tfdash("--headless", "--profile", "--export", str(blocker / "out"), "--model", "qwen3-tiny",
+                   "--device", "cpu", "--max-new-tokens", "8")
+    assert r.rc == 2
+    assert "wrote " not in r.stdout
+    assert_one_line_error(r.stderr, "--export", "not a writable directory")  # refused before the run
+
+
+def test_save_to_an_unwritable_path_is_refused_before_the_run(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    r = run_tfdash("--model", "qwen3-tiny", "--device", "cpu", "--save", str(blocker / "final.json"),
+                   env={"TFDASH_FORCE_TUI": "1", "TFDASH_CONFIG_DIR": str(tmp_path / "cfg")})
+    assert r.rc == 2
+    assert_one_line_error(r.stderr, "--save", "not a writable directory")
+
+
+@sync
+async def test_a_save_that_fails_at_quit_is_an_error_not_a_claim(isolated_config, tmp_path, capsys):
+    from tfdash.app.main import exit_status, snapshot_app
+
+    target = tmp_path / "later" / "final.json"
+    app = snapshot_app(SNAPSHOT, save_path=target, tilelang_source=lambda fam: "#\n")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        (tmp_path / "later").write_text("became a file while the dashboard ran")
+        await pilot.press("q")
+        await pilot.pause()
+    assert not target.exists()
+    assert exit_status(app) == 1
+    err = capsys.readouterr().err
+    assert "the final snapshot was not saved" in err and "saved to" not in err.replace("not saved", "")
+
+
+@sync
+async def test_a_crash_in_the_app_is_a_non_zero_exit(isolated_config, capsys):
+    from tfdash.app.main import exit_status, snapshot_app
+
+    app = snapshot_app(SNAPSHOT, tilelang_source=lambda fam: "#\n")
+
+    def boom():
+        raise RuntimeError("a bug in a widget")
+
+    with pytest.raises(RuntimeError, match="a bug in a widget"):  # run_test re-raises it
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause()
+            app.call_later(boom)
+            await pilot.pause()
+    assert app.return_code == 1
+    assert exit_status(app) == 1
+    assert "stopped with an error" in capsys.readouterr().err
+
+
+def test_open_of_a_bad_snapshot_is_one_line(tmp_path):
+    p = tmp_path / "s.json"
+    import json
+
+    raw = json.loads(SNAPSHOT.read_text())
+    raw["unavailable"] = {"nvml": 3}
+    p.write_text(json.dumps(raw))
+    r = run_tfdash("open", str(p))
+    assert r.rc == 2
+    assert_one_line_error(r.stderr, str(p))
+
