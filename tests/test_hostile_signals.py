@@ -92,7 +92,7 @@ def test_signal_to_headless_export_writes_files_that_open_loads(tmp_path, sig):
     assert (out / "trace.json").stat().st_size and (out / "kernels.csv").stat().st_size
     from tfdash.app.main import snapshot_app
 
-    assert snapshot_app(out / "snapshot.json").source.snapshot == snap  # what `tfdash open` builds
+    assert snapshot_app(out / "snapshot.json").source.snapshot() == snap  # what `tfdash open` builds
 
 
 def _tokens_shown(buf: bytearray) -> int:

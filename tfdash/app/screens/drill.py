@@ -156,7 +156,7 @@ class DrillScreen(Screen):
         base = getattr(self.app, "baseline", None)
         if base is not None:
             content = Content.assemble(content, *basemod.summary_parts(base, snap.kernels, self.group, r.members))
-        self.query_one("#drill-summary", Static).update(visible_content(content))
+        self.query_one("#drill-summary", Static).update(visible_content(content, KEEP_LAYOUT))
 
     def _instances(self, members) -> None:
         t = self.query_one("#instances-table", DataTable)
