@@ -87,6 +87,7 @@ class ThroughputPane(Vertical):
         chart = self.query_one("#throughput-chart", Chart)
         if snap is None:
             set_content(stats, lines(stat("—", "tok/s now"), stat("—", "tok/s over the run"),
+                                     stat("—", "tok/s decode only"), stat("—", "ms to first token"),
                                      stat("—", "ms/step p50"), stat("—", "ms/step p99"), stat("—", "tokens")))
             chart.show(Figure())
             return
@@ -102,6 +103,8 @@ class ThroughputPane(Vertical):
         set_content(stats, lines(
             stat(fmt_num(tok_s_now(snap)), "tok/s now", "bold $text-primary"),
             stat(fmt_num(snap.tok_per_s if snap.wall_ns else None), "tok/s over the run", "bold"),
+            stat(fmt_num(getattr(snap, "decode_tok_per_s", None)), "tok/s decode only"),
+            stat(fmt_num(snap.ttft_ns / 1e6 if getattr(snap, "ttft_ns", 0) else None, 1), "ms to first token"),
             stat(fmt_num(p50, 3), "ms/step p50"),
             stat(fmt_num(p99, 3), "ms/step p99"),
             stat(f"{snap.new_tokens:,}", f"tokens{total}"),
