@@ -9,8 +9,7 @@ at pos first):
     out_h = sum_j p_j v_j                   accumulated in f32, rounded to the model dtype
 
 The tilelang kernel splits the positions into blocks of `block`; each (kv head, split) program
-keeps a running max and sum, writes f32 partials, and the last program to arrive for a kv head
-merges them (an arrival counter in `sem`), so the merge costs no launch of its own.
+writes f32 partials, and the last to arrive for a kv head merges them (`splitkv`): no launch.
 """
 
 import math
@@ -18,6 +17,8 @@ import math
 import torch
 
 from tfdash.kernels.base import DTYPE_BYTES, Family, Operand, make_cost, register
+from tfdash.kernels.rope import rope_pair
+from tfdash.kernels.splitkv import MERGE_CHUNK, lanes, merge_macro
 
 
 def torch_attention(dims, bufs):
@@ -68,13 +69,6 @@ def supported(dims) -> str | None:
         return f"attention block {B} (must be a multiple of 32 that divides head_dim={D})"
     return None
 
-
-def check_shape(dims) -> None:
-    why = supported(dims)
-    if why is not None:
-        from tfdash.errors import UnsupportedShape
-
-        raise UnsupportedShape(f"the tilelang engine cannot run {why}")
 
 
 def smem_bytes(dims) -> int:
@@ -134,10 +128,9 @@ def tilelang_attention(dims):
             anything else (and its key rows right after), so K and V stream while q and this
             step's k are normed and rotated. Fused under PDL this happens before the grid
             dependency: pos and the earlier cache rows were written by earlier steps, so the
-            stream overlaps the qkv GEMV's tail (`kv_early`, default on; +3.8 % on the H200)
+            stream overlaps the qkv GEMV's tail (`kv_early`, default on)
     softmax one score per thread: warp max/sum within a head, combined across the head's warps
-    merge   partials (f32 output, max, sum) go to global scratch; a counter per kv head elects
-            the last split to arrive, which merges all splits and resets the counter
+    merge   partials to global scratch; the last split to arrive merges (tfdash.kernels.splitkv)
     """
     import tilelang.language as T
 
@@ -154,7 +147,8 @@ def tilelang_attention(dims):
     group = nH // nKV
     threads = D  # thread tx owns dim tx in the value phase and the merge
     warps = threads // 32
-    check_shape(dims)
+    if supported(dims):  # the plan's check (engine.compile.unsupported) says it in one line first
+        raise ValueError(f"the tilelang attention cannot run {supported(dims)}")
     DC = D // 8  # dims per lane in the score phase
     iters = B // (warps * 4)  # score iterations: 4 positions per warp per iteration
     wph = B // 32  # warps per head in the softmax phase
@@ -162,24 +156,11 @@ def tilelang_attention(dims):
     half = D // 2
     hw = half // 32  # warps per head in the rope phase (one pair (i, i + D/2) per thread)
     RP = -(-(group * half) // threads)  # rope passes: a pass rotates threads // half q heads
-    MP = -(-group // warps)  # merge-weight passes: one warp per head
     scale = 1.0 / math.sqrt(D)
     QKV = (nH + 2 * nKV) * D
-    sper = -(-S // 32)  # splits per lane in the merge
-    S32 = sper * 32
-    MERGE_CHUNK = 16
+    sper, S32 = lanes(S)  # splits per lane in the merge, and the splits in whole warps
+    merge = merge_macro(T, group, warps, S, D, dt)
     RED = max(SP, RP) * warps  # reduction slots: one per warp per pass
-
-    def rope_pair(T, xa, xb, w_a, w_b, c, sn, rstd):
-        """HF: rmsnorm (weight * (x * rstd).to(dtype)), then x*cos + rotate_half(x)*sin, every
-        product and sum rounded to dtype; returns the rotated pair (i, i + D/2)."""
-        na = T.cast(T.cast(T.cast(T.cast(xa, "float32") * rstd, dt), "float32") * T.cast(w_a, "float32"), dt)
-        nb = T.cast(T.cast(T.cast(T.cast(xb, "float32") * rstd, dt), "float32") * T.cast(w_b, "float32"), dt)
-        ra = T.cast(T.cast(T.cast(T.cast(na, "float32") * T.cast(c, "float32"), dt), "float32")
-                    - T.cast(T.cast(T.cast(nb, "float32") * T.cast(sn, "float32"), dt), "float32"), dt)
-        rb = T.cast(T.cast(T.cast(T.cast(nb, "float32") * T.cast(c, "float32"), dt), "float32")
-                    + T.cast(T.cast(T.cast(na, "float32") * T.cast(sn, "float32"), dt), "float32"), dt)
-        return ra, rb
 
     @T.macro
     def body(qkv, q_norm, k_norm, cos, sin, q, k_cache, v_cache, pos, out, part, ml, sem):
@@ -215,9 +196,6 @@ def tilelang_attention(dims):
             svs = T.alloc_local((SP,), "float32")
             m = T.alloc_var("float32")
             lsum = T.alloc_var("float32")
-            mm = T.alloc_var("float32")
-            ll = T.alloc_var("float32")
-            acc = T.alloc_var("float32")
             vcur = T.alloc_var("float32")
             mloc = T.alloc_local((sper,), "float32")
             lloc = T.alloc_local((sper,), "float32")
@@ -281,7 +259,7 @@ def tilelang_attention(dims):
                             for w in T.unroll(hw):
                                 ssq += red_s[rp * warps + (tx // half) * hw + w]
                             rstd = T.rsqrt(ssq / D + eps)
-                            ra, rb = rope_pair(T, xqa[rp], xqb[rp], qwa, qwb, cs, sn, rstd)
+                            ra, rb = rope_pair(T, dt, xqa[rp], xqb[rp], qwa, qwb, cs, sn, rstd)
                             q_s[(rp * threads + tx) // half, i] = ra
                             q_s[(rp * threads + tx) // half, half + i] = rb
                     if bx == n_active - 1:
@@ -302,7 +280,7 @@ def tilelang_attention(dims):
                             for w in T.unroll(hw):
                                 ssq += red_s[w]
                             rstd = T.rsqrt(ssq / D + eps)
-                            ka, kb = rope_pair(T, xa, xb, k_norm[tx], k_norm[half + tx], cos[n - 1, tx],
+                            ka, kb = rope_pair(T, dt, xa, xb, k_norm[tx], k_norm[half + tx], cos[n - 1, tx],
                                                sin[n - 1, tx], rstd)
                             k_s[tx] = ka
                             k_s[half + tx] = kb
@@ -384,53 +362,8 @@ def tilelang_attention(dims):
                         else:
                             o[hh] += p_s[hh, j] * T.cast(vv[j], "float32")
                     part[g * group + hh, bx, tx] = o[hh]
-                # the last split of this kv head to arrive merges
-                T.sync_threads()
-                if tx == 0:
-                    T.evaluate(T.call_extern("handle", "__threadfence"))
-                    flag_s[0] = T.if_then_else(T.atomic_add(sem[g], 1, return_prev=True) == n_active - 1, 1, 0)
-                T.sync_threads()
-                if flag_s[0] == 1:
-                    T.evaluate(T.call_extern("handle", "__threadfence"))
-                    # merge weights, one warp per head (warps // group passes): lane l holds
-                    # splits l, l+32, ...; the global max and sum are warp reductions, the
-                    # weights go to shared memory
-                    for mp in T.unroll(MP):
-                        if mp * warps + warp < group:
-                            mm = -T.infinity("float32")
-                            for k in T.unroll(sper):
-                                if k * 32 + lane < n_active:
-                                    mloc[k] = ml[g * group + mp * warps + warp, k * 32 + lane, 0]
-                                    lloc[k] = ml[g * group + mp * warps + warp, k * 32 + lane, 1]
-                                else:
-                                    mloc[k] = -T.infinity("float32")
-                                    lloc[k] = 0.0
-                                mm = T.max(mm, mloc[k])
-                            mm = T.warp_reduce_max(mm)
-                            ll = 0.0
-                            for k in T.unroll(sper):
-                                mloc[k] = T.exp(mloc[k] - mm)  # 0 for the splits past n_active
-                                ll += mloc[k] * lloc[k]
-                            ll = T.warp_reduce_sum(ll)
-                            for k in T.unroll(sper):
-                                w_s[mp * warps + warp, k * 32 + lane] = mloc[k] / ll
-                    T.sync_threads()
-                    # out[d] = sum over splits of weight * partial[d]: MERGE_CHUNK independent
-                    # loads in flight per thread, not a chain of dependent ones
-                    for hh in T.unroll(group):
-                        acc = 0.0
-                        for c in T.serial((S + MERGE_CHUNK - 1) // MERGE_CHUNK):
-                            if c * MERGE_CHUNK < n_active:
-                                for k in T.unroll(MERGE_CHUNK):
-                                    if c * MERGE_CHUNK + k < n_active:
-                                        pv[k] = part[g * group + hh, c * MERGE_CHUNK + k, tx]
-                                    else:
-                                        pv[k] = 0.0
-                                for k in T.unroll(MERGE_CHUNK):
-                                    acc += w_s[hh, T.min(c * MERGE_CHUNK + k, S32 - 1)] * pv[k]
-                        out[(g * group + hh) * D + tx] = T.cast(acc, dt)
-                    if tx == 0:
-                        sem[g] = 0
+                # the last split of this kv head to arrive merges (tfdash.kernels.splitkv)
+                merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active)
 
     if fused:
 

@@ -69,6 +69,19 @@ def cost(dims, ctx_len=0):
     )
 
 
+def rope_pair(T, dt, xa, xb, w_a, w_b, c, sn, rstd):
+    """The tilelang expressions of one rotate-half pair (i, i + D/2) normed and rotated as HF does:
+    rmsnorm (weight * (x * rstd).to(dtype)), then x*cos + rotate_half(x)*sin, every product and
+    sum rounded to dtype. The fused attention launch rotates its q and k with it."""
+    na = T.cast(T.cast(T.cast(T.cast(xa, "float32") * rstd, dt), "float32") * T.cast(w_a, "float32"), dt)
+    nb = T.cast(T.cast(T.cast(T.cast(xb, "float32") * rstd, dt), "float32") * T.cast(w_b, "float32"), dt)
+    ra = T.cast(T.cast(T.cast(T.cast(na, "float32") * T.cast(c, "float32"), dt), "float32")
+                - T.cast(T.cast(T.cast(nb, "float32") * T.cast(sn, "float32"), dt), "float32"), dt)
+    rb = T.cast(T.cast(T.cast(T.cast(nb, "float32") * T.cast(c, "float32"), dt), "float32")
+                + T.cast(T.cast(T.cast(na, "float32") * T.cast(sn, "float32"), dt), "float32"), dt)
+    return ra, rb
+
+
 HEADS_PER_BLOCK = 16  # warps of a block; heads past a block's 16 go to the next block
 
 

@@ -5,9 +5,7 @@
     ctx_len sweep  predicted (analyze over ctx_len) everywhere, measured where profiled
     tabs           tilelang source · generated CUDA (sm_90a, compiled on demand) · marginal cost
 
-With a baseline snapshot (`app.baseline`) the summary and every instance show its measured time
-and the Δ against it, beside this snapshot's.
-
+With a baseline snapshot (`app.baseline`) the summary and every instance show its time and Δ too.
 The instance under the cursor is the "current launch": the source, CUDA and marginal follow it.
 Anything slow (compiling CUDA, measuring a marginal) runs in a thread worker; the screen stays live.
 """
@@ -24,8 +22,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
-from tfdash.app import baseline as basemod
-from tfdash.app import bindings, drill_model
+from tfdash.app import baseline as basemod, bindings, drill_model
 from tfdash.app.layout import SHORT_H, wrap_pairs
 from tfdash.app.messages import MarginalMeasured
 from tfdash.app.model import TableRow, fmt_bytes, fmt_gap, fmt_gbps, fmt_ns, fmt_num, gap_level, make_row
@@ -36,7 +33,6 @@ from tfdash.app.widgets.code import CodeView
 from tfdash.app.widgets.kernel_table import DRIFT_REDRAW_S
 from tfdash.profiling.snapshot import ProfileSnapshot
 from tfdash.textsafe import KEEP_LAYOUT, visible, visible_content
-
 
 DRILL_NARROW_W = 140  # below this the instances, operands and sweep panes do not fit side by side
 KIND_SHORT = {"activation": "act", "weight": "weight", "cache": "KV cache", "table": "table"}

@@ -1,0 +1,77 @@
+"""The split-KV merge that ends the attention launch: the last split to arrive for a kv head
+combines every split's partial output into the head's output, so the merge costs no launch.
+
+Each split wrote, per q head h of the group: its f32 partial output part[h, split, :] and its
+softmax's (max, sum) in ml[h, split, :]. The merge weights a split by exp(max - global max) *
+sum / global sum (flash-decoding's rescale), and sums the partials with those weights. Arrival is
+counted in sem[kv head]: a thread fence, an atomic add, and the block that brings the count to the
+number of active splits merges and resets the counter for the next layer's launch.
+"""
+
+MERGE_CHUNK = 16  # partials a thread loads before it multiplies: independent loads in flight
+
+
+def lanes(S: int) -> tuple[int, int]:
+    """(splits a lane holds, splits rounded up to whole warps) for S splits."""
+    sper = -(-S // 32)
+    return sper, sper * 32
+
+
+def merge_macro(T, group: int, warps: int, S: int, D: int, dt: str):
+    """The merge as a tilelang macro over the attention kernel's own buffers and indices."""
+    sper, S32 = lanes(S)
+    MP = -(-group // warps)  # merge-weight passes: one warp per head
+
+    @T.macro
+    def merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active):
+        mm = T.alloc_var("float32")
+        ll = T.alloc_var("float32")
+        acc = T.alloc_var("float32")
+        T.sync_threads()
+        if tx == 0:
+            T.evaluate(T.call_extern("handle", "__threadfence"))
+            flag_s[0] = T.if_then_else(T.atomic_add(sem[g], 1, return_prev=True) == n_active - 1, 1, 0)
+        T.sync_threads()
+        if flag_s[0] == 1:
+            T.evaluate(T.call_extern("handle", "__threadfence"))
+            # merge weights, one warp per head (warps // group passes): lane l holds
+            # splits l, l+32, ...; the global max and sum are warp reductions, the
+            # weights go to shared memory
+            for mp in T.unroll(MP):
+                if mp * warps + warp < group:
+                    mm = -T.infinity("float32")
+                    for k in T.unroll(sper):
+                        if k * 32 + lane < n_active:
+                            mloc[k] = ml[g * group + mp * warps + warp, k * 32 + lane, 0]
+                            lloc[k] = ml[g * group + mp * warps + warp, k * 32 + lane, 1]
+                        else:
+                            mloc[k] = -T.infinity("float32")
+                            lloc[k] = 0.0
+                        mm = T.max(mm, mloc[k])
+                    mm = T.warp_reduce_max(mm)
+                    ll = 0.0
+                    for k in T.unroll(sper):
+                        mloc[k] = T.exp(mloc[k] - mm)  # 0 for the splits past n_active
+                        ll += mloc[k] * lloc[k]
+                    ll = T.warp_reduce_sum(ll)
+                    for k in T.unroll(sper):
+                        w_s[mp * warps + warp, k * 32 + lane] = mloc[k] / ll
+            T.sync_threads()
+            # out[d] = sum over splits of weight * partial[d]: MERGE_CHUNK independent
+            # loads in flight per thread, not a chain of dependent ones
+            for hh in T.unroll(group):
+                acc = 0.0
+                for c in T.serial((S + MERGE_CHUNK - 1) // MERGE_CHUNK):
+                    if c * MERGE_CHUNK < n_active:
+                        for k in T.unroll(MERGE_CHUNK):
+                            if c * MERGE_CHUNK + k < n_active:
+                                pv[k] = part[g * group + hh, c * MERGE_CHUNK + k, tx]
+                            else:
+                                pv[k] = 0.0
+                        for k in T.unroll(MERGE_CHUNK):
+                            acc += w_s[hh, T.min(c * MERGE_CHUNK + k, S32 - 1)] * pv[k]
+                out[(g * group + hh) * D + tx] = T.cast(acc, dt)
+            if tx == 0:
+                sem[g] = 0
+
+    return merge
