@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from tfdash.profiling.snapshot import KernelRow, ProfileSnapshot
+from tfdash.units import fmt_bytes, fmt_gap  # noqa: F401  (the screens import them from here)
 
 GROUPS = ("op", "family", "layer", "none")
 GROUP_LABEL = {"op": "op", "family": "family", "layer": "layer", "none": "launch"}
@@ -242,12 +243,6 @@ def fmt_int(v: float | None) -> str:
     return f"{v:,.0f}" if abs(v) >= 100 or v == 0 else f"{v:.1f}"
 
 
-def fmt_gap(v: float | None) -> str:
-    if v is None:
-        return "—"
-    return f"{v:.2f}×" if v < 10 else f"{v:.1f}×" if v < 100 else f"{v:,.0f}×"
-
-
 def fmt_ns(ns: float | None) -> str:
     if ns is None:
         return "—"
@@ -270,15 +265,6 @@ def fmt_gbps(v: float | None, unit: str = " GB/s") -> str:
     a = abs(v)
     digits = 0 if a >= 100 or v == 0 else 1 if a >= 10 else 2 if a >= 0.01 else 4
     return f"{v:,.{digits}f}{unit}"
-
-
-def fmt_bytes(b: float | None) -> str:
-    if b is None:
-        return "—"
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if abs(b) >= scale:
-            return f"{b / scale:.2f} {unit}"
-    return f"{b:.0f} B"
 
 
 def fmt_num(v: float | None, digits: int = 1, suffix: str = "") -> str:

@@ -18,6 +18,7 @@ import sys
 
 from tfdash.errors import TfdashError
 from tfdash.profiling.diff import GROUPS, DiffRow, SnapshotDiff, compare, step_deltas, to_json
+from tfdash.units import fmt_bytes, fmt_gap
 
 MARK = {"matched": " ", "added": "+", "removed": "-"}
 COLUMNS = ("meas A µs", "meas B µs", "Δ µs", "Δ %", "pred A µs", "pred B µs", "bytes A", "bytes B",
@@ -34,21 +35,6 @@ def _pct(v: float | None, signed: bool = True) -> str:
     return "—" if v is None else (f"{v:+.1f} %" if signed else f"{v:.1f} %")
 
 
-def _gap(v: float | None) -> str:
-    if v is None:
-        return "—"
-    return f"{v:.2f}×" if v < 10 else f"{v:.1f}×" if v < 100 else f"{v:,.0f}×"
-
-
-def _bytes(b: int | None) -> str:
-    if b is None:
-        return "—"
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if abs(b) >= scale:
-            return f"{b / scale:.2f} {unit}"
-    return f"{b} B"
-
-
 def _num(v: float | None, digits: int = 1, signed: bool = False) -> str:
     return "—" if v is None else (f"{v:+,.{digits}f}" if signed else f"{v:,.{digits}f}")
 
@@ -58,8 +44,8 @@ def row_cells(r: DiffRow) -> list[str]:
     a, b = r.a, r.b
     return [_us(a.measured_ns if a else None), _us(b.measured_ns if b else None), _us(r.delta_ns, True),
             _pct(r.delta_pct), _us(a.predicted_ns if a else None), _us(b.predicted_ns if b else None),
-            _bytes(a.bytes if a else None), _bytes(b.bytes if b else None), _gap(a.gap if a else None),
-            _gap(b.gap if b else None)]
+            fmt_bytes(a.bytes if a else None), fmt_bytes(b.bytes if b else None), fmt_gap(a.gap if a else None),
+            fmt_gap(b.gap if b else None)]
 
 
 def row_label(r: DiffRow) -> str:
