@@ -154,3 +154,20 @@ def assert_one_line_error(stderr: str, *needles: str) -> str:
 
 def read_json(path: Path) -> dict:
     return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def read_pty(master: int, buf: bytearray, seconds: float) -> None:
+    """Append what a pty's master side gives within `seconds` to `buf` (stops early at its end)."""
+    import select
+
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        r, _, _ = select.select([master], [], [], 0.2)
+        if r:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            buf.extend(chunk)

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import read_pty
 from fixtures.appkit import SNAPSHOT, isolated_config, sync  # noqa: F401  (fixture)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -193,7 +194,6 @@ def test_fuzzed_hostile_snapshots_render_without_a_traceback(isolated_config, pa
 @pytest.mark.skipif(sys.platform != "linux", reason="a pty")
 def test_tfdash_open_on_a_pty_sends_no_hostile_sequence(tmp_path):
     import pty
-    import select
 
     from test_app_terminal import _plain
 
@@ -208,17 +208,7 @@ def test_tfdash_open_on_a_pty_sends_no_hostile_sequence(tmp_path):
     buf = bytearray()
 
     def drain(seconds: float) -> None:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            r, _, _ = select.select([master], [], [], 0.2)
-            if r:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:
-                    return
-                if not chunk:
-                    return
-                buf.extend(chunk)
+        read_pty(master, buf, seconds)
 
     try:
         end = time.monotonic() + 60

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import read_pty
 
 from tfdash.profiling.export import load_snapshot
 from tfdash.signals import Interrupted, exit_code, finishing, stop_signals
@@ -118,17 +119,7 @@ def test_sigterm_to_the_dashboard_saves_the_snapshot(tmp_path):
     buf = bytearray()
 
     def drain(seconds: float) -> None:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            r, _, _ = select.select([master], [], [], 0.2)
-            if r:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:
-                    return
-                if not chunk:
-                    return
-                buf.extend(chunk)
+        read_pty(master, buf, seconds)
 
     try:
         end = time.monotonic() + 120
