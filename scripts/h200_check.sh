@@ -77,19 +77,25 @@ if [ "$what" = sizebench ]; then
 fi
 if [ "$what" = next ]; then
   # what the 2026-12-01 session could not measure, in one call (results packed after each part):
-  # the engine tests' new asserts at 14B/32B and top-1 at 4B/8B, the 0.6B two-rows rule A/B (the old four rows as peers),
-  # a GEMV sweep on 8B and 0.6B, the dashboard on qwen3-8b (mid-run SVG, every launch measured)
+  # a cupti-python probe, the dashboard on qwen3-8b (mid-run SVG, every launch measured), the engine
+  # tests' new asserts at 14B/32B and top-1 at 4B/8B, the 0.6B two-rows rule A/B (the old four rows
+  # as peers), a GEMV sweep on 8B
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  if [ -f .gpu/cupti.tar.xz ]; then  # cupti-python on its own path: nothing else sees its cuda-bindings
+    mkdir -p /tmp/cupti && tar -C /tmp/cupti -xJf .gpu/cupti.tar.xz
+    PYTHONPATH=/tmp/cupti/site:$PYTHONPATH timeout 60 python3 scripts/gpu_cupti_probe.py --out "$R/cupti_probe.json" \
+      > "$R/cupti_probe.log" 2>&1; tail -5 "$R/cupti_probe.log" | cut -c1-400; pack
+  fi
   python3 scripts/precompile.py --only-default 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
+  timeout 200 python3 scripts/gpu_app_check.py --model qwen3-8b --skip-ab --midrun-tokens 4096 --out-dir "$R/app8b" 2>&1 \
+    | grep -v "TileLang:" | tail -4; pack
   TFDASH_F32_TRUTH_UP_TO=32e9 timeout 240 python3 -m pytest -m gpu tests/gpu/test_engine_gpu.py -q -rA -s -p no:cacheprovider \
     -k "every_size or 4b_8b" 2>&1 | grep -v "TileLang:" > "$R/engine.log"
   grep -E "^(FAILED|ERROR)|passed|failed|agreement|reference vs" "$R/engine.log" | cut -c1-200; pack
-  timeout 120 python3 -m tfdash bench --model qwen3-0.6b --backends tilelang-graph --json "$R/bench-0.6b.json" \
+  timeout 100 python3 -m tfdash bench --model qwen3-0.6b --backends tilelang-graph --json "$R/bench-0.6b.json" \
     --gemv qkv_proj:rows=4,seg=4 --gemv gate_up:rows=4,seg=4 2>&1 | grep -v "TileLang:" | tail -4; pack
-  timeout 200 python3 -m tfdash bench --model qwen3-8b --backends tilelang-graph --json "$R/bench-8b-sweep.json" \
+  timeout 150 python3 -m tfdash bench --model qwen3-8b --backends tilelang-graph --json "$R/bench-8b-sweep.json" \
     --gemv down:seg=8 --gemv down:seg=12,blocks_per_sm=1 --gemv gate_up:blocks_per_sm=1 2>&1 | grep -v "TileLang:" | tail -6; pack
-  timeout 200 python3 scripts/gpu_app_check.py --model qwen3-8b --skip-ab --midrun-tokens 4096 --out-dir "$R/app8b" 2>&1 \
-    | grep -v "TileLang:" | tail -4; pack
 fi
 if [ "$what" = app ]; then
   mkdir -p "$OUT/app"
