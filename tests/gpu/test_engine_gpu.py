@@ -12,6 +12,7 @@ alone puts torch's bf16 logits at cosine ~0.9997 of its own f32 logits.
 - a generation through the pinned token ring equals the tokens the graph left in out_tokens
 """
 
+import gc
 import os
 
 import pytest
@@ -64,8 +65,13 @@ def sized(request):
     if plan.weight_bytes() <= F32_TRUTH_UP_TO:
         truth = Runtime(build_plan(cfg, dtype="float32", capacity=1280), {k: v.float() for k, v in weights.items()},
                         DEV)
-    yield cfg, sd, plan, ref, eng, truth
-    del ref, eng, truth, weights, sd
+    held = [cfg, sd, plan, ref, eng, truth]
+    del sd, ref, eng, truth, weights
+    yield held
+    # the next size must find the card empty: pytest keeps the yielded value until after this
+    # teardown, so the list is emptied here (the graph and every tensor go, cycles included)
+    held.clear()
+    gc.collect()
     torch.cuda.empty_cache()
 
 
