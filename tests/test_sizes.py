@@ -225,3 +225,22 @@ def test_bench_gemv_variants_parse_and_refuse_in_one_line():
     r = run_tfdash("bench", "--gemv", "down:seg=zero", timeout=120)
     assert r.rc != 0
     assert_one_line_error(r.stderr, "--gemv", "seg=zero")
+
+
+def test_attention_grid_stops_growing_with_the_capacity():
+    """Programs per kv head are capped; every block of the cache is still some program's, once."""
+    from tfdash.kernels.splitkv import SPLIT_CAP, grid_splits
+
+    assert grid_splits(33) == (33, 1)  # a 2112-position cache: one block a program, as before
+    assert grid_splits(64) == (32, 2)  # the dashboard's 4096: fewer programs than 2112's
+    for S in range(1, 700):
+        programs, rounds = grid_splits(S)
+        assert programs <= SPLIT_CAP and programs * rounds >= S > programs * (rounds - 1)
+        covered = sorted(p + r * programs for p in range(programs) for r in range(rounds) if p + r * programs < S)
+        assert covered == list(range(S))
+
+
+def test_bench_also_capacity_refuses_in_one_line():
+    r = run_tfdash("bench", "--also-capacity", "0", timeout=120)
+    assert r.rc != 0
+    assert_one_line_error(r.stderr, "--also-capacity 0")

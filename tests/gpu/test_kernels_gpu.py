@@ -239,6 +239,12 @@ def test_attention_with_fused_rope(ctx):
     check_fused_attention(PLAN, ctx)
 
 
+@pytest.mark.parametrize("capacity,ctx", [(2112, 0), (2112, 2111), (8192, 0), (8192, 2500), (8192, 8191)])
+def test_attention_grid_rounds(capacity, ctx):
+    """One round a program (2112 positions, 33 blocks) and four (8192: 128 blocks on 32 programs)."""
+    check_fused_attention(build_plan(CFG, dtype="bfloat16", capacity=capacity), ctx)
+
+
 def check_fused_attention(plan, ctx):
     launch = plan.kernels()["attn_rope_decode"]
     a, b, _ = both(launch, ctx, ["out", "part", "ml"], plan)

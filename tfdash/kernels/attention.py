@@ -18,7 +18,7 @@ import torch
 
 from tfdash.kernels.base import DTYPE_BYTES, Family, Operand, make_cost, register
 from tfdash.kernels.rope import rope_pair
-from tfdash.kernels.splitkv import MERGE_CHUNK, lanes, merge_macro
+from tfdash.kernels.splitkv import MERGE_CHUNK, grid_splits, lanes, merge_macro, splits_used
 
 
 def torch_attention(dims, bufs):
@@ -49,10 +49,6 @@ def torch_attention(dims, bufs):
     bufs["out"].copy_(o.reshape(-1))
 
 
-def splits_used(dims, ctx_len):
-    return -(-(ctx_len + 1) // dims["block"])
-
-
 HEAD_DIMS = (64, 128)  # the tilelang kernel's thread owns one dim: a block is head_dim threads
 MAX_GROUP = 8  # q heads per kv head it holds in registers (Qwen3 dense: 2, 4, 5, 8)
 
@@ -68,7 +64,6 @@ def supported(dims) -> str | None:
     if B % 32 or D % B:
         return f"attention block {B} (must be a multiple of 32 that divides head_dim={D})"
     return None
-
 
 
 def smem_bytes(dims) -> int:
@@ -142,6 +137,7 @@ def tilelang_attention(dims):
     nH, nKV, D, C, B, dt = (dims["n_heads"], dims["n_kv_heads"], dims["head_dim"], dims["capacity"],
                             dims["block"], dims["dtype"])
     S = dims["splits"]
+    SG, R = grid_splits(S)
     fused = bool(dims.get("fused_rope"))
     eps = float(dims.get("eps", 1e-6))
     group = nH // nKV
@@ -164,7 +160,7 @@ def tilelang_attention(dims):
 
     @T.macro
     def body(qkv, q_norm, k_norm, cos, sin, q, k_cache, v_cache, pos, out, part, ml, sem):
-        with T.Kernel(S, nKV, threads=threads) as (bx, g):
+        with T.Kernel(SG, nKV, threads=threads) as (px, g):
             tx = T.get_thread_binding(0)
             lane = tx % 32
             warp = tx // 32
@@ -214,156 +210,159 @@ def tilelang_attention(dims):
                 n_s = pos[0] + 1
             n = n_s
             n_active = (n + B - 1) // B
-            last = n - 1 - bx * B  # this step's own position within the block (< B in the last block)
-            if bx < n_active:
-                # V prefetch from the cache (thread tx owns dim tx); this step's own v comes later
-                for j in T.unroll(B):
-                    if bx * B + j < n - (1 if fused else 0):
-                        vv[j] = v_cache[g, bx * B + j, tx]
-                    else:
-                        vv[j] = T.cast(0, dt)
-                # K prefetch: every key row this thread scores, before any barrier, so the
-                # loads overlap the rope phase (this step's own key is swapped in later)
-                for it in T.unroll(iters):
-                    for c in T.vectorized(DC):
-                        kall[it, c] = k_cache[g, T.min(bx * B + warp * (iters * 4) + it * 4 + pi, C - 1), dc * DC + c]
-            if early:
-                T.pdl_sync()
-                T.pdl_trigger()
-            if bx < n_active:
-                if fused:
-                    # q heads of the group, threads // half heads a pass: thread tx -> pair
-                    # (i, i + D/2) of head rp * (threads // half) + tx // half; the norm weights
-                    # and this position's cos/sin (the same i in every pass) load once
-                    i = tx % half
-                    qwa = q_norm[i]
-                    qwb = q_norm[half + i]
-                    cs = cos[n - 1, i]
-                    sn = sin[n - 1, i]
-                    for rp in T.unroll(RP):
-                        if (rp * threads + tx) // half < group:
-                            xqa[rp] = qkv[(g * group + (rp * threads + tx) // half) * D + i]
-                            xqb[rp] = qkv[(g * group + (rp * threads + tx) // half) * D + half + i]
+            # blocks px, px + SG, ... (grid_splits): one round up to SPLIT_CAP blocks
+            for r in T.serial(R):
+                bx = px + r * SG
+                last = n - 1 - bx * B  # this step's own position within the block (< B in the last block)
+                if bx < n_active:
+                    # V prefetch from the cache (thread tx owns dim tx); this step's own v comes later
+                    for j in T.unroll(B):
+                        if bx * B + j < n - (1 if fused else 0):
+                            vv[j] = v_cache[g, bx * B + j, tx]
                         else:
-                            xqa[rp] = T.cast(0, dt)
-                            xqb[rp] = T.cast(0, dt)
-                    for rp in T.unroll(RP):
-                        ssq = T.warp_reduce_sum(T.cast(xqa[rp], "float32") * T.cast(xqa[rp], "float32")
-                                                + T.cast(xqb[rp], "float32") * T.cast(xqb[rp], "float32"))
-                        if lane == 0:
-                            red_s[rp * warps + warp] = ssq
-                    T.sync_threads()
-                    for rp in T.unroll(RP):
-                        if (rp * threads + tx) // half < group:
-                            ssq = 0.0
-                            for w in T.unroll(hw):
-                                ssq += red_s[rp * warps + (tx // half) * hw + w]
-                            rstd = T.rsqrt(ssq / D + eps)
-                            ra, rb = rope_pair(T, dt, xqa[rp], xqb[rp], qwa, qwb, cs, sn, rstd)
-                            q_s[(rp * threads + tx) // half, i] = ra
-                            q_s[(rp * threads + tx) // half, half + i] = rb
-                    if bx == n_active - 1:
-                        # this step's k (threads of the first D/2) and v (every thread)
-                        v_s[tx] = qkv[(nH + nKV + g) * D + tx]
-                        v_cache[g, n - 1, tx] = qkv[(nH + nKV + g) * D + tx]
-                        T.sync_threads()
-                        if tx < half:
-                            xa = qkv[(nH + g) * D + tx]
-                            xb = qkv[(nH + g) * D + half + tx]
-                            ssq = T.warp_reduce_sum(T.cast(xa, "float32") * T.cast(xa, "float32")
-                                                    + T.cast(xb, "float32") * T.cast(xb, "float32"))
-                            if lane == 0:
-                                red_s[warp] = ssq
-                        T.sync_threads()
-                        if tx < half:
-                            ssq = 0.0
-                            for w in T.unroll(hw):
-                                ssq += red_s[w]
-                            rstd = T.rsqrt(ssq / D + eps)
-                            ka, kb = rope_pair(T, dt, xa, xb, k_norm[tx], k_norm[half + tx], cos[n - 1, tx],
-                                               sin[n - 1, tx], rstd)
-                            k_s[tx] = ka
-                            k_s[half + tx] = kb
-                            k_cache[g, n - 1, tx] = ka
-                            k_cache[g, n - 1, half + tx] = kb
-                    T.sync_threads()
-                    for hh2 in T.unroll(group):
+                            vv[j] = T.cast(0, dt)
+                    # K prefetch: every key row this thread scores, before any barrier, so the
+                    # loads overlap the rope phase (this step's own key is swapped in later)
+                    for it in T.unroll(iters):
                         for c in T.vectorized(DC):
-                            qv[hh2, c] = q_s[hh2, dc * DC + c]
-                else:
-                    for hh2 in T.unroll(group):
-                        for c in T.vectorized(DC):
-                            qv[hh2, c] = q[(g * group + hh2) * D + dc * DC + c]
-                # scores
-                for it in T.unroll(iters):
-                    jl = warp * (iters * 4) + it * 4 + pi
-                    if fused and jl == last:
-                        for c in T.vectorized(DC):
-                            kv[c] = k_s[dc * DC + c]
-                    else:
-                        for c in T.vectorized(DC):
-                            kv[c] = kall[it, c]
-                    for hh in T.unroll(group):
-                        dot[hh] = 0.0
-                        for c in T.unroll(DC):
-                            dot[hh] += T.cast(qv[hh, c], "float32") * T.cast(kv[c], "float32")
-                        dot[hh] += T.shfl_xor(dot[hh], 4)
-                        dot[hh] += T.shfl_xor(dot[hh], 2)
-                        dot[hh] += T.shfl_xor(dot[hh], 1)
-                        if dc == 0:
-                            if bx * B + jl < n:
-                                sc_s[hh, jl] = dot[hh] * scale
+                            kall[it, c] = k_cache[g, T.min(bx * B + warp * (iters * 4) + it * 4 + pi, C - 1), dc * DC + c]
+                if early:
+                    T.pdl_sync()
+                    T.pdl_trigger()
+                if bx < n_active:
+                    if fused:
+                        # q heads of the group, threads // half heads a pass: thread tx -> pair
+                        # (i, i + D/2) of head rp * (threads // half) + tx // half; the norm weights
+                        # and this position's cos/sin (the same i in every pass) load once
+                        i = tx % half
+                        qwa = q_norm[i]
+                        qwb = q_norm[half + i]
+                        cs = cos[n - 1, i]
+                        sn = sin[n - 1, i]
+                        for rp in T.unroll(RP):
+                            if (rp * threads + tx) // half < group:
+                                xqa[rp] = qkv[(g * group + (rp * threads + tx) // half) * D + i]
+                                xqb[rp] = qkv[(g * group + (rp * threads + tx) // half) * D + half + i]
                             else:
-                                sc_s[hh, jl] = -T.infinity("float32")
-                T.sync_threads()
-                # softmax within the block, threads // B heads a pass: in pass sp thread tx holds
-                # score (head (sp * threads + tx) // B, position tx % B); a warp lies in one head
-                for sp in T.unroll(SP):
-                    if (sp * threads + tx) // B < group:
-                        svs[sp] = sc_s[(sp * threads + tx) // B, tx % B]
+                                xqa[rp] = T.cast(0, dt)
+                                xqb[rp] = T.cast(0, dt)
+                        for rp in T.unroll(RP):
+                            ssq = T.warp_reduce_sum(T.cast(xqa[rp], "float32") * T.cast(xqa[rp], "float32")
+                                                    + T.cast(xqb[rp], "float32") * T.cast(xqb[rp], "float32"))
+                            if lane == 0:
+                                red_s[rp * warps + warp] = ssq
+                        T.sync_threads()
+                        for rp in T.unroll(RP):
+                            if (rp * threads + tx) // half < group:
+                                ssq = 0.0
+                                for w in T.unroll(hw):
+                                    ssq += red_s[rp * warps + (tx // half) * hw + w]
+                                rstd = T.rsqrt(ssq / D + eps)
+                                ra, rb = rope_pair(T, dt, xqa[rp], xqb[rp], qwa, qwb, cs, sn, rstd)
+                                q_s[(rp * threads + tx) // half, i] = ra
+                                q_s[(rp * threads + tx) // half, half + i] = rb
+                        if bx == n_active - 1:
+                            # this step's k (threads of the first D/2) and v (every thread)
+                            v_s[tx] = qkv[(nH + nKV + g) * D + tx]
+                            v_cache[g, n - 1, tx] = qkv[(nH + nKV + g) * D + tx]
+                            T.sync_threads()
+                            if tx < half:
+                                xa = qkv[(nH + g) * D + tx]
+                                xb = qkv[(nH + g) * D + half + tx]
+                                ssq = T.warp_reduce_sum(T.cast(xa, "float32") * T.cast(xa, "float32")
+                                                        + T.cast(xb, "float32") * T.cast(xb, "float32"))
+                                if lane == 0:
+                                    red_s[warp] = ssq
+                            T.sync_threads()
+                            if tx < half:
+                                ssq = 0.0
+                                for w in T.unroll(hw):
+                                    ssq += red_s[w]
+                                rstd = T.rsqrt(ssq / D + eps)
+                                ka, kb = rope_pair(T, dt, xa, xb, k_norm[tx], k_norm[half + tx], cos[n - 1, tx],
+                                                   sin[n - 1, tx], rstd)
+                                k_s[tx] = ka
+                                k_s[half + tx] = kb
+                                k_cache[g, n - 1, tx] = ka
+                                k_cache[g, n - 1, half + tx] = kb
+                        T.sync_threads()
+                        for hh2 in T.unroll(group):
+                            for c in T.vectorized(DC):
+                                qv[hh2, c] = q_s[hh2, dc * DC + c]
                     else:
-                        svs[sp] = -T.infinity("float32")
-                    m = T.warp_reduce_max(svs[sp])
-                    if lane == 0:
-                        red_s[sp * warps + warp] = m
-                T.sync_threads()
-                for sp in T.unroll(SP):
-                    m = -T.infinity("float32")
-                    for w in T.unroll(wph):
-                        m = T.max(m, red_s[sp * warps + (tx // B) * wph + w])
-                    if (sp * threads + tx) // B < group:
-                        svs[sp] = T.exp(svs[sp] - m)
-                        p_s[(sp * threads + tx) // B, tx % B] = svs[sp]
-                        if tx % B == 0:
-                            ml[g * group + (sp * threads + tx) // B, bx, 0] = m
-                    else:
-                        svs[sp] = 0.0
-                T.sync_threads()
-                for sp in T.unroll(SP):
-                    lsum = T.warp_reduce_sum(svs[sp])
-                    if lane == 0:
-                        red_s[sp * warps + warp] = lsum
-                T.sync_threads()
-                if tx % B == 0:
+                        for hh2 in T.unroll(group):
+                            for c in T.vectorized(DC):
+                                qv[hh2, c] = q[(g * group + hh2) * D + dc * DC + c]
+                    # scores
+                    for it in T.unroll(iters):
+                        jl = warp * (iters * 4) + it * 4 + pi
+                        if fused and jl == last:
+                            for c in T.vectorized(DC):
+                                kv[c] = k_s[dc * DC + c]
+                        else:
+                            for c in T.vectorized(DC):
+                                kv[c] = kall[it, c]
+                        for hh in T.unroll(group):
+                            dot[hh] = 0.0
+                            for c in T.unroll(DC):
+                                dot[hh] += T.cast(qv[hh, c], "float32") * T.cast(kv[c], "float32")
+                            dot[hh] += T.shfl_xor(dot[hh], 4)
+                            dot[hh] += T.shfl_xor(dot[hh], 2)
+                            dot[hh] += T.shfl_xor(dot[hh], 1)
+                            if dc == 0:
+                                if bx * B + jl < n:
+                                    sc_s[hh, jl] = dot[hh] * scale
+                                else:
+                                    sc_s[hh, jl] = -T.infinity("float32")
+                    T.sync_threads()
+                    # softmax within the block, threads // B heads a pass: in pass sp thread tx holds
+                    # score (head (sp * threads + tx) // B, position tx % B); a warp lies in one head
                     for sp in T.unroll(SP):
                         if (sp * threads + tx) // B < group:
-                            lsum = 0.0
-                            for w in T.unroll(wph):
-                                lsum += red_s[sp * warps + (tx // B) * wph + w]
-                            ml[g * group + (sp * threads + tx) // B, bx, 1] = lsum
-                # p @ V for this block, dim tx, every head of the group
-                if fused:
-                    vcur = T.cast(v_s[tx], "float32")
-                for hh in T.unroll(group):
-                    o[hh] = 0.0
-                    for j in T.unroll(B):
-                        if fused:
-                            o[hh] += p_s[hh, j] * T.if_then_else(j == last, vcur, T.cast(vv[j], "float32"))
+                            svs[sp] = sc_s[(sp * threads + tx) // B, tx % B]
                         else:
-                            o[hh] += p_s[hh, j] * T.cast(vv[j], "float32")
-                    part[g * group + hh, bx, tx] = o[hh]
-                # the last split of this kv head to arrive merges (tfdash.kernels.splitkv)
-                merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active)
+                            svs[sp] = -T.infinity("float32")
+                        m = T.warp_reduce_max(svs[sp])
+                        if lane == 0:
+                            red_s[sp * warps + warp] = m
+                    T.sync_threads()
+                    for sp in T.unroll(SP):
+                        m = -T.infinity("float32")
+                        for w in T.unroll(wph):
+                            m = T.max(m, red_s[sp * warps + (tx // B) * wph + w])
+                        if (sp * threads + tx) // B < group:
+                            svs[sp] = T.exp(svs[sp] - m)
+                            p_s[(sp * threads + tx) // B, tx % B] = svs[sp]
+                            if tx % B == 0:
+                                ml[g * group + (sp * threads + tx) // B, bx, 0] = m
+                        else:
+                            svs[sp] = 0.0
+                    T.sync_threads()
+                    for sp in T.unroll(SP):
+                        lsum = T.warp_reduce_sum(svs[sp])
+                        if lane == 0:
+                            red_s[sp * warps + warp] = lsum
+                    T.sync_threads()
+                    if tx % B == 0:
+                        for sp in T.unroll(SP):
+                            if (sp * threads + tx) // B < group:
+                                lsum = 0.0
+                                for w in T.unroll(wph):
+                                    lsum += red_s[sp * warps + (tx // B) * wph + w]
+                                ml[g * group + (sp * threads + tx) // B, bx, 1] = lsum
+                    # p @ V for this block, dim tx, every head of the group
+                    if fused:
+                        vcur = T.cast(v_s[tx], "float32")
+                    for hh in T.unroll(group):
+                        o[hh] = 0.0
+                        for j in T.unroll(B):
+                            if fused:
+                                o[hh] += p_s[hh, j] * T.if_then_else(j == last, vcur, T.cast(vv[j], "float32"))
+                            else:
+                                o[hh] += p_s[hh, j] * T.cast(vv[j], "float32")
+                        part[g * group + hh, bx, tx] = o[hh]
+                    # the last split of this kv head to arrive merges (tfdash.kernels.splitkv)
+                    merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active)
 
     if fused:
 

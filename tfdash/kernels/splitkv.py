@@ -6,7 +6,28 @@ softmax's (max, sum) in ml[h, split, :]. The merge weights a split by exp(max - 
 sum / global sum (flash-decoding's rescale), and sums the partials with those weights. Arrival is
 counted in sem[kv head]: a thread fence, an atomic add, and the block that brings the count to the
 number of active splits merges and resets the counter for the next layer's launch.
+
+The grid: a block of the cache is `block` positions; a step at ctx_len uses the first
+splits_used(ctx_len) of them, and at most SPLIT_CAP programs per kv head run them (grid_splits).
 """
+
+
+def splits_used(dims, ctx_len):
+    """Blocks of the cache a step at ctx_len attends over (ctx_len + 1 positions)."""
+    return -(-(ctx_len + 1) // dims["block"])
+
+
+SPLIT_CAP = 40  # programs per kv head at most: the grid stops growing with the KV capacity
+
+
+def grid_splits(S: int) -> tuple[int, int]:
+    """(programs per kv head, rounds) for S blocks of the cache: program p handles blocks p,
+    p + programs, ... Up to SPLIT_CAP blocks that is one block a program; past it the blocks are
+    shared out evenly (4096 positions: 32 programs, 2 rounds), so a larger cache launches no more
+    programs, and its blocks past the context cost a skipped round."""
+    rounds = -(-S // SPLIT_CAP)
+    return -(-S // rounds), rounds
+
 
 MERGE_CHUNK = 16  # partials a thread loads before it multiplies: independent loads in flight
 

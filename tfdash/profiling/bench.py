@@ -20,6 +20,8 @@ copy bandwidth.
     tilelang-smemdown down stages its later row segments in shared memory before its grid
                      dependency (TFDASH_DOWN_SMEM_PREFETCH; not yet measured)
     tilelang[OP:K=V] a GEMV launch-settings variant (--gemv), the sweep behind the GEMV table
+    tilelang@N       tilelang-graph with an N-position KV cache (--also-capacity N; the dashboard's
+                     is 4096), against the run-sized one
     torch-compile    the same plan's torch spelling through torch.compile (inductor, autotuned,
                      fullgraph), captured whole in one CUDA graph: the strongest PyTorch peer
     torch-graph      the same plan in torch ops (cuBLAS GEMVs, KV masked over capacity), one graph
@@ -77,6 +79,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--capacity", type=int, default=None, metavar="N",
                    help="KV cache positions (default: just enough for the run; the dashboard uses 4096). "
                         "Attention's grid covers the capacity, so it moves tok/s")
+    p.add_argument("--also-capacity", type=int, action="append", default=[], metavar="N",
+                   help="one more tilelang-graph peer whose KV cache holds N positions (repeatable), "
+                        "e.g. 4096, the dashboard's: what a larger cache costs, in the same process")
     return p
 
 
@@ -229,6 +234,10 @@ def main(argv: list[str]) -> int:
         name, options = gemv_variant(spec)
         variants[name] = options
         wanted.append(name)
+    for n in args.also_capacity:
+        if n < 1:
+            raise TfdashError(f"--also-capacity {n} must be positive")
+        wanted.append(f"tilelang@{n}")
     from tfdash.engine.compile import unsupported
     from tfdash.engine.config import load_config, preset
 
@@ -276,6 +285,12 @@ def main(argv: list[str]) -> int:
         elif b in variants:
             variant = build_plan(cfg, dtype="bfloat16", capacity=capacity, **variants[b])
             peers[b] = TilelangRuntime(variant, weights, "cuda", pdl=True)
+        elif b.startswith("tilelang@"):
+            from tfdash.engine.plan import check_generation
+
+            cap = default_capacity(cfg, int(b.partition("@")[2]))
+            check_generation(cfg, cap, len(ids), args.max_new_tokens)
+            peers[b] = TilelangRuntime(build_plan(cfg, dtype="bfloat16", capacity=cap), weights, "cuda", pdl=True)
         elif b == "hf-compile":
             try:
                 from tfdash.profiling.hf_peer import HFPeer
