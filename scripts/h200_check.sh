@@ -97,6 +97,17 @@ if [ "$what" = next ]; then
   timeout 150 python3 -m tfdash bench --model qwen3-8b --backends tilelang-graph --json "$R/bench-8b-sweep.json" \
     --gemv down:seg=8 --gemv down:seg=12,blocks_per_sm=1 --gemv gate_up:blocks_per_sm=1 2>&1 | grep -v "TileLang:" | tail -6; pack
 fi
+if [ "$what" = speed ]; then
+  # the attention grid change and the GEMV sweep on the small sizes: attention GPU tests, then the
+  # 1.7B bench with the torch-compile peer, the 4096-position cache and GEMV variants in one process
+  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b,qwen3-4b 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
+  timeout 150 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py -q -rA -p no:cacheprovider -k "attention" 2>&1 \
+    | grep -v "TileLang:" > "$R/attn-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/attn-tests.log" | cut -c1-200 | tail -12; pack
+  timeout 330 python3 -m tfdash bench --model qwen3-1.7b --backends tilelang-graph,torch-compile --also-capacity 4096 \
+    --gemv qkv_proj:blocks_per_sm=1 --gemv qkv_proj:rows=1 --gemv o_proj:rows=1 --json "$R/bench-1.7b.json" 2>&1 \
+    | grep -v "TileLang:" > "$R/bench-1.7b.log"; tail -9 "$R/bench-1.7b.log" | cut -c1-170; pack
+fi
 if [ "$what" = app ]; then
   mkdir -p "$OUT/app"
   python3 scripts/gpu_app_check.py --out-dir "$OUT/app" 2>&1 | grep -v "TileLang:" | tee "$OUT/app/log.txt" | tail -8
