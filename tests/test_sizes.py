@@ -231,13 +231,25 @@ def test_attention_grid_stops_growing_with_the_capacity():
     """Programs per kv head are capped; every block of the cache is still some program's, once."""
     from tfdash.kernels.splitkv import SPLIT_CAP, grid_splits
 
-    assert grid_splits(33) == (33, 1)  # a 2112-position cache: one block a program, as before
-    assert grid_splits(64) == (32, 2)  # the dashboard's 4096: fewer programs than 2112's
+    assert grid_splits(32) == (32, 1)  # up to the cap: one block a program
+    assert grid_splits(33) == (32, 2)  # a 2112-position cache: block 32 is program 0's second
+    assert grid_splits(64) == (32, 2)  # the dashboard's 4096: no more programs than 2112's
+    assert grid_splits(33, 40) == (33, 1)
     for S in range(1, 700):
         programs, rounds = grid_splits(S)
         assert programs <= SPLIT_CAP and programs * rounds >= S > programs * (rounds - 1)
         covered = sorted(p + r * programs for p in range(programs) for r in range(rounds) if p + r * programs < S)
         assert covered == list(range(S))
+
+
+def test_attention_split_cap_is_a_plan_variant():
+    from tfdash.profiling.bench import PLAN_VARIANTS
+
+    plan = build_plan(preset("qwen3-1.7b"), capacity=2112, **PLAN_VARIANTS["tilelang-sc16"])
+    [kernel] = {x.kernel for x in plan.launches if x.family == "attention"}
+    assert kernel == "attn_rope_decode_sc16" and plan.ops()["attention"][0].dims["split_cap"] == 16
+    with pytest.raises(TfdashError, match="attn_split_cap"):
+        build_plan(preset("qwen3-1.7b"), attn_split_cap=0)
 
 
 def test_bench_also_capacity_refuses_in_one_line():

@@ -239,10 +239,12 @@ def test_attention_with_fused_rope(ctx):
     check_fused_attention(PLAN, ctx)
 
 
-@pytest.mark.parametrize("capacity,ctx", [(2112, 0), (2112, 2111), (8192, 0), (8192, 2500), (8192, 8191)])
-def test_attention_grid_rounds(capacity, ctx):
-    """One round a program (2112 positions, 33 blocks) and four (8192: 128 blocks on 32 programs)."""
-    check_fused_attention(build_plan(CFG, dtype="bfloat16", capacity=capacity), ctx)
+@pytest.mark.parametrize("capacity,ctx,cap", [(2112, 0, None), (2112, 2111, None), (2112, 2111, 40), (2112, 1500, 16),
+                                              (8192, 0, None), (8192, 2500, None), (8192, 8191, None)])
+def test_attention_grid_rounds(capacity, ctx, cap):
+    """Programs looping over their blocks: 2112 positions (33 blocks) on 32 programs, on 33 (cap 40)
+    and on 16; 8192 (128 blocks) on 32 programs in four rounds."""
+    check_fused_attention(build_plan(CFG, dtype="bfloat16", capacity=capacity, attn_split_cap=cap), ctx)
 
 
 def check_fused_attention(plan, ctx):

@@ -178,7 +178,8 @@ def check_prompt_ids(cfg: ModelConfig, ids) -> None:
 def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, fused_rope: bool = True,
                gemv_blocks_per_sm: Mapping[str, int] | None = None, attn_kv_early: bool = True,
                early_residual: bool = True, down_smem_prefetch: bool = False,
-               gemv_overrides: Mapping[str, Mapping[str, int]] | None = None) -> StepPlan:
+               gemv_overrides: Mapping[str, Mapping[str, int]] | None = None,
+               attn_split_cap: int | None = None) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -189,7 +190,8 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     `down_smem_prefetch=True` stages down's later row segments in shared memory before its grid
     dependency (a variant to A/B; not yet measured on the H200, so off). `gemv_overrides` sets an
     op's GEMV launch settings over the per-shape table ({"down": {"seg": 8, "blocks_per_sm": 1}}),
-    the variants a sweep compares.
+    the variants a sweep compares. `attn_split_cap` sets how many programs per kv head the
+    attention grid has at most (default tfdash.kernels.splitkv.SPLIT_CAP), a variant to A/B.
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import settings as gemv_settings
@@ -270,12 +272,19 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
 
     launch("embed", None, "embed", "embed_gather", dict(H=H, V=V), tok="tok", table="embed", out="x")
     attn_dims = dict(n_heads=nH, n_kv_heads=nKV, head_dim=D, capacity=C, block=ATTN_BLOCK, splits=splits)
+    sc_sfx = ""
+    if attn_split_cap is not None:
+        if attn_split_cap < 1:
+            raise TfdashError(f"attn_split_cap={attn_split_cap} must be at least 1")
+        attn_dims["split_cap"] = attn_split_cap
+        sc_sfx = f"_sc{attn_split_cap}"  # another grid is another kernel: name it apart
     for i in range(L):
         p = f"L{i}."
         gemv(p + "qkv_proj", i, "gemv_qkv", cfg.qkv_size, H, "rmsnorm", "store", dtype,
              x="x", norm_w=p + "attn_norm", w=p + "w_qkv", out="qkv")
         if fused_rope:
-            launch(p + "attention", i, "attention", "attn_rope_decode" if attn_kv_early else "attn_rope_decode_late",
+            launch(p + "attention", i, "attention",
+                   ("attn_rope_decode" if attn_kv_early else "attn_rope_decode_late") + sc_sfx,
                    dict(attn_dims, eps=eps, fused_rope=True, **({} if attn_kv_early else {"kv_early": False})),
                    qkv="qkv", q_norm=p + "q_norm", k_norm=p + "k_norm", cos="rope_cos", sin="rope_sin",
                    k_cache=p + "k_cache", v_cache=p + "v_cache", pos="pos", out="attn",
@@ -284,7 +293,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
             launch(p + "qk_norm_rope", i, "rope", "qk_norm_rope", dict(attn_dims, eps=eps),
                    qkv="qkv", q_norm=p + "q_norm", k_norm=p + "k_norm", cos="rope_cos", sin="rope_sin",
                    pos="pos", q="q", k_cache=p + "k_cache", v_cache=p + "v_cache")
-            launch(p + "attention", i, "attention", "attn_decode", attn_dims,
+            launch(p + "attention", i, "attention", "attn_decode" + sc_sfx, attn_dims,
                    q="q", k_cache=p + "k_cache", v_cache=p + "v_cache", pos="pos", out="attn",
                    part="attn_part", ml="attn_ml", sem="attn_sem")
         # o_proj and down add into x, last written two or more launches before them (the last

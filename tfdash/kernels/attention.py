@@ -18,7 +18,7 @@ import torch
 
 from tfdash.kernels.base import DTYPE_BYTES, Family, Operand, make_cost, register
 from tfdash.kernels.rope import rope_pair
-from tfdash.kernels.splitkv import MERGE_CHUNK, grid_splits, lanes, merge_macro, splits_used
+from tfdash.kernels.splitkv import MERGE_CHUNK, SPLIT_CAP, grid_splits, lanes, merge_macro, splits_used
 
 
 def torch_attention(dims, bufs):
@@ -137,7 +137,7 @@ def tilelang_attention(dims):
     nH, nKV, D, C, B, dt = (dims["n_heads"], dims["n_kv_heads"], dims["head_dim"], dims["capacity"],
                             dims["block"], dims["dtype"])
     S = dims["splits"]
-    SG, R = grid_splits(S)
+    SG, R = grid_splits(S, dims.get("split_cap", SPLIT_CAP))
     fused = bool(dims.get("fused_rope"))
     eps = float(dims.get("eps", 1e-6))
     group = nH // nKV

@@ -17,16 +17,17 @@ def splits_used(dims, ctx_len):
     return -(-(ctx_len + 1) // dims["block"])
 
 
-SPLIT_CAP = 40  # programs per kv head at most: the grid stops growing with the KV capacity
+SPLIT_CAP = 32  # programs per kv head at most: the grid stops growing with the KV capacity
 
 
-def grid_splits(S: int) -> tuple[int, int]:
+def grid_splits(S: int, cap: int = SPLIT_CAP) -> tuple[int, int]:
     """(programs per kv head, rounds) for S blocks of the cache: program p handles blocks p,
-    p + programs, ... Up to SPLIT_CAP blocks that is one block a program; past it the blocks are
-    shared out evenly (4096 positions: 32 programs, 2 rounds), so a larger cache launches no more
-    programs, and its blocks past the context cost a skipped round."""
-    rounds = -(-S // SPLIT_CAP)
-    return -(-S // rounds), rounds
+    p + programs, ... in turn. Up to `cap` blocks that is one block a program; past it the first
+    round fills every program and later rounds take the blocks after, so a context that grows
+    into the cache keeps all programs busy before any loops, and a larger cache launches no more
+    programs (its blocks past the context cost a skipped round)."""
+    programs = min(S, cap)
+    return programs, -(-S // programs)
 
 
 MERGE_CHUNK = 16  # partials a thread loads before it multiplies: independent loads in flight

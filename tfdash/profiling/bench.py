@@ -19,6 +19,8 @@ copy bandwidth.
     tilelang-lateres o_proj and down read their residual after their grid dependency (the A/B)
     tilelang-smemdown down stages its later row segments in shared memory before its grid
                      dependency (TFDASH_DOWN_SMEM_PREFETCH; not yet measured)
+    tilelang-sc16/24/40 attention's grid at most 16/24/40 programs per kv head (the default: 32),
+                     each looping over its blocks of the cache (the split-cap A/B)
     tilelang[OP:K=V] a GEMV launch-settings variant (--gemv), the sweep behind the GEMV table
     tilelang@N       tilelang-graph with an N-position KV cache (--also-capacity N; the dashboard's
                      is 4096), against the run-sized one
@@ -46,6 +48,9 @@ PLAN_VARIANTS = {
     "tilelang-latekv": {"attn_kv_early": False},
     "tilelang-lateres": {"early_residual": False},
     "tilelang-smemdown": {"down_smem_prefetch": True},
+    "tilelang-sc16": {"attn_split_cap": 16},
+    "tilelang-sc24": {"attn_split_cap": 24},
+    "tilelang-sc40": {"attn_split_cap": 40},
 }
 BACKENDS = ("tilelang-graph", "tilelang-nopdl", *PLAN_VARIANTS, "torch-compile", "torch-graph", "hf-compile")
 DEFAULT_BACKENDS = "tilelang-graph,torch-compile,torch-graph"
