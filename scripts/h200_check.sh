@@ -108,6 +108,21 @@ if [ "$what" = speed ]; then
     --gemv qkv_proj:blocks_per_sm=1 --gemv qkv_proj:rows=1 --gemv o_proj:rows=1 --json "$R/bench-1.7b.json" 2>&1 \
     | grep -v "TileLang:" > "$R/bench-1.7b.log"; tail -9 "$R/bench-1.7b.log" | cut -c1-170; pack
 fi
+if [ "$what" = splitcap ]; then
+  # the attention split-cap A/B at 1.7B, 0.6B and 4B, the loop's GPU tests, then the 32B step tests
+  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b,qwen3-4b 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
+  timeout 100 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py -q -rA -p no:cacheprovider -k "grid_rounds or attention_with_fused_rope" 2>&1 \
+    | grep -v "TileLang:" > "$R/attn-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/attn-tests.log" | cut -c1-200 | tail -6; pack
+  timeout 120 python3 -m tfdash bench --model qwen3-1.7b --backends tilelang-graph,tilelang-sc16,tilelang-sc24,tilelang-sc40 \
+    --also-capacity 4096 --json "$R/bench-1.7b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-1.7b.log"; tail -7 "$R/bench-1.7b.log" | cut -c1-150; pack
+  for m in qwen3-0.6b qwen3-4b; do
+    timeout 100 python3 -m tfdash bench --model $m --backends tilelang-graph,tilelang-sc16,tilelang-sc40 --json "$R/bench-$m.json" 2>&1 \
+      | grep -v "TileLang:" > "$R/bench-$m.log"; tail -4 "$R/bench-$m.log" | cut -c1-150; pack
+  done
+  timeout 130 python3 -m pytest -m gpu tests/gpu/test_engine_gpu.py -q -rA -s -p no:cacheprovider -k "every_size and 32b" 2>&1 \
+    | grep -v "TileLang:" > "$R/engine-32b.log"; grep -E "^(FAILED|ERROR)|passed|failed|cosine" "$R/engine-32b.log" | cut -c1-200; pack
+fi
 if [ "$what" = app ]; then
   mkdir -p "$OUT/app"
   python3 scripts/gpu_app_check.py --out-dir "$OUT/app" 2>&1 | grep -v "TileLang:" | tee "$OUT/app/log.txt" | tail -8
