@@ -248,7 +248,7 @@ def test_attention_grid_rounds(capacity, ctx, cap):
 
 
 def check_fused_attention(plan, ctx):
-    launch = plan.kernels()["attn_rope_decode"]
+    [launch] = [x for x in plan.kernels().values() if x.family == "attention"]  # any split-cap variant
     a, b, _ = both(launch, ctx, ["out", "part", "ml"], plan)
     assert not torch.isnan(b["out"].float()).any()
     assert rel_err(b["out"], a["out"]) <= 1e-2
