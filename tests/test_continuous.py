@@ -209,3 +209,27 @@ def test_a_profile_window_pauses_and_resumes_continuous_timing():
     texts = [m.text for m in msgs if isinstance(m, Status)]
     assert any("paused" in x and "torch.profiler" in x for x in texts)
     assert s.continuous.mapper.next_index >= 40  # rebased to the step after the window
+
+
+def test_the_gpu_checks_span_join(plan):
+    from tfdash.profiling.continuous import check
+
+    sy = synth(plan, 80)
+    _, seen = timed(plan, batches(rows(sy, drop=[(50, 2)])))
+    got = check.join_spans(seen, sy.span.tolist())  # CUDA events that agree with CUPTI exactly
+    assert got["joined_steps"] == 80 - 16 - 3  # no span for 49 (50 lost), 50, nor the last step
+    assert got["span_vs_event_absrel_p50"] == 0 and got["p50_span_over_p50_event"] == 1
+    assert got["busy_p50_ns"] < got["span_p50_ns"]
+
+
+def test_mangled_record_names_meet_the_demangled_kernel_map():
+    pytest.importorskip("torch")
+    from tfdash.profiling.continuous import StepMapper
+
+    mangled = "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_"
+    demangled = ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+                 "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)")
+    m = StepMapper(((demangled, "Memset (Device)"), ("b_kernel",)))  # a memset has no kernel record
+    got = m.feed(records([(mangled, 0, 10, 3), ("b_kernel", 8, 30, 3), (mangled, 40, 50, 3), ("b_kernel", 45, 60, 3),
+                          (mangled, 70, 80, 3)]))
+    assert got.index.tolist() == [0, 1] and got.excl.tolist() == [[10, 20], [10, 10]]

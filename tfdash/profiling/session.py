@@ -141,7 +141,7 @@ class Session:
                  batch_s: float = 0.05, nvml_interval: float = 0.25, keep_samples: int = 10000,
                  keep_windows: int = 16, keep_history: int = 64, nvml_lib: Nvml | None = None,
                  depth: int | None = None, prepare_profiler: bool = False, timing: str = "windows",
-                 record_source=None, continuous_steps: int = 256, sweep_bucket: int = 128):
+                 record_source=None, continuous_steps: int = 256, sweep_bucket: int = 128, on_steps=None):
         self.engine, self.plan, self.runtime = engine, engine.plan, engine.runtime
         self.prompt_ids = engine.encode(prompt) if isinstance(prompt, str) else list(prompt)
         self.max_new_tokens = max_new_tokens
@@ -175,7 +175,7 @@ class Session:
         if timing not in ("windows", "continuous", "auto"):
             raise TfdashError(f"timing {timing!r}: choose windows, continuous or auto")
         self.timing_mode, self._make_source = timing, record_source or make_source
-        self._cont_kw = dict(keep=continuous_steps, bucket=sweep_bucket)
+        self._cont_kw = dict(keep=continuous_steps, bucket=sweep_bucket, on_steps=on_steps)  # on_steps(Steps)
         self.continuous = None  # ContinuousTiming while it runs (and after, for the snapshot)
         self.timing_note = ""  # why not continuous, when it was asked for
 

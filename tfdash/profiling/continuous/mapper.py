@@ -16,6 +16,9 @@ lost in runs, which cut the steps at both ends; steps lost whole with no partial
 them would go uncounted: no record says they ran.)
 
 Exclusive time per launch is `kernel_map.exclusive_ns`, as windows compute it.
+
+CUPTI names a C++ kernel by its mangled symbol, the kernel map (torch.profiler) by the demangled
+one; a record's name is looked up as it is, then demangled (torch's demangler), once per name.
 """
 
 from __future__ import annotations
@@ -47,6 +50,16 @@ class Steps:
 
 
 _EMPTY = np.zeros(0, dtype=np.int64)
+MAX_NAMES = 4096  # distinct record names remembered (the plan's and a few foreign ones)
+
+
+def _demangler():
+    try:
+        import torch
+
+        return torch._C._demangle
+    except Exception:  # noqa: BLE001 - without torch, names are compared as they come
+        return lambda name: name
 
 
 class StepMapper:
@@ -63,6 +76,8 @@ class StepMapper:
         self.K = len(kernels)
         self.name_id = {n: k for k, n in enumerate(dict.fromkeys(self.kernel_names))}
         self.expect = np.array([self.name_id[n] for n in self.kernel_names], dtype=np.int64)
+        self._ids = dict(self.name_id)  # a record's name -> its id (-1: no plan kernel)
+        self._demangle = _demangler()
         self._ar = np.arange(self.K)
         one_each = self.K == self.n_launches and bool((self.owner == np.arange(self.K)).all())
         self._sum = None if one_each else np.eye(self.n_launches, dtype=np.int64)[self.owner]  # [kernel, launch]
@@ -79,6 +94,15 @@ class StepMapper:
         self.lost = False  # records lost since the last measured step
         self.frontier: int | None = None
         self._carry = (_EMPTY, _EMPTY, _EMPTY, _EMPTY)
+
+    def _learn(self, name: str) -> int:
+        try:
+            i = self.name_id.get(self._demangle(name), -1)
+        except Exception:  # noqa: BLE001 - a name the demangler refuses is no plan kernel
+            i = -1
+        if len(self._ids) < MAX_NAMES:
+            self._ids[name] = i
+        return i
 
     def _missing(self, dt: int, period_ns: float | None) -> int:
         """Steps lost between two measured ones `dt` ns apart with records lost between them:
@@ -105,7 +129,11 @@ class StepMapper:
         """The whole steps completed by this batch (None: none)."""
         n0 = len(rec)
         self.records += n0
-        ids = np.fromiter((self.name_id.get(x, -1) for x in rec.names), dtype=np.int64, count=n0)
+        get = self._ids.get
+        ids = np.fromiter((get(x, -2) for x in rec.names), dtype=np.int64, count=n0)
+        if (ids == -2).any():
+            ids = np.fromiter((get(x) if get(x, -2) != -2 else self._learn(x) for x in rec.names),
+                              dtype=np.int64, count=n0)
         keep = ids >= 0
         if self.require_graph:
             keep &= rec.graph != 0

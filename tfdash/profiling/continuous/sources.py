@@ -87,6 +87,19 @@ class RecordSource(ABC):
 # -- CUPTI ---------------------------------------------------------------------------------
 _owner_lock = threading.Lock()
 _owner: list = [None]  # the CuptiActivity holding CUPTI's activity callbacks in this process
+_registered = [False]  # the trampolines below were registered once in this process
+
+
+def _requested():
+    return BUFFER_BYTES, 0  # bytes, and no cap on the records in it
+
+
+def _completed(activities) -> None:
+    """CUPTI's worker thread: a buffer for whichever CuptiActivity holds CUPTI now (one pair of
+    callbacks per process, registered again after a torch.profiler replaced them)."""
+    owner = _owner[0]
+    if owner is not None:
+        owner._completed(activities)
 
 
 def _result_name(e: Exception) -> str:
@@ -174,9 +187,15 @@ class CuptiActivity(RecordSource):
     def _enable(self) -> None:
         c = self._cupti
         try:
-            c.activity_register_callbacks(self._requested, self._completed)
-            c.activity_enable(c.ActivityKind.CONCURRENT_KERNEL)
+            c.activity_register_callbacks(_requested, _completed)
+            _registered[0] = True
         except Exception as e:  # noqa: BLE001 - cuptiError, or anything the binding raises
+            if not _registered[0]:
+                raise Unavailable(f"CUPTI refused the activity callbacks: {_result_name(e)}") from e
+            log.warning("cupti activity_register_callbacks again: %s (keeping the first)", _result_name(e))
+        try:
+            c.activity_enable(c.ActivityKind.CONCURRENT_KERNEL)
+        except Exception as e:  # noqa: BLE001
             raise Unavailable(f"CUPTI refused kernel activity records: {_result_name(e)}") from e
         self._kind = int(c.ActivityKind.CONCURRENT_KERNEL)
         self._on = True
@@ -184,10 +203,6 @@ class CuptiActivity(RecordSource):
             c.activity_flush_period(FLUSH_PERIOD_MS)
         except Exception as e:  # noqa: BLE001 - without it buffers arrive when full: slower updates
             log.warning("cupti activity_flush_period failed: %s", _result_name(e))
-
-    @staticmethod
-    def _requested():
-        return BUFFER_BYTES, 0  # bytes, and no cap on the records in it
 
     def _completed(self, activities) -> None:
         """CUPTI's worker thread: one buffer of records, reduced to (name, start, end, graph)."""
