@@ -48,7 +48,8 @@ def roofline_lines(snap: ProfileSnapshot) -> list[str]:
     elif t is not None and t.note:
         head = [f"kernel timing: windows ({t.note})"]
     ds = f", {r.pct_datasheet:.1f}% of the {r.datasheet_gbps:.0f} GB/s datasheet" if r.datasheet_gbps else ""
-    out = head + [f"roofline @ ctx {r.ctx_len} over {r.steps} steps ({r.timing}): {r.bytes_per_step / 1e6:.2f} MB/step, "
+    out = head + [
+           f"roofline @ ctx {r.ctx_len} over {r.steps} steps ({r.timing}): {r.bytes_per_step / 1e6:.2f} MB/step, "
            f"step {r.measured_step_ns / 1e3:.1f} us measured vs {r.predicted_step_ns / 1e3:.1f} us ideal; "
            f"{r.achieved_gbps:.1f} GB/s = {r.pct_ceiling:.1f}% of the {r.ceiling_gbps:.1f} GB/s measured "
            f"ceiling{ds}",
@@ -108,7 +109,8 @@ def profile_run(eng, args, max_new: int) -> int:
                 if t.text:
                     out.write(visible(t.text, KEEP_LAYOUT))
             out.flush()
-            if profile and not asked[0] and m.new_tokens >= at and session.timing_method != "continuous":
+            windows = session.timing_method != "continuous"  # continuous timing needs none
+            if profile and windows and not asked[0] and m.new_tokens >= at:
                 asked[0] = session.request_profile(steps)
         elif isinstance(m, Status) and m.text:
             print(f"tfdash: {visible(m.text)}", file=err)

@@ -170,7 +170,10 @@ def start_continuous(runtime, timer, source: RecordSource, post, **kw) -> tuple[
     if runtime.cuda:
         if not timer.prepared:
             post(Status("learning the kernel map (once per process)"))
-        timer.prepare()
+        try:
+            timer.prepare()
+        except Exception as e:  # noqa: BLE001 - a capture that failed here fails the run later, with its own line
+            return None, f"continuous timing unavailable: no kernel map ({type(e).__name__}: {e}); {FALLBACK}"
         if timer.kernel_map.error or timer.kernel_map.names is None:
             return None, f"continuous timing unavailable: {timer.kernel_map.error or 'no kernel map'}; {FALLBACK}"
         names = timer.kernel_map.names
