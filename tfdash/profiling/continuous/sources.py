@@ -193,11 +193,11 @@ class CuptiActivity(RecordSource):
             if not _registered[0]:
                 raise Unavailable(f"CUPTI refused the activity callbacks: {_result_name(e)}") from e
             log.warning("cupti activity_register_callbacks again: %s (keeping the first)", _result_name(e))
+        self._kind = int(c.ActivityKind.CONCURRENT_KERNEL)
         try:
             c.activity_enable(c.ActivityKind.CONCURRENT_KERNEL)
         except Exception as e:  # noqa: BLE001
             raise Unavailable(f"CUPTI refused kernel activity records: {_result_name(e)}") from e
-        self._kind = int(c.ActivityKind.CONCURRENT_KERNEL)
         self._on = True
         try:
             c.activity_flush_period(FLUSH_PERIOD_MS)

@@ -32,6 +32,7 @@ from tfdash.stats import rank
 
 TRACE_STEPS = 8  # the timeline shows the kernels of the last few steps, as a window's does
 MIN_SPANS_FOR_SLOW = 16  # a step is "slow" against a p50 of at least this many spans
+CTX_QUANTUM = 16  # a range's ctx_len, for its predictions: a multiple of this (see ContinuousView)
 
 
 def pct(a: np.ndarray, q: float, axis: int = 0) -> np.ndarray:
@@ -68,7 +69,10 @@ class ContinuousView:
 
     @property
     def ctx_len(self) -> int:
-        return self.first_step + (self.last_step - self.first_step) // 2
+        """The range's middle step, down to a multiple of CTX_QUANTUM: the range spans hundreds
+        of steps, and the analyzer then prices it once per CTX_QUANTUM steps, not every refresh."""
+        mid = self.first_step + (self.last_step - self.first_step) // 2
+        return mid - mid % CTX_QUANTUM
 
     def p50(self, i: int) -> float:
         return self.p50s[i]
