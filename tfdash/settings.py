@@ -46,6 +46,14 @@ class Settings:
                                 "draining around them (Generation's `overlaps`). Off: measured on the H200 it "
                                 "cost more tok/s than draining, not less (benchmarks/ has the run); a guess "
                                 "at why: the profiler's stop then waits for and records every step in flight"),
+        "timing": Knob("TFDASH_TIMING", "auto",
+                       "per-kernel timing in the dashboard and `--headless --profile`: auto (every step's "
+                       "kernels from CUPTI activity records through cupti-python, `pip install "
+                       "'tfdash[cupti]'`, on a CUDA-graph engine; else profile windows, saying why), "
+                       "continuous (the same), windows (profile windows only, as on `p`)"),
+        "continuous_steps": Knob("TFDASH_CONTINUOUS_STEPS", 256,
+                                 "continuous timing: the kernel table's p50/p90 are over this many latest steps "
+                                 "(a ring of steps x launches int64, fixed at the start)"),
         "attn_kv_early": Knob("TFDASH_ATTN_KV_EARLY", True,
                               "the fused attention reads pos and the KV cache rows before its grid dependency "
                               "(they were written by earlier steps), so the K/V stream overlaps the qkv GEMV's "

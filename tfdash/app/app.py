@@ -201,7 +201,7 @@ class TfdashApp(App[ProfileSnapshot | None]):
                 self.windows[r.ctx_len] = measured
                 while len(self.windows) > MAX_WINDOWS:
                     self.windows.pop(next(iter(self.windows)))
-            if self._last_window is not None or self.state != "snapshot":
+            if (self._last_window is not None or self.state != "snapshot") and r.timing != "continuous":
                 self.notify(f"{r.steps} steps at ctx_len {r.ctx_len:,}: {r.measured_step_ns / 1e6:.3f} ms/step, "
                             f"{r.pct_ceiling:.1f} % of the ceiling", title="profile window", timeout=4)
             self._last_window = window

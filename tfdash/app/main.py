@@ -58,7 +58,11 @@ def make_session(engine, prompt: str, max_new_tokens: int, **kw):
     """A Session over `engine`, passing only the options this Session accepts."""
     from tfdash.profiling.session import Session
 
+    from tfdash.settings import SETTINGS
+
     kw.setdefault("prepare_profiler", True)  # the dashboard profiles: pay CUPTI's start before decoding
+    kw.setdefault("timing", SETTINGS.timing)  # every step timed where CUPTI works (auto)
+    kw.setdefault("continuous_steps", SETTINGS.continuous_steps)
     params = inspect.signature(Session).parameters
     return Session(engine, prompt, max_new_tokens, **{k: v for k, v in kw.items() if k in params})
 

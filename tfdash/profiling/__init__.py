@@ -5,6 +5,7 @@
     measure    probe.py          the measured copy bandwidth: the ceiling predictions are priced on
                timeline.py       profile windows: per-launch time over N steps of a live generation
                kernel_map.py     which device kernels each launch makes; CUPTI events -> launches
+               continuous/       every step's kernels from CUPTI activity records (cupti-python)
                marginal.py       a launch doubled in a variant graph, A/B against the plain step
                nvml.py           NVML queries (errors are a sentinel); nvml_sampler.py its thread
     session    session.py        one observed generation: threads, locks, requests

@@ -5,8 +5,11 @@ Session hands out is `assemble(state, ...)` of a copy of its state taken under i
 
     kernel_rows(analysis, window)      a KernelRow per launch: the analyzer's cost and ideal,
                                        the window's measured p50/p90 and share of the step
+                                       (a "window" is a WindowResult or a ContinuousView: the
+                                       latest steps of continuous timing answer the same way)
     roofline(analysis, window, ...)    the window's step against the memory roofline and NVML
     window_record(window)              the window as one point of the ctx_len sweep
+    freshest(window, continuous)       the latest measurement: the kernel table's source
     unavailable_panels(...)            panel -> why it has no numbers
     assemble(state, ...)               the ProfileSnapshot
 """
@@ -17,7 +20,8 @@ import json
 from collections import deque
 from dataclasses import dataclass
 
-from tfdash.profiling.snapshot import KernelRow, KernelSpan, ProfileSnapshot, Roofline, RunMeta, WindowRecord
+from tfdash.profiling.snapshot import (KernelRow, KernelSpan, ProfileSnapshot, Roofline, RunMeta, TimingInfo,
+                                       WindowRecord)
 
 NVML_LOOKBACK_S = 1.0  # a window's NVML figure: GPM over this much decode before it
 NVML_SKIP_S = 0.1  # ... leaving out the run's first moments (set-up, the first steps)
@@ -40,6 +44,8 @@ def kernel_rows(analysis, win) -> tuple[KernelRow, ...]:
             m = dict(measured_p50_ns=p50, measured_p90_ns=win.p90(la.index),
                      share=p50 / step if step > 0 else None, device_kernels=tuple(win.names[la.index]),
                      samples=win.steps)
+            if hasattr(win, "last"):
+                m["measured_last_ns"] = win.last(la.index)
         rows.append(KernelRow(la.index, la.role, la.layer, la.family, la.kernel, float(r.ideal_ns),
                               c.bytes_read, c.bytes_written, c.total_flops(), r.bound_by, **m))
     return tuple(rows)
@@ -55,6 +61,8 @@ def nvml_for_window(sampler, win, origin_ns: int, reason: str) -> tuple[float | 
         return None, reason
     t0 = (win.t_start_ns - origin_ns) / 1e9
     t1 = (win.t_end_ns - origin_ns) / 1e9
+    if win.method == "continuous":  # its range lasts long enough for GPM itself
+        return sampler.window_gbps(t0, t1)
     nv, src = sampler.window_gbps(max(NVML_SKIP_S, t0 - NVML_LOOKBACK_S), t0)
     if nv is not None:
         return nv, f"{src}; over the {min(NVML_LOOKBACK_S, t0 - NVML_SKIP_S):.2f} s of decode before the window"
@@ -78,6 +86,14 @@ def roofline(analysis, win, target, nvml: tuple[float | None, str]) -> Roofline 
 def window_record(win) -> WindowRecord:
     return WindowRecord(win.ctx_len, win.first_step, win.steps, float(win.step_p50_ns),
                         tuple(float(win.p50(i)) for i in range(len(win.launch_ns))))
+
+
+def freshest(window, continuous):
+    """The measurement that ended last, of the latest window and the continuous range (either
+    may be None): continuous data, except just after a profile window."""
+    if window is None or continuous is None:
+        return continuous if window is None else window
+    return window if window.t_end_ns > continuous.t_end_ns else continuous
 
 
 def timeline(win, origin_ns: int) -> tuple[KernelSpan, ...]:
@@ -142,11 +158,16 @@ class RunRecord:
             self.ttft_ns, self.held_ns)
 
 
-def unavailable_panels(st: SessionState, roof: Roofline | None, spans: tuple) -> dict[str, str]:
+def unavailable_panels(st: SessionState, roof: Roofline | None, spans: tuple,
+                       timing: TimingInfo | None = None, measured: bool = False) -> dict[str, str]:
     out: dict[str, str] = {}
     why = "no profile window yet" if st.window_error is None else \
         f"no profile window yet (the last one: {st.window_error})"
-    if st.window is None:
+    if timing is not None and timing.method == "continuous":
+        why = "continuous timing: no step measured yet"
+    elif timing is not None and timing.note:
+        out["continuous"] = timing.note
+    if st.window is None and not measured:
         out["kernels"] = why
     elif st.window_error is not None:
         out["profile"] = f"the latest profile window has no numbers: {st.window_error}"
@@ -166,11 +187,15 @@ def unavailable_panels(st: SessionState, roof: Roofline | None, spans: tuple) ->
 
 
 def assemble(st: SessionState, rows: tuple[KernelRow, ...], roof: Roofline | None,
-             spans: tuple[KernelSpan, ...]) -> ProfileSnapshot:
+             spans: tuple[KernelSpan, ...], timing: TimingInfo | None = None,
+             sweep: tuple[WindowRecord, ...] = ()) -> ProfileSnapshot:
+    """The snapshot; `sweep`: continuous timing's ctx_len points, merged with the windows'."""
+    measured = any(r.measured_p50_ns is not None for r in rows)
+    windows = tuple(sorted(st.history + tuple(sweep), key=lambda w: w.first_step)) if sweep else st.history
     return ProfileSnapshot(
         meta=st.meta, tokens=st.tokens, step_ns=st.step_ns, prompt_tokens=st.prompt_tokens,
         new_tokens=st.new_tokens, wall_ns=st.wall_ns, kernels=rows, nvml=st.nvml_series, roofline=roof,
-        marginal=st.marginal, unavailable=unavailable_panels(st, roof, spans),
+        marginal=st.marginal, unavailable=unavailable_panels(st, roof, spans, timing, measured),
         target=jsonable(st.target.to_dict()), steps=st.steps, paused_ns=st.paused_ns,
-        profile_windows=st.profile_windows, timeline=spans, windows=st.history, ttft_ns=st.ttft_ns,
-        held_ns=st.held_ns)
+        profile_windows=st.profile_windows, timeline=spans, windows=windows, ttft_ns=st.ttft_ns,
+        held_ns=st.held_ns, timing=timing)

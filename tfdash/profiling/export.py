@@ -4,12 +4,13 @@ Snapshot JSON, schema "tfdash.snapshot" (version: `snapshot.VERSION`; older vers
 (tuples as arrays, nested dataclasses as objects, None as null, floats always finite), with
 "schema" and "version" first:
 
-    {"schema": "tfdash.snapshot", "version": 3,
+    {"schema": "tfdash.snapshot", "version": 5,
      "meta": RunMeta, "tokens": [TokenRecord], "step_ns": [int], "prompt_tokens": int,
      "new_tokens": int, "wall_ns": int, "kernels": [KernelRow], "nvml": [Series],
      "roofline": Roofline | null, "marginal": [object], "unavailable": {panel: reason},
      "target": object | null, "steps": int, "paused_ns": int, "profile_windows": int,
-     "timeline": [KernelSpan], "windows": [WindowRecord]}
+     "timeline": [KernelSpan], "windows": [WindowRecord], "ttft_ns": int, "held_ns": int,
+     "timing": TimingInfo | null}
 
 `schema_doc()` prints every field with its type, generated from the dataclasses themselves.
 `load_snapshot(path)` checks the schema name, the version, every field's type, unknown and
@@ -189,11 +190,14 @@ def _dataclass(cls, v, path: str):
 
 MAX_FREE_DEPTH = 4  # free-form objects (marginal results, target) nest no deeper than this
 NON_NEGATIVE = {  # times and sizes: a negative one is a corrupt file, not a measurement
-    "KernelRow": ("predicted_ns", "measured_p50_ns", "measured_p90_ns", "bytes_read", "bytes_written", "flops",
-                  "samples"),
+    "KernelRow": ("predicted_ns", "measured_p50_ns", "measured_p90_ns", "measured_last_ns", "bytes_read",
+                  "bytes_written", "flops", "samples"),
     "TokenRecord": ("elapsed_ns",),
     "KernelSpan": ("dur_ns",),
     "Roofline": ("steps", "bytes_per_step", "predicted_step_ns", "measured_step_ns", "kernel_sum_ns"),
+    "TimingInfo": ("steps_measured", "steps_dropped", "range_steps", "records", "records_ignored",
+                   "host_ns_per_step", "pauses", "bucket_steps"),
+    "SlowStep": ("span_ns", "busy_ns"),
     "ProfileSnapshot": ("prompt_tokens", "new_tokens", "wall_ns", "steps", "paused_ns", "profile_windows"),
 }
 
@@ -357,7 +361,7 @@ def write_chrome_trace(snap: ProfileSnapshot, path) -> Path:
 # -- CSV -----------------------------------------------------------------------------------
 CSV_COLUMNS = ("index", "role", "layer", "family", "kernel", "predicted_ns", "measured_p50_ns",
                "measured_p90_ns", "share", "gap", "bytes_read", "bytes_written", "flops", "achieved_gbps",
-               "bound_by", "device_kernels")
+               "bound_by", "device_kernels", "measured_last_ns", "samples")
 
 
 def kernel_csv(snap: ProfileSnapshot) -> str:

@@ -1,8 +1,9 @@
 """`tfdash --headless --profile [--export DIR]`: the continuation, then the measured report.
 
-The run is one Session: the text streams to stdout as it is generated; with --profile a window of
-steps is profiled around the middle of the generation (CUPTI in graph replays on CUDA, host
-timing on CPU), and, if the generation ended before it ran, once more right after it at the
+The run is one Session: the text streams to stdout as it is generated; with --profile every step
+is timed where continuous timing runs (SETTINGS.timing; CUDA graphs with cupti-python), else a
+window of steps is profiled around the middle of the generation (CUPTI in graph replays on CUDA,
+host timing on CPU), and, if the generation ended before it ran, once more right after it at the
 ctx where it stopped. The report prints tok/s, the roofline line, NVML's bandwidth, the files
 written with --export, and ends with the top kernels by measured time beside their predicted
 time and gap.
@@ -39,8 +40,16 @@ def roofline_lines(snap: ProfileSnapshot) -> list[str]:
     r = snap.roofline
     if r is None:
         return [f"roofline: unavailable ({snap.unavailable.get('roofline', '?')})"]
+    t = snap.timing
+    head = []
+    if t is not None and t.method == "continuous":
+        head = [f"kernel timing: continuous ({t.source}), {t.steps_measured} steps measured, {t.steps_dropped} "
+                f"lost; p50/p90 over the last {t.range_steps}; host {t.host_ns_per_step / 1e3:.1f} us/step"]
+    elif t is not None and t.note:
+        head = [f"kernel timing: windows ({t.note})"]
     ds = f", {r.pct_datasheet:.1f}% of the {r.datasheet_gbps:.0f} GB/s datasheet" if r.datasheet_gbps else ""
-    out = [f"roofline @ ctx {r.ctx_len} over {r.steps} steps ({r.timing}): {r.bytes_per_step / 1e6:.2f} MB/step, "
+    out = head + [
+           f"roofline @ ctx {r.ctx_len} over {r.steps} steps ({r.timing}): {r.bytes_per_step / 1e6:.2f} MB/step, "
            f"step {r.measured_step_ns / 1e3:.1f} us measured vs {r.predicted_step_ns / 1e3:.1f} us ideal; "
            f"{r.achieved_gbps:.1f} GB/s = {r.pct_ceiling:.1f}% of the {r.ceiling_gbps:.1f} GB/s measured "
            f"ceiling{ds}",
@@ -82,8 +91,11 @@ def profile_run(eng, args, max_new: int) -> int:
     out, err = sys.stdout, sys.stderr
     profile = bool(getattr(args, "profile", False))
     steps = window_steps(max_new)
+    from tfdash.settings import SETTINGS
+
     session = Session(eng, args.prompt, max_new, ignore_eos=getattr(args, "ignore_eos", False),
-                      prepare_profiler=profile)
+                      prepare_profiler=profile, timing=SETTINGS.timing if profile else "windows",
+                      continuous_steps=SETTINGS.continuous_steps)
     at = max(1, (max_new - steps) // 2)
     asked = [False]
     wrote_prompt = [False]
@@ -97,7 +109,8 @@ def profile_run(eng, args, max_new: int) -> int:
                 if t.text:
                     out.write(visible(t.text, KEEP_LAYOUT))
             out.flush()
-            if profile and not asked[0] and m.new_tokens >= at:
+            windows = session.timing_method != "continuous"  # continuous timing needs none
+            if profile and windows and not asked[0] and m.new_tokens >= at:
                 asked[0] = session.request_profile(steps)
         elif isinstance(m, Status) and m.text:
             print(f"tfdash: {visible(m.text)}", file=err)
@@ -118,7 +131,7 @@ def profile_run(eng, args, max_new: int) -> int:
 def report(session: Session, args, profile: bool, steps: int, out) -> None:
     """The summary, the roofline, the files written with --export, the top kernels."""
     out.write("\n")
-    if profile and session.snapshot().profile_windows == 0:
+    if profile and session.snapshot().profile_windows == 0 and session.timing_method != "continuous":
         session.profile_now(steps)
     snap = session.snapshot()
     print(summary_line(snap), file=out)

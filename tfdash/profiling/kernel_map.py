@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
+import numpy as np
+
 from tfdash.engine.decode import percentile
 
 ANNOTATION = "tfdash.launch."
@@ -68,6 +70,28 @@ def attribute(annotations: Sequence[tuple[int, int, int]], events: Sequence[Devi
             raise ValueError(f"device event {e.name!r} at {e.start_ns} ns is outside every launch's range")
         names[hit[0]].append(e.name)
     return tuple(tuple(n) for n in names)
+
+
+def exclusive_ns(starts, ends, frontier: int | None = None) -> np.ndarray:
+    """Each kernel's exclusive ns, kernels in start order: from the later of its start and the end
+    of every kernel before it (`frontier`: the latest end before the first, default its start) to
+    its end, never negative. Windows (map_replays) and continuous timing share this one formula."""
+    s, e = np.asarray(starts, dtype=np.int64), np.asarray(ends, dtype=np.int64)
+    if s.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    first = s[0] if frontier is None else frontier
+    before = np.maximum.accumulate(np.concatenate(([first], e[:-1])))  # latest end of the kernels before
+    return np.maximum(0, e - np.maximum(s, before))
+
+
+def is_kernel(name: str) -> bool:
+    """A device event that CUPTI's kernel records carry (not a memset or a copy)."""
+    return not name.startswith(("Memset", "Memcpy"))
+
+
+def tilelang_names(plan) -> tuple[tuple[str, ...], ...]:
+    """The kernel map a tilelang-graph runtime of `plan` learns: one `<launch.kernel>_kernel` each."""
+    return tuple((f"{la.kernel}_kernel",) for la in plan.launches)
 
 
 def check_tilelang_names(names: Sequence[Sequence[str]], kernels: Sequence[str]) -> str | None:
@@ -128,7 +152,7 @@ def map_replays(events: Sequence[DeviceEvent], names: Sequence[Sequence[str]], s
     launch_ns = [[0] * steps for _ in names]
     spans = []
     firsts = []
-    frontier = ev[0].start_ns  # the latest end of any earlier event
+    excl = exclusive_ns([e.start_ns for e in ev], [e.start_ns + e.dur_ns for e in ev]).tolist()
     for s in range(steps):
         block = ev[s * per_step:(s + 1) * per_step]
         firsts.append(block[0].start_ns)
@@ -136,9 +160,7 @@ def map_replays(events: Sequence[DeviceEvent], names: Sequence[Sequence[str]], s
             if e.name != expect[j]:
                 return (), [], None, (f"step {s}: device event {j} is {e.name!r}, launch {owner[j]} "
                                       f"ran {expect[j]!r} when learned")
-            end = e.start_ns + e.dur_ns
-            launch_ns[owner[j]][s] += max(0, end - max(e.start_ns, frontier))
-            frontier = max(frontier, end)
+            launch_ns[owner[j]][s] += excl[s * per_step + j]
             spans.append((s, owner[j], e.name, e.start_ns, e.dur_ns))
     period = percentile([b - a for a, b in zip(firsts, firsts[1:])], 50) if steps > 1 else None
     return tuple(tuple(r) for r in launch_ns), spans, period, None

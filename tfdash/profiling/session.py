@@ -4,6 +4,7 @@
     threading.Thread(target=s.run, args=(on_event,)).start()
     s.request_profile(32)                              # a profile window over the next 32 steps
     s.marginal("L13.gate_up")                          # CUDA: doubled-launch A/B (blocks)
+    Session(..., timing="auto")                        # continuous per-kernel timing when CUPTI works
     snap = s.snapshot()                                # immutable ProfileSnapshot, any thread
 
 The Session holds the threads, the locks and the requests; `run` decodes on the calling thread
@@ -11,6 +12,12 @@ and posts the messages of `tfdash.profiling.messages` to `on_event` as things ha
 batches at most every `batch_s` or 64 tokens, profile windows, NVML samples, marginals, status
 lines). Turning its state into a snapshot is `tfdash.profiling.assemble`. Everything it keeps is
 in bounded ring buffers (tokens, step times, windows, NVML samples): constant memory over any run.
+
+Per-kernel timing (`timing`): "windows" (profile windows only, on request or every
+`profile_every` tokens), "continuous" or "auto" (every step's kernels through
+`tfdash.profiling.continuous` when its record source starts, else windows, with the reason in
+one status line and in the snapshot's `timing.note`). While continuous timing runs, a requested
+window pauses it for its steps (see continuous.timing).
 """
 
 from __future__ import annotations
@@ -26,13 +33,15 @@ from tfdash.profiling import assemble as asm
 from tfdash.profiling import marginal as marginal_mod
 from tfdash.profiling import probe
 from tfdash.profiling.analyze import StepAnalysis
+from tfdash.profiling.continuous import PausingWindow, start_continuous
+from tfdash.profiling.continuous.sources import make_source
 from tfdash.profiling.messages import (MarginalDone, NvmlUpdate, ProfileDone, SessionEnded,  # noqa: F401
                                        SessionStarted, Status, TokenBatch)
 from tfdash.profiling.meta import collect_meta
 from tfdash.profiling.nvml import Nvml
 from tfdash.profiling.nvml_sampler import NvmlSampler
 from tfdash.profiling.pricing import Pricing
-from tfdash.profiling.snapshot import ProfileSnapshot, TokenRecord
+from tfdash.profiling.snapshot import ProfileSnapshot, TimingInfo, TokenRecord
 from tfdash.profiling.timeline import Timer, WindowResult, profile_steps
 
 log = logging.getLogger("tfdash.session")
@@ -131,7 +140,8 @@ class Session:
                  profile_every: int = 0, profile_steps: int = 32, ignore_eos: bool = False,
                  batch_s: float = 0.05, nvml_interval: float = 0.25, keep_samples: int = 10000,
                  keep_windows: int = 16, keep_history: int = 64, nvml_lib: Nvml | None = None,
-                 depth: int | None = None, prepare_profiler: bool = False):
+                 depth: int | None = None, prepare_profiler: bool = False, timing: str = "windows",
+                 record_source=None, continuous_steps: int = 256, sweep_bucket: int = 128, on_steps=None):
         self.engine, self.plan, self.runtime = engine, engine.plan, engine.runtime
         self.prompt_ids = engine.encode(prompt) if isinstance(prompt, str) else list(prompt)
         self.max_new_tokens = max_new_tokens
@@ -162,6 +172,12 @@ class Session:
         self._nvml = (nvml, nvml_lib, nvml_interval, keep_samples)
         self.sampler: NvmlSampler | None = None
         self._nvml_reason = "NVML sampling is off (nvml=False)" if not nvml else "NVML not started yet"
+        if timing not in ("windows", "continuous", "auto"):
+            raise TfdashError(f"timing {timing!r}: choose windows, continuous or auto")
+        self.timing_mode, self._make_source = timing, record_source or make_source
+        self._cont_kw = dict(keep=continuous_steps, bucket=sweep_bucket, on_steps=on_steps)  # on_steps(Steps)
+        self.continuous = None  # ContinuousTiming while it runs (and after, for the snapshot)
+        self.timing_note = ""  # why not continuous, when it was asked for
 
     def _ctx_now(self) -> int:
         return max(0, len(self.prompt_ids) - 1 + self.rec.new_tokens)
@@ -220,6 +236,7 @@ class Session:
         finally:
             if self.sampler is not None:
                 self.sampler.stop()
+            self._stop_continuous()
             with self._lock:
                 for w in self._pending:
                     w.cancel("the session ended")
@@ -228,8 +245,45 @@ class Session:
                 self._version += 1
             self._post(ended)
 
+    def _start_continuous(self) -> None:
+        if self.timing_mode == "windows":
+            return
+        timing, note = start_continuous(self.runtime, self.timer, self._make_source(self.runtime), self._post,
+                                        on_change=self._touch, **self._cont_kw)
+        with self._lock:
+            self.continuous, self.timing_note = timing, note
+            self._version += 1
+        if self.runtime.cuda or self.timing_mode == "continuous":  # on the CPU "auto" means windows
+            self._post(Status(note))  # the reason for windows, or "" to clear the set-up's line
+
+    def _stop_continuous(self) -> None:
+        c = self.continuous
+        if c is not None:
+            try:
+                c.stop()
+            except Exception as e:  # noqa: BLE001 - the run's end must not fail on it
+                c.error = c.error or f"stopping: {type(e).__name__}: {e}"
+            self._touch()
+
+    @property
+    def timing_method(self) -> str:
+        c = self.continuous
+        return "continuous" if c is not None and c.state in ("running", "paused", "stopped") else "windows"
+
+    def timing_info(self) -> TimingInfo:
+        c = self.continuous
+        if c is None:
+            return TimingInfo("windows", note=self.timing_note)
+        info = c.info()
+        if c.state == "failed":
+            return TimingInfo("windows", info.source, f"continuous timing stopped: {c.error}", info.steps_measured,
+                              info.steps_dropped, 0, info.records, info.records_ignored, info.host_ns_per_step,
+                              info.pauses, info.bucket_steps, info.slow_steps)
+        return info
+
     def _decode(self, stop: threading.Event | None) -> SessionEnded:
         prepare(self.runtime, self.timer, self.prepare_profiler, self._post, self._probe)
+        self._start_continuous()
         gen = self.engine.generate(self.prompt_ids, self.max_new_tokens, stop=self._stop, ignore_eos=self.ignore_eos,
                                    depth=self.depth, keep=self.keep)
         with self._lock:
@@ -251,6 +305,8 @@ class Session:
             if len(self._outstanding) >= 2:
                 return False
             w = self.timer.window(max(1, int(steps)), on_done=self._on_window)
+            if self.continuous is not None and self.continuous.active:
+                w = PausingWindow(w, self.continuous, self._post)
             self._outstanding.append(w)
             (self._gen.intercept if self._gen is not None else self._pending.append)(w)
             return True
@@ -314,10 +370,12 @@ class Session:
                 version = self._version
                 st = self.rec.freeze(self.meta, len(self.prompt_ids), self.pricing.target, self.runtime.cuda,
                                      self.engine.backend, self.sampler, self._nvml_reason)
-            win = st.window
+            cont = self.continuous.view() if self.timing_method == "continuous" else None
+            win = asm.freshest(st.window, cont)
             rows = self.pricing.rows(win, win.ctx_len if win else self._ctx_now())
             snap = asm.assemble(st, rows, self._roofline(win) if win else None,
-                                self.pricing.spans(win, self._origin_ns))
+                                self.pricing.spans(win, self._origin_ns), self.timing_info(),
+                                cont.sweep if cont is not None else ())
             with self._lock:
                 self._snap = (version, snap)
             return snap

@@ -8,7 +8,12 @@ through JSON unchanged: export -> load -> equal.
 A value that could not be measured is None, and `unavailable[panel]` says why
 (e.g. {"nvml": "NVML not found: libnvidia-ml.so.1 missing", "kernels": "no profile window yet"}).
 Panels: "kernels", "roofline", "nvml" (and "nvml.<series>" for one missing metric), "marginal",
-"timeline", and "profile" (the latest window failed while an older one still gives the numbers).
+"timeline", "profile" (the latest window failed while an older one still gives the numbers), and
+"continuous" (why per-kernel times come from profile windows instead of every step).
+
+`timing` says how the kernel table, roofline and sweep were measured: "continuous" (every step's
+kernels from CUPTI activity records, p50/p90 over the latest `range_steps` steps, a sweep point per
+ctx_len bucket) or "windows" (profile windows of a few steps each).
 
 Floats are always finite (never NaN or inf), so a snapshot equals itself after a round trip.
 The JSON form and its loader are in `tfdash.profiling.export`.
@@ -21,8 +26,9 @@ from dataclasses import dataclass, field
 from tfdash.stats import Rates
 
 SCHEMA = "tfdash.snapshot"
-VERSION = 4  # 2: RunMeta.kernels_source; 3: RunMeta.plan_options, windows, ttft_ns, held_ns;
-#              4: RunMeta.threads (older files load with them None / empty / 0)
+VERSION = 5  # 2: RunMeta.kernels_source; 3: RunMeta.plan_options, windows, ttft_ns, held_ns;
+#              4: RunMeta.threads; 5: timing, KernelRow.measured_last_ns (older files load with
+#              them None / empty / 0)
 
 
 @dataclass(frozen=True)
@@ -80,6 +86,7 @@ class KernelRow:
     share: float | None = None  # measured p50 / measured step time
     device_kernels: tuple[str, ...] = ()  # the device kernels this launch ran (CUPTI names)
     samples: int = 0  # steps its measurement is taken over
+    measured_last_ns: float | None = None  # continuous timing: the latest step's exclusive ns
 
     @property
     def gap(self) -> float | None:
@@ -165,6 +172,37 @@ class WindowRecord:
 
 
 @dataclass(frozen=True)
+class SlowStep:
+    """One of the slowest steps of a continuously timed run, kept whole."""
+
+    step: int  # the generation step (== its ctx_len)
+    span_ns: int  # its first kernel's start to the next step's
+    excess_ns: float  # span - the p50 span of the steps around it
+    busy_ns: int  # sum of its launches' exclusive ns
+    launch: int  # the launch most over its own p50 (StepPlan index); -1: the idle between kernels
+    launch_excess_ns: float  # by how much
+    launch_ns: tuple[int, ...]  # [launch index]: every launch's exclusive ns in this step
+
+
+@dataclass(frozen=True)
+class TimingInfo:
+    """How the per-kernel numbers were measured (see the module doc)."""
+
+    method: str  # "continuous" | "windows"
+    source: str = ""  # continuous: the record source, e.g. "cupti-python 13.0.1, CONCURRENT_KERNEL"
+    note: str = ""  # one line: why windows, or what interrupted continuous timing
+    steps_measured: int = 0
+    steps_dropped: int = 0  # steps the record stream lost (estimated from the time around them)
+    range_steps: int = 0  # the latest steps the kernel table's p50/p90 are over
+    records: int = 0  # kernel records received
+    records_ignored: int = 0  # of no plan launch, of no graph, or of another graph (a marginal's)
+    host_ns_per_step: float = 0.0  # host time of the mechanism per measured step (off the decode thread)
+    pauses: int = 0  # times it paused for a profile window (torch.profiler)
+    bucket_steps: int = 0  # ctx_len steps per sweep point
+    slow_steps: tuple[SlowStep, ...] = ()  # the slowest, slowest first
+
+
+@dataclass(frozen=True)
 class ProfileSnapshot(Rates):
     """Everything on screen (tok_per_s and decode_tok_per_s from tfdash.stats.Rates)."""
 
@@ -189,6 +227,7 @@ class ProfileSnapshot(Rates):
     windows: tuple[WindowRecord, ...] = ()  # every window the session keeps, oldest first
     ttft_ns: int = 0  # run time until the first new token (0: none yet, or an older snapshot)
     held_ns: int = 0  # wall time the run was paused by the user: part of wall_ns, not of tok/s
+    timing: TimingInfo | None = None  # how the kernels were timed (None: older snapshots, windows)
 
     @property
     def text(self) -> str:
