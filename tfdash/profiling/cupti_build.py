@@ -6,13 +6,15 @@
     prepare() -> CDLL | reason    the three in a row; every failure is one line, nothing raises
 
 libcupti is the copy already mapped into the process when there is one (torch links it for
-kineto), so two CUPTIs never share a process; else the first libcupti.so* under $CUDA_HOME,
-$CUDA_PATH, /usr/local/cuda*, /opt/cuda, or the pip package nvidia-cuda-cupti (site-packages'
-nvidia/cu13 or nvidia/cuda_cupti), in the folders LIB_SUBDIRS. The header is the first cupti.h in
-INCLUDE_SUBDIRS of those roots whose CUPTI_API_VERSION has the library's major (record layouts
-change between majors); the kernel record struct is the one that header documents for
-CONCURRENT_KERNEL (CUpti_ActivityKernel10 in CUDA 13). The .so goes to cache_dir()/cupti_ring/,
-named by a hash of the C source, the header and library paths, the struct and the compiler.
+kineto), so two CUPTIs never share a process; else the first libcupti.so* in LIB_SUBDIRS of
+candidate_roots(): $CUDA_HOME, $CUDA_PATH, /usr/local/cuda*, /opt/cuda, and the pip packages'
+site-packages/nvidia/{cu13,cuda_cupti,cuda_runtime,cu12} (nvidia-cuda-cupti, which torch's CUDA
+wheels depend on). The header is the first cupti.h in INCLUDE_SUBDIRS of those roots whose
+CUPTI_API_VERSION has the library's major (record layouts change between majors); cuda.h, which
+it includes, may come from another root. The kernel record struct is the one that header
+documents for CONCURRENT_KERNEL (CUpti_ActivityKernel10 in CUDA 13). The .so goes to
+cache_dir()/cupti_ring/, named by a hash of the C source, the header and library paths, the
+struct and the compiler.
 """
 
 from __future__ import annotations
@@ -61,8 +63,7 @@ def candidate_roots() -> list[Path]:
     except Exception:  # noqa: BLE001 - a virtualenv's site without these helpers
         pass
     for d in dict.fromkeys(sp):
-        roots += [os.path.join(d, "nvidia", "cu13"), os.path.join(d, "nvidia", "cuda_cupti"),
-                  os.path.join(d, "nvidia", "cu12")]
+        roots += [os.path.join(d, "nvidia", sub) for sub in ("cu13", "cuda_cupti", "cuda_runtime", "cu12")]
     return [Path(r) for r in dict.fromkeys(r for r in roots if r) if os.path.isdir(r)]
 
 

@@ -13,15 +13,15 @@
    the consumer frees them with a release store of tail. A full ring drops the new record and
    counts it; nothing blocks.
 
-   Lifetime, as CUPTI allows it: there is no call that unregisters activity callbacks (NULL is
-   CUPTI_ERROR_INVALID_PARAMETER); cuptiActivityRegisterCallbacks may be called again and the
-   latest pair wins, which is how kineto (torch.profiler) takes over when it starts. tfr_stop
-   therefore disables the kind, forces a flush so CUPTI holds none of our buffers, and leaves the
-   callbacks registered but inert: a buffer that still arrives is counted as late and freed.
-   tfr_start registers again, so start/stop/torch.profiler/start works in one process.
-   cuptiFinalize is not called: CUPTI documents it as safe only from an API-exit callback, and
-   kineto would have to re-initialise CUPTI after it. Entries left in the ring stay drainable
-   after tfr_stop. No function aborts or prints; failures return -1 and set tfr_error(). */
+   Lifetime, as CUPTI allows it: activity callbacks cannot be unregistered (NULL is
+   CUPTI_ERROR_INVALID_PARAMETER), but cuptiActivityRegisterCallbacks may be called again and the
+   latest pair wins. kineto (torch.profiler) registers its own each time it starts, so a buffer of
+   ours still held by CUPTI would reach kineto as unknown, and its stop disables CONCURRENT_KERNEL
+   for us too: stop the ring before profiling. tfr_stop disables the kind and forces a flush, so
+   CUPTI holds none of our buffers; the callbacks stay registered but inert (a late buffer is
+   counted and freed); tfr_start registers again. cuptiFinalize is not called: CUPTI documents it
+   as safe only from an API-exit callback. Entries stay drainable after tfr_stop. No function
+   aborts or prints; failures return -1 and set tfr_error(). */
 
 #include <cupti.h>
 
@@ -204,12 +204,13 @@ static void put(const TFR_KERNEL_RECORD *k) {
 
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,
                                       size_t valid) {
-    (void)ctx;
-    (void)stream;
+    (void)ctx, (void)stream;
     uint64_t t0 = now_ns();
     pthread_mutex_lock(&producer);
     count(S_BUFFERS, 1);
-    if (!atomic_load(&running) || ring == NULL) {
+    if (buffer == NULL || valid == 0) {
+        /* nothing to walk */
+    } else if (!atomic_load(&running) || ring == NULL) {
         count(S_LATE_BUFFERS, 1);
     } else {
         CUpti_Activity *rec = NULL;
@@ -249,10 +250,10 @@ int tfr_start(size_t ring_records, size_t bytes) {
     uint32_t rt = 0;
     CHECK(cuptiGetVersion(&rt));
     if (rt / 10000 != CUPTI_API_VERSION / 10000) { /* record layouts change between majors */
-        pthread_mutex_lock(&err_lock);
-        snprintf(err_buf, sizeof err_buf, "libcupti API version %u does not match cupti.h's %u; build against "
+        char msg[256];
+        snprintf(msg, sizeof msg, "libcupti API version %u does not match cupti.h's %u; build against "
                  "the headers of the libcupti that is loaded", rt, (unsigned)CUPTI_API_VERSION);
-        pthread_mutex_unlock(&err_lock);
+        set_message(msg);
         return -1;
     }
     size_t cap = 1024;
