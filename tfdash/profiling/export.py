@@ -4,12 +4,12 @@ Snapshot JSON, schema "tfdash.snapshot" (version: `snapshot.VERSION`; older vers
 (tuples as arrays, nested dataclasses as objects, None as null, floats always finite), with
 "schema" and "version" first:
 
-    {"schema": "tfdash.snapshot", "version": 3,
+    {"schema": "tfdash.snapshot", "version": 5,
      "meta": RunMeta, "tokens": [TokenRecord], "step_ns": [int], "prompt_tokens": int,
      "new_tokens": int, "wall_ns": int, "kernels": [KernelRow], "nvml": [Series],
      "roofline": Roofline | null, "marginal": [object], "unavailable": {panel: reason},
      "target": object | null, "steps": int, "paused_ns": int, "profile_windows": int,
-     "timeline": [KernelSpan], "windows": [WindowRecord]}
+     "timeline": [KernelSpan], "windows": [WindowRecord], "ab": [object]}
 
 `schema_doc()` prints every field with its type, generated from the dataclasses themselves.
 `load_snapshot(path)` checks the schema name, the version, every field's type, unknown and
@@ -187,7 +187,7 @@ def _dataclass(cls, v, path: str):
     return obj
 
 
-MAX_FREE_DEPTH = 4  # free-form objects (marginal results, target) nest no deeper than this
+MAX_FREE_DEPTH = 4  # free-form objects (marginal and A/B results, target) nest no deeper than this
 NON_NEGATIVE = {  # times and sizes: a negative one is a corrupt file, not a measurement
     "KernelRow": ("predicted_ns", "measured_p50_ns", "measured_p90_ns", "bytes_read", "bytes_written", "flops",
                   "samples"),
@@ -225,9 +225,10 @@ def _check(obj, path: str) -> None:
         for k, v in obj.unavailable.items():
             if not isinstance(v, str):
                 _fail(f"unavailable[{_short(k)}]", f"expected a string (the reason), got {_short(v)}")
-        for i, m in enumerate(obj.marginal):
-            if _depth(m, MAX_FREE_DEPTH) > MAX_FREE_DEPTH:
-                _fail(f"marginal[{i}]", f"nested deeper than {MAX_FREE_DEPTH} levels")
+        for name in ("marginal", "ab"):
+            for i, m in enumerate(getattr(obj, name)):
+                if _depth(m, MAX_FREE_DEPTH) > MAX_FREE_DEPTH:
+                    _fail(f"{name}[{i}]", f"nested deeper than {MAX_FREE_DEPTH} levels")
         if obj.target is not None and _depth(obj.target, MAX_FREE_DEPTH) > MAX_FREE_DEPTH:
             _fail("target", f"nested deeper than {MAX_FREE_DEPTH} levels")
 

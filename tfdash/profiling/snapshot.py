@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from tfdash.stats import Rates
 
 SCHEMA = "tfdash.snapshot"
-VERSION = 4  # 2: RunMeta.kernels_source; 3: RunMeta.plan_options, windows, ttft_ns, held_ns;
-#              4: RunMeta.threads (older files load with them None / empty / 0)
+VERSION = 5  # 2: RunMeta.kernels_source; 3: RunMeta.plan_options, windows, ttft_ns, held_ns;
+#              4: RunMeta.threads; 5: ab (older files load with them None / empty / 0)
 
 
 @dataclass(frozen=True)
@@ -189,6 +189,7 @@ class ProfileSnapshot(Rates):
     windows: tuple[WindowRecord, ...] = ()  # every window the session keeps, oldest first
     ttft_ns: int = 0  # run time until the first new token (0: none yet, or an older snapshot)
     held_ns: int = 0  # wall time the run was paused by the user: part of wall_ns, not of tok/s
+    ab: tuple[dict, ...] = ()  # live A/Bs of plan variants (tfdash.profiling.ab.summarize), oldest first
 
     @property
     def text(self) -> str:
