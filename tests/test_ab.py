@@ -168,3 +168,23 @@ def test_gemv_specs_and_bench_names_resolve():
     assert set(PLAN_VARIANTS) < set(ab.VARIANTS) and ab.VARIANTS["tilelang-lateres"].about == "early_residual=False"
     assert v.about == "gemv_overrides.down.seg=8, gemv_overrides.down.blocks_per_sm=1"
     assert ab.VARIANTS["tilelang-gu1"].about == "gemv_blocks_per_sm.gate_up=1"
+
+
+def test_headless_ab_prints_the_table(capsys, monkeypatch, tmp_path):
+    """`tfdash --headless --ab VARIANT`: a generation too short for the A/B, so it runs right after
+    it, from where it stopped, and the table says so; --export keeps it in the snapshot."""
+    from tfdash.cli import main
+    from tfdash.profiling.export import load_snapshot
+
+    monkeypatch.setattr(ab, "STEPS", 16)
+    monkeypatch.setattr(ab, "PROFILE_STEPS", 8)
+    monkeypatch.setenv("TFDASH_CACHE_DIR", str(tmp_path / "cache"))
+    rc = main(["--headless", "--device", "cpu", "--threads", "1", "--max-new-tokens", "24", "--ab", "tilelang-unfused",
+               "--export", str(tmp_path / "out")])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "A/B tilelang-unfused (fused_rope=False) on torch-eager: 6 windows of 16 steps a side, order ABABABABABAB, " \
+           "during after the generation, from where it stopped" in out
+    assert "tokens agree at all 12 turn starts" in out and "qk_norm_rope" in out
+    [kept] = load_snapshot(tmp_path / "out" / "snapshot.json").ab
+    assert kept["order"] == "AB" * 6

@@ -290,14 +290,16 @@ class Session:
         self._post(MarginalDone(result))
         return result
 
-    def ab(self, what: str, windows: int = 6, steps: int = 64, profile_steps: int = 32, progress=None,
-           cancel: threading.Event | None = None, timeout: float = 600) -> dict:
+    def ab(self, what: str, windows: int | None = None, steps: int | None = None, profile_steps: int | None = None,
+           progress=None, cancel: threading.Event | None = None, timeout: float = 600) -> dict:
         """A/B of the plan variant `what` against the running plan (tfdash.profiling.ab): inside
         the live generation, or after it ended from where it left off. Blocks; `progress(ABProgress)`
         hears how it goes (from any thread), a set `cancel` stops it after the window in progress.
         A dict with "unavailable" and the one-line reason when it cannot run."""
         from tfdash.profiling import ab as abmod
 
+        windows, steps = windows or abmod.WINDOWS, steps or abmod.STEPS  # None: the module's sizes
+        profile_steps = abmod.PROFILE_STEPS if profile_steps is None else profile_steps
         say = progress or (lambda m: None)
         with self._lock:
             state, held = self._state, self._held
