@@ -138,6 +138,12 @@ async def test_picker_with_nothing_to_offer_says_how_to_get_one(isolated_config,
         await pilot.press("enter", "escape")
         await settle(pilot)
         assert app.baseline is None and app.screen.query(KernelTable)
+        titles = [c.title for c in app.get_system_commands(app.screen)]  # the command palette offers both
+        assert "Baseline (b)" in titles and "A/B (a)" in titles
+        await pilot.press("question_mark")
+        await settle(pilot)
+        ids = [str(c) for c in app.screen.query_one("#help-table").get_column_at(3)]
+        assert {"baseline", "ab", "picker.choose", "picker.clear", "ab.start", "ab.close"} <= set(ids)
 
 
 def test_picker_picture(isolated_config, exports, snap_compare):

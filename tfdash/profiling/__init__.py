@@ -6,6 +6,7 @@
                timeline.py       profile windows: per-launch time over N steps of a live generation
                kernel_map.py     which device kernels each launch makes; CUPTI events -> launches
                marginal.py       a launch doubled in a variant graph, A/B against the plain step
+               ab.py             a plan variant A/B'd live: the two plans take turns on one generation
                nvml.py           NVML queries (errors are a sentinel); nvml_sampler.py its thread
     session    session.py        one observed generation: threads, locks, requests
                messages.py       what a Session posts while it runs
