@@ -94,6 +94,8 @@ def run_parser() -> argparse.ArgumentParser:
     p.add_argument("--headless", action="store_true", help="no dashboard: print the continuation and a summary")
     p.add_argument("--profile", action="store_true", help="headless: profile a window of steps per kernel")
     p.add_argument("--export", metavar="DIR", help="headless: write snapshot JSON, Chrome trace and CSV here")
+    p.add_argument("--ab", metavar="VARIANT", help="headless: A/B a plan variant against the running plan on the "
+                   "generation (a `tfdash bench` variant, e.g. tilelang-lateres, or a GEMV spec down:seg=8)")
     p.add_argument("--save", metavar="PATH", help="dashboard: write the final profile snapshot here on quit")
     add_run_args(p)
     return p
@@ -110,7 +112,7 @@ def _describe(eng) -> str:
 def run_headless(args) -> int:
     from tfdash.engine import load_engine
 
-    max_new = args.max_new_tokens or 256
+    max_new = args.max_new_tokens or (1024 if getattr(args, "ab", None) else 256)  # --ab: room for its windows
     if getattr(args, "export", None):
         from tfdash.profiling.files import check_writable_dir
 
@@ -125,7 +127,7 @@ def run_headless(args) -> int:
     note = eng.fallback or fallback_note(eng.device, eng.backend, args.backend)
     if note:
         print(f"tfdash: {visible(note)}", file=sys.stderr)
-    if getattr(args, "profile", False) or getattr(args, "export", None):
+    if getattr(args, "profile", False) or getattr(args, "export", None) or getattr(args, "ab", None):
         from tfdash.profiling.headless import profile_run
 
         return profile_run(eng, args, max_new)

@@ -5,7 +5,9 @@ engine's buffers.
     app.py           TfdashApp: state, actions, live refresh (<= 20 Hz, within a CPU budget), quit
     live.py          the Source protocol: a Session in a thread worker, or a saved file
     main.py          `tfdash` / `tfdash open` entry points and the factories tests use
-    screens/         main (the dashboard), drill (one kernel opened up), help (every key)
+    screens/         main (the dashboard), drill (one kernel opened up), help (every key),
+                     picker (a baseline among recent snapshots), ab (a live A/B of a plan variant)
+    compare.py       the b and a actions, and the recent snapshot exports the picker lists
     widgets/         the panes: continuation, throughput, roofline, NVML, kernel table, charts, code
     model.py         what the panes compute from a snapshot (grouping, sorting, throughput)
     drill_model.py   what the drill-down computes (the plan rebuilt from the snapshot's options,
@@ -15,5 +17,5 @@ engine's buffers.
     overhead.py      tok/s with the dashboard against headless, A/B in one process
     bindings.py      every key, as data with ids (remappable from the config file)
     config.py        ~/.config/tfdash/config.json: theme, keymap, export directory
-    messages.py      worker -> app messages, and what the screens post (MarginalMeasured)
+    messages.py      worker -> app messages, and what the screens post (MarginalMeasured, ABMeasured)
 """

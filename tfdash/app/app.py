@@ -27,7 +27,7 @@ from textual.app import App, SystemCommand
 from textual.reactive import var
 from textual.screen import Screen
 
-from tfdash.app import bindings, exports
+from tfdash.app import bindings, compare, exports
 from tfdash.app.config import Config, keymap_problems, load_config, save_config, valid_keymap
 from tfdash.app.live import Source
 from tfdash.app.messages import EngineStatus, RunEnded, SessionNews
@@ -45,7 +45,7 @@ STOP_TIMEOUT_S = 15.0  # how long quit waits for the engine to finish the steps 
 MAX_WINDOWS = 64  # profile windows remembered for the drill-down's ctx_len sweep
 
 
-class TfdashApp(App[ProfileSnapshot | None]):
+class TfdashApp(compare.CompareActions, App[ProfileSnapshot | None]):
     CSS_PATH = CSS_PATH
     BINDINGS = bindings.APP
     TITLE = "tfdash"
@@ -118,8 +118,7 @@ class TfdashApp(App[ProfileSnapshot | None]):
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         if self.config.warning:
             self.notify(self.config.warning, title="config", severity="warning", timeout=8)
-        scopes = [[bindings.APP, bindings.MAIN, bindings.TABLE], [bindings.APP, bindings.DRILL], [bindings.HELP]]
-        for problem in keymap_problems(self.config.keymap, scopes, bindings.all_ids()):
+        for problem in keymap_problems(self.config.keymap, bindings.KEYMAP_SCOPES, bindings.all_ids()):
             self.notify(f"keymap: {problem}", title="config", severity="warning", timeout=8)
         if self._theme_from_config not in self.available_themes:
             self.notify(f"theme {self._theme_from_config!r} is not one of tfdash's themes "

@@ -27,6 +27,10 @@ APP = [
             tooltip="Save an SVG screenshot of the screen"),
     Binding("ctrl+t", "change_theme", "Theme", id="theme", key_display="^t",
             tooltip="Pick a theme (the choice is saved)"),
+    Binding("b", "baseline", "Baseline", id="baseline", show=False,
+            tooltip="Compare against a recent snapshot: Δ columns, both sides in the drill-down and roofline"),
+    Binding("a", "ab", "A/B", id="ab", show=False,
+            tooltip="A/B a plan variant against the running plan, live, on this generation"),
 ]
 
 MAIN = [
@@ -63,15 +67,32 @@ DRILL = [
             tooltip="The next source tab"),
 ]
 
+PICKER = [  # the baseline picker (b)
+    Binding("escape", "dismiss", "Close", id="picker.close", key_display="esc", tooltip="Close, keeping the baseline"),
+    Binding("enter", "choose", "Choose", id="picker.choose", key_display="⏎",
+            tooltip="Compare against the selected snapshot (refused for another model or dtype)"),
+    Binding("delete,x", "clear", "No baseline", id="picker.clear", tooltip="Drop the baseline"),
+]
+
+AB = [  # the A/B screen (a)
+    Binding("escape", "close", "Cancel/Close", id="ab.close", key_display="esc",
+            tooltip="Cancel the A/B in progress (after its current window), else close"),
+    Binding("enter", "start", "Run", id="ab.start", key_display="⏎", tooltip="A/B the selected variant"),
+]
+
 HELP = [
     Binding("escape,q,question_mark", "dismiss", "Close", id="help.close", key_display="esc"),
 ]
 
-SCOPES = {"everywhere": APP, "dashboard": MAIN + TABLE, "drill-down": DRILL}
+SCOPES = {"everywhere": APP, "dashboard": MAIN + TABLE, "drill-down": DRILL, "baseline picker": PICKER,
+          "A/B": AB}
+
+# Tables bound together on one screen: a key may not mean two things within one of these.
+KEYMAP_SCOPES = [[APP, MAIN, TABLE], [APP, DRILL], [PICKER], [AB], [HELP]]
 
 
 def all_ids() -> set[str]:
-    return {b.id for table in (APP, MAIN, TABLE, DRILL, HELP) for b in table if b.id}
+    return {b.id for table in (APP, MAIN, TABLE, DRILL, PICKER, AB, HELP) for b in table if b.id}
 
 
 def effective_key(binding: Binding, keymap: dict[str, str]) -> str:

@@ -14,6 +14,7 @@ contract between the app and the engine side:
     session.snapshot()                    taken by the app, at most 20 times a second
     session.request_profile(steps)        from the app's thread
     session.marginal(what)                in a second thread worker (drill-down)
+    session.ab(variant, progress, cancel)  in a thread worker (the A/B screen)
 
 `on_event` runs on the engine's thread, so it does almost nothing: it notes the kind of event
 and posts one `SessionNews` if none is outstanding. The app acknowledges it, takes a snapshot and
@@ -46,6 +47,7 @@ class Source(Protocol):
     def pause(self, paused: bool) -> None: ...
     def request_profile(self, steps: int = 32) -> bool: ...
     def marginal(self, what: str) -> dict: ...  # blocking: call it from a thread worker
+    def ab(self, what: str, progress=None, cancel=None, **sizes) -> dict: ...  # blocking, likewise
     def snapshot(self) -> ProfileSnapshot | None: ...
     def take_news(self) -> frozenset[str]: ...
 
@@ -76,6 +78,9 @@ class SnapshotSource:
 
     def marginal(self, what: str) -> dict:
         return {"what": what, "unavailable": "a saved snapshot has no live session to measure"}
+
+    def ab(self, what: str, progress=None, cancel=None, **sizes) -> dict:
+        return {"what": what, "unavailable": "a saved snapshot has no live session to A/B"}
 
     def snapshot(self) -> ProfileSnapshot:
         return self.recorded
@@ -167,6 +172,14 @@ class LiveSource:
         if session is None:
             return {"what": what, "unavailable": "no run in progress to measure (r re-runs)"}
         return dict(session.marginal(what))
+
+    def ab(self, what: str, progress=None, cancel=None, **sizes) -> dict:
+        """A live A/B of the plan variant `what` (blocks until done: call it from a worker);
+        `sizes`: windows, steps, profile_steps (Session.ab's)."""
+        session = self.session
+        if session is None:
+            return {"what": what, "unavailable": "no run in progress to A/B (r re-runs)"}
+        return dict(session.ab(what, progress=progress, cancel=cancel, **sizes))
 
     # -- worker side -----------------------------------------------------------------------
     def _status(self, text: str) -> None:

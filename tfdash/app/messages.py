@@ -47,3 +47,32 @@ class MarginalMeasured(Message):
         super().__init__()
         self.what = what
         self.result = result
+
+
+class ABProgressed(Message):
+    """A live A/B moved on (`progress`: a tfdash.profiling.messages.ABProgress); a newer one
+    replaces an older one still in the queue."""
+
+    def __init__(self, progress) -> None:
+        super().__init__()
+        self.progress = progress
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, ABProgressed)
+
+
+class ABMeasured(Message):
+    """A live A/B finished: `result` is tfdash.profiling.ab's summary, or {"unavailable": why}."""
+
+    def __init__(self, what: str, result: dict) -> None:
+        super().__init__()
+        self.what = what
+        self.result = result
+
+
+class BaselineChosen(Message):
+    """The baseline picker set the baseline (`label`: its file name) or cleared it (None)."""
+
+    def __init__(self, label: str | None) -> None:
+        super().__init__()
+        self.label = label

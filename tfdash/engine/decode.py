@@ -131,6 +131,11 @@ class Generation:
     def cancel(self) -> None:
         self.stop.set()
 
+    @property
+    def steps_left(self) -> int:
+        """Steps not yet enqueued (what windows intercepted now can still run)."""
+        return self._total - self._step
+
     def intercept(self, window) -> None:
         """Run `window` at the next step boundary, on the decode thread (safe from any thread).
         A window has `steps` (0 = a pause), `step_fn` (None = the runtime's own step),

@@ -19,6 +19,8 @@ The runtime owns that state and every graph of it; profiling asks, never pokes t
                                    pos/tok reset to (ctx, tok) at its start, so each replay is the
                                    same step
     rt.variant(plan)               a runtime of a plan variant over the same weight tensors
+    rt.variant(plan, share_state=True)  ... and over this runtime's cache and step state too: its
+                                   steps continue this runtime's generation (a live A/B)
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ class Runtime:
         self.plan = plan
         self.device = torch.device(device)
         self.cuda = self.device.type == "cuda"
+        self.shared: frozenset[str] = frozenset()  # buffers that are another runtime's (variant(share_state))
         self.bufs = self._allocate(weights)
         self.launch_args = [self._resolve(launch) for launch in plan.launches]
         self.launch_fns: list[Callable[[], None]] = [self._launch_fn(i) for i in range(len(plan.launches))]
@@ -72,10 +75,16 @@ class Runtime:
     def _allocate(self, weights):
         plan, dev = self.plan, self.device
         bufs: dict[str, torch.Tensor] = {}
+        shared = set()
         for name, spec in plan.buffers.items():
             if spec.parent is not None:
                 continue
-            if spec.kind == "weight":
+            given = weights.get(name) if spec.kind != "weight" else None
+            if given is not None and tuple(given.shape) == spec.shape and given.dtype == _torch_dtype(spec.dtype) \
+                    and given.device == dev:
+                bufs[name] = given  # another runtime's cache or state: used in place
+                shared.add(name)
+            elif spec.kind == "weight":
                 t = weights[name]
                 if tuple(t.shape) != spec.shape:
                     raise ValueError(f"weight {name} has shape {tuple(t.shape)}, plan wants {spec.shape}")
@@ -85,10 +94,12 @@ class Runtime:
         for name, spec in plan.buffers.items():
             if spec.parent is not None:
                 bufs[name] = bufs[spec.parent][spec.index]
-        cfg = plan.config
-        cos, sin = rope_tables(plan.capacity, cfg.head_dim, cfg.rope_theta, _torch_dtype(plan.dtype), dev)
-        bufs["rope_cos"].copy_(cos)
-        bufs["rope_sin"].copy_(sin)
+        self.shared = frozenset(shared)
+        if "rope_cos" not in shared:  # a shared table is filled already (and may be in use)
+            cfg = plan.config
+            cos, sin = rope_tables(plan.capacity, cfg.head_dim, cfg.rope_theta, _torch_dtype(plan.dtype), dev)
+            bufs["rope_cos"].copy_(cos)
+            bufs["rope_sin"].copy_(sin)
         return bufs
 
     def _resolve(self, launch) -> dict[str, torch.Tensor]:
@@ -214,12 +225,20 @@ class Runtime:
             self.warm_up(1, prologue)
             return VariantGraph(self._capture(body, thread_local=True), (pos0, tok0))
 
-    def variant(self, plan: StepPlan, backend: str | None = None, **kw) -> "Runtime":
+    def variant(self, plan: StepPlan, backend: str | None = None, share_state: bool = False,
+                **kw) -> "Runtime":
         """A runtime of another plan of the same model (a plan variant to A/B) over this runtime's
         weight tensors (shared, not copied), of this backend unless told; its own buffers, graph
-        and kernels. `kw` goes to the runtime (progress, pdl)."""
-        weights = {n: self.bufs[n] for n, b in self.plan.buffers.items() if b.kind == "weight" and b.parent is None}
-        return make_runtime(backend or self.backend, plan, weights, self.device, **kw)
+        and kernels. `kw` goes to the runtime (progress, pdl).
+
+        share_state: every other buffer of the same name, shape and dtype (the KV cache, tok, pos,
+        the prompt, the activations) is this runtime's too, so a step of the variant is the next
+        step of this runtime's generation: the two can take turns. Steps are never concurrent
+        (one stream), so sharing the activations is safe; the variant's graph is captured at the
+        current position (`ensure_captured`), never by resetting the shared state."""
+        given = {n: self.bufs[n] for n, b in self.plan.buffers.items()
+                 if b.parent is None and (share_state or b.kind == "weight")}
+        return make_runtime(backend or self.backend, plan, given, self.device, **kw)
 
     # -- the token ring --------------------------------------------------------------------
     def _ring_init(self):
@@ -300,10 +319,17 @@ class GraphRuntime(Runtime):
         return self.graph is None
 
     def ensure_captured(self) -> bool:
+        """Capture now if not yet. A runtime sharing another's state (variant(share_state=True))
+        warms up at the generation's position instead of resetting: a step at pos writes only
+        cache rows >= pos, each rewritten by the real step that reads it, so the run is unharmed."""
         if self.graph is not None:
             return False
         with self.held(STEP_STATE):
-            self.capture()
+            if "pos" in self.shared:
+                self.warm_up(2 if self.position + 1 < self.plan.capacity else 1)
+                self.graph = self._capture(lambda: Runtime.step(self), thread_local=True)
+            else:
+                self.capture()
         return True
 
     def reset(self, prompt_ids: list[int]) -> None:

@@ -7,6 +7,7 @@
                kernel_map.py     which device kernels each launch makes; CUPTI events -> launches
                continuous/       every step's kernels from CUPTI activity records (cupti-python)
                marginal.py       a launch doubled in a variant graph, A/B against the plain step
+               ab.py             a plan variant A/B'd live: the two plans take turns on one generation
                nvml.py           NVML queries (errors are a sentinel); nvml_sampler.py its thread
     session    session.py        one observed generation: threads, locks, requests
                messages.py       what a Session posts while it runs

@@ -126,6 +126,7 @@ class SessionState:
     nvml_reason: str = ""  # why there is no sampler
     ttft_ns: int = 0
     held_ns: int = 0
+    ab: tuple[dict, ...] = ()
 
 
 class RunRecord:
@@ -137,6 +138,7 @@ class RunRecord:
         self.windows: deque = deque(maxlen=max(1, keep_windows))  # WindowResult, the latest ones
         self.history: deque[WindowRecord] = deque(maxlen=max(1, keep_history))  # the sweep's points
         self.marginal: deque[dict] = deque(maxlen=64)
+        self.ab: deque[dict] = deque(maxlen=16)  # A/B results
         self.window_error: str | None = None
         self.n_windows = self.steps_total = self.new_tokens = self.wall_ns = self.paused_ns = 0
         self.ttft_ns = self.held_ns = 0
@@ -155,7 +157,7 @@ class RunRecord:
             self.paused_ns, self.steps_total, self.n_windows, target, self.windows[-1] if self.windows else None,
             self.window_error, tuple(self.marginal), tuple(self.history), cuda, backend,
             sampler.series() if sampler else (), sampler.unavailable() if sampler else None, nvml_reason,
-            self.ttft_ns, self.held_ns)
+            self.ttft_ns, self.held_ns, tuple(self.ab))
 
 
 def unavailable_panels(st: SessionState, roof: Roofline | None, spans: tuple,
@@ -198,4 +200,4 @@ def assemble(st: SessionState, rows: tuple[KernelRow, ...], roof: Roofline | Non
         marginal=st.marginal, unavailable=unavailable_panels(st, roof, spans, timing, measured),
         target=jsonable(st.target.to_dict()), steps=st.steps, paused_ns=st.paused_ns,
         profile_windows=st.profile_windows, timeline=spans, windows=windows, ttft_ns=st.ttft_ns,
-        held_ns=st.held_ns, timing=timing)
+        held_ns=st.held_ns, timing=timing, ab=st.ab)

@@ -227,6 +227,16 @@ def differences(a: ProfileSnapshot, b: ProfileSnapshot) -> list[str]:
     return out
 
 
+def refusal(a: ProfileSnapshot, b: ProfileSnapshot, a_source: str = "A", b_source: str = "B") -> str | None:
+    """The one line that refuses to compare two runs launch by launch (None when they compare):
+    what `tfdash diff` says, and the dashboard's baseline picker too."""
+    diffs = differences(a, b)
+    if not diffs:
+        return None
+    shown = "; ".join(diffs[:3]) + (f"; and {len(diffs) - 3} more" if len(diffs) > 3 else "")
+    return f"{a_source} and {b_source} are different runs ({shown}); --force compares them by op"
+
+
 def step_of(snap: ProfileSnapshot, source: str = "") -> Step:
     r = snap.roofline
     steps = sorted(snap.step_ns)
@@ -250,8 +260,7 @@ def compare(a: ProfileSnapshot, b: ProfileSnapshot, group: str = "launch", force
         raise TfdashError(f"--group {group!r}: expected one of {', '.join(GROUPS)}")
     diffs = differences(a, b)
     if diffs and not force:
-        shown = "; ".join(diffs[:3]) + (f"; and {len(diffs) - 3} more" if len(diffs) > 3 else "")
-        raise TfdashError(f"{a_source} and {b_source} are different runs ({shown}); --force compares them by op")
+        raise TfdashError(refusal(a, b, a_source, b_source))
     forced = bool(diffs)
     if forced and group == "launch":
         group = "op"

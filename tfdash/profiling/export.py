@@ -10,7 +10,7 @@ Snapshot JSON, schema "tfdash.snapshot" (version: `snapshot.VERSION`; older vers
      "roofline": Roofline | null, "marginal": [object], "unavailable": {panel: reason},
      "target": object | null, "steps": int, "paused_ns": int, "profile_windows": int,
      "timeline": [KernelSpan], "windows": [WindowRecord], "ttft_ns": int, "held_ns": int,
-     "timing": TimingInfo | null}
+     "timing": TimingInfo | null, "ab": [object]}
 
 `schema_doc()` prints every field with its type, generated from the dataclasses themselves.
 `load_snapshot(path)` checks the schema name, the version, every field's type, unknown and
@@ -188,7 +188,7 @@ def _dataclass(cls, v, path: str):
     return obj
 
 
-MAX_FREE_DEPTH = 4  # free-form objects (marginal results, target) nest no deeper than this
+MAX_FREE_DEPTH = 4  # free-form objects (marginal and A/B results, target) nest no deeper than this
 NON_NEGATIVE = {  # times and sizes: a negative one is a corrupt file, not a measurement
     "KernelRow": ("predicted_ns", "measured_p50_ns", "measured_p90_ns", "measured_last_ns", "bytes_read",
                   "bytes_written", "flops", "samples"),
@@ -229,9 +229,10 @@ def _check(obj, path: str) -> None:
         for k, v in obj.unavailable.items():
             if not isinstance(v, str):
                 _fail(f"unavailable[{_short(k)}]", f"expected a string (the reason), got {_short(v)}")
-        for i, m in enumerate(obj.marginal):
-            if _depth(m, MAX_FREE_DEPTH) > MAX_FREE_DEPTH:
-                _fail(f"marginal[{i}]", f"nested deeper than {MAX_FREE_DEPTH} levels")
+        for name in ("marginal", "ab"):
+            for i, m in enumerate(getattr(obj, name)):
+                if _depth(m, MAX_FREE_DEPTH) > MAX_FREE_DEPTH:
+                    _fail(f"{name}[{i}]", f"nested deeper than {MAX_FREE_DEPTH} levels")
         if obj.target is not None and _depth(obj.target, MAX_FREE_DEPTH) > MAX_FREE_DEPTH:
             _fail("target", f"nested deeper than {MAX_FREE_DEPTH} levels")
 

@@ -1,12 +1,14 @@
-"""`tfdash --headless --profile [--export DIR]`: the continuation, then the measured report.
+"""`tfdash --headless --profile [--export DIR] [--ab VARIANT]`: the continuation, then the report.
 
 The run is one Session: the text streams to stdout as it is generated; with --profile every step
 is timed where continuous timing runs (SETTINGS.timing; CUDA graphs with cupti-python), else a
 window of steps is profiled around the middle of the generation (CUPTI in graph replays on CUDA,
 host timing on CPU), and, if the generation ended before it ran, once more right after it at the
-ctx where it stopped. The report prints tok/s, the roofline line, NVML's bandwidth, the files
-written with --export, and ends with the top kernels by measured time beside their predicted
-time and gap.
+ctx where it stopped. With --ab the plan variant is A/B'd against the running plan on the
+generation (tfdash.profiling.ab), from a second thread as soon as the first tokens arrive; if the
+generation ends first, right after it from where it stopped. The report prints tok/s, the
+roofline line, NVML's bandwidth, the files written with --export, and ends with the top kernels
+by measured time beside their predicted time and gap.
 
 Ctrl+C, SIGTERM and SIGHUP stop the run and the report is still written (a second signal waits
 for it); the exit code is then 128 + the signal.
@@ -99,6 +101,17 @@ def profile_run(eng, args, max_new: int) -> int:
     at = max(1, (max_new - steps) // 2)
     asked = [False]
     wrote_prompt = [False]
+    variant, ab_results, ab_thread = getattr(args, "ab", None), [], []
+
+    def start_ab() -> None:
+        import threading
+
+        def say(p):
+            print(f"tfdash: {visible(p.line)}", file=err)
+
+        t = threading.Thread(target=lambda: ab_results.append(session.ab(variant, progress=say)), daemon=True)
+        ab_thread.append(t)
+        t.start()
 
     def on_event(m) -> None:
         if isinstance(m, TokenBatch):
@@ -109,6 +122,8 @@ def profile_run(eng, args, max_new: int) -> int:
                 if t.text:
                     out.write(visible(t.text, KEEP_LAYOUT))
             out.flush()
+            if variant and not ab_thread:
+                start_ab()
             windows = session.timing_method != "continuous"  # continuous timing needs none
             if profile and windows and not asked[0] and m.new_tokens >= at:
                 asked[0] = session.request_profile(steps)
@@ -124,7 +139,17 @@ def profile_run(eng, args, max_new: int) -> int:
         session.stop()
         print(f"\ntfdash: interrupted ({signal_name(e)}); reporting what was measured", file=err)
     with finishing():  # a second signal waits for the report and the files
+        if variant:
+            for t in ab_thread:
+                t.join()
+            if (not ab_results or "unavailable" in ab_results[0]) and interrupted is None:
+                ab_results[:] = [session.ab(variant)]  # the generation ended first: after it
         report(session, args, profile, steps, out)
+        if variant and ab_results:
+            from tfdash.profiling.ab import table
+
+            for line in table(ab_results[0]):
+                print(visible(line), file=out)
     return exit_code(interrupted) if interrupted is not None else 0
 
 

@@ -72,6 +72,27 @@ class MarginalDone:
 
 
 @dataclass(frozen=True)
+class ABProgress:
+    """A live A/B's progress (tfdash.profiling.ab): `phase` "building", "running" or "done";
+    `done` of `total` windows; `line` says it in words. Handed to the A/B's own callback."""
+
+    kind: ClassVar[str] = "ab_progress"
+    what: str
+    phase: str
+    done: int
+    total: int
+    line: str
+
+
+@dataclass(frozen=True)
+class ABDone:
+    """A live A/B finished: its result (tfdash.profiling.ab.summarize), or {"unavailable": why}."""
+
+    kind: ClassVar[str] = "ab"
+    result: dict
+
+
+@dataclass(frozen=True)
 class SessionEnded:
     """The run is over: how it stopped, and the whole-run figures (`error`: why it failed)."""
 

@@ -27,7 +27,7 @@ from tfdash.stats import Rates
 
 SCHEMA = "tfdash.snapshot"
 VERSION = 5  # 2: RunMeta.kernels_source; 3: RunMeta.plan_options, windows, ttft_ns, held_ns;
-#              4: RunMeta.threads; 5: timing, KernelRow.measured_last_ns (older files load with
+#              4: RunMeta.threads; 5: timing, KernelRow.measured_last_ns, ab (older files load with
 #              them None / empty / 0)
 
 
@@ -228,6 +228,7 @@ class ProfileSnapshot(Rates):
     ttft_ns: int = 0  # run time until the first new token (0: none yet, or an older snapshot)
     held_ns: int = 0  # wall time the run was paused by the user: part of wall_ns, not of tok/s
     timing: TimingInfo | None = None  # how the kernels were timed (None: older snapshots, windows)
+    ab: tuple[dict, ...] = ()  # live A/Bs of plan variants (tfdash.profiling.ab.summarize), oldest first
 
     @property
     def text(self) -> str:

@@ -278,13 +278,20 @@ class Timer:
 def profile_steps(runtime, steps: int, timer: Timer | None = None, first_step: int | None = None) -> WindowResult:
     """A window over `steps` steps run right now, outside any generation, from the runtime's
     current pos (set it first; steps must fit in the cache)."""
-    from tfdash.engine.runtime import RING
-
     timer = timer or Timer(runtime)
     runtime.ensure_captured()
     w = timer.window(steps)
-    first = runtime.position if first_step is None else first_step
-    w.start(runtime, first, steps)
+    run_window(runtime, w, steps, runtime.position if first_step is None else first_step)
+    return w.result
+
+
+def run_window(runtime, w, steps: int, first_step: int) -> None:
+    """Drive a window (the `Generation.intercept` protocol) over `steps` steps now, outside any
+    generation, from the runtime's current pos: start, the steps (each through the window's
+    `step_fn`, read after `start` set it), their step times, finish."""
+    from tfdash.engine.runtime import RING
+
+    w.start(runtime, first_step, steps)
     runtime.begin()
     pending: deque[int] = deque()
     for k in range(steps):
@@ -299,4 +306,3 @@ def profile_steps(runtime, steps: int, timer: Timer | None = None, first_step: i
         runtime.wait(s % RING)
         w.on_step(runtime.step_ns(s % RING))
     w.finish(runtime, False)
-    return w.result

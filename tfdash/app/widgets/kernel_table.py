@@ -62,6 +62,7 @@ class KernelTable(Vertical):
         self._measured: tuple = ()
         self._built_at = 0.0
         self.against = None  # the baseline Index of the rows shown (None without a baseline)
+        self._built_for = None  # the baseline the table was last built against
         self._shown_columns: tuple[str, ...] = ()
         self.warning = ""  # e.g. a contended host: said under the table
 
@@ -87,11 +88,12 @@ class KernelTable(Vertical):
         if warning != self.warning:
             self.warning = warning
             self._total()
-        if kernels is self.kernels or (kernels == self.kernels and unavailable == self.unavailable):
+        same_base = self.baseline is self._built_for  # a baseline chosen (b) or dropped: the Δ columns change
+        if same_base and (kernels is self.kernels or (kernels == self.kernels and unavailable == self.unavailable)):
             return
         measured = tuple(k.measured_p50_ns for k in kernels)
         now = time.monotonic()
-        if (not final and measured == self._measured and len(kernels) == len(self.kernels)
+        if (not final and same_base and measured == self._measured and len(kernels) == len(self.kernels)
                 and unavailable == self.unavailable and now - self._built_at < DRIFT_REDRAW_S):
             return
         self.kernels, self.unavailable, self._measured = kernels, unavailable, measured
@@ -190,7 +192,7 @@ class KernelTable(Vertical):
             sel = self.selected_row()
             keep = sel.key if sel else None
         key, desc = self.sort
-        base = self.baseline
+        base = self._built_for = self.baseline
         if key not in SORT_KEYS and base is None:
             key, desc = self.sort = DEFAULT_SORT
         self.rows = table_rows(self.kernels, self.group, self.sort if key in SORT_KEYS else DEFAULT_SORT,

@@ -1,0 +1,190 @@
+"""The live A/B of a plan variant, headless on CPU (tfdash.profiling.ab through Session.ab): on
+the tiny preset the running plan and fused_rope=False take turns A B A B on one generation, each
+side measures its windows, both sides' next tokens agree at every turn, the generation's own
+token stream is the one a run without the A/B gives, and the snapshot (and its JSON) carries the
+result. Also: after the run, cancelling, a variant that computes something else, and the one-line
+refusals."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+import torch
+from profiling_support import micro_engine
+
+from tfdash.engine.plan import build_plan
+from tfdash.engine.runtime import Runtime
+from tfdash.errors import TfdashError
+from tfdash.profiling import ab
+from tfdash.profiling.export import dumps_snapshot, loads_snapshot
+from tfdash.profiling.messages import ABDone, ABProgress
+from tfdash.profiling.probe import CPU
+from tfdash.profiling.session import Session
+
+PROMPT = "The GPU"
+W, N, P = 3, 8, 4  # windows a side, steps a window, profile steps a side
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    from tfdash.engine import load_engine
+
+    return load_engine(model="qwen3-tiny", device="cpu", capacity=512)
+
+
+def session(engine, max_new: int) -> Session:
+    return Session(engine, PROMPT, max_new, target=CPU, nvml=False, probe_bandwidth=False, ignore_eos=True)
+
+
+def run_in_thread(s: Session, events: list) -> threading.Thread:
+    t = threading.Thread(target=s.run, args=(events.append,))
+    t.start()
+    while s.snapshot().new_tokens < 2:
+        time.sleep(0.005)
+    return t
+
+
+def test_turns_alternate_on_the_generation_and_tokens_agree(tiny):
+    events, progress = [], []
+    s = session(tiny, 200)
+    t = run_in_thread(s, events)
+    result = s.ab("tilelang-unfused", windows=W, steps=N, profile_steps=P, progress=progress.append)
+    t.join()
+    assert "unavailable" not in result, result
+    assert result["during"] == "the generation" and "incomplete" not in result
+    assert result["order"] == "AB" * W  # interleaved, each side W times
+    assert result["a"]["windows"] == result["b"]["windows"] == W == result["windows_per_side"]
+    assert len(result["a"]["tok_per_s_windows"]) == W and all(x > 0 for x in result["b"]["tok_per_s_windows"])
+    assert result["a"]["steps"] == result["b"]["steps"] == W * N
+    assert result["tokens"] == {"checks": 2 * W, "agree": 2 * W, "first_mismatch": None}
+    L = tiny.config.num_layers
+    assert result["launches"] == [len(tiny.plan), len(tiny.plan) + L]  # a qk_norm_rope launch a layer
+    ops = {r["op"]: r for r in result["per_op"]}
+    assert ops["qk_norm_rope"]["a_ns"] is None and ops["qk_norm_rope"]["b_launches"] == L
+    assert ops["attention"]["a_ns"] > 0 and ops["attention"]["b_ns"] > 0 and result["per_op_method"] == "direct"
+    assert result["verdict"] == ab.verdict(result["delta_pct"], result["spread_pct"])
+    # progress: building, then one line a window (2W turns and 2 profile windows), then done
+    phases = [p.phase for p in progress]
+    assert phases[0] == "building" and phases[-1] == "done"
+    assert [p.done for p in progress if p.phase == "running"] == list(range(1, 2 * W + 3))
+    assert all(isinstance(p, ABProgress) for p in progress)
+    [done] = [e for e in events if isinstance(e, ABDone)]
+    assert done.result == result
+
+    # the generation's stream is what the running plan alone gives: the variant computed the same
+    plain = session(tiny, 200)
+    plain.run()
+    assert [x.token_id for x in s.snapshot().tokens] == [x.token_id for x in plain.snapshot().tokens]
+    snap = s.snapshot()
+    assert snap.ab == (result,) and snap.new_tokens == 200
+    assert loads_snapshot(dumps_snapshot(snap)).ab == (result,)  # exports carry it
+    assert "tokens agree at all 6 turn starts" in "\n".join(ab.table(result))
+
+
+def test_after_the_run_it_continues_from_where_it_stopped(tiny):
+    s = session(tiny, 24)
+    s.run()
+    result = s.ab("tilelang-unfused", windows=2, steps=N, profile_steps=0)
+    assert result["during"] == "after the generation, from where it stopped"
+    assert result["order"] == "ABAB" and result["tokens"]["agree"] == 4
+    assert result["per_op"] == [] and "not measured" in result["per_op_method"]
+    assert s.snapshot().new_tokens == 24  # the run's own record is untouched
+
+
+def test_cancel_stops_after_the_window_in_progress(tiny):
+    s = session(tiny, 300)
+    t = run_in_thread(s, [])
+    stop = threading.Event()
+    result = s.ab("tilelang-unfused", windows=W, steps=N, profile_steps=P, cancel=stop,
+                  progress=lambda p: stop.set() if p.phase == "running" and p.done == 2 else None)
+    t.join()
+    assert result["incomplete"] == "cancelled" and result["order"].startswith("AB") and len(result["order"]) < 2 * W
+    assert s.snapshot().new_tokens == 300  # the generation went on with the running plan
+
+
+def test_a_variant_that_computes_something_else_is_reported():
+    eng = micro_engine(capacity=256)
+    var = eng.runtime.variant(build_plan(eng.config, "float32", capacity=256, fused_rope=False), share_state=True)
+    plain_step = var.step
+
+    def wrong():
+        plain_step()
+        var.bufs["tok"].add_(1)  # another function: every B step's token is one off
+
+    var.step = wrong
+    eng.runtime.reset([1, 2, 3])
+    run = ab.ABRun(eng.runtime, var, ab.resolve("tilelang-unfused"), windows=2, steps=4, profile_steps=0)
+    run.run_idle(eng.runtime)
+    r = run.result()
+    assert r["tokens"]["checks"] == 4 and r["tokens"]["agree"] == 0
+    assert r["tokens"]["first_mismatch"]["b"] == r["tokens"]["first_mismatch"]["a"] + 1
+    assert "tokens DIFFER at 4 of 4 turn starts" in "\n".join(ab.table(r))
+
+
+def test_a_shared_variant_uses_the_cache_and_state_in_place():
+    eng = micro_engine(capacity=128)
+    rt = eng.runtime
+    var = rt.variant(build_plan(eng.config, "float32", capacity=128, fused_rope=False), share_state=True)
+    assert {"tok", "pos", "prompt", "k_cache", "v_cache"} <= var.shared  # the weights are shared anyway
+    for name in ("tok", "pos", "prompt", "L0.k_cache", "L0.v_cache", "L0.w_qkv"):  # L0.*_cache: views of those
+        assert var.bufs[name].data_ptr() == rt.bufs[name].data_ptr(), name
+    assert rt.variant(var.plan).shared == frozenset()  # without share_state: only the weights
+
+
+def test_refusals_are_one_line(tiny):
+    s = session(tiny, 40)
+    assert "has not started" in s.ab("tilelang-unfused")["unavailable"]
+    t = run_in_thread(s, [])
+    r = s.ab("tilelang-unfused")  # 6 x 64 steps a side do not fit in 40 tokens
+    t.join()
+    assert r["unavailable"].endswith("(r re-runs it)") and "steps are left in this generation" in r["unavailable"]
+    assert "no plan variant 'nope'" in s.ab("nope")["unavailable"]
+    assert "is a tilelang-graph launch setting; this engine is torch-eager" in s.ab("tilelang-nopdl")["unavailable"]
+    assert "want OP:KEY=V" in s.ab("bogus:x")["unavailable"]
+    eng = micro_engine(capacity=64)
+    unfused = Runtime(build_plan(eng.config, "float32", capacity=64, fused_rope=False),
+                      {n: eng.runtime.bufs[n] for n, b in eng.plan.buffers.items() if b.kind == "weight"})
+    with pytest.raises(TfdashError, match="fused_rope=False.*is the plan already running"):
+        ab.build(unfused, ab.resolve("tilelang-unfused"))
+
+
+def test_gemv_specs_and_bench_names_resolve():
+    v = ab.resolve("down:seg=8,blocks_per_sm=1")
+    assert v.name == "tilelang[down:seg=8,blocks_per_sm=1]" and v.options == {"gemv_overrides": {
+        "down": {"seg": 8, "blocks_per_sm": 1}}}
+    assert ab.resolve("tilelang[down:seg=8]").options == {"gemv_overrides": {"down": {"seg": 8}}}
+    from tfdash.profiling.bench import PLAN_VARIANTS
+
+    assert set(PLAN_VARIANTS) < set(ab.VARIANTS) and ab.VARIANTS["tilelang-lateres"].about == "early_residual=False"
+    assert v.about == "gemv_overrides.down.seg=8, gemv_overrides.down.blocks_per_sm=1"
+    assert ab.VARIANTS["tilelang-gu1"].about == "gemv_blocks_per_sm.gate_up=1"
+
+
+def test_headless_ab_prints_the_table(capsys, monkeypatch, tmp_path):
+    """`tfdash --headless --ab VARIANT`: a generation too short for the A/B, so it runs right after
+    it, from where it stopped, and the table says so; --export keeps it in the snapshot."""
+    from tfdash.cli import main
+    from tfdash.profiling.export import load_snapshot
+
+    monkeypatch.setattr(ab, "STEPS", 16)
+    monkeypatch.setattr(ab, "PROFILE_STEPS", 8)
+    monkeypatch.setenv("TFDASH_CACHE_DIR", str(tmp_path / "cache"))
+    rc = main(["--headless", "--device", "cpu", "--threads", "1", "--max-new-tokens", "24", "--ab", "tilelang-unfused",
+               "--export", str(tmp_path / "out")])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "A/B tilelang-unfused (fused_rope=False) on torch-eager: 6 windows of 16 steps a side, order ABABABABABAB, " \
+           "during after the generation, from where it stopped" in out
+    assert "tokens agree at all 12 turn starts" in out and "qk_norm_rope" in out
+    [kept] = load_snapshot(tmp_path / "out" / "snapshot.json").ab
+    assert kept["order"] == "AB" * 6

@@ -1,0 +1,283 @@
+"""The dashboard's two comparisons: the baseline picker (b) over recent snapshot exports, and the
+live A/B of a plan variant (a). Pilot tests assert on the messages and on what the screen shows;
+the live A/B runs on the real tiny CPU engine (qwen3-tiny, random weights); the pictures use the
+recorded fixture snapshot."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import time
+from types import SimpleNamespace
+
+import pytest
+from fixtures.appkit import SNAPSHOT, build_snapshot, isolated_config, one_torch_thread, sync  # noqa: F401
+
+from tfdash.app.main import live_app, make_session, snapshot_app
+from tfdash.app.messages import ABMeasured, ABProgressed, BaselineChosen
+from tfdash.app.widgets.kernel_table import KernelTable
+from tfdash.errors import TfdashError
+from tfdash.profiling.diff import compare
+from tfdash.profiling.export import load_snapshot, write_snapshot
+from tfdash.profiling.probe import CPU
+
+SIZE = (160, 48)
+
+
+def fake_tilelang(family: str) -> str:
+    return f"def {family}_kernel(dims):\n    ...  # a stand-in\n"
+
+
+async def settle(pilot) -> None:
+    for _ in range(3):
+        await pilot.pause()
+        await pilot.wait_for_scheduled_animations()
+
+
+async def wait_for(pilot, cond, timeout: float = 120.0, what: str = "") -> None:
+    t = time.monotonic()
+    while not cond():
+        if time.monotonic() - t > timeout:
+            raise AssertionError(f"timed out waiting for {what or cond}")
+        await pilot.pause(0.05)
+
+
+def plain(app, selector: str) -> str:
+    return str(app.screen.query_one(selector).render())
+
+
+def rows(table) -> list[list[str]]:
+    return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+def once(messages, kind):
+    """Each message once (a bubbling message is seen by every node it passes)."""
+    return list({id(m): m for m in messages if isinstance(m, kind)}.values())
+
+
+@pytest.fixture
+def exports(tmp_path, monkeypatch):
+    """A directory of exports, as the dashboard's e leaves them: the same model run with the plan
+    variant fused_rope=False (older), and a float16 run (newest); the view opens a copy of the
+    fixture from it. mtimes are fixed, so the order is too."""
+    monkeypatch.chdir(tmp_path)
+    snap = load_snapshot(SNAPSHOT)
+    shown = shutil.copy(SNAPSHOT, tmp_path / "run.json")
+    unfused = write_snapshot(build_snapshot(fused_rope=False), tmp_path / "tfdash-qwen3-1.7b-unfused.json")
+    fp16 = write_snapshot(dataclasses.replace(snap, meta=dataclasses.replace(snap.meta, dtype="float16")),
+                          tmp_path / "tfdash-qwen3-1.7b-fp16.json")
+    (tmp_path / "run.trace.json").write_text("{}")  # a Chrome trace is not offered
+    for i, p in enumerate((shown, unfused, fp16)):
+        os.utime(p, (1_800_000_000 + i, 1_800_000_000 + i))
+    return SimpleNamespace(dir=tmp_path, shown=tmp_path / "run.json", unfused=unfused, fp16=fp16)
+
+
+def open_app(path, **kw):
+    return snapshot_app(path, theme="tfdash-dark", tilelang_source=fake_tilelang, **kw)
+
+
+# -- the baseline picker ---------------------------------------------------------------------------
+@sync
+async def test_picker_refuses_another_dtype_and_sets_the_baseline(isolated_config, exports):
+    messages = []
+    app = open_app(exports.shown)
+    async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
+        await settle(pilot)
+        t = app.screen.query_one(KernelTable).table
+        assert [str(c.label) for c in t.columns.values()][-1] != "Δ %"  # no baseline yet
+        await pilot.press("b")
+        await settle(pilot)
+        picker = app.screen.query_one("#picker-table")
+        listed = rows(picker)
+        assert [r[0] for r in listed] == [exports.fp16.name, exports.unfused.name]  # newest first, no trace
+        assert listed[0][1:5] == ["qwen3-1.7b", "float16", "2026-11-29 10:15", f"{load_snapshot(SNAPSHOT).tok_per_s:,.1f}"]
+        assert listed[0][5] == "dtype: float16 vs bfloat16" and listed[1][5] == "✓ same model and dtype"
+
+        await pilot.press("enter")  # the float16 run: refused with `tfdash diff`'s own line
+        await settle(pilot)
+        with pytest.raises(TfdashError) as diff_says:
+            compare(load_snapshot(exports.fp16), load_snapshot(exports.shown),
+                    a_source=exports.fp16.name, b_source="run.json")
+        assert plain(app, "#picker-status") == str(diff_says.value)
+        assert app.baseline is None and not once(messages, BaselineChosen)
+
+        await pilot.press("down", "enter")  # the fused_rope=False run of the same model
+        await settle(pilot)
+        [chosen] = once(messages, BaselineChosen)
+        assert chosen.label == exports.unfused.name and app.baseline.label == exports.unfused.name
+        t = app.screen.query_one(KernelTable).table
+        assert [str(c.label) for c in t.columns.values()][-3:] == ["baseline", "Δ", "Δ %"]
+        expected = {r.label: r for r in compare(load_snapshot(exports.unfused), load_snapshot(exports.shown),
+                                                group="op").rows}
+        labels = [str(c) for c in t.get_column("label")]
+        base = dict(zip(labels, (str(c) for c in t.get_column("base"))))
+        from tfdash.app.model import fmt_ns
+
+        assert base["attention"] == fmt_ns(expected["attention"].a.measured_ns)
+        assert "baseline only: qk_norm_rope" in plain(app, "#kernel-caption")
+        assert "run.json vs " + exports.unfused.name in plain(app, "#topbar-state")
+        assert "baseline" in plain(app, "#roofline-stats")
+
+        await pilot.press("b", "x")  # and back to no baseline
+        await settle(pilot)
+        assert app.baseline is None and once(messages, BaselineChosen)[-1].label is None
+        t = app.screen.query_one(KernelTable).table
+        assert "Δ" not in [str(c.label) for c in t.columns.values()]
+
+
+@sync
+async def test_picker_with_nothing_to_offer_says_how_to_get_one(isolated_config, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    app = open_app(SNAPSHOT, export_dir=tmp_path / "none-yet")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("b")
+        await settle(pilot)
+        assert "No snapshot there yet" in plain(app, "#picker-intro")
+        await pilot.press("enter", "escape")
+        await settle(pilot)
+        assert app.baseline is None and app.screen.query(KernelTable)
+        titles = [c.title for c in app.get_system_commands(app.screen)]  # the command palette offers both
+        assert "Baseline (b)" in titles and "A/B (a)" in titles
+        await pilot.press("question_mark")
+        await settle(pilot)
+        ids = [str(c) for c in app.screen.query_one("#help-table").get_column_at(3)]
+        assert {"baseline", "ab", "picker.choose", "picker.clear", "ab.start", "ab.close"} <= set(ids)
+
+
+def test_picker_picture(isolated_config, exports, snap_compare):
+    async def pick(pilot):
+        await settle(pilot)
+        await pilot.press("b")
+        await settle(pilot)
+
+    assert snap_compare(open_app(exports.shown), terminal_size=SIZE, run_before=pick)
+
+
+# -- the live A/B ------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def tiny_engine():
+    from tfdash.engine import load_engine
+
+    return load_engine(model="qwen3-tiny", device="cpu", capacity=4096)
+
+
+@pytest.fixture
+def short_windows(monkeypatch):
+    """6 windows a side as the screen says, of 16 steps (not 64), so the CPU test takes seconds."""
+    from tfdash.profiling import ab
+
+    monkeypatch.setattr(ab, "STEPS", 16)
+    monkeypatch.setattr(ab, "PROFILE_STEPS", 8)
+
+
+def tiny_app(engine, max_new: int):
+    def factory(status):
+        return make_session(engine, "The GPU", max_new, target=CPU, ignore_eos=True)
+
+    return live_app(factory, max_new_tokens=max_new, theme="tfdash-dark")
+
+
+@sync
+@pytest.mark.usefixtures("one_torch_thread", "short_windows")
+async def test_live_ab_alternates_shows_a_verdict_and_the_snapshot_keeps_it(isolated_config, tiny_engine):
+    messages = []
+    app = tiny_app(tiny_engine, 3000)
+    async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.new_tokens >= 4, what="tokens")
+        await pilot.press("a")
+        await settle(pilot)
+        variants = rows(app.screen.query_one("#ab-variants"))
+        assert variants[0] == ["tilelang-unfused", "fused_rope=False"] and len(variants) >= 6
+        await pilot.press("enter")  # the first: fused_rope=False, a qk_norm_rope launch a layer
+        await wait_for(pilot, lambda: once(messages, ABMeasured), what="the A/B")
+        [done] = once(messages, ABMeasured)
+        r = done.result
+        assert done.what == "tilelang-unfused" and "unavailable" not in r, r
+        assert r["order"] == "AB" * 6 and r["a"]["windows"] == r["b"]["windows"] == 6  # >= 3 a side
+        assert r["tokens"]["agree"] == r["tokens"]["checks"] == 12 and r["during"] == "the generation"
+        ran = [m.progress.done for m in once(messages, ABProgressed) if m.progress.phase == "running"]
+        assert ran and ran == sorted(ran) and ran[-1] <= 14
+        await settle(pilot)
+        verdict = plain(app, "#ab-verdict")
+        assert r["verdict"] in verdict and "tokens agree at all 12 turn starts" in verdict
+        sides = rows(app.screen.query_one("#ab-sides"))
+        assert [s[0] for s in sides] == [f"A running plan · {r['launches'][0]} launches",
+                                         f"B tilelang-unfused · {r['launches'][1]} launches"]
+        assert sides[0][1] == f"{r['a']['tok_per_s']:,.1f}" and sides[1][4] == "6"
+        ops = {row[0]: row for row in rows(app.screen.query_one("#ab-ops"))}
+        assert ops["qk_norm_rope"][3] == "added" and ops["attention"][1] != "—"
+        await wait_for(pilot, lambda: app.snapshot.ab == (r,), what="the snapshot to carry the A/B")
+        await pilot.press("escape")  # nothing runs: it closes; the generation goes on with plan A
+        await settle(pilot)
+        assert app.screen.query(KernelTable) and app.state == "running"
+        after = app.snapshot.new_tokens
+        await wait_for(pilot, lambda: app.snapshot.new_tokens > after + 8, what="more tokens")
+        await pilot.press("q")
+        await wait_for(pilot, lambda: not app.is_running, timeout=30, what="the app to exit")
+    final = app.return_value
+    assert final.ab == (r,) and final.new_tokens > after
+
+
+@sync
+@pytest.mark.usefixtures("one_torch_thread", "short_windows")
+async def test_escape_cancels_the_ab_and_errors_are_one_line(isolated_config, tiny_engine):
+    messages = []
+    app = tiny_app(tiny_engine, 3000)
+    async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.new_tokens >= 4, what="tokens")
+        await pilot.press("a", "enter")
+        await wait_for(pilot, lambda: any(m.progress.phase == "running" for m in once(messages, ABProgressed)),
+                       what="the first window")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: once(messages, ABMeasured), what="the cancelled A/B")
+        r = once(messages, ABMeasured)[0].result
+        assert r["incomplete"] == "cancelled" and len(r["order"]) < 12
+        await settle(pilot)
+        assert "incomplete: cancelled" in plain(app, "#ab-verdict")
+        # a variant this engine cannot run: its one line, on the screen
+        n = app.screen.query_one("#ab-variants").row_count
+        await pilot.press(*["down"] * (n - 1), "enter")  # tilelang-nopdl, the last: a tilelang-graph launch setting
+        await wait_for(pilot, lambda: len(once(messages, ABMeasured)) == 2, what="the refusal")
+        line = once(messages, ABMeasured)[1].result["unavailable"]
+        assert "is a tilelang-graph launch setting; this engine is torch-eager" in line
+        await settle(pilot)
+        assert line in plain(app, "#ab-verdict")
+        await pilot.press("escape", "q")
+        await wait_for(pilot, lambda: not app.is_running, timeout=30, what="the app to exit")
+    assert app.return_value.ab[0]["incomplete"] == "cancelled"  # kept, like any measurement
+
+
+# -- the A/B screen on a saved snapshot ----------------------------------------------------------
+def recorded_ab() -> dict:
+    """What the live A/B of fused_rope=False would record on the fixture's run (synthetic turns;
+    per-launch times are the two fixture snapshots'), through the same summarize."""
+    from tfdash.engine.config import preset
+    from tfdash.engine.plan import build_plan
+    from tfdash.profiling import ab
+    from tfdash.profiling.timeline import WindowResult
+
+    cfg = preset("qwen3-1.7b")
+    sides = {"A": (build_plan(cfg, capacity=2112), load_snapshot(SNAPSHOT)),
+             "B": (build_plan(cfg, capacity=2112, fused_rope=False), build_snapshot(fused_rope=False))}
+    rt = {s: SimpleNamespace(plan=p, backend="tilelang-graph") for s, (p, _) in sides.items()}
+    profiles = {s: WindowResult("cupti", 1800, 3, tuple((int(k.measured_p50_ns),) * 3 for k in snap.kernels),
+                                (1, 1, 1), (), (), 0, 0) for s, (_, snap) in sides.items()}
+    turns = [("AB"[i % 2], 1024 + 64 * i, tuple(1_300_000 + 20_000 * (i % 2) + 1000 * ((i * 7 + k) % 5)
+                                                 for k in range(64))) for i in range(12)]
+    checks = [(t[1], 42 + i, 42 + i) for i, t in enumerate(turns)]
+    return {**ab.summarize(ab.resolve("tilelang-unfused"), rt["A"], rt["B"], turns, checks, profiles),
+            "during": "the generation"}
+
+
+def test_ab_screen_picture_of_a_recorded_result(isolated_config, tmp_path, snap_compare):
+    snap = dataclasses.replace(load_snapshot(SNAPSHOT), ab=(recorded_ab(),))
+    path = write_snapshot(snap, tmp_path / "with-ab.json")
+
+    async def open_ab(pilot):
+        await settle(pilot)
+        await pilot.press("a")
+        await settle(pilot)
+
+    assert snap_compare(open_app(path), terminal_size=SIZE, run_before=open_ab)

@@ -1,0 +1,116 @@
+"""The dashboard's two comparisons, as app actions (TfdashApp mixes them in):
+
+    b   a baseline picker over recent snapshot exports (tfdash.app.screens.picker): the chosen
+        one becomes `app.baseline`, the same Baseline `tfdash open B --baseline A` gives, so the
+        kernel table's Δ columns, the drill-down's both sides and the roofline's both steps follow
+    a   the live A/B of a plan variant (tfdash.app.screens.ab)
+
+`recent_snapshots(dirs)` lists the snapshot files where the dashboard writes exports (the export
+directory, the last export's, --save's, the open file's), newest first, each loaded and
+validated so the picker can say what it is (model, dtype, when, tok/s) or why it is not one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from tfdash.profiling.snapshot import ProfileSnapshot
+
+RECENT = 20  # snapshot files the picker lists at most (each one is read and validated)
+
+
+@dataclass(frozen=True)
+class Recent:
+    path: Path
+    mtime: float
+    snapshot: ProfileSnapshot | None = None
+    error: str | None = None  # why the file is not a snapshot this tfdash reads
+
+
+def snapshot_files(directory: Path) -> list[Path]:
+    """Snapshot exports in `directory`: the dashboard's `*.json` (not its `.trace.json`), and the
+    `snapshot.json` of `--headless --export DIR` folders one level down."""
+    try:
+        own = [p for p in directory.glob("*.json") if not p.name.endswith(".trace.json")]
+        return own + list(directory.glob("*/snapshot.json"))
+    except OSError:
+        return []
+
+
+def recent_snapshots(dirs: Iterable[Path], limit: int = RECENT, skip: Iterable[Path] = ()) -> list[Recent]:
+    from tfdash.errors import TfdashError
+    from tfdash.profiling.export import load_snapshot
+
+    skipped = {_real(p) for p in skip}
+    found: dict[Path, float] = {}
+    for d in dirs:
+        for p in snapshot_files(Path(d)):
+            try:
+                if p.is_file() and _real(p) not in skipped:
+                    found[_real(p)] = p.stat().st_mtime
+            except OSError:
+                continue
+    out = []
+    for p, mtime in sorted(found.items(), key=lambda kv: -kv[1])[:limit]:
+        try:
+            out.append(Recent(p, mtime, load_snapshot(p)))
+        except (TfdashError, OSError) as e:
+            out.append(Recent(p, mtime, error=str(e).removeprefix(f"{p}: ")))
+    return out
+
+
+def _real(p: Path) -> Path:
+    try:
+        return Path(p).resolve()
+    except OSError:
+        return Path(p)
+
+
+class CompareActions:
+    """`b` and `a` on TfdashApp (bindings.APP: ids "baseline" and "ab")."""
+
+    def snapshot_dirs(self) -> list[Path]:
+        dirs = [self.export_directory()]
+        for p in (self.last_export, self.save_path, self.source.path):
+            if p is not None:
+                dirs.append(Path(p).parent)
+        return list(dict.fromkeys(dirs))
+
+    def action_baseline(self) -> None:
+        from tfdash.app.screens.picker import PickerScreen
+
+        if not isinstance(self.screen, PickerScreen):
+            skip = [self.source.path] if self.source.path is not None else []
+            self.push_screen(PickerScreen(recent_snapshots(self.snapshot_dirs(), skip=skip)))
+
+    def shown_name(self) -> str:
+        path = self.source.path
+        return Path(path).name if path else "this run"
+
+    def set_baseline(self, chosen: Recent | None) -> str | None:
+        """Compare against `chosen` (None: drop the baseline). The one-line refusal `tfdash diff`
+        gives for another model or dtype, or why there is nothing to compare yet; None when set."""
+        from tfdash.app.baseline import Baseline
+        from tfdash.profiling.diff import refusal
+
+        if chosen is None:
+            self.baseline = None
+        else:
+            if chosen.snapshot is None:
+                return f"{chosen.path.name}: {chosen.error}"
+            if self.snapshot is None:
+                return "nothing measured yet to compare with: wait for the first tokens"
+            line = refusal(chosen.snapshot, self.snapshot, chosen.path.name, self.shown_name())
+            if line:
+                return line
+            self.baseline = Baseline(chosen.snapshot, chosen.path.name)
+        self.snapshot = self.snapshot  # every pane draws again, with or without the Δ
+        return None
+
+    def action_ab(self) -> None:
+        from tfdash.app.screens.ab import ABScreen
+
+        if not isinstance(self.screen, ABScreen):
+            self.push_screen(ABScreen())

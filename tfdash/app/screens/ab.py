@@ -1,0 +1,206 @@
+"""The A/B screen (`a`): pick a plan variant that `tfdash bench` knows and A/B it live against the
+running plan on the generation in progress (Session.ab, tfdash.profiling.ab), then read both
+sides: tok/s with its range over the windows, ms/step, the verdict with its spread, whether the
+two sides' tokens agreed, and each op's time in both from one profile window a side.
+
+The A/B runs in a thread worker; its progress arrives as ABProgressed messages (posted from the
+decode thread, which never waits on the screen). Escape cancels it after the window in progress,
+and closes the screen when nothing runs. On a saved snapshot the screen shows the A/Bs it holds.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, ProgressBar, Static
+
+from tfdash.app import bindings
+from tfdash.app.messages import ABMeasured, ABProgressed
+from tfdash.app.model import fmt_ns
+from tfdash.textsafe import visible
+
+
+def variant_rows() -> list[tuple[str, str]]:
+    from tfdash.profiling.ab import VARIANTS
+
+    return [(v.name, v.about) for v in VARIANTS.values()]
+
+
+def side_cells(label: str, s: dict) -> list[Text]:
+    right = dict(justify="right")
+    if not s.get("windows"):
+        return [Text(visible(label)), Text("—", **right), Text("—", **right), Text("—", **right), Text("0", **right)]
+    return [Text(visible(label), style="bold"), Text(f"{s['tok_per_s']:,.1f}", style="bold", **right),
+            Text(f"{s['tok_per_s_min']:,.1f} – {s['tok_per_s_max']:,.1f}", **right),
+            Text(f"{s['step_ns'] / 1e6:.3f}", **right), Text(str(s["windows"]), **right)]
+
+
+def op_cells(r: dict) -> list[Text]:
+    right = dict(justify="right")
+    d, pct = r.get("delta_ns"), r.get("delta_pct")
+    style = "" if pct is None or abs(pct) < 1.0 else ("green" if pct < 0 else "red")
+    delta = "added" if r.get("a_ns") is None else "removed" if r.get("b_ns") is None else \
+        ("+" if d > 0 else "") + fmt_ns(d)
+    return [Text(visible(str(r.get("op", "?")))), Text(fmt_ns(r.get("a_ns")), **right),
+            Text(fmt_ns(r.get("b_ns")), **right), Text(delta, style=style, **right),
+            Text("—" if pct is None else f"{pct:+.1f} %", style=style, **right)]
+
+
+def verdict_content(result: dict) -> Content:
+    """The verdict, the token check, and how (and when) it was measured."""
+    if "unavailable" in result:
+        return Content.styled(visible(f"A/B {result.get('what', '?')}: {result['unavailable']}"), "$text-error")
+    pct, spread = result.get("delta_pct"), result.get("spread_pct") or 0.0
+    tone = "$text-success" if pct is not None and pct > spread else \
+        "$text-error" if pct is not None and pct < -spread else "$text-warning"
+    t = result.get("tokens", {})
+    agree = t.get("agree") == t.get("checks")
+    parts = [(visible(result.get("verdict", "")), f"bold {tone}"),
+             (f"   tokens agree at all {t.get('checks')} turn starts" if agree else
+              f"   tokens DIFFER at {t.get('checks', 0) - t.get('agree', 0)} of {t.get('checks')} turn starts",
+              "$text-success" if agree else "bold $text-error"),
+             (f"\n{result.get('windows_per_side')} windows of {result.get('steps_per_window')} steps a side, order "
+              f"{visible(str(result.get('order', '')))[:24]}, during {visible(str(result.get('during', '?')))}; "
+              f"per op: {visible(str(result.get('per_op_method', '')))}", "$text-muted")]
+    if result.get("incomplete"):
+        parts.append((f"\nincomplete: {visible(str(result['incomplete']))}", "$text-warning"))
+    return Content.assemble(*parts)
+
+
+class ABScreen(ModalScreen):
+    BINDINGS = bindings.AB
+
+    def __init__(self):
+        super().__init__()
+        self.variants = variant_rows()
+        self.running: str | None = None  # the variant being A/B'd
+        self.cancel = threading.Event()
+        self.result: dict | None = None
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="ab-box", classes="tf-modal"):
+            yield Static(id="ab-intro")
+            yield DataTable(id="ab-variants", cursor_type="row", zebra_stripes=True)
+            yield Static(id="ab-status")
+            yield ProgressBar(id="ab-progress", show_eta=False)
+            yield DataTable(id="ab-sides", cursor_type="none")
+            yield Static(id="ab-verdict")
+            yield DataTable(id="ab-ops", cursor_type="none", zebra_stripes=True)
+
+    def on_mount(self) -> None:
+        box = self.query_one("#ab-box")
+        box.border_title = "A/B a plan variant"
+        box.border_subtitle = "⏎ run · esc cancel/close"
+        from tfdash.profiling.ab import PROFILE_STEPS, STEPS, WINDOWS
+
+        self.query_one("#ab-intro", Static).update(Content.assemble(
+            ("The running plan (A) and the variant (B) take turns on this generation: ", "$text-muted"),
+            (f"{WINDOWS} windows of {STEPS} steps a side, A B A B…", "bold"),
+            (f", then a {PROFILE_STEPS}-step profile window each. The variant shares the weights, the KV "
+             "cache and the position, so the stream goes on; both sides' next tokens are compared at every turn.",
+             "$text-muted")))
+        t = self.query_one("#ab-variants", DataTable)
+        t.add_columns("variant (as tfdash bench names it)", "what it changes")
+        for name, about in self.variants:
+            t.add_row(Text(name, style="bold"), Text(about), key=name)
+        self.query_one("#ab-sides", DataTable).add_columns(
+            "side", Text("tok/s", justify="right"), Text("range over windows", justify="right"),
+            Text("ms/step", justify="right"), Text("windows", justify="right"))
+        self.query_one("#ab-ops", DataTable).add_columns(
+            "op", Text("A", justify="right"), Text("B", justify="right"), Text("Δ", justify="right"),
+            Text("Δ %", justify="right"))
+        self.query_one("#ab-progress", ProgressBar).display = False
+        snap = self.app.snapshot
+        if snap is not None and getattr(snap, "ab", ()):
+            self.show_result(snap.ab[-1], recorded=True)
+        else:
+            self._status("pick a variant, ⏎ runs it" if self.app.source.live else
+                         "a saved snapshot is read-only: it holds no A/B", "$text-muted")
+        t.focus()
+
+    def _status(self, line: str, style: str = "") -> None:
+        self.query_one("#ab-status", Static).update(Content.styled(visible(line), style))
+
+    # -- running -----------------------------------------------------------------------------
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        if event.data_table.id == "ab-variants":
+            self.action_start()
+
+    def action_start(self) -> None:
+        if self.running is not None:
+            self.notify(f"the A/B of {self.running} is still running (esc cancels it)", severity="warning", timeout=3)
+            return
+        if not self.app.source.live:
+            self.notify("a saved snapshot is read-only: nothing to A/B", severity="warning", timeout=3)
+            return
+        t = self.query_one("#ab-variants", DataTable)
+        name = self.variants[max(0, min(t.cursor_row, len(self.variants) - 1))][0]
+        self.running, self.cancel = name, threading.Event()
+        bar = self.query_one("#ab-progress", ProgressBar)
+        bar.display = True
+        bar.update(total=None, progress=0)
+        self._status(f"building {name} beside the running plan…", "$text-accent")
+        self._run(name, self.cancel)
+
+    @work(thread=True, group="ab", exit_on_error=False)
+    def _run(self, name: str, cancel: threading.Event) -> None:
+        try:  # the sizes are tfdash.profiling.ab's, as the intro says
+            result = dict(self.app.source.ab(name, progress=lambda p: self.post_message(ABProgressed(p)),
+                                             cancel=cancel))
+        except Exception as e:  # noqa: BLE001 - one line on the screen, never a traceback
+            result = {"what": name, "unavailable": f"{type(e).__name__}: {e}"}
+        try:
+            self.app.call_from_thread(self._done, name, result)
+        except RuntimeError:  # the app has closed meanwhile
+            pass
+
+    def on_abprogressed(self, message: ABProgressed) -> None:
+        p = message.progress
+        if self.running is None:
+            return
+        self._status(p.line, "$text-accent")
+        bar = self.query_one("#ab-progress", ProgressBar)
+        if p.total:
+            bar.update(total=p.total, progress=p.done)
+
+    def _done(self, name: str, result: dict) -> None:
+        self.running = None
+        self.query_one("#ab-progress", ProgressBar).display = False
+        self.show_result(result)
+        self.post_message(ABMeasured(name, result))
+        if "unavailable" in result:
+            self.notify(f"A/B {name}: {result['unavailable']}", severity="warning", timeout=6)
+        else:
+            self.notify(f"A/B {name}: {result.get('verdict', '')}", title="A/B", timeout=6)
+
+    def show_result(self, result: dict, recorded: bool = False) -> None:
+        self.result = result
+        self.query_one("#ab-verdict", Static).update(verdict_content(result))
+        sides = self.query_one("#ab-sides", DataTable)
+        ops = self.query_one("#ab-ops", DataTable)
+        sides.clear()
+        ops.clear()
+        if "unavailable" in result:
+            self._status("the A/B did not run", "$text-error")
+            return
+        what, (na, nb) = str(result.get("what", "?")), result.get("launches", ["?", "?"])
+        sides.add_row(*side_cells(f"A running plan · {na} launches", result.get("a", {})))
+        sides.add_row(*side_cells(f"B {what} · {nb} launches", result.get("b", {})))
+        for r in result.get("per_op", []):
+            ops.add_row(*op_cells(r))
+        self._status(f"{'recorded' if recorded else 'done'}: {what} ({result.get('about', '')}) on "
+                     f"{result.get('backend', '?')}", "$text-muted")
+
+    def action_close(self) -> None:
+        if self.running is not None:
+            self.cancel.set()
+            self._status(f"cancelling {self.running} after the window in progress…", "$text-warning")
+            return
+        self.dismiss(self.result)

@@ -1,0 +1,110 @@
+"""The baseline picker (`b`): recent snapshot exports, newest first, each with its model, dtype,
+when it was recorded and its tok/s, and whether it compares with the run on screen. Enter makes
+the selected one the baseline (`app.set_baseline`); one of another model or dtype is refused with
+the line `tfdash diff` gives, shown under the list. Every string from a file is Text, never markup.
+"""
+
+from __future__ import annotations
+
+import time
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Static
+
+from tfdash.app import bindings
+from tfdash.app.compare import Recent
+from tfdash.app.messages import BaselineChosen
+from tfdash.textsafe import visible
+
+
+def row_cells(e: Recent, current) -> list[Text]:
+    """file, model, dtype, recorded, tok/s, and how it compares with `current` (a snapshot)."""
+    from tfdash.profiling.diff import differences
+
+    name = Text(visible(e.path.name), style="bold")
+    if e.snapshot is None:
+        return [name, Text(visible(e.error or "?"), style="italic"), Text(""), Text(""), Text(""), Text("unreadable")]
+    m = e.snapshot.meta
+    model = str(m.model.get("name", "?")) if isinstance(m.model, dict) else "?"
+    when = visible(m.started_at.replace("T", " ").removesuffix("Z")[:16]) if m.started_at else \
+        time.strftime("%Y-%m-%d %H:%M", time.localtime(e.mtime))
+    tps = Text(f"{e.snapshot.tok_per_s:,.1f}" if e.snapshot.wall_ns else "—", justify="right")
+    diffs = differences(e.snapshot, current) if current is not None else []
+    fit = Text(visible(diffs[0]), style="italic") if diffs else Text("✓ same model and dtype")
+    return [name, Text(visible(model)), Text(visible(m.dtype)), Text(when), tps, fit]
+
+
+def shown_dir(d) -> str:
+    """A directory as the user thinks of it: relative to the current one when inside it."""
+    from pathlib import Path
+
+    try:
+        rel = Path(d).resolve().relative_to(Path.cwd().resolve())
+        return str(rel) if str(rel) != "." else "the current directory"
+    except (ValueError, OSError):
+        return str(d)
+
+
+class PickerScreen(ModalScreen):
+    BINDINGS = bindings.PICKER
+
+    def __init__(self, entries: list[Recent]):
+        super().__init__()
+        self.entries = entries
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="picker-box", classes="tf-modal"):
+            yield Static(id="picker-intro")
+            yield DataTable(id="picker-table", cursor_type="row", zebra_stripes=True)
+            yield Static(id="picker-status")
+
+    def on_mount(self) -> None:
+        box = self.query_one("#picker-box")
+        box.border_title = "baseline snapshot"
+        box.border_subtitle = "⏎ compare · x none · esc close"
+        app = self.app
+        where = ", ".join(visible(shown_dir(d)) for d in app.snapshot_dirs())
+        base = getattr(app, "baseline", None)
+        intro = [("Snapshots in ", "$text-muted"), (where, "bold"), (", newest first. ", "$text-muted")]
+        intro += [("Now against ", "$text-muted"), (visible(base.label), "bold")] if base else \
+            [("No baseline now.", "$text-muted")]
+        if not self.entries:
+            intro += [("\nNo snapshot there yet: ", "$text-warning"), ("e", "bold"),
+                      (" writes one, or `tfdash open B.json --baseline A.json` compares two files.", "$text-muted")]
+        self.query_one("#picker-intro", Static).update(Content.assemble(*intro))
+        t = self.query_one("#picker-table", DataTable)
+        t.add_columns("file", "model", "dtype", "recorded", Text("tok/s", justify="right"), "against this run")
+        for i, e in enumerate(self.entries):
+            t.add_row(*row_cells(e, app.snapshot), key=str(i))
+        t.focus()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_choose()
+
+    def _say(self, line: str) -> None:
+        self.query_one("#picker-status", Static).update(Content.styled(visible(line), "$text-error"))
+
+    def action_choose(self) -> None:
+        t = self.query_one("#picker-table", DataTable)
+        if not self.entries:
+            return
+        chosen = self.entries[max(0, min(t.cursor_row, len(self.entries) - 1))]
+        line = self.app.set_baseline(chosen)
+        if line:
+            self._say(line)
+            self.notify(line, title="baseline", severity="warning", timeout=8)
+            return
+        self.app.post_message(BaselineChosen(chosen.path.name))  # this screen closes now
+        self.notify(f"comparing against {chosen.path.name}", title="baseline", timeout=4)
+        self.dismiss(chosen.path)
+
+    def action_clear(self) -> None:
+        self.app.set_baseline(None)
+        self.app.post_message(BaselineChosen(None))
+        self.notify("no baseline", title="baseline", timeout=3)
+        self.dismiss(None)

@@ -1,0 +1,380 @@
+"""Live A/B of a plan variant: the running plan (A) and a variant of it (B) take turns on one
+generation, a window of steps at a time, several times each (A B A B ...), in one process.
+
+The variant's runtime is built over the running one's weights, KV cache and step state
+(`Runtime.variant(plan, share_state=True)`), so a B step is simply the generation's next step
+computed by the other plan: the token stream goes on through both. At the start of every turn
+both sides step once from the same state (held, then put back) and their next tokens are
+compared, so "the variant computes the same function" is checked, not assumed.
+
+Per turn the first step is left out (it follows the pause of the switch) and the rest give the
+turn's mean step time; a side's tok/s is the median over its turns, with the range. The verdict
+is the median of the paired differences (turn i of B against turn i of A) with half their
+interquartile range as the spread, like the marginal cost's. Then one profile window per side
+(CUPTI on CUDA, the host clock on CPU) gives per-launch times, aligned by role and summed by op.
+
+    VARIANTS                        name -> Variant: `tfdash bench`'s plan variants, and the PDL one
+    resolve("tilelang-lateres")     a Variant (also a GEMV spec as bench --gemv spells it)
+    build(runtime, variant)         the variant's runtime beside the running one
+    ABRun(live, var, variant, ...)  the turns and profile windows, as `Generation.intercept` windows
+    summarize(...)                  the result dict the snapshot keeps (`ProfileSnapshot.ab`)
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+
+from tfdash.errors import TfdashError
+
+WINDOWS, STEPS, PROFILE_STEPS = 6, 64, 32  # turns per side, steps per turn, profile steps per side
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    options: dict = field(default_factory=dict)  # build_plan options over the running plan's
+    runtime: dict = field(default_factory=dict)  # runtime options (pdl)
+
+    @property
+    def about(self) -> str:
+        """The options it sets, flat: "early_residual=False", "gemv_overrides.down.seg=8"."""
+        def flat(prefix, v):
+            if isinstance(v, dict):
+                return [x for k, sub in v.items() for x in flat(f"{prefix}.{k}", sub)]
+            return [f"{prefix}={v}"]
+
+        return ", ".join(x for k, v in {**self.options, **self.runtime}.items() for x in flat(k, v))
+
+
+def _variants() -> dict[str, Variant]:
+    from tfdash.profiling.bench import PLAN_VARIANTS
+
+    out = {name: Variant(name, dict(opts)) for name, opts in PLAN_VARIANTS.items()}
+    out["tilelang-nopdl"] = Variant("tilelang-nopdl", {}, {"pdl": False})
+    return out
+
+
+VARIANTS = _variants()
+
+
+def resolve(name: str) -> Variant:
+    """A variant by its `tfdash bench` name, or a GEMV launch-settings spec ("down:seg=8")."""
+    name = name.strip()
+    if name in VARIANTS:
+        return VARIANTS[name]
+    if ":" in name:
+        from tfdash.profiling.bench import gemv_variant
+
+        label, options = gemv_variant(name.removeprefix("tilelang[").removesuffix("]"))
+        return Variant(label, options)
+    raise TfdashError(f"no plan variant {name!r} (known: {', '.join(VARIANTS)}, or a GEMV spec OP:KEY=V)")
+
+
+def variant_plan(plan, v: Variant):
+    """The running plan with the variant's options over its own (dict options merged by key)."""
+    from tfdash.engine.plan import build_plan
+
+    options = dict(plan.meta.get("options") or {})
+    for k, val in v.options.items():
+        old = options.get(k)
+        if isinstance(val, dict):
+            merged = {op: {**dict((old or {}).get(op, {})), **s} if isinstance(s, dict) else s
+                      for op, s in {**dict(old or {}), **val}.items()}
+            options[k] = merged
+        else:
+            options[k] = val
+    return build_plan(plan.config, **options), options
+
+
+def build(runtime, v: Variant, progress=None):
+    """The variant's runtime over the running one's weights, cache and state; TfdashError (one
+    line) when it cannot be built or would not share the generation's state."""
+    from tfdash.engine.runtime import STEP_STATE
+
+    if v.runtime and runtime.backend != "tilelang-graph":
+        raise TfdashError(f"{v.name} ({v.about}) is a tilelang-graph launch setting; this engine is {runtime.backend}")
+    plan, options = variant_plan(runtime.plan, v)
+    kw = {}
+    if runtime.backend == "tilelang-graph":
+        from tfdash.engine.compile import unsupported
+
+        why = unsupported(plan)
+        if why:
+            raise TfdashError(f"{v.name}: the tilelang engine cannot run {why}")
+        kw = {"progress": progress, "pdl": v.runtime.get("pdl", getattr(runtime, "pdl", None))}
+    if options == dict(runtime.plan.meta.get("options") or {}) and kw.get("pdl") == getattr(runtime, "pdl", None):
+        raise TfdashError(f"{v.name} ({v.about}) is the plan already running: nothing to compare")
+    try:
+        var = runtime.variant(plan, share_state=True, **kw)
+    except TfdashError:
+        raise
+    except Exception as e:  # a kernel that does not compile, memory: one line, not a traceback
+        raise TfdashError(f"{v.name} did not build: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
+    needed = {n for n, b in plan.buffers.items() if b.parent is None and (b.kind == "cache" or n in STEP_STATE)}
+    if needed - var.shared:
+        raise TfdashError(f"{v.name} cannot share the generation's state ({', '.join(sorted(needed - var.shared)[:3])} "
+                          f"differ in shape or dtype)")
+    return var
+
+
+def _turn_ns(step_ns) -> float:
+    """A turn's mean step time, its first step (after the switch's pause) left out."""
+    xs = list(step_ns[1:]) or list(step_ns)
+    return float(sum(xs) / len(xs))
+
+
+class Turn:
+    """One side's turn: `steps` steps of the generation through that side's step."""
+
+    def __init__(self, run: "ABRun", side: str, index: int, steps: int):
+        self.run, self.side, self.index, self.steps = run, side, index, steps
+        self.step_fn, self.ok = None, False
+        self.first_step, self.step_ns = 0, []
+
+    def start(self, runtime, first_step, steps):
+        self.first_step, self.step_ns = first_step, []
+        self.ok = self.run.guard(self.run.check_tokens, first_step)
+        self.step_fn = self.run.variant.step if self.ok and self.side == "B" else None
+
+    def on_step(self, step_ns):
+        self.step_ns.append(int(step_ns))
+
+    def finish(self, runtime, cancelled):
+        if self.ok and self.step_ns:
+            self.run.turns.append((self.side, self.first_step, tuple(self.step_ns)))
+        self.run.next(cancelled)
+
+    def cancel(self, reason):
+        self.run.abort(reason)
+
+
+class SideProfile:
+    """A profile window (the timer's) over one side's steps: per-launch times of that plan."""
+
+    def __init__(self, run: "ABRun", side: str, inner):
+        self.run, self.side, self.inner, self.steps = run, side, inner, inner.steps
+        self.rt = run.variant if side == "B" else run.live
+
+    @property
+    def step_fn(self):
+        if not getattr(self, "ok", False):
+            return None  # it failed to start: the generation's own steps
+        own = self.inner.step_fn
+        return own if own is not None or self.side == "A" else self.rt.step
+
+    def start(self, runtime, first_step, steps):
+        self.ok = self.run.guard(self.inner.start, self.rt, first_step, steps)
+
+    def on_step(self, step_ns):
+        self.inner.on_step(step_ns)
+
+    def finish(self, runtime, cancelled):
+        if self.ok and self.run.guard(self.inner.finish, self.rt, cancelled):
+            self.run.profiles[self.side] = self.inner.result
+        self.run.next(cancelled)
+
+    def cancel(self, reason):
+        self.inner.cancel(reason)
+        self.run.abort(reason)
+
+
+class ABRun:
+    """The A/B's windows in order, run either inside a live generation (`start_live`: each window
+    intercepts the next when it finishes) or outside one (`run_idle`). `on_turn(run)` is called
+    after every window, on the thread running the steps; it must return quickly."""
+
+    def __init__(self, live, variant, v: Variant, windows: int = WINDOWS, steps: int = STEPS,
+                 profile_steps: int = PROFILE_STEPS, timers=None, on_turn=None):
+        self.live, self.variant, self.v = live, variant, v
+        self.windows, self.steps_per, self.profile_steps = max(1, windows), max(2, steps), max(0, profile_steps)
+        self.on_turn = on_turn or (lambda run: None)
+        self.turns: list[tuple[str, int, tuple[int, ...]]] = []  # (side, first step, step ns)
+        self.checks: list[tuple[int, int, int]] = []  # (ctx_len, A's next token, B's)
+        self.profiles: dict[str, object] = {}  # side -> WindowResult
+        self.error: str | None = None
+        self.done = threading.Event()
+        self._cancel = threading.Event()
+        self._gen = None
+        self._queue: deque = deque(Turn(self, "AB"[i % 2], i, self.steps_per) for i in range(2 * self.windows))
+        if self.profile_steps and timers is not None:
+            self._queue += [SideProfile(self, s, t.window(self.profile_steps)) for s, t in zip("AB", timers)]
+        self.total = len(self._queue)
+        self.finished = 0  # windows finished so far (the progress line)
+        self.steps_needed = 2 * self.windows * self.steps_per + (2 * self.profile_steps if timers else 0)
+
+    # -- the state both sides share ------------------------------------------------------------
+    def check_tokens(self, ctx: int) -> None:
+        """Both sides' next token from the same state (nothing in flight; put back after)."""
+        self.variant.ensure_captured()  # at this boundary, at the generation's position
+        out = []
+        for rt in (self.live, self.variant):
+            with self.live.held():  # pos and tok are one pair of tensors for both sides
+                rt.step()
+                out.append(int(rt.bufs["tok"][0]))
+        self.checks.append((ctx, out[0], out[1]))
+
+    def guard(self, fn, *args) -> bool:
+        """Call a window hook on the decode thread; a failure ends the A/B with its line (the
+        generation goes on with the running plan) instead of ending the generation."""
+        if self.done.is_set():
+            return False
+        try:
+            fn(*args)
+            return True
+        except Exception as e:  # noqa: BLE001 - reported in the result, never raised into the decode loop
+            self.abort(f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
+            return False
+
+    # -- running -------------------------------------------------------------------------------
+    def start_live(self, gen) -> None:
+        self._gen = gen
+        gen.intercept(self._queue.popleft())
+
+    def run_idle(self, runtime) -> None:
+        """Outside any generation: the windows one after another from the runtime's position."""
+        from tfdash.profiling.timeline import run_window
+
+        while self._queue and not self.done.is_set():
+            w = self._queue.popleft()
+            run_window(runtime, w, w.steps, runtime.position)
+
+    def next(self, cancelled: bool = False) -> None:
+        if self.done.is_set():
+            return
+        self.finished += 1
+        self.on_turn(self)
+        if cancelled or self._cancel.is_set() or not self._queue:
+            if cancelled:
+                self.error = "the generation ended before the A/B did"
+            elif self._queue:
+                self.error = "cancelled"
+            self.done.set()
+        elif self._gen is not None:
+            self._gen.intercept(self._queue.popleft())
+
+    def abort(self, reason: str) -> None:
+        if not self.done.is_set():
+            self.error = reason
+            self.done.set()
+
+    def cancel(self) -> None:
+        """Stop after the window in progress (thread-safe); what was measured is kept."""
+        self._cancel.set()
+
+    def result(self) -> dict:
+        return summarize(self.v, self.live, self.variant, self.turns, self.checks, self.profiles, self.error)
+
+
+# -- the result ---------------------------------------------------------------------------------
+def _half_iqr(xs: list[float]) -> float:
+    if len(xs) < 2:
+        return 0.0
+    q = statistics.quantiles(xs, n=4, method="inclusive")
+    return (q[2] - q[0]) / 2
+
+
+def _side(turns, side: str) -> dict:
+    ns = [_turn_ns(t[2]) for t in turns if t[0] == side]
+    tps = [1e9 / x for x in ns if x > 0]
+    if not tps:
+        return {"windows": 0}
+    return {"windows": len(tps), "tok_per_s": statistics.median(tps), "tok_per_s_min": min(tps),
+            "tok_per_s_max": max(tps), "step_ns": statistics.median(ns), "steps": sum(len(t[2]) for t in turns
+                                                                                      if t[0] == side),
+            "tok_per_s_windows": tps}
+
+
+def verdict(delta_pct: float | None, spread_pct: float | None) -> str:
+    if delta_pct is None:
+        return "no verdict: a side has no measured window"
+    if abs(delta_pct) <= (spread_pct or 0.0):
+        return f"no difference beyond the spread (Δ {delta_pct:+.1f} % ± {spread_pct:.1f} %)"
+    return f"variant {'faster' if delta_pct > 0 else 'slower'} by {abs(delta_pct):.1f} % ± {spread_pct:.1f} %"
+
+
+def per_op(live_plan, var_plan, profiles) -> tuple[list[dict], str]:
+    """Each op's summed p50 in A and B (from the two profile windows), largest |Δ| first; an op
+    on one side only has None on the other. With the reason when a side has no window."""
+    res = {s: profiles.get(s) for s in "AB"}
+    bad = [f"{s}: {r.error if r is not None else 'not measured'}" for s, r in res.items() if r is None or not r.ok]
+    if bad:
+        return [], "no per-launch times (" + "; ".join(bad) + ")"
+    sums: dict[str, list] = {}
+    for k, plan in enumerate((live_plan, var_plan)):
+        r = res["AB"[k]]
+        for la in plan.launches:
+            entry = sums.setdefault(la.op, [None, None, 0, 0])
+            entry[k] = (entry[k] or 0.0) + r.p50(la.index)
+            entry[2 + k] += 1
+    rows = []
+    for op, (a, b, na, nb) in sums.items():
+        d = b - a if a is not None and b is not None else None
+        rows.append({"op": op, "a_ns": a, "b_ns": b, "a_launches": na, "b_launches": nb, "delta_ns": d,
+                     "delta_pct": 100 * d / a if d is not None and a else None})
+    rows.sort(key=lambda r: -abs(r["delta_ns"]) if r["delta_ns"] is not None else -float("inf"))
+    return rows, res["A"].method
+
+
+def summarize(v: Variant, live, var, turns, checks, profiles, error=None) -> dict:
+    a, b = _side(turns, "A"), _side(turns, "B")
+    pa = [_turn_ns(t[2]) for t in turns if t[0] == "A"]
+    pb = [_turn_ns(t[2]) for t in turns if t[0] == "B"]
+    paired = [100 * (x / y - 1) for x, y in zip(pa, pb) if y > 0]  # tok/s ratio B/A - 1, per round
+    delta = statistics.median(paired) if paired else None
+    spread = _half_iqr(paired) if paired else None
+    agree = sum(1 for _, x, y in checks if x == y)
+    mismatch = next(({"ctx_len": c, "a": x, "b": y} for c, x, y in checks if x != y), None)
+    ops, how = per_op(live.plan, var.plan, profiles)
+    out = {"what": v.name, "about": v.about, "backend": live.backend, "a": a, "b": b,
+           "order": "".join(t[0] for t in turns), "windows_per_side": min(a["windows"], b["windows"]),
+           "steps_per_window": max((len(t[2]) for t in turns), default=0),
+           "ctx_len": [turns[0][1], turns[-1][1] + len(turns[-1][2])] if turns else [],
+           "delta_pct": delta, "spread_pct": spread, "verdict": verdict(delta, spread),
+           "launches": [len(live.plan), len(var.plan)],
+           "tokens": {"checks": len(checks), "agree": agree, "first_mismatch": mismatch},
+           "per_op": ops, "per_op_method": how,
+           "method": "turns of one generation alternating A B A B; per turn the mean step (its first left out); "
+                     "tok/s medians over turns; Δ the median of paired turns, ± half their IQR"}
+    if error:
+        out["incomplete"] = error
+    return out
+
+
+def table(result: dict) -> list[str]:
+    """The A/B as lines of text (the headless report; the dashboard draws the same numbers)."""
+    if "unavailable" in result:
+        return [f"A/B {result.get('what', '?')}: unavailable: {result['unavailable']}"]
+    a, b = result["a"], result["b"]
+
+    def row(label, s):
+        if not s.get("windows"):
+            return f"{label:<26}{'—':>10}"
+        return (f"{label:<26}{s['tok_per_s']:>10.1f}{s['tok_per_s_min']:>10.1f} - {s['tok_per_s_max']:<9.1f}"
+                f"{s['step_ns'] / 1e6:>10.3f}{s['windows']:>9}")
+
+    t = result["tokens"]
+    lines = [f"A/B {result['what']} ({result['about']}) on {result['backend']}: {result['windows_per_side']} windows "
+             f"of {result['steps_per_window']} steps a side, order {result['order']}"
+             + (f", during {result['during']}" if result.get("during") else ""),
+             f"{'side':<26}{'tok/s':>10}{'range':>22}{'ms/step':>10}{'windows':>9}",
+             row(f"A running plan ({result['launches'][0]})", a), row(f"B {result['what']} ({result['launches'][1]})", b),
+             result["verdict"],
+             (f"tokens agree at all {t['checks']} turn starts" if t["agree"] == t["checks"] else
+              f"tokens DIFFER at {t['checks'] - t['agree']} of {t['checks']} turn starts (first at ctx_len "
+              f"{t['first_mismatch']['ctx_len']}: A {t['first_mismatch']['a']}, B {t['first_mismatch']['b']})")]
+    if result.get("incomplete"):
+        lines.append(f"incomplete: {result['incomplete']}")
+    if result["per_op"]:
+        lines.append(f"{'op':<16}{'A':>12}{'B':>12}{'Δ':>12}{'Δ %':>8}   ({result['per_op_method']} profile window a side)")
+        for r in result["per_op"]:
+            def ns(x):
+                return "—" if x is None else f"{x / 1e3:.1f} µs"
+            pct = "—" if r["delta_pct"] is None else f"{r['delta_pct']:+.1f}"
+            d = "—" if r["delta_ns"] is None else f"{r['delta_ns'] / 1e3:+.1f} µs"
+            lines.append(f"{r['op']:<16}{ns(r['a_ns']):>12}{ns(r['b_ns']):>12}{d:>12}{pct:>8}")
+    else:
+        lines.append(result["per_op_method"])
+    return lines
