@@ -118,8 +118,7 @@ class TfdashApp(App[ProfileSnapshot | None]):
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         if self.config.warning:
             self.notify(self.config.warning, title="config", severity="warning", timeout=8)
-        scopes = [[bindings.APP, bindings.MAIN, bindings.TABLE], [bindings.APP, bindings.DRILL], [bindings.HELP]]
-        for problem in keymap_problems(self.config.keymap, scopes, bindings.all_ids()):
+        for problem in keymap_problems(self.config.keymap, bindings.KEYMAP_SCOPES, bindings.all_ids()):
             self.notify(f"keymap: {problem}", title="config", severity="warning", timeout=8)
         if self._theme_from_config not in self.available_themes:
             self.notify(f"theme {self._theme_from_config!r} is not one of tfdash's themes "

@@ -108,6 +108,26 @@ def child_command(engine_args: dict, ctx: int) -> list[str]:
     return argv
 
 
+def prepare(engine_args: dict, pick: Callable[[object], list[int]], ctx: int = DEFAULT_CTX,
+            timeout_s: float = RUN_TIMEOUT_S) -> Request:
+    """The request for the launches `pick(plan)` of the engine `engine_args` (ckpt, model,
+    device, dtype, backend, seed) asks for: checked for this host first (check_host), its plan
+    built as the child will build it. The device and backend resolved are passed on, so the
+    child builds that engine and no other."""
+    from tfdash.engine import choose_engine, plan_for
+
+    from tfdash.engine import default_device
+
+    args = {k: engine_args.get(k) for k in ("ckpt", "model", "device", "dtype", "backend")}
+    device = default_device() if args["device"] in (None, "cuda") else args["device"]
+    check_host(device, None)  # no GPU here: said first, before any engine argument is weighed
+    choice = choose_engine(**args)
+    check_host(choice.device, choice.backend)
+    plan = plan_for(choice.config, choice.dtype, choice.capacity())
+    resolved = dict(engine_args, device=choice.device, dtype=choice.dtype, backend=choice.backend)
+    return Request(plan, tuple(pick(plan)), resolved, ctx, timeout_s)
+
+
 def to_counters(rec: ncu_mod.NcuRecord, launch, ctx: int) -> Counters:
     m = rec.metrics
     cost = launch.cost(ctx)

@@ -19,7 +19,7 @@ import argparse
 import sys
 
 from tfdash.errors import TfdashError
-from tfdash.profiling.counters import DEFAULT_CTX, RUN_TIMEOUT_S, Request, check_host, measure, select
+from tfdash.profiling.counters import DEFAULT_CTX, RUN_TIMEOUT_S, measure, prepare, select
 from tfdash.profiling.snapshot import Counters
 from tfdash.units import fmt_bytes
 
@@ -108,19 +108,20 @@ def into_snapshot(path: str, plan, counters: dict[int, Counters]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    from tfdash.engine import choose_engine, plan_for
-
     p = parser()
     args = p.parse_args(argv)
-    choice = choose_engine(args.ckpt, args.model, args.device, args.dtype, args.backend)
-    check_host(choice.device, choice.backend)
-    plan = plan_for(choice.config, choice.dtype, choice.capacity())
-    indices = select(plan, args.launch or (), args.all, args.layers)
-    engine_args = dict(ckpt=args.ckpt, model=args.model, device=choice.device, dtype=choice.dtype,
-                       backend=choice.backend, seed=args.seed)
-    print(f"tfdash counters: {len(indices)} launches of {choice.config.name} at ctx_len {args.ctx}", file=sys.stderr)
-    counters = measure(Request(plan, tuple(indices), engine_args, args.ctx, args.timeout),
-                       progress=lambda s: print(f"tfdash counters: {s}", file=sys.stderr, flush=True))
+    if args.snapshot:  # a snapshot that cannot take the counters is said before minutes of profiling
+        from tfdash.profiling.export import load_snapshot
+
+        load_snapshot(args.snapshot)
+    engine_args = dict(ckpt=args.ckpt, model=args.model, device=args.device, dtype=args.dtype,
+                       backend=args.backend, seed=args.seed)
+    req = prepare(engine_args, lambda plan: select(plan, args.launch or (), args.all, args.layers), args.ctx,
+                  args.timeout)
+    plan = req.plan
+    print(f"tfdash counters: {len(req.indices)} launches of {plan.config.name} at ctx_len {args.ctx}",
+          file=sys.stderr)
+    counters = measure(req, progress=lambda s: print(f"tfdash counters: {s}", file=sys.stderr, flush=True))
     sys.stdout.write(render(plan, counters, args.ctx))
     if args.json:
         from tfdash.profiling.files import write_json_atomic
