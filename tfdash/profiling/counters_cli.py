@@ -21,6 +21,7 @@ import sys
 from tfdash.errors import TfdashError
 from tfdash.profiling.counters import DEFAULT_CTX, RUN_TIMEOUT_S, measure, prepare, select
 from tfdash.profiling.snapshot import Counters
+from tfdash.textsafe import visible
 from tfdash.units import fmt_bytes
 
 SCHEMA = "tfdash.counters/1"
@@ -70,7 +71,7 @@ def _dims(d: tuple[int, ...]) -> str:
 
 def row_cells(role: str, c: Counters) -> list[str]:
     smem = None if c.smem_static is None and c.smem_dynamic is None else (c.smem_static or 0) + (c.smem_dynamic or 0)
-    return [role, c.kernel, fmt_bytes(c.dram_read), fmt_bytes(c.predicted_read), _ratio(c.ratio),
+    return [visible(role), visible(c.kernel), fmt_bytes(c.dram_read), fmt_bytes(c.predicted_read), _ratio(c.ratio),
             fmt_bytes(c.dram_written), fmt_bytes(c.predicted_written), _pct(c.warps_active_pct),
             "—" if c.registers is None else str(c.registers), fmt_bytes(smem), _dims(c.grid), _dims(c.block),
             "—" if c.ncu_ns is None else f"{c.ncu_ns / 1e3:,.2f}"]
