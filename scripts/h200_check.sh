@@ -2,6 +2,7 @@
 # One device call on the H200: GPU tests, then `tfdash bench`, logs and JSON under $OUT.
 #   run with carry [".gpu"]:  bash scripts/h200_check.sh [tests|diag|bench|profile|app|all] [extra bench args]
 #   (all = tests, diag, bench; engine = bench, headless run, GPU tests; observe = issues 5 and 6 (+ bench); dash = app + tty; profile = scripts/gpu_profile_check.py; app = scripts/gpu_app_check.py;
+#    counters = tfdash counters on one layer plus embed, lm_head and argmax (issue 17);
 #    sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick)
 # Needs the offline bundle (../shared/gpu-bundle .gpu/site.tar.xz). The tilelang kernel cache
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
@@ -122,6 +123,11 @@ if [ "$what" = splitcap ]; then
   done
   timeout 130 python3 -m pytest -m gpu tests/gpu/test_engine_gpu.py -q -rA -s -p no:cacheprovider -k "every_size and 32b" 2>&1 \
     | grep -v "TileLang:" > "$R/engine-32b.log"; grep -E "^(FAILED|ERROR)|passed|failed|cosine" "$R/engine-32b.log" | cut -c1-200; pack
+fi
+if [ "$what" = counters ]; then
+  # Nsight Compute inside one replay of the 1.7B step at ctx_len 512: launches 0-5 and 141-142, two ncu runs
+  timeout 300 python3 -m tfdash counters --all --layers 0 --json "$OUT/counters-1.7b.json" 2>&1 \
+    | grep -v "TileLang:" | tee "$OUT/counters.log" | tail -14
 fi
 if [ "$what" = app ]; then
   mkdir -p "$OUT/app"

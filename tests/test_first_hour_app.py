@@ -147,18 +147,18 @@ async def test_drill_down_tab_keys_are_on_screen_and_arrows_switch_tabs(isolated
         await pilot.press("enter")
         await pilot.pause()
         text = screen_text(app)
-        for label in ("1 tilelang", "2 generated CUDA", "3 marginal", "←→ Tabs"):
+        for label in ("1 tilelang", "2 generated CUDA", "3 marginal", "4 counters", "←→ Tabs"):
             assert label in text, label
         tabs = app.screen.query_one(TabbedContent)
         assert tabs.active == "tilelang"
         await pilot.press("right")
         await pilot.pause()
         assert tabs.active == "cuda"
-        await pilot.press("right", "right")
+        await pilot.press("right", "right", "right")
         await pilot.pause()
         assert tabs.active == "tilelang"
         await pilot.press("left")
-        assert tabs.active == "marginal"
+        assert tabs.active == "counters"
 
 
 @sync

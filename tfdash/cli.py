@@ -6,6 +6,7 @@
     tfdash analyze [...]                              the static cost of one decode step
     tfdash bench [...]                                tilelang engine vs its peers, A/B in one process
     tfdash diff A.json B.json [...]                   two snapshots compared launch by launch
+    tfdash counters (--launch ROLE | --all) [...]     Nsight Compute's counters per launch
 
 Errors a user can act on print one line (`tfdash: error: ...`) and exit 2; never a traceback.
 Ctrl+C, SIGTERM and SIGHUP stop a run cleanly (what was measured is reported and written) and
@@ -25,7 +26,7 @@ from tfdash.signals import exit_code, finishing, stop_signals
 from tfdash.signals import name as signal_name
 from tfdash.textsafe import KEEP_LAYOUT, visible
 
-SUBCOMMANDS = ("open", "analyze", "bench", "diff")
+SUBCOMMANDS = ("open", "analyze", "bench", "diff", "counters")
 
 
 def _positive(v: str) -> int:
@@ -87,7 +88,7 @@ def run_parser() -> argparse.ArgumentParser:
         description="A terminal dashboard for batch-1 LLM decode: live tokens, per-kernel time against a "
                     "static cost model, the memory roofline and NVML bandwidth.",
         epilog="Other commands: tfdash open SNAPSHOT.json | tfdash analyze ... | tfdash bench ... | "
-               "tfdash diff A.json B.json "
+               "tfdash diff A.json B.json | tfdash counters ... "
                "(each takes --help).",
     )
     p.add_argument("--version", action="version", version=f"tfdash {__version__}")
@@ -182,6 +183,10 @@ def _dispatch(argv: list[str]) -> int:
             from tfdash.profiling.diff_cli import main as diff_main
 
             return diff_main(argv)
+        if cmd == "counters":
+            from tfdash.profiling.counters_cli import main as counters_main
+
+            return counters_main(argv)
         if cmd == "bench":
             from tfdash.profiling.bench import main as bench_main
 

@@ -41,6 +41,8 @@ MAIN = [
     Binding("g", "group", "Group", id="table.group", tooltip="Group by op, family, layer, or none (every launch)"),
     Binding("v", "panes", "Panes", id="panes", tooltip="In a narrow terminal: the roofline and NVML panes in "
             "place of the continuation and the kernel table, and back"),
+    Binding("T", "timeline", "Timeline", id="timeline", show=False,
+            tooltip="The profiled step's kernels on a time axis: PDL overlap and gaps"),
 ]
 
 TABLE = [  # on the kernel table itself, so Enter opens a row rather than DataTable's select
@@ -59,6 +61,10 @@ DRILL = [
             tooltip="Show the generated CUDA (compiled for sm_90a on demand)"),
     Binding("3", "show_tab('marginal')", "marginal", id="drill.tab.marginal",
             tooltip="Show marginal-cost results"),
+    Binding("4", "show_tab('counters')", "counters", id="drill.tab.counters", show=False,
+            tooltip="Show Nsight Compute's counters of the launch"),
+    Binding("n", "counters", "Counters", id="drill.counters", show=False,
+            tooltip="Measure the selected launch's hardware counters with Nsight Compute (in a child process)"),
     Binding("v", "swap", "Sweep/operands", id="drill.swap",
             tooltip="In a narrow terminal: the ctx_len sweep in place of the cost by operand, and back"),
     Binding("left", "step_tab(-1)", "Tabs", id="drill.tab.prev", key_display="←→", priority=True,
@@ -80,19 +86,41 @@ AB = [  # the A/B screen (a)
     Binding("enter", "start", "Run", id="ab.start", key_display="⏎", tooltip="A/B the selected variant"),
 ]
 
+TIMELINE = [
+    Binding("escape,backspace", "back", "Back", id="timeline.back", key_display="esc", tooltip="Back to the dashboard"),
+    Binding("enter", "drill", "Drill in", id="timeline.drill", key_display="⏎",
+            tooltip="Open the launch under the cursor in the drill-down"),
+    Binding("plus,equals_sign", "zoom(0.5)", "Zoom in", id="timeline.zoom_in", key_display="+",
+            tooltip="Zoom in about the cursor's kernel"),
+    Binding("minus", "zoom(2.0)", "Zoom out", id="timeline.zoom_out", key_display="-", tooltip="Zoom out"),
+    Binding("left", "pan(-1)", "Pan", id="timeline.left", key_display="←→", tooltip="Pan a quarter width left"),
+    Binding("right", "pan(1)", "Pan", id="timeline.right", key_display="→", show=False,
+            tooltip="Pan a quarter width right"),
+    Binding("0", "fit", "Fit", id="timeline.fit", tooltip="The whole step in the width"),
+    Binding("up", "move(-1)", "Up", id="timeline.up", show=False, tooltip="The kernel above"),
+    Binding("down", "move(1)", "Down", id="timeline.down", show=False, tooltip="The kernel below"),
+    Binding("pageup", "move(-2)", "Page up", id="timeline.page_up", show=False, tooltip="A page of kernels up"),
+    Binding("pagedown", "move(2)", "Page down", id="timeline.page_down", show=False,
+            tooltip="A page of kernels down"),
+    Binding("left_square_bracket", "step(-1)", "Step", id="timeline.step_prev", key_display="[", show=False,
+            tooltip="The step before, of those the profile window kept"),
+    Binding("right_square_bracket", "step(1)", "Step", id="timeline.step_next", key_display="]", show=False,
+            tooltip="The step after, of those the profile window kept"),
+]
+
 HELP = [
     Binding("escape,q,question_mark", "dismiss", "Close", id="help.close", key_display="esc"),
 ]
 
-SCOPES = {"everywhere": APP, "dashboard": MAIN + TABLE, "drill-down": DRILL, "baseline picker": PICKER,
-          "A/B": AB}
+SCOPES = {"everywhere": APP, "dashboard": MAIN + TABLE, "drill-down": DRILL, "timeline": TIMELINE,
+          "baseline picker": PICKER, "A/B": AB}
 
 # Tables bound together on one screen: a key may not mean two things within one of these.
-KEYMAP_SCOPES = [[APP, MAIN, TABLE], [APP, DRILL], [PICKER], [AB], [HELP]]
+KEYMAP_SCOPES = [[APP, MAIN, TABLE], [APP, DRILL], [APP, TIMELINE], [PICKER], [AB], [HELP]]
 
 
 def all_ids() -> set[str]:
-    return {b.id for table in (APP, MAIN, TABLE, DRILL, PICKER, AB, HELP) for b in table if b.id}
+    return {b.id for table in (APP, MAIN, TABLE, DRILL, TIMELINE, PICKER, AB, HELP) for b in table if b.id}
 
 
 def effective_key(binding: Binding, keymap: dict[str, str]) -> str:

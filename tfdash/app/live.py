@@ -50,6 +50,7 @@ class Source(Protocol):
     def ab(self, what: str, progress=None, cancel=None, **sizes) -> dict: ...  # blocking, likewise
     def snapshot(self) -> ProfileSnapshot | None: ...
     def take_news(self) -> frozenset[str]: ...
+    def add_counters(self, counters: dict) -> None: ...  # launch index -> Counters, into the snapshots
 
 
 class SnapshotSource:
@@ -84,6 +85,14 @@ class SnapshotSource:
 
     def snapshot(self) -> ProfileSnapshot:
         return self.recorded
+
+    def add_counters(self, counters: dict) -> None:
+        """The recorded snapshot with these counters on its rows (saved by an export, not in place)."""
+        from dataclasses import replace
+
+        from tfdash.profiling.counters import with_counters
+
+        self.recorded = replace(self.recorded, kernels=with_counters(self.recorded.kernels, counters))
 
     def take_news(self) -> frozenset[str]:
         return frozenset()
@@ -165,6 +174,10 @@ class LiveSource:
             return False
         self.session.request_profile(steps)
         return True
+
+    def add_counters(self, counters: dict) -> None:
+        if self.session is not None:
+            self.session.add_counters(counters)
 
     def marginal(self, what: str) -> dict:
         """The marginal in-graph cost of `what` (blocks until measured: call it from a worker)."""

@@ -27,12 +27,13 @@ COLUMNS = (
     ("measured", "measured"),
     ("gap", "gap ×"),
     ("gbps", "GB/s"),
+    ("meas_bytes", "meas bytes"),  # DRAM bytes Nsight Compute measured; shown once a launch has counters
     ("share", "% of step"),
     ("bound", "bound by"),
 )
 SORT_KEYS = tuple(k for k, _ in COLUMNS)
 # Which columns go first when the table is too narrow for all (the last listed goes first).
-COLUMN_PRIORITY = ("label", "measured", "gap", "share", "predicted", "gbps", "count", "bound")
+COLUMN_PRIORITY = ("label", "measured", "gap", "share", "predicted", "gbps", "meas_bytes", "count", "bound")
 
 
 def fit_columns(width: int, widths: dict[str, int]) -> tuple[str, ...]:
@@ -59,6 +60,8 @@ class TableRow:
     families: tuple[str, ...]
     kernels: tuple[str, ...]
     roles: tuple[str, ...]
+    meas_bytes: int | None = None  # DRAM bytes (read + written) of the members with counters
+    meas_count: int = 0  # how many members have counters
 
     @property
     def gap(self) -> float | None:
@@ -112,6 +115,7 @@ def _majority(values: Iterable[str]) -> str:
 def make_row(key: str, label: str, members: Sequence[KernelRow]) -> TableRow:
     measured = [m.measured_p50_ns for m in members]
     shares = [m.share for m in members]
+    got = [m.counters.dram_bytes for m in members if m.counters is not None and m.counters.dram_bytes is not None]
     return TableRow(
         key=key,
         label=label,
@@ -125,6 +129,8 @@ def make_row(key: str, label: str, members: Sequence[KernelRow]) -> TableRow:
         families=tuple(dict.fromkeys(m.family for m in members)),
         kernels=tuple(dict.fromkeys(m.kernel for m in members)),
         roles=tuple(m.role for m in members) if len(members) <= 4 else (),
+        meas_bytes=sum(got) if got else None,
+        meas_count=len(got),
     )
 
 

@@ -154,6 +154,16 @@ def choose_engine(ckpt: str | Path | None = None, model: str | None = None, devi
     return EngineChoice(cfg, tokenizer, source, device, dtype, backend)
 
 
+def plan_for(cfg: ModelConfig, dtype: str, capacity: int) -> StepPlan:
+    """The step plan load_engine builds, with the plan knobs of SETTINGS in effect (a child process
+    with the same environment builds the same plan: `tfdash counters` relies on it)."""
+    from tfdash.settings import SETTINGS
+
+    return build_plan(cfg, dtype=dtype, capacity=capacity, attn_kv_early=bool(SETTINGS.attn_kv_early),
+                      early_residual=bool(SETTINGS.early_residual),
+                      down_smem_prefetch=bool(SETTINGS.down_smem_prefetch))
+
+
 def load_engine(ckpt: str | Path | None = None, model: str | None = None, device: str | None = None,
                 dtype: str | None = None, backend: str | None = None, capacity: int | None = None,
                 prompt: str | None = None, max_new_tokens: int | None = None, seed: int = 0,
@@ -177,11 +187,7 @@ def load_engine(ckpt: str | Path | None = None, model: str | None = None, device
         from tfdash.engine.checkpoint import inventory
 
         inventory(Path(ckpt), cfg)  # the config against the tensors on disk, before anything is sized by it
-    from tfdash.settings import SETTINGS
-
-    plan = build_plan(cfg, dtype=dtype, capacity=capacity, attn_kv_early=bool(SETTINGS.attn_kv_early),
-                      early_residual=bool(SETTINGS.early_residual),
-                      down_smem_prefetch=bool(SETTINGS.down_smem_prefetch))
+    plan = plan_for(cfg, dtype, capacity)
     if prompt is not None and max_new_tokens is not None:
         ids = tokenizer.encode(prompt)
         check_generation(cfg, plan.capacity, len(ids), max_new_tokens)

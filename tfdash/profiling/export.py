@@ -1,4 +1,5 @@
-"""Snapshot files: JSON (with a validating loader), Chrome trace JSON, CSV of the kernel table.
+"""Snapshot files: JSON (with a validating loader), Chrome trace JSON, CSV of the kernel table
+(tfdash.profiling.csv_export).
 
 Snapshot JSON, schema "tfdash.snapshot" (version: `snapshot.VERSION`; older versions load): the ProfileSnapshot dataclass field by field
 (tuples as arrays, nested dataclasses as objects, None as null, floats always finite), with
@@ -24,9 +25,7 @@ track of the latest profile window's kernels; process "NVML" with one counter pe
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import io
 import json
 import math
 import shutil
@@ -35,9 +34,9 @@ import typing
 from pathlib import Path
 
 from tfdash.errors import SnapshotError
+from tfdash.profiling.csv_export import CSV_COLUMNS, kernel_csv, write_kernel_csv  # noqa: F401  (re-exported)
 from tfdash.profiling.files import fresh_directory, move_into, write_json_atomic, write_text_atomic
 from tfdash.profiling.snapshot import SCHEMA, VERSION, ProfileSnapshot
-from tfdash.textsafe import visible
 
 MAX_FILE_BYTES = 1 << 30  # a snapshot is bounded by the session's ring buffers; 1 GiB is absurd
 MAX_ITEMS = 2_000_000  # per array: more than any bounded session keeps
@@ -194,6 +193,8 @@ NON_NEGATIVE = {  # times and sizes: a negative one is a corrupt file, not a mea
                   "bytes_written", "flops", "samples"),
     "TokenRecord": ("elapsed_ns",),
     "KernelSpan": ("dur_ns",),
+    "Counters": ("ctx_len", "dram_read", "dram_written", "predicted_read", "predicted_written", "registers",
+                 "smem_static", "smem_dynamic", "ncu_ns"),
     "Roofline": ("steps", "bytes_per_step", "predicted_step_ns", "measured_step_ns", "kernel_sum_ns"),
     "TimingInfo": ("steps_measured", "steps_dropped", "range_steps", "records", "records_ignored",
                    "host_ns_per_step", "pauses", "bucket_steps"),
@@ -357,30 +358,6 @@ def chrome_trace(snap: ProfileSnapshot) -> dict:
 
 def write_chrome_trace(snap: ProfileSnapshot, path) -> Path:
     return write_json_atomic(path, chrome_trace(snap))
-
-
-# -- CSV -----------------------------------------------------------------------------------
-CSV_COLUMNS = ("index", "role", "layer", "family", "kernel", "predicted_ns", "measured_p50_ns",
-               "measured_p90_ns", "share", "gap", "bytes_read", "bytes_written", "flops", "achieved_gbps",
-               "bound_by", "device_kernels", "measured_last_ns", "samples")
-
-
-def kernel_csv(snap: ProfileSnapshot) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(CSV_COLUMNS)
-    for k in snap.kernels:
-        row = []
-        for c in CSV_COLUMNS:
-            v = getattr(k, c)
-            v = "" if v is None else (" ".join(v) if isinstance(v, tuple) else v)
-            row.append(visible(v) if isinstance(v, str) else v)  # a CSV gets read with `cat`
-        w.writerow(row)
-    return buf.getvalue()
-
-
-def write_kernel_csv(snap: ProfileSnapshot, path) -> Path:
-    return write_text_atomic(path, kernel_csv(snap))
 
 
 def export_all(snap: ProfileSnapshot, directory) -> dict[str, Path]:

@@ -31,6 +31,7 @@ from typing import Callable
 from tfdash.engine.plan import check_generation
 from tfdash.errors import TfdashError
 from tfdash.profiling import assemble as asm
+from tfdash.profiling.counters import with_counters
 from tfdash.profiling import marginal as marginal_mod
 from tfdash.profiling import probe
 from tfdash.profiling.analyze import StepAnalysis
@@ -165,6 +166,7 @@ class Session:
         self._run_thread: int | None = None
         self._origin_ns = time.perf_counter_ns()
         self._version, self._snap = 0, None  # the snapshot cached for a version of the state
+        self._counters: dict = {}  # launch index -> Counters (tfdash.profiling.counters), added by the app
         self._probe = probe_bandwidth and target is None
         self.pricing = Pricing(self.plan, target if target is not None else probe.default_target(engine.device))
         self.analysis: Callable[[int], StepAnalysis] = self.pricing.analysis  # the predictions at a ctx_len
@@ -418,6 +420,11 @@ class Session:
             if self._gen is not None:
                 self._gen.pause(paused)
 
+    def add_counters(self, counters: dict) -> None:
+        """Nsight Compute's counters of some launches (measured by a child process, not on this
+        runtime): the next snapshots carry them on their kernel rows."""
+        self._touch(lambda: self._counters.update(counters))
+
     # -- snapshots -------------------------------------------------------------------------------
     def snapshot(self) -> ProfileSnapshot:
         """The session now, frozen (thread-safe; cached between changes).
@@ -430,11 +437,12 @@ class Session:
                 if self._snap is not None and self._snap[0] == self._version:
                     return self._snap[1]
                 version = self._version
+                counters = dict(self._counters)
                 st = self.rec.freeze(self.meta, len(self.prompt_ids), self.pricing.target, self.runtime.cuda,
                                      self.engine.backend, self.sampler, self._nvml_reason)
             cont = self.continuous.view() if self.timing_method == "continuous" else None
             win = asm.freshest(st.window, cont)
-            rows = self.pricing.rows(win, win.ctx_len if win else self._ctx_now())
+            rows = with_counters(self.pricing.rows(win, win.ctx_len if win else self._ctx_now()), counters)
             snap = asm.assemble(st, rows, self._roofline(win) if win else None,
                                 self.pricing.spans(win, self._origin_ns), self.timing_info(),
                                 cont.sweep if cont is not None else ())

@@ -27,8 +27,8 @@ from tfdash.stats import Rates
 
 SCHEMA = "tfdash.snapshot"
 VERSION = 5  # 2: RunMeta.kernels_source; 3: RunMeta.plan_options, windows, ttft_ns, held_ns;
-#              4: RunMeta.threads; 5: timing, KernelRow.measured_last_ns, ab (older files load with
-#              them None / empty / 0)
+#              4: RunMeta.threads; 5: timing, KernelRow.measured_last_ns and counters, ab (older
+#              files load with them None / empty / 0)
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,45 @@ class TokenRecord:
 
 
 @dataclass(frozen=True)
+class Counters:
+    """Nsight Compute's hardware counters of one launch, profiled inside a replay of the step's
+    graph at `ctx_len` (tfdash.profiling.counters). ncu runs each kernel alone, so `ncu_ns` is its
+    serialized duration, never its in-graph time; `predicted_*` are the analyzer's bytes at the
+    same ctx_len, so the ratio does not depend on the context the rest of the snapshot is at.
+    A counter ncu did not report is None."""
+
+    ctx_len: int
+    kernel: str  # the device kernel ncu profiled
+    dram_read: int | None  # bytes: dram__bytes_read.sum
+    dram_written: int | None  # bytes: dram__bytes_write.sum
+    predicted_read: int
+    predicted_written: int
+    warps_active_pct: float | None = None  # achieved occupancy: sm__warps_active.avg.pct_of_peak_sustained_active
+    registers: int | None = None  # launch__registers_per_thread
+    smem_static: int | None = None  # bytes a block: launch__shared_mem_per_block_static
+    smem_dynamic: int | None = None  # bytes a block: launch__shared_mem_per_block_dynamic
+    grid: tuple[int, ...] = ()  # blocks (x, y, z)
+    block: tuple[int, ...] = ()  # threads a block (x, y, z)
+    ncu_ns: float | None = None  # gpu__time_duration.sum, serialized under ncu
+
+    @property
+    def dram_bytes(self) -> int | None:
+        if self.dram_read is None or self.dram_written is None:
+            return None
+        return self.dram_read + self.dram_written
+
+    @property
+    def ratio(self) -> float | None:
+        """Measured DRAM bytes over the analyzer's (1.0: the kernel moves what the model says)."""
+        want = self.predicted_read + self.predicted_written
+        return self.dram_bytes / want if self.dram_bytes is not None and want else None
+
+    @property
+    def read_ratio(self) -> float | None:
+        return self.dram_read / self.predicted_read if self.dram_read is not None and self.predicted_read else None
+
+
+@dataclass(frozen=True)
 class KernelRow:
     """One launch of the StepPlan: its prediction and, once profiled, its measurement."""
 
@@ -87,6 +126,7 @@ class KernelRow:
     device_kernels: tuple[str, ...] = ()  # the device kernels this launch ran (CUPTI names)
     samples: int = 0  # steps its measurement is taken over
     measured_last_ns: float | None = None  # continuous timing: the latest step's exclusive ns
+    counters: Counters | None = None  # Nsight Compute's counters, once `tfdash counters` (or `n`) ran
 
     @property
     def gap(self) -> float | None:

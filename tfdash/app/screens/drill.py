@@ -3,7 +3,8 @@
     instances      every launch in the row, across layers: predicted vs measured
     operands       bytes by operand at the profiled ctx_len
     ctx_len sweep  predicted (analyze over ctx_len) everywhere, measured where profiled
-    tabs           tilelang source · generated CUDA (sm_90a, compiled on demand) · marginal cost
+    tabs           tilelang source · generated CUDA (sm_90a, compiled on demand) · marginal cost ·
+                   Nsight Compute's counters (n measures them: tfdash.app.screens.drill_counters)
 
 With a baseline snapshot (`app.baseline`) the summary and every instance show its time and Δ too.
 The instance under the cursor is the "current launch": the source, CUDA and marginal follow it.
@@ -26,6 +27,7 @@ from tfdash.app import baseline as basemod, bindings, drill_model
 from tfdash.app.layout import SHORT_H, wrap_pairs
 from tfdash.app.messages import MarginalMeasured
 from tfdash.app.model import TableRow, fmt_bytes, fmt_gap, fmt_gbps, fmt_ns, fmt_num, gap_level, make_row
+from tfdash.app.screens.drill_counters import CountersTab
 from tfdash.app.screens.main import TopBar
 from tfdash.app.widgets.footer import FitFooter
 from tfdash.app.widgets.chart import Chart, Figure, Line
@@ -38,7 +40,7 @@ DRILL_NARROW_W = 140  # below this the instances, operands and sweep panes do no
 KIND_SHORT = {"activation": "act", "weight": "weight", "cache": "KV cache", "table": "table"}
 
 
-class DrillScreen(Screen):
+class DrillScreen(CountersTab, Screen):
     BINDINGS = bindings.DRILL
     AUTO_FOCUS = "#instances-table"
 
@@ -77,6 +79,8 @@ class DrillScreen(Screen):
                 yield CodeView(id="cuda-code")
             with TabPane("3 marginal cost", id="marginal"):
                 yield Static(id="marginal-body")
+            with TabPane("4 counters", id="counters"):
+                yield Static(id="counters-body")
         yield FitFooter()
 
     def on_resize(self, event: events.Resize) -> None:
@@ -96,6 +100,7 @@ class DrillScreen(Screen):
         self.watch(self.app, "snapshot", self.render_snapshot, init=True)
         self._load_source()
         self._show_marginal()
+        self._show_counters()
 
     # -- data ------------------------------------------------------------------------------
     @property
@@ -129,6 +134,7 @@ class DrillScreen(Screen):
             self._instances(members)
             self._sweep_chart(snap)
         self._operands(snap)
+        self._counters_snapshot(snap)
         state = self.app.state
         label = f"snapshot · {self.app.source_label}" if state == "snapshot" else state
         self.query_one(TopBar).show(f"drill-down · {self.group} {self.row.label}", label,
@@ -255,6 +261,7 @@ class DrillScreen(Screen):
         if self.query_one(TabbedContent).active == "cuda":
             self._load_cuda()
         self._show_marginal()
+        self._show_counters()
 
     def _current_launch(self):
         plan = self.plan
@@ -370,13 +377,6 @@ class DrillScreen(Screen):
             self.notify(f"marginal {role}: unavailable: {result['unavailable']}", severity="warning", timeout=4)
         else:
             self.notify(f"marginal {role}: {fmt_ns(result.get('delta_ns'))}", timeout=4)
-
-    def _current_role(self) -> str:
-        snap = self.app.snapshot
-        for k in snap.kernels if snap is not None else ():
-            if k.index == self.current:
-                return k.role
-        return self.row.label
 
     def _show_marginal(self) -> None:
         role = self._current_role()

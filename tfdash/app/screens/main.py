@@ -167,6 +167,11 @@ class MainScreen(Screen):
     def action_group(self) -> None:
         self.table.next_group()  # the table's caption names the grouping
 
+    def action_timeline(self) -> None:
+        from tfdash.app.screens.timeline import TimelineScreen
+
+        self.app.push_screen(TimelineScreen())
+
     def action_drill(self) -> None:
         row = self.table.selected_row()
         if row is not None:

@@ -20,6 +20,7 @@ from textual.widgets import DataTable, Input, Static
 
 from tfdash.app import baseline as basemod
 from tfdash.app import bindings
+from tfdash.app.counters_view import meas_cell
 from tfdash.app.model import (COLUMNS, DEFAULT_SORT, GROUP_LABEL, GROUPS, SORT_KEYS, TableRow, bar, fit_columns,
                               fmt_gap, fmt_gbps, fmt_ns, fmt_num, gap_level, table_rows)
 from tfdash.app.widgets.panes import set_content
@@ -91,7 +92,7 @@ class KernelTable(Vertical):
         same_base = self.baseline is self._built_for  # a baseline chosen (b) or dropped: the Δ columns change
         if same_base and (kernels is self.kernels or (kernels == self.kernels and unavailable == self.unavailable)):
             return
-        measured = tuple(k.measured_p50_ns for k in kernels)
+        measured = tuple((k.measured_p50_ns, k.counters) for k in kernels)  # counters redraw at once too
         now = time.monotonic()
         if (not final and same_base and measured == self._measured and len(kernels) == len(self.kernels)
                 and unavailable == self.unavailable and now - self._built_at < DRIFT_REDRAW_S):
@@ -120,7 +121,7 @@ class KernelTable(Vertical):
 
     def next_sort(self) -> str:
         key = self.sort[0]
-        cycle = SORT_CYCLE
+        cycle = SORT_CYCLE if self.has_counters else tuple(k for k in SORT_CYCLE if k != "meas_bytes")
         if self.baseline is not None:  # Δ right after measured: the column a comparison is about
             at = cycle.index("measured") + 1
             cycle = cycle[:at] + basemod.SORT_CYCLE + cycle[at:]
@@ -160,6 +161,7 @@ class KernelTable(Vertical):
             "measured": Text(fmt_ns(r.measured), **right),
             "gap": gap_cell,
             "gbps": Text(fmt_gbps(r.gbps, ""), **right),
+            "meas_bytes": Text(meas_cell(r.meas_bytes, r.meas_count, r.count), **right),
             "share": share_cell,
             "bound": Text(visible(r.bound), style="dim" if r.bound == "memory" else ""),
         }
@@ -176,7 +178,14 @@ class KernelTable(Vertical):
         for r in self.rows:
             for key, cell in zip(SORT_KEYS, self._cells(r, share_max, SORT_KEYS)):
                 widths[key] = max(widths[key], cell.cell_len + 2)
+        if not self.has_counters:  # the column exists once Nsight Compute measured a launch
+            widths["meas_bytes"] = 0
+            return tuple(k for k in fit_columns(width, widths) if k != "meas_bytes")
         return fit_columns(width, widths)
+
+    @property
+    def has_counters(self) -> bool:
+        return any(k.counters is not None for k in self.kernels)
 
     def on_resize(self) -> None:
         if self.columns != self._shown_columns:

@@ -1,0 +1,94 @@
+"""Nsight Compute's counters in the dashboard, on a recorded snapshot driven with Pilot: `n` in the
+drill-down on a CPU host says in one line why it cannot measure; with the measurement replaced
+by the recorded ncu output (tests/fixtures/ncu-raw.csv) the counters fill the drill-down's tab,
+the kernel table's "meas bytes" column and the CSV export."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from fixtures.appkit import SNAPSHOT, isolated_config, sync  # noqa: F401  (fixture)
+
+from tfdash.app.main import snapshot_app
+
+RAW = (Path(__file__).resolve().parent / "fixtures" / "ncu-raw.csv").read_text()
+
+
+def make_app(**kw):
+    from test_app_snapshots import fake_tilelang
+
+    return snapshot_app(SNAPSHOT, theme="tfdash-dark", tilelang_source=fake_tilelang, **kw)
+
+
+def recorded_counters(snap, role, progress):
+    """What measure_role hands back, from the recorded ncu output instead of a GPU."""
+    from tfdash.app.drill_model import plan_of
+    from tfdash.profiling import counters as cmod
+    from tfdash.profiling import ncu
+
+    progress("profiled kernel 1: gemv_gate_up_kernel")
+    plan = plan_of(snap)
+    index = next(k.index for k in snap.kernels if k.role == role)
+    rec = [r for r in ncu.parse_csv(RAW) if r.kernel == cmod.device_kernel(plan.launches[index])]
+    return cmod.match(rec[:1], plan, index, index, 512)
+
+
+async def open_gate_up(app, pilot):
+    from tfdash.app.model import group_rows
+
+    await pilot.pause()
+    row = next(r for r in group_rows(app.snapshot.kernels, "op") if r.label == "gate_up")
+    app.open_drill(row)
+    await pilot.pause()
+    assert app.screen.current == 4  # L0.gate_up
+
+
+def body(app) -> str:
+    return str(app.screen.query_one("#counters-body").render())
+
+
+@sync
+async def test_counters_key_on_a_cpu_host_says_why(isolated_config):
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await open_gate_up(app, pilot)
+        await pilot.press("4")
+        await pilot.pause()
+        assert "not measured yet" in body(app)
+        await pilot.press("n")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        text = body(app)
+        assert "unavailable: counters need an NVIDIA GPU" in text and "Traceback" not in text
+        assert app.snapshot.kernels[4].counters is None
+
+
+@sync
+async def test_counters_fill_the_drill_down_table_and_csv(isolated_config, tmp_path):
+    from textual.widgets import DataTable
+
+    app = make_app(export_dir=tmp_path)
+    app.counters_fn = recorded_counters
+    async with app.run_test(size=(160, 48)) as pilot:
+        await open_gate_up(app, pilot)
+        await pilot.press("n")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        text = body(app)
+        assert "L0.gate_up" in text and "at ctx_len  512" in text
+        assert "DRAM read  50.36 MB   analyzer 50.34 MB   ratio 1.000×" in text
+        assert "23.0 % of peak" in text and "40 a thread" in text and "264 × 1 × 1 blocks" in text
+        assert "serialized under ncu" in text
+        assert app.snapshot.kernels[4].counters.dram_read == 50_362_112
+        await pilot.press("escape")
+        await pilot.pause()
+        t = app.screen.query_one("#kernel-table", DataTable)
+        assert "meas bytes" in [str(c.label) for c in t.columns.values()]
+        cells = {str(t.get_row_at(i)[0]): str(t.get_cell_at((i, list(t.columns).index("meas_bytes"))))
+                 for i in range(t.row_count)}
+        assert cells["gate_up"] == "50.39 MB (1/28)" and cells["down"] == "—"
+        path = app.action_export("csv")
+        rows = list(csv.DictReader(path.open()))
+        assert rows[4]["dram_read"] == "50362112" and rows[4]["registers_per_thread"] == "40"
+        assert rows[5]["dram_read"] == ""

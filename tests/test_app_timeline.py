@@ -1,0 +1,160 @@
+"""The timeline screen (`T`) on a recorded snapshot, driven with Pilot: the step drawn on a time
+axis with its PDL overlaps and gaps, zoom, pan, scroll, drill; and its pictures at 80x24 and
+160x48 (pytest-textual-snapshot; regenerate with --snapshot-update).
+
+The recorded fixture lays its kernels end to end with a gap; `pdl_snapshot` redraws them as a
+PDL step does: each GEMV starts 1.8 µs before the kernel before it ends, attention 0.9 µs after."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from fixtures.appkit import SNAPSHOT, isolated_config, sync  # noqa: F401  (fixture)
+
+from tfdash.app.main import snapshot_app
+from tfdash.profiling.export import load_snapshot
+from tfdash.profiling.snapshot import KernelSpan
+
+OVERLAP_NS, GAP_NS = 1800, 900
+
+
+def pdl_snapshot():
+    snap = load_snapshot(SNAPSHOT)
+    spans, end = [], 2_000_000_000
+    for k in snap.kernels:
+        start = end - OVERLAP_NS if k.kernel.startswith("gemv") else end + GAP_NS
+        spans.append(KernelSpan(1024, k.index, k.kernel + "_kernel", start, int(k.measured_p50_ns)))
+        end = start + int(k.measured_p50_ns)
+    second = [replace(s, step=1025, start_ns=s.start_ns + 2_000_000) for s in spans]
+    return replace(snap, timeline=tuple(spans + second))
+
+
+def app_on(snap=None, **kw):
+    from test_app_snapshots import fake_tilelang
+
+    return snapshot_app(snap if snap is not None else pdl_snapshot(), theme="tfdash-dark",
+                        tilelang_source=fake_tilelang, **kw)
+
+
+def view_text(app) -> list[str]:
+    from tfdash.app.widgets.timeline import TimelineView
+
+    return app.screen.query_one(TimelineView).render().plain.splitlines()
+
+
+def summary_text(app) -> str:
+    return str(app.screen.query_one("#timeline-summary").render())
+
+
+def test_the_model_measures_overlap_and_gaps():
+    from tfdash.app.timeline_model import step_timeline
+
+    tl = step_timeline(pdl_snapshot())
+    assert tl.step == 1025 and len(tl.bars) == 143  # the latest step by default
+    gemvs = [b for b in tl.bars[1:] if b.name.startswith("gemv")]
+    assert all(b.overlap_ns == OVERLAP_NS and b.gap_ns == 0 for b in gemvs)
+    attn = [b for b in tl.bars if b.name.startswith("attn")]
+    assert all(b.gap_ns == GAP_NS and b.overlap_ns == 0 for b in attn)
+    assert tl.overlap_ns == OVERLAP_NS * len(gemvs) and tl.gap_ns == GAP_NS * (len(attn) + 1)  # + argmax
+    assert tl.bars[0].start_ns == 0 and tl.span_ns == tl.bars[-1].end_ns
+
+
+@sync
+async def test_timeline_draws_zooms_pans_and_drills(isolated_config):
+    app = app_on()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        await pilot.press("T")
+        await pilot.pause()
+        from tfdash.app.screens.timeline import TimelineScreen
+
+        assert isinstance(app.screen, TimelineScreen)
+        lines = view_text(app)
+        assert lines[0].startswith("µs from start") and "┼0" in lines[0] and "┼500" in lines[0]
+        assert lines[1].startswith("embed") and lines[2].startswith("L0.qkv_proj") and "ovl 1.80" in lines[2]
+        assert "gap 0.90" in lines[3] and lines[3].startswith("L0.attention")
+        s = summary_text(app)
+        assert "step 1025 (2 of 2 kept)" in s and "kernels 143" in s and "overlapped" in s and "gaps" in s
+        fit = app.screen.view.scale
+        # Zoom about the cursor's kernel: in, in, in; the axis ticks get finer and the overlap shows.
+        await pilot.press("down", "plus", "plus", "plus", "plus", "plus")
+        await pilot.pause()
+        assert app.screen.view.scale == pytest.approx(fit / 32)
+        lines = view_text(app)
+        assert "┼10" in lines[0] and "▒" in lines[2] and "█" in lines[2]
+        assert "·" in lines[3]  # attention's gap before it
+        # Pan right: the first kernels leave the window.
+        before = lines[1]
+        await pilot.press("right", "right", "right", "right")
+        await pilot.pause()
+        assert view_text(app)[1] != before and "█" not in view_text(app)[1]
+        await pilot.press("0")  # fit again
+        await pilot.pause()
+        assert app.screen.view.scale == pytest.approx(fit)
+        # Scroll past the screen: the rows follow the cursor.
+        await pilot.press("pagedown", "pagedown", "pagedown")
+        await pilot.pause()
+        assert not any(ln.startswith("embed") for ln in view_text(app))
+        await pilot.press("left_square_bracket")  # the other recorded step
+        await pilot.pause()
+        assert "step 1024 (1 of 2 kept)" in summary_text(app)
+        # Enter drills into the launch under the cursor.
+        view = app.screen.view
+        await pilot.press("down")
+        await pilot.pause()
+        bar = view.current
+        await pilot.press("enter")
+        await pilot.pause()
+        from tfdash.app.screens.drill import DrillScreen
+
+        assert isinstance(app.screen, DrillScreen) and app.screen.current == bar.launch
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, TimelineScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, (TimelineScreen, DrillScreen))
+
+
+@sync
+async def test_timeline_of_a_snapshot_without_spans_says_so(isolated_config):
+    app = app_on(replace(load_snapshot(SNAPSHOT), timeline=()))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("T")
+        await pilot.pause()
+        assert "no profiled step" in view_text(app)[0]
+        assert "no kernel spans" in summary_text(app)
+
+
+@sync
+async def test_timeline_key_is_in_the_help(isolated_config):
+    app = app_on()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        await pilot.press("question_mark")
+        await pilot.pause()
+        from textual.widgets import DataTable
+
+        t = app.screen.query_one("#help-table", DataTable)
+        ids = [str(t.get_row_at(i)[3]) for i in range(t.row_count)]
+        assert "timeline" in ids and "timeline.zoom_in" in ids and "drill.counters" in ids
+
+
+async def _open_zoomed(pilot):
+    from test_app_snapshots import settle
+
+    await settle(pilot)
+    await pilot.press("T")
+    await settle(pilot)
+    await pilot.press("down", "plus", "plus", "plus", "plus", "plus")
+    await settle(pilot)
+
+
+def test_timeline_picture_160x48(isolated_config, snap_compare):
+    assert snap_compare(app_on(), terminal_size=(160, 48), run_before=_open_zoomed)
+
+
+def test_timeline_picture_80x24(isolated_config, snap_compare):
+    assert snap_compare(app_on(), terminal_size=(80, 24), run_before=_open_zoomed)

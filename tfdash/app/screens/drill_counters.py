@@ -1,0 +1,96 @@
+"""The drill-down's counters tab: `n` measures the current launch with Nsight Compute.
+
+ncu runs in a thread worker over a child process that builds its own engine
+(tfdash.profiling.counters), so the engine of a live run keeps decoding; progress lines show in
+the tab while it runs. The result goes to the Source (`add_counters`): the snapshots carry it from
+then on, so the kernel table's "meas bytes", the CSV and a saved snapshot have it too. Anything
+that stops it (no ncu, no permission, a CPU) is one line in the tab and a toast.
+"""
+
+from __future__ import annotations
+
+from textual import work
+from textual.widgets import Static, TabbedContent
+
+from tfdash.app.counters_view import counters_content, engine_args
+from tfdash.errors import TfdashError
+from tfdash.textsafe import KEEP_LAYOUT, visible_content
+
+
+def measure_role(snap, role: str, progress) -> dict:
+    """{snapshot launch index: Counters} of the launch `role`, measured in a child process."""
+    from tfdash.profiling import counters as cmod
+
+    req = cmod.prepare(engine_args(snap), lambda plan: cmod.select(plan, [role]))
+    got = cmod.measure(req, progress=progress)
+    index = {k.role: k.index for k in snap.kernels}
+    return {index[req.plan.launches[i].role]: c for i, c in got.items() if req.plan.launches[i].role in index}
+
+
+class CountersTab:
+    """Mixed into DrillScreen: the counters tab's state, its key and its worker."""
+
+    _counter_status: dict
+
+    def _current_role(self) -> str:
+        snap = self.app.snapshot
+        for k in snap.kernels if snap is not None else ():
+            if k.index == self.current:
+                return k.role
+        return self.row.label
+
+    def _show_counters(self) -> None:
+        snap = self.app.snapshot
+        role = self._current_role()
+        rows = {k.index: k for k in snap.kernels} if snap is not None else {}
+        members = [rows[i] for i in self.row.members if i in rows]
+        status = getattr(self, "_counter_status", {}).get(role)
+        body = counters_content(role, rows.get(self.current), members, status, self.app.source.live)
+        self.query_one("#counters-body", Static).update(visible_content(body, KEEP_LAYOUT))
+
+    def _counters_snapshot(self, snap) -> None:
+        """Redraw the tab when the counters of the row's launches change (not on every snapshot)."""
+        want = set(self.row.members)
+        key = tuple(k.counters for k in snap.kernels if k.index in want)
+        if key != getattr(self, "_counters_key", None):
+            self._counters_key = key
+            self._show_counters()
+
+    def action_counters(self) -> None:
+        role, snap = self._current_role(), self.app.snapshot
+        self.query_one(TabbedContent).active = "counters"
+        if not hasattr(self, "_counter_status"):
+            self._counter_status = {}
+        if snap is None:
+            return
+        self._counter_status[role] = "starting ncu…"
+        self._show_counters()
+        self._count(snap, role)
+
+    @work(thread=True, group="counters", exclusive=True, exit_on_error=False)
+    def _count(self, snap, role: str) -> None:
+        fn = getattr(self.app, "counters_fn", None) or measure_role
+        try:
+            result, why = fn(snap, role, lambda s: self.app.call_from_thread(self._counters_progress, role, s)), None
+        except TfdashError as e:
+            result, why = {}, str(e)
+        except Exception as e:  # noqa: BLE001 - one line in the tab, never a traceback
+            result, why = {}, f"{type(e).__name__}: {e}"
+        self.app.call_from_thread(self._counters_done, role, result, why)
+
+    def _counters_progress(self, role: str, text: str) -> None:
+        self._counter_status[role] = text
+        self._show_counters()
+
+    def _counters_done(self, role: str, result: dict, why: str | None) -> None:
+        if why is not None:
+            self._counter_status[role] = f"unavailable: {why}"
+            self.notify(f"counters {role}: {why}", severity="warning", timeout=6)
+        else:
+            self._counter_status.pop(role, None)
+            self.app.source.add_counters(result)
+            snap = self.app.source.snapshot()
+            if snap is not None:
+                self.app.snapshot = snap
+            self.notify(f"counters {role}: {len(result)} launch{'es' if len(result) != 1 else ''} measured", timeout=4)
+        self._show_counters()

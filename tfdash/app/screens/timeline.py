@@ -1,0 +1,127 @@
+"""The timeline screen (`T` from the dashboard): one profiled step of the snapshot on a time axis.
+
+One row per device kernel in start order, so with programmatic dependent launch a kernel's bar
+starts under its predecessor's tail (▒), and idle time between kernels shows as dots. The
+summary line says the step's span, the time overlapped and the gaps. Keys (bindings.TIMELINE):
+zoom (+ -), pan (← →), fit (0), another of the recorded steps ([ ]), Enter drills into the
+launch under the cursor. The spans are the snapshot's, the same ones its Chrome trace holds, so
+a recorded snapshot (`tfdash open`) draws the same picture.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import Static
+
+from tfdash.app import bindings
+from tfdash.app.screens.main import TopBar
+from tfdash.app.timeline_model import StepTimeline, step_timeline, steps
+from tfdash.app.widgets.footer import FitFooter
+from tfdash.app.widgets.panes import set_content
+from tfdash.app.widgets.timeline import TimelineView, fmt_us
+
+
+def summary(tl: StepTimeline | None, held: list[int], scale_ns: float, wide: bool = True) -> Content:
+    if tl is None:
+        return Content.styled("no kernel spans in this snapshot", "italic $text-muted")
+    where = f" ({held.index(tl.step) + 1} of {len(held)} kept)" if len(held) > 1 else ""
+    return Content.assemble(
+        ("step ", "$text-muted"), (f"{tl.step}", "bold"), (where, "$text-muted"),
+        ("  kernels " if wide else " · ", "$text-muted"), (f"{len(tl.bars)}", "bold"),
+        ("  span ", "$text-muted"), (f"{fmt_us(tl.span_ns)} µs", "bold"),
+        ("  overlapped ", "$text-muted"), (f"{fmt_us(tl.overlap_ns)} µs", "bold $accent"),
+        (f" ({tl.overlapped} kernels start under the one before)" if wide else "", "$text-muted"),
+        ("  gaps ", "$text-muted"), (f"{fmt_us(tl.gap_ns)} µs", "bold $text-warning"),
+        ("  zoom " if wide else " ", "$text-muted"), (f"{fmt_us(scale_ns)} µs/cell", "bold"),
+        ("\n█ ", "bold $text-primary"), ("alone  ", "$text-muted"), ("▒ ", "bold $accent"),
+        ("overlapping the kernel before (PDL)  ", "$text-muted"), ("· ", "bold $text-warning"),
+        ("idle", "$text-muted"))
+
+
+class TimelineScreen(Screen):
+    BINDINGS = bindings.TIMELINE
+    AUTO_FOCUS = "#timeline-view"
+    DEFAULT_CSS = """
+    TimelineScreen #timeline-summary { height: 2; padding: 0 1; }
+    TimelineScreen #timeline-view { border: round $primary-muted; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.step: int | None = None
+
+    def compose(self) -> ComposeResult:
+        yield TopBar(id="topbar")
+        yield Static(id="timeline-summary")
+        yield TimelineView(id="timeline-view")
+        yield FitFooter()
+
+    def on_mount(self) -> None:
+        self.query_one(TimelineView).border_title = "the step's kernels on a time axis"
+        self.watch(self.app, "snapshot", self.render_snapshot, init=True)
+
+    @property
+    def view(self) -> TimelineView:
+        return self.query_one(TimelineView)
+
+    def render_snapshot(self, snap) -> None:
+        if not self.is_current:
+            return
+        held = steps(snap)
+        if self.step not in held:
+            self.step = held[-1] if held else None
+        tl = step_timeline(snap, self.step)
+        v = self.app.theme_variables
+        self.view.show(tl, {"run": v.get("primary", ""), "overlap": v.get("accent", ""),
+                            "gap": v.get("warning", "")})
+        self._summary()
+        state = self.app.state
+        label = f"snapshot · {self.app.source_label}" if state == "snapshot" else state
+        self.query_one(TopBar).show("timeline · one profiled step", label, "bold $background on $primary")
+
+    def _summary(self) -> None:
+        snap = self.app.snapshot
+        set_content(self.query_one("#timeline-summary", Static),
+                    summary(self.view.timeline, steps(snap), self.view.scale, self.size.width >= 120))
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._summary)
+
+    # -- actions (ids in bindings.TIMELINE) -------------------------------------------------------
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
+    def action_move(self, delta: int) -> None:
+        self.view.move(delta * (self.view.rows_shown if abs(delta) > 1 else 1))
+
+    def action_zoom(self, factor: float) -> None:
+        self.view.zoom(factor)
+        self._summary()
+
+    def action_pan(self, quarters: int) -> None:
+        self.view.pan(quarters)
+
+    def action_fit(self) -> None:
+        self.view.fit()
+        self._summary()
+
+    def action_step(self, delta: int) -> None:
+        held = steps(self.app.snapshot)
+        if len(held) < 2 or self.step not in held:
+            self.notify("the snapshot keeps one step's spans", timeout=2)
+            return
+        self.step = held[(held.index(self.step) + delta) % len(held)]
+        self.render_snapshot(self.app.snapshot)
+
+    def action_drill(self) -> None:
+        from tfdash.app.model import group_rows
+        from tfdash.app.screens.drill import DrillScreen
+
+        bar, snap = self.view.current, self.app.snapshot
+        if bar is None or snap is None:
+            return
+        row = next((r for r in group_rows(snap.kernels, "op") if bar.launch in r.members), None)
+        if row is not None:
+            self.app.push_screen(DrillScreen(row, "op", current=bar.launch))
