@@ -6,7 +6,7 @@
 
 Parts (each in its own try/except: a failure is written into the JSON and the next part runs):
     env        cupti-python's version and path, which libcupti files the process has mapped
-               (torch's and cupti-python's: one copy or two), CuptiActivity.check()
+               (torch's and cupti-python's: one copy or two), the chosen source's check()
     graph      CUPTI records for kernels inside CUDAGraph.replay(): 3 replays -> 3 x kernels
                records, their graph id, and the mapper cutting them into 3 whole steps
     kineto     continuous records on, paused for a torch.profiler window (profile_steps), then
@@ -50,6 +50,8 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=64, help="steps per perturbation measurement")
     p.add_argument("--sweep-tokens", type=int, default=4096)
     p.add_argument("--skip", default="", help="comma-separated parts to skip")
+    p.add_argument("--source", default="ring", choices=("ring", "cupti-python"),
+                   help="the record source: the C ring (the default) or cupti-python's Python callback")
     p.add_argument("--device", default="cuda", help="cpu: a smoke test of the script's plumbing (qwen3-tiny)")
     args = p.parse_args(argv)
 
@@ -104,12 +106,15 @@ def main(argv=None) -> int:
     rt = eng.runtime
 
     from tfdash.profiling.continuous import ContinuousTiming, CuptiActivity, Records, StepMapper
+    from tfdash.profiling.continuous.ring_source import RingSource
+
+    Source = RingSource if args.source == "ring" else CuptiActivity
     from tfdash.profiling.continuous.check import join_spans, pct, run_steps
     from tfdash.profiling.session import Session
 
     @part("env")
     def _():
-        res = {"check": CuptiActivity(rt).check()}
+        res = {"source": args.source, "check": Source(rt).check(), "ring_check": RingSource(rt).check()}
         try:
             import cupti
             from importlib.metadata import version
@@ -123,7 +128,7 @@ def main(argv=None) -> int:
 
     def collecting():
         got: list[Records] = []
-        src = CuptiActivity(rt)
+        src = Source(rt)
         src.start(got.append)
         return src, got
 
@@ -191,7 +196,7 @@ def main(argv=None) -> int:
             import numpy as np
 
             seen = []
-            t = ContinuousTiming(CuptiActivity(rt), timer.kernel_map.names, keep=max(2, n), on_steps=seen.append)
+            t = ContinuousTiming(Source(rt), timer.kernel_map.names, keep=max(2, n), on_steps=seen.append)
             t.start()
             try:
                 ev = run_steps(rt, n, ctx)
@@ -231,8 +236,8 @@ def main(argv=None) -> int:
         return res
 
     def session_run(continuous: bool, n: int, steps_log=None, window_at=None):
-        kw = dict(timing="continuous", on_steps=steps_log.append if steps_log is not None else None) \
-            if continuous else dict(timing="windows")
+        kw = dict(timing="continuous", on_steps=steps_log.append if steps_log is not None else None,
+                  record_source=Source) if continuous else dict(timing="windows")
         s = Session(eng_for(n), DEFAULT_PROMPT, n, nvml=False, ignore_eos=True, keep_steps=100000, **kw)
         asked = []
 

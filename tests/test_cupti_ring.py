@@ -300,3 +300,48 @@ def test_kernel_record_is_read_from_the_header(tmp_path):
     real = Path("/usr/local/cuda/include")
     if (real / "cupti_activity.h").is_file() and cupti_build.header_version(real) >= 130000:
         assert cupti_build.kernel_record(real) == "CUpti_ActivityKernel10"
+
+
+def test_ring_source_delivers_batches_off_the_caller_and_pauses_for_a_profiler(lib, stub):
+    """Continuous timing's default source: the ring's columns arrive as Records on the drain
+    thread; a pause (a profile window) stops CUPTI's records, a resume starts them again."""
+    import threading
+
+    from tfdash.profiling.continuous.ring_source import RingSource
+
+    got, threads = [], set()
+
+    def deliver(rec):
+        got.append(rec)
+        threads.add(threading.current_thread().name)
+
+    src = RingSource(None, ring=CuptiRing(lib=lib))
+    assert src.check() is None
+    src.start(deliver)
+    try:
+        assert emit(stub, 143, (b"embed_gather_kernel", b"gemv_qkv_kernel"), graph=3) == 1
+        src.flush()
+        assert sum(len(r) for r in got) == 143
+        rec = got[0]
+        assert list(rec.names[:3]) == ["embed_gather_kernel", "gemv_qkv_kernel", "embed_gather_kernel"]
+        assert rec.start.dtype == np.int64 and (rec.end - rec.start == 500).all() and (rec.graph == 3).all()
+        src.pause()
+        assert stub.stub_kernel_enabled() == 0 and not src.ring.running
+        src.resume()
+        assert stub.stub_kernel_enabled() == 1
+        emit(stub, 10, (b"argmax_feed_kernel",))
+        src.flush()
+        assert sum(len(r) for r in got) == 153 and got[-1].names[-1] == "argmax_feed_kernel"
+    finally:
+        src.stop()
+    assert not src.ring.running and src.error is None
+    assert threads <= {"tfdash-cupti-ring", threading.main_thread().name}
+
+
+def test_ring_source_says_why_on_a_cpu_engine():
+    from types import SimpleNamespace
+
+    from tfdash.profiling.continuous.ring_source import RingSource
+
+    why = RingSource(SimpleNamespace(cuda=False)).check()
+    assert why and "\n" not in why and "CPU" in why

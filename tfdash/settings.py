@@ -48,8 +48,9 @@ class Settings:
                                 "at why: the profiler's stop then waits for and records every step in flight"),
         "timing": Knob("TFDASH_TIMING", "auto",
                        "per-kernel timing in the dashboard and `--headless --profile`: auto (every step's "
-                       "kernels from CUPTI activity records through cupti-python, `pip install "
-                       "'tfdash[cupti]'`, on a CUDA-graph engine; else profile windows, saying why), "
+                       "kernels from CUPTI activity records consumed in C (tfdash.profiling.cupti_ring, built "
+                       "on first use with the system C compiler against the CUDA toolkit's cupti.h) on a "
+                       "CUDA-graph engine; else profile windows, saying why), "
                        "continuous (the same), windows (profile windows only, as on `p`)"),
         "continuous_steps": Knob("TFDASH_CONTINUOUS_STEPS", 256,
                                  "continuous timing: the kernel table's p50/p90 are over this many latest steps "

@@ -1,7 +1,7 @@
 """`tfdash --headless --profile [--export DIR] [--ab VARIANT]`: the continuation, then the report.
 
 The run is one Session: the text streams to stdout as it is generated; with --profile every step
-is timed where continuous timing runs (SETTINGS.timing; CUDA graphs with cupti-python), else a
+is timed where continuous timing runs (SETTINGS.timing; CUDA graphs, CUPTI through a C ring), else a
 window of steps is profiled around the middle of the generation (CUPTI in graph replays on CUDA,
 host timing on CPU), and, if the generation ended before it ran, once more right after it at the
 ctx where it stopped. With --ab the plan variant is A/B'd against the running plan on the

@@ -1,7 +1,8 @@
 """Continuous per-kernel timing: every kernel of every replayed step, from CUPTI's activity
 records, mapped onto the StepPlan and summarised in bounded memory.
 
-    sources   RecordSource: CuptiActivity (cupti-python) and ReplaySource (recorded records)
+    sources   RecordSource: CuptiActivity (cupti-python), ReplaySource (recorded records);
+              ring_source: RingSource (the C ring, the default)
     mapper    StepMapper: the record stream cut into whole steps of the plan
     stats     ContinuousStats: per-launch p50/p90/last over the latest steps, the ctx_len sweep,
               the slowest steps; ContinuousView (what the snapshot reads)
