@@ -129,6 +129,22 @@ if [ "$what" = counters ]; then
   timeout 300 python3 -m tfdash counters --all --layers 0 --json "$OUT/counters-1.7b.json" 2>&1 \
     | grep -v "TileLang:" | tee "$OUT/counters.log" | tail -14
 fi
+if [ "$what" = features ]; then
+  # the session-5 features on the H200, most important first, packed after each part: the split-cap
+  # attention tests, the C CUPTI ring probe, continuous timing against headless, tfdash counters on
+  # layer 0, the headless live A/B
+  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  python3 scripts/precompile.py --only-default --sizes qwen3-1.7b 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
+  timeout 60 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py -q -rA -p no:cacheprovider -k "grid_rounds" 2>&1 \
+    | grep -v "TileLang:" > "$R/attn-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/attn-tests.log" | cut -c1-200 | tail -4; pack
+  timeout 60 python3 scripts/gpu_cupti_ring_probe.py --out "$R/ring_probe.json" > "$R/ring_probe.log" 2>&1; tail -12 "$R/ring_probe.log" | cut -c1-220; pack
+  timeout 170 python3 scripts/gpu_continuous_check.py --out "$R/continuous_check.json" > "$R/continuous_check.log" 2>&1
+  grep -v "TileLang:" "$R/continuous_check.log" | tail -24 | cut -c1-220; pack
+  timeout 140 python3 -m tfdash counters --all --layers 0 --json "$R/counters-1.7b.json" > "$R/counters.log" 2>&1
+  grep -v "TileLang:" "$R/counters.log" | tail -14 | cut -c1-220; pack
+  timeout 90 python3 -m tfdash --headless --ab tilelang-lateres --max-new-tokens 8192 --ignore-eos > "$R/ab.log" 2>&1
+  grep -v "TileLang:" "$R/ab.log" | tail -14 | cut -c1-220; pack
+fi
 if [ "$what" = app ]; then
   mkdir -p "$OUT/app"
   python3 scripts/gpu_app_check.py --out-dir "$OUT/app" 2>&1 | grep -v "TileLang:" | tee "$OUT/app/log.txt" | tail -8
