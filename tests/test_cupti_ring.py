@@ -8,6 +8,7 @@ copy of the .so so its C state starts empty. Also: available() and the locate st
 line and never raise when the compiler, libcupti or cupti.h is missing.
 """
 
+import time
 import ctypes
 import shutil
 import subprocess
@@ -345,3 +346,22 @@ def test_ring_source_says_why_on_a_cpu_engine():
 
     why = RingSource(SimpleNamespace(cuda=False)).check()
     assert why and "\n" not in why and "CPU" in why
+
+
+def test_ring_source_converts_a_tsc_clock_to_ns():
+    """After torch.profiler, CUPTI's timestamps can be the CPU's TSC (kineto registers it): the
+    unit measured at start turns the records back into ns."""
+    from types import SimpleNamespace
+
+    from tfdash.profiling.continuous.ring_source import RingSource
+
+    t0 = time.perf_counter_ns()
+    ring = SimpleNamespace(lib=object(), running=True, start=lambda: True,
+                           timestamp=lambda: int((time.perf_counter_ns() - t0) * 2.1) + 10**12)
+    src = RingSource(SimpleNamespace(cuda=True, capture=None), ring=ring)
+    src._calibrate()
+    assert abs(src.ticks_per_ns - 2.1) < 0.02
+    ts = np.array([10**12 + 2_100_000, 10**12 + 4_200_000], dtype=np.uint64)
+    ns = src.to_ns(ts)
+    assert abs(int(ns[1] - ns[0]) - 1_000_000) < 20_000  # 2.1 M ticks apart: 1 ms
+    assert abs(int(ns[0]) - (t0 + 1_000_000)) < 50_000  # in perf_counter's own ns

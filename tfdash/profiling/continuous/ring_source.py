@@ -15,6 +15,7 @@ import numpy as np
 from tfdash.profiling.continuous.sources import RecordSource, Records, Unavailable
 
 DRAIN_S = 0.05  # the drain thread's period: well under a refresh, a few hundred records a drain
+CALIBRATE_S = 0.02  # CUPTI's timestamp against perf_counter over this long, at every start
 
 
 class RingSource(RecordSource):
@@ -32,6 +33,7 @@ class RingSource(RecordSource):
         self._stop = threading.Event()
         self._lock = threading.Lock()  # one drain at a time (the thread's, or a flush's)
         self._thread: threading.Thread | None = None
+        self._base, self.ticks_per_ns = (0, 0), 1.0
 
     def check(self) -> str | None:
         rt = self.runtime
@@ -56,18 +58,43 @@ class RingSource(RecordSource):
     def _on(self) -> None:
         if not self.ring.start():
             raise Unavailable(self.ring.error or "the CUPTI ring did not start")
-        self.clock_offset_ns = self._offset()
+        self._calibrate()
 
-    def _offset(self) -> int:
-        """perf_counter_ns - CUPTI's timestamp, from the tightest of a few bracketed reads."""
+    def _pair(self) -> tuple[int, int] | None:
+        """(perf_counter_ns, CUPTI timestamp) from the tightest of a few bracketed reads."""
         best = None
         for _ in range(5):
             a = time.perf_counter_ns()
             ts = self.ring.timestamp()
             b = time.perf_counter_ns()
             if ts is not None and (best is None or b - a < best[0]):
-                best = (b - a, (a + b) // 2 - ts)
-        return best[1] if best else 0
+                best = (b - a, (a + b) // 2, ts)
+        return best[1:] if best else None
+
+    def _calibrate(self) -> None:
+        """CUPTI's records are in its timestamp's unit, which is ns unless a profiler registered
+        a timestamp callback of its own (torch.profiler's kineto registers the CPU's TSC, about
+        2.1 ticks a ns on the H200 host): the unit is measured against perf_counter over
+        CALIBRATE_S, and the records are delivered in perf_counter ns (clock_offset_ns = 0)."""
+        first = self._pair()
+        time.sleep(CALIBRATE_S)
+        last = self._pair()
+        self.clock_offset_ns = 0
+        if first is None or last is None or last[0] == first[0]:
+            self._base, self.ticks_per_ns = (0, 0), 1.0
+            return
+        scale = (last[1] - first[1]) / (last[0] - first[0])
+        # a clock that did not move (or ran backwards) says nothing: take ns
+        self.ticks_per_ns = scale if 0.05 < scale < 100 and abs(scale - 1.0) >= 0.01 else 1.0
+        self._base = (first[0], first[1])
+
+    def to_ns(self, ts: np.ndarray) -> np.ndarray:
+        """CUPTI timestamps -> perf_counter ns (exact integers while the unit is ns)."""
+        p0, t0 = self._base
+        rel = ts.astype(np.int64) - np.int64(t0)
+        if self.ticks_per_ns != 1.0:
+            rel = np.rint(rel / self.ticks_per_ns).astype(np.int64)
+        return rel + np.int64(p0)
 
     def _run(self) -> None:
         while not self._stop.wait(DRAIN_S):
@@ -80,9 +107,8 @@ class RingSource(RecordSource):
                 t = time.perf_counter_ns()
                 start, end, _node, name_id, graph = self.ring.drain(graph=True)
                 if len(start) and self._deliver is not None:
-                    self._deliver(Records(self.ring.names_for(name_id), start.astype(np.int64),
-                                          end.astype(np.int64), graph.astype(np.int64),
-                                          time.perf_counter_ns() - t))
+                    self._deliver(Records(self.ring.names_for(name_id), self.to_ns(start), self.to_ns(end),
+                                          graph.astype(np.int64), time.perf_counter_ns() - t))
             except Exception as e:  # noqa: BLE001 - the drain thread never dies silently
                 if self.error is None:
                     self.error = f"{type(e).__name__}: {e}"
