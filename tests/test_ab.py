@@ -188,3 +188,16 @@ def test_headless_ab_prints_the_table(capsys, monkeypatch, tmp_path):
     assert "tokens agree at all 12 turn starts" in out and "qk_norm_rope" in out
     [kept] = load_snapshot(tmp_path / "out" / "snapshot.json").ab
     assert kept["order"] == "AB" * 6
+
+
+def test_a_variant_shares_state_on_an_indexed_device_too():
+    """A tensor of `cuda:0` lives on the runtime's `cuda`: the variant must share it (torch.device
+    equality says the two differ, which once left a CUDA A/B with nothing shared)."""
+    import torch
+
+    from tfdash.engine.runtime import same_device
+
+    assert same_device(torch.device("cuda", 0), torch.device("cuda"))
+    assert same_device(torch.device("cuda"), torch.device("cuda", 1))
+    assert not same_device(torch.device("cuda", 0), torch.device("cuda", 1))
+    assert not same_device(torch.device("cpu"), torch.device("cuda"))

@@ -45,6 +45,11 @@ def _torch_dtype(name: str) -> torch.dtype:
     return getattr(torch, name)
 
 
+def same_device(a: torch.device, b: torch.device) -> bool:
+    """`cuda:0` is `cuda` (the current device): torch.device equality says they differ."""
+    return a.type == b.type and (a.index is None or b.index is None or a.index == b.index)
+
+
 class VariantGraph:
     """A captured variant of the step and the device scalars its prologue copies from (kept alive
     with it: the graph reads them by address)."""
@@ -81,7 +86,7 @@ class Runtime:
                 continue
             given = weights.get(name) if spec.kind != "weight" else None
             if given is not None and tuple(given.shape) == spec.shape and given.dtype == _torch_dtype(spec.dtype) \
-                    and given.device == dev:
+                    and same_device(given.device, dev):
                 bufs[name] = given  # another runtime's cache or state: used in place
                 shared.add(name)
             elif spec.kind == "weight":
