@@ -6,10 +6,14 @@
                timeline.py       profile windows: per-launch time over N steps of a live generation
                kernel_map.py     which device kernels each launch makes; CUPTI events -> launches
                continuous/       every step's kernels from CUPTI activity records (a C ring)
+               cupti_ring.py     that ring (cupti_ring.c, built by cupti_build.py) read as columns
+               counters.py       Nsight Compute's counters per launch (`tfdash counters`, ncu.py)
                marginal.py       a launch doubled in a variant graph, A/B against the plain step
                ab.py             a plan variant A/B'd live: the two plans take turns on one generation
                nvml.py           NVML queries (errors are a sentinel); nvml_sampler.py its thread
     session    session.py        one observed generation: threads, locks, requests
+               session_parts.py  its set-up (NVML sampler, capture) and decode-thread side (TokenFeed)
+               session_ab.py     Session.ab: a variant built beside the running plan, then ab.py
                messages.py       what a Session posts while it runs
                pricing.py        the predictions it caches per ctx_len
                assemble.py       its state -> a ProfileSnapshot (pure functions)

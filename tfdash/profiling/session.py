@@ -37,103 +37,17 @@ from tfdash.profiling import probe
 from tfdash.profiling.analyze import StepAnalysis
 from tfdash.profiling.continuous import PausingWindow, start_continuous
 from tfdash.profiling.continuous.sources import make_source
-from tfdash.profiling.messages import (ABDone, ABProgress, MarginalDone, NvmlUpdate, ProfileDone, SessionEnded,  # noqa: F401
-                                       SessionStarted, Status, TokenBatch)
+from tfdash.profiling.messages import (ABDone, ABProgress, MarginalDone, NvmlUpdate, ProfileDone,  # noqa: F401
+                                       SessionEnded, SessionStarted, Status, TokenBatch)
 from tfdash.profiling.meta import collect_meta
 from tfdash.profiling.nvml import Nvml
 from tfdash.profiling.nvml_sampler import NvmlSampler
 from tfdash.profiling.pricing import Pricing
-from tfdash.profiling.snapshot import ProfileSnapshot, TimingInfo, TokenRecord
+from tfdash.profiling.snapshot import ProfileSnapshot, TimingInfo, TokenRecord  # noqa: F401
+from tfdash.profiling.session_parts import TOKEN_BATCH, TokenFeed, prepare, start_sampler  # noqa: F401
 from tfdash.profiling.timeline import Timer, WindowResult, profile_steps
 
 log = logging.getLogger("tfdash.session")
-
-TOKEN_BATCH = 64  # tokens per TokenBatch message at most
-
-
-def start_sampler(runtime, nvml_lib, interval: float, keep: int, on_sample, origin_s: float):
-    """(a started NvmlSampler, "") for a CUDA runtime whose GPU NVML can read, else (None, why)."""
-    nv = nvml_lib or Nvml()
-    if not runtime.cuda:
-        return None, (nv.init().reason if not nv.available else "the engine runs on the CPU; NVML watches GPUs")
-    sampler = NvmlSampler(runtime.device.index or 0, interval, keep, nv, on_sample, origin=origin_s)
-    if not sampler.available:
-        return None, sampler.unavailable().get("nvml", "NVML unavailable")
-    sampler.start()
-    return sampler, ""
-
-
-def prepare(runtime, timer, learn_kernel_map: bool, post, said_something: bool) -> None:
-    """Capture the step (and learn the kernel map, when asked) before a generation starts,
-    saying so on the status line; the line is cleared when the set-up said anything."""
-    captures = runtime.needs_capture
-    if captures:
-        post(Status("capturing the step's CUDA graph"))
-        runtime.ensure_captured()  # before the generation resets the state
-    if learn_kernel_map and timer.method == "cupti" and not timer.prepared:
-        post(Status("starting the profiler and learning the kernel map (once per process)"))
-        timer.prepare()
-    if said_something or captures or timer.method == "cupti":
-        post(Status(""))  # the set-up is over: clear the line
-
-
-class TokenFeed:
-    """The decode thread's side of a run: each token and the steps that made it go into the
-    session's record, and out as a TokenBatch at most every `batch_s` or TOKEN_BATCH tokens."""
-
-    def __init__(self, session: "Session", stats):
-        self.s, self.stats = session, stats
-        self.batch: list[TokenRecord] = []
-        self.steps: list[int] = []
-        self.last = time.perf_counter()
-
-    def _take_steps(self) -> None:
-        """Step times the generation recorded since the last call, into the record."""
-        rec, stats = self.s.rec, self.stats
-        n = min(stats.steps - rec.steps_total, len(stats.step_ns))
-        dq = stats.step_ns
-        fresh = [dq[i] for i in range(len(dq) - n, len(dq))] if n > 0 else []
-        with self.s._lock:
-            rec.steps_total = stats.steps
-            rec.steps.extend(fresh)
-        self.steps.extend(fresh)
-
-    def add(self, ev) -> None:
-        token = TokenRecord(ev.index, ev.token_id, ev.text, ev.elapsed_ns)
-        self._take_steps()
-        with self.s._lock:
-            self.s.rec.tokens.append(token)
-            self.s.rec.new_tokens = self.stats.new_tokens
-        self.batch.append(token)
-        if len(self.batch) >= TOKEN_BATCH or time.perf_counter() - self.last >= self.s.batch_s:
-            self.flush()
-
-    def flush(self) -> None:
-        s, stats = self.s, self.stats
-        with s._lock:
-            s.rec.wall_ns, s.rec.paused_ns = stats.wall_ns, stats.paused_ns
-            s.rec.ttft_ns, s.rec.held_ns = stats.ttft_ns, stats.held_ns
-            s._version += 1
-        s._post(TokenBatch(tuple(self.batch), tuple(self.steps), stats.new_tokens, stats.wall_ns, stats.tok_per_s))
-        self.batch.clear()
-        self.steps.clear()
-        self.last = time.perf_counter()
-
-    def drain(self, gen, stop: threading.Event | None) -> SessionEnded:
-        """Run the generation to its end, feeding the record; profile windows every
-        `profile_every` tokens when the session asks for them."""
-        s, stats = self.s, self.stats
-        next_window = s.profile_every or None
-        for ev in gen:
-            self.add(ev)
-            if next_window is not None and stats.new_tokens >= next_window:
-                s.request_profile(s.profile_steps)
-                next_window += s.profile_every
-            if stop is not None and stop.is_set():
-                s.stop()
-        self._take_steps()
-        self.flush()
-        return SessionEnded(stats.stopped, stats.new_tokens, stats.wall_ns, stats.tok_per_s)
 
 
 class Session:
@@ -350,64 +264,13 @@ class Session:
 
     def ab(self, what: str, windows: int | None = None, steps: int | None = None, profile_steps: int | None = None,
            progress=None, cancel: threading.Event | None = None, timeout: float = 600) -> dict:
-        """A/B of the plan variant `what` against the running plan (tfdash.profiling.ab): inside
-        the live generation, or after it ended from where it left off. Blocks; `progress(ABProgress)`
-        hears how it goes (from any thread), a set `cancel` stops it after the window in progress.
-        A dict with "unavailable" and the one-line reason when it cannot run."""
-        from tfdash.profiling import ab as abmod
+        """A/B of the plan variant `what` against the running plan (tfdash.profiling.session_ab:
+        inside the live generation, or after it ended from where it left off). Blocks;
+        `progress(ABProgress)` hears how it goes, a set `cancel` stops it after the window in
+        progress. A dict with "unavailable" and the one-line reason when it cannot run."""
+        from tfdash.profiling.session_ab import run_ab
 
-        windows, steps = windows or abmod.WINDOWS, steps or abmod.STEPS  # None: the module's sizes
-        profile_steps = abmod.PROFILE_STEPS if profile_steps is None else profile_steps
-        say = progress or (lambda m: None)
-        with self._lock:
-            state, held = self._state, self._held
-        why = ("the session has not started: the A/B continues its generation" if state == "idle" else
-               "resume first (space): the A/B runs between decode steps" if held and state == "running" else
-               "Session.ab blocks: call it from another thread than Session.run"
-               if threading.get_ident() == self._run_thread and state == "running" else None)
-        if why:
-            return marginal_mod.unavailable(what, why)
-        try:
-            v = abmod.resolve(what)
-            say(ABProgress(v.name, "building", 0, 0, f"building {v.name} ({v.about}) beside the running plan…"))
-            var = abmod.build(self.runtime, v, lambda d, t, name, sec: say(ABProgress(
-                v.name, "building", 0, 0, f"compiling {v.name}'s kernels {d}/{t}: {name} ({sec:.1f} s)")))
-        except TfdashError as e:
-            return marginal_mod.unavailable(what, str(e))
-
-        def on_turn(r):
-            say(ABProgress(v.name, "running", r.finished, r.total, f"{v.name}: window {r.finished}/{r.total}"))
-
-        run = abmod.ABRun(self.runtime, var, v, windows, steps, profile_steps,
-                          timers=(self.timer, Timer(var)), on_turn=on_turn)
-        with self._lock:
-            gen = self._gen if self._state == "running" else None
-            left = gen.steps_left if gen is not None else 0
-            if left >= run.steps_needed and gen is not None:
-                run.start_live(gen)
-        if left < run.steps_needed and gen is not None:
-            return marginal_mod.unavailable(v.name, f"{left} steps are left in this generation and the A/B "
-                                                    f"needs {run.steps_needed} (r re-runs it)")
-        if gen is None:
-            with self._rt_lock, self.runtime.held(("pos", "tok")):
-                cap = self.plan.capacity - 2 - run.steps_needed  # the warm-up steps stay inside the cache
-                if cap < 0:
-                    return marginal_mod.unavailable(v.name, f"the cache holds {self.plan.capacity} positions; "
-                                                            f"the A/B needs {run.steps_needed + 2}")
-                self.runtime.set_position(min(self._ctx_now(), cap))
-                run.run_idle(self.runtime)  # a failing window ends the run with its line, never raises
-        while not run.done.wait(0.05):
-            if cancel is not None and cancel.is_set():
-                run.cancel()
-            timeout -= 0.05
-            if timeout <= 0:
-                run.abort("timed out")
-        result = asm.jsonable({**run.result(), "during": "the generation" if gen is not None else
-                               "after the generation, from where it stopped"})
-        self._touch(lambda: self.rec.ab.append(result))
-        say(ABProgress(v.name, "done", run.finished, run.total, result["verdict"]))
-        self._post(ABDone(result))
-        return result
+        return run_ab(self, what, windows, steps, profile_steps, progress, cancel, timeout)
 
     def stop(self) -> None:
         """End the run after the steps in flight (thread-safe)."""

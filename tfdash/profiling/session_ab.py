@@ -1,0 +1,78 @@
+"""Session.ab: a plan variant A/B'd on the session's generation (tfdash.profiling.ab does the
+alternation); inside the live generation, or after it ended from where it left off.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from tfdash.errors import TfdashError
+from tfdash.profiling import assemble as asm
+from tfdash.profiling import marginal as marginal_mod
+from tfdash.profiling.messages import ABDone, ABProgress
+from tfdash.profiling.timeline import Timer
+
+if TYPE_CHECKING:
+    from tfdash.profiling.session import Session
+
+
+def run_ab(self: "Session", what: str, windows: int | None = None, steps: int | None = None,
+           profile_steps: int | None = None, progress=None, cancel: threading.Event | None = None,
+           timeout: float = 600) -> dict:
+    """Session.ab's work (see there), on the session's state: the variant built over the running
+    runtime, then ABRun on the live generation (or after it, from where it stopped)."""
+    from tfdash.profiling import ab as abmod
+
+    windows, steps = windows or abmod.WINDOWS, steps or abmod.STEPS  # None: the module's sizes
+    profile_steps = abmod.PROFILE_STEPS if profile_steps is None else profile_steps
+    say = progress or (lambda m: None)
+    with self._lock:
+        state, held = self._state, self._held
+    why = ("the session has not started: the A/B continues its generation" if state == "idle" else
+           "resume first (space): the A/B runs between decode steps" if held and state == "running" else
+           "Session.ab blocks: call it from another thread than Session.run"
+           if threading.get_ident() == self._run_thread and state == "running" else None)
+    if why:
+        return marginal_mod.unavailable(what, why)
+    try:
+        v = abmod.resolve(what)
+        say(ABProgress(v.name, "building", 0, 0, f"building {v.name} ({v.about}) beside the running plan…"))
+        var = abmod.build(self.runtime, v, lambda d, t, name, sec: say(ABProgress(
+            v.name, "building", 0, 0, f"compiling {v.name}'s kernels {d}/{t}: {name} ({sec:.1f} s)")))
+    except TfdashError as e:
+        return marginal_mod.unavailable(what, str(e))
+
+    def on_turn(r):
+        say(ABProgress(v.name, "running", r.finished, r.total, f"{v.name}: window {r.finished}/{r.total}"))
+
+    run = abmod.ABRun(self.runtime, var, v, windows, steps, profile_steps,
+                      timers=(self.timer, Timer(var)), on_turn=on_turn)
+    with self._lock:
+        gen = self._gen if self._state == "running" else None
+        left = gen.steps_left if gen is not None else 0
+        if left >= run.steps_needed and gen is not None:
+            run.start_live(gen)
+    if left < run.steps_needed and gen is not None:
+        return marginal_mod.unavailable(v.name, f"{left} steps are left in this generation and the A/B "
+                                                f"needs {run.steps_needed} (r re-runs it)")
+    if gen is None:
+        with self._rt_lock, self.runtime.held(("pos", "tok")):
+            cap = self.plan.capacity - 2 - run.steps_needed  # the warm-up steps stay inside the cache
+            if cap < 0:
+                return marginal_mod.unavailable(v.name, f"the cache holds {self.plan.capacity} positions; "
+                                                        f"the A/B needs {run.steps_needed + 2}")
+            self.runtime.set_position(min(self._ctx_now(), cap))
+            run.run_idle(self.runtime)  # a failing window ends the run with its line, never raises
+    while not run.done.wait(0.05):
+        if cancel is not None and cancel.is_set():
+            run.cancel()
+        timeout -= 0.05
+        if timeout <= 0:
+            run.abort("timed out")
+    result = asm.jsonable({**run.result(), "during": "the generation" if gen is not None else
+                           "after the generation, from where it stopped"})
+    self._touch(lambda: self.rec.ab.append(result))
+    say(ABProgress(v.name, "done", run.finished, run.total, result["verdict"]))
+    self._post(ABDone(result))
+    return result

@@ -1,0 +1,105 @@
+"""The Session's set-up and its decode-thread side: NVML's sampler, the capture (and kernel map)
+before the generation, and TokenFeed, which turns the generation's tokens and step times into the
+session's record and into TokenBatch messages.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from tfdash.profiling.messages import SessionEnded, Status, TokenBatch
+from tfdash.profiling.nvml import Nvml
+from tfdash.profiling.nvml_sampler import NvmlSampler
+from tfdash.profiling.snapshot import TokenRecord
+
+if TYPE_CHECKING:
+    from tfdash.profiling.session import Session
+
+TOKEN_BATCH = 64  # tokens per TokenBatch message at most
+
+
+def start_sampler(runtime, nvml_lib, interval: float, keep: int, on_sample, origin_s: float):
+    """(a started NvmlSampler, "") for a CUDA runtime whose GPU NVML can read, else (None, why)."""
+    nv = nvml_lib or Nvml()
+    if not runtime.cuda:
+        return None, (nv.init().reason if not nv.available else "the engine runs on the CPU; NVML watches GPUs")
+    sampler = NvmlSampler(runtime.device.index or 0, interval, keep, nv, on_sample, origin=origin_s)
+    if not sampler.available:
+        return None, sampler.unavailable().get("nvml", "NVML unavailable")
+    sampler.start()
+    return sampler, ""
+
+
+def prepare(runtime, timer, learn_kernel_map: bool, post, said_something: bool) -> None:
+    """Capture the step (and learn the kernel map, when asked) before a generation starts,
+    saying so on the status line; the line is cleared when the set-up said anything."""
+    captures = runtime.needs_capture
+    if captures:
+        post(Status("capturing the step's CUDA graph"))
+        runtime.ensure_captured()  # before the generation resets the state
+    if learn_kernel_map and timer.method == "cupti" and not timer.prepared:
+        post(Status("starting the profiler and learning the kernel map (once per process)"))
+        timer.prepare()
+    if said_something or captures or timer.method == "cupti":
+        post(Status(""))  # the set-up is over: clear the line
+
+
+class TokenFeed:
+    """The decode thread's side of a run: each token and the steps that made it go into the
+    session's record, and out as a TokenBatch at most every `batch_s` or TOKEN_BATCH tokens."""
+
+    def __init__(self, session: "Session", stats):
+        self.s, self.stats = session, stats
+        self.batch: list[TokenRecord] = []
+        self.steps: list[int] = []
+        self.last = time.perf_counter()
+
+    def _take_steps(self) -> None:
+        """Step times the generation recorded since the last call, into the record."""
+        rec, stats = self.s.rec, self.stats
+        n = min(stats.steps - rec.steps_total, len(stats.step_ns))
+        dq = stats.step_ns
+        fresh = [dq[i] for i in range(len(dq) - n, len(dq))] if n > 0 else []
+        with self.s._lock:
+            rec.steps_total = stats.steps
+            rec.steps.extend(fresh)
+        self.steps.extend(fresh)
+
+    def add(self, ev) -> None:
+        token = TokenRecord(ev.index, ev.token_id, ev.text, ev.elapsed_ns)
+        self._take_steps()
+        with self.s._lock:
+            self.s.rec.tokens.append(token)
+            self.s.rec.new_tokens = self.stats.new_tokens
+        self.batch.append(token)
+        if len(self.batch) >= TOKEN_BATCH or time.perf_counter() - self.last >= self.s.batch_s:
+            self.flush()
+
+    def flush(self) -> None:
+        s, stats = self.s, self.stats
+        with s._lock:
+            s.rec.wall_ns, s.rec.paused_ns = stats.wall_ns, stats.paused_ns
+            s.rec.ttft_ns, s.rec.held_ns = stats.ttft_ns, stats.held_ns
+            s._version += 1
+        s._post(TokenBatch(tuple(self.batch), tuple(self.steps), stats.new_tokens, stats.wall_ns, stats.tok_per_s))
+        self.batch.clear()
+        self.steps.clear()
+        self.last = time.perf_counter()
+
+    def drain(self, gen, stop: threading.Event | None) -> SessionEnded:
+        """Run the generation to its end, feeding the record; profile windows every
+        `profile_every` tokens when the session asks for them."""
+        s, stats = self.s, self.stats
+        next_window = s.profile_every or None
+        for ev in gen:
+            self.add(ev)
+            if next_window is not None and stats.new_tokens >= next_window:
+                s.request_profile(s.profile_steps)
+                next_window += s.profile_every
+            if stop is not None and stop.is_set():
+                s.stop()
+        self._take_steps()
+        self.flush()
+        return SessionEnded(stats.stopped, stats.new_tokens, stats.wall_ns, stats.tok_per_s)
