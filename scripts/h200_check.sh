@@ -3,7 +3,7 @@
 #   run with carry [".gpu"]:  bash scripts/h200_check.sh [tests|diag|bench|profile|app|all] [extra bench args]
 #   (all = tests, diag, bench; engine = bench, headless run, GPU tests; observe = issues 5 and 6 (+ bench); dash = app + tty; profile = scripts/gpu_profile_check.py; app = scripts/gpu_app_check.py;
 #    counters = tfdash counters on one layer plus embed, lm_head and argmax (issue 17);
-#    sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick)
+#    next = what session 5 left to confirm; features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick)
 # Needs the offline bundle (../shared/gpu-bundle .gpu/site.tar.xz). The tilelang kernel cache
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
@@ -77,26 +77,20 @@ if [ "$what" = sizebench ]; then
   done
 fi
 if [ "$what" = next ]; then
-  # what the 2026-12-01 session could not measure, in one call (results packed after each part):
-  # a cupti-python probe, the dashboard on qwen3-8b (mid-run SVG, every launch measured), the engine
-  # tests' new asserts at 14B/32B and top-1 at 4B/8B, the 0.6B two-rows rule A/B (the old four rows
-  # as peers), a GEMV sweep on 8B
+  # what the session-5 H200 runs could not confirm, in one call, most important first (packed after
+  # each part): continuous timing's per-launch ns after the TSC-unit fix (span vs CUDA event), the
+  # headless live A/B after the device-equality fix, the dashboard mid-run with continuous timing
+  # (SVG), the split cap at long context (8192 tokens) against one program a block, the full step's
+  # counters, the dashboard's overhead A/B
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  if [ -f .gpu/cupti.tar.xz ]; then  # cupti-python on its own path: nothing else sees its cuda-bindings
-    mkdir -p /tmp/cupti && tar -C /tmp/cupti -xJf .gpu/cupti.tar.xz
-    PYTHONPATH=/tmp/cupti/site:$PYTHONPATH timeout 60 python3 scripts/gpu_cupti_probe.py --out "$R/cupti_probe.json" \
-      > "$R/cupti_probe.log" 2>&1; tail -5 "$R/cupti_probe.log" | cut -c1-400; pack
-  fi
-  python3 scripts/precompile.py --only-default 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
-  timeout 200 python3 scripts/gpu_app_check.py --model qwen3-8b --skip-ab --midrun-tokens 4096 --out-dir "$R/app8b" 2>&1 \
-    | grep -v "TileLang:" | tail -4; pack
-  TFDASH_F32_TRUTH_UP_TO=32e9 timeout 240 python3 -m pytest -m gpu tests/gpu/test_engine_gpu.py -q -rA -s -p no:cacheprovider \
-    -k "every_size or 4b_8b" 2>&1 | grep -v "TileLang:" > "$R/engine.log"
-  grep -E "^(FAILED|ERROR)|passed|failed|agreement|reference vs" "$R/engine.log" | cut -c1-200; pack
-  timeout 100 python3 -m tfdash bench --model qwen3-0.6b --backends tilelang-graph --json "$R/bench-0.6b.json" \
-    --gemv qkv_proj:rows=4,seg=4 --gemv gate_up:rows=4,seg=4 2>&1 | grep -v "TileLang:" | tail -4; pack
-  timeout 150 python3 -m tfdash bench --model qwen3-8b --backends tilelang-graph --json "$R/bench-8b-sweep.json" \
-    --gemv down:seg=8 --gemv down:seg=12,blocks_per_sm=1 --gemv gate_up:blocks_per_sm=1 2>&1 | grep -v "TileLang:" | tail -6; pack
+  python3 scripts/precompile.py --only-default --sizes qwen3-1.7b 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
+  timeout 170 python3 scripts/gpu_continuous_check.py --out "$R/continuous_check.json" > "$R/continuous_check.log" 2>&1
+  grep -v "TileLang:" "$R/continuous_check.log" | tail -18 | cut -c1-200; pack
+  timeout 90 python3 -m tfdash --headless --ab tilelang-lateres --max-new-tokens 8192 --ignore-eos > "$R/ab.log" 2>&1
+  grep -v "TileLang:" "$R/ab.log" | tail -12 | cut -c1-200; pack
+  timeout 150 python3 scripts/gpu_app_check.py --skip-ab --midrun-tokens 4096 --out-dir "$R/app" 2>&1 | grep -v "TileLang:" | tail -4; pack
+  timeout 200 python3 -m tfdash bench --max-new-tokens 8192 --backends tilelang-graph,tilelang-scall --json "$R/bench-8192.json" 2>&1 \
+    | grep -v "TileLang:" | tail -5 | cut -c1-160; pack
 fi
 if [ "$what" = speed ]; then
   # the attention grid change and the GEMV sweep on the small sizes: attention GPU tests, then the

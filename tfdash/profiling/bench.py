@@ -20,7 +20,8 @@ copy bandwidth.
     tilelang-smemdown down stages its later row segments in shared memory before its grid
                      dependency (TFDASH_DOWN_SMEM_PREFETCH; not yet measured)
     tilelang-sc16/24/40 attention's grid at most 16/24/40 programs per kv head (the default: 32),
-                     each looping over its blocks of the cache (the split-cap A/B)
+                     each looping over its blocks of the cache (the split-cap A/B); tilelang-scall:
+                     one program a block, however large the cache (the grid before the cap)
     tilelang[OP:K=V] a GEMV launch-settings variant (--gemv), the sweep behind the GEMV table
     tilelang@N       tilelang-graph with an N-position KV cache (--also-capacity N; the dashboard's
                      is 4096), against the run-sized one
@@ -51,6 +52,7 @@ PLAN_VARIANTS = {
     "tilelang-sc16": {"attn_split_cap": 16},
     "tilelang-sc24": {"attn_split_cap": 24},
     "tilelang-sc40": {"attn_split_cap": 40},
+    "tilelang-scall": {"attn_split_cap": 1 << 20},
 }
 BACKENDS = ("tilelang-graph", "tilelang-nopdl", *PLAN_VARIANTS, "torch-compile", "torch-graph", "hf-compile")
 DEFAULT_BACKENDS = "tilelang-graph,torch-compile,torch-graph"
