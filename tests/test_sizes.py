@@ -256,3 +256,14 @@ def test_bench_also_capacity_refuses_in_one_line():
     r = run_tfdash("bench", "--also-capacity", "0", timeout=120)
     assert r.rc != 0
     assert_one_line_error(r.stderr, "--also-capacity 0")
+
+
+def test_the_split_cap_knob_sets_the_engine_plan(monkeypatch):
+    from tfdash.engine import plan_for
+
+    cfg = preset("qwen3-1.7b")
+    [default] = {x.kernel for x in plan_for(cfg, "bfloat16", 2112).launches if x.family == "attention"}
+    assert default == "attn_rope_decode"  # the default cap keeps the kernel's name
+    monkeypatch.setenv("TFDASH_ATTN_SPLIT_CAP", "16")
+    [capped] = [x for x in plan_for(cfg, "bfloat16", 2112).launches if x.family == "attention"][:1]
+    assert capped.kernel == "attn_rope_decode_sc16" and capped.dims["split_cap"] == 16

@@ -68,6 +68,10 @@ class Settings:
                                    "down stages its later row segments in shared memory (cp.async) before its "
                                    "grid dependency, so all its weights are in flight while gate_up drains "
                                    "(bench backend tilelang-smemdown). Off until it is measured on the H200"),
+        "attn_split_cap": Knob("TFDASH_ATTN_SPLIT_CAP", 32,
+                               "programs per kv head in attention's grid at most; each loops over its "
+                               "64-position blocks of the KV cache, so a larger cache launches no more "
+                               "(bench backends tilelang-sc16/24/40/all)"),
     }
 
     def __init__(self):

@@ -157,11 +157,14 @@ def choose_engine(ckpt: str | Path | None = None, model: str | None = None, devi
 def plan_for(cfg: ModelConfig, dtype: str, capacity: int) -> StepPlan:
     """The step plan load_engine builds, with the plan knobs of SETTINGS in effect (a child process
     with the same environment builds the same plan: `tfdash counters` relies on it)."""
+    from tfdash.kernels.splitkv import SPLIT_CAP
     from tfdash.settings import SETTINGS
 
+    cap = int(SETTINGS.attn_split_cap)
     return build_plan(cfg, dtype=dtype, capacity=capacity, attn_kv_early=bool(SETTINGS.attn_kv_early),
                       early_residual=bool(SETTINGS.early_residual),
-                      down_smem_prefetch=bool(SETTINGS.down_smem_prefetch))
+                      down_smem_prefetch=bool(SETTINGS.down_smem_prefetch),
+                      attn_split_cap=None if cap == SPLIT_CAP else cap)  # the default keeps the kernel's name
 
 
 def load_engine(ckpt: str | Path | None = None, model: str | None = None, device: str | None = None,
