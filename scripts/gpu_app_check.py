@@ -5,8 +5,9 @@
 
 Parts (each in its own try/except; a failure is recorded and the next part runs):
     midrun     the live dashboard (run headless at 160x48) on an 8192-token generation: at 1024
-               tokens it profiles a window (`p`), then saves an SVG screenshot mid-run, lets the
-               run finish and writes the final snapshot (for `tfdash open`) and its exports
+               tokens it profiles a window (`p`), then saves an SVG screenshot mid-run and one of
+               the step's timeline (`T`), lets the run finish and writes the final snapshot (for
+               `tfdash open`) and its exports
     overhead   tok/s of a 2048-token generation headless and under the live dashboard, A/B in
                one process, alternating, medians (tfdash.app.overhead.dashboard_ab)
 Writes results.json, dashboard-midrun.svg and snapshot-h200.json into --out-dir and prints a
@@ -31,6 +32,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 SIZE = (160, 48)
 
 
+def send_key(app, key: str) -> None:
+    """A key as the terminal driver delivers it. (Pilot.press waits for the process to go idle,
+    which under a live decode is the end of the run.)"""
+    ev = events.Key(key, key if len(key) == 1 else None)
+    ev.set_sender(app)
+    app._driver.send_message(ev)
+
+
 async def midrun(engine, out: Path, max_new: int, profile_at: int) -> dict:
     from tfdash.app.main import live_app, make_session
     from tfdash.engine import DEFAULT_PROMPT
@@ -47,11 +56,7 @@ async def midrun(engine, out: Path, max_new: int, profile_at: int) -> dict:
             await pilot.pause(0.05)
         res["tokens_at_press"] = app.snapshot.new_tokens
         t1 = time.monotonic()
-        # The key as the terminal driver delivers it. (Pilot.press then waits for the process to
-        # go idle, which under a live decode is the end of the run.)
-        key = events.Key("p", "p")
-        key.set_sender(app)
-        app._driver.send_message(key)
+        send_key(app, "p")
         while not (app.snapshot and any(k.measured_p50_ns for k in app.snapshot.kernels)):
             if time.monotonic() - t1 > 300:
                 raise TimeoutError("the profile window did not report within 300 s")
@@ -62,6 +67,17 @@ async def midrun(engine, out: Path, max_new: int, profile_at: int) -> dict:
         res["tokens_at_screenshot"] = app.snapshot.new_tokens
         res["state_at_screenshot"] = app.state
         res["svg"] = str(Path(app.save_screenshot(filename="dashboard-midrun.svg", path=str(out))))
+        try:  # the step's timeline of the latest window: PDL overlap between launches, drawn
+            send_key(app, "T")
+            t2 = time.monotonic()
+            while type(app.screen).__name__ != "TimelineScreen" and time.monotonic() - t2 < 10:
+                await pilot.pause(0.05)
+            await pilot.pause(0.3)
+            res["timeline_svg"] = str(Path(app.save_screenshot(filename="timeline-midrun.svg", path=str(out))))
+            send_key(app, "escape")
+            await pilot.pause(0.2)
+        except Exception as e:  # noqa: BLE001 - the run goes on without the picture
+            res["timeline_error"] = f"{type(e).__name__}: {e}"
         while app.state not in ("done", "stopped", "error"):
             if time.monotonic() - t0 > 900:
                 raise TimeoutError("the run did not finish")

@@ -91,6 +91,8 @@ if [ "$what" = next ]; then
   timeout 150 python3 scripts/gpu_app_check.py --skip-ab --midrun-tokens 4096 --out-dir "$R/app" 2>&1 | grep -v "TileLang:" | tail -4; pack
   timeout 200 python3 -m tfdash bench --max-new-tokens 8192 --backends tilelang-graph,tilelang-scall --json "$R/bench-8192.json" 2>&1 \
     | grep -v "TileLang:" | tail -5 | cut -c1-160; pack
+  timeout 300 python3 -m tfdash counters --all --json "$R/counters-all-1.7b.json" > "$R/counters-all.log" 2>&1
+  grep -v "TileLang:" "$R/counters-all.log" | tail -6 | cut -c1-200; pack
 fi
 if [ "$what" = speed ]; then
   # the attention grid change and the GEMV sweep on the small sizes: attention GPU tests, then the

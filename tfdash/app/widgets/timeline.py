@@ -19,7 +19,7 @@ from tfdash.app.timeline_model import StepTimeline, cell_kind, frontiers, nice_s
 from tfdash.textsafe import visible
 
 LABEL_W = 15  # the role column
-INFO_W = 21  # "   13.9 µs ovl 1.80"
+INFO_W = 24  # "   13.9 µs ovl 1.80 µs"
 GLYPH = {"run": "█", "overlap": "▒", "gap": "·", "": " "}
 MIN_NS_PER_CELL = 10.0  # zooming stops at 10 ns a cell
 
@@ -152,9 +152,9 @@ class TimelineView(Widget, can_focus=True):
             out.append("".join(run), style[prev])
         info = f"{fmt_us(bar.dur_ns):>7} µs"
         if bar.overlap_ns:
-            info += f" ovl {fmt_us(bar.overlap_ns)}"
+            info += f" ovl {fmt_us(bar.overlap_ns)} µs"
         elif bar.gap_ns:
-            info += f" gap {fmt_us(bar.gap_ns)}"
+            info += f" gap {fmt_us(bar.gap_ns)} µs"
         out.append(" " + info.ljust(INFO_W - 1)[:INFO_W - 1], "dim" if i != self.cursor else "bold")
         return out
 
