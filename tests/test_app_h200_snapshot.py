@@ -59,3 +59,23 @@ async def test_open_shows_the_h200_snapshot_numbers(isolated_config, H200):
     missing = {k: v for k, v in shown.items() if v not in text}
     assert not missing, f"not on the screen: {missing}"
     assert "H200" in text and "tilelang-graph" in text
+
+
+@sync
+async def test_the_kernel_table_says_every_step_was_measured(isolated_config, tmp_path):
+    """A snapshot timed continuously says so in the kernel table's caption; a windowed one does not."""
+    import dataclasses
+
+    from tfdash.profiling.export import write_snapshot
+    from tfdash.profiling.snapshot import TimingInfo
+
+    snap = load_snapshot(H200S[0])
+    cont = dataclasses.replace(snap, timing=TimingInfo("continuous", "cupti-ring, kernel activity records",
+                                                       steps_measured=2059, range_steps=256))
+    for s, want in ((cont, True), (snap, False)):
+        path = write_snapshot(s, tmp_path / f"{want}.json")
+        app = snapshot_app(path)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause(0.2)
+            text = screen_text(app)
+        assert ("every step measured · p50/p90 over the last 256 steps" in text) is want

@@ -20,7 +20,7 @@ from tfdash.app.layout import pane_summary, size_classes
 from tfdash.app.model import contention_note
 from tfdash.app.widgets.continuation import Continuation
 from tfdash.app.widgets.footer import FitFooter
-from tfdash.app.widgets.kernel_table import KernelTable
+from tfdash.app.widgets.kernel_table import KernelTable, timing_label
 from tfdash.app.widgets.panes import NvmlPane, RooflinePane, ThroughputPane, set_content
 from tfdash.profiling.snapshot import ProfileSnapshot
 from tfdash.textsafe import visible
@@ -137,7 +137,7 @@ class MainScreen(Screen):
         self.query_one(NvmlPane).show(snap, final=not live)
         if snap is not None:
             self.table.show(snap.kernels, snap.unavailable.get("kernels", ""), final=not live,
-                            warning=contention_note(snap))
+                            warning=contention_note(snap), timing=timing_label(snap))
         self._summary_line(snap)
         self._state_changed(app.state)
 

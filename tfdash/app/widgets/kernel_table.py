@@ -44,6 +44,15 @@ class KernelDataTable(DataTable):
             table.drill_selected()
 
 
+def timing_label(snap) -> str:
+    """The caption's word on how the measured columns were timed: every step (continuous CUPTI
+    records), else nothing (a profile window's steps, as the roofline pane says)."""
+    t = getattr(snap, "timing", None)
+    if t is None or t.method != "continuous" or not t.steps_measured:
+        return ""
+    return f"every step measured · p50/p90 over the last {t.range_steps:,} steps"
+
+
 class KernelTable(Vertical):
     class Drill(Message):
         """The user opened a row (Enter)."""
@@ -60,6 +69,7 @@ class KernelTable(Vertical):
         self.kernels: tuple = ()
         self.rows: list[TableRow] = []
         self.unavailable = ""
+        self.timing = ""
         self._measured: tuple = ()
         self._built_at = 0.0
         self.against = None  # the baseline Index of the rows shown (None without a baseline)
@@ -82,13 +92,18 @@ class KernelTable(Vertical):
         return self.query_one("#kernel-table", DataTable)
 
     # -- data ------------------------------------------------------------------------------
-    def show(self, kernels: tuple, unavailable: str = "", final: bool = True, warning: str = "") -> None:
+    def show(self, kernels: tuple, unavailable: str = "", final: bool = True, warning: str = "",
+             timing: str = "") -> None:
         """New rows. While live (`final=False`) only new measurements rebuild the table at once;
         predictions that drift with the context (attention) are redrawn every few seconds.
-        `warning`: one line under the table (a contended host)."""
+        `warning`: one line under the table (a contended host). `timing`: how the measured
+        columns were timed, in the caption (timing_label)."""
         if warning != self.warning:
             self.warning = warning
             self._total()
+        if timing != self.timing:
+            self.timing = timing
+            self._caption()
         same_base = self.baseline is self._built_for  # a baseline chosen (b) or dropped: the Δ columns change
         if same_base and (kernels is self.kernels or (kernels == self.kernels and unavailable == self.unavailable)):
             return
@@ -255,6 +270,8 @@ class KernelTable(Vertical):
                        "$text-warning")]
         if self.kernels and not measured:
             parts += [("  · ", "$text-muted"), (self.unavailable or "not profiled yet", "italic $text-muted")]
+        elif measured and self.timing:
+            parts += [("  · ", "$text-muted"), (self.timing, "$text-success")]
         set_content(self.query_one("#kernel-caption", Static), Content.assemble(*parts))
         self._total()
 
