@@ -12,8 +12,10 @@
                ab.py             a plan variant A/B'd live: the two plans take turns on one generation
                nvml.py           NVML queries (errors are a sentinel); nvml_sampler.py its thread
     session    session.py        one observed generation: threads, locks, requests
-               session_parts.py  its set-up (NVML sampler, capture) and decode-thread side (TokenFeed)
+               session_parts.py  its set-up (NVML sampler, probe, capture) and decode-thread side (TokenFeed)
                session_ab.py     Session.ab: a variant built beside the running plan, then ab.py
+               session_requests.py  its requests: a window now or next, a marginal, queued or run
+               session_timing.py    continuous timing started and stopped around its generation
                messages.py       what a Session posts while it runs
                pricing.py        the predictions it caches per ctx_len
                assemble.py       its state -> a ProfileSnapshot (pure functions)

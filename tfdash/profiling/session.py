@@ -31,12 +31,11 @@ from typing import Callable
 from tfdash.engine.plan import check_generation
 from tfdash.errors import TfdashError
 from tfdash.profiling import assemble as asm
-from tfdash.profiling.counters import with_counters
-from tfdash.profiling import marginal as marginal_mod
 from tfdash.profiling import probe
+from tfdash.profiling import session_requests, session_timing
 from tfdash.profiling.analyze import StepAnalysis
-from tfdash.profiling.continuous import PausingWindow, start_continuous
 from tfdash.profiling.continuous.sources import make_source
+from tfdash.profiling.counters import with_counters
 from tfdash.profiling.messages import (ABDone, ABProgress, MarginalDone, NvmlUpdate, ProfileDone,  # noqa: F401
                                        SessionEnded, SessionStarted, Status, TokenBatch)
 from tfdash.profiling.meta import collect_meta
@@ -44,8 +43,8 @@ from tfdash.profiling.nvml import Nvml
 from tfdash.profiling.nvml_sampler import NvmlSampler
 from tfdash.profiling.pricing import Pricing
 from tfdash.profiling.snapshot import ProfileSnapshot, TimingInfo, TokenRecord  # noqa: F401
-from tfdash.profiling.session_parts import TOKEN_BATCH, TokenFeed, prepare, start_sampler  # noqa: F401
-from tfdash.profiling.timeline import Timer, WindowResult, profile_steps
+from tfdash.profiling.session_parts import TOKEN_BATCH, TokenFeed, prepare, start_observers  # noqa: F401
+from tfdash.profiling.timeline import Timer, WindowResult
 
 log = logging.getLogger("tfdash.session")
 
@@ -89,7 +88,7 @@ class Session:
         self._nvml = (nvml, nvml_lib, nvml_interval, keep_samples)
         self.sampler: NvmlSampler | None = None
         self._nvml_reason = "NVML sampling is off (nvml=False)" if not nvml else "NVML not started yet"
-        if timing not in ("windows", "continuous", "auto"):
+        if timing not in session_timing.MODES:
             raise TfdashError(f"timing {timing!r}: choose windows, continuous or auto")
         self.timing_mode, self._make_source = timing, record_source or make_source
         self._cont_kw = dict(keep=continuous_steps, bucket=sweep_bucket, on_steps=on_steps)  # on_steps(Steps)
@@ -134,16 +133,7 @@ class Session:
         ended = SessionEnded("error", 0, 0, 0.0, "not started")
         try:
             self._post(SessionStarted(self.meta, asm.jsonable(self.pricing.target.to_dict())))
-            on, lib, interval, keep = self._nvml
-            if on:
-                self.sampler, self._nvml_reason = start_sampler(
-                    self.runtime, lib, interval, keep, lambda s: (self._touch(), self._post(NvmlUpdate(s))),
-                    self._origin_ns / 1e9)
-            if self._probe:
-                if probe.cached(self.engine.device) is None:  # a cached figure is reused silently
-                    self._post(Status("probing memory bandwidth (cached per device)"))
-                self.pricing.set_target(probe.measured_target(self.engine.device))
-                self._touch()
+            start_observers(self)
             with self._rt_lock:
                 ended = self._decode(stop)
         except BaseException as e:
@@ -153,7 +143,7 @@ class Session:
         finally:
             if self.sampler is not None:
                 self.sampler.stop()
-            self._stop_continuous()
+            session_timing.stop_timing(self)
             with self._lock:
                 for w in self._pending:
                     w.cancel("the session ended")
@@ -162,45 +152,18 @@ class Session:
                 self._version += 1
             self._post(ended)
 
-    def _start_continuous(self) -> None:
-        if self.timing_mode == "windows":
-            return
-        timing, note = start_continuous(self.runtime, self.timer, self._make_source(self.runtime), self._post,
-                                        on_change=self._touch, **self._cont_kw)
-        with self._lock:
-            self.continuous, self.timing_note = timing, note
-            self._version += 1
-        if self.runtime.cuda or self.timing_mode == "continuous":  # on the CPU "auto" means windows
-            self._post(Status(note))  # the reason for windows, or "" to clear the set-up's line
-
-    def _stop_continuous(self) -> None:
-        c = self.continuous
-        if c is not None:
-            try:
-                c.stop()
-            except Exception as e:  # noqa: BLE001 - the run's end must not fail on it
-                c.error = c.error or f"stopping: {type(e).__name__}: {e}"
-            self._touch()
-
     @property
     def timing_method(self) -> str:
-        c = self.continuous
-        return "continuous" if c is not None and c.state in ("running", "paused", "stopped") else "windows"
+        """"continuous" when continuous timing measured the steps, else "windows"."""
+        return session_timing.method(self.continuous)
 
     def timing_info(self) -> TimingInfo:
-        c = self.continuous
-        if c is None:
-            return TimingInfo("windows", note=self.timing_note)
-        info = c.info()
-        if c.state == "failed":
-            return TimingInfo("windows", info.source, f"continuous timing stopped: {c.error}", info.steps_measured,
-                              info.steps_dropped, 0, info.records, info.records_ignored, info.host_ns_per_step,
-                              info.pauses, info.bucket_steps, info.slow_steps)
-        return info
+        """The timing method in effect and its counts, as the snapshot carries them."""
+        return session_timing.timing_info(self.continuous, self.timing_note)
 
     def _decode(self, stop: threading.Event | None) -> SessionEnded:
         prepare(self.runtime, self.timer, self.prepare_profiler, self._post, self._probe)
-        self._start_continuous()
+        session_timing.start_timing(self)
         gen = self.engine.generate(self.prompt_ids, self.max_new_tokens, stop=self._stop, ignore_eos=self.ignore_eos,
                                    depth=self.depth, keep=self.keep)
         with self._lock:
@@ -215,52 +178,17 @@ class Session:
     def request_profile(self, steps: int = 32) -> bool:
         """Profile the next `steps` steps (thread-safe). False when the session has ended, or
         when two windows are already waiting (requests do not pile up)."""
-        with self._lock:
-            if self._state == "done":
-                return False
-            self._outstanding = [w for w in self._outstanding if not w.done.is_set()]
-            if len(self._outstanding) >= 2:
-                return False
-            w = self.timer.window(max(1, int(steps)), on_done=self._on_window)
-            if self.continuous is not None and self.continuous.active:
-                w = PausingWindow(w, self.continuous, self._post)
-            self._outstanding.append(w)
-            (self._gen.intercept if self._gen is not None else self._pending.append)(w)
-            return True
+        return session_requests.request_window(self, steps)
 
     def profile_now(self, steps: int = 32, ctx_len: int | None = None) -> WindowResult:
         """A window outside any generation (before or after `run`), at ctx_len (default: where
         the run left off, kept inside the cache). Not while running."""
-        with self._rt_lock:
-            if self._state == "running":
-                raise TfdashError("profile_now: the session is running; use request_profile")
-            steps, cap = max(1, min(int(steps), self.plan.capacity - 1)), self.plan.capacity
-            ctx = max(0, min(self._ctx_now() if ctx_len is None else int(ctx_len), cap - 1 - steps))
-            self.runtime.set_position(ctx)
-            result = profile_steps(self.runtime, steps, self.timer, first_step=ctx)
-        self._on_window(result)
-        return result
+        return session_requests.window_now(self, steps, ctx_len)
 
     def marginal(self, what: str, **kw) -> dict:
         """Marginal in-graph cost of a role ("L3.gate_up"), op, kernel or family (CUDA only; a
         dict with "unavailable" and the reason otherwise). Blocks until measured."""
-        if not self.runtime.cuda:
-            return marginal_mod.unavailable(what, f"marginal cost needs CUDA graphs; this is "
-                                                  f"{self.engine.backend} on the CPU")
-        if threading.get_ident() == self._run_thread and self._state == "running":
-            return marginal_mod.unavailable(what, "Session.marginal blocks: call it from another thread "
-                                                  "than the one running Session.run")
-        timeout = kw.pop("timeout", 600)
-        task = marginal_mod.MarginalTask(what, **kw)
-        with self._lock:
-            gen = self._gen if self._state == "running" else None
-            if gen is not None:
-                gen.intercept(task)  # measured at the next step boundary, on the decode thread
-        result = asm.jsonable(task.wait(timeout) if gen is not None else task.run_now(self.runtime, self._rt_lock))
-        if "unavailable" not in result:
-            self._touch(lambda: self.rec.marginal.append(result))
-        self._post(MarginalDone(result))
-        return result
+        return session_requests.run_marginal(self, what, **kw)
 
     def ab(self, what: str, windows: int | None = None, steps: int | None = None, profile_steps: int | None = None,
            progress=None, cancel: threading.Event | None = None, timeout: float = 600) -> dict:

@@ -1,6 +1,6 @@
-"""The Session's set-up and its decode-thread side: NVML's sampler, the capture (and kernel map)
-before the generation, and TokenFeed, which turns the generation's tokens and step times into the
-session's record and into TokenBatch messages.
+"""The Session's set-up and its decode-thread side: NVML's sampler and the bandwidth probe, the
+capture (and kernel map) before the generation, and TokenFeed, which turns the generation's
+tokens and step times into the session's record and into TokenBatch messages.
 """
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from tfdash.profiling.messages import SessionEnded, Status, TokenBatch
+from tfdash.profiling import probe
+from tfdash.profiling.messages import NvmlUpdate, SessionEnded, Status, TokenBatch
 from tfdash.profiling.nvml import Nvml
 from tfdash.profiling.nvml_sampler import NvmlSampler
 from tfdash.profiling.snapshot import TokenRecord
@@ -30,6 +31,20 @@ def start_sampler(runtime, nvml_lib, interval: float, keep: int, on_sample, orig
         return None, sampler.unavailable().get("nvml", "NVML unavailable")
     sampler.start()
     return sampler, ""
+
+
+def start_observers(s: "Session") -> None:
+    """The run's observers, before its first step: NVML's sampler (when asked for and a GPU is
+    there to read) and the measured copy bandwidth the predictions are priced on (when asked)."""
+    on, lib, interval, keep = s._nvml
+    if on:
+        s.sampler, s._nvml_reason = start_sampler(
+            s.runtime, lib, interval, keep, lambda smp: (s._touch(), s._post(NvmlUpdate(smp))), s._origin_ns / 1e9)
+    if s._probe:
+        if probe.cached(s.engine.device) is None:  # a cached figure is reused silently
+            s._post(Status("probing memory bandwidth (cached per device)"))
+        s.pricing.set_target(probe.measured_target(s.engine.device))
+        s._touch()
 
 
 def prepare(runtime, timer, learn_kernel_map: bool, post, said_something: bool) -> None:
