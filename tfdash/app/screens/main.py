@@ -20,7 +20,8 @@ from tfdash.app.layout import pane_summary, size_classes
 from tfdash.app.model import contention_note
 from tfdash.app.widgets.continuation import Continuation
 from tfdash.app.widgets.footer import FitFooter
-from tfdash.app.widgets.kernel_table import KernelTable, timing_label
+from tfdash.app.widgets.kernel_cells import timing_label
+from tfdash.app.widgets.kernel_table import KernelTable
 from tfdash.app.widgets.panes import NvmlPane, RooflinePane, ThroughputPane, set_content
 from tfdash.profiling.snapshot import ProfileSnapshot
 from tfdash.textsafe import visible

@@ -10,25 +10,20 @@ from __future__ import annotations
 
 import time
 
-from rich.cells import cell_len
 from rich.text import Text
 from textual import on
 from textual.containers import Vertical
-from textual.content import Content
 from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
 from tfdash.app import baseline as basemod
 from tfdash.app import bindings
-from tfdash.app.counters_view import meas_cell
-from tfdash.app.model import (COLUMNS, DEFAULT_SORT, GROUP_LABEL, GROUPS, SORT_KEYS, TableRow, bar, fit_columns,
-                              fmt_gap, fmt_gbps, fmt_ns, fmt_num, gap_level, table_rows)
+from tfdash.app.model import DEFAULT_SORT, GROUPS, SORT_KEYS, TableRow, fit_columns, table_rows
+from tfdash.app.widgets import kernel_cells as cellsmod
+from tfdash.app.widgets.kernel_cells import ASCENDING_FIRST
 from tfdash.app.widgets.panes import set_content
-from tfdash.textsafe import visible
 
 DRIFT_REDRAW_S = 2.0  # live: how often drifting predictions redraw the table
-SORT_CYCLE = SORT_KEYS  # `s` walks the columns left to right, as the header shows them
-ASCENDING_FIRST = {"label", "bound"}
 
 
 class KernelDataTable(DataTable):
@@ -42,15 +37,6 @@ class KernelDataTable(DataTable):
             table = table.parent
         if table is not None:
             table.drill_selected()
-
-
-def timing_label(snap) -> str:
-    """The caption's word on how the measured columns were timed: every step (continuous CUPTI
-    records), else nothing (a profile window's steps, as the roofline pane says)."""
-    t = getattr(snap, "timing", None)
-    if t is None or t.method != "continuous" or not t.steps_measured:
-        return ""
-    return f"every step measured · p50/p90 over the last {t.range_steps:,} steps"
 
 
 class KernelTable(Vertical):
@@ -97,7 +83,7 @@ class KernelTable(Vertical):
         """New rows. While live (`final=False`) only new measurements rebuild the table at once;
         predictions that drift with the context (attention) are redrawn every few seconds.
         `warning`: one line under the table (a contended host). `timing`: how the measured
-        columns were timed, in the caption (timing_label)."""
+        columns were timed, in the caption (kernel_cells.timing_label)."""
         if warning != self.warning:
             self.warning = warning
             self._total()
@@ -135,12 +121,7 @@ class KernelTable(Vertical):
         return getattr(self.app, "baseline", None)
 
     def next_sort(self) -> str:
-        key = self.sort[0]
-        cycle = SORT_CYCLE if self.has_counters else tuple(k for k in SORT_CYCLE if k != "meas_bytes")
-        if self.baseline is not None:  # Δ right after measured: the column a comparison is about
-            at = cycle.index("measured") + 1
-            cycle = cycle[:at] + basemod.SORT_CYCLE + cycle[at:]
-        nxt = cycle[(cycle.index(key) + 1) % len(cycle)] if key in cycle else cycle[0]
+        nxt = cellsmod.next_sort_key(self.sort[0], self.has_counters, self.baseline is not None)
         self.set_sort(nxt)
         return nxt
 
@@ -162,37 +143,14 @@ class KernelTable(Vertical):
     def _color(self, level: str) -> str:
         return self.app.theme_variables.get(f"tf-{level}", "") if level else ""
 
-    def _cells(self, r: TableRow, step_share_max: float, columns: tuple[str, ...] | None = None) -> list:
-        right = dict(justify="right")
-        gap = r.gap
-        gap_cell = Text(fmt_gap(gap), style=self._color(gap_level(gap)), **right)
-        share = r.share
-        share_cell = Text.assemble((fmt_num(share * 100 if share is not None else None, 1).rjust(5), ""),
-                                   " ", (bar((share or 0.0) / step_share_max, 6), self._color("fair") or ""))
-        cells = {
-            "label": Text(visible(r.label), style="bold" if self.group != "none" else ""),
-            "count": Text(f"{r.count}", **right),
-            "predicted": Text(fmt_ns(r.predicted), **right),
-            "measured": Text(fmt_ns(r.measured), **right),
-            "gap": gap_cell,
-            "gbps": Text(fmt_gbps(r.gbps, ""), **right),
-            "meas_bytes": Text(meas_cell(r.meas_bytes, r.meas_count, r.count), **right),
-            "share": share_cell,
-            "bound": Text(visible(r.bound), style="dim" if r.bound == "memory" else ""),
-        }
-        return [cells[k] for k in (columns or self._shown_columns)]
+    def _cells(self, r: TableRow, step_share_max: float) -> list:
+        return cellsmod.cells(r, self.group, self._color, step_share_max, self._shown_columns)
 
     @property
     def columns(self) -> tuple[str, ...]:
         """The columns that fit the pane, dropped by priority (model.COLUMN_PRIORITY)."""
         width = self.size.width - 2 if self.size.width else 10_000  # its scrollbar
-        widths = {key: cell_len(str(header)) + 2 + (2 if key == self.sort[0] else 0)  # padding, sort mark
-                  for key, header in COLUMNS}
-        widths["label"] = max(widths["label"], cell_len(GROUP_LABEL[self.group]) + 4)
-        share_max = 1.0
-        for r in self.rows:
-            for key, cell in zip(SORT_KEYS, self._cells(r, share_max, SORT_KEYS)):
-                widths[key] = max(widths[key], cell.cell_len + 2)
+        widths = cellsmod.widths(self.rows, self.group, self.sort[0], self._color)
         if not self.has_counters:  # the column exists once Nsight Compute measured a launch
             widths["meas_bytes"] = 0
             return tuple(k for k in fit_columns(width, widths) if k != "meas_bytes")
@@ -226,15 +184,8 @@ class KernelTable(Vertical):
             self.rows = basemod.sort_rows(self.rows, self.against, key, desc)
         t.clear(columns=True)
         self._shown_columns = self.columns
-        base_columns = basemod.COLUMNS if self.against is not None else ()
-        for col_key, header in COLUMNS + base_columns:
-            if col_key not in self._shown_columns and not any(col_key == c for c, _ in base_columns):
-                continue
-            label = GROUP_LABEL[self.group] if col_key == "label" else header
-            if col_key == key:
-                label += " ▼" if desc else " ▲"
-            justify = "left" if col_key in ("label", "bound", "share") else "right"
-            t.add_column(Text(label, justify=justify), key=col_key)
+        for col_key, header in cellsmod.headers(self._shown_columns, self.group, (key, desc), self.against is not None):
+            t.add_column(header, key=col_key)
         share_max = max((r.share or 0.0 for r in self.rows), default=0.0) or 1.0
         for r in self.rows:
             extra = []
@@ -250,56 +201,13 @@ class KernelTable(Vertical):
         self._caption()
 
     def _caption(self) -> None:
-        key, desc = self.sort
-        header = dict(COLUMNS + basemod.COLUMNS)[key] if key != "label" else GROUP_LABEL[self.group]
-        measured = sum(1 for k in self.kernels if k.measured_p50_ns is not None)
-        parts = [("group ", "$text-muted"), (GROUP_LABEL[self.group], "bold $text-accent"),
-                 ("  sort ", "$text-muted"), (f"{header} {'▼' if desc else '▲'}", "bold $text-accent")]
-        if self.filter_text:
-            parts += [("  filter ", "$text-muted"), (self.filter_text, "bold $text-warning")]
-        parts += [("  ", ""), (f"{len(self.rows)} rows · {len(self.kernels)} launches", "$text-muted")]
-        if self.against is not None:
-            parts += [("  vs ", "$text-muted"), (self.baseline.label, "bold")]
-            gone = self.against.removed
-            if gone:
-                names = ", ".join(r.label for r in gone[:4]) + (f" +{len(gone) - 4}" if len(gone) > 4 else "")
-                parts += [("  baseline only: ", "$text-muted"), (names, "$text-warning")]
-        if self.filter_text and not self.rows and self.kernels:
-            parts += [("  · no ", "$text-warning"), (GROUP_LABEL[self.group], "$text-warning"),
-                      (" row's names hold every word of the filter (/ edits it, esc in it clears)",
-                       "$text-warning")]
-        if self.kernels and not measured:
-            parts += [("  · ", "$text-muted"), (self.unavailable or "not profiled yet", "italic $text-muted")]
-        elif measured and self.timing:
-            parts += [("  · ", "$text-muted"), (self.timing, "$text-success")]
-        set_content(self.query_one("#kernel-caption", Static), Content.assemble(*parts))
+        set_content(self.query_one("#kernel-caption", Static), cellsmod.caption(
+            self.group, self.sort, self.filter_text, self.rows, self.kernels, self.against, self.baseline,
+            self.unavailable, self.timing))
         self._total()
 
     def _total(self) -> None:
-        ks = self.kernels
-        if not ks:
-            set_content(self.query_one("#kernel-total", Static), "")
-            return
-        pred = sum(k.predicted_ns for k in ks)
-        meas = [k.measured_p50_ns for k in ks]
-        parts = [("Σ step  ", "$text-muted"), ("predicted ", "$text-muted"), (fmt_ns(pred), "bold")]
-        if all(m is not None for m in meas):
-            total = sum(meas)
-            gap = total / pred if pred else None
-            parts += [("  kernels measured ", "$text-muted"), (fmt_ns(total), "bold"),
-                      ("  gap ", "$text-muted"), (fmt_gap(gap), f"bold $tf-{gap_level(gap) or 'fair'}")]
-        else:
-            parts += [("  measured ", "$text-muted"), ("— press p to profile a window", "italic $text-muted")]
-        base = self.baseline
-        if base is not None and all(m is not None for m in meas):
-            theirs = [k.measured_p50_ns for k in base.snapshot.kernels]
-            if theirs and all(m is not None for m in theirs):
-                d = sum(meas) - sum(theirs)
-                parts += [("  baseline ", "$text-muted"), (fmt_ns(sum(theirs)), "bold"),
-                          ("  Δ ", "$text-muted"), (("+" if d > 0 else "") + fmt_ns(d), "bold")]
-        if self.warning:
-            parts = [("⚠ ", "bold $text-warning"), (self.warning, "$text-warning")]
-        set_content(self.query_one("#kernel-total", Static), Content.assemble(*parts))
+        set_content(self.query_one("#kernel-total", Static), cellsmod.total(self.kernels, self.baseline, self.warning))
 
     # -- events ----------------------------------------------------------------------------
     def drill_selected(self) -> None:

@@ -1,0 +1,148 @@
+"""What the kernel table (kernel_table.py) draws, as pure functions of plain values: a row's
+cells, the width each column wants, the column headers with the sort mark, the order `s` walks
+the sort keys in, the caption line above the table (with how the measured columns were timed)
+and the Σ line under it.
+
+`color(level)` gives a style for a gap level ("good", "fair", …; the theme's $tf-* variables).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from rich.cells import cell_len
+from rich.text import Text
+from textual.content import Content
+
+from tfdash.app import baseline as basemod
+from tfdash.app.counters_view import meas_cell
+from tfdash.app.model import (COLUMNS, GROUP_LABEL, SORT_KEYS, TableRow, bar, fmt_gap, fmt_gbps, fmt_ns, fmt_num,
+                              gap_level)
+from tfdash.textsafe import visible
+
+SORT_CYCLE = SORT_KEYS  # `s` walks the columns left to right, as the header shows them
+ASCENDING_FIRST = {"label", "bound"}
+LEFT = ("label", "bound", "share")  # the columns read from the left; numbers align right
+
+Color = Callable[[str], str]
+
+
+def cells(r: TableRow, group: str, color: Color, step_share_max: float, columns: tuple[str, ...]) -> list:
+    """The row's cells for `columns`, in that order (share's bar is scaled to `step_share_max`)."""
+    right = dict(justify="right")
+    gap = r.gap
+    gap_cell = Text(fmt_gap(gap), style=color(gap_level(gap)), **right)
+    share = r.share
+    share_cell = Text.assemble((fmt_num(share * 100 if share is not None else None, 1).rjust(5), ""),
+                               " ", (bar((share or 0.0) / step_share_max, 6), color("fair") or ""))
+    by_key = {
+        "label": Text(visible(r.label), style="bold" if group != "none" else ""),
+        "count": Text(f"{r.count}", **right),
+        "predicted": Text(fmt_ns(r.predicted), **right),
+        "measured": Text(fmt_ns(r.measured), **right),
+        "gap": gap_cell,
+        "gbps": Text(fmt_gbps(r.gbps, ""), **right),
+        "meas_bytes": Text(meas_cell(r.meas_bytes, r.meas_count, r.count), **right),
+        "share": share_cell,
+        "bound": Text(visible(r.bound), style="dim" if r.bound == "memory" else ""),
+    }
+    return [by_key[k] for k in columns]
+
+
+def widths(rows: list[TableRow], group: str, sort_key: str, color: Color) -> dict[str, int]:
+    """Each column's width: its header (with padding and the sort mark) or its widest cell."""
+    out = {key: cell_len(str(header)) + 2 + (2 if key == sort_key else 0)  # padding, sort mark
+           for key, header in COLUMNS}
+    out["label"] = max(out["label"], cell_len(GROUP_LABEL[group]) + 4)
+    for r in rows:
+        for key, cell in zip(SORT_KEYS, cells(r, group, color, 1.0, SORT_KEYS)):
+            out[key] = max(out[key], cell.cell_len + 2)
+    return out
+
+
+def headers(shown: tuple[str, ...], group: str, sort: tuple[str, bool], with_baseline: bool) -> list:
+    """(column key, header Text) of the shown columns, then the baseline's Δ columns."""
+    key, desc = sort
+    base_columns = basemod.COLUMNS if with_baseline else ()
+    out = []
+    for col_key, header in COLUMNS + base_columns:
+        if col_key not in shown and not any(col_key == c for c, _ in base_columns):
+            continue
+        label = GROUP_LABEL[group] if col_key == "label" else header
+        if col_key == key:
+            label += " ▼" if desc else " ▲"
+        out.append((col_key, Text(label, justify="left" if col_key in LEFT else "right")))
+    return out
+
+
+def next_sort_key(key: str, has_counters: bool, with_baseline: bool) -> str:
+    """The sort key after `key` in the order `s` walks: Δ right after measured with a baseline."""
+    cycle = SORT_CYCLE if has_counters else tuple(k for k in SORT_CYCLE if k != "meas_bytes")
+    if with_baseline:  # Δ right after measured: the column a comparison is about
+        at = cycle.index("measured") + 1
+        cycle = cycle[:at] + basemod.SORT_CYCLE + cycle[at:]
+    return cycle[(cycle.index(key) + 1) % len(cycle)] if key in cycle else cycle[0]
+
+
+def timing_label(snap) -> str:
+    """The caption's word on how the measured columns were timed: every step (continuous CUPTI
+    records), else nothing (a profile window's steps, as the roofline pane says)."""
+    t = getattr(snap, "timing", None)
+    if t is None or t.method != "continuous" or not t.steps_measured:
+        return ""
+    return f"every step measured · p50/p90 over the last {t.range_steps:,} steps"
+
+
+def caption(group: str, sort: tuple[str, bool], filter_text: str, rows: list, kernels: tuple, against,
+            baseline, unavailable: str, timing: str = "") -> Content:
+    """The line above the table: grouping, sort, filter, counts, the baseline, what is missing,
+    and how the measured columns were timed (timing_label)."""
+    key, desc = sort
+    header = dict(COLUMNS + basemod.COLUMNS)[key] if key != "label" else GROUP_LABEL[group]
+    measured = sum(1 for k in kernels if k.measured_p50_ns is not None)
+    parts = [("group ", "$text-muted"), (GROUP_LABEL[group], "bold $text-accent"),
+             ("  sort ", "$text-muted"), (f"{header} {'▼' if desc else '▲'}", "bold $text-accent")]
+    if filter_text:
+        parts += [("  filter ", "$text-muted"), (filter_text, "bold $text-warning")]
+    parts += [("  ", ""), (f"{len(rows)} rows · {len(kernels)} launches", "$text-muted")]
+    if against is not None:
+        parts += [("  vs ", "$text-muted"), (baseline.label, "bold")]
+        gone = against.removed
+        if gone:
+            names = ", ".join(r.label for r in gone[:4]) + (f" +{len(gone) - 4}" if len(gone) > 4 else "")
+            parts += [("  baseline only: ", "$text-muted"), (names, "$text-warning")]
+    if filter_text and not rows and kernels:
+        parts += [("  · no ", "$text-warning"), (GROUP_LABEL[group], "$text-warning"),
+                  (" row's names hold every word of the filter (/ edits it, esc in it clears)",
+                   "$text-warning")]
+    if kernels and not measured:
+        parts += [("  · ", "$text-muted"), (unavailable or "not profiled yet", "italic $text-muted")]
+    elif measured and timing:
+        parts += [("  · ", "$text-muted"), (timing, "$text-success")]
+    return Content.assemble(*parts)
+
+
+def total(kernels: tuple, baseline, warning: str) -> Content | str:
+    """The Σ line under the table: the step predicted and measured, the gap, the baseline's Δ;
+    or the warning (a contended host) in its place."""
+    if not kernels:
+        return ""
+    pred = sum(k.predicted_ns for k in kernels)
+    meas = [k.measured_p50_ns for k in kernels]
+    parts = [("Σ step  ", "$text-muted"), ("predicted ", "$text-muted"), (fmt_ns(pred), "bold")]
+    if all(m is not None for m in meas):
+        measured = sum(meas)
+        gap = measured / pred if pred else None
+        parts += [("  kernels measured ", "$text-muted"), (fmt_ns(measured), "bold"),
+                  ("  gap ", "$text-muted"), (fmt_gap(gap), f"bold $tf-{gap_level(gap) or 'fair'}")]
+    else:
+        parts += [("  measured ", "$text-muted"), ("— press p to profile a window", "italic $text-muted")]
+    if baseline is not None and all(m is not None for m in meas):
+        theirs = [k.measured_p50_ns for k in baseline.snapshot.kernels]
+        if theirs and all(m is not None for m in theirs):
+            d = sum(meas) - sum(theirs)
+            parts += [("  baseline ", "$text-muted"), (fmt_ns(sum(theirs)), "bold"),
+                      ("  Δ ", "$text-muted"), (("+" if d > 0 else "") + fmt_ns(d), "bold")]
+    if warning:
+        parts = [("⚠ ", "bold $text-warning"), (warning, "$text-warning")]
+    return Content.assemble(*parts)
