@@ -3,8 +3,9 @@
     instances      every launch in the row, across layers: predicted vs measured
     operands       bytes by operand at the profiled ctx_len
     ctx_len sweep  predicted (analyze over ctx_len) everywhere, measured where profiled
-    tabs           tilelang source · generated CUDA (sm_90a, compiled on demand) · marginal cost ·
-                   Nsight Compute's counters (n measures them: tfdash.app.screens.drill_counters)
+    tabs           tilelang source · generated CUDA (sm_90a, compiled on demand: drill_code) ·
+                   marginal cost (m measures it: drill_marginal) ·
+                   Nsight Compute's counters (n measures them: drill_counters)
 
 With a baseline snapshot (`app.baseline`) the summary and every instance show its time and Δ too.
 The instance under the cursor is the "current launch": the source, CUDA and marginal follow it.
@@ -16,7 +17,7 @@ from __future__ import annotations
 import time
 
 from rich.text import Text
-from textual import events, on, work
+from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
@@ -25,9 +26,10 @@ from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
 from tfdash.app import baseline as basemod, bindings, drill_model
 from tfdash.app.layout import SHORT_H, wrap_pairs
-from tfdash.app.messages import MarginalMeasured
 from tfdash.app.model import TableRow, fmt_bytes, fmt_gap, fmt_gbps, fmt_ns, fmt_num, gap_level, make_row
+from tfdash.app.screens.drill_code import CodeTabs
 from tfdash.app.screens.drill_counters import CountersTab
+from tfdash.app.screens.drill_marginal import MarginalTab
 from tfdash.app.screens.main import TopBar
 from tfdash.app.widgets.footer import FitFooter
 from tfdash.app.widgets.chart import Chart, Figure, Line
@@ -40,7 +42,7 @@ DRILL_NARROW_W = 140  # below this the instances, operands and sweep panes do no
 KIND_SHORT = {"activation": "act", "weight": "weight", "cache": "KV cache", "table": "table"}
 
 
-class DrillScreen(CountersTab, Screen):
+class DrillScreen(CodeTabs, MarginalTab, CountersTab, Screen):
     BINDINGS = bindings.DRILL
     AUTO_FOCUS = "#instances-table"
 
@@ -245,7 +247,7 @@ class DrillScreen(CountersTab, Screen):
             lines.append(Line(tuple(float(x) for x in mx), my_us, "accent", scatter=True))
         chart.show(Figure(lines=tuple(lines), xlabel="ctx_len (tokens)", ylabel="µs", y_from_zero=True))
 
-    # -- the current launch: source, CUDA, marginal ---------------------------------------------
+    # -- the current launch: source, CUDA, marginal, counters follow it ------------------------
     @on(DataTable.RowHighlighted, "#instances-table")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.row_key is None or event.row_key.value is None:
@@ -263,75 +265,9 @@ class DrillScreen(CountersTab, Screen):
         self._show_marginal()
         self._show_counters()
 
-    def _current_launch(self):
-        plan = self.plan
-        return plan.launches[self.current] if plan is not None else None
-
-    def _current_family(self) -> str:
-        snap = self.app.snapshot
-        for k in snap.kernels if snap is not None else ():
-            if k.index == self.current:
-                return k.family
-        return self.row.families[0] if self.row.families else ""
-
-    def _load_source(self) -> None:
-        fam = self._current_family()
-        view = self.query_one("#tilelang-code", CodeView)
-        if fam not in self._tl_cache:
-            source_fn = getattr(self.app, "tilelang_source", None) or drill_model.tilelang_source
-            try:
-                self._tl_cache[fam] = source_fn(fam)
-            except Exception as e:  # noqa: BLE001 - shown in the pane
-                self._tl_cache[fam] = f"# unavailable: {type(e).__name__}: {e}"
-        note = self._source_note()
-        view.show_code((f"# {note}\n" if note else "") + self._tl_cache[fam], "python")
-
-    def _source_note(self) -> str | None:
-        return drill_model.source_note(self.app.snapshot, self.app.source.live)
-
     @on(TabbedContent.TabActivated, "#drill-tabs")
     def _tab(self, event: TabbedContent.TabActivated) -> None:
         if event.pane.id == "cuda":
-            self._load_cuda()
-
-    def _cuda_key(self, launch) -> tuple:
-        return (launch.family, launch.kernel, tuple(sorted((k, str(v)) for k, v in launch.dims.items())))
-
-    def _load_cuda(self) -> None:
-        launch = self._current_launch()
-        view = self.query_one("#cuda-code", CodeView)
-        if launch is None:
-            view.show_message("unavailable: the snapshot's model does not rebuild its step plan")
-            return
-        key = self._cuda_key(launch)
-        if key in self._cuda_cache:
-            text = self._cuda_cache[key]
-            if text.startswith("unavailable:"):
-                view.show_message(text)
-            else:
-                note = self._source_note()
-                view.show_code((f"// {note}\n" if note else "") + text, "cuda")
-            return
-        view.show_message(f"compiling {launch.kernel} for sm_90a with tilelang… (a few seconds)")
-        self._compile(launch, key)
-
-    @work(thread=True, group="cuda", exclusive=True, exit_on_error=False)
-    def _compile(self, launch, key) -> None:
-        compile_fn = getattr(self.app, "cuda_source", None) or drill_model.cuda_source
-        try:
-            text = compile_fn(launch)
-            if not text:
-                text = "unavailable: tilelang returned no source"
-        except BaseException as e:  # noqa: BLE001 - a missing tilelang or nvcc is a message, not a crash
-            first = str(e).splitlines()[0] if str(e) else ""
-            why = first if type(e) is RuntimeError and first else f"{type(e).__name__}: {first}".rstrip(": ")
-            text = f"unavailable: {why}"
-        self.app.call_from_thread(self._cuda_done, key, text)
-
-    def _cuda_done(self, key, text: str) -> None:
-        self._cuda_cache[key] = text
-        launch = self._current_launch()
-        if launch is not None and self._cuda_key(launch) == key:
             self._load_cuda()
 
     # -- actions (ids in bindings.DRILL) --------------------------------------------------------
@@ -346,54 +282,3 @@ class DrillScreen(CountersTab, Screen):
         ids = [pane.id for pane in tabs.query(TabPane)]
         tabs.active = ids[(ids.index(tabs.active) + step) % len(ids)]
 
-    def action_marginal(self) -> None:
-        launch_role = self._current_role()
-        self.query_one(TabbedContent).active = "marginal"
-        source = self.app.source
-        if source.paused and source.running:
-            self.notify("resume first (space): the marginal is measured between decode steps", severity="warning",
-                        timeout=4)
-            return
-        self._marginal[launch_role] = {"what": launch_role, "status": "measuring…"}
-        self._show_marginal()
-        if source.live:
-            self.notify(f"measuring the marginal cost of {launch_role}…", timeout=2)
-        self._measure(source, launch_role)
-
-    @work(thread=True, group="marginal", exit_on_error=False)
-    def _measure(self, source, role: str) -> None:
-        try:
-            result = dict(source.marginal(role))
-        except BaseException as e:  # noqa: BLE001
-            result = {"unavailable": f"{type(e).__name__}: {e}"}
-        result.setdefault("what", role)
-        self.app.call_from_thread(self._marginal_done, role, result)
-
-    def _marginal_done(self, role: str, result: dict) -> None:
-        self._marginal[role] = result
-        self._show_marginal()
-        self.post_message(MarginalMeasured(role, result))
-        if "unavailable" in result:
-            self.notify(f"marginal {role}: unavailable: {result['unavailable']}", severity="warning", timeout=4)
-        else:
-            self.notify(f"marginal {role}: {fmt_ns(result.get('delta_ns'))}", timeout=4)
-
-    def _show_marginal(self) -> None:
-        role = self._current_role()
-        snap = self.app.snapshot
-        recorded = drill_model.marginal_for(snap, [role], []) if snap is not None else []
-        out: list = [("in-graph marginal cost of ", "$text-muted"), (role, "bold $text-primary"),
-                     (": the step time with this launch doubled, minus the plain step time. Press ", "$text-muted"),
-                     ("m", "bold $accent"), (" to measure it.\n\n", "$text-muted")]
-        mine = self._marginal.get(role)
-        # A measurement of this session is in the snapshot too, once the app has taken one: once.
-        results = recorded + ([mine] if mine is not None and mine not in recorded else [])
-        if not results:
-            out.append(("not measured yet", "italic $text-muted"))
-        for res in results:
-            for k, v in res.items():
-                value = fmt_ns(v) if k.endswith("_ns") and isinstance(v, (int, float)) else str(v)
-                style = "bold $text-warning" if k == "unavailable" else "bold"
-                out += [(f"{k:>14}  ", "$text-muted"), (value, style), ("\n", "")]
-            out.append(("\n", ""))
-        self.query_one("#marginal-body", Static).update(visible_content(Content.assemble(*out), KEEP_LAYOUT))

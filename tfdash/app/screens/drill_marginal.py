@@ -1,0 +1,74 @@
+"""The drill-down's marginal tab: `m` measures the current launch's in-graph marginal cost (the
+step with the launch doubled, minus the plain step) through the Source, in a thread worker, and
+posts MarginalMeasured. The tab shows what the snapshot recorded for the launch, and this
+screen's own measurement until the snapshot has it (once).
+"""
+
+from __future__ import annotations
+
+from textual import work
+from textual.content import Content
+from textual.widgets import Static, TabbedContent
+
+from tfdash.app import drill_model
+from tfdash.app.messages import MarginalMeasured
+from tfdash.app.model import fmt_ns
+from tfdash.textsafe import KEEP_LAYOUT, visible_content
+
+
+class MarginalTab:
+    """Mixed into DrillScreen: the marginal tab's key, its worker and what it shows."""
+
+    _marginal: dict[str, dict]  # role -> this screen's measurement (or its "measuring…" status)
+
+    def action_marginal(self) -> None:
+        launch_role = self._current_role()
+        self.query_one(TabbedContent).active = "marginal"
+        source = self.app.source
+        if source.paused and source.running:
+            self.notify("resume first (space): the marginal is measured between decode steps", severity="warning",
+                        timeout=4)
+            return
+        self._marginal[launch_role] = {"what": launch_role, "status": "measuring…"}
+        self._show_marginal()
+        if source.live:
+            self.notify(f"measuring the marginal cost of {launch_role}…", timeout=2)
+        self._measure(source, launch_role)
+
+    @work(thread=True, group="marginal", exit_on_error=False)
+    def _measure(self, source, role: str) -> None:
+        try:
+            result = dict(source.marginal(role))
+        except BaseException as e:  # noqa: BLE001
+            result = {"unavailable": f"{type(e).__name__}: {e}"}
+        result.setdefault("what", role)
+        self.app.call_from_thread(self._marginal_done, role, result)
+
+    def _marginal_done(self, role: str, result: dict) -> None:
+        self._marginal[role] = result
+        self._show_marginal()
+        self.post_message(MarginalMeasured(role, result))
+        if "unavailable" in result:
+            self.notify(f"marginal {role}: unavailable: {result['unavailable']}", severity="warning", timeout=4)
+        else:
+            self.notify(f"marginal {role}: {fmt_ns(result.get('delta_ns'))}", timeout=4)
+
+    def _show_marginal(self) -> None:
+        role = self._current_role()
+        snap = self.app.snapshot
+        recorded = drill_model.marginal_for(snap, [role], []) if snap is not None else []
+        out: list = [("in-graph marginal cost of ", "$text-muted"), (role, "bold $text-primary"),
+                     (": the step time with this launch doubled, minus the plain step time. Press ", "$text-muted"),
+                     ("m", "bold $accent"), (" to measure it.\n\n", "$text-muted")]
+        mine = self._marginal.get(role)
+        # A measurement of this session is in the snapshot too, once the app has taken one: once.
+        results = recorded + ([mine] if mine is not None and mine not in recorded else [])
+        if not results:
+            out.append(("not measured yet", "italic $text-muted"))
+        for res in results:
+            for k, v in res.items():
+                value = fmt_ns(v) if k.endswith("_ns") and isinstance(v, (int, float)) else str(v)
+                style = "bold $text-warning" if k == "unavailable" else "bold"
+                out += [(f"{k:>14}  ", "$text-muted"), (value, style), ("\n", "")]
+            out.append(("\n", ""))
+        self.query_one("#marginal-body", Static).update(visible_content(Content.assemble(*out), KEEP_LAYOUT))
