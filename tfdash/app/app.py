@@ -8,17 +8,19 @@ Both are a `Source` (tfdash.app.live); the app never asks which one it holds.
 State lives in two reactives that the screens watch: `snapshot` (the latest ProfileSnapshot) and
 `state` ("starting", "running", "paused", "stopping", "done", "stopped", "error", "snapshot").
 Live news is coalesced: the worker posts at most one SessionNews at a time, and the app takes a
-snapshot at most `refresh_hz` (20) times a second.
+snapshot at most `refresh_hz` (20) times a second (tfdash.app.refresh).
 
 Quitting mid-run (q or Ctrl+C) stops the engine after the steps in flight, waits for its worker,
 and exits with the final snapshot as the app's return value (also `app.final_snapshot`); with a
-save path it is written there too. Nothing else is written on quit.
+save path it is written there too. Nothing else is written on quit (tfdash.app.run_actions).
+
+The app's actions live beside it, each group in its module, mixed in here: the run's keys
+(run_actions.py), the exports (exports.py), the baseline and the A/B (compare.py). This class
+holds the state, the themes and the config, the drill-down and help screens, the palette.
 """
 
 from __future__ import annotations
 
-import asyncio
-import time
 from functools import partial
 from pathlib import Path
 from typing import Callable, Iterable
@@ -27,25 +29,22 @@ from textual.app import App, SystemCommand
 from textual.reactive import var
 from textual.screen import Screen
 
-from tfdash.app import bindings, compare, exports
+from tfdash.app import bindings
+from tfdash.app.compare import CompareActions
 from tfdash.app.config import Config, keymap_problems, load_config, save_config, valid_keymap
+from tfdash.app.exports import ExportActions
 from tfdash.app.live import Source
-from tfdash.app.messages import EngineStatus, RunEnded, SessionNews
 from tfdash.app.model import TableRow
+from tfdash.app.refresh import MAX_WINDOWS, LiveRefresh  # noqa: F401 - MAX_WINDOWS: the app's bound
+from tfdash.app.run_actions import RunActions
 from tfdash.errors import TfdashError
 from tfdash.profiling.snapshot import ProfileSnapshot
 from tfdash.textsafe import visible
 from tfdash.themes import CSS_PATH, DARK, DEFAULT_THEME, register_themes
 from tfdash.themes import offered as offered_themes
 
-PROFILE_STEPS = 32
-UI_BUDGET = 0.2  # share of one core the dashboard's thread may use while the engine runs
-SLOWEST_REFRESH_S = 0.25  # the adaptive refresh never drops below 4 Hz
-STOP_TIMEOUT_S = 15.0  # how long quit waits for the engine to finish the steps in flight
-MAX_WINDOWS = 64  # profile windows remembered for the drill-down's ctx_len sweep
 
-
-class TfdashApp(compare.CompareActions, App[ProfileSnapshot | None]):
+class TfdashApp(LiveRefresh, RunActions, ExportActions, CompareActions, App[ProfileSnapshot | None]):
     CSS_PATH = CSS_PATH
     BINDINGS = bindings.APP
     TITLE = "tfdash"
@@ -141,142 +140,11 @@ class TfdashApp(compare.CompareActions, App[ProfileSnapshot | None]):
         super().notify(visible(str(message)), title=visible(str(title)), severity=severity, timeout=timeout,
                        markup=False)  # also when a screen's notify passes markup=True
 
-    # -- live data ---------------------------------------------------------------------------
-    def _start_run(self) -> None:
-        self.state = "starting"
-        self.status_note = "building the engine…"
-        self.windows.clear()
-        self._last_window = None
-        self.source.start(self)
-
-    def on_session_news(self, message: SessionNews) -> None:
-        if self._refresh_timer is None:
-            # At least 1 ms: a Textual timer of 0 s never fires.
-            delay = max(0.001, self._last_refresh + self.refresh_interval - time.monotonic())
-            self._refresh_timer = self.set_timer(delay, self._refresh_now, name="refresh")
-
-    def _refresh_now(self) -> None:
-        self._refresh_timer = None
-        self.source.take_news()
-        snap = self.source.snapshot()
-        self._last_refresh = time.monotonic()
-        self._adapt_rate(self._last_refresh)
-        if snap is None:
-            return
-        if self.state == "starting":
-            self.state = "paused" if self.source.paused else "running"
-            self.status_note = ""
-        self._apply(snap)
-
-    def _adapt_rate(self, now: float) -> None:
-        """Keep the dashboard out of the engine's way: if this thread used more than UI_BUDGET of
-        a core over the last second (rendering, in the same process as the decode loop), refresh
-        less often; when it is cheap again, go back up to refresh_hz."""
-        cpu = time.thread_time()
-        if self._cpu_mark is None:
-            self._cpu_mark = (now, cpu)
-            return
-        t0, c0 = self._cpu_mark
-        if now - t0 < 1.0:
-            return
-        share = (cpu - c0) / (now - t0)
-        if share > UI_BUDGET:
-            self.refresh_interval = min(SLOWEST_REFRESH_S, self.refresh_interval * 1.5)
-        elif share < UI_BUDGET / 2:
-            self.refresh_interval = max(self.fastest_refresh, self.refresh_interval / 1.5)
-        self._cpu_mark = (now, cpu)
-
-    def _apply(self, snap: ProfileSnapshot) -> None:
-        self.refreshes += 1
-        r = snap.roofline
-        window = (getattr(snap, "profile_windows", 0), r.ctx_len, r.measured_step_ns) if r is not None else None
-        if getattr(snap, "windows", ()):
-            from tfdash.app.drill_model import windows_of
-
-            self.windows = windows_of(snap)  # the snapshot carries the whole sweep
-        if window is not None and window != self._last_window:
-            measured = {k.index: k.measured_p50_ns for k in snap.kernels if k.measured_p50_ns is not None}
-            if measured and not getattr(snap, "windows", ()):  # an older snapshot: gather them here
-                self.windows[r.ctx_len] = measured
-                while len(self.windows) > MAX_WINDOWS:
-                    self.windows.pop(next(iter(self.windows)))
-            if (self._last_window is not None or self.state != "snapshot") and r.timing != "continuous":
-                self.notify(f"{r.steps} steps at ctx_len {r.ctx_len:,}: {r.measured_step_ns / 1e6:.3f} ms/step, "
-                            f"{r.pct_ceiling:.1f} % of the ceiling", title="profile window", timeout=4)
-            self._last_window = window
-        self.snapshot = snap
-
-    def on_engine_status(self, message: EngineStatus) -> None:
-        if message.text.startswith("warning: "):  # stays as a toast, not a passing status line
-            self.notify(message.text[len("warning: "):], title="engine", severity="warning", timeout=20)
-            return
-        self.status_note = message.text
-        if self.state == "starting":
-            self.snapshot = self.snapshot  # re-render the placeholder with the new line
-
-    def on_run_ended(self, message: RunEnded) -> None:
-        if message.run_id != self.source.run_id:
-            return
-        self.source.take_news()
-        snap = self.source.snapshot()
-        if message.error:
-            self.state = "error"
-            self.status_note = f"error: {message.error}"
-            self.notify(message.error, title="engine", severity="error", timeout=15)
-        else:
-            self.state = "stopped" if self._stopping or self._rerun else "done"
-            self.status_note = ""
-        if snap is not None:
-            self._apply(snap)
-        else:
-            self.snapshot = self.snapshot
-        if self._rerun:
-            self._rerun = False
-            self._stopping = False
-            self._start_run()
-        elif self.exit_when_done:
-            self.final_snapshot = self.snapshot
-            self.exit(self.snapshot)
-
     @property
     def running(self) -> bool:
         return self.source.running
 
     # -- actions -------------------------------------------------------------------------------
-    def _live_only(self, what: str) -> bool:
-        if self.source.live:
-            return True
-        self.notify(f"a saved snapshot is read-only: nothing to {what}", severity="warning", timeout=3)
-        return False
-
-    def action_pause(self) -> None:
-        if not self._live_only("pause") or not self.running:
-            return
-        paused = not self.source.paused
-        self.source.pause(paused)
-        if self.state in ("running", "paused"):
-            self.state = "paused" if paused else "running"
-        self.notify("paused: the engine holds at its next step" if paused else "resumed", timeout=2)
-
-    def action_rerun(self) -> None:
-        if not self._live_only("re-run"):
-            return
-        if self.running:
-            self._rerun = True
-            self.state = "stopping"
-            self.source.stop()
-        else:
-            self._start_run()
-        self.notify("re-running the generation", timeout=2)
-
-    def action_profile(self) -> None:
-        if not self._live_only("profile"):
-            return
-        if self.source.request_profile(PROFILE_STEPS):
-            self.notify(f"profiling the next {PROFILE_STEPS} steps…", timeout=2)
-        else:
-            self.notify("no run in progress to profile (r re-runs)", severity="warning", timeout=3)
-
     def action_help(self) -> None:
         from tfdash.app.screens.help import HelpScreen
 
@@ -299,33 +167,6 @@ class TfdashApp(compare.CompareActions, App[ProfileSnapshot | None]):
                     break
         self.push_screen(DrillScreen(row, group, current=current))
 
-    def export_directory(self) -> Path:
-        if self.export_dir is not None:
-            return self.export_dir
-        if self.config.export_dir:
-            return Path(self.config.export_dir).expanduser()
-        return Path.cwd()
-
-    def action_export(self, kind: str) -> Path | None:
-        snap = self.snapshot
-        directory = self.export_directory()
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-            path = exports.unique_path(directory, exports.stem_for(snap), exports.KINDS[kind])
-            if kind == "svg":
-                self.save_screenshot(filename=path.name, path=str(directory))
-            elif snap is None:
-                self.notify("nothing measured yet to export", severity="warning", timeout=3)
-                return None
-            else:
-                exports.write(kind, snap, path)
-        except (TfdashError, OSError) as e:
-            self.notify(str(e), title=f"export {exports.LABELS[kind]}", severity="error", timeout=8)
-            return None
-        self.notify(str(path), title=f"{exports.LABELS[kind]} written", timeout=6)
-        self.last_export = path
-        return path
-
     def _theme_changed(self, theme) -> None:
         if theme.name == self.config.theme:
             return
@@ -337,45 +178,6 @@ class TfdashApp(compare.CompareActions, App[ProfileSnapshot | None]):
             save_config(self.config)
         except TfdashError as e:
             self.notify(str(e), title="config", severity="warning", timeout=6)
-
-    async def action_quit(self) -> None:
-        if self.quitting:  # a second q or Ctrl+C: the first one finishes its stop and --save
-            self.notify("stopping the engine and writing what was measured first…", timeout=3)
-            return
-        self.quitting = True
-        snap = await self.stop_engine()
-        if snap is not None and self.save_path is not None:
-            try:
-                exports.write("snapshot", snap, self.save_path)
-                self.saved = self.save_path
-            except (TfdashError, OSError) as e:
-                self.save_error = str(e)  # the CLI says so after the screen closes, and exits 1
-                self.notify(str(e), severity="error")
-        self.exit(snap)
-
-    def quit_on_signal(self, signum: int) -> None:
-        """SIGTERM or SIGHUP: quit as `q` does -- stop the engine, keep what was measured, write
-        --save. Called on the app's thread (the CLI's handler hands it over)."""
-        if self.interrupted_by is None:
-            self.interrupted_by = signum
-            self.call_later(self.action_quit)
-
-    async def stop_engine(self) -> ProfileSnapshot | None:
-        """Stop the run after the steps in flight, wait for the worker; the final snapshot."""
-        source = self.source
-        if source.running:
-            self._stopping = True
-            self.state = "stopping"
-            source.stop()
-            worker = source.worker
-            if worker is not None:
-                try:
-                    await asyncio.wait_for(worker.wait(), STOP_TIMEOUT_S)
-                except Exception:  # noqa: BLE001 - a failed or slow worker: keep what we have
-                    pass
-        snap = source.snapshot() or self.snapshot
-        self.final_snapshot = snap
-        return snap
 
     def on_unmount(self) -> None:
         self.source.stop()

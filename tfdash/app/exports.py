@@ -1,6 +1,7 @@
 """Exports from the dashboard: the snapshot (JSON), the kernel table (CSV), a Chrome trace, and an
 SVG screenshot. The first three go through `tfdash.profiling.export`, the same writers the
-headless CLI uses; the screenshot is Textual's own.
+headless CLI uses; the screenshot is Textual's own. ExportActions are the keys that write them
+from the app.
 
 Files are named after the run and a counter, never overwritten:
     tfdash-qwen3-1.7b-20261129-101500.json / .csv / .trace.json / .svg
@@ -12,6 +13,7 @@ import re
 import time
 from pathlib import Path
 
+from tfdash.errors import TfdashError
 from tfdash.profiling.snapshot import ProfileSnapshot
 
 KINDS = {"snapshot": ".json", "csv": ".csv", "trace": ".trace.json", "svg": ".svg"}
@@ -49,3 +51,36 @@ def write(kind: str, snap: ProfileSnapshot, path: Path) -> Path:
     else:
         raise ValueError(f"unknown export kind {kind!r}")
     return path
+
+
+class ExportActions:
+    """The export keys on TfdashApp (TfdashApp mixes them in; bindings.APP, ids export.*)."""
+
+    def export_directory(self) -> Path:
+        """Where exports go: the app's export_dir, else the config file's, else the current directory."""
+        if self.export_dir is not None:
+            return self.export_dir
+        if self.config.export_dir:
+            return Path(self.config.export_dir).expanduser()
+        return Path.cwd()
+
+    def action_export(self, kind: str) -> Path | None:
+        """Write one export of what is on screen (ids export.*); a toast names the file or why not."""
+        snap = self.snapshot
+        directory = self.export_directory()
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            path = unique_path(directory, stem_for(snap), KINDS[kind])
+            if kind == "svg":
+                self.save_screenshot(filename=path.name, path=str(directory))
+            elif snap is None:
+                self.notify("nothing measured yet to export", severity="warning", timeout=3)
+                return None
+            else:
+                write(kind, snap, path)
+        except (TfdashError, OSError) as e:
+            self.notify(str(e), title=f"export {LABELS[kind]}", severity="error", timeout=8)
+            return None
+        self.notify(str(path), title=f"{LABELS[kind]} written", timeout=6)
+        self.last_export = path
+        return path

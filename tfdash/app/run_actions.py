@@ -1,0 +1,93 @@
+"""The run's keys (TfdashApp mixes them in; ids in bindings.APP): pause, re-run, profile a
+window, and quit. Quitting mid-run (q, Ctrl+C, SIGTERM or SIGHUP) stops the engine after the
+steps in flight, waits for its worker, and exits with the final snapshot, written to --save's
+path when there is one. On a saved snapshot the keys that need an engine say it is read-only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from tfdash.app import exports
+from tfdash.errors import TfdashError
+from tfdash.profiling.snapshot import ProfileSnapshot
+
+PROFILE_STEPS = 32
+STOP_TIMEOUT_S = 15.0  # how long quit waits for the engine to finish the steps in flight
+
+
+class RunActions:
+    """Pause, re-run, profile and quit on TfdashApp."""
+
+    def _live_only(self, what: str) -> bool:
+        if self.source.live:
+            return True
+        self.notify(f"a saved snapshot is read-only: nothing to {what}", severity="warning", timeout=3)
+        return False
+
+    def action_pause(self) -> None:
+        if not self._live_only("pause") or not self.running:
+            return
+        paused = not self.source.paused
+        self.source.pause(paused)
+        if self.state in ("running", "paused"):
+            self.state = "paused" if paused else "running"
+        self.notify("paused: the engine holds at its next step" if paused else "resumed", timeout=2)
+
+    def action_rerun(self) -> None:
+        if not self._live_only("re-run"):
+            return
+        if self.running:
+            self._rerun = True
+            self.state = "stopping"
+            self.source.stop()
+        else:
+            self._start_run()
+        self.notify("re-running the generation", timeout=2)
+
+    def action_profile(self) -> None:
+        if not self._live_only("profile"):
+            return
+        if self.source.request_profile(PROFILE_STEPS):
+            self.notify(f"profiling the next {PROFILE_STEPS} steps…", timeout=2)
+        else:
+            self.notify("no run in progress to profile (r re-runs)", severity="warning", timeout=3)
+
+    async def action_quit(self) -> None:
+        if self.quitting:  # a second q or Ctrl+C: the first one finishes its stop and --save
+            self.notify("stopping the engine and writing what was measured first…", timeout=3)
+            return
+        self.quitting = True
+        snap = await self.stop_engine()
+        if snap is not None and self.save_path is not None:
+            try:
+                exports.write("snapshot", snap, self.save_path)
+                self.saved = self.save_path
+            except (TfdashError, OSError) as e:
+                self.save_error = str(e)  # the CLI says so after the screen closes, and exits 1
+                self.notify(str(e), severity="error")
+        self.exit(snap)
+
+    def quit_on_signal(self, signum: int) -> None:
+        """SIGTERM or SIGHUP: quit as `q` does -- stop the engine, keep what was measured, write
+        --save. Called on the app's thread (the CLI's handler hands it over)."""
+        if self.interrupted_by is None:
+            self.interrupted_by = signum
+            self.call_later(self.action_quit)
+
+    async def stop_engine(self) -> ProfileSnapshot | None:
+        """Stop the run after the steps in flight, wait for the worker; the final snapshot."""
+        source = self.source
+        if source.running:
+            self._stopping = True
+            self.state = "stopping"
+            source.stop()
+            worker = source.worker
+            if worker is not None:
+                try:
+                    await asyncio.wait_for(worker.wait(), STOP_TIMEOUT_S)
+                except Exception:  # noqa: BLE001 - a failed or slow worker: keep what we have
+                    pass
+        snap = source.snapshot() or self.snapshot
+        self.final_snapshot = snap
+        return snap
