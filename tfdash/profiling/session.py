@@ -13,6 +13,8 @@ and posts the messages of `tfdash.profiling.messages` to `on_event` as things ha
 batches at most every `batch_s` or 64 tokens, profile windows, NVML samples, marginals, status
 lines). Turning its state into a snapshot is `tfdash.profiling.assemble`. Everything it keeps is
 in bounded ring buffers (tokens, step times, windows, NVML samples): constant memory over any run.
+The work of its parts lives beside it: session_parts (the set-up, and TokenFeed on the decode
+thread), session_requests (windows and marginals), session_timing (continuous timing), session_ab.
 
 Per-kernel timing (`timing`): "windows" (profile windows only, on request or every
 `profile_every` tokens), "continuous" or "auto" (every step's kernels through
