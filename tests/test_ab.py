@@ -11,7 +11,6 @@ import threading
 import time
 
 import pytest
-import torch
 from profiling_support import micro_engine
 
 from tfdash.engine.plan import build_plan
@@ -27,12 +26,7 @@ PROMPT = "The GPU"
 W, N, P = 3, 8, 4  # windows a side, steps a window, profile steps a side
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest: torch on one thread for the module
 
 
 @pytest.fixture(scope="module")

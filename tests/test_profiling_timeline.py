@@ -11,12 +11,7 @@ from tfdash.profiling.timeline import (DeviceEvent, DirectWindow, Timer, attribu
                                        graph_names, map_replays, profile_steps, step_events)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)  # small ops on a shared 2-core box: OpenMP threads only contend
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest: torch on one thread for the module
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ import time
 import tracemalloc
 
 import pytest
-import torch
 from profiling_support import MICRO, micro_engine
 
 from tfdash.errors import CapacityError, TfdashError
@@ -22,12 +21,7 @@ from tfdash.profiling.session import (MarginalDone, ProfileDone, Session, Sessio
 TARGET = dataclasses.replace(probe.CPU, name="cpu-test", bandwidth=10e9, source="test: 10 GB/s")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest: torch on one thread for the module
 
 
 @pytest.fixture(scope="module")
