@@ -111,8 +111,10 @@ def cost(dims, ctx_len=0):
 
 
 def tilelang_attention(dims):
-    """Grid (splits, kv heads); block = head_dim threads, any GQA group of 1 to MAX_GROUP q heads
-    (the phases that hand each thread one (head, element) loop over heads in passes).
+    """Grid (programs, kv heads), at most split_cap programs (default SPLIT_CAP), each taking the
+    cache's blocks px, px + programs, ... in rounds (splitkv.grid_splits); block = head_dim
+    threads, any GQA group of 1 to MAX_GROUP q heads (the phases that hand each thread one
+    (head, element) loop over heads in passes). Every phase below runs once per active block.
 
     rope    (fused_rope) every block norms and rotates its group's q heads from qkv into shared
             memory; the block holding position pos also norms and rotates this step's k, and
