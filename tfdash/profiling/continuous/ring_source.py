@@ -15,7 +15,7 @@ import numpy as np
 from tfdash.profiling.continuous.sources import RecordSource, Records, Unavailable
 
 DRAIN_S = 0.05  # the drain thread's period: well under a refresh, a few hundred records a drain
-CALIBRATE_S = 0.02  # CUPTI's timestamp against perf_counter over this long, at every start
+CALIBRATE_S = 0.005  # CUPTI's timestamp against perf_counter over this long, at every start (5 ms: its unit to ~0.1 %)
 
 
 class RingSource(RecordSource):
