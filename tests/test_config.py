@@ -148,15 +148,14 @@ def test_missing_and_unreadable(tmp_path):
 def test_presets_and_param_count_match_transformers():
     """param_count against a meta-device transformers model of each preset's shape."""
     import torch
-    from transformers import Qwen3Config, Qwen3ForCausalLM
+    from transformers import Qwen3ForCausalLM
+
+    from tfdash.engine.names import hf_config
 
     for name, cfg in PRESETS.items():
         cfg.validate()
         assert preset(name) is cfg
-        hf = Qwen3Config(hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_layers,
-                         num_attention_heads=cfg.num_heads, num_key_value_heads=cfg.num_kv_heads,
-                         head_dim=cfg.head_dim, intermediate_size=cfg.intermediate_size,
-                         vocab_size=cfg.vocab_size, tie_word_embeddings=cfg.tie_word_embeddings)
+        hf = hf_config(cfg)
         with torch.device("meta"):
             m = Qwen3ForCausalLM(hf)
         assert cfg.param_count() == sum(p.numel() for p in m.parameters()), name

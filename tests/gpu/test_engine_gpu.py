@@ -162,12 +162,9 @@ def top1_agreement(cfg_, sd, eng, n, ref=None):
     """Share of n teacher-forced positions where the graph's argmax equals transformers' on
     the same random weights."""
     transformers = pytest.importorskip("transformers")
-    cfg = transformers.Qwen3Config(
-        hidden_size=cfg_.hidden_size, num_hidden_layers=cfg_.num_layers, num_attention_heads=cfg_.num_heads,
-        num_key_value_heads=cfg_.num_kv_heads, head_dim=cfg_.head_dim, intermediate_size=cfg_.intermediate_size,
-        vocab_size=cfg_.vocab_size, tie_word_embeddings=cfg_.tie_word_embeddings, rope_theta=cfg_.rope_theta,
-        rms_norm_eps=cfg_.rms_norm_eps, max_position_embeddings=cfg_.max_position_embeddings,
-    )
+    from tfdash.engine.names import hf_config
+
+    cfg = hf_config(cfg_)
     with torch.device(DEV):
         hf = transformers.Qwen3ForCausalLM(cfg).to(torch.bfloat16).eval()
     missing, unexpected = hf.load_state_dict(sd, strict=False)

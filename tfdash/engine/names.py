@@ -6,6 +6,7 @@ gate|up). The checkpoint validator, the weight packer and the transformers peer 
     hf_tensors(cfg)      HF name -> shape of every tensor a checkpoint must hold
     packing(cfg)         plan buffer -> its HF parts (name, shape), concatenated in this order
     hf_views(cfg, bufs)  HF name -> a view of the plan buffer's rows (the packing undone)
+    hf_config(cfg)       transformers' Qwen3Config of the same shape
 """
 
 from __future__ import annotations
@@ -55,3 +56,15 @@ def hf_views(cfg: ModelConfig, bufs) -> dict:
             out[name] = bufs[buf][row:row + shape[0]]
             row += shape[0]
     return out
+
+
+def hf_config(cfg: ModelConfig):
+    """transformers' Qwen3Config of cfg's shape (transformers is imported here: it is optional)."""
+    from transformers import Qwen3Config
+
+    return Qwen3Config(
+        hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_layers, num_attention_heads=cfg.num_heads,
+        num_key_value_heads=cfg.num_kv_heads, head_dim=cfg.head_dim, intermediate_size=cfg.intermediate_size,
+        vocab_size=cfg.vocab_size, tie_word_embeddings=cfg.tie_word_embeddings, rope_theta=cfg.rope_theta,
+        rms_norm_eps=cfg.rms_norm_eps, max_position_embeddings=cfg.max_position_embeddings,
+    )

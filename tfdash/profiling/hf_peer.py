@@ -17,12 +17,9 @@ class HFPeer:
         import torch
         import transformers
 
-        hf_cfg = transformers.Qwen3Config(
-            hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_layers, num_attention_heads=cfg.num_heads,
-            num_key_value_heads=cfg.num_kv_heads, head_dim=cfg.head_dim, intermediate_size=cfg.intermediate_size,
-            vocab_size=cfg.vocab_size, tie_word_embeddings=cfg.tie_word_embeddings, rope_theta=cfg.rope_theta,
-            rms_norm_eps=cfg.rms_norm_eps, max_position_embeddings=cfg.max_position_embeddings,
-        )
+        from tfdash.engine.names import hf_config
+
+        hf_cfg = hf_config(cfg)
         with torch.device(device):
             model = transformers.Qwen3ForCausalLM(hf_cfg).to(torch.bfloat16).eval()
         from tfdash.engine.names import hf_views
