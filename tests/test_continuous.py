@@ -233,3 +233,33 @@ def test_mangled_record_names_meet_the_demangled_kernel_map():
     got = m.feed(records([(mangled, 0, 10, 3), ("b_kernel", 8, 30, 3), (mangled, 40, 50, 3), ("b_kernel", 45, 60, 3),
                           (mangled, 70, 80, 3)]))
     assert got.index.tolist() == [0, 1] and got.excl.tolist() == [[10, 20], [10, 10]]
+
+
+def test_a_live_ab_pauses_continuous_timing_around_each_sides_profile_window():
+    """torch.profiler times each side's window: the ring lets go of CUPTI for each and takes it back."""
+    import threading
+    import time
+
+    eng = micro_engine(2048)
+    src = []
+
+    def source(rt):
+        src.append(ReplaySource(lambda: batches(rows(synth(rt.plan, 50)))))
+        return src[-1]
+
+    s = Session(eng, "w1 w2 w3", 1500, target=TARGET, nvml=False, ignore_eos=True, timing="continuous",
+                record_source=source)
+    t = threading.Thread(target=s.run, daemon=True)
+    t.start()
+    deadline = time.monotonic() + 30
+    while s.snapshot() is None or s.snapshot().new_tokens < 8:
+        assert time.monotonic() < deadline, "no tokens"
+        time.sleep(0.01)
+    r = s.ab("tilelang-unfused", windows=3, steps=4, profile_steps=3)
+    s.stop()
+    t.join(30)
+    assert "unavailable" not in r and r["during"] == "the generation", r
+    assert r["order"] == "AB" * 3 and "per_op" in r and r["per_op"], r
+    events = src[0].events
+    assert events.count("pause") >= 2 and events.count("resume") >= 2, events  # one pair a side
+    assert s.snapshot().timing.method == "continuous" and s.continuous.error is None

@@ -10,11 +10,23 @@ from typing import TYPE_CHECKING
 from tfdash.errors import TfdashError
 from tfdash.profiling import assemble as asm
 from tfdash.profiling import marginal as marginal_mod
+from tfdash.profiling.continuous import PausingWindow
 from tfdash.profiling.messages import ABDone, ABProgress
 from tfdash.profiling.timeline import Timer
 
 if TYPE_CHECKING:
     from tfdash.profiling.session import Session
+
+
+class Pausing:
+    """A timer whose windows pause continuous timing around themselves (PausingWindow), as a
+    profile window on `p` does: torch.profiler and the CUPTI ring cannot both hold CUPTI."""
+
+    def __init__(self, timer, timing, post):
+        self.timer, self.timing, self.post = timer, timing, post
+
+    def window(self, steps: int, on_done=None):
+        return PausingWindow(self.timer.window(steps, on_done=on_done), self.timing, self.post)
 
 
 def run_ab(self: "Session", what: str, windows: int | None = None, steps: int | None = None,
@@ -46,8 +58,10 @@ def run_ab(self: "Session", what: str, windows: int | None = None, steps: int | 
     def on_turn(r):
         say(ABProgress(v.name, "running", r.finished, r.total, f"{v.name}: window {r.finished}/{r.total}"))
 
-    run = abmod.ABRun(self.runtime, var, v, windows, steps, profile_steps,
-                      timers=(self.timer, Timer(var)), on_turn=on_turn)
+    timers = (self.timer, Timer(var))
+    if self.continuous is not None and self.continuous.active:  # torch.profiler needs CUPTI for each side's window
+        timers = tuple(Pausing(t, self.continuous, self._post) for t in timers)
+    run = abmod.ABRun(self.runtime, var, v, windows, steps, profile_steps, timers=timers, on_turn=on_turn)
     with self._lock:
         gen = self._gen if self._state == "running" else None
         left = gen.steps_left if gen is not None else 0
