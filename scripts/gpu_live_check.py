@@ -112,7 +112,8 @@ async def counters_part(engine, out: Path, max_new: int) -> dict:
         labels = [str(kt.table.get_row_at(i)[0]).strip() for i in range(kt.table.row_count)]
         kt.table.move_cursor(row=labels.index("gate_up"))
         before, n_before = recent_tok_s(app.snapshot)
-        res.update(tok_s_before=before, steps_before=n_before, tokens_at_press=app.snapshot.new_tokens)
+        res.update(tok_s_before=before, steps_before=n_before, tokens_at_press=app.snapshot.new_tokens,
+                   steps_at_press=app.snapshot.steps)
         send_key(app, "enter")
         await wait(pilot, lambda: type(app.screen).__name__ == "DrillScreen", "the drill-down", 10)
         await pilot.pause(0.3)
@@ -136,13 +137,36 @@ async def counters_part(engine, out: Path, max_new: int) -> dict:
                            "analyzer_bytes": row.bytes_read + row.bytes_written}
         await wait(pilot, lambda: app.snapshot.steps >= steps_done + RECENT, "steps after ncu", 60)
         after, n_after = recent_tok_s(app.snapshot, after_step=steps_done)
-        res.update(tok_s_after=after, steps_after=n_after, wall_s=time.monotonic() - t0,
-                   change_pct=100.0 * (after - before) / before if before else None)
+        res.update(tok_s_after=after, steps_after=n_after, wall_s=time.monotonic() - t0, ctx_after=steps_done,
+                   ctx_before=res["steps_at_press"] - n_before, change_pct=100.0 * (after - before) / before if before else None)
         send_key(app, "escape")
         await pilot.pause(0.2)
         send_key(app, "q")
         await pilot.pause(0.5)
+    # ctx_len moved on while ncu ran, so each side is set against the same graph replayed
+    # undisturbed over the same positions, right after the run
+    for side in ("before", "after"):
+        ref = 1e9 / reference_step_ns(engine, max(0, res[f"ctx_{side}"]), RECENT)
+        res[f"tok_s_{side}_undisturbed"] = ref
+        res[f"{side}_vs_undisturbed_pct"] = 100.0 * (res[f"tok_s_{side}"] - ref) / ref
     return res
+
+
+def reference_step_ns(engine, ctx: int, n: int) -> float:
+    """ns a step of `n` back-to-back replays from position `ctx` (CUDA events; pos and tok put back)."""
+    import torch
+
+    rt = engine.runtime
+    with rt.held(("pos", "tok")):
+        rt.set_position(ctx)
+        rt.step()
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(n):
+            rt.step()
+        b.record()
+        b.synchronize()
+    return a.elapsed_time(b) * 1e6 / n
 
 
 async def rates_part(engine, max_new: int) -> dict:
@@ -188,8 +212,11 @@ def main(argv=None) -> int:
             if part == "ab":
                 results["ab"] = {}
                 results["ab"] = asyncio.run(ab_part(engine, out, args.variant, long_n, results["ab"]))
-            elif part == "counters":
-                results["counters"] = asyncio.run(counters_part(engine, out, long_n))
+            elif part == "counters":  # long enough to outlast the ncu child process
+                n_c = 3000 if cpu else 32768
+                c_engine = load_engine(model=model, device=args.device, max_new_tokens=n_c, prompt=DEFAULT_PROMPT)
+                results["counters"] = asyncio.run(counters_part(c_engine, out, n_c))
+                del c_engine
             elif part == "rates":
                 short = load_engine(model=model, device=args.device, max_new_tokens=2048, prompt=DEFAULT_PROMPT)
                 results["rates"] = asyncio.run(rates_part(short, 96 if cpu else 2048))
@@ -202,8 +229,9 @@ def main(argv=None) -> int:
         print(f"ab {a['variant']}: {res.get('verdict')} (A {res.get('a', {}).get('tok_per_s')}, "
               f"B {res.get('b', {}).get('tok_per_s')}); {a.get('svg')}")
     if c:
-        print(f"counters {c.get('counters')}: tok/s before {c.get('tok_s_before'):.1f}, after "
-              f"{c.get('tok_s_after'):.1f} ({c.get('change_pct'):+.2f} %), ncu {c.get('counters_s'):.0f} s; {c.get('svg')}")
+        print(f"counters {c.get('counters')}: ncu {c.get('counters_s', 0):.0f} s; tok/s before {c.get('tok_s_before', 0):.1f} "
+              f"({c.get('before_vs_undisturbed_pct', 0):+.2f} % vs undisturbed), after {c.get('tok_s_after', 0):.1f} "
+              f"({c.get('after_vs_undisturbed_pct', 0):+.2f} %); {c.get('svg')}")
     if r:
         print(f"rates (dashboard, {r['new_tokens']} tokens): TTFT {r['ttft_ms']:.1f} ms, tok/s {r['tok_s']:.1f}, "
               f"decode-only {r['decode_tok_s']:.1f}")
