@@ -135,6 +135,17 @@ if [ "$what" = final ]; then
   timeout 120 python3 -m tfdash bench --max-new-tokens 8192 --backends tilelang-graph,tilelang-lateres --json "$R/bench-lateres-8192.json" 2>&1 \
     | grep -v "TileLang:" | tail -4 | cut -c1-160; pack
 fi
+if [ "$what" = final2 ]; then
+  # the A/B's turns as median steps: headless (which also compiles the variant), the dashboard's A/B
+  # during the generation, then the bench of the same pair right after
+  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  python3 scripts/precompile.py --only-default --sizes qwen3-1.7b 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
+  timeout 70 python3 -m tfdash --headless --profile --ab tilelang-lateres --max-new-tokens 8192 --ignore-eos > "$R/headless-ring.log" 2>&1
+  grep -v "TileLang:" "$R/headless-ring.log" | grep -E "^(A |B |variant|no diff)" | cut -c1-200; pack
+  timeout 90 python3 scripts/gpu_live_check.py --parts ab --out-dir "$R/live" > "$R/live.log" 2>&1; grep -v "TileLang:" "$R/live.log" | tail -3 | cut -c1-250; pack
+  timeout 110 python3 -m tfdash bench --max-new-tokens 8192 --backends tilelang-graph,tilelang-lateres --json "$R/bench-lateres-8192.json" 2>&1 \
+    | grep -v "TileLang:" | tail -3 | cut -c1-160; pack
+fi
 if [ "$what" = speed ]; then
   # the attention grid change and the GEMV sweep on the small sizes: attention GPU tests, then the
   # 1.7B bench with the torch-compile peer, the 4096-position cache and GEMV variants in one process

@@ -8,7 +8,7 @@ both sides step once from the same state (held, then put back) and their next to
 compared, so "the variant computes the same function" is checked, not assumed.
 
 Per turn the first step is left out (it follows the pause of the switch) and the rest give the
-turn's mean step time; a side's tok/s is the median over its turns, with the range. The verdict
+turn's median step time (a host stall is not the plan's); a side's tok/s is the median over its turns, with the range. The verdict
 is the median of the paired differences (turn i of B against turn i of A) with half their
 interquartile range as the spread, like the marginal cost's. Then one profile window per side
 (CUPTI on CUDA, the host clock on CPU) gives per-launch times, aligned by role and summed by op.
@@ -121,9 +121,11 @@ def build(runtime, v: Variant, progress=None):
 
 
 def _turn_ns(step_ns) -> float:
-    """A turn's mean step time, its first step (after the switch's pause) left out."""
+    """A turn's median step time, its first step (after the switch's pause) left out: a stall of
+    the host inside a turn (the dashboard redrawing, the GIL elsewhere) is not the plan's and
+    must not land on whichever side happened to be running."""
     xs = list(step_ns[1:]) or list(step_ns)
-    return float(sum(xs) / len(xs))
+    return float(statistics.median(xs))
 
 
 class Turn:
@@ -336,7 +338,7 @@ def summarize(v: Variant, live, var, turns, checks, profiles, error=None) -> dic
            "launches": [len(live.plan), len(var.plan)],
            "tokens": {"checks": len(checks), "agree": agree, "first_mismatch": mismatch},
            "per_op": ops, "per_op_method": how,
-           "method": "turns of one generation alternating A B A B; per turn the mean step (its first left out); "
+           "method": "turns of one generation alternating A B A B; per turn the median step (its first left out); "
                      "tok/s medians over turns; Δ the median of paired turns, ± half their IQR"}
     if error:
         out["incomplete"] = error
