@@ -320,6 +320,12 @@ def per_op(live_plan, var_plan, profiles) -> tuple[list[dict], str]:
     return rows, res["A"].method
 
 
+def when(result: dict) -> str:
+    """When the turns ran, as a phrase: "during the generation", or "after the generation, …"."""
+    during = str(result.get("during", "?"))
+    return f"during {during}" if during == "the generation" else during
+
+
 def summarize(v: Variant, live, var, turns, checks, profiles, error=None) -> dict:
     a, b = _side(turns, "A"), _side(turns, "B")
     pa = [_turn_ns(t[2]) for t in turns if t[0] == "A"]
@@ -360,7 +366,7 @@ def table(result: dict) -> list[str]:
     t = result["tokens"]
     lines = [f"A/B {result['what']} ({result['about']}) on {result['backend']}: {result['windows_per_side']} windows "
              f"of {result['steps_per_window']} steps a side, order {result['order']}"
-             + (f", during {result['during']}" if result.get("during") else ""),
+             + (f", {when(result)}" if result.get("during") else ""),
              f"{'side':<26}{'tok/s':>10}{'range':>22}{'ms/step':>10}{'windows':>9}",
              row(f"A running plan ({result['launches'][0]})", a), row(f"B {result['what']} ({result['launches'][1]})", b),
              result["verdict"],

@@ -21,6 +21,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, ProgressBar, Static
 
 from tfdash.app import bindings
+from tfdash.profiling.ab import when
 from tfdash.app.messages import ABMeasured, ABProgressed
 from tfdash.app.model import fmt_ns
 from tfdash.textsafe import visible
@@ -66,7 +67,7 @@ def verdict_content(result: dict) -> Content:
               f"   tokens DIFFER at {t.get('checks', 0) - t.get('agree', 0)} of {t.get('checks')} turn starts",
               "$text-success" if agree else "bold $text-error"),
              (f"\n{result.get('windows_per_side')} windows of {result.get('steps_per_window')} steps a side, order "
-              f"{visible(str(result.get('order', '')))[:24]}, during {visible(str(result.get('during', '?')))}; "
+              f"{visible(str(result.get('order', '')))[:24]}, {visible(when(result))}; "
               f"per op: {visible(str(result.get('per_op_method', '')))}", "$text-muted")]
     if result.get("incomplete"):
         parts.append((f"\nincomplete: {visible(str(result['incomplete']))}", "$text-warning"))
