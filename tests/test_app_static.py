@@ -61,7 +61,12 @@ async def test_sort_filter_and_group_the_kernel_table(isolated_config):
         measured = [r.measured for r in kt.rows]
         assert measured == sorted(measured, reverse=True)
         assert table_labels(app)[0] == "gate_up"
-        # s: the next column to the right (gap); S reverses it.
+        # s: the next column to the right (p90, then gap); S reverses it.
+        await pilot.press("s")
+        assert kt.sort == ("p90", True) and "p90" in kt.columns
+        p90 = [r.p90 for r in kt.rows]
+        assert None not in p90 and p90 == sorted(p90, reverse=True)
+        assert all(r.p90 >= r.measured for r in kt.rows)  # Σ p90 over the members, never under Σ p50
         await pilot.press("s")
         assert kt.sort == ("gap", True)
         gap = [r.gap for r in kt.rows]

@@ -25,6 +25,7 @@ COLUMNS = (
     ("count", "count"),
     ("predicted", "predicted"),
     ("measured", "measured"),
+    ("p90", "p90"),  # Σ of the members' p90; shown once launches have one (continuous timing, windows)
     ("gap", "gap ×"),
     ("gbps", "GB/s"),
     ("meas_bytes", "meas bytes"),  # DRAM bytes Nsight Compute measured; shown once a launch has counters
@@ -33,7 +34,7 @@ COLUMNS = (
 )
 SORT_KEYS = tuple(k for k, _ in COLUMNS)
 # Which columns go first when the table is too narrow for all (the last listed goes first).
-COLUMN_PRIORITY = ("label", "measured", "gap", "share", "predicted", "gbps", "meas_bytes", "count", "bound")
+COLUMN_PRIORITY = ("label", "measured", "gap", "share", "predicted", "gbps", "p90", "meas_bytes", "count", "bound")
 
 
 def fit_columns(width: int, widths: dict[str, int]) -> tuple[str, ...]:
@@ -62,6 +63,7 @@ class TableRow:
     roles: tuple[str, ...]
     meas_bytes: int | None = None  # DRAM bytes (read + written) of the members with counters
     meas_count: int = 0  # how many members have counters
+    p90: float | None = None  # sum of members' measured p90 (None unless every member has one)
 
     @property
     def gap(self) -> float | None:
@@ -114,6 +116,7 @@ def _majority(values: Iterable[str]) -> str:
 
 def make_row(key: str, label: str, members: Sequence[KernelRow]) -> TableRow:
     measured = [m.measured_p50_ns for m in members]
+    p90s = [m.measured_p90_ns for m in members]
     shares = [m.share for m in members]
     got = [m.counters.dram_bytes for m in members if m.counters is not None and m.counters.dram_bytes is not None]
     return TableRow(
@@ -131,6 +134,7 @@ def make_row(key: str, label: str, members: Sequence[KernelRow]) -> TableRow:
         roles=tuple(m.role for m in members) if len(members) <= 4 else (),
         meas_bytes=sum(got) if got else None,
         meas_count=len(got),
+        p90=None if any(v is None for v in p90s) else float(sum(p90s)),
     )
 
 

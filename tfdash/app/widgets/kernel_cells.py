@@ -40,6 +40,7 @@ def cells(r: TableRow, group: str, color: Color, step_share_max: float, columns:
         "count": Text(f"{r.count}", **right),
         "predicted": Text(fmt_ns(r.predicted), **right),
         "measured": Text(fmt_ns(r.measured), **right),
+        "p90": Text(fmt_ns(r.p90), **right),
         "gap": gap_cell,
         "gbps": Text(fmt_gbps(r.gbps, ""), **right),
         "meas_bytes": Text(meas_cell(r.meas_bytes, r.meas_count, r.count), **right),
@@ -75,9 +76,21 @@ def headers(shown: tuple[str, ...], group: str, sort: tuple[str, bool], with_bas
     return out
 
 
-def next_sort_key(key: str, has_counters: bool, with_baseline: bool) -> str:
-    """The sort key after `key` in the order `s` walks: Δ right after measured with a baseline."""
-    cycle = SORT_CYCLE if has_counters else tuple(k for k in SORT_CYCLE if k != "meas_bytes")
+def hidden(kernels: tuple) -> set[str]:
+    """The columns with nothing to show yet: meas bytes until Nsight Compute measured a launch,
+    p90 until the launches have one. They take no width and `s` skips them."""
+    out = set()
+    if not any(k.counters is not None for k in kernels):
+        out.add("meas_bytes")
+    if not any(k.measured_p90_ns is not None for k in kernels):
+        out.add("p90")
+    return out
+
+
+def next_sort_key(key: str, hide: set[str], with_baseline: bool) -> str:
+    """The sort key after `key` in the order `s` walks (the `hide` columns left out): Δ right
+    after measured with a baseline."""
+    cycle = tuple(k for k in SORT_CYCLE if k not in hide)
     if with_baseline:  # Δ right after measured: the column a comparison is about
         at = cycle.index("measured") + 1
         cycle = cycle[:at] + basemod.SORT_CYCLE + cycle[at:]

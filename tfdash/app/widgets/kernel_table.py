@@ -121,7 +121,7 @@ class KernelTable(Vertical):
         return getattr(self.app, "baseline", None)
 
     def next_sort(self) -> str:
-        nxt = cellsmod.next_sort_key(self.sort[0], self.has_counters, self.baseline is not None)
+        nxt = cellsmod.next_sort_key(self.sort[0], cellsmod.hidden(self.kernels), self.baseline is not None)
         self.set_sort(nxt)
         return nxt
 
@@ -151,14 +151,10 @@ class KernelTable(Vertical):
         """The columns that fit the pane, dropped by priority (model.COLUMN_PRIORITY)."""
         width = self.size.width - 2 if self.size.width else 10_000  # its scrollbar
         widths = cellsmod.widths(self.rows, self.group, self.sort[0], self._color)
-        if not self.has_counters:  # the column exists once Nsight Compute measured a launch
-            widths["meas_bytes"] = 0
-            return tuple(k for k in fit_columns(width, widths) if k != "meas_bytes")
-        return fit_columns(width, widths)
-
-    @property
-    def has_counters(self) -> bool:
-        return any(k.counters is not None for k in self.kernels)
+        hide = cellsmod.hidden(self.kernels)  # meas bytes and p90 exist once there is a value
+        for k in hide:
+            widths[k] = 0
+        return tuple(k for k in fit_columns(width, widths) if k not in hide)
 
     def on_resize(self) -> None:
         if self.columns != self._shown_columns:
