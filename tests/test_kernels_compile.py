@@ -196,3 +196,40 @@ def test_ptxas_facts_of_a_kernel(fresh_cache):
         (255, 40, 44, 48, 64)
     assert "spills 40 B stored, 44 B loaded" in spilled.line()
     assert facts("not cuda").startswith("// ptxas: unavailable (nvcc failed")
+
+
+@pytest.mark.slow
+def test_the_register_budget_variant_fits_beside_its_neighbours(fresh_cache):
+    """tilelang-mb3 (bench): qkv, attention and gate_up under __launch_bounds__(threads, 3), so
+    that on an SM the blocks a kernel keeps resident (two; o_proj's grid has one an SM) and one
+    block of the next fit in the 65536 registers together, spilling at most one register
+    (gate_up spills 4 bytes)."""
+    from tfdash.kernels.gemv import THREADS
+    from tfdash.profiling.bench import PLAN_VARIANTS
+
+    plan = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, **PLAN_VARIANTS["tilelang-mb3"])
+    layer = [la for la in plan.launches if la.layer == 0]
+    assert [la.kernel for la in layer] == ["gemv_qkv_m3", "attn_rope_decode_mb3", "gemv_o_residual",
+                                           "gemv_gate_up_m3", "gemv_down_silu_residual"]
+    block = {}
+    for la in layer:
+        r = resource_usage_of(compiled_variant(la).get_kernel_source())
+        assert r.spill_stores <= 4 and r.spill_loads <= 4, f"{la.kernel}: {r.line()}"
+        threads = la.dims["head_dim"] if la.family == "attention" else THREADS
+        block[la.role.split(".")[1]] = -(-r.registers // 8) * 8 * threads  # allocated in 8s a thread
+    resident = {"o_proj": 1}  # 128 blocks on 132 SMs
+    order = ["qkv_proj", "attention", "o_proj", "gate_up", "down", "qkv_proj"]
+    for before, nxt in zip(order, order[1:]):
+        assert resident.get(before, 2) * block[before] + block[nxt] <= 65536, (before, nxt, block)
+
+
+def compiled_variant(launch):
+    from tfdash.engine.compile import SM90A, compile_one
+
+    return compile_one(launch, target=SM90A, pdl=True, backend="tvm_ffi")
+
+
+def resource_usage_of(src):
+    from tfdash.engine.ptxas import resource_usage
+
+    return resource_usage(src)

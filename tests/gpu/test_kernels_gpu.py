@@ -13,6 +13,7 @@ import torch
 
 from tfdash.engine.config import preset
 from tfdash.engine.plan import build_plan
+from tfdash.profiling.bench import PLAN_VARIANTS
 from tfdash.kernels.base import family
 
 pytestmark = pytest.mark.gpu
@@ -26,6 +27,7 @@ PLAN = PLANS["qwen3-1.7b"]
 CFG = PLAN.config
 UNFUSED = build_plan(CFG, dtype="bfloat16", capacity=4096, fused_rope=False)  # the A/B baseline's kernels
 SMEM = build_plan(CFG, dtype="bfloat16", capacity=4096, down_smem_prefetch=True)  # a variant, off by default
+MB3 = build_plan(CFG, dtype="bfloat16", capacity=4096, **PLAN_VARIANTS["tilelang-mb3"])  # register budgets
 DEV = "cuda"
 GEN = torch.Generator(device=DEV)
 
@@ -237,6 +239,16 @@ def test_attention_every_group_and_head_dim(shape, ctx):
 @pytest.mark.parametrize("ctx", [0, 1, 62, 63, 64, 65, 255, 1024, 4095])
 def test_attention_with_fused_rope(ctx):
     check_fused_attention(PLAN, ctx)
+
+
+@pytest.mark.parametrize("kernel", sorted(k for k in MB3.kernels() if k.startswith("gemv_") and "_m3" in k))
+def test_gemv_under_a_register_budget(kernel):
+    check_gemv(MB3.kernels()[kernel], MB3)
+
+
+@pytest.mark.parametrize("ctx", [0, 63, 1024, 4095])
+def test_attention_under_a_register_budget(ctx):
+    check_fused_attention(MB3, ctx)
 
 
 @pytest.mark.parametrize("capacity,ctx,cap", [(2112, 0, None), (2112, 2111, None), (2112, 2111, 40), (2112, 1500, 16),

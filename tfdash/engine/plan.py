@@ -32,7 +32,9 @@ from tfdash.engine.config import ModelConfig
 from tfdash.errors import CapacityError, TfdashError
 
 ATTN_BLOCK = 64  # KV positions per split of the split-KV attention
-GEMV_KNOB_TAG = {"rows": "r", "seg": "s", "blocks_per_sm": "b"}  # kernel-name tags of overridden settings
+# kernel-name tags of overridden settings; min_blocks: __launch_bounds__'s blocks per SM (a
+# register budget a thread, so the next kernel's blocks fit beside these under PDL)
+GEMV_KNOB_TAG = {"rows": "r", "seg": "s", "blocks_per_sm": "b", "min_blocks": "m"}
 
 
 @dataclass(frozen=True)
@@ -179,7 +181,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                gemv_blocks_per_sm: Mapping[str, int] | None = None, attn_kv_early: bool = True,
                early_residual: bool = True, down_smem_prefetch: bool = False,
                gemv_overrides: Mapping[str, Mapping[str, int]] | None = None,
-               attn_split_cap: int | None = None) -> StepPlan:
+               attn_split_cap: int | None = None, attn_min_blocks: int | None = None) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -192,6 +194,9 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     op's GEMV launch settings over the per-shape table ({"down": {"seg": 8, "blocks_per_sm": 1}}),
     the variants a sweep compares. `attn_split_cap` sets how many programs per kv head the
     attention grid has at most (default tfdash.kernels.splitkv.SPLIT_CAP), a variant to A/B.
+    `attn_min_blocks` asks the compiler for that many attention blocks per SM
+    (`__launch_bounds__`'s second argument: fewer registers a thread), so a block fits beside
+    the qkv GEMV's and starts its K/V prefetch under PDL sooner; a variant to A/B.
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import settings as gemv_settings
@@ -278,6 +283,11 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
             raise TfdashError(f"attn_split_cap={attn_split_cap} must be at least 1")
         attn_dims["split_cap"] = attn_split_cap
         sc_sfx = f"_sc{attn_split_cap}"  # another grid is another kernel: name it apart
+    if attn_min_blocks is not None:
+        if not 1 <= attn_min_blocks <= 16:
+            raise TfdashError(f"attn_min_blocks={attn_min_blocks} must be 1 to 16 blocks per SM")
+        attn_dims["min_blocks"] = attn_min_blocks
+        sc_sfx += f"_mb{attn_min_blocks}"  # other launch bounds are another kernel
     for i in range(L):
         p = f"L{i}."
         gemv(p + "qkv_proj", i, "gemv_qkv", cfg.qkv_size, H, "rmsnorm", "store", dtype,

@@ -141,6 +141,7 @@ def tilelang_attention(dims):
     S = dims["splits"]
     SG, R = grid_splits(S, dims.get("split_cap", SPLIT_CAP))
     fused = bool(dims.get("fused_rope"))
+    min_blocks = int(dims.get("min_blocks", 0))
     eps = float(dims.get("eps", 1e-6))
     group = nH // nKV
     threads = D  # thread tx owns dim tx in the value phase and the merge
@@ -163,6 +164,8 @@ def tilelang_attention(dims):
     @T.macro
     def body(qkv, q_norm, k_norm, cos, sin, q, k_cache, v_cache, pos, out, part, ml, sem):
         with T.Kernel(SG, nKV, threads=threads) as (px, g):
+            if min_blocks:  # __launch_bounds__(threads, min_blocks): the register budget a thread
+                T.annotate_min_blocks_per_sm(min_blocks)
             tx = T.get_thread_binding(0)
             lane = tx % 32
             warp = tx // 32

@@ -186,6 +186,7 @@ def tilelang_gemv(dims):
     assert K % (32 * VEC) == 0, f"K={K} must be a multiple of {32 * VEC}"
 
     amax_on = bool(dims.get("argmax"))
+    min_blocks = int(dims.get("min_blocks", 0))
     # The residual this GEMV adds into was written two or more kernels back (the plan says so:
     # o_proj's x by the last layer's down, down's by o_proj): under PDL, every kernel before the
     # one just before this has finished once this kernel runs, so its first row group's residual
@@ -202,6 +203,8 @@ def tilelang_gemv(dims):
     @T.macro
     def body(x, norm_w, w, out, amax):
         with T.Kernel(grid, threads=THREADS) as bx:
+            if min_blocks:  # __launch_bounds__(THREADS, min_blocks): the register budget a thread
+                T.annotate_min_blocks_per_sm(min_blocks)
             tx = T.get_thread_binding(0)
             lane = tx % 32
             warp = tx // 32

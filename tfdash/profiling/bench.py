@@ -53,6 +53,13 @@ PLAN_VARIANTS = {
     "tilelang-sc24": {"attn_split_cap": 24},
     "tilelang-sc40": {"attn_split_cap": 40},
     "tilelang-scall": {"attn_split_cap": 1 << 20},
+    # register budgets (__launch_bounds__' blocks per SM) under which each kernel's blocks fit beside
+    # the one before's on an SM, so PDL can start them while it drains: qkv, attention and gate_up
+    # at 3 (80, 168 and 80 registers a thread); o_proj and down fit as they are
+    "tilelang-mb3": {"attn_min_blocks": 3,
+                     "gemv_overrides": {"qkv_proj": {"min_blocks": 3}, "gate_up": {"min_blocks": 3}}},
+    "tilelang-qkvmb3": {"gemv_overrides": {"qkv_proj": {"min_blocks": 3}}},
+    "tilelang-attnmb3": {"attn_min_blocks": 3},
 }
 BACKENDS = ("tilelang-graph", "tilelang-nopdl", *PLAN_VARIANTS, "torch-compile", "torch-graph", "hf-compile")
 DEFAULT_BACKENDS = "tilelang-graph,torch-compile,torch-graph"
@@ -79,7 +86,8 @@ def parser() -> argparse.ArgumentParser:
                         "hf-compile only where transformers is installed)")
     p.add_argument("--gemv", action="append", default=[], metavar="OP:KEY=V[,KEY=V]",
                    help="a GEMV launch-settings variant as one more tilelang peer (repeatable; OP one of "
-                        f"{', '.join(GEMV_OPS)}; KEY rows, seg or blocks_per_sm), e.g. down:seg=8,blocks_per_sm=1: "
+                        f"{', '.join(GEMV_OPS)}; KEY rows, seg, blocks_per_sm or min_blocks, __launch_bounds__' "
+                        "blocks per SM), e.g. down:seg=8,blocks_per_sm=1: "
                         "the sweep that decides an entry of the GEMV table")
     p.add_argument("--json", metavar="OUT", help="write every round and the summary as JSON")
     p.add_argument("--seed", type=int, default=0)
@@ -97,14 +105,17 @@ GEMV_OPS = ("qkv_proj", "o_proj", "gate_up", "down")  # the layer GEMVs a --gemv
 
 def gemv_variant(spec: str) -> tuple[str, dict]:
     """`down:seg=8,blocks_per_sm=1` -> ("tilelang[down:seg=8,blocks_per_sm=1]", build_plan options)."""
+    from tfdash.engine.plan import GEMV_KNOB_TAG  # the settings a --gemv variant may set
+
     op, _, rest = spec.partition(":")
     if op not in GEMV_OPS or not rest:
         raise TfdashError(f"--gemv {spec!r}: want OP:KEY=V[,KEY=V] with OP one of {', '.join(GEMV_OPS)}")
     settings = {}
     for kv in rest.split(","):
         key, _, value = kv.partition("=")
-        if key not in ("rows", "seg", "blocks_per_sm") or not value.isdigit() or int(value) < 1:
-            raise TfdashError(f"--gemv {spec!r}: {kv!r} is not rows=N, seg=N or blocks_per_sm=N (N >= 1)")
+        if key not in GEMV_KNOB_TAG or not value.isdigit() or int(value) < 1:
+            raise TfdashError(f"--gemv {spec!r}: {kv!r} is not " + ", ".join(f"{k}=N" for k in GEMV_KNOB_TAG)
+                              + " (N >= 1)")
         settings[key] = int(value)
     return f"tilelang[{spec}]", {"gemv_overrides": {op: settings}}
 
