@@ -3,7 +3,7 @@
 #   run with carry [".gpu"]:  bash scripts/h200_check.sh [tests|diag|bench|profile|app|all] [extra bench args]
 #   (all = tests, diag, bench; engine = bench, headless run, GPU tests; observe = issues 5 and 6 (+ bench); dash = app + tty; profile = scripts/gpu_profile_check.py; app = scripts/gpu_app_check.py;
 #    counters = tfdash counters on one layer plus embed, lm_head and argmax (issue 17);
-#    next, next2 = what session 5 left to confirm; live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick)
+#    next = what session 6 left (register-budget variants, the whole GPU suite); live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick)
 # Needs the offline bundle (../shared/gpu-bundle .gpu/site.tar.xz). The tilelang kernel cache
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
@@ -76,30 +76,6 @@ if [ "$what" = sizebench ]; then
     tail -6 "$R/bench-$m.log" | cut -c1-160; pack
   done
 fi
-if [ "$what" = next ]; then
-  # what the session-5 H200 runs could not confirm, in one call, most important first (packed after
-  # each part): continuous timing's per-launch ns after the TSC-unit fix (span vs CUDA event), the
-  # headless live A/B after the device-equality fix, the dashboard mid-run with continuous timing
-  # (SVG), the split cap at long context (8192 tokens) against one program a block, the full step's
-  # counters, the dashboard's overhead A/B
-  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  python3 scripts/precompile.py --only-default --sizes qwen3-1.7b 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
-  timeout 170 python3 scripts/gpu_continuous_check.py --out "$R/continuous_check.json" > "$R/continuous_check.log" 2>&1
-  grep -v "TileLang:" "$R/continuous_check.log" | tail -18 | cut -c1-200; pack
-  timeout 90 python3 -m tfdash --headless --ab tilelang-lateres --max-new-tokens 8192 --ignore-eos > "$R/ab.log" 2>&1
-  grep -v "TileLang:" "$R/ab.log" | tail -12 | cut -c1-200; pack
-  timeout 150 python3 scripts/gpu_app_check.py --skip-ab --midrun-tokens 4096 --out-dir "$R/app" 2>&1 | grep -v "TileLang:" | tail -4; pack
-  timeout 200 python3 -m tfdash bench --max-new-tokens 8192 --backends tilelang-graph,tilelang-scall --json "$R/bench-8192.json" 2>&1 \
-    | grep -v "TileLang:" | tail -5 | cut -c1-160; pack
-fi
-if [ "$what" = next2 ]; then
-  # the rest of what session 5 left: the full step's counters, then the dashboard's overhead A/B
-  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  python3 scripts/precompile.py --only-default --sizes qwen3-1.7b 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
-  timeout 300 python3 -m tfdash counters --all --json "$R/counters-all-1.7b.json" > "$R/counters-all.log" 2>&1
-  grep -v "TileLang:" "$R/counters-all.log" | tail -6 | cut -c1-200; pack
-  timeout 200 python3 scripts/gpu_app_check.py --out-dir "$R/app-ab" 2>&1 | grep -v "TileLang:" | tail -8; pack
-fi
 if [ "$what" = live ]; then
   # the live dashboard's keys on the H200 (scripts/gpu_live_check.py: the A/B of tilelang-lateres
   # with its SVG, gate_up's counters from the drill-down with tok/s before and after, TTFT and
@@ -112,39 +88,18 @@ if [ "$what" = live ]; then
     | grep -v "TileLang:" | tail -4 | cut -c1-160; pack
   timeout 40 python3 -m tfdash --headless --device cuda --max-new-tokens 2048 > "$R/headless-2048.log" 2>&1; grep -v "TileLang:" "$R/headless-2048.log" | tail -2 | cut -c1-250; pack
 fi
-if [ "$what" = liveab ]; then
-  # the dashboard's live A/B, which did not report within 330 s under continuous timing: with the
-  # ring (thread stacks every 45 s), with profile windows only, then headless with the ring
+if [ "$what" = next ]; then
+  # what session 6 left, most important first (packed after each part): the register-budget
+  # kernels against the torch spelling, then their bench against the default in one process
+  # (issue 12), then the GPU suite at the 1.7B shape (issue 13's last item; `sizes` runs every size)
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
   python3 scripts/precompile.py --only-default --sizes qwen3-1.7b 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
-  timeout 170 python3 scripts/gpu_live_check.py --parts ab --stacks-every 45 --out-dir "$R/ring" > "$R/ring.log" 2>&1; grep -v "TileLang:" "$R/ring.log" | tail -3 | cut -c1-250; pack
-  TFDASH_TIMING=windows timeout 150 python3 scripts/gpu_live_check.py --parts ab --stacks-every 45 --out-dir "$R/windows" > "$R/windows.log" 2>&1
-  grep -v "TileLang:" "$R/windows.log" | tail -3 | cut -c1-250; pack
-  timeout 90 python3 -m tfdash --headless --profile --ab tilelang-lateres --max-new-tokens 8192 --ignore-eos > "$R/headless-ring.log" 2>&1
-  grep -v "TileLang:" "$R/headless-ring.log" | tail -6 | cut -c1-200; pack
-fi
-if [ "$what" = final ]; then
-  # session 6's last call: the headless A/B under continuous timing (each side's window pauses the
-  # ring), the dashboard's A/B (its variant compiled by the first), counters and rates keys, then
-  # the bench of the same pair right after
-  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  python3 scripts/precompile.py --only-default --sizes qwen3-1.7b 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
-  timeout 80 python3 -m tfdash --headless --profile --ab tilelang-lateres --max-new-tokens 8192 --ignore-eos > "$R/headless-ring.log" 2>&1
-  grep -v "TileLang:" "$R/headless-ring.log" | tail -13 | cut -c1-200; pack
-  timeout 300 python3 scripts/gpu_live_check.py --stacks-every 60 --out-dir "$R/live" > "$R/live.log" 2>&1; grep -v "TileLang:" "$R/live.log" | tail -5 | cut -c1-250; pack
-  timeout 120 python3 -m tfdash bench --max-new-tokens 8192 --backends tilelang-graph,tilelang-lateres --json "$R/bench-lateres-8192.json" 2>&1 \
-    | grep -v "TileLang:" | tail -4 | cut -c1-160; pack
-fi
-if [ "$what" = final2 ]; then
-  # the A/B's turns as median steps: headless (which also compiles the variant), the dashboard's A/B
-  # during the generation, then the bench of the same pair right after
-  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  python3 scripts/precompile.py --only-default --sizes qwen3-1.7b 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
-  timeout 70 python3 -m tfdash --headless --profile --ab tilelang-lateres --max-new-tokens 8192 --ignore-eos > "$R/headless-ring.log" 2>&1
-  grep -v "TileLang:" "$R/headless-ring.log" | grep -E "^(A |B |variant|no diff)" | cut -c1-200; pack
-  timeout 90 python3 scripts/gpu_live_check.py --parts ab --out-dir "$R/live" > "$R/live.log" 2>&1; grep -v "TileLang:" "$R/live.log" | tail -3 | cut -c1-250; pack
-  timeout 110 python3 -m tfdash bench --max-new-tokens 8192 --backends tilelang-graph,tilelang-lateres --json "$R/bench-lateres-8192.json" 2>&1 \
-    | grep -v "TileLang:" | tail -3 | cut -c1-160; pack
+  timeout 120 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py -q -rA -p no:cacheprovider -k "register_budget" 2>&1 \
+    | grep -v "TileLang:" > "$R/mb3-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/mb3-tests.log" | cut -c1-200 | tail -8; pack
+  timeout 200 python3 -m tfdash bench --backends tilelang-graph,tilelang-mb3,tilelang-qkvmb3,tilelang-attnmb3 \
+    --json "$R/bench-mb3.json" 2>&1 | grep -v "TileLang:" > "$R/bench-mb3.log"; tail -6 "$R/bench-mb3.log" | cut -c1-160; pack
+  timeout 240 python3 -m pytest -m gpu tests/gpu -q -rA -p no:cacheprovider -k "not every_size" --junitxml="$R/gpu-tests.xml" 2>&1 \
+    | grep -v "TileLang:" > "$R/gpu-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/gpu-tests.log" | cut -c1-200 | tail -12; pack
 fi
 if [ "$what" = speed ]; then
   # the attention grid change and the GEMV sweep on the small sizes: attention GPU tests, then the
