@@ -89,16 +89,17 @@ if [ "$what" = live ]; then
   timeout 40 python3 -m tfdash --headless --device cuda --max-new-tokens 2048 > "$R/headless-2048.log" 2>&1; grep -v "TileLang:" "$R/headless-2048.log" | tail -2 | cut -c1-250; pack
 fi
 if [ "$what" = next ]; then
-  # what session 6 left, most important first (packed after each part): the register-budget
-  # kernels against the torch spelling, then their bench against the default in one process
+  # what session 6 left, most important first (packed after each part): the register-budget and
+  # 32-position-block kernels against the torch spelling, then their bench (and down's shared-memory
+  # prefetch, never benched) against the default in one process
   # (issue 12), then the GPU suite at the 1.7B shape (issue 13's last item; `sizes` runs every size)
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
   python3 scripts/precompile.py --only-default --sizes qwen3-1.7b 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
-  timeout 120 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py -q -rA -p no:cacheprovider -k "register_budget" 2>&1 \
+  timeout 120 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py -q -rA -p no:cacheprovider -k "register_budget or 32_position" 2>&1 \
     | grep -v "TileLang:" > "$R/mb3-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/mb3-tests.log" | cut -c1-200 | tail -8; pack
-  timeout 200 python3 -m tfdash bench --backends tilelang-graph,tilelang-mb3,tilelang-qkvmb3,tilelang-attnmb3 \
-    --json "$R/bench-mb3.json" 2>&1 | grep -v "TileLang:" > "$R/bench-mb3.log"; tail -6 "$R/bench-mb3.log" | cut -c1-160; pack
-  timeout 240 python3 -m pytest -m gpu tests/gpu -q -rA -p no:cacheprovider -k "not every_size" --junitxml="$R/gpu-tests.xml" 2>&1 \
+  timeout 240 python3 -m tfdash bench --backends tilelang-graph,tilelang-mb3,tilelang-qkvmb3,tilelang-attnmb3,tilelang-b32,tilelang-b32sc64,tilelang-smemdown \
+    --json "$R/bench-mb3.json" 2>&1 | grep -v "TileLang:" > "$R/bench-mb3.log"; tail -11 "$R/bench-mb3.log" | cut -c1-160; pack
+  timeout 180 python3 -m pytest -m gpu tests/gpu -q -rA -p no:cacheprovider -k "not every_size" --junitxml="$R/gpu-tests.xml" 2>&1 \
     | grep -v "TileLang:" > "$R/gpu-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/gpu-tests.log" | cut -c1-200 | tail -12; pack
 fi
 if [ "$what" = speed ]; then

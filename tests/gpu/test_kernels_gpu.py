@@ -251,6 +251,13 @@ def test_attention_under_a_register_budget(ctx):
     check_fused_attention(MB3, ctx)
 
 
+@pytest.mark.parametrize("variant", ["tilelang-b32", "tilelang-b32sc64"])
+@pytest.mark.parametrize("ctx", [0, 31, 32, 1023, 1024, 2100, 4095])
+def test_attention_with_32_position_blocks(variant, ctx):
+    """Splits of 32 positions: 128 at capacity 4096, on 32 programs (four rounds) or 64 (two)."""
+    check_fused_attention(build_plan(CFG, dtype="bfloat16", capacity=4096, **PLAN_VARIANTS[variant]), ctx)
+
+
 @pytest.mark.parametrize("capacity,ctx,cap", [(2112, 0, None), (2112, 2111, None), (2112, 2111, 40), (2112, 1500, 16),
                                               (8192, 0, None), (8192, 2500, None), (8192, 8191, None)])
 def test_attention_grid_rounds(capacity, ctx, cap):

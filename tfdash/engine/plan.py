@@ -181,7 +181,8 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                gemv_blocks_per_sm: Mapping[str, int] | None = None, attn_kv_early: bool = True,
                early_residual: bool = True, down_smem_prefetch: bool = False,
                gemv_overrides: Mapping[str, Mapping[str, int]] | None = None,
-               attn_split_cap: int | None = None, attn_min_blocks: int | None = None) -> StepPlan:
+               attn_split_cap: int | None = None, attn_min_blocks: int | None = None,
+               attn_block: int | None = None) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -197,6 +198,8 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     `attn_min_blocks` asks the compiler for that many attention blocks per SM
     (`__launch_bounds__`'s second argument: fewer registers a thread), so a block fits beside
     the qkv GEMV's and starts its K/V prefetch under PDL sooner; a variant to A/B.
+    `attn_block` sets the KV positions per split (default ATTN_BLOCK): half as many halves the
+    K/V each thread prefetches (and its registers) for twice the splits; a variant to A/B.
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import settings as gemv_settings
@@ -211,7 +214,10 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         raise CapacityError(f"capacity={capacity} must be positive")
     H, D, I, V, L = cfg.hidden_size, cfg.head_dim, cfg.intermediate_size, cfg.vocab_size, cfg.num_layers
     nH, nKV, C = cfg.num_heads, cfg.num_kv_heads, capacity
-    splits = -(-C // ATTN_BLOCK)
+    block = ATTN_BLOCK if attn_block is None else attn_block
+    if block < 1:
+        raise TfdashError(f"attn_block={block} must be at least 1 (the kernel wants a multiple of 32)")
+    splits = -(-C // block)
     eps = cfg.rms_norm_eps
 
     buffers: dict[str, BufferSpec] = {}
@@ -276,13 +282,13 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         launch(role, layer, "gemv", kernel, dims, **args)
 
     launch("embed", None, "embed", "embed_gather", dict(H=H, V=V), tok="tok", table="embed", out="x")
-    attn_dims = dict(n_heads=nH, n_kv_heads=nKV, head_dim=D, capacity=C, block=ATTN_BLOCK, splits=splits)
-    sc_sfx = ""
+    attn_dims = dict(n_heads=nH, n_kv_heads=nKV, head_dim=D, capacity=C, block=block, splits=splits)
+    sc_sfx = "" if attn_block is None else f"_b{block}"  # another block is another kernel
     if attn_split_cap is not None:
         if attn_split_cap < 1:
             raise TfdashError(f"attn_split_cap={attn_split_cap} must be at least 1")
         attn_dims["split_cap"] = attn_split_cap
-        sc_sfx = f"_sc{attn_split_cap}"  # another grid is another kernel: name it apart
+        sc_sfx += f"_sc{attn_split_cap}"  # another grid is another kernel: name it apart
     if attn_min_blocks is not None:
         if not 1 <= attn_min_blocks <= 16:
             raise TfdashError(f"attn_min_blocks={attn_min_blocks} must be 1 to 16 blocks per SM")

@@ -60,6 +60,8 @@ PLAN_VARIANTS = {
                      "gemv_overrides": {"qkv_proj": {"min_blocks": 3}, "gate_up": {"min_blocks": 3}}},
     "tilelang-qkvmb3": {"gemv_overrides": {"qkv_proj": {"min_blocks": 3}}},
     "tilelang-attnmb3": {"attn_min_blocks": 3},
+    "tilelang-b32": {"attn_block": 32},  # 32 positions a split: half the prefetch registers, twice the splits
+    "tilelang-b32sc64": {"attn_block": 32, "attn_split_cap": 64},  # ... on as many programs: one round to 2048
 }
 BACKENDS = ("tilelang-graph", "tilelang-nopdl", *PLAN_VARIANTS, "torch-compile", "torch-graph", "hf-compile")
 DEFAULT_BACKENDS = "tilelang-graph,torch-compile,torch-graph"
