@@ -34,15 +34,19 @@ from gpu_app_check import SIZE, send_key  # noqa: E402
 RECENT = 256  # steps in "tok/s now" before and after the counters key
 
 
-def recent_tok_s(snap, after_step: int = 0) -> tuple[float, int]:
-    """tok/s from the median of the latest RECENT step times (taken after `after_step` steps),
-    and how many steps that median used."""
+def recent_tok_s(snap, after_step: int | None = None) -> tuple[float, int, int]:
+    """(tok/s from the median of RECENT step times, how many it used, the step index of the first):
+    the latest RECENT, or with `after_step` the first RECENT from that step on."""
     kept = list(snap.step_ns)
     first = snap.steps - len(kept)  # the step index of kept[0]
-    usable = kept[max(0, after_step - first):][-RECENT:]
+    if after_step is None:
+        start = max(0, len(kept) - RECENT)
+    else:
+        start = max(0, after_step - first)
+    usable = kept[start:start + RECENT]
     if not usable:
-        return 0.0, 0
-    return 1e9 / statistics.median(usable), len(usable)
+        return 0.0, 0, first + start
+    return 1e9 / statistics.median(usable), len(usable), first + start
 
 
 async def wait(pilot, cond, what: str, timeout: float) -> float:
@@ -111,9 +115,9 @@ async def counters_part(engine, out: Path, max_new: int) -> dict:
         kt = app.query_one(KernelTable)
         labels = [str(kt.table.get_row_at(i)[0]).strip() for i in range(kt.table.row_count)]
         kt.table.move_cursor(row=labels.index("gate_up"))
-        before, n_before = recent_tok_s(app.snapshot)
+        before, n_before, ctx_before = recent_tok_s(app.snapshot)
         res.update(tok_s_before=before, steps_before=n_before, tokens_at_press=app.snapshot.new_tokens,
-                   steps_at_press=app.snapshot.steps)
+                   steps_at_press=app.snapshot.steps, ctx_before=ctx_before)
         send_key(app, "enter")
         await wait(pilot, lambda: type(app.screen).__name__ == "DrillScreen", "the drill-down", 10)
         await pilot.pause(0.3)
@@ -130,15 +134,16 @@ async def counters_part(engine, out: Path, max_new: int) -> dict:
 
         res["counters_s"] = await wait(pilot, filled, "gate_up's counters", 420)
         steps_done = app.snapshot.steps
+        # the RECENT steps right after the counters arrived, before anything else (the screenshot) runs
+        await wait(pilot, lambda: app.snapshot.steps >= steps_done + RECENT, "steps after ncu", 60)
+        after, n_after, ctx_after = recent_tok_s(app.snapshot, after_step=steps_done)
         await pilot.pause(1.0)
         res["svg"] = str(app.save_screenshot(filename="drill-counters.svg", path=str(out)))
         row = next(k for k in app.snapshot.kernels if k.counters is not None and k.role.endswith(".gate_up"))
         res["counters"] = {"role": row.role, "dram_bytes": row.counters.dram_bytes,
                            "analyzer_bytes": row.bytes_read + row.bytes_written}
-        await wait(pilot, lambda: app.snapshot.steps >= steps_done + RECENT, "steps after ncu", 60)
-        after, n_after = recent_tok_s(app.snapshot, after_step=steps_done)
-        res.update(tok_s_after=after, steps_after=n_after, wall_s=time.monotonic() - t0, ctx_after=steps_done,
-                   ctx_before=res["steps_at_press"] - n_before, change_pct=100.0 * (after - before) / before if before else None)
+        res.update(tok_s_after=after, steps_after=n_after, wall_s=time.monotonic() - t0, ctx_after=ctx_after,
+                   change_pct=100.0 * (after - before) / before if before else None)
         send_key(app, "escape")
         await pilot.pause(0.2)
         send_key(app, "q")

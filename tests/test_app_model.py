@@ -214,3 +214,21 @@ async def test_a_chart_with_nan_points_draws():
         c.show(Figure(lines=(Line((0.0,), (math.nan,)),)))  # nothing finite at all
         await pilot.pause()
         assert c.figure.lines[0].ys[0] != c.figure.lines[0].ys[0]  # the figure keeps what it was given
+
+
+def test_p90_and_meas_bytes_take_no_place_until_a_launch_has_one(snap):
+    """Without p90s (an older snapshot) or counters, neither column is drawn nor walked by `s`."""
+    from tfdash.app.widgets.kernel_cells import hidden, next_sort_key
+
+    assert all(k.measured_p90_ns is not None for k in snap.kernels) and hidden(snap.kernels) == {"meas_bytes"}
+    assert next_sort_key("measured", hidden(snap.kernels), False) == "p90"
+    bare = tuple(replace(k, measured_p90_ns=None) for k in snap.kernels)
+    assert hidden(bare) == {"meas_bytes", "p90"}
+    assert next_sort_key("measured", hidden(bare), False) == "gap"
+    walked, key = [], "label"
+    for _ in range(len(model.SORT_KEYS)):
+        key = next_sort_key(key, hidden(bare), False)
+        walked.append(key)
+    assert "p90" not in walked and "meas_bytes" not in walked and "gap" in walked
+    rows = model.table_rows(bare, "op", ("measured", True), "")
+    assert all(r.p90 is None for r in rows)

@@ -206,6 +206,9 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
 
     bps = dict(gemv_blocks_per_sm or {})
     overrides = {op: dict(v) for op, v in (gemv_overrides or {}).items()}
+    low = [f"{op}:{k}={v}" for op, o in overrides.items() for k, v in o.items() if not isinstance(v, int) or v < 1]
+    if low:
+        raise TfdashError(f"GEMV setting(s) {', '.join(low)} must be whole numbers of at least 1")
     bad = {k for v in overrides.values() for k in v} - set(GEMV_KNOB_TAG)
     if bad:
         raise TfdashError(f"unknown GEMV setting(s) {', '.join(sorted(bad))} (known: {', '.join(GEMV_KNOB_TAG)})")
@@ -216,7 +219,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     nH, nKV, C = cfg.num_heads, cfg.num_kv_heads, capacity
     block = ATTN_BLOCK if attn_block is None else attn_block
     if block < 1:
-        raise TfdashError(f"attn_block={block} must be at least 1 (the kernel wants a multiple of 32)")
+        raise TfdashError(f"attn_block={block} must be positive")
     splits = -(-C // block)
     eps = cfg.rms_norm_eps
 
@@ -283,7 +286,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
 
     launch("embed", None, "embed", "embed_gather", dict(H=H, V=V), tok="tok", table="embed", out="x")
     attn_dims = dict(n_heads=nH, n_kv_heads=nKV, head_dim=D, capacity=C, block=block, splits=splits)
-    sc_sfx = "" if attn_block is None else f"_b{block}"  # another block is another kernel
+    sc_sfx = "" if block == ATTN_BLOCK else f"_b{block}"  # another block is another kernel
     if attn_split_cap is not None:
         if attn_split_cap < 1:
             raise TfdashError(f"attn_split_cap={attn_split_cap} must be at least 1")
