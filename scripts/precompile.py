@@ -23,7 +23,7 @@ BENCH_CAPACITY = 2112  # a 12-token prompt + 2048 new tokens, in whole attention
 def plans(sizes, only_default=False):
     from tfdash.engine.config import preset
     from tfdash.engine.plan import build_plan
-    from tfdash.profiling.bench import PLAN_VARIANTS
+    from tfdash.profiling.variants import PLAN_VARIANTS
 
     for name in sizes:
         cfg = preset(name)

@@ -157,7 +157,7 @@ def test_gemv_specs_and_bench_names_resolve():
     assert v.name == "tilelang[down:seg=8,blocks_per_sm=1]" and v.options == {"gemv_overrides": {
         "down": {"seg": 8, "blocks_per_sm": 1}}}
     assert ab.resolve("tilelang[down:seg=8]").options == {"gemv_overrides": {"down": {"seg": 8}}}
-    from tfdash.profiling.bench import PLAN_VARIANTS
+    from tfdash.profiling.variants import PLAN_VARIANTS
 
     assert set(PLAN_VARIANTS) < set(ab.VARIANTS) and ab.VARIANTS["tilelang-lateres"].about == "early_residual=False"
     assert v.about == "gemv_overrides.down.seg=8, gemv_overrides.down.blocks_per_sm=1"

@@ -205,7 +205,7 @@ def test_the_register_budget_variant_fits_beside_its_neighbours(fresh_cache):
     block of the next fit in the 65536 registers together, spilling at most one register
     (gate_up spills 4 bytes)."""
     from tfdash.kernels.gemv import THREADS
-    from tfdash.profiling.bench import PLAN_VARIANTS
+    from tfdash.profiling.variants import PLAN_VARIANTS
 
     plan = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, **PLAN_VARIANTS["tilelang-mb3"])
     layer = [la for la in plan.launches if la.layer == 0]

@@ -243,7 +243,7 @@ def test_attention_grid_stops_growing_with_the_capacity():
 
 
 def test_attention_split_cap_is_a_plan_variant():
-    from tfdash.profiling.bench import PLAN_VARIANTS
+    from tfdash.profiling.variants import PLAN_VARIANTS
 
     plan = build_plan(preset("qwen3-1.7b"), capacity=2112, **PLAN_VARIANTS["tilelang-sc16"])
     [kernel] = {x.kernel for x in plan.launches if x.family == "attention"}

@@ -13,7 +13,7 @@ import torch
 
 from tfdash.engine.config import preset
 from tfdash.engine.plan import build_plan
-from tfdash.profiling.bench import PLAN_VARIANTS
+from tfdash.profiling.variants import PLAN_VARIANTS
 from tfdash.kernels.base import family
 
 pytestmark = pytest.mark.gpu

@@ -140,9 +140,7 @@ def tilelang_attention(dims):
                             dims["block"], dims["dtype"])
     S = dims["splits"]
     SG, R = grid_splits(S, dims.get("split_cap", SPLIT_CAP))
-    fused = bool(dims.get("fused_rope"))
-    min_blocks = int(dims.get("min_blocks", 0))
-    eps = float(dims.get("eps", 1e-6))
+    fused, eps, min_blocks = bool(dims.get("fused_rope")), float(dims.get("eps", 1e-6)), int(dims.get("min_blocks", 0))
     group = nH // nKV
     threads = D  # thread tx owns dim tx in the value phase and the merge
     warps = threads // 32
@@ -164,7 +162,7 @@ def tilelang_attention(dims):
     @T.macro
     def body(qkv, q_norm, k_norm, cos, sin, q, k_cache, v_cache, pos, out, part, ml, sem):
         with T.Kernel(SG, nKV, threads=threads) as (px, g):
-            if min_blocks:  # __launch_bounds__(threads, min_blocks): the register budget a thread
+            if min_blocks:  # __launch_bounds__(threads, min_blocks): a register budget a thread
                 T.annotate_min_blocks_per_sm(min_blocks)
             tx = T.get_thread_binding(0)
             lane = tx % 32

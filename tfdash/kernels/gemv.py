@@ -185,8 +185,7 @@ def tilelang_gemv(dims):
     pro_iters = -(-K // (THREADS * VEC))
     assert K % (32 * VEC) == 0, f"K={K} must be a multiple of {32 * VEC}"
 
-    amax_on = bool(dims.get("argmax"))
-    min_blocks = int(dims.get("min_blocks", 0))
+    amax_on, min_blocks = bool(dims.get("argmax")), int(dims.get("min_blocks", 0))
     # The residual this GEMV adds into was written two or more kernels back (the plan says so:
     # o_proj's x by the last layer's down, down's by o_proj): under PDL, every kernel before the
     # one just before this has finished once this kernel runs, so its first row group's residual

@@ -50,7 +50,7 @@ class Variant:
 
 
 def _variants() -> dict[str, Variant]:
-    from tfdash.profiling.bench import PLAN_VARIANTS
+    from tfdash.profiling.variants import PLAN_VARIANTS
 
     out = {name: Variant(name, dict(opts)) for name, opts in PLAN_VARIANTS.items()}
     out["tilelang-nopdl"] = Variant("tilelang-nopdl", {}, {"pdl": False})

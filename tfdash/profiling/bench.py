@@ -22,6 +22,7 @@ copy bandwidth.
     tilelang-sc16/24/40 attention's grid at most 16/24/40 programs per kv head (the default: 32),
                      each looping over its blocks of the cache (the split-cap A/B); tilelang-scall:
                      one program a block, however large the cache (the grid before the cap)
+    tilelang-mb3 ... register budgets and 32-position splits (tfdash.profiling.variants)
     tilelang[OP:K=V] a GEMV launch-settings variant (--gemv), the sweep behind the GEMV table
     tilelang@N       tilelang-graph with an N-position KV cache (--also-capacity N; the dashboard's
                      is 4096), against the run-sized one
@@ -41,28 +42,8 @@ import sys
 import time
 
 from tfdash.errors import TfdashError, UnsupportedShape
+from tfdash.profiling.variants import PLAN_VARIANTS
 
-# The plan variants (build_plan options) that run as tilelang peers of the default graph.
-PLAN_VARIANTS = {
-    "tilelang-unfused": {"fused_rope": False},
-    "tilelang-gu1": {"gemv_blocks_per_sm": {"gate_up": 1}},
-    "tilelang-latekv": {"attn_kv_early": False},
-    "tilelang-lateres": {"early_residual": False},
-    "tilelang-smemdown": {"down_smem_prefetch": True},
-    "tilelang-sc16": {"attn_split_cap": 16},
-    "tilelang-sc24": {"attn_split_cap": 24},
-    "tilelang-sc40": {"attn_split_cap": 40},
-    "tilelang-scall": {"attn_split_cap": 1 << 20},
-    # register budgets (__launch_bounds__' blocks per SM) under which each kernel's blocks fit beside
-    # the one before's on an SM, so PDL can start them while it drains: qkv, attention and gate_up
-    # at 3 (80, 168 and 80 registers a thread); o_proj and down fit as they are
-    "tilelang-mb3": {"attn_min_blocks": 3,
-                     "gemv_overrides": {"qkv_proj": {"min_blocks": 3}, "gate_up": {"min_blocks": 3}}},
-    "tilelang-qkvmb3": {"gemv_overrides": {"qkv_proj": {"min_blocks": 3}}},
-    "tilelang-attnmb3": {"attn_min_blocks": 3},
-    "tilelang-b32": {"attn_block": 32},  # 32 positions a split: half the prefetch registers, twice the splits
-    "tilelang-b32sc64": {"attn_block": 32, "attn_split_cap": 64},  # ... on as many programs: one round to 2048
-}
 BACKENDS = ("tilelang-graph", "tilelang-nopdl", *PLAN_VARIANTS, "torch-compile", "torch-graph", "hf-compile")
 DEFAULT_BACKENDS = "tilelang-graph,torch-compile,torch-graph"
 
