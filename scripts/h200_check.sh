@@ -3,7 +3,7 @@
 #   run with carry [".gpu"]:  bash scripts/h200_check.sh [tests|diag|bench|profile|app|all] [extra bench args]
 #   (all = tests, diag, bench; engine = bench, headless run, GPU tests; observe = issues 5 and 6 (+ bench); dash = app + tty; profile = scripts/gpu_profile_check.py; app = scripts/gpu_app_check.py;
 #    counters = tfdash counters on one layer plus embed, lm_head and argmax (issue 17);
-#    next = what session 6 left (register-budget variants, the whole GPU suite); live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick)
+#    next = session 7's variants (trigger-first, register budgets: tests, per-launch times, bench); live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick)
 # Needs the offline bundle (../shared/gpu-bundle .gpu/site.tar.xz). The tilelang kernel cache
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
@@ -89,18 +89,18 @@ if [ "$what" = live ]; then
   timeout 40 python3 -m tfdash --headless --device cuda --max-new-tokens 2048 > "$R/headless-2048.log" 2>&1; grep -v "TileLang:" "$R/headless-2048.log" | tail -2 | cut -c1-250; pack
 fi
 if [ "$what" = next ]; then
-  # what session 6 left, most important first (packed after each part): the register-budget and
-  # 32-position-block kernels against the torch spelling, then their bench (and down's shared-memory
-  # prefetch, never benched) against the default in one process
-  # (issue 12), then the GPU suite at the 1.7B shape (issue 13's last item; `sizes` runs every size)
+  # session 7's first call (issue 12), packed after each part: the trigger-first and register-budget
+  # kernels against the torch spelling and the variants' graphs against the default bit for bit;
+  # per-launch exclusive times at ctx 1024 of each variant; then their bench in one process
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
   python3 scripts/precompile.py --only-default --sizes qwen3-1.7b 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
-  timeout 120 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py -q -rA -p no:cacheprovider -k "register_budget or 32_position" 2>&1 \
-    | grep -v "TileLang:" > "$R/mb3-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/mb3-tests.log" | cut -c1-200 | tail -8; pack
-  timeout 240 python3 -m tfdash bench --backends tilelang-graph,tilelang-mb3,tilelang-qkvmb3,tilelang-attnmb3,tilelang-b32,tilelang-b32sc64,tilelang-smemdown \
-    --json "$R/bench-mb3.json" 2>&1 | grep -v "TileLang:" > "$R/bench-mb3.log"; tail -11 "$R/bench-mb3.log" | cut -c1-160; pack
-  timeout 180 python3 -m pytest -m gpu tests/gpu -q -rA -p no:cacheprovider -k "not every_size" --junitxml="$R/gpu-tests.xml" 2>&1 \
-    | grep -v "TileLang:" > "$R/gpu-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/gpu-tests.log" | cut -c1-200 | tail -12; pack
+  timeout 150 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
+    -k "register_budget or 32_position or triggers_first or same_bits" 2>&1 \
+    | grep -v "TileLang:" > "$R/variant-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/variant-tests.log" | cut -c1-200 | tail -8; pack
+  timeout 120 python3 scripts/kernel_times.py --variants tilelang-otrig,tilelang-otrigmb3,tilelang-mb3,tilelang-alltrig \
+    --out "$R/kernel-times.json" 2>&1 | grep -v "TileLang:" > "$R/kernel-times.log"; sed -n 1,14p "$R/kernel-times.log" | cut -c1-120; pack
+  timeout 260 python3 -m tfdash bench --backends tilelang-graph,tilelang-otrig,tilelang-otrigmb3,tilelang-alltrig,tilelang-mb3,tilelang-qkvmb3,tilelang-attnmb3,tilelang-b32,tilelang-smemdown \
+    --json "$R/bench-variants.json" 2>&1 | grep -v "TileLang:" > "$R/bench-variants.log"; tail -12 "$R/bench-variants.log" | cut -c1-160; pack
 fi
 if [ "$what" = speed ]; then
   # the attention grid change and the GEMV sweep on the small sizes: attention GPU tests, then the

@@ -77,10 +77,28 @@ def cupti(rt, plan, reps=3):
             "dur_median_us": {k: statistics.median(v) for k, v in durs.items()}}
 
 
+def measure(plan, weights):
+    rt = TilelangRuntime(plan, weights, "cuda")
+    rt.capture()
+    t = replay_times(rt)
+    out = {"replay_us_median": statistics.median(t), "replay_us_min": min(t)}
+    try:
+        out["cupti"] = cupti(rt, plan)
+    except Exception as e:  # keep the timing even if the profiler fails
+        out["cupti_error"] = repr(e)
+    del rt
+    torch.cuda.empty_cache()
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
+    ap.add_argument("--variants", default="", help="comma-separated plan variants (tfdash.profiling.variants) "
+                    "measured after the default plan, each the same way")
     args = ap.parse_args()
+    from tfdash.profiling.variants import PLAN_VARIANTS
+
     cfg = preset("qwen3-1.7b")
     weights = pack(cfg, random_state_dict(cfg, torch.bfloat16, "cuda", 0))
     plan = build_plan(cfg, "bfloat16", capacity=2048)
@@ -90,19 +108,10 @@ def main():
     for r in a.rows:
         bytes_by_kernel[r.launch.kernel] = r.cost.bytes
         count[r.launch.kernel] = count.get(r.launch.kernel, 0) + 1
-    out = {"ctx": CTX, "analysis_bytes": a.bytes, "launches": len(plan)}
-    for pdl in (True,):
-        rt = TilelangRuntime(plan, weights, "cuda", pdl=pdl)
-        rt.capture()
-        t = replay_times(rt)
-        key = "pdl" if pdl else "nopdl"
-        out[key] = {"replay_us_median": statistics.median(t), "replay_us_min": min(t)}
-        try:
-            out[key]["cupti"] = cupti(rt, plan)
-        except Exception as e:  # keep the timing even if the profiler fails
-            out[key]["cupti_error"] = repr(e)
-        del rt
-        torch.cuda.empty_cache()
+    out = {"ctx": CTX, "analysis_bytes": a.bytes, "launches": len(plan), "pdl": measure(plan, weights)}
+    names = [v for v in args.variants.split(",") if v]
+    out["variants"] = {v: measure(build_plan(cfg, "bfloat16", capacity=2048, **PLAN_VARIANTS[v]), weights)
+                       for v in names}
     for key in ("pdl",):
         print(f"{key}: replay median {out[key]['replay_us_median']:.1f} us (min {out[key]['replay_us_min']:.1f})")
         c = out[key].get("cupti")
@@ -111,9 +120,13 @@ def main():
                   f"gap median {c['gap_median_us']:.2f} us, gap sum {c['gap_sum_us']:.1f} us, span {c['replay_span_us']:.1f} us")
     c = out["pdl"].get("cupti")
     if c:
-        print(f"{'op':<16}{'excl us med':>12}{'excl us sum':>12}")
-        for op, us in c["excl_median_us"].items():
-            print(f"{op:<16}{us:>12.2f}{c['excl_sum_us'][op]:>12.1f}")
+        cols = ["default"] + names
+        per = [c] + [out["variants"][v].get("cupti") or {} for v in names]
+        print(f"{'op':<16}" + "".join(f"{k[-14:]:>15}" for k in cols) + "   (exclusive us, median)")
+        for op in c["excl_median_us"]:
+            print(f"{op:<16}" + "".join(f"{p.get('excl_median_us', {}).get(op, float('nan')):>15.2f}" for p in per))
+        print(f"{'replay us':<16}" + "".join(f"{m['replay_us_median']:>15.1f}"
+                                             for m in [out["pdl"]] + [out["variants"][v] for v in names]))
         for role, a, b in c["layer13_spans"]:
             print(f"  {role:<16} start {a:9.2f} end {b:9.2f}")
     c = out["pdl"].get("cupti")

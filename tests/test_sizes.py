@@ -179,6 +179,20 @@ def test_gemv_overrides_name_the_kernel_apart():
         build_plan(cfg, capacity=64, gemv_overrides={"down": {"warps": 4}})
 
 
+def test_trigger_first_only_where_the_next_kernel_reads_weights_early():
+    """o_proj (next: gate_up) and down (next: qkv_proj or lm_head) may let the next kernel launch
+    at their start; gate_up may not (down reads x, o_proj's output, before its grid dependency),
+    nor qkv_proj (attention reads the cache)."""
+    cfg = preset("qwen3-1.7b")
+    plan = build_plan(cfg, capacity=64, gemv_overrides={"o_proj": {"trigger_first": 1}, "down": {"trigger_first": 1}})
+    o = plan.ops()["o_proj"][0]
+    assert o.kernel == "gemv_o_residual_t1" and o.dims["trigger_first"] == 1
+    assert plan.ops()["down"][0].kernel == "gemv_down_silu_residual_t1"
+    for op in ("gate_up", "qkv_proj"):
+        with pytest.raises(TfdashError, match=f"trigger_first on {op}: .*allowed on o_proj and down"):
+            build_plan(cfg, capacity=64, gemv_overrides={op: {"trigger_first": 1}})
+
+
 # -- the torch-compile peer -----------------------------------------------------------------
 def test_compiled_step_decodes_the_eager_steps_tokens(one_thread):
     """compile_step swaps the launch list for one traced function of all of them; traced by

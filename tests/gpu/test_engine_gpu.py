@@ -216,7 +216,7 @@ def test_plan_variants_decode_the_same_bits(state):
     """The A/B variants of the plan change when loads are issued, never the arithmetic: a 64-token
     generation through each captured graph gives the default graph's logits bit for bit at the end
     and the same tokens (knobs off: late KV, late residual; off by default: down staged in shared
-    memory)."""
+    memory, o_proj letting gate_up launch at its start, with and without register budgets)."""
     sd, weights, plan, _, eng, _ = state
     prompt = [11, 22, 33, 44, 55] * 40  # 200 positions: attention spans several splits
 
@@ -230,7 +230,10 @@ def test_plan_variants_decode_the_same_bits(state):
         return rt.bufs["out_tokens"][:steps].clone(), rt.bufs["logits"].clone()
 
     base_tokens, base_logits = run(eng)
-    for options in ({"attn_kv_early": False, "early_residual": False}, {"down_smem_prefetch": True}):
+    from tfdash.profiling.variants import PLAN_VARIANTS
+
+    for options in ({"attn_kv_early": False, "early_residual": False}, {"down_smem_prefetch": True},
+                    PLAN_VARIANTS["tilelang-otrig"], PLAN_VARIANTS["tilelang-otrigmb3"]):
         variant = TilelangRuntime(build_plan(CFG, dtype="bfloat16", capacity=2048, **options), weights, DEV)
         variant.capture()
         tokens, logits = run(variant)

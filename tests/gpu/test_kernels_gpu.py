@@ -28,6 +28,7 @@ CFG = PLAN.config
 UNFUSED = build_plan(CFG, dtype="bfloat16", capacity=4096, fused_rope=False)  # the A/B baseline's kernels
 SMEM = build_plan(CFG, dtype="bfloat16", capacity=4096, down_smem_prefetch=True)  # a variant, off by default
 MB3 = build_plan(CFG, dtype="bfloat16", capacity=4096, **PLAN_VARIANTS["tilelang-mb3"])  # register budgets
+OTRIG = build_plan(CFG, dtype="bfloat16", capacity=4096, **PLAN_VARIANTS["tilelang-otrigmb3"])  # + o_proj triggers first
 DEV = "cuda"
 GEN = torch.Generator(device=DEV)
 
@@ -244,6 +245,11 @@ def test_attention_with_fused_rope(ctx):
 @pytest.mark.parametrize("kernel", sorted(k for k in MB3.kernels() if k.startswith("gemv_") and "_m3" in k))
 def test_gemv_under_a_register_budget(kernel):
     check_gemv(MB3.kernels()[kernel], MB3)
+
+
+@pytest.mark.parametrize("kernel", sorted(k for k in OTRIG.kernels() if k.startswith("gemv_") and "t1" in k))
+def test_gemv_that_triggers_first(kernel):
+    check_gemv(OTRIG.kernels()[kernel], OTRIG)
 
 
 @pytest.mark.parametrize("ctx", [0, 63, 1024, 4095])

@@ -34,7 +34,10 @@ from tfdash.errors import CapacityError, TfdashError
 ATTN_BLOCK = 64  # KV positions per split of the split-KV attention
 # kernel-name tags of overridden settings; min_blocks: __launch_bounds__'s blocks per SM (a
 # register budget a thread, so the next kernel's blocks fit beside these under PDL)
-GEMV_KNOB_TAG = {"rows": "r", "seg": "s", "blocks_per_sm": "b", "min_blocks": "m"}
+GEMV_KNOB_TAG = {"rows": "r", "seg": "s", "blocks_per_sm": "b", "min_blocks": "m", "trigger_first": "t"}
+# trigger_first (1: the next kernel may launch at this GEMV's start) only where the next kernel
+# reads nothing but weights before its grid dependency: o_proj -> gate_up, down -> qkv / lm_head
+TRIGGER_FIRST_OPS = ("o_proj", "down")
 
 
 @dataclass(frozen=True)
@@ -212,6 +215,10 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     bad = {k for v in overrides.values() for k in v} - set(GEMV_KNOB_TAG)
     if bad:
         raise TfdashError(f"unknown GEMV setting(s) {', '.join(sorted(bad))} (known: {', '.join(GEMV_KNOB_TAG)})")
+    early = sorted(op for op, o in overrides.items() if o.get("trigger_first") and op not in TRIGGER_FIRST_OPS)
+    if early:
+        raise TfdashError(f"trigger_first on {', '.join(early)}: the kernel after it reads activations before its "
+                          f"grid dependency (allowed on {' and '.join(TRIGGER_FIRST_OPS)})")
     cfg.validate()
     if capacity < 1:
         raise CapacityError(f"capacity={capacity} must be positive")

@@ -79,8 +79,6 @@ def cost(dims, ctx_len=0):
     return make_cost(flops, special, ops, smem=smem, scratch=scratch)
 
 
-
-
 # -- tilelang ------------------------------------------------------------------------------
 THREADS = 256  # 8 warps per block
 VEC = 8  # bf16 per 16-byte load
@@ -88,11 +86,9 @@ SMS = 132  # H200 multiprocessors; the grid is capped at `blocks_per_sm` of them
 BLOCKS_PER_SM = 2  # default; a plan may ask fewer for one op, leaving room for its successor's
 #                    blocks to become resident early under PDL and prefetch their weights
 
-
 LOADS = 16  # 16-byte weight loads a lane keeps in flight (R rows x SEG chunks)
 CHUNK = 32 * VEC  # columns a warp covers with one 16-byte load per lane
 TABLE_FILE = Path(__file__).with_name("gemv_table.json")
-
 
 MAX_ROWS = 2  # four rows a warp (K = 1024: 4 rows x 4 chunks) took 143 registers a thread, so
 #               one 256-thread block fitted per SM where the grid plans two
@@ -181,11 +177,13 @@ def tilelang_gemv(dims):
     chunks = K // CHUNK
     segs = -(-chunks // SEG)
     ragged = chunks % SEG != 0  # the last segment is shorter: its missing chunks are skipped
-    x_len = 2 * K if prologue == "silu_mul" else K
-    pro_iters = -(-K // (THREADS * VEC))
+    x_len, pro_iters = (2 * K if prologue == "silu_mul" else K), -(-K // (THREADS * VEC))
     assert K % (32 * VEC) == 0, f"K={K} must be a multiple of {32 * VEC}"
 
     amax_on, min_blocks = bool(dims.get("argmax")), int(dims.get("min_blocks", 0))
+    # trigger_first: the next kernel may launch at this one's start (its blocks stream their weights
+    # while the kernel before this one runs); the plan allows it where that one reads only weights early
+    trig_first = pdl and bool(dims.get("trigger_first"))
     # The residual this GEMV adds into was written two or more kernels back (the plan says so:
     # o_proj's x by the last layer's down, down's by o_proj): under PDL, every kernel before the
     # one just before this has finished once this kernel runs, so its first row group's residual
@@ -226,7 +224,8 @@ def tilelang_gemv(dims):
             best_v = -T.infinity("float32")
             best_i = N
             g0 = bx * warps + warp
-
+            if trig_first:
+                T.pdl_trigger()
             # ---- before the grid dependency: stream this warp's first row group (segment) ---
             # Weights depend on no kernel, so with programmatic dependent launch these loads
             # overlap the previous kernel's tail; everything after pdl_sync may read its output.
@@ -249,7 +248,8 @@ def tilelang_gemv(dims):
                             resv[r] = out[T.min(g0 * R + r, N - 1)]
             if pdl:  # programmatic dependent launch: wait for the kernel before, then let the next one launch
                 T.pdl_sync()
-                T.pdl_trigger()
+                if not trig_first:
+                    T.pdl_trigger()
 
             # ---- prologue: h = f(x) into shared memory ------------------------------------
             if prologue == "rmsnorm":

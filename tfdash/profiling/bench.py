@@ -69,8 +69,8 @@ def parser() -> argparse.ArgumentParser:
                         "hf-compile only where transformers is installed)")
     p.add_argument("--gemv", action="append", default=[], metavar="OP:KEY=V[,KEY=V]",
                    help="a GEMV launch-settings variant as one more tilelang peer (repeatable; OP one of "
-                        f"{', '.join(GEMV_OPS)}; KEY rows, seg, blocks_per_sm or min_blocks, __launch_bounds__' "
-                        "blocks per SM), e.g. down:seg=8,blocks_per_sm=1: "
+                        f"{', '.join(GEMV_OPS)}; KEY rows, seg, blocks_per_sm, min_blocks (__launch_bounds__' "
+                        "blocks per SM) or trigger_first=1), e.g. down:seg=8,blocks_per_sm=1: "
                         "the sweep that decides an entry of the GEMV table")
     p.add_argument("--json", metavar="OUT", help="write every round and the summary as JSON")
     p.add_argument("--seed", type=int, default=0)

@@ -19,6 +19,15 @@ PLAN_VARIANTS = {
                      "gemv_overrides": {"qkv_proj": {"min_blocks": 3}, "gate_up": {"min_blocks": 3}}},
     "tilelang-qkvmb3": {"gemv_overrides": {"qkv_proj": {"min_blocks": 3}}},
     "tilelang-attnmb3": {"attn_min_blocks": 3},
+    # o_proj lets gate_up launch at its start: gate_up's blocks stream weights during attention
+    "tilelang-otrig": {"gemv_overrides": {"o_proj": {"trigger_first": 1}}},
+    # ... with register budgets under which attention, o_proj and gate_up blocks share an SM
+    "tilelang-otrigmb3": {"attn_min_blocks": 3, "gemv_overrides": {
+        "qkv_proj": {"min_blocks": 3}, "o_proj": {"min_blocks": 3, "trigger_first": 1}, "gate_up": {"min_blocks": 3}}},
+    # ... and down lets the next layer's qkv launch at its start
+    "tilelang-alltrig": {"attn_min_blocks": 3, "gemv_overrides": {
+        "qkv_proj": {"min_blocks": 3}, "o_proj": {"min_blocks": 3, "trigger_first": 1}, "gate_up": {"min_blocks": 3},
+        "down": {"trigger_first": 1}}},
     "tilelang-b32": {"attn_block": 32},  # 32 positions a split: half the prefetch registers, twice the splits
     "tilelang-b32sc64": {"attn_block": 32, "attn_split_cap": 64},  # ... on as many programs: one round to 2048
 }
