@@ -3,7 +3,7 @@
 #   run with carry [".gpu"]:  bash scripts/h200_check.sh [tests|diag|bench|profile|app|all] [extra bench args]
 #   (all = tests, diag, bench; engine = bench, headless run, GPU tests; observe = issues 5 and 6 (+ bench); dash = app + tty; profile = scripts/gpu_profile_check.py; app = scripts/gpu_app_check.py;
 #    counters = tfdash counters on one layer plus embed, lm_head and argmax (issue 17);
-#    next = session 7's variants (trigger-first, register budgets: tests, per-launch times, bench); live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick)
+#    next = session 7's attention variants (tests, per-launch times, bench); live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick)
 # Needs the offline bundle (../shared/gpu-bundle .gpu/site.tar.xz). The tilelang kernel cache
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
@@ -89,18 +89,22 @@ if [ "$what" = live ]; then
   timeout 40 python3 -m tfdash --headless --device cuda --max-new-tokens 2048 > "$R/headless-2048.log" 2>&1; grep -v "TileLang:" "$R/headless-2048.log" | tail -2 | cut -c1-250; pack
 fi
 if [ "$what" = next ]; then
-  # session 7's first call (issue 12), packed after each part: the trigger-first and register-budget
-  # kernels against the torch spelling and the variants' graphs against the default bit for bit;
-  # per-launch exclusive times at ctx 1024 of each variant; then their bench in one process
+  # session 7's second call (issue 12), packed after each part: the attention whose k shares the q
+  # heads' rope passes against its torch spelling at every GQA group and head_dim, the variants
+  # (k apart, attention triggering first) and the step against the reference and bit for bit;
+  # per-launch exclusive times at ctx 1024; then the bench of the variants in one process
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  python3 scripts/precompile.py --only-default --sizes qwen3-1.7b 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
-  timeout 150 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
-    -k "register_budget or 32_position or triggers_first or same_bits" 2>&1 \
-    | grep -v "TileLang:" > "$R/variant-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/variant-tests.log" | cut -c1-200 | tail -8; pack
-  timeout 120 python3 scripts/kernel_times.py --variants tilelang-otrig,tilelang-otrigmb3,tilelang-mb3,tilelang-alltrig \
-    --out "$R/kernel-times.json" 2>&1 | grep -v "TileLang:" > "$R/kernel-times.log"; sed -n 1,14p "$R/kernel-times.log" | cut -c1-120; pack
-  timeout 260 python3 -m tfdash bench --backends tilelang-graph,tilelang-otrig,tilelang-otrigmb3,tilelang-alltrig,tilelang-mb3,tilelang-qkvmb3,tilelang-attnmb3,tilelang-b32,tilelang-smemdown \
-    --json "$R/bench-variants.json" 2>&1 | grep -v "TileLang:" > "$R/bench-variants.log"; tail -12 "$R/bench-variants.log" | cut -c1-160; pack
+  python3 scripts/precompile.py --sizes qwen3-1.7b 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
+  timeout 200 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py -q -rA -p no:cacheprovider \
+    -k "fused_rope or attention_variants or every_group or (test_gemv and not every_size)" 2>&1 \
+    | grep -v "TileLang:" > "$R/kernel-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/kernel-tests.log" | cut -c1-200 | tail -8; pack
+  timeout 150 python3 -m pytest -m gpu tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
+    -k "test_step_matches_reference or same_bits" 2>&1 \
+    | grep -v "TileLang:" > "$R/engine-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/engine-tests.log" | cut -c1-200 | tail -8; pack
+  timeout 100 python3 scripts/kernel_times.py --variants tilelang-otlate,tilelang-kapart,tilelang-atrig \
+    --out "$R/kernel-times.json" 2>&1 | grep -v "TileLang:" > "$R/kernel-times.log"; grep -iv "compiled\\|warn" "$R/kernel-times.log" | sed -n 1,13p | cut -c1-120; pack
+  timeout 150 python3 -m tfdash bench --backends tilelang-graph,tilelang-otlate,tilelang-kapart,tilelang-atrig \
+    --json "$R/bench-variants.json" 2>&1 | grep -v "TileLang:" > "$R/bench-variants.log"; tail -7 "$R/bench-variants.log" | cut -c1-160; pack
 fi
 if [ "$what" = speed ]; then
   # the attention grid change and the GEMV sweep on the small sizes: attention GPU tests, then the

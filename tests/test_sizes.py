@@ -184,9 +184,11 @@ def test_trigger_first_only_where_the_next_kernel_reads_weights_early():
     at their start; gate_up may not (down reads x, o_proj's output, before its grid dependency),
     nor qkv_proj (attention reads the cache)."""
     cfg = preset("qwen3-1.7b")
-    plan = build_plan(cfg, capacity=64, gemv_overrides={"o_proj": {"trigger_first": 1}, "down": {"trigger_first": 1}})
-    o = plan.ops()["o_proj"][0]
-    assert o.kernel == "gemv_o_residual_t1" and o.dims["trigger_first"] == 1
+    o = build_plan(cfg, capacity=64).ops()["o_proj"][0]  # the default: o_proj triggers first
+    assert o.kernel == "gemv_o_residual" and o.dims["trigger_first"] == 1
+    late = build_plan(cfg, capacity=64, o_proj_trigger_first=False).ops()["o_proj"][0]
+    assert late.kernel == "gemv_o_residual_tlate" and "trigger_first" not in late.dims
+    plan = build_plan(cfg, capacity=64, gemv_overrides={"down": {"trigger_first": 1}})
     assert plan.ops()["down"][0].kernel == "gemv_down_silu_residual_t1"
     for op in ("gate_up", "qkv_proj"):
         with pytest.raises(TfdashError, match=f"trigger_first on {op}: .*allowed on o_proj and down"):

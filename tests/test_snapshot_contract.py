@@ -130,6 +130,25 @@ def test_a_plan_variant_rebuilds_exactly(variant):
     assert build_plan(MICRO, **snap.meta.plan_options).to_dict() == eng.plan.to_dict()
 
 
+def test_options_recorded_before_a_knob_changed_rebuild_the_plan_that_ran(variant):
+    """A snapshot recorded before o_proj_trigger_first and attn_k_apart existed ran o_proj
+    triggering after its grid dependency and attention norming k apart, and recorded
+    down_smem_prefetch=False: it rebuilds that plan, not today's default;
+    one recorded with the removed down_smem_prefetch on cannot be rebuilt, and says so (None)."""
+    eng, path = variant
+    snap = load_snapshot(path)
+    old = dict(snap.meta.plan_options, down_smem_prefetch=False)
+    for added in ("o_proj_trigger_first", "attn_k_apart", "attn_trigger_first"):
+        del old[added]
+    before = dataclasses.replace(snap, meta=dataclasses.replace(snap.meta, plan_options=old))
+    plan = drill_model.plan_of(before)
+    o = next(la for la in plan.launches if la.op == "o_proj")
+    assert o.kernel == "gemv_o_residual_tlate" and "trigger_first" not in o.dims
+    assert next(la for la in plan.launches if la.op == "attention").dims["k_apart"] is True
+    gone = dataclasses.replace(snap, meta=dataclasses.replace(snap.meta, plan_options=dict(old, down_smem_prefetch=True)))
+    assert drill_model.plan_of(gone) is None
+
+
 def test_an_older_snapshot_without_options_still_rebuilds_by_search(recorded):
     _, live, _ = recorded
     old = dataclasses.replace(live, meta=dataclasses.replace(live.meta, plan_options=None), windows=(), version=2)

@@ -64,10 +64,11 @@ class Settings:
                                "o_proj and down read the residual they add into before their grid dependency "
                                "(it was written two or more launches earlier); off: after it (bench backend "
                                "tilelang-lateres, the A/B baseline; benchmarks/ has the measured difference)"),
-        "down_smem_prefetch": Knob("TFDASH_DOWN_SMEM_PREFETCH", False,
-                                   "down stages its later row segments in shared memory (cp.async) before its "
-                                   "grid dependency, so all its weights are in flight while gate_up drains "
-                                   "(bench backend tilelang-smemdown). Off until it is measured on the H200"),
+        "o_proj_trigger_first": Knob("TFDASH_O_PROJ_TRIGGER_FIRST", True,
+                                     "o_proj lets gate_up launch at o_proj's start, so gate_up's blocks stream "
+                                     "their first weights while attention runs (gate_up reads only weights before "
+                                     "its grid dependency); off: after o_proj's grid dependency (bench backend "
+                                     "tilelang-otlate, the A/B baseline; benchmarks/ has the measured difference)"),
         "attn_split_cap": Knob("TFDASH_ATTN_SPLIT_CAP", 32,
                                "programs per kv head in attention's grid at most; each loops over its "
                                "64-position blocks of the KV cache, so a larger cache launches no more "

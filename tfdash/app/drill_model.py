@@ -61,9 +61,13 @@ def plan_of(snap: ProfileSnapshot):
 
     m = snap.meta
     model = json.dumps(m.model, sort_keys=True)
+    from tfdash.engine.plan import recorded_options
+
     recorded = getattr(m, "plan_options", None)
     if recorded:
-        options = {k: v for k, v in recorded.items() if k not in ("dtype", "capacity")}
+        options = recorded_options({k: v for k, v in recorded.items() if k not in ("dtype", "capacity")})
+        if options is None:
+            return None  # a plan variant this version no longer builds
         try:
             return _plan(model, str(recorded.get("dtype", m.dtype)), int(recorded.get("capacity", m.capacity)),
                          json.dumps(options, sort_keys=True))

@@ -151,6 +151,25 @@ class StepPlan:
         }
 
 
+# build_plan options added or removed since snapshots began recording them (RunMeta.plan_options):
+# an added one takes the value that rebuilds the plans recorded before it; a removed one is dropped
+# at its old default (any other value names a plan this version cannot build)
+ADDED_OPTIONS = {"o_proj_trigger_first": False, "attn_k_apart": True}
+REMOVED_OPTIONS = {"down_smem_prefetch": False}
+
+
+def recorded_options(options: Mapping[str, object]) -> dict | None:
+    """build_plan's keyword options for options a snapshot recorded, or None when the plan they
+    name can no longer be built."""
+    out = dict(options)
+    for name, old_default in REMOVED_OPTIONS.items():
+        if name in out and out.pop(name) != old_default:
+            return None
+    for name, before in ADDED_OPTIONS.items():
+        out.setdefault(name, before)
+    return out
+
+
 def default_capacity(cfg: ModelConfig, needed: int) -> int:
     """The KV capacity for `needed` positions: rounded up to whole attention blocks."""
     cap = -(-max(needed, 1) // ATTN_BLOCK) * ATTN_BLOCK
@@ -182,10 +201,11 @@ def check_prompt_ids(cfg: ModelConfig, ids) -> None:
 
 def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, fused_rope: bool = True,
                gemv_blocks_per_sm: Mapping[str, int] | None = None, attn_kv_early: bool = True,
-               early_residual: bool = True, down_smem_prefetch: bool = False,
+               early_residual: bool = True,
                gemv_overrides: Mapping[str, Mapping[str, int]] | None = None,
                attn_split_cap: int | None = None, attn_min_blocks: int | None = None,
-               attn_block: int | None = None) -> StepPlan:
+               attn_block: int | None = None, o_proj_trigger_first: bool = True,
+               attn_trigger_first: bool = False, attn_k_apart: bool = False) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -193,16 +213,20 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     `attn_kv_early=False` makes the fused attention read the KV cache after its grid dependency
     instead of before it (the A/B baseline for that prefetch). `early_residual=False` makes o_proj
     and down read the residual they add into after their grid dependency (the A/B baseline).
-    `down_smem_prefetch=True` stages down's later row segments in shared memory before its grid
-    dependency (a variant to A/B; not yet measured on the H200, so off). `gemv_overrides` sets an
-    op's GEMV launch settings over the per-shape table ({"down": {"seg": 8, "blocks_per_sm": 1}}),
-    the variants a sweep compares. `attn_split_cap` sets how many programs per kv head the
+    `gemv_overrides` sets an op's GEMV launch settings over the per-shape table
+    ({"down": {"seg": 8, "blocks_per_sm": 1}}), the variants a sweep compares. `attn_split_cap` sets how many programs per kv head the
     attention grid has at most (default tfdash.kernels.splitkv.SPLIT_CAP), a variant to A/B.
     `attn_min_blocks` asks the compiler for that many attention blocks per SM
     (`__launch_bounds__`'s second argument: fewer registers a thread), so a block fits beside
-    the qkv GEMV's and starts its K/V prefetch under PDL sooner; a variant to A/B.
+    the qkv GEMV's and starts its K/V prefetch under PDL sooner; a knob to sweep.
     `attn_block` sets the KV positions per split (default ATTN_BLOCK): half as many halves the
-    K/V each thread prefetches (and its registers) for twice the splits; a variant to A/B.
+    K/V each thread prefetches (and its registers) for twice the splits; a knob to sweep.
+    `o_proj_trigger_first` lets gate_up launch at o_proj's start rather than after o_proj's grid
+    dependency, so gate_up's blocks stream their first weights while attention still runs (gate_up
+    reads only weights before its own dependency); False is the A/B baseline.
+    `attn_trigger_first` lets o_proj launch at attention's start (a variant to A/B).
+    `attn_k_apart` norms and rotates this step's k after the q heads, with two more barriers,
+    rather than in the q heads' passes (the A/B baseline of tfdash.kernels.rope.fused_rope_macro).
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import settings as gemv_settings
@@ -299,6 +323,12 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
             raise TfdashError(f"attn_split_cap={attn_split_cap} must be at least 1")
         attn_dims["split_cap"] = attn_split_cap
         sc_sfx += f"_sc{attn_split_cap}"  # another grid is another kernel: name it apart
+    if attn_trigger_first:
+        attn_dims["trigger_first"] = 1
+        sc_sfx += "_tf"
+    if attn_k_apart:
+        attn_dims["k_apart"] = True
+        sc_sfx += "_kapart"
     if attn_min_blocks is not None:
         if not 1 <= attn_min_blocks <= 16:
             raise TfdashError(f"attn_min_blocks={attn_min_blocks} must be 1 to 16 blocks per SM")
@@ -326,13 +356,12 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         # layer's down or embed; o_proj): they may read it before their grid dependency
         res = {"early_residual": True} if early_residual else None
         res_sfx = "" if early_residual else "_lateres"
-        gemv(p + "o_proj", i, "gemv_o_residual" + res_sfx, H, cfg.q_size, "none", "residual", dtype, extra=res,
-             x="attn", w=p + "w_o", out="x")
+        o_extra = dict(res or {}, **({"trigger_first": 1} if o_proj_trigger_first else {}))
+        gemv(p + "o_proj", i, "gemv_o_residual" + res_sfx + ("" if o_proj_trigger_first else "_tlate"), H, cfg.q_size,
+             "none", "residual", dtype, extra=o_extra or None, x="attn", w=p + "w_o", out="x")
         gemv(p + "gate_up", i, "gemv_gate_up", 2 * I, H, "rmsnorm", "store", dtype,
              x="x", norm_w=p + "mlp_norm", w=p + "w_gu", out="gu")
-        down_extra = dict(res or {}, **({"smem_prefetch": True} if down_smem_prefetch else {}))
-        gemv(p + "down", i, "gemv_down_silu_residual" + res_sfx + ("_smem" if down_smem_prefetch else ""), H, I,
-             "silu_mul", "residual", dtype, extra=down_extra or None,
+        gemv(p + "down", i, "gemv_down_silu_residual" + res_sfx, H, I, "silu_mul", "residual", dtype, extra=res,
              x="gu", w=p + "w_down", out="x")
     from tfdash.kernels.gemv import grid_size
 

@@ -17,7 +17,7 @@ import math
 import torch
 
 from tfdash.kernels.base import DTYPE_BYTES, Family, Operand, make_cost, register
-from tfdash.kernels.rope import rope_pair
+from tfdash.kernels.rope import fused_passes, fused_rope_macro, k_apart_rope_macro
 from tfdash.kernels.splitkv import MERGE_CHUNK, SPLIT_CAP, grid_splits, lanes, merge_macro, splits_used
 
 
@@ -73,7 +73,7 @@ def smem_bytes(dims) -> int:
     nH, nKV, D, B, S = dims["n_heads"], dims["n_kv_heads"], dims["head_dim"], dims["block"], dims["splits"]
     es = DTYPE_BYTES[dims["dtype"]]
     group = nH // nKV
-    passes = max(-(-(group * B) // D), -(-(group * D // 2) // D))
+    passes = max(-(-(group * B) // D), fused_passes(group, D))
     return 2 * group * B * 4 + (group + 2) * D * es + group * (-(-S // 32) * 32) * 4 + (passes * D // 32 + 1) * 4
 
 
@@ -117,8 +117,9 @@ def tilelang_attention(dims):
     (head, element) loop over heads in passes). Every phase below runs once per active block.
 
     rope    (fused_rope) every block norms and rotates its group's q heads from qkv into shared
-            memory; the block holding position pos also norms and rotates this step's k, and
-            appends k and v to the cache, keeping both on chip for its own use
+            memory; the block holding position pos also norms and rotates this step's k in the
+            same passes, and appends k and v to the cache, keeping both on chip for its own use
+            (tfdash.kernels.rope.fused_rope_macro)
     scores  lanes split a key row 8 ways (16 dims, two 16-byte loads each) and 4 positions per
             warp instruction; an xor-shuffle over the 8 lanes finishes each dot product
     values  each thread owns one dim d and prefetches v[j, d] for the block's B positions before
@@ -135,6 +136,9 @@ def tilelang_attention(dims):
     # K/V cache prefetch before the grid dependency: only fused (unfused, the kernel before this
     # one appends this step's k and v) and only under PDL (without it there is nothing to overlap)
     early = pdl and bool(dims.get("fused_rope")) and dims.get("kv_early", True)
+    # trigger_first: o_proj may launch at this kernel's start (it reads only weights and the
+    # residual, written before the qkv GEMV that launched this kernel, ahead of its dependency)
+    trig_first = pdl and bool(dims.get("trigger_first"))
 
     nH, nKV, D, C, B, dt = (dims["n_heads"], dims["n_kv_heads"], dims["head_dim"], dims["capacity"],
                             dims["block"], dims["dtype"])
@@ -151,12 +155,12 @@ def tilelang_attention(dims):
     wph = B // 32  # warps per head in the softmax phase
     SP = -(-(group * B) // threads)  # softmax passes: a pass holds threads // B heads' scores
     half = D // 2
-    hw = half // 32  # warps per head in the rope phase (one pair (i, i + D/2) per thread)
-    RP = -(-(group * half) // threads)  # rope passes: a pass rotates threads // half q heads
+    RP = fused_passes(group, D)  # rope passes: the group's q heads and the kv head's k, two a pass
     scale = 1.0 / math.sqrt(D)
     QKV = (nH + 2 * nKV) * D
     sper, S32 = lanes(S)  # splits per lane in the merge, and the splits in whole warps
     merge = merge_macro(T, group, warps, S, D, dt)
+    rope = (k_apart_rope_macro if dims.get("k_apart") else fused_rope_macro)(T, group, nH, nKV, D, dt, eps)
     RED = max(SP, RP) * warps  # reduction slots: one per warp per pass
 
     @T.macro
@@ -172,10 +176,6 @@ def tilelang_attention(dims):
             qv = T.alloc_local((group, DC), dt)
             kv = T.alloc_local((DC,), dt)
             kall = T.alloc_local((iters, DC), dt)
-            qwa = T.alloc_var(dt)
-            qwb = T.alloc_var(dt)
-            cs = T.alloc_var(dt)
-            sn = T.alloc_var(dt)
             vv = T.alloc_local((B,), dt)
             dot = T.alloc_local((group,), "float32")
             o = T.alloc_local((group,), "float32")
@@ -186,12 +186,6 @@ def tilelang_attention(dims):
             q_s = T.alloc_shared((group, D), dt)
             k_s = T.alloc_shared((D,), dt)
             v_s = T.alloc_shared((D,), dt)
-            xqa = T.alloc_local((RP,), dt)
-            xqb = T.alloc_local((RP,), dt)
-            xa = T.alloc_var(dt)
-            xb = T.alloc_var(dt)
-            ssq = T.alloc_var("float32")
-            rstd = T.alloc_var("float32")
             svs = T.alloc_local((SP,), "float32")
             m = T.alloc_var("float32")
             lsum = T.alloc_var("float32")
@@ -201,6 +195,8 @@ def tilelang_attention(dims):
             pv = T.alloc_local((MERGE_CHUNK,), "float32")
             w_s = T.alloc_shared((group, S32), "float32")
             n_s = T.alloc_var("int32")
+            if trig_first:
+                T.pdl_trigger()
             if early:
                 # pos was written by the previous step's argmax_feed (a graph launch before this
                 # one), so it and the cache rows before it may be read before the grid dependency:
@@ -209,7 +205,8 @@ def tilelang_attention(dims):
             else:
                 if pdl:  # programmatic dependent launch: wait for the kernel before, then let the next one launch
                     T.pdl_sync()
-                    T.pdl_trigger()
+                    if not trig_first:
+                        T.pdl_trigger()
                 n_s = pos[0] + 1
             n = n_s
             n_active = (n + B - 1) // B
@@ -231,64 +228,12 @@ def tilelang_attention(dims):
                             kall[it, c] = k_cache[g, T.min(bx * B + warp * (iters * 4) + it * 4 + pi, C - 1), dc * DC + c]
                 if early:
                     T.pdl_sync()
-                    T.pdl_trigger()
+                    if not trig_first:
+                        T.pdl_trigger()
                 if bx < n_active:
-                    if fused:
-                        # q heads of the group, threads // half heads a pass: thread tx -> pair
-                        # (i, i + D/2) of head rp * (threads // half) + tx // half; the norm weights
-                        # and this position's cos/sin (the same i in every pass) load once
-                        i = tx % half
-                        qwa = q_norm[i]
-                        qwb = q_norm[half + i]
-                        cs = cos[n - 1, i]
-                        sn = sin[n - 1, i]
-                        for rp in T.unroll(RP):
-                            if (rp * threads + tx) // half < group:
-                                xqa[rp] = qkv[(g * group + (rp * threads + tx) // half) * D + i]
-                                xqb[rp] = qkv[(g * group + (rp * threads + tx) // half) * D + half + i]
-                            else:
-                                xqa[rp] = T.cast(0, dt)
-                                xqb[rp] = T.cast(0, dt)
-                        for rp in T.unroll(RP):
-                            ssq = T.warp_reduce_sum(T.cast(xqa[rp], "float32") * T.cast(xqa[rp], "float32")
-                                                    + T.cast(xqb[rp], "float32") * T.cast(xqb[rp], "float32"))
-                            if lane == 0:
-                                red_s[rp * warps + warp] = ssq
-                        T.sync_threads()
-                        for rp in T.unroll(RP):
-                            if (rp * threads + tx) // half < group:
-                                ssq = 0.0
-                                for w in T.unroll(hw):
-                                    ssq += red_s[rp * warps + (tx // half) * hw + w]
-                                rstd = T.rsqrt(ssq / D + eps)
-                                ra, rb = rope_pair(T, dt, xqa[rp], xqb[rp], qwa, qwb, cs, sn, rstd)
-                                q_s[(rp * threads + tx) // half, i] = ra
-                                q_s[(rp * threads + tx) // half, half + i] = rb
-                        if bx == n_active - 1:
-                            # this step's k (threads of the first D/2) and v (every thread)
-                            v_s[tx] = qkv[(nH + nKV + g) * D + tx]
-                            v_cache[g, n - 1, tx] = qkv[(nH + nKV + g) * D + tx]
-                            T.sync_threads()
-                            if tx < half:
-                                xa = qkv[(nH + g) * D + tx]
-                                xb = qkv[(nH + g) * D + half + tx]
-                                ssq = T.warp_reduce_sum(T.cast(xa, "float32") * T.cast(xa, "float32")
-                                                        + T.cast(xb, "float32") * T.cast(xb, "float32"))
-                                if lane == 0:
-                                    red_s[warp] = ssq
-                            T.sync_threads()
-                            if tx < half:
-                                ssq = 0.0
-                                for w in T.unroll(hw):
-                                    ssq += red_s[w]
-                                rstd = T.rsqrt(ssq / D + eps)
-                                ka, kb = rope_pair(T, dt, xa, xb, k_norm[tx], k_norm[half + tx], cos[n - 1, tx],
-                                                   sin[n - 1, tx], rstd)
-                                k_s[tx] = ka
-                                k_s[half + tx] = kb
-                                k_cache[g, n - 1, tx] = ka
-                                k_cache[g, n - 1, half + tx] = kb
-                        T.sync_threads()
+                    if fused:  # q/k norm, RoPE and KV append (tfdash.kernels.rope.fused_rope_macro)
+                        rope(qkv, q_norm, k_norm, cos, sin, k_cache, v_cache, q_s, k_s, v_s, red_s, g, n, tx, lane,
+                             warp, bx == n_active - 1)
                         for hh2 in T.unroll(group):
                             for c in T.vectorized(DC):
                                 qv[hh2, c] = q_s[hh2, dc * DC + c]

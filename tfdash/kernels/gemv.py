@@ -69,14 +69,11 @@ def cost(dims, ctx_len=0):
     else:
         ops.append(Operand("out", "activation", 0, N * out_es))
     flops["f32"] = flops.get("f32", 0) + f32
-    rows, seg, bps = launch_settings(dims)
+    rows, _, bps = launch_settings(dims)
     scratch = 2 * 4 * grid_size(N, K, bps, rows) if dims.get("argmax") else 0
     # shared memory of the tilelang kernel: h staged in the model dtype (the small reduction
     # arrays share its space: tilelang's planner aliases them once h is dead)
-    smem = K * es
-    if dims.get("smem_prefetch"):  # every segment but the first, per warp, staged (tilelang_gemv)
-        smem += (THREADS // 32) * rows * (K - seg * CHUNK) * es
-    return make_cost(flops, special, ops, smem=smem, scratch=scratch)
+    return make_cost(flops, special, ops, smem=K * es, scratch=scratch)
 
 
 # -- tilelang ------------------------------------------------------------------------------
@@ -189,13 +186,6 @@ def tilelang_gemv(dims):
     # one just before this has finished once this kernel runs, so its first row group's residual
     # is read before the grid dependency, off the end of the critical path.
     early_res = pdl and epilogue == "residual" and bool(dims.get("early_residual"))
-    # smem_prefetch (a long row, one pass; off by default, not yet measured on the H200): before
-    # the grid dependency, the first segment goes to registers as always and every later segment
-    # to shared memory by cp.async, so all of this warp's weights are in flight while the kernel
-    # before drains, without the registers that once halved down's occupancy
-    smem_pf = bool(dims.get("smem_prefetch"))
-    assert not smem_pf or (passes == 1 and segs >= 2), "smem_prefetch: one pass over rows of two or more segments"
-    rest = chunks - SEG  # chunks a lane stages in shared memory per row
 
     @T.macro
     def body(x, norm_w, w, out, amax):
@@ -220,7 +210,6 @@ def tilelang_gemv(dims):
             best_i = T.alloc_var("int32")
             bv_s = T.alloc_shared((warps,), "float32")
             bi_s = T.alloc_shared((warps,), "int32")
-            ws = T.alloc_shared((warps * R * max(1, rest) * 32 * VEC,), dt) if smem_pf else None
             best_v = -T.infinity("float32")
             best_i = N
             g0 = bx * warps + warp
@@ -234,14 +223,6 @@ def tilelang_gemv(dims):
                     for c in T.unroll(SEG):
                         for j in T.vectorized(VEC):
                             wv[r, c * VEC + j] = w[T.min(g0 * R + r, N - 1), c * 32 * VEC + lane * VEC + j]
-                if smem_pf:
-                    for r in T.unroll(R):
-                        for c in T.unroll(rest):
-                            T.evaluate(T.ptx_cp_async(
-                                T.access_ptr(ws[(((warp * R + r) * rest + c) * 32 + lane) * VEC], "w", VEC),
-                                T.access_ptr(w[T.min(g0 * R + r, N - 1), (SEG + c) * 32 * VEC + lane * VEC], "r", VEC),
-                                VEC))  # 8 bf16: one 16-byte cp.async
-                    T.evaluate(T.ptx_commit_group())
                 if early_res:
                     if lane == 0:
                         for r in T.unroll(R):
@@ -308,17 +289,7 @@ def tilelang_gemv(dims):
                     for r in T.unroll(R):
                         acc[r] = 0.0
                     for sg in T.serial(segs):  # serial: the next segment's loads stay after these FMAs
-                        if smem_pf:
-                            if sg > 0:
-                                if sg == 1:  # this lane's staged chunks have landed (its own: no barrier)
-                                    T.evaluate(T.ptx_wait_group(0))
-                                for r in T.unroll(R):
-                                    for c in T.unroll(SEG):
-                                        if not ragged or sg * SEG + c < chunks:
-                                            for j in T.vectorized(VEC):
-                                                wv[r, c * VEC + j] = ws[(((warp * R + r) * rest + (sg - 1) * SEG + c)
-                                                                         * 32 + lane) * VEC + j]
-                        elif p > 0 or sg > 0:
+                        if p > 0 or sg > 0:
                             for r in T.unroll(R):
                                 for c in T.unroll(SEG):
                                     if not ragged or sg * SEG + c < chunks:

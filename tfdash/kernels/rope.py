@@ -82,6 +82,153 @@ def rope_pair(T, dt, xa, xb, w_a, w_b, c, sn, rstd):
     return ra, rb
 
 
+def fused_passes(group: int, D: int) -> int:
+    """Passes of the fused attention's rope phase: D threads, one (i, i + D/2) pair each, hold
+    D / (D/2) = 2 heads a pass; the group's q heads and the kv head's k make group + 1 heads."""
+    return -(-((group + 1) * (D // 2)) // D)
+
+
+def fused_rope_macro(T, group: int, n_heads: int, n_kv: int, D: int, dt: str, eps: float):
+    """The fused attention's q/k norm, RoPE and KV append, as a tilelang macro over its buffers.
+
+    Every block norms and rotates its group's q heads into q_s. The block holding position pos
+    (`mine`) also takes this kv head's k, as head `group` of the same passes (so its norm shares
+    the q heads' one barrier), writes it to k_s and the cache, and appends v (v_s and the cache).
+    Thread tx owns the pair (i, i + D/2), i = tx % (D/2), of head rp * 2 + tx // (D/2) in pass rp;
+    the norm weights and this position's cos/sin are the same in every pass."""
+    half, warps = D // 2, D // 32
+    hw = half // 32  # warps per head
+    RP = fused_passes(group, D)
+
+    @T.macro
+    def rope(qkv, q_norm, k_norm, cos, sin, k_cache, v_cache, q_s, k_s, v_s, red_s, g, n, tx, lane, warp, mine):
+        xa = T.alloc_local((RP,), dt)
+        xb = T.alloc_local((RP,), dt)
+        ssq = T.alloc_var("float32")
+        rstd = T.alloc_var("float32")
+        vx = T.alloc_var(dt)
+        w = T.alloc_local((6,), dt)  # q_norm and k_norm at i and i + D/2, cos and sin at (pos, i)
+        i = tx % half
+        w[0] = q_norm[i]
+        w[1] = q_norm[half + i]
+        w[2] = k_norm[i]
+        w[3] = k_norm[half + i]
+        w[4] = cos[n - 1, i]
+        w[5] = sin[n - 1, i]
+        if mine:
+            vx = qkv[(n_heads + n_kv + g) * D + tx]
+        for rp in T.unroll(RP):
+            if (rp * D + tx) // half < group:
+                xa[rp] = qkv[(g * group + (rp * D + tx) // half) * D + i]
+                xb[rp] = qkv[(g * group + (rp * D + tx) // half) * D + half + i]
+            else:
+                if (rp * D + tx) // half == group and mine:
+                    xa[rp] = qkv[(n_heads + g) * D + i]
+                    xb[rp] = qkv[(n_heads + g) * D + half + i]
+                else:
+                    xa[rp] = T.cast(0, dt)
+                    xb[rp] = T.cast(0, dt)
+        for rp in T.unroll(RP):
+            ssq = T.warp_reduce_sum(T.cast(xa[rp], "float32") * T.cast(xa[rp], "float32")
+                                    + T.cast(xb[rp], "float32") * T.cast(xb[rp], "float32"))
+            if lane == 0:
+                red_s[rp * warps + warp] = ssq
+        if mine:
+            v_s[tx] = vx
+            v_cache[g, n - 1, tx] = vx
+        T.sync_threads()
+        for rp in T.unroll(RP):
+            if (rp * D + tx) // half <= group:
+                ssq = 0.0
+                for h in T.unroll(hw):
+                    ssq += red_s[rp * warps + (tx // half) * hw + h]
+                rstd = T.rsqrt(ssq / D + eps)
+                k_head = (rp * D + tx) // half == group
+                ra, rb = rope_pair(T, dt, xa[rp], xb[rp], T.if_then_else(k_head, w[2], w[0]),
+                                   T.if_then_else(k_head, w[3], w[1]), w[4], w[5], rstd)
+                if (rp * D + tx) // half < group:
+                    q_s[(rp * D + tx) // half, i] = ra
+                    q_s[(rp * D + tx) // half, half + i] = rb
+                else:
+                    if mine:
+                        k_s[i] = ra
+                        k_s[half + i] = rb
+                        k_cache[g, n - 1, i] = ra
+                        k_cache[g, n - 1, half + i] = rb
+        T.sync_threads()
+
+    return rope
+
+
+def k_apart_rope_macro(T, group: int, n_heads: int, n_kv: int, D: int, dt: str, eps: float):
+    """fused_rope_macro's A/B baseline (dims k_apart): the q heads' passes first, then, in the block
+    holding pos, k and v after them with two more barriers."""
+    half, warps = D // 2, D // 32
+    hw = half // 32
+    RP = -(-(group * half) // D)
+
+    @T.macro
+    def rope(qkv, q_norm, k_norm, cos, sin, k_cache, v_cache, q_s, k_s, v_s, red_s, g, n, tx, lane, warp, mine):
+        xqa = T.alloc_local((RP,), dt)
+        xqb = T.alloc_local((RP,), dt)
+        xa = T.alloc_var(dt)
+        xb = T.alloc_var(dt)
+        ssq = T.alloc_var("float32")
+        rstd = T.alloc_var("float32")
+        i = tx % half
+        qwa = q_norm[i]
+        qwb = q_norm[half + i]
+        cs = cos[n - 1, i]
+        sn = sin[n - 1, i]
+        for rp in T.unroll(RP):
+            if (rp * D + tx) // half < group:
+                xqa[rp] = qkv[(g * group + (rp * D + tx) // half) * D + i]
+                xqb[rp] = qkv[(g * group + (rp * D + tx) // half) * D + half + i]
+            else:
+                xqa[rp] = T.cast(0, dt)
+                xqb[rp] = T.cast(0, dt)
+        for rp in T.unroll(RP):
+            ssq = T.warp_reduce_sum(T.cast(xqa[rp], "float32") * T.cast(xqa[rp], "float32")
+                                    + T.cast(xqb[rp], "float32") * T.cast(xqb[rp], "float32"))
+            if lane == 0:
+                red_s[rp * warps + warp] = ssq
+        T.sync_threads()
+        for rp in T.unroll(RP):
+            if (rp * D + tx) // half < group:
+                ssq = 0.0
+                for h in T.unroll(hw):
+                    ssq += red_s[rp * warps + (tx // half) * hw + h]
+                rstd = T.rsqrt(ssq / D + eps)
+                ra, rb = rope_pair(T, dt, xqa[rp], xqb[rp], qwa, qwb, cs, sn, rstd)
+                q_s[(rp * D + tx) // half, i] = ra
+                q_s[(rp * D + tx) // half, half + i] = rb
+        if mine:
+            v_s[tx] = qkv[(n_heads + n_kv + g) * D + tx]
+            v_cache[g, n - 1, tx] = qkv[(n_heads + n_kv + g) * D + tx]
+            T.sync_threads()
+            if tx < half:
+                xa = qkv[(n_heads + g) * D + tx]
+                xb = qkv[(n_heads + g) * D + half + tx]
+                ssq = T.warp_reduce_sum(T.cast(xa, "float32") * T.cast(xa, "float32")
+                                        + T.cast(xb, "float32") * T.cast(xb, "float32"))
+                if lane == 0:
+                    red_s[warp] = ssq
+            T.sync_threads()
+            if tx < half:
+                ssq = 0.0
+                for h in T.unroll(hw):
+                    ssq += red_s[h]
+                rstd = T.rsqrt(ssq / D + eps)
+                ka, kb = rope_pair(T, dt, xa, xb, k_norm[tx], k_norm[half + tx], cos[n - 1, tx], sin[n - 1, tx], rstd)
+                k_s[tx] = ka
+                k_s[half + tx] = kb
+                k_cache[g, n - 1, tx] = ka
+                k_cache[g, n - 1, half + tx] = kb
+        T.sync_threads()
+
+    return rope
+
+
 HEADS_PER_BLOCK = 16  # warps of a block; heads past a block's 16 go to the next block
 
 

@@ -17,12 +17,12 @@ copy bandwidth.
     tilelang-latekv  attention reads the KV cache after its grid dependency, not before it (the
                      KV-prefetch A/B)
     tilelang-lateres o_proj and down read their residual after their grid dependency (the A/B)
-    tilelang-smemdown down stages its later row segments in shared memory before its grid
-                     dependency (TFDASH_DOWN_SMEM_PREFETCH; not yet measured)
+    tilelang-otlate  gate_up launches after o_proj's grid dependency, not at o_proj's start (the
+                     trigger A/B: TFDASH_O_PROJ_TRIGGER_FIRST)
     tilelang-sc16/24/40 attention's grid at most 16/24/40 programs per kv head (the default: 32),
                      each looping over its blocks of the cache (the split-cap A/B); tilelang-scall:
                      one program a block, however large the cache (the grid before the cap)
-    tilelang-mb3 ... register budgets and 32-position splits (tfdash.profiling.variants)
+    tilelang-b32sc64 32-position splits on 64 programs per kv head (tfdash.profiling.variants)
     tilelang[OP:K=V] a GEMV launch-settings variant (--gemv), the sweep behind the GEMV table
     tilelang@N       tilelang-graph with an N-position KV cache (--also-capacity N; the dashboard's
                      is 4096), against the run-sized one
