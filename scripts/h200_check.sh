@@ -89,21 +89,21 @@ if [ "$what" = live ]; then
   timeout 40 python3 -m tfdash --headless --device cuda --max-new-tokens 2048 > "$R/headless-2048.log" 2>&1; grep -v "TileLang:" "$R/headless-2048.log" | tail -2 | cut -c1-250; pack
 fi
 if [ "$what" = next ]; then
-  # session 7's second call (issue 12), packed after each part: the attention whose k shares the q
-  # heads' rope passes against its torch spelling at every GQA group and head_dim, the variants
-  # (k apart, attention triggering first) and the step against the reference and bit for bit;
-  # per-launch exclusive times at ctx 1024; then the bench of the variants in one process
+  # session 7's third call (issue 12), packed after each part: gate_up with its second pass staged
+  # in shared memory, and the attention/o_proj trigger baselines, against the torch spelling and
+  # bit for bit; per-launch exclusive times at ctx 1024; then the bench in one process with the
+  # torch-compile peer
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
   python3 scripts/precompile.py --sizes qwen3-1.7b 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
-  timeout 200 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py -q -rA -p no:cacheprovider \
-    -k "fused_rope or attention_variants or every_group or (test_gemv and not every_size)" 2>&1 \
+  timeout 120 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py -q -rA -p no:cacheprovider \
+    -k "fused_rope or attention_variants or (test_gemv and not every_size)" 2>&1 \
     | grep -v "TileLang:" > "$R/kernel-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/kernel-tests.log" | cut -c1-200 | tail -8; pack
   timeout 150 python3 -m pytest -m gpu tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
     -k "test_step_matches_reference or same_bits" 2>&1 \
     | grep -v "TileLang:" > "$R/engine-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/engine-tests.log" | cut -c1-200 | tail -8; pack
-  timeout 100 python3 scripts/kernel_times.py --variants tilelang-otlate,tilelang-kapart,tilelang-atrig \
-    --out "$R/kernel-times.json" 2>&1 | grep -v "TileLang:" > "$R/kernel-times.log"; grep -iv "compiled\\|warn" "$R/kernel-times.log" | sed -n 1,13p | cut -c1-120; pack
-  timeout 150 python3 -m tfdash bench --backends tilelang-graph,tilelang-otlate,tilelang-kapart,tilelang-atrig \
+  timeout 100 python3 scripts/kernel_times.py --variants tilelang-gustage,tilelang-alate \
+    --out "$R/kernel-times.json" 2>&1 | grep -v "TileLang:" > "$R/kernel-times.log"; grep -iv "compiled\|warn" "$R/kernel-times.log" | sed -n 1,13p | cut -c1-120; pack
+  timeout 280 python3 -m tfdash bench --backends tilelang-graph,tilelang-gustage,tilelang-alate,torch-compile \
     --json "$R/bench-variants.json" 2>&1 | grep -v "TileLang:" > "$R/bench-variants.log"; tail -7 "$R/bench-variants.log" | cut -c1-160; pack
 fi
 if [ "$what" = speed ]; then

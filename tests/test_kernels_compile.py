@@ -23,7 +23,8 @@ UNFUSED = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, fuse
 GU1 = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, gemv_blocks_per_sm={"gate_up": 1})
 LATE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_kv_early=False)
 LATERES = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, early_residual=False)
-OTLATE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, o_proj_trigger_first=False)
+OTLATE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, o_proj_trigger_first=False,
+                    attn_trigger_first=False, gemv_overrides={"gate_up": {"smem_pass": 1}})
 KERNELS = {**UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
            **PLAN.kernels()}  # every kernel the plan variants launch
 
@@ -112,11 +113,14 @@ def test_without_pdl_the_kernels_carry_no_grid_dependency(fresh_cache):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name,first", [("gemv_o_residual", True), ("gemv_o_residual_tlate", False),
-                                        ("gemv_gate_up", False), ("gemv_down_silu_residual", False)])
-def test_only_o_proj_lets_the_next_kernel_launch_before_its_grid_dependency(name, first, fresh_cache):
-    """The default o_proj triggers gate_up's launch before it waits on attention; every other GEMV
-    (and the tlate baseline) triggers after its wait, once, so a kernel that reads activations
-    before its own dependency never launches ahead of the writes it reads."""
+                                        ("attn_rope_decode", True), ("attn_rope_decode_tlate", False),
+                                        ("gemv_gate_up", False), ("gemv_gate_up_p1", False),
+                                        ("gemv_down_silu_residual", False), ("gemv_qkv", False)])
+def test_which_kernels_let_the_next_launch_before_their_grid_dependency(name, first, fresh_cache):
+    """The default attention and o_proj trigger their successor's launch before they wait on the
+    kernel before them (o_proj and gate_up read only weights and a residual already final, early);
+    every other kernel (and the tlate baselines) triggers after its wait, once, so a kernel that
+    reads activations before its own dependency never launches ahead of the writes it reads."""
     src = compiled(name).get_kernel_source()
     trig, sync = "cudaTriggerProgrammaticLaunchCompletion", "cudaGridDependencySynchronize"
     assert src.count(trig) == 1 and src.count(sync) == 1
