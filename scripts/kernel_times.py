@@ -1,11 +1,12 @@
-"""Where the tilelang step's time goes on the H200, with and without PDL (a diagnostic).
+"""Where the tilelang step's time goes on the H200 (a diagnostic), for the default plan and each
+plan variant named by --variants (tfdash.profiling.variants).
 
-For each variant: capture the graph, time 200 replays at ctx ~1024 with CUDA events, then profile
+For each plan: capture the graph, time 200 replays at ctx ~1024 with CUDA events, then profile
 3 replays under torch.profiler (CUPTI) and report, per kernel name: launches per step, median
 duration, the analyzer's bytes and the achieved GB/s; and over the whole replay: how many kernels
 started before the previous one ended (PDL overlap) and the median start-to-previous-end gap.
 
-    python scripts/kernel_times.py --out OUT.json
+    python scripts/kernel_times.py [--variants tilelang-atrig,...] --out OUT.json
 """
 
 import argparse

@@ -34,8 +34,7 @@ from tfdash.errors import CapacityError, TfdashError
 ATTN_BLOCK = 64  # KV positions per split of the split-KV attention
 # kernel-name tags of overridden settings; min_blocks: __launch_bounds__'s blocks per SM (a
 # register budget a thread, so the next kernel's blocks fit beside these under PDL)
-GEMV_KNOB_TAG = {"rows": "r", "seg": "s", "blocks_per_sm": "b", "min_blocks": "m", "trigger_first": "t",
-                 "smem_pass": "p"}  # smem_pass: the second pass staged in shared memory (tilelang_gemv)
+GEMV_KNOB_TAG = {"rows": "r", "seg": "s", "blocks_per_sm": "b", "min_blocks": "m", "trigger_first": "t"}
 # trigger_first (1: the next kernel may launch at this GEMV's start) only where the next kernel
 # reads nothing but weights before its grid dependency: o_proj -> gate_up, down -> qkv / lm_head
 TRIGGER_FIRST_OPS = ("o_proj", "down")
@@ -155,7 +154,7 @@ class StepPlan:
 # build_plan options added or removed since snapshots began recording them (RunMeta.plan_options):
 # an added one takes the value that rebuilds the plans recorded before it; a removed one is dropped
 # at its old default (any other value names a plan this version cannot build)
-ADDED_OPTIONS = {"o_proj_trigger_first": False, "attn_k_apart": True, "attn_trigger_first": False}
+ADDED_OPTIONS = {"o_proj_trigger_first": False, "attn_k_apart": True}
 REMOVED_OPTIONS = {"down_smem_prefetch": False}
 
 
@@ -206,7 +205,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                gemv_overrides: Mapping[str, Mapping[str, int]] | None = None,
                attn_split_cap: int | None = None, attn_min_blocks: int | None = None,
                attn_block: int | None = None, o_proj_trigger_first: bool = True,
-               attn_trigger_first: bool = True, attn_k_apart: bool = False) -> StepPlan:
+               attn_trigger_first: bool = False, attn_k_apart: bool = False) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -225,9 +224,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     `o_proj_trigger_first` lets gate_up launch at o_proj's start rather than after o_proj's grid
     dependency, so gate_up's blocks stream their first weights while attention still runs (gate_up
     reads only weights before its own dependency); False is the A/B baseline.
-    `attn_trigger_first` lets o_proj launch at attention's start rather than after attention's
-    grid dependency (o_proj reads only weights and the residual early, both final by then);
-    False is the A/B baseline.
+    `attn_trigger_first` lets o_proj launch at attention's start (a variant to A/B).
     `attn_k_apart` norms and rotates this step's k after the q heads, with two more barriers,
     rather than in the q heads' passes (the A/B baseline of tfdash.kernels.rope.fused_rope_macro).
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
@@ -328,8 +325,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         sc_sfx += f"_sc{attn_split_cap}"  # another grid is another kernel: name it apart
     if attn_trigger_first:
         attn_dims["trigger_first"] = 1
-    else:
-        sc_sfx += "_tlate"
+        sc_sfx += "_tf"
     if attn_k_apart:
         attn_dims["k_apart"] = True
         sc_sfx += "_kapart"

@@ -73,8 +73,7 @@ def cost(dims, ctx_len=0):
     scratch = 2 * 4 * grid_size(N, K, bps, rows) if dims.get("argmax") else 0
     # shared memory of the tilelang kernel: h staged in the model dtype (the small reduction
     # arrays share its space: tilelang's planner aliases them once h is dead)
-    staged = (THREADS // 32) * rows * K * es if dims.get("smem_pass") else 0  # the staged pass (tilelang_gemv)
-    return make_cost(flops, special, ops, smem=K * es + staged, scratch=scratch)
+    return make_cost(flops, special, ops, smem=K * es, scratch=scratch)
 
 
 # -- tilelang ------------------------------------------------------------------------------
@@ -139,17 +138,7 @@ def grid_size(N: int, K: int, blocks_per_sm: int = BLOCKS_PER_SM, rows: int | No
     return max(1, min(-(-groups // (THREADS // 32)), SMS * blocks_per_sm))
 
 
-def stageable(dims) -> bool:
-    """smem_pass needs whole-row segments and a second pass for every warp of the grid (its
-    shared-memory wait is behind a barrier the whole block must reach)."""
-    R, SEG, bps = launch_settings(dims)
-    groups = -(-dims["N"] // R)
-    return dims["K"] // CHUNK <= SEG and groups >= 2 * grid_size(dims["N"], dims["K"], bps, R) * (THREADS // 32)
-
-
 def supported(dims):
-    if dims.get("smem_pass") and not stageable(dims):
-        return f"smem_pass on a {dims['N']}x{dims['K']} GEMV (it needs whole-row segments and two passes a warp)"
     if dims["K"] % CHUNK:
         return f"a GEMV with K={dims['K']} (its GEMV wants K a multiple of {CHUNK})"
     if dims.get("argmax") and dims["N"] >= 2 ** 24:
@@ -192,9 +181,6 @@ def tilelang_gemv(dims):
     # trigger_first: the next kernel may launch at this one's start (its blocks stream their weights
     # while the kernel before this one runs); the plan allows it where that one reads only weights early
     trig_first = pdl and bool(dims.get("trigger_first"))
-    # smem_pass: the second pass's rows go to shared memory (cp.async) before the grid dependency
-    stage = bool(dims.get("smem_pass"))
-    assert not stage or stageable(dims), supported(dims)
     # The residual this GEMV adds into was written two or more kernels back (the plan says so:
     # o_proj's x by the last layer's down, down's by o_proj): under PDL, every kernel before the
     # one just before this has finished once this kernel runs, so its first row group's residual
@@ -218,7 +204,6 @@ def tilelang_gemv(dims):
             ssq = T.alloc_var("float32")
             rstd = T.alloc_var("float32")
             wv = T.alloc_local((R, SEG * VEC), dt)
-            ws = T.alloc_shared((warps * R * SEG * 32 * VEC,), dt) if stage else None
             acc = T.alloc_local((R,), "float32")
             resv = T.alloc_local((R,), out_dt)
             best_v = T.alloc_var("float32")
@@ -242,14 +227,6 @@ def tilelang_gemv(dims):
                     if lane == 0:
                         for r in T.unroll(R):
                             resv[r] = out[T.min(g0 * R + r, N - 1)]
-            if stage:  # every warp has a second pass (stageable)
-                for r in T.unroll(R):
-                    for c in T.unroll(SEG):
-                        T.evaluate(T.ptx_cp_async(
-                            T.access_ptr(ws[(((warp * R + r) * SEG + c) * 32 + lane) * VEC], "w", VEC),
-                            T.access_ptr(w[(total_warps + g0) * R + r, c * 32 * VEC + lane * VEC], "r", VEC),
-                            VEC))  # 8 bf16: one 16-byte cp.async
-                T.evaluate(T.ptx_commit_group())
             if pdl:  # programmatic dependent launch: wait for the kernel before, then let the next one launch
                 T.pdl_sync()
                 if not trig_first:
@@ -312,13 +289,7 @@ def tilelang_gemv(dims):
                     for r in T.unroll(R):
                         acc[r] = 0.0
                     for sg in T.serial(segs):  # serial: the next segment's loads stay after these FMAs
-                        if stage and p == 1:  # this lane's own staged chunks: no barrier
-                            T.evaluate(T.ptx_wait_group(0))
-                            for r in T.unroll(R):
-                                for c in T.unroll(SEG):
-                                    for j in T.vectorized(VEC):
-                                        wv[r, c * VEC + j] = ws[(((warp * R + r) * SEG + c) * 32 + lane) * VEC + j]
-                        elif p > 0 or sg > 0:
+                        if p > 0 or sg > 0:
                             for r in T.unroll(R):
                                 for c in T.unroll(SEG):
                                     if not ragged or sg * SEG + c < chunks:

@@ -15,8 +15,6 @@ PLAN_VARIANTS = {
     # head: one round up to 2048 positions
     "tilelang-b32sc64": {"attn_block": 32, "attn_split_cap": 64},
     "tilelang-otlate": {"o_proj_trigger_first": False},  # gate_up launches after o_proj's grid dependency
-    "tilelang-alate": {"attn_trigger_first": False},  # o_proj launches after attention's grid dependency
-    # gate_up stages its second pass's rows in shared memory before its grid dependency
-    "tilelang-gustage": {"gemv_overrides": {"gate_up": {"smem_pass": 1}}},
+    "tilelang-atrig": {"attn_trigger_first": True},  # o_proj launches at attention's start
     "tilelang-kapart": {"attn_k_apart": True},  # attention norms this step's k after the q heads
 }
