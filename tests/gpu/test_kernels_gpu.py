@@ -240,11 +240,12 @@ def test_attention_with_fused_rope(ctx):
     check_fused_attention(PLAN, ctx)
 
 
-@pytest.mark.parametrize("variant", ["tilelang-kapart", "tilelang-atrig"])
+@pytest.mark.parametrize("variant", ["tilelang-kapart", "tilelang-atrig", "tilelang-mearly"])
 @pytest.mark.parametrize("ctx", [0, 63, 64, 1024, 4095])
 def test_attention_variants(variant, ctx):
     """k normed after the q heads (the A/B baseline of the shared passes); o_proj let launch at
-    attention's start (the same arithmetic, launched earlier)."""
+    attention's start (the same arithmetic, launched earlier); the merge's first partials loaded
+    beside its (max, sum) pairs."""
     check_fused_attention(build_plan(CFG, dtype="bfloat16", capacity=4096, **PLAN_VARIANTS[variant]), ctx)
 
 

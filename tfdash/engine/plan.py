@@ -205,7 +205,8 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                gemv_overrides: Mapping[str, Mapping[str, int]] | None = None,
                attn_split_cap: int | None = None, attn_min_blocks: int | None = None,
                attn_block: int | None = None, o_proj_trigger_first: bool = True,
-               attn_trigger_first: bool = False, attn_k_apart: bool = False) -> StepPlan:
+               attn_trigger_first: bool = False, attn_k_apart: bool = False,
+               attn_merge_early: bool = False) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -227,6 +228,8 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     `attn_trigger_first` lets o_proj launch at attention's start (a variant to A/B).
     `attn_k_apart` norms and rotates this step's k after the q heads, with two more barriers,
     rather than in the q heads' passes (the A/B baseline of tfdash.kernels.rope.fused_rope_macro).
+    `attn_merge_early` has the merging block load its first partials beside the (max, sum) pairs
+    (tfdash.kernels.splitkv.merge_macro's `early`; a variant to A/B).
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import settings as gemv_settings
@@ -329,6 +332,9 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     if attn_k_apart:
         attn_dims["k_apart"] = True
         sc_sfx += "_kapart"
+    if attn_merge_early:
+        attn_dims["merge_early"] = True
+        sc_sfx += "_me"
     if attn_min_blocks is not None:
         if not 1 <= attn_min_blocks <= 16:
             raise TfdashError(f"attn_min_blocks={attn_min_blocks} must be 1 to 16 blocks per SM")

@@ -159,7 +159,7 @@ def tilelang_attention(dims):
     scale = 1.0 / math.sqrt(D)
     QKV = (nH + 2 * nKV) * D
     sper, S32 = lanes(S)  # splits per lane in the merge, and the splits in whole warps
-    merge = merge_macro(T, group, warps, S, D, dt)
+    merge = merge_macro(T, group, warps, S, D, dt, early=bool(dims.get("merge_early")))
     rope = (k_apart_rope_macro if dims.get("k_apart") else fused_rope_macro)(T, group, nH, nKV, D, dt, eps)
     RED = max(SP, RP) * warps  # reduction slots: one per warp per pass
 

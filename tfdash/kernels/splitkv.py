@@ -39,8 +39,10 @@ def lanes(S: int) -> tuple[int, int]:
     return sper, sper * 32
 
 
-def merge_macro(T, group: int, warps: int, S: int, D: int, dt: str):
-    """The merge as a tilelang macro over the attention kernel's own buffers and indices."""
+def merge_macro(T, group: int, warps: int, S: int, D: int, dt: str, early: bool = False):
+    """The merge as a tilelang macro over the attention kernel's own buffers and indices. `early`:
+    the merging block loads the first MERGE_CHUNK partials of every head before the (max, sum)
+    pairs, so both loads are in flight at once rather than one after the other."""
     sper, S32 = lanes(S)
     MP = -(-group // warps)  # merge-weight passes: one warp per head
 
@@ -49,6 +51,7 @@ def merge_macro(T, group: int, warps: int, S: int, D: int, dt: str):
         mm = T.alloc_var("float32")
         ll = T.alloc_var("float32")
         acc = T.alloc_var("float32")
+        pre = T.alloc_local((group, MERGE_CHUNK), "float32") if early else None
         T.sync_threads()
         if tx == 0:
             T.evaluate(T.call_extern("handle", "__threadfence"))
@@ -56,6 +59,13 @@ def merge_macro(T, group: int, warps: int, S: int, D: int, dt: str):
         T.sync_threads()
         if flag_s[0] == 1:
             T.evaluate(T.call_extern("handle", "__threadfence"))
+            if early:
+                for hh in T.unroll(group):
+                    for k in T.unroll(MERGE_CHUNK):
+                        if k < n_active:
+                            pre[hh, k] = part[g * group + hh, k, tx]
+                        else:
+                            pre[hh, k] = 0.0
             # merge weights, one warp per head (warps // group passes): lane l holds
             # splits l, l+32, ...; the global max and sum are warp reductions, the
             # weights go to shared memory
@@ -86,7 +96,9 @@ def merge_macro(T, group: int, warps: int, S: int, D: int, dt: str):
                 for c in T.serial((S + MERGE_CHUNK - 1) // MERGE_CHUNK):
                     if c * MERGE_CHUNK < n_active:
                         for k in T.unroll(MERGE_CHUNK):
-                            if c * MERGE_CHUNK + k < n_active:
+                            if early and c == 0:
+                                pv[k] = pre[hh, k]
+                            elif c * MERGE_CHUNK + k < n_active:
                                 pv[k] = part[g * group + hh, c * MERGE_CHUNK + k, tx]
                             else:
                                 pv[k] = 0.0

@@ -17,4 +17,5 @@ PLAN_VARIANTS = {
     "tilelang-otlate": {"o_proj_trigger_first": False},  # gate_up launches after o_proj's grid dependency
     "tilelang-atrig": {"attn_trigger_first": True},  # o_proj launches at attention's start
     "tilelang-kapart": {"attn_k_apart": True},  # attention norms this step's k after the q heads
+    "tilelang-mearly": {"attn_merge_early": True},  # the merge loads partials beside (max, sum)
 }
