@@ -25,8 +25,9 @@ LATE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_kv
 LATERES = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, early_residual=False)
 OTLATE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, o_proj_trigger_first=False,
                     attn_trigger_first=True)
+KAPART = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_k_apart=True, attn_merge_early=True)
 KERNELS = {**UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
-           **PLAN.kernels()}  # every kernel the plan variants launch
+           **KAPART.kernels(), **PLAN.kernels()}  # every kernel the plan variants launch
 
 
 @pytest.fixture(scope="module")

@@ -20,82 +20,34 @@ from textual.theme import Theme
 CSS_PATH = Path(__file__).with_name("app.tcss")
 DEFAULT_THEME = "tfdash-dark"
 
-DARK = Theme(
-    name="tfdash-dark",
-    primary="#4C9AFF",
-    secondary="#8A7CFF",
-    accent="#FFB454",
-    warning="#FFB454",
-    error="#F26D6D",
-    success="#5CCB8A",
-    foreground="#D8DEE9",
-    background="#0E1117",
-    surface="#141922",
-    panel="#1C2330",
-    dark=True,
-    variables={
-        "tf-good": "#5CCB8A",
-        "tf-fair": "#FFB454",
-        "tf-poor": "#F26D6D",
-        "tf-border": "#2B3444",
-        "footer-key-foreground": "#4C9AFF",
-        "block-cursor-background": "#2A4A7A",
-        "block-cursor-foreground": "#F0F4FA",
-    },
-)
+PALETTE = ("primary", "secondary", "accent", "warning", "error", "success", "foreground", "background",
+           "surface", "panel")
+SIGNALS = ("tf-good", "tf-fair", "tf-poor", "tf-border")  # the stylesheet's own variables
+CURSOR = ("footer-key-foreground", "block-cursor-background", "block-cursor-foreground")
 
-LIGHT = Theme(
-    name="tfdash-light",
-    primary="#1F5FBF",
-    secondary="#6A4FD0",
-    accent="#B35C00",
-    warning="#B35C00",
-    error="#C0362C",
-    success="#1E7F4F",
-    foreground="#1D232C",
-    background="#F4F6F9",
-    surface="#FFFFFF",
-    panel="#E6EAF0",
-    dark=False,
-    variables={
-        "tf-good": "#1E7F4F",
-        "tf-fair": "#B35C00",
-        "tf-poor": "#C0362C",
-        "tf-border": "#C3CBD6",
-        "footer-key-foreground": "#1F5FBF",
-        "block-cursor-background": "#C9DCF7",
-        "block-cursor-foreground": "#0B1320",
-    },
-)
 
-CONTRAST = Theme(
-    name="tfdash-contrast",
-    primary="#FFFF00",
-    secondary="#00FFFF",
-    accent="#FF00FF",
-    warning="#FFFF00",
-    error="#FF4040",
-    success="#00FF00",
-    foreground="#FFFFFF",
-    background="#000000",
-    surface="#000000",
-    panel="#000000",
-    dark=True,
-    luminosity_spread=0.0,
-    text_alpha=1.0,
-    variables={
-        "tf-good": "#00FF00",
-        "tf-fair": "#FFFF00",
-        "tf-poor": "#FF4040",
-        "tf-border": "#FFFFFF",
-        "border": "#FFFFFF",
-        "border-blurred": "#BBBBBB",
-        "footer-key-foreground": "#FFFF00",
-        "block-cursor-background": "#FFFF00",
-        "block-cursor-foreground": "#000000",
-        "block-cursor-blurred-background": "#777700",
-    },
-)
+def _theme(name: str, dark: bool, palette: tuple, signals: tuple, cursor: tuple, more=None, **extra) -> Theme:
+    """A Theme from its colours: `palette` in PALETTE's order, `signals` in SIGNALS', `cursor` in
+    CURSOR's, `more` other Textual variables, `extra` other Theme fields."""
+    variables = {**dict(zip(SIGNALS, signals)), **(more or {}), **dict(zip(CURSOR, cursor))}
+    return Theme(name=name, dark=dark, variables=variables, **dict(zip(PALETTE, palette)), **extra)
+
+
+DARK = _theme("tfdash-dark", True,
+              ("#4C9AFF", "#8A7CFF", "#FFB454", "#FFB454", "#F26D6D", "#5CCB8A", "#D8DEE9", "#0E1117", "#141922",
+               "#1C2330"),
+              ("#5CCB8A", "#FFB454", "#F26D6D", "#2B3444"), ("#4C9AFF", "#2A4A7A", "#F0F4FA"))
+LIGHT = _theme("tfdash-light", False,
+               ("#1F5FBF", "#6A4FD0", "#B35C00", "#B35C00", "#C0362C", "#1E7F4F", "#1D232C", "#F4F6F9", "#FFFFFF",
+                "#E6EAF0"),
+               ("#1E7F4F", "#B35C00", "#C0362C", "#C3CBD6"), ("#1F5FBF", "#C9DCF7", "#0B1320"))
+# high contrast: pure black and white, saturated signals, no dimmed text
+CONTRAST = _theme("tfdash-contrast", True,
+                  ("#FFFF00", "#00FFFF", "#FF00FF", "#FFFF00", "#FF4040", "#00FF00", "#FFFFFF", "#000000", "#000000",
+                   "#000000"),
+                  ("#00FF00", "#FFFF00", "#FF4040", "#FFFFFF"), ("#FFFF00", "#FFFF00", "#000000"),
+                  more={"border": "#FFFFFF", "border-blurred": "#BBBBBB", "block-cursor-blurred-background": "#777700"},
+                  luminosity_spread=0.0, text_alpha=1.0)
 
 THEMES: dict[str, Theme] = {t.name: t for t in (DARK, LIGHT, CONTRAST)}
 
