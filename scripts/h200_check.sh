@@ -104,7 +104,7 @@ if [ "$what" = next ]; then
   # what session 7 left (issue 12), after `final`: the merge that loads its first partials beside
   # its (max, sum) pairs (tilelang-mearly) against torch and bit for bit; the attention trigger
   # policy at long contexts (tilelang-atrig won two 2048-token benches by 0.3-0.45 % but its replay
-  # at ctx 1024 was 3 % slower); per-launch times; the bench at 2048 and at 8192 new tokens
+  # from ctx 1024 was 1.9 and 3.3 % slower); per-launch times; the bench at 2048 and 8192 new tokens
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
   python3 scripts/precompile.py --sizes qwen3-1.7b 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
   timeout 120 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \

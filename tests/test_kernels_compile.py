@@ -25,9 +25,11 @@ LATE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_kv
 LATERES = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, early_residual=False)
 OTLATE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, o_proj_trigger_first=False,
                     attn_trigger_first=True)
-KAPART = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_k_apart=True, attn_merge_early=True)
+KAPART = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_k_apart=True,
+                    gemv_overrides={"down": {"trigger_first": 1}})
+MEARLY = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_merge_early=True)
 KERNELS = {**UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
-           **KAPART.kernels(), **PLAN.kernels()}  # every kernel the plan variants launch
+           **KAPART.kernels(), **MEARLY.kernels(), **PLAN.kernels()}  # every kernel the plan variants launch
 
 
 @pytest.fixture(scope="module")
@@ -116,10 +118,11 @@ def test_without_pdl_the_kernels_carry_no_grid_dependency(fresh_cache):
 @pytest.mark.parametrize("name,first", [("gemv_o_residual", True), ("gemv_o_residual_tlate", False),
                                         ("attn_rope_decode", False), ("attn_rope_decode_tf", True),
                                         ("gemv_gate_up", False), ("gemv_down_silu_residual", False),
-                                        ("gemv_qkv", False)])
+                                        ("gemv_down_silu_residual_t1", True), ("gemv_qkv", False)])
 def test_which_kernels_let_the_next_launch_before_their_grid_dependency(name, first, fresh_cache):
     """The default o_proj triggers gate_up's launch before it waits on attention (gate_up reads only
-    weights early), as attention does o_proj's in the tilelang-atrig variant; every other kernel
+    weights early), as attention does o_proj's in the tilelang-atrig variant and down may the next
+    qkv's (gemv_overrides); every other kernel
     (and the tlate baseline) triggers after its wait, once, so a kernel that reads activations
     before its own dependency never launches ahead of the writes it reads."""
     src = compiled(name).get_kernel_source()

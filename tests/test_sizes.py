@@ -179,10 +179,36 @@ def test_gemv_overrides_name_the_kernel_apart():
         build_plan(cfg, capacity=64, gemv_overrides={"down": {"warps": 4}})
 
 
+def test_attention_knobs_name_their_kernels_and_refuse_what_they_cannot_do():
+    """Each attention option is another kernel (its name says so) with the dims the kernel reads;
+    k_apart means nothing unfused (the rope launch norms k) and leaves that plan as it is; the
+    early merge refuses groups whose partials would not fit in registers (32B: 8 q heads a kv head)."""
+    cfg = preset("qwen3-1.7b")
+
+    def attn(**options):
+        return build_plan(cfg, capacity=64, **options).ops()["attention"][0]
+
+    assert attn().kernel == "attn_rope_decode" and "min_blocks" not in attn().dims
+    mb = attn(attn_min_blocks=3)
+    assert mb.kernel == "attn_rope_decode_mb3" and mb.dims["min_blocks"] == 3
+    both = attn(attn_k_apart=True, attn_merge_early=True, attn_trigger_first=True)
+    assert both.kernel == "attn_rope_decode_tf_kapart_me"
+    assert both.dims["k_apart"] is True and both.dims["merge_early"] is True and both.dims["trigger_first"] == 1
+    unfused = build_plan(cfg, capacity=64, fused_rope=False)
+    assert build_plan(cfg, capacity=64, fused_rope=False, attn_k_apart=True).to_dict()["launches"] == \
+        unfused.to_dict()["launches"]
+    with pytest.raises(TfdashError, match="attn_min_blocks=0 must be 1 to 16"):
+        attn(attn_min_blocks=0)
+    with pytest.raises(TfdashError, match="8 x 16 partials .* at most 4 q heads"):
+        build_plan(preset("qwen3-32b"), capacity=64, attn_merge_early=True)
+    gu = build_plan(cfg, capacity=64, gemv_overrides={"gate_up": {"min_blocks": 3}}).ops()["gate_up"][0]
+    assert gu.kernel == "gemv_gate_up_m3" and gu.dims["min_blocks"] == 3
+
+
 def test_trigger_first_only_where_the_next_kernel_reads_weights_early():
     """o_proj (next: gate_up) and down (next: qkv_proj or lm_head) may let the next kernel launch
-    at their start; gate_up may not (down reads x, o_proj's output, before its grid dependency),
-    nor qkv_proj (attention reads the cache)."""
+    at their start; gate_up may not (down reads x, o_proj's output, before its grid dependency);
+    qkv_proj is outside the rule, which names only the cases argued safe."""
     cfg = preset("qwen3-1.7b")
     o = build_plan(cfg, capacity=64).ops()["o_proj"][0]  # the default: o_proj triggers first
     assert o.kernel == "gemv_o_residual" and o.dims["trigger_first"] == 1

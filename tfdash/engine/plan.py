@@ -329,9 +329,12 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     if attn_trigger_first:
         attn_dims["trigger_first"] = 1
         sc_sfx += "_tf"
-    if attn_k_apart:
+    if attn_k_apart and fused_rope:  # (unfused, the rope launch norms k on its own)
         attn_dims["k_apart"] = True
         sc_sfx += "_kapart"
+    if attn_merge_early and nH // nKV > 4:
+        raise TfdashError(f"attn_merge_early holds {nH // nKV} x 16 partials a thread in registers: it supports "
+                          f"at most 4 q heads per kv head")
     if attn_merge_early:
         attn_dims["merge_early"] = True
         sc_sfx += "_me"

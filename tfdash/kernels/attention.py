@@ -136,8 +136,9 @@ def tilelang_attention(dims):
     # K/V cache prefetch before the grid dependency: only fused (unfused, the kernel before this
     # one appends this step's k and v) and only under PDL (without it there is nothing to overlap)
     early = pdl and bool(dims.get("fused_rope")) and dims.get("kv_early", True)
-    # trigger_first: o_proj may launch at this kernel's start (it reads only weights and the
-    # residual, written before the qkv GEMV that launched this kernel, ahead of its dependency)
+    # trigger_first: o_proj may launch at this kernel's start; it reads only weights and the
+    # residual early, and the residual's writer (the last layer's down) finished before the qkv
+    # GEMV's grid dependency returned, so before this kernel could launch
     trig_first = pdl and bool(dims.get("trigger_first"))
 
     nH, nKV, D, C, B, dt = (dims["n_heads"], dims["n_kv_heads"], dims["head_dim"], dims["capacity"],

@@ -29,8 +29,8 @@ CURSOR = ("footer-key-foreground", "block-cursor-background", "block-cursor-fore
 def _theme(name: str, dark: bool, palette: tuple, signals: tuple, cursor: tuple, more=None, **extra) -> Theme:
     """A Theme from its colours: `palette` in PALETTE's order, `signals` in SIGNALS', `cursor` in
     CURSOR's, `more` other Textual variables, `extra` other Theme fields."""
-    variables = {**dict(zip(SIGNALS, signals)), **(more or {}), **dict(zip(CURSOR, cursor))}
-    return Theme(name=name, dark=dark, variables=variables, **dict(zip(PALETTE, palette)), **extra)
+    variables = {**dict(zip(SIGNALS, signals, strict=True)), **(more or {}), **dict(zip(CURSOR, cursor, strict=True))}
+    return Theme(name=name, dark=dark, variables=variables, **dict(zip(PALETTE, palette, strict=True)), **extra)
 
 
 DARK = _theme("tfdash-dark", True,
