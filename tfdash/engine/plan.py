@@ -215,8 +215,9 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     instead of before it (the A/B baseline for that prefetch). `early_residual=False` makes o_proj
     and down read the residual they add into after their grid dependency (the A/B baseline).
     `gemv_overrides` sets an op's GEMV launch settings over the per-shape table
-    ({"down": {"seg": 8, "blocks_per_sm": 1}}), the variants a sweep compares. `attn_split_cap` sets how many programs per kv head the
-    attention grid has at most (default tfdash.kernels.splitkv.SPLIT_CAP), a variant to A/B.
+    ({"down": {"seg": 8, "blocks_per_sm": 1}}), the variants a sweep compares. `attn_split_cap`
+    sets how many programs per kv head the attention grid has at most (default
+    tfdash.kernels.splitkv.SPLIT_CAP), a variant to A/B.
     `attn_min_blocks` asks the compiler for that many attention blocks per SM
     (`__launch_bounds__`'s second argument: fewer registers a thread), so a block fits beside
     the qkv GEMV's and starts its K/V prefetch under PDL sooner; a knob to sweep.
