@@ -3,7 +3,7 @@
 #   run with carry [".gpu"]:  bash scripts/h200_check.sh [tests|diag|bench|profile|app|all] [extra bench args]
 #   (all = tests, diag, bench; engine = bench, headless run, GPU tests; observe = issues 5 and 6 (+ bench); dash = app + tty; profile = scripts/gpu_profile_check.py; app = scripts/gpu_app_check.py;
 #    counters = tfdash counters on one layer plus embed, lm_head and argmax (issue 17);
-#    final = the whole GPU suite at every size; next = what session 7 left (the early-loading merge, attention's trigger policy at long contexts); live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick)
+#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick)
 # Needs the offline bundle (../shared/gpu-bundle .gpu/site.tar.xz). The tilelang kernel cache
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
@@ -100,22 +100,17 @@ if [ "$what" = final ]; then
       | grep -v "TileLang:" > "$R/$n.log"; echo "$n: $(grep -E "passed|failed" "$R/$n.log" | tail -1)"; grep -E "^(FAILED|ERROR)" "$R/$n.log" | cut -c1-200 | head -8; pack
   done
 fi
-if [ "$what" = next ]; then
-  # what session 7 left (issue 12), after `final`: the merge that loads its first partials beside
-  # its (max, sum) pairs (tilelang-mearly) against torch and bit for bit; the attention trigger
-  # policy at long contexts (tilelang-atrig won two 2048-token benches by 0.3-0.45 % but its replay
-  # from ctx 1024 was 1.9 and 3.3 % slower); per-launch times; the bench at 2048 and 8192 new tokens
+if [ "$what" = headline ]; then
+  # the README's table on today's default plan: the 1.7B bench with the torch-compile peer and the
+  # late-merge baseline, then each size's bench with the torch-graph peer, SIZES="..." to pick
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  python3 scripts/precompile.py --sizes qwen3-1.7b 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
-  timeout 120 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
-    -k "attention_variants or same_bits" 2>&1 \
-    | grep -v "TileLang:" > "$R/variant-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/variant-tests.log" | cut -c1-200 | tail -8; pack
-  timeout 100 python3 scripts/kernel_times.py --variants tilelang-atrig,tilelang-mearly \
-    --out "$R/kernel-times.json" 2>&1 | grep -v "TileLang:" > "$R/kernel-times.log"; grep -iv "compiled\|warn" "$R/kernel-times.log" | sed -n 1,13p | cut -c1-120; pack
-  timeout 100 python3 -m tfdash bench --backends tilelang-graph,tilelang-atrig,tilelang-mearly \
-    --json "$R/bench-2048.json" 2>&1 | grep -v "TileLang:" > "$R/bench-2048.log"; tail -5 "$R/bench-2048.log" | cut -c1-160; pack
-  timeout 200 python3 -m tfdash bench --backends tilelang-graph,tilelang-atrig,tilelang-mearly --max-new-tokens 8192 \
-    --json "$R/bench-8192.json" 2>&1 | grep -v "TileLang:" > "$R/bench-8192.log"; tail -5 "$R/bench-8192.log" | cut -c1-160; pack
+  python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b,qwen3-4b,qwen3-8b 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
+  timeout 240 python3 -m tfdash bench --backends tilelang-graph,tilelang-mlate,torch-compile \
+    --json "$R/bench-qwen3-1.7b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-qwen3-1.7b.log"; tail -5 "$R/bench-qwen3-1.7b.log" | cut -c1-160; pack
+  for m in ${SIZES:-qwen3-0.6b qwen3-4b qwen3-8b}; do
+    timeout 150 python3 -m tfdash bench --model "$m" --backends tilelang-graph,torch-graph --json "$R/bench-$m.json" 2>&1 \
+      | grep -v "TileLang:" > "$R/bench-$m.log"; tail -4 "$R/bench-$m.log" | cut -c1-160; pack
+  done
 fi
 if [ "$what" = speed ]; then
   # the attention grid change and the GEMV sweep on the small sizes: attention GPU tests, then the

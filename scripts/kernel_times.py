@@ -6,7 +6,7 @@ For each plan: capture the graph, time 200 replays at ctx ~1024 with CUDA events
 duration, the analyzer's bytes and the achieved GB/s; and over the whole replay: how many kernels
 started before the previous one ended (PDL overlap) and the median start-to-previous-end gap.
 
-    python scripts/kernel_times.py [--variants tilelang-atrig,...] --out OUT.json
+    python scripts/kernel_times.py [--variants tilelang-mlate,...] --out OUT.json
 """
 
 import argparse

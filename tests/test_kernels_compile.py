@@ -23,13 +23,11 @@ UNFUSED = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, fuse
 GU1 = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, gemv_blocks_per_sm={"gate_up": 1})
 LATE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_kv_early=False)
 LATERES = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, early_residual=False)
-OTLATE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, o_proj_trigger_first=False,
-                    attn_trigger_first=True)
-KAPART = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_k_apart=True,
-                    gemv_overrides={"down": {"trigger_first": 1}})
-MEARLY = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_merge_early=True)
+OTLATE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, o_proj_trigger_first=False)
+MLATE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_merge_early=False,
+                   gemv_overrides={"down": {"trigger_first": 1}})
 KERNELS = {**UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
-           **KAPART.kernels(), **MEARLY.kernels(), **PLAN.kernels()}  # every kernel the plan variants launch
+           **MLATE.kernels(), **PLAN.kernels()}  # every kernel the plan variants launch
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +47,8 @@ def fresh_cache(tmp_path_factory):
 def test_plan_has_the_expected_kernels():
     common = {"embed_gather", "gemv_qkv", "gemv_o_residual", "gemv_gate_up", "gemv_down_silu_residual",
               "gemv_lm_head", "argmax_feed"}
-    assert set(PLAN.kernels()) == common | {"attn_rope_decode"}
-    assert set(UNFUSED.kernels()) == common | {"qk_norm_rope", "attn_decode"}
+    assert set(PLAN.kernels()) == common | {"attn_rope_decode_me"}
+    assert set(UNFUSED.kernels()) == common | {"qk_norm_rope", "attn_decode_me"}
     assert len(PLAN) == 1 + 5 * 28 + 2 and len(UNFUSED) == 1 + 6 * 28 + 2
 
 
@@ -116,13 +114,12 @@ def test_without_pdl_the_kernels_carry_no_grid_dependency(fresh_cache):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name,first", [("gemv_o_residual", True), ("gemv_o_residual_tlate", False),
-                                        ("attn_rope_decode", False), ("attn_rope_decode_tf", True),
+                                        ("attn_rope_decode_me", False), ("attn_rope_decode", False),
                                         ("gemv_gate_up", False), ("gemv_down_silu_residual", False),
                                         ("gemv_down_silu_residual_t1", True), ("gemv_qkv", False)])
 def test_which_kernels_let_the_next_launch_before_their_grid_dependency(name, first, fresh_cache):
     """The default o_proj triggers gate_up's launch before it waits on attention (gate_up reads only
-    weights early), as attention does o_proj's in the tilelang-atrig variant and down may the next
-    qkv's (gemv_overrides); every other kernel
+    weights early), as down may the next qkv's (gemv_overrides); every other kernel
     (and the tlate baseline) triggers after its wait, once, so a kernel that reads activations
     before its own dependency never launches ahead of the writes it reads."""
     src = compiled(name).get_kernel_source()

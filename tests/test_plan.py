@@ -218,8 +218,8 @@ def test_check_generation_and_default_capacity():
 
 
 def test_the_early_read_knobs_reach_the_engine_plan():
-    """TFDASH_ATTN_KV_EARLY / TFDASH_EARLY_RESIDUAL (SETTINGS) pick the plan load_engine builds; off,
-    the kernels are the A/B baselines, named apart."""
+    """TFDASH_ATTN_KV_EARLY / TFDASH_EARLY_RESIDUAL / TFDASH_ATTN_MERGE_EARLY (SETTINGS) pick the plan
+    load_engine builds; off, the kernels are the A/B baselines, named apart."""
     from tfdash.engine import load_engine
     from tfdash.settings import SETTINGS
 
@@ -227,10 +227,12 @@ def test_the_early_read_knobs_reach_the_engine_plan():
         return set(load_engine(model="qwen3-tiny", device="cpu", capacity=128).plan.kernels())
 
     on = kernels()
-    assert {"attn_rope_decode", "gemv_o_residual", "gemv_down_silu_residual"} <= on
-    with SETTINGS.override(attn_kv_early=False, early_residual=False):
+    assert {"attn_rope_decode_me", "gemv_o_residual", "gemv_down_silu_residual"} <= on
+    with SETTINGS.override(attn_kv_early=False, early_residual=False, attn_merge_early=False):
         off = kernels()
     assert {"attn_rope_decode_late", "gemv_o_residual_lateres", "gemv_down_silu_residual_lateres"} <= off
-    assert not off & {"attn_rope_decode", "gemv_o_residual", "gemv_down_silu_residual"}
+    assert not off & {"attn_rope_decode_me", "gemv_o_residual", "gemv_down_silu_residual"}
     with SETTINGS.override(early_residual=False):
-        assert "attn_rope_decode" in kernels() and "gemv_o_residual_lateres" in kernels()
+        assert "attn_rope_decode_me" in kernels() and "gemv_o_residual_lateres" in kernels()
+    with SETTINGS.override(attn_merge_early=False):
+        assert "attn_rope_decode" in kernels() and "attn_rope_decode_me" not in kernels()

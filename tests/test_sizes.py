@@ -181,26 +181,26 @@ def test_gemv_overrides_name_the_kernel_apart():
 
 def test_attention_knobs_name_their_kernels_and_refuse_what_they_cannot_do():
     """Each attention option is another kernel (its name says so) with the dims the kernel reads;
-    k_apart means nothing unfused (the rope launch norms k) and leaves that plan as it is; the
-    early merge refuses groups whose partials would not fit in registers (32B: 8 q heads a kv head)."""
+    the early merge (the default) applies where a group's partials fit in registers, and 14B's and
+    32B's groups (5 and 8 q heads a kv head) merge late under either setting."""
     cfg = preset("qwen3-1.7b")
 
     def attn(**options):
         return build_plan(cfg, capacity=64, **options).ops()["attention"][0]
 
-    assert attn().kernel == "attn_rope_decode" and "min_blocks" not in attn().dims
+    assert attn().kernel == "attn_rope_decode_me" and attn().dims["merge_early"] is True
+    assert "min_blocks" not in attn().dims
+    late = attn(attn_merge_early=False)
+    assert late.kernel == "attn_rope_decode" and "merge_early" not in late.dims
     mb = attn(attn_min_blocks=3)
-    assert mb.kernel == "attn_rope_decode_mb3" and mb.dims["min_blocks"] == 3
-    both = attn(attn_k_apart=True, attn_merge_early=True, attn_trigger_first=True)
-    assert both.kernel == "attn_rope_decode_tf_kapart_me"
-    assert both.dims["k_apart"] is True and both.dims["merge_early"] is True and both.dims["trigger_first"] == 1
-    unfused = build_plan(cfg, capacity=64, fused_rope=False)
-    assert build_plan(cfg, capacity=64, fused_rope=False, attn_k_apart=True).to_dict()["launches"] == \
-        unfused.to_dict()["launches"]
+    assert mb.kernel == "attn_rope_decode_me_mb3" and mb.dims["min_blocks"] == 3
     with pytest.raises(TfdashError, match="attn_min_blocks=0 must be 1 to 16"):
         attn(attn_min_blocks=0)
-    with pytest.raises(TfdashError, match="8 x 16 partials .* at most 4 q heads"):
-        build_plan(preset("qwen3-32b"), capacity=64, attn_merge_early=True)
+    for big in ("qwen3-14b", "qwen3-32b"):
+        on, off = (build_plan(preset(big), capacity=64, attn_merge_early=e).ops()["attention"][0] for e in (True, False))
+        assert on.to_dict() == off.to_dict() and on.kernel == "attn_rope_decode" and "merge_early" not in on.dims
+    four = build_plan(preset("qwen3-8b"), capacity=64).ops()["attention"][0]  # 4 q heads a kv head: early
+    assert four.dims["merge_early"] is True
     gu = build_plan(cfg, capacity=64, gemv_overrides={"gate_up": {"min_blocks": 3}}).ops()["gate_up"][0]
     assert gu.kernel == "gemv_gate_up_m3" and gu.dims["min_blocks"] == 3
 
@@ -289,7 +289,7 @@ def test_attention_split_cap_is_a_plan_variant():
 
     plan = build_plan(preset("qwen3-1.7b"), capacity=2112, **PLAN_VARIANTS["tilelang-sc16"])
     [kernel] = {x.kernel for x in plan.launches if x.family == "attention"}
-    assert kernel == "attn_rope_decode_sc16" and plan.ops()["attention"][0].dims["split_cap"] == 16
+    assert kernel == "attn_rope_decode_sc16_me" and plan.ops()["attention"][0].dims["split_cap"] == 16
     with pytest.raises(TfdashError, match="attn_split_cap"):
         build_plan(preset("qwen3-1.7b"), attn_split_cap=0)
 
@@ -305,7 +305,7 @@ def test_the_split_cap_knob_sets_the_engine_plan(monkeypatch):
 
     cfg = preset("qwen3-1.7b")
     [default] = {x.kernel for x in plan_for(cfg, "bfloat16", 2112).launches if x.family == "attention"}
-    assert default == "attn_rope_decode"  # the default cap keeps the kernel's name
+    assert default == "attn_rope_decode_me"  # the default cap keeps the kernel's name
     monkeypatch.setenv("TFDASH_ATTN_SPLIT_CAP", "16")
     [capped] = [x for x in plan_for(cfg, "bfloat16", 2112).launches if x.family == "attention"][:1]
-    assert capped.kernel == "attn_rope_decode_sc16" and capped.dims["split_cap"] == 16
+    assert capped.kernel == "attn_rope_decode_sc16_me" and capped.dims["split_cap"] == 16

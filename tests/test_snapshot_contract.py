@@ -131,25 +131,28 @@ def test_a_plan_variant_rebuilds_exactly(variant):
 
 
 def test_options_recorded_before_a_knob_changed_rebuild_the_plan_that_ran(variant):
-    """A snapshot recorded before o_proj_trigger_first and attn_k_apart existed ran o_proj
-    triggering after its grid dependency and attention norming k apart, and recorded
-    down_smem_prefetch=False: it rebuilds that plan, not today's default;
-    one recorded with the removed down_smem_prefetch on cannot be rebuilt, and says so (None)."""
+    """A snapshot recorded before o_proj_trigger_first, attn_k_apart and attn_merge_early existed ran
+    o_proj triggering after its grid dependency, attention norming k apart and merging late, and
+    recorded down_smem_prefetch=False: it rebuilds that plan, not today's default (unfused, k_apart
+    changed nothing); one that names a removed option's other value cannot be rebuilt, and says
+    so (None)."""
     eng, path = variant
     snap = load_snapshot(path)
     old = dict(snap.meta.plan_options, down_smem_prefetch=False)
-    for added in ("o_proj_trigger_first", "attn_k_apart", "attn_trigger_first"):
+    for added in ("o_proj_trigger_first", "attn_merge_early"):
         del old[added]
     before = dataclasses.replace(snap, meta=dataclasses.replace(snap.meta, plan_options=old))
     plan = drill_model.plan_of(before)
     o = next(la for la in plan.launches if la.op == "o_proj")
     assert o.kernel == "gemv_o_residual_tlate" and "trigger_first" not in o.dims
-    # the recorded plan is unfused: attn_k_apart (the old fused attention) leaves its attention as it ran
+    # unfused, with the late merge it ran: everything else as the live run's plan
+    ran = build_plan(MICRO, "float32", capacity=512, **VARIANT, attn_merge_early=False, o_proj_trigger_first=False)
+    assert plan.to_dict() == ran.to_dict() != eng.plan.to_dict()
     [att] = [la for la in plan.launches if la.op == "attention" and la.layer == 0]
-    assert att.to_dict() == next(la for la in eng.plan.launches if la.role == att.role).to_dict()
-    assert att.kernel == "attn_decode" and "k_apart" not in att.dims
-    gone = dataclasses.replace(snap, meta=dataclasses.replace(snap.meta, plan_options=dict(old, down_smem_prefetch=True)))
-    assert drill_model.plan_of(gone) is None
+    assert att.kernel == "attn_decode" and "merge_early" not in att.dims and "k_apart" not in att.dims
+    for removed in ({"down_smem_prefetch": True}, {"attn_trigger_first": True}, {"fused_rope": True}):
+        gone = dataclasses.replace(snap, meta=dataclasses.replace(snap.meta, plan_options=dict(old, **removed)))
+        assert drill_model.plan_of(gone) is None, removed  # fused and k apart: a plan no longer built
 
 
 def test_an_older_snapshot_without_options_still_rebuilds_by_search(recorded):

@@ -69,6 +69,11 @@ class Settings:
                                      "their first weights while attention runs (gate_up reads only weights before "
                                      "its grid dependency); off: after o_proj's grid dependency (bench backend "
                                      "tilelang-otlate, the A/B baseline; benchmarks/ has the measured difference)"),
+        "attn_merge_early": Knob("TFDASH_ATTN_MERGE_EARLY", True,
+                                 "attention's merging block loads its first partials beside the (max, sum) "
+                                 "pairs, both loads in flight at once, where a kv head has at most 4 q heads "
+                                 "(larger groups merge late); off: after them (bench backend tilelang-mlate, "
+                                 "the A/B baseline; benchmarks/ has the measured difference)"),
         "attn_split_cap": Knob("TFDASH_ATTN_SPLIT_CAP", 32,
                                "programs per kv head in attention's grid at most; each loops over its "
                                "64-position blocks of the KV cache, so a larger cache launches no more "

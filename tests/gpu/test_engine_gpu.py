@@ -234,8 +234,7 @@ def test_plan_variants_decode_the_same_bits(state):
     from tfdash.profiling.variants import PLAN_VARIANTS
 
     for options in ({"attn_kv_early": False, "early_residual": False}, PLAN_VARIANTS["tilelang-otlate"],
-                    PLAN_VARIANTS["tilelang-kapart"], PLAN_VARIANTS["tilelang-atrig"],
-                    PLAN_VARIANTS["tilelang-mearly"]):
+                    PLAN_VARIANTS["tilelang-mlate"]):
         variant = TilelangRuntime(build_plan(CFG, dtype="bfloat16", capacity=2048, **options), weights, DEV)
         variant.capture()
         tokens, logits = run(variant)

@@ -32,6 +32,8 @@ from tfdash.engine.config import ModelConfig
 from tfdash.errors import CapacityError, TfdashError
 
 ATTN_BLOCK = 64  # KV positions per split of the split-KV attention
+# q heads per kv head at most for the early merge: it holds group x 16 partials a thread in registers
+MERGE_EARLY_GROUP = 4
 # kernel-name tags of overridden settings; min_blocks: __launch_bounds__'s blocks per SM (a
 # register budget a thread, so the next kernel's blocks fit beside these under PDL)
 GEMV_KNOB_TAG = {"rows": "r", "seg": "s", "blocks_per_sm": "b", "min_blocks": "m", "trigger_first": "t"}
@@ -153,20 +155,24 @@ class StepPlan:
 
 # build_plan options added or removed since snapshots began recording them (RunMeta.plan_options):
 # an added one takes the value that rebuilds the plans recorded before it; a removed one is dropped
-# at its old default (any other value names a plan this version cannot build)
-ADDED_OPTIONS = {"o_proj_trigger_first": False, "attn_k_apart": True}
-REMOVED_OPTIONS = {"down_smem_prefetch": False}
+# when it has the value this version builds (any other names a plan this version cannot build)
+ADDED_OPTIONS = {"o_proj_trigger_first": False, "attn_merge_early": False}
+REMOVED_OPTIONS = {"down_smem_prefetch": False, "attn_k_apart": False, "attn_trigger_first": False}
 
 
 def recorded_options(options: Mapping[str, object]) -> dict | None:
     """build_plan's keyword options for options a snapshot recorded, or None when the plan they
     name can no longer be built."""
     out = dict(options)
-    for name, old_default in REMOVED_OPTIONS.items():
-        if name in out and out.pop(name) != old_default:
-            return None
+    if "o_proj_trigger_first" not in out and out.get("fused_rope", True):
+        return None  # recorded before attn_k_apart existed: the fused attention normed k apart
+    if out.get("fused_rope") is False:
+        out.pop("attn_k_apart", None)  # unfused, the rope launch norms k: k_apart changed nothing
     for name, before in ADDED_OPTIONS.items():
         out.setdefault(name, before)
+    for name, built in REMOVED_OPTIONS.items():
+        if name in out and out.pop(name) != built:
+            return None
     return out
 
 
@@ -205,8 +211,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                gemv_overrides: Mapping[str, Mapping[str, int]] | None = None,
                attn_split_cap: int | None = None, attn_min_blocks: int | None = None,
                attn_block: int | None = None, o_proj_trigger_first: bool = True,
-               attn_trigger_first: bool = False, attn_k_apart: bool = False,
-               attn_merge_early: bool = False) -> StepPlan:
+               attn_merge_early: bool = True) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -226,11 +231,10 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     `o_proj_trigger_first` lets gate_up launch at o_proj's start rather than after o_proj's grid
     dependency, so gate_up's blocks stream their first weights while attention still runs (gate_up
     reads only weights before its own dependency); False is the A/B baseline.
-    `attn_trigger_first` lets o_proj launch at attention's start (a variant to A/B).
-    `attn_k_apart` norms and rotates this step's k after the q heads, with two more barriers,
-    rather than in the q heads' passes (the A/B baseline of tfdash.kernels.rope.fused_rope_macro).
     `attn_merge_early` has the merging block load its first partials beside the (max, sum) pairs
-    (tfdash.kernels.splitkv.merge_macro's `early`; a variant to A/B).
+    (tfdash.kernels.splitkv.merge_macro's `early`) where a kv head has at most
+    MERGE_EARLY_GROUP q heads (their partials stay in registers); larger groups merge late, as
+    False does everywhere (the A/B baseline).
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import settings as gemv_settings
@@ -327,16 +331,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
             raise TfdashError(f"attn_split_cap={attn_split_cap} must be at least 1")
         attn_dims["split_cap"] = attn_split_cap
         sc_sfx += f"_sc{attn_split_cap}"  # another grid is another kernel: name it apart
-    if attn_trigger_first:
-        attn_dims["trigger_first"] = 1
-        sc_sfx += "_tf"
-    if attn_k_apart and fused_rope:  # (unfused, the rope launch norms k on its own)
-        attn_dims["k_apart"] = True
-        sc_sfx += "_kapart"
-    if attn_merge_early and nH // nKV > 4:
-        raise TfdashError(f"attn_merge_early holds {nH // nKV} x 16 partials a thread in registers: it supports "
-                          f"at most 4 q heads per kv head")
-    if attn_merge_early:
+    if attn_merge_early and nH // nKV <= MERGE_EARLY_GROUP:
         attn_dims["merge_early"] = True
         sc_sfx += "_me"
     if attn_min_blocks is not None:

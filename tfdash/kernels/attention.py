@@ -17,7 +17,7 @@ import math
 import torch
 
 from tfdash.kernels.base import DTYPE_BYTES, Family, Operand, make_cost, register
-from tfdash.kernels.rope import fused_passes, fused_rope_macro, k_apart_rope_macro
+from tfdash.kernels.rope import fused_passes, fused_rope_macro
 from tfdash.kernels.splitkv import MERGE_CHUNK, SPLIT_CAP, grid_splits, lanes, merge_macro, splits_used
 
 
@@ -136,10 +136,6 @@ def tilelang_attention(dims):
     # K/V cache prefetch before the grid dependency: only fused (unfused, the kernel before this
     # one appends this step's k and v) and only under PDL (without it there is nothing to overlap)
     early = pdl and bool(dims.get("fused_rope")) and dims.get("kv_early", True)
-    # trigger_first: o_proj may launch at this kernel's start; it reads only weights and the
-    # residual early, and the residual's writer (the last layer's down) finished before the qkv
-    # GEMV's grid dependency returned, so before this kernel could launch
-    trig_first = pdl and bool(dims.get("trigger_first"))
 
     nH, nKV, D, C, B, dt = (dims["n_heads"], dims["n_kv_heads"], dims["head_dim"], dims["capacity"],
                             dims["block"], dims["dtype"])
@@ -161,7 +157,7 @@ def tilelang_attention(dims):
     QKV = (nH + 2 * nKV) * D
     sper, S32 = lanes(S)  # splits per lane in the merge, and the splits in whole warps
     merge = merge_macro(T, group, warps, S, D, dt, early=bool(dims.get("merge_early")))
-    rope = (k_apart_rope_macro if dims.get("k_apart") else fused_rope_macro)(T, group, nH, nKV, D, dt, eps)
+    rope = fused_rope_macro(T, group, nH, nKV, D, dt, eps)
     RED = max(SP, RP) * warps  # reduction slots: one per warp per pass
 
     @T.macro
@@ -196,8 +192,6 @@ def tilelang_attention(dims):
             pv = T.alloc_local((MERGE_CHUNK,), "float32")
             w_s = T.alloc_shared((group, S32), "float32")
             n_s = T.alloc_var("int32")
-            if trig_first:
-                T.pdl_trigger()
             if early:
                 # pos was written by the previous step's argmax_feed (a graph launch before this
                 # one), so it and the cache rows before it may be read before the grid dependency:
@@ -206,8 +200,7 @@ def tilelang_attention(dims):
             else:
                 if pdl:  # programmatic dependent launch: wait for the kernel before, then let the next one launch
                     T.pdl_sync()
-                    if not trig_first:
-                        T.pdl_trigger()
+                    T.pdl_trigger()
                 n_s = pos[0] + 1
             n = n_s
             n_active = (n + B - 1) // B
@@ -229,8 +222,7 @@ def tilelang_attention(dims):
                             kall[it, c] = k_cache[g, T.min(bx * B + warp * (iters * 4) + it * 4 + pi, C - 1), dc * DC + c]
                 if early:
                     T.pdl_sync()
-                    if not trig_first:
-                        T.pdl_trigger()
+                    T.pdl_trigger()
                 if bx < n_active:
                     if fused:  # q/k norm, RoPE and KV append (tfdash.kernels.rope.fused_rope_macro)
                         rope(qkv, q_norm, k_norm, cos, sin, k_cache, v_cache, q_s, k_s, v_s, red_s, g, n, tx, lane,

@@ -22,9 +22,8 @@ copy bandwidth.
     tilelang-sc16/24/40 attention's grid at most 16/24/40 programs per kv head (the default: 32),
                      each looping over its blocks of the cache (the split-cap A/B); tilelang-scall:
                      one program a block, however large the cache (the grid before the cap)
-    tilelang-kapart  attention norms this step's k after the q heads, not in their passes
-    tilelang-atrig   attention lets o_proj launch at its start (the attention trigger A/B)
-    tilelang-mearly  attention's merge loads its first partials beside the (max, sum) pairs
+    tilelang-mlate   attention's merge loads its partials after the (max, sum) pairs, not beside
+                     them (the merge A/B: TFDASH_ATTN_MERGE_EARLY)
     tilelang-b32sc64 32-position splits on 64 programs per kv head (tfdash.profiling.variants)
     tilelang[OP:K=V] a GEMV launch-settings variant (--gemv), the sweep behind the GEMV table
     tilelang@N       tilelang-graph with an N-position KV cache (--also-capacity N; the dashboard's

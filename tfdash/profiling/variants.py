@@ -15,7 +15,5 @@ PLAN_VARIANTS = {
     # head: one round up to 2048 positions
     "tilelang-b32sc64": {"attn_block": 32, "attn_split_cap": 64},
     "tilelang-otlate": {"o_proj_trigger_first": False},  # gate_up launches after o_proj's grid dependency
-    "tilelang-atrig": {"attn_trigger_first": True},  # o_proj launches at attention's start
-    "tilelang-kapart": {"attn_k_apart": True},  # attention norms this step's k after the q heads
-    "tilelang-mearly": {"attn_merge_early": True},  # the merge loads partials beside (max, sum)
+    "tilelang-mlate": {"attn_merge_early": False},  # the merge loads partials after (max, sum)
 }
