@@ -10,6 +10,7 @@ set -u
 what=${1:-all}; shift || true
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 tar -C /tmp -xJf .gpu/site.tar.xz
+[ -f .gpu/cupti.tar.xz ] && tar -C /tmp -xJf .gpu/cupti.tar.xz  # cupti-python, for the continuous-timing tests
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 TILELANG_CACHE_DIR=$PWD/.tlcache
 export TFDASH_CACHE_DIR=$PWD/.tlcache/tfdash
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUT/gpu.txt"
@@ -101,10 +102,13 @@ if [ "$what" = final ]; then
   done
 fi
 if [ "$what" = headline ]; then
-  # the README's table on today's default plan: the 1.7B bench with the torch-compile peer and the
-  # late-merge baseline, then each size's bench with the torch-graph peer, SIZES="..." to pick
+  # the README's table on today's default plan: the unfused attention's and continuous timing's GPU
+  # tests (TESTS="..." to pick others), the 1.7B bench with the torch-compile peer and the late-merge
+  # baseline, then each size's bench with the torch-graph peer, SIZES="..." to pick
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
   python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b,qwen3-4b,qwen3-8b 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
+  timeout 150 python3 -m pytest -m gpu ${TESTS:-tests/gpu/test_kernels_gpu.py::test_attention tests/gpu/test_continuous_gpu.py} -q -rA \
+    -p no:cacheprovider 2>&1 | grep -v "TileLang:" > "$R/tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/tests.log" | cut -c1-200 | tail -8; pack
   timeout 240 python3 -m tfdash bench --backends tilelang-graph,tilelang-mlate,torch-compile \
     --json "$R/bench-qwen3-1.7b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-qwen3-1.7b.log"; tail -5 "$R/bench-qwen3-1.7b.log" | cut -c1-160; pack
   for m in ${SIZES:-qwen3-0.6b qwen3-4b qwen3-8b}; do
