@@ -102,6 +102,7 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--model", default=None, help="a preset (default: qwen3-1.7b on CUDA, qwen3-tiny on CPU)")
     p.add_argument("--skip-ab", action="store_true", help="only the mid-run screenshot and snapshot")
+    p.add_argument("--skip-midrun", action="store_true", help="only the overhead A/B")
     args = p.parse_args(argv)
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -116,14 +117,16 @@ def main(argv=None) -> int:
     # 2048); the screenshot run needs room for m_n. Attention's grid covers the capacity, so the
     # two are separate engines (the same weights: the same seed).
     engine = load_engine(model=model, device=args.device, max_new_tokens=n, prompt=DEFAULT_PROMPT)
-    mid_engine = load_engine(model=model, device=args.device, max_new_tokens=m_n, prompt=DEFAULT_PROMPT)
+    mid_engine = None if args.skip_midrun else load_engine(model=model, device=args.device, max_new_tokens=m_n,
+                                                           prompt=DEFAULT_PROMPT)
     results: dict = {"host": platform.node(), "device": args.device, "backend": engine.backend,
                      "model": engine.config.name, "new_tokens": n, "capacity": engine.plan.capacity,
-                     "midrun_tokens": m_n, "midrun_capacity": mid_engine.plan.capacity,
+                     "midrun_tokens": m_n, "midrun_capacity": mid_engine.plan.capacity if mid_engine else None,
                      "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                      "command": "python3 scripts/gpu_app_check.py " + " ".join(sys.argv[1:]), "errors": {}}
     try:
-        results["midrun"] = asyncio.run(midrun(mid_engine, out, m_n, profile_at=min(1024, m_n // 8)))
+        if not args.skip_midrun:
+            results["midrun"] = asyncio.run(midrun(mid_engine, out, m_n, profile_at=min(1024, m_n // 8)))
     except Exception:
         results["errors"]["midrun"] = traceback.format_exc(limit=6)
     try:
@@ -149,6 +152,10 @@ def main(argv=None) -> int:
     if o:
         print(f"  tok/s headless {o.get('medians', {}).get('headless')}, dashboard {o.get('medians', {}).get('dashboard')}, "
               f"overhead {o.get('overhead_pct')} %")
+        for arm, runs in o.get("details", {}).items():
+            print(f"  {arm}: " + "; ".join(f"p50 {d['step_p50_ms']:.3f} p99 {d['step_p99_ms']:.3f} ms, "
+                                          f"{d['slow_steps']} steps over 2x p50 (+{d['slow_excess_ms']:.1f} ms)"
+                                          for d in runs))
     for part, err in results["errors"].items():
         print(f"  {part} FAILED: {err.strip().splitlines()[-1]}")
     return 1 if results["errors"] else 0

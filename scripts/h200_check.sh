@@ -3,7 +3,7 @@
 #   run with carry [".gpu"]:  bash scripts/h200_check.sh [tests|diag|bench|profile|app|all] [extra bench args]
 #   (all = tests, diag, bench; engine = bench, headless run, GPU tests; observe = issues 5 and 6 (+ bench); dash = app + tty; profile = scripts/gpu_profile_check.py; app = scripts/gpu_app_check.py;
 #    counters = tfdash counters on one layer plus embed, lm_head and argmax (issue 17);
-#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick)
+#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick)
 # Needs the offline bundle (../shared/gpu-bundle .gpu/site.tar.xz). The tilelang kernel cache
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
@@ -162,6 +162,14 @@ if [ "$what" = features ]; then
   grep -v "TileLang:" "$R/counters.log" | tail -14 | cut -c1-220; pack
   timeout 90 python3 -m tfdash --headless --ab tilelang-lateres --max-new-tokens 8192 --ignore-eos > "$R/ab.log" 2>&1
   grep -v "TileLang:" "$R/ab.log" | tail -14 | cut -c1-220; pack
+fi
+if [ "$what" = overhead ]; then
+  # the dashboard's cost against headless on the 1.7B shape (issue 13), with each run's step p99 and
+  # stalls (steps over twice the p50): under continuous timing (the default), then under windows
+  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  python3 scripts/precompile.py --only-default --sizes qwen3-1.7b 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
+  timeout 240 python3 scripts/gpu_app_check.py --skip-midrun --rounds 5 --out-dir "$R/continuous" 2>&1 | grep -v "TileLang:" | tail -4 | cut -c1-400; pack
+  TFDASH_TIMING=windows timeout 200 python3 scripts/gpu_app_check.py --skip-midrun --rounds 3 --out-dir "$R/windows" 2>&1 | grep -v "TileLang:" | tail -4 | cut -c1-400; pack
 fi
 if [ "$what" = app ]; then
   mkdir -p "$OUT/app"

@@ -217,6 +217,9 @@ def test_dashboard_overhead_ab(isolated_config):
     assert out["medians"]["headless"] > 0 and out["medians"]["dashboard"] > 0
     assert out["refreshes"][0] >= 1
     assert out["overhead_pct"] == pytest.approx(100 * (1 - out["dashboard"][0] / out["headless"][0]))
+    for arm in ("headless", "dashboard"):
+        [d] = out["details"][arm]
+        assert 0 < d["step_p50_ms"] <= d["step_p99_ms"] and d["slow_steps"] >= 0
 
 
 @sync

@@ -15,39 +15,53 @@ import statistics
 import threading
 from typing import Callable
 
+from tfdash.stats import step_ms
 
-def _headless(make_session: Callable[[], object]) -> float:
+
+def _headless(make_session: Callable[[], object]):
     s = make_session()
     t = threading.Thread(target=s.run, name="tfdash headless A/B")
     t.start()
     t.join()
-    return s.snapshot().tok_per_s
+    return s.snapshot()
 
 
-def _dashboard(make_session: Callable[[], object], size: tuple[int, int]) -> tuple[float, int]:
+def _dashboard(make_session: Callable[[], object], size: tuple[int, int]):
     from tfdash.app.main import live_app
 
     app = live_app(lambda status: make_session(), exit_when_done=True)
     snap = app.run(headless=True, size=size)
     if snap is None:
         raise RuntimeError(app.status_note or "the dashboard ended without a snapshot")
-    return snap.tok_per_s, app.refreshes
+    return snap, app.refreshes
+
+
+def detail(snap) -> dict:
+    """Where a run's time went: its step p50/p99, the steps over twice the p50 (host stalls: the
+    GPU waited for the next replay) with their time past the p50, and the timing mechanism's host
+    time a step."""
+    p50, p99 = step_ms(snap.step_ns)
+    slow = [ns / 1e6 - p50 for ns in snap.step_ns if p50 and ns / 1e6 > 2 * p50]
+    return {"step_p50_ms": p50, "step_p99_ms": p99, "slow_steps": len(slow), "slow_excess_ms": sum(slow),
+            "timing_host_us_per_step": snap.timing.host_ns_per_step / 1e3 if snap.timing else None}
 
 
 def dashboard_ab(make_session: Callable[[], object], rounds: int = 3, size: tuple[int, int] = (160, 48)) -> dict:
-    """{"headless": [tok/s...], "dashboard": [...], "medians": {...}, "overhead_pct": float}."""
-    headless: list[float] = []
-    dashboard: list[float] = []
+    """{"headless": [tok/s...], "dashboard": [...], "medians": {...}, "overhead_pct": float,
+    "details": {arm: [detail(run)...]}}."""
+    tok: dict[str, list[float]] = {"headless": [], "dashboard": []}
+    details: dict[str, list[dict]] = {"headless": [], "dashboard": []}
     refreshes: list[int] = []
     for r in range(rounds):
         for arm in (("headless", "dashboard") if r % 2 == 0 else ("dashboard", "headless")):
             if arm == "headless":
-                headless.append(_headless(make_session))
+                snap = _headless(make_session)
             else:
-                tok_s, n = _dashboard(make_session, size)
-                dashboard.append(tok_s)
+                snap, n = _dashboard(make_session, size)
                 refreshes.append(n)
-    mh, md = statistics.median(headless), statistics.median(dashboard)
-    return {"headless": headless, "dashboard": dashboard, "refreshes": refreshes,
+            tok[arm].append(snap.tok_per_s)
+            details[arm].append(detail(snap))
+    mh, md = statistics.median(tok["headless"]), statistics.median(tok["dashboard"])
+    return {"headless": tok["headless"], "dashboard": tok["dashboard"], "refreshes": refreshes,
             "medians": {"headless": mh, "dashboard": md},
-            "overhead_pct": 100.0 * (mh - md) / mh if mh else float("nan")}
+            "overhead_pct": 100.0 * (mh - md) / mh if mh else float("nan"), "details": details}
