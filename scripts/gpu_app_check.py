@@ -121,7 +121,7 @@ def main(argv=None) -> int:
                                                            prompt=DEFAULT_PROMPT)
     results: dict = {"host": platform.node(), "device": args.device, "backend": engine.backend,
                      "model": engine.config.name, "new_tokens": n, "capacity": engine.plan.capacity,
-                     "midrun_tokens": m_n, "midrun_capacity": mid_engine.plan.capacity if mid_engine else None,
+                     "midrun_tokens": None if args.skip_midrun else m_n, "midrun_capacity": mid_engine.plan.capacity if mid_engine else None,
                      "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                      "command": "python3 scripts/gpu_app_check.py " + " ".join(sys.argv[1:]), "errors": {}}
     try:
@@ -153,7 +153,7 @@ def main(argv=None) -> int:
         print(f"  tok/s headless {o.get('medians', {}).get('headless')}, dashboard {o.get('medians', {}).get('dashboard')}, "
               f"overhead {o.get('overhead_pct')} %")
         for arm, runs in o.get("details", {}).items():
-            print(f"  {arm}: " + "; ".join(f"p50 {d['step_p50_ms']:.3f} p99 {d['step_p99_ms']:.3f} ms, "
+            print(f"  {arm}: " + "; ".join(f"p50 {d['step_p50_ms'] or 0:.3f} p99 {d['step_p99_ms'] or 0:.3f} ms, "
                                           f"{d['slow_steps']} steps over 2x p50 (+{d['slow_excess_ms']:.1f} ms)"
                                           for d in runs))
     for part, err in results["errors"].items():

@@ -168,8 +168,8 @@ if [ "$what" = overhead ]; then
   # stalls (steps over twice the p50): under continuous timing (the default), then under windows
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
   python3 scripts/precompile.py --only-default --sizes qwen3-1.7b 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
-  timeout 240 python3 scripts/gpu_app_check.py --skip-midrun --rounds 5 --out-dir "$R/continuous" 2>&1 | grep -v "TileLang:" | tail -4 | cut -c1-400; pack
-  TFDASH_TIMING=windows timeout 200 python3 scripts/gpu_app_check.py --skip-midrun --rounds 3 --out-dir "$R/windows" 2>&1 | grep -v "TileLang:" | tail -4 | cut -c1-400; pack
+  timeout 240 python3 scripts/gpu_app_check.py --skip-midrun --rounds 5 --out-dir "$R/continuous" 2>&1 | grep -v "TileLang:" | tail -6 | cut -c1-400; pack
+  TFDASH_TIMING=windows timeout 200 python3 scripts/gpu_app_check.py --skip-midrun --rounds 3 --out-dir "$R/windows" 2>&1 | grep -v "TileLang:" | tail -6 | cut -c1-400; pack
 fi
 if [ "$what" = app ]; then
   mkdir -p "$OUT/app"

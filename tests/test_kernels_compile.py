@@ -26,8 +26,10 @@ LATERES = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, earl
 OTLATE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, o_proj_trigger_first=False)
 MLATE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_merge_early=False,
                    gemv_overrides={"down": {"trigger_first": 1}})
+UNFUSED_MLATE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, fused_rope=False,
+                           attn_merge_early=False)  # 14B's and 32B's unfused attention: the late merge
 KERNELS = {**UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
-           **MLATE.kernels(), **PLAN.kernels()}  # every kernel the plan variants launch
+           **MLATE.kernels(), **UNFUSED_MLATE.kernels(), **PLAN.kernels()}  # every kernel the plan variants launch
 
 
 @pytest.fixture(scope="module")

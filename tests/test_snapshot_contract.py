@@ -160,3 +160,34 @@ def test_an_older_snapshot_without_options_still_rebuilds_by_search(recorded):
     old = dataclasses.replace(live, meta=dataclasses.replace(live.meta, plan_options=None), windows=(), version=2)
     plan = drill_model.plan_of(old)
     assert plan is not None and [la.role for la in plan.launches] == [k.role for k in live.kernels]
+
+
+def test_an_older_snapshot_of_an_ab_variant_still_rebuilds_by_search(recorded):
+    """A snapshot without recorded options, from before attn_merge_early (its merge late), of a
+    run with two knobs of its own off: three flips from today's defaults."""
+    _, live, _ = recorded
+    ran = build_plan(MICRO, "float32", capacity=512, fused_rope=False, early_residual=False, attn_merge_early=False)
+    rows = tuple(dataclasses.replace(live.kernels[0], index=la.index, role=la.role, layer=la.layer, kernel=la.kernel)
+                 for la in ran.launches)
+    old = dataclasses.replace(live, kernels=rows, meta=dataclasses.replace(live.meta, plan_options=None), windows=())
+    plan = drill_model.plan_of(old)
+    assert plan is not None and plan.to_dict() == ran.to_dict()
+
+
+@pytest.mark.parametrize("recorded_as,want", [
+    ({"fused_rope": True}, None),  # before o_proj_trigger_first: the fused attention normed k apart
+    ({"fused_rope": False}, {"fused_rope": False, "o_proj_trigger_first": False, "attn_merge_early": False}),
+    ({"fused_rope": False, "o_proj_trigger_first": True, "attn_k_apart": True},
+     {"fused_rope": False, "o_proj_trigger_first": True, "attn_merge_early": False}),  # unfused: k_apart meant nothing
+    ({"fused_rope": True, "o_proj_trigger_first": True, "attn_k_apart": False, "attn_trigger_first": False},
+     {"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_early": False}),
+    ({"fused_rope": True, "o_proj_trigger_first": True, "attn_k_apart": True}, None),
+    ({"fused_rope": True, "o_proj_trigger_first": True, "attn_trigger_first": True}, None),
+    ({"fused_rope": True, "o_proj_trigger_first": True, "down_smem_prefetch": True}, None),
+    ({"fused_rope": True, "o_proj_trigger_first": False, "attn_merge_early": True},
+     {"fused_rope": True, "o_proj_trigger_first": False, "attn_merge_early": True}),
+])
+def test_recorded_options_name_the_plan_that_ran_or_none(recorded_as, want):
+    from tfdash.engine.plan import recorded_options
+
+    assert recorded_options(recorded_as) == want

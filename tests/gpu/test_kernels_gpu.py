@@ -211,9 +211,13 @@ def test_qk_norm_rope(ctx, size):
         assert torch.equal(a[cache][:, mask], b[cache][:, mask])
 
 
+@pytest.mark.parametrize("merge_early", [True, False])
 @pytest.mark.parametrize("ctx", [0, 1, 63, 64, 255, 1024, 4095])
-def test_attention(ctx):
-    [launch] = [x for x in UNFUSED.kernels().values() if x.family == "attention"]
+def test_attention(ctx, merge_early):
+    """The unfused attention with either merge (14B's and 32B's groups always merge late)."""
+    plan = UNFUSED if merge_early else build_plan(CFG, dtype="bfloat16", capacity=4096, fused_rope=False,
+                                                  attn_merge_early=False)
+    [launch] = [x for x in plan.kernels().values() if x.family == "attention"]
     a, b, _ = both(launch, ctx, ["out", "part", "ml"])
     assert not torch.isnan(b["out"].float()).any()
     assert rel_err(b["out"], a["out"]) <= 1e-2

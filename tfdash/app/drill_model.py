@@ -29,8 +29,9 @@ class OperandCost:
 
 def _plan_variants() -> list[dict]:
     """build_plan's keyword options that are booleans (fused_rope, attn_kv_early, ...): the defaults
-    first, then every combination of one or two flips -- a snapshot recorded with an A/B variant of
-    the plan (a knob or two off) still rebuilds, and the search stays a few dozen plans."""
+    first, then every combination of up to three flips -- a snapshot recorded with an A/B variant of
+    the plan (a knob or two off) before attn_merge_early existed (its merge late: a third flip)
+    still rebuilds, and the search stays a few dozen plans."""
     import inspect
     import itertools
 
@@ -38,7 +39,7 @@ def _plan_variants() -> list[dict]:
 
     flags = [p for p in inspect.signature(build_plan).parameters.values() if isinstance(p.default, bool)]
     out: list[dict] = []
-    for n in range(min(len(flags), 2) + 1):
+    for n in range(min(len(flags), 3) + 1):
         for combo in itertools.combinations(flags, n):
             out.append({p.name: not p.default for p in combo})
     return out

@@ -37,9 +37,9 @@ def _dashboard(make_session: Callable[[], object], size: tuple[int, int]):
 
 
 def detail(snap) -> dict:
-    """Where a run's time went: its step p50/p99, the steps over twice the p50 (host stalls: the
-    GPU waited for the next replay) with their time past the p50, and the timing mechanism's host
-    time a step."""
+    """Where a run's time went: its step p50/p99, the steps over twice the p50 (stalls: the GPU
+    waited for the next replay, or a profile window drained the steps in flight) with their time
+    past the p50, and the timing mechanism's host time a step."""
     p50, p99 = step_ms(snap.step_ns)
     slow = [ns / 1e6 - p50 for ns in snap.step_ns if p50 and ns / 1e6 > 2 * p50]
     return {"step_p50_ms": p50, "step_p99_ms": p99, "slow_steps": len(slow), "slow_excess_ms": sum(slow),
