@@ -211,7 +211,7 @@ def test_qk_norm_rope(ctx, size):
         assert torch.equal(a[cache][:, mask], b[cache][:, mask])
 
 
-@pytest.mark.parametrize("merge_early", [True, False])
+@pytest.mark.parametrize("merge_early", [True, False], ids=["merge_early", "merge_late"])
 @pytest.mark.parametrize("ctx", [0, 1, 63, 64, 255, 1024, 4095])
 def test_attention(ctx, merge_early):
     """The unfused attention with either merge (14B's and 32B's groups always merge late)."""
