@@ -45,7 +45,7 @@ def _plan_variants() -> list[dict]:
     return out
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=32)  # the search's few dozen candidates stay cached
 def _plan(model_json: str, dtype: str, capacity: int, options: str):
     from tfdash.engine.config import ModelConfig
     from tfdash.engine.plan import build_plan
