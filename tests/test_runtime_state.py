@@ -65,3 +65,34 @@ def test_a_plan_variant_runtime_shares_the_weights_and_decodes_the_same():
     a = [e.token_id for e in Generation(rt, [1, 2, 3], 12, eng.tokenizer)]
     b = [e.token_id for e in Generation(var, [1, 2, 3], 12, eng.tokenizer)]
     assert a == b
+
+
+def test_the_ring_is_read_through_its_host_view(rt):
+    """token() reads the numpy view of the ring (no torch call that releases the GIL): it sees
+    what the step wrote into the ring's memory."""
+    rt.reset([1, 2])
+    rt.begin()
+    rt.enqueue(5)
+    rt.wait(5)
+    assert rt.token(5) == int(rt.ring[5]) == int(rt.bufs["tok"][0])
+    rt.ring[7] = 12345
+    assert rt.token(7) == 12345
+
+
+def test_a_generation_shortens_the_switch_interval_and_restores_it():
+    import sys
+
+    from tfdash.engine import decode
+
+    eng = micro_engine(capacity=128)
+    before = sys.getswitchinterval()
+    seen = []
+    for _ in decode.Generation(eng.runtime, [1, 2, 3], 4, eng.tokenizer):
+        seen.append(sys.getswitchinterval())
+    assert len(seen) == 4 and all(s == pytest.approx(min(before, decode.CPU_SWITCH_S)) for s in seen)  # a CPU runtime
+    assert sys.getswitchinterval() == before
+    with decode.steady_host(decode.SWITCH_S):  # what a CUDA runtime's generation asks for
+        assert sys.getswitchinterval() == pytest.approx(min(before, decode.SWITCH_S))
+        with decode.steady_host(1.0):  # a concurrent generation keeps the first one's interval
+            assert sys.getswitchinterval() == pytest.approx(min(before, decode.SWITCH_S))
+    assert sys.getswitchinterval() == before

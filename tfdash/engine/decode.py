@@ -22,7 +22,10 @@ thread). The objects alive at the start are frozen out of the cyclic garbage col
 collection over a large heap (torch, tilelang, the app) holds the GIL for 100 ms and more, longer
 than the steps in flight last, so the GPU would idle; frozen, a collection walks only what the
 run allocated. And the interpreter's switch interval drops from 5 ms to SWITCH_S, so the loop
-gets the GIL back within that after each graph replay or event wait (which release it).
+gets the GIL back within that after each graph replay, ring copy or event wait (which release
+it). A step's host work is tens of µs; with a busy dashboard thread, each of those releases
+costs up to the switch interval, so the interval must be small beside the step divided by the
+releases a step makes (`scripts/sim_dashboard_overhead.py` models this on the CPU).
 """
 
 from __future__ import annotations
@@ -41,7 +44,8 @@ from tfdash.stats import GenerationStats, percentile  # noqa: F401  (percentile:
 from tfdash.engine.tokenizer import StreamDecoder
 
 
-SWITCH_S = 0.0005  # the interpreter's switch interval while a generation runs (default 5 ms)
+SWITCH_S = 0.0001  # the interpreter's switch interval while a CUDA generation runs (default 5 ms)
+CPU_SWITCH_S = 0.0005  # ... and a CPU one (its ops release the GIL for their whole compute)
 
 
 def _overlaps(window) -> bool:
@@ -56,9 +60,12 @@ _host_saved = 0.005
 
 class steady_host:
     """Context for a running generation (see the module doc): collect once, freeze every object
-    alive now into the collector's permanent generation, and shorten the switch interval; undone
-    when the last concurrent generation leaves (unfrozen, what has since become cyclic garbage is
-    collected again)."""
+    alive now into the collector's permanent generation, and shorten the switch interval to
+    `switch_s`; undone when the last concurrent generation leaves (unfrozen, what has since become
+    cyclic garbage is collected again)."""
+
+    def __init__(self, switch_s: float | None = None):
+        self.switch_s = SWITCH_S if switch_s is None else switch_s
 
     def __enter__(self):
         global _host_runs, _host_saved
@@ -68,7 +75,7 @@ class steady_host:
                 gc.collect()
                 gc.freeze()
                 _host_saved = sys.getswitchinterval()
-                sys.setswitchinterval(min(_host_saved, SWITCH_S))
+                sys.setswitchinterval(min(_host_saved, self.switch_s))
         return self
 
     def __exit__(self, *exc):
@@ -167,7 +174,7 @@ class Generation:
         (self._resume.clear if paused else self._resume.set)()
 
     def __iter__(self) -> Iterator[TokenEvent]:
-        with steady_host():
+        with steady_host(SWITCH_S if self.runtime.cuda else CPU_SWITCH_S):
             yield from self._run()
 
     # -- the phases of the loop ------------------------------------------------------------------

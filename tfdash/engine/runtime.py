@@ -10,6 +10,12 @@ stepping needs no host round trip. After each step the token is copied into a pi
 slot and an event is recorded; the host reads slots whose events have completed, never syncing
 per token.
 
+Every call that releases the GIL costs the decode thread up to the switch interval to get it back
+while another thread (the dashboard's) is busy, so a step makes as few as torch allows: the
+replay and the ring copy. A slot's event is queried (which keeps the GIL) before it is waited on,
+and the token is read from a numpy view of the pinned ring, not through `Tensor.item` (which
+releases it).
+
 The runtime owns that state and every graph of it; profiling asks, never pokes the buffers:
 
     with rt.held(): ...            pos/tok (and what a capture moves) restored on exit
@@ -249,10 +255,12 @@ class Runtime:
     def _ring_init(self):
         if self.cuda:
             self.ring = torch.zeros(RING, dtype=torch.int32, pin_memory=True)
+            self.ring_host = self.ring.numpy()  # the same pinned memory, read without torch
             self.ring_events = [torch.cuda.Event(enable_timing=True) for _ in range(RING)]
             self.start_event = torch.cuda.Event(enable_timing=True)
         else:
             self.ring = torch.zeros(RING, dtype=torch.int32)
+            self.ring_host = self.ring.numpy()
             self.ring_ns = [0] * RING
         self._prev_slot = None
         self._slot_prev: list[int | None] = [None] * RING
@@ -284,11 +292,15 @@ class Runtime:
         return self.ring_events[slot].query() if self.cuda else True
 
     def wait(self, slot: int) -> None:
+        """Until slot's step completed; a completed one returns at once, holding the GIL."""
         if self.cuda:
-            self.ring_events[slot].synchronize()
+            ev = self.ring_events[slot]
+            if not ev.query():
+                ev.synchronize()
 
     def token(self, slot: int) -> int:
-        return int(self.ring[slot])
+        """The token of slot's completed step (see `wait`)."""
+        return int(self.ring_host[slot])
 
     def step_ns(self, slot: int) -> int:
         """Device time between the end of the previous step and the end of this one."""

@@ -1,0 +1,37 @@
+"""scripts/sim_dashboard_overhead.py, the CPU model of what the dashboard costs a GPU-bound
+engine: its simulated device paces the steps, and its simulated kernel records feed continuous
+timing under the real app."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+from fixtures.appkit import isolated_config  # noqa: F401  (a fixture)
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "sim_dashboard_overhead.py"
+
+
+@pytest.fixture(scope="module")
+def sim():
+    spec = importlib.util.spec_from_file_location("sim_dashboard_overhead", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_simulated_device_paces_the_steps_and_its_records_are_measured(sim, tmp_path, isolated_config):
+    out = tmp_path / "sim.json"
+    assert sim.main(["--step-us", "2000", "--tokens", "200", "--rounds", "1", "--continuous",
+                     "--json", str(out)]) == 0
+    r = json.loads(out.read_text())
+    for arm in ("headless", "dashboard"):
+        [tok_s] = r[arm]
+        assert tok_s <= r["ideal_tok_s"] * 1.01  # never faster than the simulated device
+        [d] = r["details"][arm]
+        assert d["step_p50_ms"] == pytest.approx(2.0, abs=0.05)  # the device's step, as the ring times it
+        assert d["timing_host_us_per_step"] > 0  # continuous timing mapped the simulated records
+    assert r["headless"][0] > 0.5 * r["ideal_tok_s"]
+    assert r["continuous"] and r["releases"] == 2 and r["switch_interval_s"] == pytest.approx(1e-4)
