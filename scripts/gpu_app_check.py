@@ -103,7 +103,13 @@ def main(argv=None) -> int:
     p.add_argument("--model", default=None, help="a preset (default: qwen3-1.7b on CUDA, qwen3-tiny on CPU)")
     p.add_argument("--skip-ab", action="store_true", help="only the mid-run screenshot and snapshot")
     p.add_argument("--skip-midrun", action="store_true", help="only the overhead A/B")
+    p.add_argument("--switch-us", type=float, default=None,
+                   help="the decode loop's switch interval on CUDA (default tfdash.engine.decode.SWITCH_S)")
     args = p.parse_args(argv)
+    import tfdash.engine.decode as decode
+
+    if args.switch_us is not None:
+        decode.SWITCH_S = args.switch_us / 1e6
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
 
@@ -123,7 +129,8 @@ def main(argv=None) -> int:
                      "model": engine.config.name, "new_tokens": n, "capacity": engine.plan.capacity,
                      "midrun_tokens": None if args.skip_midrun else m_n, "midrun_capacity": mid_engine.plan.capacity if mid_engine else None,
                      "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                     "command": "python3 scripts/gpu_app_check.py " + " ".join(sys.argv[1:]), "errors": {}}
+                     "command": "python3 scripts/gpu_app_check.py " + " ".join(sys.argv[1:]),
+                     "switch_interval_s": decode.SWITCH_S, "errors": {}}
     try:
         if not args.skip_midrun:
             results["midrun"] = asyncio.run(midrun(mid_engine, out, m_n, profile_at=min(1024, m_n // 8)))

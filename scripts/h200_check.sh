@@ -3,7 +3,7 @@
 #   run with carry [".gpu"]:  bash scripts/h200_check.sh [tests|diag|bench|profile|app|all] [extra bench args]
 #   (all = tests, diag, bench; engine = bench, headless run, GPU tests; observe = issues 5 and 6 (+ bench); dash = app + tty; profile = scripts/gpu_profile_check.py; app = scripts/gpu_app_check.py;
 #    counters = tfdash counters on one layer plus embed, lm_head and argmax (issue 17);
-#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; next = what session 8 left (overhead, the late-merge unfused attention, down's trigger and segments); live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick)
+#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; next = what sessions 8 and 9 left (the ring tests, overhead, the old switch interval), next2 = the rest (the late-merge unfused attention, down's trigger and segments); live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick)
 # Needs the offline bundle (../shared/gpu-bundle .gpu/site.tar.xz). The tilelang kernel cache
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
@@ -172,12 +172,24 @@ if [ "$what" = overhead ]; then
   TFDASH_TIMING=windows timeout 200 python3 scripts/gpu_app_check.py --skip-midrun --rounds 3 --out-dir "$R/windows" 2>&1 | grep -v "TileLang:" | tail -6 | cut -c1-400; pack
 fi
 if [ "$what" = next ]; then
-  # what session 8 left, most important first: the dashboard's overhead (issue 13, the `overhead`
-  # mode), the unfused late-merge attention against torch, then down (9.7 us a launch at ctx 1024
-  # against a 5.7 us floor, issue 12): letting the next qkv launch at its start, and its row
-  # segments (K 6144 = 24 chunks of 256: seg 12 today, 8 and 6), A/B in one process
+  # what sessions 8 and 9 left, most important first, in two calls (next, then next2): the ring read through its numpy view and the
+  # event queried before its wait (the engine's generation tests), the dashboard's overhead (issue
+  # 13, the `overhead` mode, then 3 rounds at the old 500 us switch interval to attribute the fix),
+  # the unfused late-merge attention against torch, then down (9.7 us a launch at ctx 1024 against
+  # a 5.7 us floor, issue 12): letting the next qkv launch at its start, and its row segments
+  # (K 6144 = 24 chunks of 256: seg 12 today, 8 and 6), A/B in one process
+  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  python3 scripts/precompile.py --only-default --sizes qwen3-1.7b 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
+  timeout 120 python3 -m pytest -m gpu tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
+    -k "generation_through_the_ring or plan_variants_decode or test_step_matches_reference" 2>&1 \
+    | grep -v "TileLang:" > "$R/engine-ring-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/engine-ring-tests.log" | cut -c1-200 | tail -4; pack
   bash "$0" overhead
-  R="$OUT/r"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  timeout 150 python3 scripts/gpu_app_check.py --skip-midrun --rounds 3 --switch-us 500 --out-dir "$R/switch500" 2>&1 \
+    | grep -v "TileLang:" | tail -6 | cut -c1-400; pack
+fi
+if [ "$what" = next2 ]; then
+  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  python3 scripts/precompile.py --only-default --sizes qwen3-1.7b 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
   timeout 90 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py -q -rA -p no:cacheprovider -k "test_attention and merge_late" 2>&1 \
     | grep -v "TileLang:" > "$R/attn-late-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/attn-late-tests.log" | cut -c1-200 | tail -4; pack
   timeout 200 python3 -m tfdash bench --backends tilelang-graph --gemv down:trigger_first=1 --gemv down:seg=8 --gemv down:seg=6 \
