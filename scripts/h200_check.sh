@@ -3,7 +3,7 @@
 #   run with carry [".gpu"]:  bash scripts/h200_check.sh [tests|diag|bench|profile|app|all] [extra bench args]
 #   (all = tests, diag, bench; engine = bench, headless run, GPU tests; observe = issues 5 and 6 (+ bench); dash = app + tty; profile = scripts/gpu_profile_check.py; app = scripts/gpu_app_check.py;
 #    counters = tfdash counters on one layer plus embed, lm_head and argmax (issue 17);
-#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; next = what sessions 8 and 9 left (the ring tests, overhead, the old switch interval), next2 = the rest (the late-merge unfused attention, down's trigger and segments); live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick)
+#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; next = what sessions 8 and 9 left (the ring tests, overhead, the old switch interval), next2 = the rest (the late-merge unfused attention, down's trigger and segments); tails = GEMV grids that spread rows unevenly over warps (4B o_proj and down, 0.6B gate_up); live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick)
 # Needs the offline bundle (../shared/gpu-bundle .gpu/site.tar.xz). The tilelang kernel cache
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
@@ -177,7 +177,7 @@ if [ "$what" = next ]; then
   # 13, the `overhead` mode, then 3 rounds at the old 500 us switch interval to attribute the fix),
   # the unfused late-merge attention against torch, then down (9.7 us a launch at ctx 1024 against
   # a 5.7 us floor, issue 12): letting the next qkv launch at its start, and its row segments
-  # (K 6144 = 24 chunks of 256: seg 12 today, 8 and 6), A/B in one process
+  # (K 6144 = 24 chunks of 256: seg 12 by default, 8 and 6), A/B in one process
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
   python3 scripts/precompile.py --only-default --sizes qwen3-1.7b 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
   timeout 120 python3 -m pytest -m gpu tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
@@ -194,6 +194,18 @@ if [ "$what" = next2 ]; then
     | grep -v "TileLang:" > "$R/attn-late-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/attn-late-tests.log" | cut -c1-200 | tail -4; pack
   timeout 200 python3 -m tfdash bench --backends tilelang-graph --gemv down:trigger_first=1 --gemv down:seg=8 --gemv down:seg=6 \
     --json "$R/bench-down.json" 2>&1 | grep -v "TileLang:" > "$R/bench-down.log"; tail -6 "$R/bench-down.log" | cut -c1-160; pack
+fi
+if [ "$what" = tails ]; then
+  # GEMV grids whose rows do not spread evenly over their warps (grid-stride, one row a warp at a
+  # time): 4B's o_proj and down (2560 rows over 2112 warps: most do one row, 448 do two) and 0.6B's
+  # gate_up (3072 row pairs over 2112 warps); each against grids that even them out, A/B in one process
+  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  timeout 300 python3 -m tfdash bench --model qwen3-4b --backends tilelang-graph --gemv o_proj:blocks_per_sm=1 \
+    --gemv o_proj:seg=8,blocks_per_sm=3 --gemv down:blocks_per_sm=1 --gemv down:blocks_per_sm=3 \
+    --json "$R/bench-4b-tails.json" 2>&1 | grep -v "TileLang:" > "$R/bench-4b-tails.log"; tail -8 "$R/bench-4b-tails.log" | cut -c1-160; pack
+  timeout 150 python3 -m tfdash bench --model qwen3-0.6b --backends tilelang-graph --gemv gate_up:blocks_per_sm=3 \
+    --gemv gate_up:blocks_per_sm=1 --json "$R/bench-0.6b-tails.json" 2>&1 | grep -v "TileLang:" > "$R/bench-0.6b-tails.log"
+  tail -6 "$R/bench-0.6b-tails.log" | cut -c1-160; pack
 fi
 if [ "$what" = app ]; then
   mkdir -p "$OUT/app"

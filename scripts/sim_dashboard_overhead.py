@@ -14,9 +14,10 @@ enqueue), `ready` and `wait` follow that clock (`wait` sleeps, releasing the GIL
 synchronize does), and the replay call releases the GIL as `CUDAGraph.replay` does. Then
 tfdash.app.overhead.dashboard_ab runs the real app, headless, against plain decoding.
 
-`--releases N`: the GIL releases of one enqueued step on CUDA (2: the replay and the ring copy;
-each is a point where another thread takes the GIL and the decode thread waits up to the switch
-interval to get it back; a harvest's wait releases it only when the step has not completed). `--continuous`: continuous timing on a
+`--releases N`: the GIL releases of one enqueued step on CUDA (2: the replay and the ring
+copy). Each is a point where another thread takes the GIL and the decode thread waits up to
+the switch interval to get it back; a harvest's wait releases it only when the step has not
+completed. `--continuous`: continuous timing on a
 simulated record source, a thread that every DRAIN_S delivers the kernel records of the steps
 completed since its last drain (each step's launches back to back), as the C ring's drain does,
 so the mapper, the statistics and the kernel table's measured column cost what they cost on
@@ -51,7 +52,7 @@ def simulated(engine, step_ns: int, releases: int = 1):
         rt._prev_slot = None
 
     def enqueue(slot, step_fn=None):
-        for _ in range(max(1, releases) - 1):
+        for _ in range(releases):
             time.sleep(0)  # the replay and the ring copy release the GIL
         now = time.perf_counter_ns()
         start = max(now, state["last"])
@@ -109,6 +110,8 @@ def sim_records(engine):
 
         def __init__(self, runtime):
             self.rt, self._next, self._stop, self.running = runtime, 0, threading.Event(), False
+            self._lock = threading.Lock()  # one drain at a time (the thread's, or a pause's)
+            self._thread, self.error = None, None
 
         def start(self, deliver):
             self._deliver, self.running = deliver, True
@@ -121,31 +124,39 @@ def sim_records(engine):
                 self._drain()
 
         def _drain(self):
-            now = time.perf_counter_ns()
-            steps = [se for se in self.rt.sim_done[self._next:] if se[1] <= now]
-            if not steps or not self.running:
-                return
-            self._next += len(steps)
-            t = time.perf_counter_ns()
-            se = np.array(steps, dtype=np.int64)
-            edges = se[:, :1] + (se[:, 1:] - se[:, :1]) * frac[None, :]
-            start, end = edges[:, :-1].astype(np.int64).ravel(), (edges[:, 1:].astype(np.int64) - 1).ravel()
-            self._deliver(Records(names[np.tile(np.arange(K), len(steps))], start, end,
-                                  np.ones(len(start), dtype=np.int64), time.perf_counter_ns() - t))
+            with self._lock:
+                try:
+                    now = time.perf_counter_ns()
+                    steps = [se for se in self.rt.sim_done[self._next:] if se[1] <= now]  # ends only grow
+                    if not steps or not self.running:
+                        return
+                    self._next += len(steps)
+                    t = time.perf_counter_ns()
+                    se = np.array(steps, dtype=np.int64)
+                    edges = se[:, :1] + (se[:, 1:] - se[:, :1]) * frac[None, :]
+                    start, end = edges[:, :-1].astype(np.int64).ravel(), (edges[:, 1:].astype(np.int64) - 1).ravel()
+                    self._deliver(Records(names[np.tile(np.arange(K), len(steps))], start, end,
+                                          np.ones(len(start), dtype=np.int64), time.perf_counter_ns() - t))
+                except Exception as e:  # noqa: BLE001 - the drain thread never dies silently
+                    self.error = self.error or f"{type(e).__name__}: {e}"
 
         def flush(self):
             self._drain()
 
         def pause(self):
             self._drain()
-            self.running = False
+            with self._lock:
+                self.running = False
 
         def resume(self):
-            self._next, self.running = len(self.rt.sim_done), True
+            with self._lock:
+                self._next, self.running = len(self.rt.sim_done), True
 
         def stop(self):
-            self.pause()
             self._stop.set()
+            if self._thread is not None:
+                self._thread.join(timeout=2)
+            self.pause()
 
     return SimRecords
 
@@ -164,31 +175,41 @@ def main(argv=None) -> int:
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
 
-    from tfdash.app.overhead import dashboard_ab
-    from tfdash.engine import DEFAULT_PROMPT, load_engine
-    from tfdash.profiling.probe import default_target
-    from tfdash.profiling.session import Session
+    import tfdash.engine.decode as decode
+    from tfdash.engine import load_engine
 
     eng = simulated(load_engine(model=args.model, device="cpu", dtype=args.dtype, max_new_tokens=args.tokens,
                                 capacity=args.tokens + 64), int(args.step_us * 1000), args.releases)
-    timing = dict(timing="continuous", record_source=sim_records(eng)) if args.continuous else {}
-    import tfdash.engine.decode as decode
-    from tfdash.settings import SETTINGS
-
-    if args.switch_us is not None:
-        decode.SWITCH_S = args.switch_us / 1e6
-    decode.CPU_SWITCH_S = decode.SWITCH_S  # the simulated runtime is a CUDA one (its runtime says CPU)
-
-    target = default_target("cpu")
-    depth = args.depth or SETTINGS.depth
-    r = dashboard_ab(lambda: Session(eng, DEFAULT_PROMPT, args.tokens, target=target, ignore_eos=True, depth=depth,
-                                     nvml=False, **timing), rounds=args.rounds)
-    r.update(step_us=args.step_us, tokens=args.tokens, depth=depth, ideal_tok_s=1e6 / args.step_us, model=args.model,
-             releases=args.releases, continuous=args.continuous, switch_interval_s=decode.SWITCH_S)
+    saved = decode.SWITCH_S, decode.CPU_SWITCH_S
+    try:
+        if args.switch_us is not None:
+            decode.SWITCH_S = args.switch_us / 1e6
+        decode.CPU_SWITCH_S = decode.SWITCH_S  # the simulated runtime is a CUDA one (its runtime says CPU)
+        r = _ab(args, eng)
+    finally:
+        decode.SWITCH_S, decode.CPU_SWITCH_S = saved
     print(json.dumps(r, indent=1))
     if args.json:
         Path(args.json).write_text(json.dumps(r, indent=1))
     return 0
+
+
+def _ab(args, eng) -> dict:
+    import tfdash.engine.decode as decode
+    from tfdash.app.overhead import dashboard_ab
+    from tfdash.engine import DEFAULT_PROMPT
+    from tfdash.profiling.probe import default_target
+    from tfdash.profiling.session import Session
+    from tfdash.settings import SETTINGS
+
+    target = default_target("cpu")
+    depth = args.depth or SETTINGS.depth
+    timing = dict(timing="continuous", record_source=sim_records(eng)) if args.continuous else {}
+    r = dashboard_ab(lambda: Session(eng, DEFAULT_PROMPT, args.tokens, target=target, ignore_eos=True, depth=depth,
+                                     nvml=False, **timing), rounds=args.rounds)
+    r.update(step_us=args.step_us, tokens=args.tokens, depth=depth, ideal_tok_s=1e6 / args.step_us, model=args.model,
+             releases=args.releases, continuous=args.continuous, switch_interval_s=decode.SWITCH_S)
+    return r
 
 
 if __name__ == "__main__":

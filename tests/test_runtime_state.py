@@ -91,8 +91,17 @@ def test_a_generation_shortens_the_switch_interval_and_restores_it():
         seen.append(sys.getswitchinterval())
     assert len(seen) == 4 and all(s == pytest.approx(min(before, decode.CPU_SWITCH_S)) for s in seen)  # a CPU runtime
     assert sys.getswitchinterval() == before
+    cuda, cpu = min(before, decode.SWITCH_S), min(before, decode.CPU_SWITCH_S)
     with decode.steady_host(decode.SWITCH_S):  # what a CUDA runtime's generation asks for
-        assert sys.getswitchinterval() == pytest.approx(min(before, decode.SWITCH_S))
-        with decode.steady_host(1.0):  # a concurrent generation keeps the first one's interval
-            assert sys.getswitchinterval() == pytest.approx(min(before, decode.SWITCH_S))
+        assert sys.getswitchinterval() == pytest.approx(cuda)
+        with decode.steady_host(decode.CPU_SWITCH_S):  # concurrent ones run at the shortest
+            assert sys.getswitchinterval() == pytest.approx(cuda)
+    assert sys.getswitchinterval() == before
+    cpu_run = decode.steady_host(decode.CPU_SWITCH_S)
+    cpu_run.__enter__()
+    assert sys.getswitchinterval() == pytest.approx(cpu)
+    with decode.steady_host(decode.SWITCH_S):  # a CUDA generation joins: the shorter one
+        assert sys.getswitchinterval() == pytest.approx(cuda)
+    assert sys.getswitchinterval() == pytest.approx(cpu)  # it left; the CPU one goes on at its own
+    cpu_run.__exit__(None, None, None)
     assert sys.getswitchinterval() == before

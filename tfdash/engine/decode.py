@@ -21,11 +21,11 @@ one Python process, and its GIL, with whatever watches it (the dashboard draws i
 thread). The objects alive at the start are frozen out of the cyclic garbage collector: a full
 collection over a large heap (torch, tilelang, the app) holds the GIL for 100 ms and more, longer
 than the steps in flight last, so the GPU would idle; frozen, a collection walks only what the
-run allocated. And the interpreter's switch interval drops from 5 ms to SWITCH_S, so the loop
-gets the GIL back within that after each graph replay, ring copy or event wait (which release
-it). A step's host work is tens of µs; with a busy dashboard thread, each of those releases
-costs up to the switch interval, so the interval must be small beside the step divided by the
-releases a step makes (`scripts/sim_dashboard_overhead.py` models this on the CPU).
+run allocated. And the interpreter's switch interval drops from 5 ms to SWITCH_S (CPU_SWITCH_S
+for a CPU runtime), so the loop gets the GIL back within that after each graph replay, ring copy
+or event wait (which release it). With a busy dashboard thread each of those releases costs up to
+the switch interval, so the interval must be small beside the step divided by the releases a
+step makes (`scripts/sim_dashboard_overhead.py` models this on the CPU).
 """
 
 from __future__ import annotations
@@ -54,35 +54,37 @@ def _overlaps(window) -> bool:
 
 
 _host_lock = threading.Lock()
-_host_runs = 0
+_host_active: list[float] = []  # the switch intervals of the generations running now
 _host_saved = 0.005
 
 
 class steady_host:
     """Context for a running generation (see the module doc): collect once, freeze every object
     alive now into the collector's permanent generation, and shorten the switch interval to
-    `switch_s`; undone when the last concurrent generation leaves (unfrozen, what has since become
-    cyclic garbage is collected again)."""
+    `switch_s`. Concurrent generations run at the shortest interval any of them asks for; when
+    the last leaves, the interval is restored and the heap unfrozen (what has since become cyclic
+    garbage is collected again)."""
 
     def __init__(self, switch_s: float | None = None):
         self.switch_s = SWITCH_S if switch_s is None else switch_s
 
     def __enter__(self):
-        global _host_runs, _host_saved
+        global _host_saved
         with _host_lock:
-            _host_runs += 1
-            if _host_runs == 1:
+            if not _host_active:
                 gc.collect()
                 gc.freeze()
                 _host_saved = sys.getswitchinterval()
-                sys.setswitchinterval(min(_host_saved, self.switch_s))
+            _host_active.append(self.switch_s)
+            sys.setswitchinterval(min(_host_saved, *_host_active))
         return self
 
     def __exit__(self, *exc):
-        global _host_runs
         with _host_lock:
-            _host_runs -= 1
-            if _host_runs == 0:
+            _host_active.remove(self.switch_s)
+            if _host_active:
+                sys.setswitchinterval(min(_host_saved, *_host_active))
+            else:
                 gc.unfreeze()
                 sys.setswitchinterval(_host_saved)
         return False

@@ -11,10 +11,10 @@ slot and an event is recorded; the host reads slots whose events have completed,
 per token.
 
 Every call that releases the GIL costs the decode thread up to the switch interval to get it back
-while another thread (the dashboard's) is busy, so a step makes as few as torch allows: the
-replay and the ring copy. A slot's event is queried (which keeps the GIL) before it is waited on,
-and the token is read from a numpy view of the pinned ring, not through `Tensor.item` (which
-releases it).
+while another thread (the dashboard's) is busy, so a graph runtime's step makes as few as torch
+allows: the replay and the ring copy, and a third only when the host must wait for the GPU. A
+slot's event is queried (which keeps the GIL) before it is waited on, and the token is read from
+a numpy view of the pinned ring, not through `Tensor.item` (which releases it).
 
 The runtime owns that state and every graph of it; profiling asks, never pokes the buffers:
 
