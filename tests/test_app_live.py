@@ -73,9 +73,11 @@ async def test_tokens_stream_in_on_the_embedded_default(isolated_config, tmp_pat
     async with app.run_test(size=SIZE) as pilot:
         from tfdash.app.widgets.continuation import Continuation
 
+        t0 = time.monotonic()
         while app.snapshot is None:  # "building the engine…", "probing memory bandwidth…"
             if app.status_note and app.status_note not in notes:
                 notes.append(app.status_note)
+            assert time.monotonic() - t0 < 60, f"no first snapshot; status lines: {notes}"
             await pilot.pause(0.02)
         assert "building the engine…" in notes
         await wait_for(pilot, lambda: app.snapshot.new_tokens > 0, what="a token")
