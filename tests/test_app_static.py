@@ -150,6 +150,9 @@ async def test_drill_into_a_kernel_and_back(isolated_config):
         inst = drill.query_one("#instances-table")
         assert inst.row_count == 28
         assert drill.query_one("#operands-table").row_count == 4  # x, norm_w, w, out
+        caption = str(drill.query_one("#operands-caption").render())  # the launch's grid, and its rounds
+        assert ("grid 264, 256 threads · 6,144 2-row groups over 2,112 warps: 3 rounds, "
+                "the last 91% busy") in caption, caption
         sweep = str(drill.query_one("#sweep-caption").render())  # the sweep's axis, as the pane says it
         assert "over ctx 0…2,111" in sweep and "measured" in sweep and "@ 1,024" in sweep
         assert drill_measured(app, drill) == ([1024], pytest.approx([drill.row.measured]))
@@ -190,6 +193,8 @@ async def test_drill_into_a_kernel_and_back(isolated_config):
         kinds = {app.screen.query_one("#operands-table").get_row_at(i)[1]
                  for i in range(app.screen.query_one("#operands-table").row_count)}
         assert "KV cache" in kinds
+        caption = str(app.screen.query_one("#operands-caption").render())
+        assert "17 cache blocks over 32 programs a kv head: 1 round, 53% busy" in caption, caption  # ctx 1,024
         await pilot.press("backspace")
         assert isinstance(app.screen, MainScreen)
 

@@ -110,6 +110,22 @@ def target_of(snap: ProfileSnapshot):
     return H200
 
 
+def geometry_text(launch, ctx_len: int) -> str | None:
+    """The tilelang launch's grid and how its work spreads over it (the family's Geometry), in
+    one line; None for a family that does not say."""
+    from tfdash.kernels.base import family
+
+    geometry = family(launch.family).geometry
+    if geometry is None:
+        return None
+    g = geometry(launch.dims, ctx_len)  # (its blocks per SM are in the dims line above it)
+    rounds = f"{g.rounds} round{'s' if g.rounds != 1 else ''}"
+    busy = f", the last {g.last_busy:.0%} busy" if g.rounds > 1 else f", {g.last_busy:.0%} busy"
+    per = f" a {g.per}" if g.per else ""
+    return (f"grid {'×'.join(map(str, g.grid))}, {g.threads} threads · {g.units:,} {g.unit}s over "
+            f"{g.workers:,} {g.worker}s{per}: {rounds}{busy if g.last_busy < 1 else ''}")
+
+
 def ctx_of(snap: ProfileSnapshot) -> int:
     """The context the operand costs are shown at: the profiled window's, else the run's current
     one rounded down to a whole attention block (64 positions), so a live view is not redone per token."""

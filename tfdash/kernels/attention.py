@@ -16,7 +16,7 @@ import math
 
 import torch
 
-from tfdash.kernels.base import DTYPE_BYTES, Family, Operand, make_cost, register
+from tfdash.kernels.base import DTYPE_BYTES, Family, Geometry, Operand, make_cost, register
 from tfdash.kernels.rope import fused_passes, fused_rope_macro
 from tfdash.kernels.splitkv import MERGE_CHUNK, SPLIT_CAP, grid_splits, lanes, merge_macro, splits_used
 
@@ -329,10 +329,18 @@ def tilelang_attention(dims):
     return attn_decode
 
 
+def geometry(dims, ctx_len: int = 0) -> Geometry:
+    """The cache blocks a step at ctx_len attends over, per kv head, over its programs."""
+    S = splits_used(dims, ctx_len)
+    programs, _ = grid_splits(dims["splits"], dims.get("split_cap", SPLIT_CAP))
+    return Geometry((programs, dims["n_kv_heads"]), dims["head_dim"], None, S, "cache block", programs, "program",
+                    "kv head")
+
+
 FAMILY = register(Family(
     name="attention",
     roles=("qkv", "q_norm", "k_norm", "cos", "sin", "q", "k_cache", "v_cache", "pos", "out", "part", "ml", "sem"),
-    cost=cost, torch=torch_attention, tilelang=tilelang_attention, supported=supported,
+    cost=cost, torch=torch_attention, tilelang=tilelang_attention, supported=supported, geometry=geometry,
     describe="split-KV GQA decode attention, merged in-kernel by the last split to arrive "
              "(fused_rope: with the q/k norm, RoPE and KV append before it)",
 ))

@@ -70,11 +70,43 @@ def make_cost(flops: Mapping[str, int], special: Mapping[str, int], operands, sm
 
 
 @dataclass(frozen=True)
+class Geometry:
+    """How a tilelang launch spreads its work: its grid, its block's threads, the blocks an SM is
+    planned to hold (None: the grid does not plan it), and its `units` of work (a row, a cache
+    block) taken `workers` at a time (warps, programs). A last round with few units keeps few
+    workers busy, a tail that the bytes-over-bandwidth floor does not count."""
+
+    grid: tuple[int, ...]
+    threads: int
+    blocks_per_sm: int | None
+    units: int
+    unit: str
+    workers: int
+    worker: str
+    per: str = ""  # what units and workers count per ("kv head": the grid repeats them for each)
+
+    @property
+    def rounds(self) -> int:
+        return max(1, -(-self.units // max(1, self.workers)))
+
+    @property
+    def last_busy(self) -> float:
+        """The share of workers busy in the last round."""
+        return (self.units - (self.rounds - 1) * self.workers) / max(1, self.workers)
+
+    @property
+    def balance(self) -> float:
+        """Work over the worker-rounds the launch takes: 1.0 when every round is full."""
+        return self.units / (self.rounds * max(1, self.workers))
+
+
+@dataclass(frozen=True)
 class Family:
     """One kernel family. `torch(dims, bufs)` runs the launch on torch tensors in place;
     `cost(dims, ctx_len)` prices it; `tilelang(dims)` returns the prim_func (or None where the
     family has no tilelang kernel yet); `supported(dims)` says in a phrase why the tilelang kernel
-    cannot run these dims (None: it can); `roles` is the operand order the prim_func takes."""
+    cannot run these dims (None: it can); `roles` is the operand order the prim_func takes;
+    `geometry(dims, ctx_len)` is the tilelang launch's Geometry (None: the family does not say)."""
 
     name: str
     roles: tuple[str, ...]  # operand roles, in the prim_func's argument order
@@ -82,6 +114,7 @@ class Family:
     torch: Callable[[Mapping, Mapping], None]
     tilelang: Callable[[Mapping], object] | None = None
     supported: Callable[[Mapping], object] | None = None  # dims -> why the tilelang kernel can't run them, or None
+    geometry: Callable[[Mapping, int], Geometry] | None = None
     describe: str = ""
     extra: dict = field(default_factory=dict)
 

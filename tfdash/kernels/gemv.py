@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from tfdash.kernels.base import DTYPE_BYTES, SHORT_DTYPE, Family, Operand, make_cost, register
+from tfdash.kernels.base import DTYPE_BYTES, SHORT_DTYPE, Family, Geometry, Operand, make_cost, register
 from tfdash.kernels.common import linear_f32, rmsnorm
 
 
@@ -166,11 +166,8 @@ def tilelang_gemv(dims):
     dt, out_dt = dims["dtype"], dims["out_dtype"]
     eps = float(dims["eps"])
     R, SEG, bps = launch_settings(dims)
-    grid = grid_size(N, K, bps, R)
-    warps = THREADS // 32
-    total_warps = grid * warps
-    groups = -(-N // R)
-    passes = -(-groups // total_warps)
+    geo = geometry(dims)  # what the drill-down shows of this launch
+    grid, warps, total_warps, groups, passes = geo.grid[0], THREADS // 32, geo.workers, geo.units, geo.rounds
     chunks = K // CHUNK
     segs = -(-chunks // SEG)
     ragged = chunks % SEG != 0  # the last segment is shorter: its missing chunks are skipped
@@ -360,6 +357,14 @@ def tilelang_gemv(dims):
     return gemv
 
 
+def geometry(dims, ctx_len: int = 0) -> Geometry:
+    """Row groups (R rows each) over the grid's warps, grid-stride: a warp takes one at a time."""
+    R, _, bps = launch_settings(dims)
+    grid = grid_size(dims["N"], dims["K"], bps, R)
+    return Geometry((grid,), THREADS, bps, -(-dims["N"] // R), "row" if R == 1 else f"{R}-row group",
+                    grid * (THREADS // 32), "warp")
+
+
 FAMILY = register(Family(
     name="gemv",
     roles=("x", "norm_w", "w", "out", "amax"),
@@ -367,5 +372,6 @@ FAMILY = register(Family(
     torch=torch_gemv,
     tilelang=tilelang_gemv,
     supported=supported,
+    geometry=geometry,
     describe="out (=|+=) W @ prologue(x); prologue rmsnorm|silu_mul|none, epilogue store|residual",
 ))

@@ -206,9 +206,11 @@ class DrillScreen(CodeTabs, MarginalTab, CountersTab, Screen):
         total = sum(o.read + o.written for o in ops) or 1
         launch = plan.launches[self.current]
         dims = " ".join(f"{k}={v}" for k, v in launch.dims.items() if k not in ("dtype", "eps"))
+        geometry = drill_model.geometry_text(launch, ctx) if snap.meta.backend.startswith("tilelang") else None
         caption.update(visible_content(Content.assemble(
             ("at ctx_len ", "$text-muted"), (f"{ctx:,}", "bold"), ("  Σ ", "$text-muted"),
-            (fmt_bytes(total), "bold"), ("\n", ""), (dims, "$text-muted")), KEEP_LAYOUT))
+            (fmt_bytes(total), "bold"), ("\n", ""), (dims, "$text-muted"),
+            *((("\n", ""), (geometry, "")) if geometry else ())), KEEP_LAYOUT))
         t.clear(columns=True)
         for key, label in (("op", "operand"), ("kind", "kind"), ("read", "read"), ("written", "written"),
                            ("pct", "%"), ("buf", "buffer")):

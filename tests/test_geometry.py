@@ -1,0 +1,52 @@
+"""How each tilelang launch spreads its work (kernels.base.Geometry): the grid the kernel
+launches, its units of work over its workers in rounds, and the line the drill-down shows."""
+
+from __future__ import annotations
+
+import pytest
+
+from tfdash.engine.config import PRESETS, preset
+from tfdash.engine.plan import build_plan
+from tfdash.kernels.base import Geometry, family
+from tfdash.kernels.gemv import THREADS, grid_size, launch_settings
+from tfdash.kernels.splitkv import SPLIT_CAP, grid_splits, splits_used
+
+
+def test_rounds_and_the_last_rounds_share():
+    g = Geometry((264,), 256, 2, 2560, "row", 2112, "warp")
+    assert g.rounds == 2 and g.last_busy == pytest.approx(448 / 2112) and g.balance == pytest.approx(2560 / 4224)
+    full = Geometry((256,), 256, 2, 2048, "row", 2048, "warp")
+    assert (full.rounds, full.last_busy, full.balance) == (1, 1.0, 1.0)
+    few = Geometry((32, 8), 128, None, 17, "cache block", 32, "program", "kv head")
+    assert few.rounds == 1 and few.last_busy == pytest.approx(17 / 32)
+
+
+@pytest.mark.parametrize("size", sorted(PRESETS))
+def test_every_preset_launch_geometry_is_the_kernels_grid(size):
+    plan = build_plan(preset(size), dtype="bfloat16", capacity=4096)
+    for la in plan.launches:
+        geometry = family(la.family).geometry
+        if la.family == "gemv":
+            R, _, bps = launch_settings(la.dims)
+            g = geometry(la.dims, 0)
+            assert g.grid == (grid_size(la.dims["N"], la.dims["K"], bps, R),) and g.threads == THREADS
+            assert g.workers == g.grid[0] * THREADS // 32 and (g.units - 1) * R < la.dims["N"] <= g.units * R
+            assert g.blocks_per_sm == bps
+        elif la.family == "attention":
+            programs, _ = grid_splits(la.dims["splits"], la.dims.get("split_cap", SPLIT_CAP))
+            for ctx in (0, 1023, 4095):
+                g = geometry(la.dims, ctx)
+                assert g.grid == (programs, la.dims["n_kv_heads"]) and g.threads == la.dims["head_dim"]
+                assert g.units == splits_used(la.dims, ctx) and g.workers == programs
+
+
+def test_the_drill_downs_line():
+    from tfdash.app.drill_model import geometry_text
+
+    plan = build_plan(preset("qwen3-4b"), dtype="bfloat16", capacity=4096)
+    by_kernel = {la.kernel: la for la in plan.launches}
+    assert geometry_text(by_kernel["gemv_o_residual"], 1024) == (
+        "grid 264, 256 threads · 2,560 rows over 2,112 warps: 2 rounds, the last 21% busy")
+    assert geometry_text(by_kernel["gemv_lm_head"], 0).endswith("151,936 rows over 2,112 warps: 72 rounds, "
+                                                                  "the last 94% busy")
+    assert geometry_text(by_kernel["embed_gather"], 0) is None  # a family that does not say
