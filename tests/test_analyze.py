@@ -248,7 +248,8 @@ def test_argmax():
 
 # -- the report's arithmetic -------------------------------------------------------------------
 LINE = re.compile(r"^\[(\d+)\] (\S+) = \w+\(.*\)  # compute-cost flops=(\S+)(?: special=(\S+))?; "
-                  r"traffic gmem:r(\d+)/w(\d+)(?: operands=(\S+))?; roofline ideal-ns=(\d+) bound-by=(memory|compute)$")
+                  r"traffic gmem:r(\d+)/w(\d+)(?: operands=(\S+))?; roofline ideal-ns=(\d+) bound-by=(memory|compute)"
+                  r"(?:; tilelang grid=(\S+) work=(\S+) rounds=(\d+) last-busy=([\d.]+))?$")
 
 
 def kv(text):
@@ -387,7 +388,7 @@ def test_cli_json(capsys, tmp_path):
     assert set(j["totals"]["footprint"]) == {"gmem", "smem"}
     assert set(j["launches"][0]) == {"index", "role", "layer", "family", "kernel", "dims", "args", "flops",
                                      "special", "read", "written", "operands", "smem", "scratch", "memory_ns",
-                                     "compute_ns", "ideal_ns", "bound_by"}
+                                     "compute_ns", "ideal_ns", "bound_by", "geometry"}
     assert set(j["launches"][1]["operands"][0]) == {"role", "buffer", "kind", "read", "written"}
     assert j["model"]["name"] == "qwen3-1.7b" and j["target"]["name"] == "h200"
     # The text on stdout and the JSON agree.

@@ -50,3 +50,22 @@ def test_the_drill_downs_line():
     assert geometry_text(by_kernel["gemv_lm_head"], 0).endswith("151,936 rows over 2,112 warps: 72 rounds, "
                                                                   "the last 94% busy")
     assert geometry_text(by_kernel["embed_gather"], 0) is None  # a family that does not say
+
+
+def test_analyze_prints_and_exports_each_launchs_geometry():
+    import json
+
+    from tfdash.profiling.analyze import analyze, render_text, to_json
+    from tfdash.profiling.targets import H200
+
+    a = analyze(build_plan(preset("qwen3-4b"), dtype="bfloat16", capacity=4096), H200, 1024)
+    lines = {r.launch.role: line for r, line in zip(a.rows, render_text(a).splitlines()[6:])}
+    assert lines["L0.o_proj"].endswith("; tilelang grid=264x256t work=2560-rows/2112-warps rounds=2 last-busy=0.21")
+    assert "work=17-cache-blocks/32-programs-per-kv-head rounds=1 last-busy=0.53" in lines["L0.attention"]
+    assert "tilelang grid" not in lines["embed"]
+    j = json.loads(json.dumps(to_json(a)))
+    by_role = {x["role"]: x for x in j["launches"]}
+    assert by_role["L0.o_proj"]["geometry"] == {"grid": [264], "threads": 256, "blocks_per_sm": 2, "units": 2560,
+                                                "unit": "row", "workers": 2112, "worker": "warp", "per": "",
+                                                "rounds": 2, "last_busy": pytest.approx(448 / 2112)}
+    assert by_role["embed"]["geometry"] is None

@@ -16,15 +16,20 @@ JSON schema (`to_json`), version "tfdash.analysis/1":
      "launches": [{"index", "role", "layer", "family", "kernel", "dims", "args",
                    "flops", "special", "read", "written",
                    "operands": [{"role", "buffer", "kind", "read", "written"}],
-                   "smem", "scratch", "memory_ns", "compute_ns", "ideal_ns", "bound_by"}]}
+                   "smem", "scratch", "memory_ns", "compute_ns", "ideal_ns", "bound_by",
+                   "geometry": null | {"grid", "threads", "blocks_per_sm", "units", "unit", "workers",
+                                       "worker", "per", "rounds", "last_busy"}}]}
+(`geometry`, kernels.base.Geometry: how the tilelang launch spreads its work; the bytes-over-
+bandwidth ideal does not see a last round that keeps few workers busy.)
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from tfdash.engine.plan import Launch, StepPlan
-from tfdash.kernels.base import KINDS, Cost
+from tfdash.kernels.base import KINDS, Cost, Geometry, family
 from tfdash.profiling.targets import Target
 
 SCHEMA = "tfdash.analysis/1"
@@ -37,6 +42,7 @@ class LaunchCost:
     cost: Cost
     memory_ns: float
     compute_ns: float
+    geometry: Geometry | None = None  # how its tilelang launch spreads the work (None: the family does not say)
 
     @property
     def ideal_ns(self) -> float:
@@ -137,7 +143,8 @@ def analyze(plan: StepPlan, target: Target, ctx_len: int = 0) -> StepAnalysis:
     for launch in plan.launches:
         cost = launch.cost(ctx_len)
         mem, comp = price(cost, target)
-        rows.append(LaunchCost(launch, cost, mem, comp))
+        geometry = family(launch.family).geometry
+        rows.append(LaunchCost(launch, cost, mem, comp, geometry(launch.dims, ctx_len) if geometry else None))
     return StepAnalysis(plan, target, ctx_len, tuple(rows))
 
 
@@ -187,6 +194,12 @@ def render_line(r: LaunchCost, operands: bool = False) -> str:
         parts[-1] += " operands=" + ",".join(
             f"{o.role}:r{o.read}/w{o.written}" for o in c.operands)
     parts.append(f"roofline ideal-ns={r.ideal_ns:.0f} bound-by={r.bound_by}")
+    g = r.geometry
+    if g is not None:
+        per = f"-per-{g.per}" if g.per else ""
+        work = f"{g.units}-{g.unit}s/{g.workers}-{g.worker}s{per}".replace(" ", "-")
+        parts.append(f"tilelang grid={'x'.join(map(str, g.grid))}x{g.threads}t work={work} rounds={g.rounds} "
+                     f"last-busy={g.last_busy:.2f}")
     return f"[{r.launch.index}] {_call(r)}  # " + "; ".join(parts)
 
 
@@ -218,6 +231,8 @@ def launch_json(r: LaunchCost) -> dict:
                       "read": o.read, "written": o.written} for o in c.operands],
         "smem": c.smem, "scratch": c.scratch,
         "memory_ns": r.memory_ns, "compute_ns": r.compute_ns, "ideal_ns": r.ideal_ns, "bound_by": r.bound_by,
+        "geometry": None if r.geometry is None else {
+            **dataclasses.asdict(r.geometry), "rounds": r.geometry.rounds, "last_busy": r.geometry.last_busy},
     }
 
 
