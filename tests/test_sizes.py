@@ -261,7 +261,12 @@ def test_bench_gemv_variants_parse_and_refuse_in_one_line():
     assert options == {"gemv_overrides": {"down": {"seg": 8, "blocks_per_sm": 1}}}
     plan = build_plan(preset("qwen3-8b"), capacity=64, **options)
     assert plan.ops()["down"][0].dims["seg"] == 8
-    for bad in ("lm_head:seg=2", "down", "down:warps=2", "down:seg=0", "down:seg=x"):
+    name, options = gemv_variant("o_proj:blocks_per_sm=1+down:seg=8")  # two ops in one variant
+    assert options == {"gemv_overrides": {"o_proj": {"blocks_per_sm": 1}, "down": {"seg": 8}}}
+    plan = build_plan(preset("qwen3-8b"), capacity=64, **options)
+    assert plan.ops()["down"][0].dims["seg"] == 8 and plan.ops()["o_proj"][0].dims["blocks_per_sm"] == 1
+    for bad in ("lm_head:seg=2", "down", "down:warps=2", "down:seg=0", "down:seg=x", "down:seg=8+down:seg=6",
+                "down:seg=8+", "down:seg=8+gate:seg=2"):
         with pytest.raises(TfdashError, match="--gemv"):
             gemv_variant(bad)
     r = run_tfdash("bench", "--gemv", "down:seg=zero", timeout=120)

@@ -69,11 +69,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--backends", default=DEFAULT_BACKENDS,
                    help="comma-separated, from: " + ", ".join(BACKENDS) + " (default: %(default)s; "
                         "hf-compile only where transformers is installed)")
-    p.add_argument("--gemv", action="append", default=[], metavar="OP:KEY=V[,KEY=V]",
+    p.add_argument("--gemv", action="append", default=[], metavar="OP:KEY=V[,KEY=V][+OP:...]",
                    help="a GEMV launch-settings variant as one more tilelang peer (repeatable; OP one of "
                         f"{', '.join(GEMV_OPS)}; KEY rows, seg, blocks_per_sm, min_blocks (__launch_bounds__' "
-                        "blocks per SM) or trigger_first=1), e.g. down:seg=8,blocks_per_sm=1: "
-                        "the sweep that decides an entry of the GEMV table")
+                        "blocks per SM) or trigger_first=1), e.g. down:seg=8,blocks_per_sm=1, or several "
+                        "ops joined by +: the sweep that decides an entry of the GEMV table")
     p.add_argument("--json", metavar="OUT", help="write every round and the summary as JSON")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--capacity", type=int, default=None, metavar="N",
@@ -89,20 +89,25 @@ GEMV_OPS = ("qkv_proj", "o_proj", "gate_up", "down")  # the layer GEMVs a --gemv
 
 
 def gemv_variant(spec: str) -> tuple[str, dict]:
-    """`down:seg=8,blocks_per_sm=1` -> ("tilelang[down:seg=8,blocks_per_sm=1]", build_plan options)."""
+    """`down:seg=8,blocks_per_sm=1` -> ("tilelang[down:seg=8,blocks_per_sm=1]", build_plan options);
+    `o_proj:blocks_per_sm=1+down:blocks_per_sm=1` sets both ops in one variant."""
     from tfdash.engine.plan import GEMV_KNOB_TAG  # the settings a --gemv variant may set
 
-    op, _, rest = spec.partition(":")
-    if op not in GEMV_OPS or not rest:
-        raise TfdashError(f"--gemv {spec!r}: want OP:KEY=V[,KEY=V] with OP one of {', '.join(GEMV_OPS)}")
-    settings = {}
-    for kv in rest.split(","):
-        key, _, value = kv.partition("=")
-        if key not in GEMV_KNOB_TAG or not value.isdigit() or int(value) < 1:
-            raise TfdashError(f"--gemv {spec!r}: {kv!r} is not " + ", ".join(f"{k}=N" for k in GEMV_KNOB_TAG)
-                              + " (N >= 1)")
-        settings[key] = int(value)
-    return f"tilelang[{spec}]", {"gemv_overrides": {op: settings}}
+    overrides: dict[str, dict] = {}
+    for part in spec.split("+"):
+        op, _, rest = part.partition(":")
+        if op not in GEMV_OPS or not rest or op in overrides:
+            raise TfdashError(f"--gemv {spec!r}: want OP:KEY=V[,KEY=V][+OP:...] with each OP once, one of "
+                              f"{', '.join(GEMV_OPS)}")
+        settings = {}
+        for kv in rest.split(","):
+            key, _, value = kv.partition("=")
+            if key not in GEMV_KNOB_TAG or not value.isdigit() or int(value) < 1:
+                raise TfdashError(f"--gemv {spec!r}: {kv!r} is not " + ", ".join(f"{k}=N" for k in GEMV_KNOB_TAG)
+                                  + " (N >= 1)")
+            settings[key] = int(value)
+        overrides[op] = settings
+    return f"tilelang[{spec}]", {"gemv_overrides": overrides}
 
 
 def launches_per_step(name, peer, plan):
