@@ -200,8 +200,9 @@ if [ "$what" = tails ]; then
   # time): 4B's o_proj and down (2560 rows over 2112 warps: most do one row, 448 do two) and 0.6B's
   # gate_up (3072 row pairs over 2112 warps); each against grids that even them out, A/B in one process
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  timeout 300 python3 -m tfdash bench --model qwen3-4b --backends tilelang-graph --gemv o_proj:blocks_per_sm=1 \
+  timeout 400 python3 -m tfdash bench --model qwen3-4b --backends tilelang-graph --gemv o_proj:blocks_per_sm=1 \
     --gemv o_proj:seg=8,blocks_per_sm=3 --gemv down:blocks_per_sm=1 --gemv down:blocks_per_sm=3 \
+    --gemv o_proj:blocks_per_sm=1+down:blocks_per_sm=1 --gemv o_proj:seg=8,blocks_per_sm=3+down:blocks_per_sm=3 \
     --json "$R/bench-4b-tails.json" 2>&1 | grep -v "TileLang:" > "$R/bench-4b-tails.log"; tail -8 "$R/bench-4b-tails.log" | cut -c1-160; pack
   timeout 150 python3 -m tfdash bench --model qwen3-0.6b --backends tilelang-graph --gemv gate_up:blocks_per_sm=3 \
     --gemv gate_up:blocks_per_sm=1 --json "$R/bench-0.6b-tails.json" 2>&1 | grep -v "TileLang:" > "$R/bench-0.6b-tails.log"
