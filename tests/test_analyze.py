@@ -249,7 +249,7 @@ def test_argmax():
 # -- the report's arithmetic -------------------------------------------------------------------
 LINE = re.compile(r"^\[(\d+)\] (\S+) = \w+\(.*\)  # compute-cost flops=(\S+)(?: special=(\S+))?; "
                   r"traffic gmem:r(\d+)/w(\d+)(?: operands=(\S+))?; roofline ideal-ns=(\d+) bound-by=(memory|compute)"
-                  r"(?:; tilelang grid=(\S+) work=(\S+) rounds=(\d+) last-busy=([\d.]+))?$")
+                  r"(?:; tilelang grid=(\S+) threads=(\d+) work=(\S+) rounds=(\d+) last-busy=([\d.]+))?$")
 
 
 def kv(text):

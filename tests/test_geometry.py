@@ -14,9 +14,9 @@ from tfdash.kernels.splitkv import SPLIT_CAP, grid_splits, splits_used
 
 def test_rounds_and_the_last_rounds_share():
     g = Geometry((264,), 256, 2, 2560, "row", 2112, "warp")
-    assert g.rounds == 2 and g.last_busy == pytest.approx(448 / 2112) and g.balance == pytest.approx(2560 / 4224)
+    assert g.rounds == 2 and g.last_busy == pytest.approx(448 / 2112)
     full = Geometry((256,), 256, 2, 2048, "row", 2048, "warp")
-    assert (full.rounds, full.last_busy, full.balance) == (1, 1.0, 1.0)
+    assert (full.rounds, full.last_busy) == (1, 1.0)
     few = Geometry((32, 8), 128, None, 17, "cache block", 32, "program", "kv head")
     assert few.rounds == 1 and few.last_busy == pytest.approx(17 / 32)
 
@@ -60,7 +60,8 @@ def test_analyze_prints_and_exports_each_launchs_geometry():
 
     a = analyze(build_plan(preset("qwen3-4b"), dtype="bfloat16", capacity=4096), H200, 1024)
     lines = {r.launch.role: line for r, line in zip(a.rows, render_text(a).splitlines()[6:])}
-    assert lines["L0.o_proj"].endswith("; tilelang grid=264x256t work=2560-rows/2112-warps rounds=2 last-busy=0.21")
+    assert lines["L0.o_proj"].endswith("; tilelang grid=264 threads=256 work=2560-rows/2112-warps rounds=2 "
+                                       "last-busy=0.21")
     assert "work=17-cache-blocks/32-programs-per-kv-head rounds=1 last-busy=0.53" in lines["L0.attention"]
     assert "tilelang grid" not in lines["embed"]
     j = json.loads(json.dumps(to_json(a)))
@@ -69,3 +70,17 @@ def test_analyze_prints_and_exports_each_launchs_geometry():
                                                 "unit": "row", "workers": 2112, "worker": "warp", "per": "",
                                                 "rounds": 2, "last_busy": pytest.approx(448 / 2112)}
     assert by_role["embed"]["geometry"] is None
+
+
+def test_analyze_says_no_geometry_where_tilelang_cannot_run_the_launch():
+    """A hidden size of 896 is no multiple of the GEMV's 256 columns: torch runs it, no grid is shown."""
+    import dataclasses
+
+    from tfdash.profiling.analyze import analyze, render_text
+    from tfdash.profiling.targets import H200
+
+    cfg = dataclasses.replace(preset("qwen3-0.6b"), hidden_size=896)
+    a = analyze(build_plan(cfg, dtype="bfloat16", capacity=256), H200, 0)
+    qkv = next(r for r in a.rows if r.launch.role == "L0.qkv_proj")
+    assert family("gemv").supported(qkv.launch.dims) and qkv.geometry is None
+    assert "tilelang grid" not in render_text(a).splitlines()[6 + qkv.launch.index]

@@ -120,7 +120,8 @@ def geometry_text(launch, ctx_len: int) -> str | None:
         return None
     g = geometry(launch.dims, ctx_len)  # (its blocks per SM are in the dims line above it)
     rounds = f"{g.rounds} round{'s' if g.rounds != 1 else ''}"
-    busy = f", the last {g.last_busy:.0%} busy" if g.rounds > 1 else f", {g.last_busy:.0%} busy"
+    pct = f"{min(99, round(g.last_busy * 100))}%"  # never "100%" for a round that is not full
+    busy = f", the last {pct} busy" if g.rounds > 1 else f", {pct} busy"
     per = f" a {g.per}" if g.per else ""
     return (f"grid {'×'.join(map(str, g.grid))}, {g.threads} threads · {g.units:,} {g.unit}s over "
             f"{g.workers:,} {g.worker}s{per}: {rounds}{busy if g.last_busy < 1 else ''}")

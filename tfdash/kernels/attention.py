@@ -330,7 +330,8 @@ def tilelang_attention(dims):
 
 
 def geometry(dims, ctx_len: int = 0) -> Geometry:
-    """The cache blocks a step at ctx_len attends over, per kv head, over its programs."""
+    """The cache blocks a step at ctx_len attends over, per kv head, over its programs: the rounds
+    with work in them (the kernel's loop also runs the skipped rounds over the blocks past ctx_len)."""
     S = splits_used(dims, ctx_len)
     programs, _ = grid_splits(dims["splits"], dims.get("split_cap", SPLIT_CAP))
     return Geometry((programs, dims["n_kv_heads"]), dims["head_dim"], None, S, "cache block", programs, "program",

@@ -94,11 +94,6 @@ class Geometry:
         """The share of workers busy in the last round."""
         return (self.units - (self.rounds - 1) * self.workers) / max(1, self.workers)
 
-    @property
-    def balance(self) -> float:
-        """Work over the worker-rounds the launch takes: 1.0 when every round is full."""
-        return self.units / (self.rounds * max(1, self.workers))
-
 
 @dataclass(frozen=True)
 class Family:

@@ -165,7 +165,7 @@ def tilelang_gemv(dims):
     prologue, epilogue = dims["prologue"], dims["epilogue"]
     dt, out_dt = dims["dtype"], dims["out_dtype"]
     eps = float(dims["eps"])
-    R, SEG, bps = launch_settings(dims)
+    R, SEG, _ = launch_settings(dims)
     geo = geometry(dims)  # what the drill-down shows of this launch
     grid, warps, total_warps, groups, passes = geo.grid[0], THREADS // 32, geo.workers, geo.units, geo.rounds
     chunks = K // CHUNK

@@ -19,8 +19,9 @@ JSON schema (`to_json`), version "tfdash.analysis/1":
                    "smem", "scratch", "memory_ns", "compute_ns", "ideal_ns", "bound_by",
                    "geometry": null | {"grid", "threads", "blocks_per_sm", "units", "unit", "workers",
                                        "worker", "per", "rounds", "last_busy"}}]}
-(`geometry`, kernels.base.Geometry: how the tilelang launch spreads its work; the bytes-over-
-bandwidth ideal does not see a last round that keeps few workers busy.)
+(`geometry`, kernels.base.Geometry: how the tilelang launch spreads its work, null where the family
+does not say or its tilelang kernel cannot run the dims; the bytes-over-bandwidth ideal does not
+see a last round that keeps few workers busy. Analyses written before the field lack it.)
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ class LaunchCost:
     cost: Cost
     memory_ns: float
     compute_ns: float
-    geometry: Geometry | None = None  # how its tilelang launch spreads the work (None: the family does not say)
+    geometry: Geometry | None = None  # how its tilelang launch spreads the work (None: no tilelang kernel says)
 
     @property
     def ideal_ns(self) -> float:
@@ -143,8 +144,9 @@ def analyze(plan: StepPlan, target: Target, ctx_len: int = 0) -> StepAnalysis:
     for launch in plan.launches:
         cost = launch.cost(ctx_len)
         mem, comp = price(cost, target)
-        geometry = family(launch.family).geometry
-        rows.append(LaunchCost(launch, cost, mem, comp, geometry(launch.dims, ctx_len) if geometry else None))
+        fam = family(launch.family)
+        runs = fam.geometry is not None and (fam.supported is None or fam.supported(launch.dims) is None)
+        rows.append(LaunchCost(launch, cost, mem, comp, fam.geometry(launch.dims, ctx_len) if runs else None))
     return StepAnalysis(plan, target, ctx_len, tuple(rows))
 
 
@@ -198,7 +200,7 @@ def render_line(r: LaunchCost, operands: bool = False) -> str:
     if g is not None:
         per = f"-per-{g.per}" if g.per else ""
         work = f"{g.units}-{g.unit}s/{g.workers}-{g.worker}s{per}".replace(" ", "-")
-        parts.append(f"tilelang grid={'x'.join(map(str, g.grid))}x{g.threads}t work={work} rounds={g.rounds} "
+        parts.append(f"tilelang grid={'x'.join(map(str, g.grid))} threads={g.threads} work={work} rounds={g.rounds} "
                      f"last-busy={g.last_busy:.2f}")
     return f"[{r.launch.index}] {_call(r)}  # " + "; ".join(parts)
 
