@@ -174,17 +174,20 @@ fi
 if [ "$what" = next ]; then
   # what sessions 8 and 9 left, most important first, in two calls (next, then next2): the ring read through its numpy view and the
   # event queried before its wait (the engine's generation tests), the dashboard's overhead (issue
-  # 13, the `overhead` mode, then 3 rounds at the old 500 us switch interval to attribute the fix),
+  # 13, the `overhead` mode, then 3 rounds at the old 500 us switch interval to attribute the fix,
+  # then 3 with the ring copy through cudart, the GIL held: a step's replay its only release),
   # the unfused late-merge attention against torch, then down (9.7 us a launch at ctx 1024 against
   # a 5.7 us floor, issue 12): letting the next qkv launch at its start, and its row segments
   # (K 6144 = 24 chunks of 256: seg 12 by default, 8 and 6), A/B in one process
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
   python3 scripts/precompile.py --only-default --sizes qwen3-1.7b 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
   timeout 120 python3 -m pytest -m gpu tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
-    -k "generation_through_the_ring or plan_variants_decode or test_step_matches_reference" 2>&1 \
+    -k "generation_through_the_ring or cudart_ring_copy or plan_variants_decode or test_step_matches_reference" 2>&1 \
     | grep -v "TileLang:" > "$R/engine-ring-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/engine-ring-tests.log" | cut -c1-200 | tail -4; pack
   bash "$0" overhead
   timeout 150 python3 scripts/gpu_app_check.py --skip-midrun --rounds 3 --switch-us 500 --out-dir "$R/switch500" 2>&1 \
+    | grep -v "TileLang:" | tail -6 | cut -c1-400; pack
+  TFDASH_RING_COPY=cudart timeout 150 python3 scripts/gpu_app_check.py --skip-midrun --rounds 3 --out-dir "$R/cudart" 2>&1 \
     | grep -v "TileLang:" | tail -6 | cut -c1-400; pack
 fi
 if [ "$what" = next2 ]; then

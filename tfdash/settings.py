@@ -41,6 +41,10 @@ class Settings:
                       "63, the token ring's size less one): tens of ms of GPU work on the H200, enough to ride out "
                       "the host stalls a drawing dashboard causes in the same process and the profiler's stop at the end "
                       "of a window"),
+        "ring_copy": Knob("TFDASH_RING_COPY", "torch",
+                          "the token's copy into its pinned ring slot (CUDA): torch (Tensor.copy_, which "
+                          "releases the GIL) or cudart (cudaMemcpyAsync through ctypes, which keeps it, so a "
+                          "step's graph replay is its only release; tfdash.engine.ring_copy)"),
         "overlap_windows": Knob("TFDASH_OVERLAP_WINDOWS", False,
                                 "CUPTI profile windows start and finish with steps in flight instead of "
                                 "draining around them (Generation's `overlaps`). Off: measured on the H200 it "

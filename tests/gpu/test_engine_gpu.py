@@ -212,6 +212,26 @@ def test_generation_through_the_ring(state):
     assert int(eng.bufs["pos"]) == len(prompt) - 1 + 64
 
 
+def test_the_cudart_ring_copy_delivers_the_same_tokens(state):
+    """SETTINGS.ring_copy=cudart: cudaMemcpyAsync through ctypes (the GIL held) fills the ring as
+    Tensor.copy_ does: the generation's tokens are the graph's out_tokens, in order."""
+    _, _, plan, _, eng, _ = state
+    from tfdash.engine.decode import Generation
+    from tfdash.engine.ring_copy import CudartCopy, make_copy
+    from tfdash.engine.tokenizer import StandInTokenizer
+
+    copy, note = make_copy("cudart", eng.bufs["tok"], eng.ring)
+    assert isinstance(copy, CudartCopy) and note == "" and "libcudart" in copy.library
+    prompt = [11, 22, 33, 44, 55]
+    torch_copy, eng.ring_copy = eng.ring_copy, copy
+    try:
+        tokens = [ev.token_id for ev in Generation(eng, prompt, 64, StandInTokenizer(CFG.vocab_size))]
+    finally:
+        eng.ring_copy = torch_copy
+    on_device = eng.bufs["out_tokens"][len(prompt) - 1:len(prompt) - 1 + 64].cpu().tolist()
+    assert tokens == on_device
+
+
 def test_plan_variants_decode_the_same_bits(state):
     """The A/B variants of the plan change when loads are issued, never the arithmetic: a 64-token
     generation through each captured graph gives the default graph's logits bit for bit at the end

@@ -14,7 +14,8 @@ Every call that releases the GIL costs the decode thread up to the switch interv
 while another thread (the dashboard's) is busy, so a graph runtime's step makes as few as torch
 allows: the replay and the ring copy, and a third only when the host must wait for the GPU. A
 slot's event is queried (which keeps the GIL) before it is waited on, and the token is read from
-a numpy view of the pinned ring, not through `Tensor.item` (which releases it).
+a numpy view of the pinned ring, not through `Tensor.item` (which releases it); the ring copy
+itself can keep the GIL too (`tfdash.engine.ring_copy`, SETTINGS.ring_copy).
 
 The runtime owns that state and every graph of it; profiling asks, never pokes the buffers:
 
@@ -39,8 +40,10 @@ from typing import Callable, Iterable
 import torch
 
 from tfdash.engine.plan import StepPlan
+from tfdash.engine.ring_copy import make_copy
 from tfdash.kernels.base import family
 from tfdash.kernels.rope import rope_tables
+from tfdash.settings import SETTINGS
 
 BACKENDS = ("torch-eager", "torch-graph", "tilelang-graph")
 RING = 64  # pinned token slots: how far the host may run ahead of the GPU
@@ -256,6 +259,7 @@ class Runtime:
         if self.cuda:
             self.ring = torch.zeros(RING, dtype=torch.int32, pin_memory=True)
             self.ring_host = self.ring.numpy()  # the same pinned memory, read without torch
+            self.ring_copy, self.ring_copy_note = make_copy(SETTINGS.ring_copy, self.bufs["tok"], self.ring)
             self.ring_events = [torch.cuda.Event(enable_timing=True) for _ in range(RING)]
             self.start_event = torch.cuda.Event(enable_timing=True)
         else:
@@ -278,7 +282,7 @@ class Runtime:
         `step_fn` replaces `self.step` for this step (a profiling window's timed step)."""
         (step_fn or self.step)()
         if self.cuda:
-            self.ring[slot:slot + 1].copy_(self.bufs["tok"], non_blocking=True)
+            self.ring_copy(slot)
             self.ring_events[slot].record()
         else:
             self.ring[slot] = self.bufs["tok"][0]
@@ -368,8 +372,6 @@ class TilelangRuntime(GraphRuntime):
 
     def __init__(self, plan, weights, device="cuda", progress=None, pdl: bool | None = None):
         from tfdash.engine.compile import compile_plan
-        from tfdash.settings import SETTINGS
-
         self.pdl = SETTINGS.pdl if pdl is None else pdl
         self.kernels = compile_plan(plan, progress=progress, pdl=self.pdl)
         super().__init__(plan, weights, device)
