@@ -3,7 +3,7 @@
 #   run with carry [".gpu"]:  bash scripts/h200_check.sh [tests|diag|bench|profile|app|all] [extra bench args]
 #   (all = tests, diag, bench; engine = bench, headless run, GPU tests; observe = issues 5 and 6 (+ bench); dash = app + tty; profile = scripts/gpu_profile_check.py; app = scripts/gpu_app_check.py;
 #    counters = tfdash counters on one layer plus embed, lm_head and argmax (issue 17);
-#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; next = what sessions 8 and 9 left (the ring tests, overhead, the old switch interval), next2 = the rest (the late-merge unfused attention, down's trigger and segments); tails = GEMV grids that spread rows unevenly over warps (4B o_proj and down, 0.6B gate_up); live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick)
+#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; next = what sessions 8 and 9 left (the ring tests, overhead, the old switch interval), next2 = the rest (the late-merge unfused attention, down's trigger and segments); tails = GEMV grids that spread rows unevenly over warps (4B o_proj and down, 0.6B gate_up), tails14 = the same for 14B; live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick)
 # Needs the offline bundle (../shared/gpu-bundle .gpu/site.tar.xz). The tilelang kernel cache
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
@@ -210,6 +210,14 @@ if [ "$what" = tails ]; then
   timeout 150 python3 -m tfdash bench --model qwen3-0.6b --backends tilelang-graph --gemv gate_up:blocks_per_sm=3 \
     --gemv gate_up:blocks_per_sm=1 --json "$R/bench-0.6b-tails.json" 2>&1 | grep -v "TileLang:" > "$R/bench-0.6b-tails.log"
   tail -6 "$R/bench-0.6b-tails.log" | cut -c1-160; pack
+fi
+if [ "$what" = tails14 ]; then
+  # 14B's qkv (7168 rows), o_proj and down (5120 each) over 2112 warps leave their last round 39-42 %
+  # busy; at one block an SM (1056 warps) every round but the last is full and the last 79-85 %
+  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  timeout 560 python3 -m tfdash bench --model qwen3-14b --backends tilelang-graph \
+    --gemv o_proj:blocks_per_sm=1+down:blocks_per_sm=1 --gemv qkv_proj:blocks_per_sm=1+o_proj:blocks_per_sm=1+down:blocks_per_sm=1 \
+    --json "$R/bench-14b-tails.json" 2>&1 | grep -v "TileLang:" > "$R/bench-14b-tails.log"; tail -6 "$R/bench-14b-tails.log" | cut -c1-160; pack
 fi
 if [ "$what" = app ]; then
   mkdir -p "$OUT/app"
