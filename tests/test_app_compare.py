@@ -172,6 +172,16 @@ def short_windows(monkeypatch):
     monkeypatch.setattr(ab, "PROFILE_STEPS", 8)
 
 
+@pytest.fixture
+def cancellable_windows(monkeypatch):
+    """Windows of 64 steps (a few hundred ms each on the CPU): an escape pressed after the first
+    lands while the A/B has most of its turns still to run, however slow the host is to deliver it."""
+    from tfdash.profiling import ab
+
+    monkeypatch.setattr(ab, "STEPS", 64)
+    monkeypatch.setattr(ab, "PROFILE_STEPS", 8)
+
+
 def tiny_app(engine, max_new: int):
     def factory(status):
         return make_session(engine, "The GPU", max_new, target=CPU, ignore_eos=True)
@@ -221,7 +231,7 @@ async def test_live_ab_alternates_shows_a_verdict_and_the_snapshot_keeps_it(isol
 
 
 @sync
-@pytest.mark.usefixtures("one_torch_thread", "short_windows")
+@pytest.mark.usefixtures("one_torch_thread", "cancellable_windows")
 async def test_escape_cancels_the_ab_and_errors_are_one_line(isolated_config, tiny_engine):
     messages = []
     app = tiny_app(tiny_engine, 3000)
