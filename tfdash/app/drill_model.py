@@ -112,13 +112,12 @@ def target_of(snap: ProfileSnapshot):
 
 def geometry_text(launch, ctx_len: int) -> str | None:
     """The tilelang launch's grid and how its work spreads over it (the family's Geometry), in
-    one line; None for a family that does not say."""
+    one line; None where the family does not say or its tilelang kernel cannot run the dims."""
     from tfdash.kernels.base import family
 
-    geometry = family(launch.family).geometry
-    if geometry is None:
+    g = family(launch.family).geometry_of(launch.dims, ctx_len)  # (its blocks per SM: the dims line above)
+    if g is None:
         return None
-    g = geometry(launch.dims, ctx_len)  # (its blocks per SM are in the dims line above it)
     rounds = f"{g.rounds} round{'s' if g.rounds != 1 else ''}"
     pct = f"{min(99, round(g.last_busy * 100))}%"  # never "100%" for a round that is not full
     busy = f", the last {pct} busy" if g.rounds > 1 else f", {pct} busy"

@@ -113,6 +113,13 @@ class Family:
     describe: str = ""
     extra: dict = field(default_factory=dict)
 
+    def geometry_of(self, dims: Mapping, ctx_len: int = 0) -> Geometry | None:
+        """The tilelang launch's Geometry; None where the family does not say or its tilelang
+        kernel cannot run these dims (torch runs them: there is no grid to show)."""
+        if self.geometry is None or (self.supported is not None and self.supported(dims)):
+            return None
+        return self.geometry(dims, ctx_len)
+
 
 FAMILIES: dict[str, Family] = {}
 

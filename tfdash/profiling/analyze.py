@@ -144,9 +144,7 @@ def analyze(plan: StepPlan, target: Target, ctx_len: int = 0) -> StepAnalysis:
     for launch in plan.launches:
         cost = launch.cost(ctx_len)
         mem, comp = price(cost, target)
-        fam = family(launch.family)
-        runs = fam.geometry is not None and (fam.supported is None or fam.supported(launch.dims) is None)
-        rows.append(LaunchCost(launch, cost, mem, comp, fam.geometry(launch.dims, ctx_len) if runs else None))
+        rows.append(LaunchCost(launch, cost, mem, comp, family(launch.family).geometry_of(launch.dims, ctx_len)))
     return StepAnalysis(plan, target, ctx_len, tuple(rows))
 
 
