@@ -183,8 +183,7 @@ def test_default_and_threads_keep_p99_under_3x_p50_beside_a_busy_core():
     default choice and with --threads 1, each decoding in a fresh process as the CLI does. Each
     engine first decodes 16 tokens: the thread pool's first steps after a change of threads
     (one-off, 15-65 ms on a 2-core host) are not the contention this is about. A run that misses
-    is measured once more (in the full suite on a 2-core runner, 1 run in 4 missed with p99 near
-    4x p50); both must miss to fail."""
+    is measured once more (a shared 2-core runner has bursts of its own); both must miss to fail."""
     import json
 
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
