@@ -219,20 +219,6 @@ if [ "$what" = tails14 ]; then
     --gemv o_proj:blocks_per_sm=1+down:blocks_per_sm=1 --gemv qkv_proj:blocks_per_sm=1+o_proj:blocks_per_sm=1+down:blocks_per_sm=1 \
     --json "$R/bench-14b-tails.json" 2>&1 | grep -v "TileLang:" > "$R/bench-14b-tails.log"; tail -6 "$R/bench-14b-tails.log" | cut -c1-160; pack
 fi
-if [ "$what" = prefetch ]; then
-  # attention fetching its layer's gate|up (then down) weights into L2 at its start (issues 11, 12):
-  # its kernel and bit-for-bit tests, then the A/B in one process at 1.7B, 0.6B and 4B, then the
-  # per-launch times at ctx 1024 of the default and pf24
-  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  PF=tilelang-pf12,tilelang-pf24,tilelang-pf36
-  python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b,qwen3-4b --variants $PF 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
-  timeout 150 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
-    -k "test_attention_variants or plan_variants_decode" 2>&1 | grep -v "TileLang:" > "$R/pf-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/pf-tests.log" | cut -c1-200 | tail -6; pack
-  timeout 150 python3 -m tfdash bench --backends tilelang-graph,$PF --json "$R/bench-1.7b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-1.7b.log"; tail -7 "$R/bench-1.7b.log" | cut -c1-160; pack
-  timeout 100 python3 -m tfdash bench --model qwen3-0.6b --backends tilelang-graph,tilelang-pf12,tilelang-pf24 --json "$R/bench-0.6b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-0.6b.log"; tail -6 "$R/bench-0.6b.log" | cut -c1-160; pack
-  timeout 120 python3 -m tfdash bench --model qwen3-4b --backends tilelang-graph,tilelang-pf24,tilelang-pf36 --json "$R/bench-4b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-4b.log"; tail -6 "$R/bench-4b.log" | cut -c1-160; pack
-  timeout 90 python3 scripts/kernel_times.py --variants tilelang-pf24 --out "$R/kernel_times.json" 2>&1 | grep -v "TileLang:" > "$R/kernel_times.log"; tail -30 "$R/kernel_times.log" | cut -c1-160; pack
-fi
 if [ "$what" = app ]; then
   mkdir -p "$OUT/app"
   python3 scripts/gpu_app_check.py --out-dir "$OUT/app" 2>&1 | grep -v "TileLang:" | tee "$OUT/app/log.txt" | tail -8

@@ -211,7 +211,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                gemv_overrides: Mapping[str, Mapping[str, int]] | None = None,
                attn_split_cap: int | None = None, attn_min_blocks: int | None = None,
                attn_block: int | None = None, o_proj_trigger_first: bool = True,
-               attn_merge_early: bool = True, attn_l2_prefetch_mb: int = 0) -> StepPlan:
+               attn_merge_early: bool = True) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -235,9 +235,6 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     (tfdash.kernels.splitkv.merge_macro's `early`) where a kv head has at most
     MERGE_EARLY_GROUP q heads (their partials stay in registers); larger groups merge late, as
     False does everywhere (the A/B baseline).
-    `attn_l2_prefetch_mb` has the fused attention launch fetch that many MB of its layer's gate|up
-    and then down weights into L2 at its start (tfdash.kernels.prefetch), while its dependent
-    phases leave DRAM idle; 0 (the default) fetches nothing.
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import settings as gemv_settings
@@ -337,17 +334,6 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     if attn_merge_early and nH // nKV <= MERGE_EARLY_GROUP:
         attn_dims["merge_early"] = True
         sc_sfx += "_me"
-    pf_args = {}
-    if attn_l2_prefetch_mb:
-        from tfdash.kernels.base import DTYPE_BYTES
-        from tfdash.kernels.prefetch import MB, targets
-
-        if not isinstance(attn_l2_prefetch_mb, int) or attn_l2_prefetch_mb < 0:
-            raise TfdashError(f"attn_l2_prefetch_mb={attn_l2_prefetch_mb} must be a whole number of MB, 0 or more")
-        if fused_rope:
-            attn_dims["l2_prefetch"] = targets(attn_l2_prefetch_mb * MB, ((2 * I, H), (H, I)), DTYPE_BYTES[dtype])
-            pf_args = {"pf_a": "w_gu", "pf_b": "w_down"}
-            sc_sfx += f"_pf{attn_l2_prefetch_mb}"
     if attn_min_blocks is not None:
         if not 1 <= attn_min_blocks <= 16:
             raise TfdashError(f"attn_min_blocks={attn_min_blocks} must be 1 to 16 blocks per SM")
@@ -363,7 +349,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                    dict(attn_dims, eps=eps, fused_rope=True, **({} if attn_kv_early else {"kv_early": False})),
                    qkv="qkv", q_norm=p + "q_norm", k_norm=p + "k_norm", cos="rope_cos", sin="rope_sin",
                    k_cache=p + "k_cache", v_cache=p + "v_cache", pos="pos", out="attn",
-                   part="attn_part", ml="attn_ml", sem="attn_sem", **{r: p + b for r, b in pf_args.items()})
+                   part="attn_part", ml="attn_ml", sem="attn_sem")
         else:
             launch(p + "qk_norm_rope", i, "rope", "qk_norm_rope", dict(attn_dims, eps=eps),
                    qkv="qkv", q_norm=p + "q_norm", k_norm=p + "k_norm", cos="rope_cos", sin="rope_sin",

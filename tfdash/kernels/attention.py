@@ -17,7 +17,6 @@ import math
 import torch
 
 from tfdash.kernels.base import DTYPE_BYTES, Family, Geometry, Operand, make_cost, register
-from tfdash.kernels.prefetch import PRELUDE, prefetch_macro
 from tfdash.kernels.rope import fused_passes, fused_rope_macro
 from tfdash.kernels.splitkv import MERGE_CHUNK, SPLIT_CAP, grid_splits, lanes, merge_macro, splits_used
 
@@ -158,17 +157,12 @@ def tilelang_attention(dims):
     QKV = (nH + 2 * nKV) * D
     sper, S32 = lanes(S)  # splits per lane in the merge, and the splits in whole warps
     merge = merge_macro(T, group, warps, S, D, dt, early=bool(dims.get("merge_early")))
-    # l2_prefetch: (N, K, rows) of this layer's gate|up and down weights, their first rows fetched
-    # into L2 by the whole grid at its start (tfdash.kernels.prefetch) while the chain below leaves
-    # DRAM idle
-    pf = tuple(tuple(t) for t in dims.get("l2_prefetch") or ()) if fused else ()
-    prefetch = prefetch_macro(T, pf, threads, SG * nKV, DTYPE_BYTES[dt]) if pf else None
     rope = fused_rope_macro(T, group, nH, nKV, D, dt, eps)
     RED = max(SP, RP) * warps  # reduction slots: one per warp per pass
 
     @T.macro
-    def body(qkv, q_norm, k_norm, cos, sin, q, k_cache, v_cache, pos, out, part, ml, sem, pf_a, pf_b):
-        with T.Kernel(SG, nKV, threads=threads, prelude=PRELUDE if pf else None) as (px, g):
+    def body(qkv, q_norm, k_norm, cos, sin, q, k_cache, v_cache, pos, out, part, ml, sem):
+        with T.Kernel(SG, nKV, threads=threads) as (px, g):
             if min_blocks:  # __launch_bounds__(threads, min_blocks): a register budget a thread
                 T.annotate_min_blocks_per_sm(min_blocks)
             tx = T.get_thread_binding(0)
@@ -198,8 +192,6 @@ def tilelang_attention(dims):
             pv = T.alloc_local((MERGE_CHUNK,), "float32")
             w_s = T.alloc_shared((group, S32), "float32")
             n_s = T.alloc_var("int32")
-            if pf:
-                prefetch(pf_a, pf_b, g * SG + px, tx)
             if early:
                 # pos was written by the previous step's argmax_feed (a graph launch before this
                 # one), so it and the cache rows before it may be read before the grid dependency:
@@ -313,20 +305,7 @@ def tilelang_attention(dims):
                     # the last split of this kv head to arrive merges (tfdash.kernels.splitkv)
                     merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active)
 
-    if pf:
-        (NA, KA, _), (NB, KB, _) = pf
-
-        @T.prim_func
-        def attn_decode(
-            qkv: T.Tensor((QKV,), dt), q_norm: T.Tensor((D,), dt), k_norm: T.Tensor((D,), dt),
-            cos: T.Tensor((C, half), dt), sin: T.Tensor((C, half), dt),
-            k_cache: T.Tensor((nKV, C, D), dt), v_cache: T.Tensor((nKV, C, D), dt), pos: T.Tensor((1,), "int32"),
-            out: T.Tensor((nH * D,), dt), part: T.Tensor((nH, S, D), "float32"),
-            ml: T.Tensor((nH, S, 2), "float32"), sem: T.Tensor((nKV,), "int32"),
-            pf_a: T.Tensor((NA, KA), dt), pf_b: T.Tensor((NB, KB), dt),
-        ):
-            body(qkv, q_norm, k_norm, cos, sin, None, k_cache, v_cache, pos, out, part, ml, sem, pf_a, pf_b)
-    elif fused:
+    if fused:
 
         @T.prim_func
         def attn_decode(
@@ -336,7 +315,7 @@ def tilelang_attention(dims):
             out: T.Tensor((nH * D,), dt), part: T.Tensor((nH, S, D), "float32"),
             ml: T.Tensor((nH, S, 2), "float32"), sem: T.Tensor((nKV,), "int32"),
         ):
-            body(qkv, q_norm, k_norm, cos, sin, None, k_cache, v_cache, pos, out, part, ml, sem, None, None)
+            body(qkv, q_norm, k_norm, cos, sin, None, k_cache, v_cache, pos, out, part, ml, sem)
     else:
 
         @T.prim_func
@@ -345,7 +324,7 @@ def tilelang_attention(dims):
             pos: T.Tensor((1,), "int32"), out: T.Tensor((nH * D,), dt), part: T.Tensor((nH, S, D), "float32"),
             ml: T.Tensor((nH, S, 2), "float32"), sem: T.Tensor((nKV,), "int32"),
         ):
-            body(None, None, None, None, None, q, k_cache, v_cache, pos, out, part, ml, sem, None, None)
+            body(None, None, None, None, None, q, k_cache, v_cache, pos, out, part, ml, sem)
 
     return attn_decode
 
@@ -361,8 +340,7 @@ def geometry(dims, ctx_len: int = 0) -> Geometry:
 
 FAMILY = register(Family(
     name="attention",
-    roles=("qkv", "q_norm", "k_norm", "cos", "sin", "q", "k_cache", "v_cache", "pos", "out", "part", "ml", "sem",
-           "pf_a", "pf_b"),
+    roles=("qkv", "q_norm", "k_norm", "cos", "sin", "q", "k_cache", "v_cache", "pos", "out", "part", "ml", "sem"),
     cost=cost, torch=torch_attention, tilelang=tilelang_attention, supported=supported, geometry=geometry,
     describe="split-KV GQA decode attention, merged in-kernel by the last split to arrive "
              "(fused_rope: with the q/k norm, RoPE and KV append before it)",

@@ -16,8 +16,4 @@ PLAN_VARIANTS = {
     "tilelang-b32sc64": {"attn_block": 32, "attn_split_cap": 64},
     "tilelang-otlate": {"o_proj_trigger_first": False},  # gate_up launches after o_proj's grid dependency
     "tilelang-mlate": {"attn_merge_early": False},  # the merge loads partials after (max, sum)
-    # attention fetches the first N MB of its layer's gate|up (then down) weights into L2 at its start
-    "tilelang-pf12": {"attn_l2_prefetch_mb": 12},
-    "tilelang-pf24": {"attn_l2_prefetch_mb": 24},
-    "tilelang-pf36": {"attn_l2_prefetch_mb": 36},
 }
