@@ -219,6 +219,20 @@ if [ "$what" = tails14 ]; then
     --gemv o_proj:blocks_per_sm=1+down:blocks_per_sm=1 --gemv qkv_proj:blocks_per_sm=1+o_proj:blocks_per_sm=1+down:blocks_per_sm=1 \
     --json "$R/bench-14b-tails.json" 2>&1 | grep -v "TileLang:" > "$R/bench-14b-tails.log"; tail -6 "$R/bench-14b-tails.log" | cut -c1-160; pack
 fi
+if [ "$what" = tables ]; then
+  # the GEMV table's 0.6B gate_up and 4B down entries (3 blocks an SM) in the default plan: their
+  # GEMVs against torch and each size's step against the reference, then each bench against the
+  # entry's old setting (blocks_per_sm=2, the rule) in one process
+  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  python3 scripts/precompile.py --only-default --sizes qwen3-0.6b,qwen3-4b 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
+  timeout 100 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
+    -k "(test_gemv_at_every_size or test_every_size_step) and (0.6b or 4b)" 2>&1 | grep -v "TileLang:" > "$R/tables-tests.log"
+  grep -E "^(FAILED|ERROR)|passed|failed" "$R/tables-tests.log" | cut -c1-200 | tail -6; pack
+  timeout 60 python3 -m tfdash bench --model qwen3-0.6b --backends tilelang-graph --gemv gate_up:blocks_per_sm=2 --json "$R/bench-0.6b.json" 2>&1 \
+    | grep -v "TileLang:" > "$R/bench-0.6b.log"; tail -3 "$R/bench-0.6b.log" | cut -c1-160; pack
+  timeout 90 python3 -m tfdash bench --model qwen3-4b --backends tilelang-graph --gemv down:blocks_per_sm=2 --json "$R/bench-4b.json" 2>&1 \
+    | grep -v "TileLang:" > "$R/bench-4b.log"; tail -3 "$R/bench-4b.log" | cut -c1-160; pack
+fi
 if [ "$what" = app ]; then
   mkdir -p "$OUT/app"
   python3 scripts/gpu_app_check.py --out-dir "$OUT/app" 2>&1 | grep -v "TileLang:" | tee "$OUT/app/log.txt" | tail -8
