@@ -3,7 +3,7 @@
 #   run with carry [".gpu"]:  bash scripts/h200_check.sh [tests|diag|bench|profile|app|all] [extra bench args]
 #   (all = tests, diag, bench; engine = bench, headless run, GPU tests; observe = issues 5 and 6 (+ bench); dash = app + tty; profile = scripts/gpu_profile_check.py; app = scripts/gpu_app_check.py;
 #    counters = tfdash counters on one layer plus embed, lm_head and argmax (issue 17);
-#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; next = what sessions 8 and 9 left (the ring tests, overhead, the old switch interval), next2 = the rest (the late-merge unfused attention, down's trigger and segments); tails = GEMV grids that spread rows unevenly over warps (4B o_proj and down, 0.6B gate_up), tails14 = the same for 14B; live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick)
+#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; next = what session 10 leaves (the late-merge unfused attention, the 1.7B GEMV grids at 3 blocks an SM, down's trigger and segments, then tails14); tables = the GEMV table's 0.6B and 4B entries in the default plan; tails = GEMV grids that spread rows unevenly over warps (4B o_proj and down, 0.6B gate_up), tails14 = the same for 14B; live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick)
 # Needs the offline bundle (../shared/gpu-bundle .gpu/site.tar.xz). The tilelang kernel cache
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
@@ -172,31 +172,19 @@ if [ "$what" = overhead ]; then
   TFDASH_TIMING=windows timeout 200 python3 scripts/gpu_app_check.py --skip-midrun --rounds 3 --out-dir "$R/windows" 2>&1 | grep -v "TileLang:" | tail -6 | cut -c1-400; pack
 fi
 if [ "$what" = next ]; then
-  # what sessions 8 and 9 left, most important first, in two calls (next, then next2): the ring read through its numpy view and the
-  # event queried before its wait (the engine's generation tests), the dashboard's overhead (issue
-  # 13, the `overhead` mode, then 3 rounds at the old 500 us switch interval to attribute the fix,
-  # then 3 with the ring copy through cudart, the GIL held: a step's replay its only release),
-  # the unfused late-merge attention against torch, then down (9.7 us a launch at ctx 1024 against
-  # a 5.7 us floor, issue 12): letting the next qkv launch at its start, and its row segments
-  # (K 6144 = 24 chunks of 256: seg 12 by default, 8 and 6), A/B in one process
-  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  python3 scripts/precompile.py --only-default --sizes qwen3-1.7b 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
-  timeout 120 python3 -m pytest -m gpu tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
-    -k "generation_through_the_ring or cudart_ring_copy or plan_variants_decode or test_step_matches_reference" 2>&1 \
-    | grep -v "TileLang:" > "$R/engine-ring-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/engine-ring-tests.log" | cut -c1-200 | tail -4; pack
-  bash "$0" overhead
-  timeout 150 python3 scripts/gpu_app_check.py --skip-midrun --rounds 3 --switch-us 500 --out-dir "$R/switch500" 2>&1 \
-    | grep -v "TileLang:" | tail -6 | cut -c1-400; pack
-  TFDASH_RING_COPY=cudart timeout 150 python3 scripts/gpu_app_check.py --skip-midrun --rounds 3 --out-dir "$R/cudart" 2>&1 \
-    | grep -v "TileLang:" | tail -6 | cut -c1-400; pack
-fi
-if [ "$what" = next2 ]; then
+  # what session 10 leaves (issue 12, then 11): the unfused late-merge attention against torch;
+  # the 1.7B GEMV grids with a third block an SM (gate_up's 6144 row pairs over 2112 warps run 2.9
+  # rounds; at 3 blocks, 3168 warps: with 4-chunk segments 64 registers a thread, or one row a warp
+  # at 60, ptxas for sm_90a on CPU; down at 80) and down's trigger and row segments, A/B in one
+  # process; then `tails14` (14B's GEMVs at one block an SM)
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
   python3 scripts/precompile.py --only-default --sizes qwen3-1.7b 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
   timeout 90 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py -q -rA -p no:cacheprovider -k "test_attention and merge_late" 2>&1 \
     | grep -v "TileLang:" > "$R/attn-late-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/attn-late-tests.log" | cut -c1-200 | tail -4; pack
-  timeout 200 python3 -m tfdash bench --backends tilelang-graph --gemv down:trigger_first=1 --gemv down:seg=8 --gemv down:seg=6 \
-    --json "$R/bench-down.json" 2>&1 | grep -v "TileLang:" > "$R/bench-down.log"; tail -6 "$R/bench-down.log" | cut -c1-160; pack
+  timeout 300 python3 -m tfdash bench --backends tilelang-graph --gemv gate_up:seg=4,blocks_per_sm=3 --gemv gate_up:rows=1,blocks_per_sm=3 \
+    --gemv down:blocks_per_sm=3 --gemv down:trigger_first=1 --gemv down:seg=8 --json "$R/bench-1.7b-gemv.json" 2>&1 \
+    | grep -v "TileLang:" > "$R/bench-1.7b-gemv.log"; tail -8 "$R/bench-1.7b-gemv.log" | cut -c1-160; pack
+  bash "$0" tails14
 fi
 if [ "$what" = tails ]; then
   # GEMV grids whose rows do not spread evenly over their warps (grid-stride, one row a warp at a
