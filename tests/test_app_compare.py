@@ -160,7 +160,7 @@ def test_picker_picture(isolated_config, exports, snap_compare):
 def tiny_engine():
     from tfdash.engine import load_engine
 
-    return load_engine(model="qwen3-tiny", device="cpu", capacity=4096)
+    return load_engine(model="qwen3-tiny", device="cpu", capacity=8192)
 
 
 @pytest.fixture
@@ -182,6 +182,24 @@ def cancellable_windows(monkeypatch):
     monkeypatch.setattr(ab, "PROFILE_STEPS", 8)
 
 
+@pytest.fixture
+def paced_steps(monkeypatch):
+    """Each eager step at least 0.5 ms, so a generation of 8000 tokens outlasts what the test does
+    during it however fast the host: a runner once finished 3000 tokens of qwen3-tiny before the
+    A/B screen had closed (closing it and settling took 6 s on a busy 2-core host)."""
+    import time
+
+    from tfdash.engine.runtime import Runtime
+
+    step = Runtime.step
+
+    def paced(self):
+        time.sleep(0.0005)
+        step(self)
+
+    monkeypatch.setattr(Runtime, "step", paced)
+
+
 def tiny_app(engine, max_new: int):
     def factory(status):
         return make_session(engine, "The GPU", max_new, target=CPU, ignore_eos=True)
@@ -190,10 +208,10 @@ def tiny_app(engine, max_new: int):
 
 
 @sync
-@pytest.mark.usefixtures("one_torch_thread", "short_windows")
+@pytest.mark.usefixtures("one_torch_thread", "short_windows", "paced_steps")
 async def test_live_ab_alternates_shows_a_verdict_and_the_snapshot_keeps_it(isolated_config, tiny_engine):
     messages = []
-    app = tiny_app(tiny_engine, 3000)
+    app = tiny_app(tiny_engine, 8000)
     async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.new_tokens >= 4, what="tokens")
         await pilot.press("a")
