@@ -3,7 +3,7 @@
 #   run with carry [".gpu"]:  bash scripts/h200_check.sh [tests|diag|bench|profile|app|all] [extra bench args]
 #   (all = tests, diag, bench; engine = bench, headless run, GPU tests; observe = issues 5 and 6 (+ bench); dash = app + tty; profile = scripts/gpu_profile_check.py; app = scripts/gpu_app_check.py;
 #    counters = tfdash counters on one layer plus embed, lm_head and argmax (issue 17);
-#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; next = what session 10 leaves (the late-merge unfused attention, the 1.7B GEMV grids at 3 blocks an SM, down's trigger and segments, then tails14); tables = the GEMV table's 0.6B and 4B entries in the default plan; tails = GEMV grids that spread rows unevenly over warps (4B o_proj and down, 0.6B gate_up), tails14 = the same for 14B; live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick)
+#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; tables = the GEMV table's 0.6B and 4B entries in the default plan; tails = GEMV grids that spread rows unevenly over warps (4B o_proj and down, 0.6B gate_up), tails14 = the same for 14B; live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick; where = per-op exclusive us against each op's floor at 0.6B and 4B (scripts/kernel_times.py --model); inflight = GEMVs with more loads in flight a lane at 4B, 0.6B and 1.7B; confirm = session 11's 4B and 0.6B table entries tested and benched; inflight14 = the same for 14B; next = what session 11 leaves)
 # Needs the offline bundle (../shared/gpu-bundle .gpu/site.tar.xz). The tilelang kernel cache
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
@@ -184,7 +184,74 @@ if [ "$what" = next ]; then
   timeout 300 python3 -m tfdash bench --backends tilelang-graph --gemv gate_up:seg=4,blocks_per_sm=3 --gemv gate_up:rows=1,blocks_per_sm=3 \
     --gemv down:blocks_per_sm=3 --gemv down:trigger_first=1 --gemv down:seg=8 --json "$R/bench-1.7b-gemv.json" 2>&1 \
     | grep -v "TileLang:" > "$R/bench-1.7b-gemv.log"; tail -8 "$R/bench-1.7b-gemv.log" | cut -c1-160; pack
-  bash "$0" tails14
+  bash "$0" where
+fi
+if [ "$what" = inflight ]; then
+  # GEMVs with more 16-byte weight loads in flight a lane (rows x seg near 16 or more: 1.7B's
+  # lm_head at 16 streams at the copy ceiling, 4B's at 10 and 0.6B's at 8 do not), A/B of the whole
+  # step in one process at 4B, 0.6B and 1.7B; ptxas on CPU: every variant fits its blocks per SM
+  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  G4="lm_head:rows=2,seg=10 lm_head:rows=4,seg=5 qkv_proj:rows=3,seg=5 qkv_proj:rows=2,seg=10 gate_up:rows=2,seg=10
+      gate_up:rows=4,seg=5 down:rows=2,seg=8,blocks_per_sm=2 o_proj:rows=2,seg=8
+      lm_head:rows=2,seg=10+qkv_proj:rows=3,seg=5+gate_up:rows=2,seg=10+down:rows=2,seg=8,blocks_per_sm=2+o_proj:rows=2,seg=8"
+  G06="lm_head:rows=4,seg=4 lm_head:rows=3,seg=4"
+  G17="down:trigger_first=1,blocks_per_sm=3 down:rows=2,seg=8 lm_head:rows=3,seg=8"
+  args() { for g in $1; do printf -- "--gemv %s " "$g"; done; }
+  { python3 scripts/precompile.py --only-default --sizes qwen3-4b $(args "$G4");
+    python3 scripts/precompile.py --only-default --sizes qwen3-0.6b $(args "$G06");
+    python3 scripts/precompile.py --only-default --sizes qwen3-1.7b $(args "$G17"); } 2>&1 | grep -v "TileLang:" > "$R/precompile.log"
+  grep precompiled "$R/precompile.log"; pack
+  for m in 4 06 17; do
+    case $m in 4) model=qwen3-4b; G=$G4;; 06) model=qwen3-0.6b; G=$G06;; 17) model=qwen3-1.7b; G=$G17;; esac
+    timeout 330 python3 -m tfdash bench --model $model --backends tilelang-graph $(args "$G") --json "$R/bench-$model-inflight.json" 2>&1 \
+      | grep -v "TileLang:" > "$R/bench-$model-inflight.log"; tail -12 "$R/bench-$model-inflight.log" | cut -c1-150; pack
+  done
+fi
+if [ "$what" = confirm ]; then
+  # the GEMV table's session-11 entries in the default plan (4B qkv, gate_up and lm_head; 0.6B
+  # lm_head): their GEMVs and lm_head+argmax against torch, each size's step against the reference
+  # at ctx 0, 1 and 1024, then each size's bench with the torch-graph peer, and 4B's down variants
+  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  D4="down:seg=19,blocks_per_sm=2 down:trigger_first=1"
+  args() { for g in $1; do printf -- "--gemv %s " "$g"; done; }
+  python3 scripts/precompile.py --only-default --sizes qwen3-4b,qwen3-0.6b $(args "$D4") 2>&1 | grep -v "TileLang:" > "$R/precompile.log"
+  grep precompiled "$R/precompile.log"
+  timeout 150 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py -q -rA -p no:cacheprovider \
+    -k "(test_gemv_at_every_size or test_lm_head_and_argmax_feed) and (qwen3-0.6b or qwen3-4b)" 2>&1 | grep -v "TileLang:" > "$R/kernel-tests.log"
+  grep -E "^(FAILED|ERROR)|passed|failed" "$R/kernel-tests.log" | cut -c1-200 | tail -6; pack
+  timeout 200 python3 -m pytest -m gpu tests/gpu/test_engine_gpu.py -q -rA -s -p no:cacheprovider \
+    -k "test_every_size_step_matches_reference and (qwen3-0.6b or qwen3-4b)" 2>&1 | grep -v "TileLang:" > "$R/engine-tests.log"
+  grep -E "^(FAILED|ERROR)|passed|failed|cosine" "$R/engine-tests.log" | cut -c1-200 | tail -10; pack
+  timeout 240 python3 -m tfdash bench --model qwen3-4b --backends tilelang-graph,torch-graph $(args "$D4") \
+    --json "$R/bench-qwen3-4b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-qwen3-4b.log"; tail -6 "$R/bench-qwen3-4b.log" | cut -c1-150; pack
+  timeout 120 python3 -m tfdash bench --model qwen3-0.6b --backends tilelang-graph,torch-graph \
+    --json "$R/bench-qwen3-0.6b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-qwen3-0.6b.log"; tail -4 "$R/bench-qwen3-0.6b.log" | cut -c1-150; pack
+fi
+if [ "$what" = inflight14 ]; then
+  # 14B's table entries (qkv_proj 3 rows x 5 chunks, gate_up and lm_head 2 x 10) in the default plan:
+  # their GEMVs and lm_head+argmax against torch, the 14B step against the reference, then the
+  # bench against the rule's settings for all three (1 row x 10 chunks), in one process
+  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  OLD="qkv_proj:rows=1,seg=10+gate_up:rows=1,seg=10+lm_head:rows=1,seg=10"
+  python3 scripts/precompile.py --only-default --sizes qwen3-14b --gemv "$OLD" 2>&1 | grep -v "TileLang:" > "$R/precompile.log"
+  grep precompiled "$R/precompile.log"
+  timeout 120 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py -q -rA -p no:cacheprovider \
+    -k "(test_gemv_at_every_size or test_lm_head_and_argmax_feed) and qwen3-14b" 2>&1 | grep -v "TileLang:" > "$R/kernel-tests.log"
+  grep -E "^(FAILED|ERROR)|passed|failed" "$R/kernel-tests.log" | cut -c1-200 | tail -6; pack
+  timeout 300 python3 -m tfdash bench --model qwen3-14b --backends tilelang-graph --gemv "$OLD" \
+    --json "$R/bench-qwen3-14b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-qwen3-14b.log"; tail -5 "$R/bench-qwen3-14b.log" | cut -c1-150; pack
+  timeout 150 python3 -m pytest -m gpu tests/gpu/test_engine_gpu.py -q -rA -s -p no:cacheprovider \
+    -k "test_every_size_step_matches_reference and qwen3-14b" 2>&1 | grep -v "TileLang:" > "$R/engine-tests.log"
+  grep -E "^(FAILED|ERROR)|passed|failed|cosine" "$R/engine-tests.log" | cut -c1-200 | tail -6; pack
+fi
+if [ "$what" = where ]; then
+  # where each size's step loses time: per-op exclusive us against each op's floor, and the spans
+  # of a middle layer, for the sizes in $SIZES (default 0.6B and 4B)
+  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  for m in ${SIZES:-qwen3-0.6b qwen3-4b}; do
+    timeout 200 python3 scripts/kernel_times.py --model "$m" --out "$R/kernel_times-$m.json" 2>&1 | grep -v "TileLang:\|compiled\|Warn\|_warn" \
+      > "$R/kernel_times-$m.log"; echo "== $m"; head -40 "$R/kernel_times-$m.log" | cut -c1-160; pack
+  done
 fi
 if [ "$what" = tails ]; then
   # GEMV grids whose rows do not spread evenly over their warps (grid-stride, one row a warp at a
@@ -214,7 +281,7 @@ if [ "$what" = tables ]; then
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
   python3 scripts/precompile.py --only-default --sizes qwen3-0.6b,qwen3-4b 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
   timeout 100 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
-    -k "(test_gemv_at_every_size or test_every_size_step) and (0.6b or 4b)" 2>&1 | grep -v "TileLang:" > "$R/tables-tests.log"
+    -k "(test_gemv_at_every_size or test_every_size_step) and (qwen3-0.6b or qwen3-4b)" 2>&1 | grep -v "TileLang:" > "$R/tables-tests.log"
   grep -E "^(FAILED|ERROR)|passed|failed" "$R/tables-tests.log" | cut -c1-200 | tail -6; pack
   timeout 60 python3 -m tfdash bench --model qwen3-0.6b --backends tilelang-graph --gemv gate_up:blocks_per_sm=2 --json "$R/bench-0.6b.json" 2>&1 \
     | grep -v "TileLang:" > "$R/bench-0.6b.log"; tail -3 "$R/bench-0.6b.log" | cut -c1-160; pack

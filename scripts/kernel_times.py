@@ -71,9 +71,9 @@ def cupti(rt, plan, reps=3):
         excl.setdefault(op, []).append(e.time_range.end - max(prev_end, e.time_range.start))
     layer = [(plan.launches[i].role, round(e.time_range.start - last[0].time_range.start, 2),
               round(e.time_range.end - last[0].time_range.start, 2)) for i, e in enumerate(last)
-             if plan.launches[i].layer in (None, 13)]
+             if plan.launches[i].layer in (None, plan.config.num_layers // 2 - 1)]
     return {"excl_median_us": {k: statistics.median(v) for k, v in excl.items()},
-            "excl_sum_us": {k: sum(v) for k, v in excl.items()}, "layer13_spans": layer,"events": len(evs), "names_match": names == expect, "overlapping_starts": overlaps,
+            "excl_sum_us": {k: sum(v) for k, v in excl.items()}, "mid_layer_spans": layer, "events": len(evs), "names_match": names == expect, "overlapping_starts": overlaps,
             "gap_median_us": statistics.median(gaps), "gap_sum_us": sum(gaps), "replay_span_us": span,
             "dur_median_us": {k: statistics.median(v) for k, v in durs.items()}}
 
@@ -95,12 +95,13 @@ def measure(plan, weights):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
+    ap.add_argument("--model", default="qwen3-1.7b", help="the preset whose step is timed")
     ap.add_argument("--variants", default="", help="comma-separated plan variants (tfdash.profiling.variants) "
                     "measured after the default plan, each the same way")
     args = ap.parse_args()
     from tfdash.profiling.variants import PLAN_VARIANTS
 
-    cfg = preset("qwen3-1.7b")
+    cfg = preset(args.model)
     weights = pack(cfg, random_state_dict(cfg, torch.bfloat16, "cuda", 0))
     plan = build_plan(cfg, "bfloat16", capacity=2048)
     a = analyze(plan, H200, CTX)
@@ -109,7 +110,10 @@ def main():
     for r in a.rows:
         bytes_by_kernel[r.launch.kernel] = r.cost.bytes
         count[r.launch.kernel] = count.get(r.launch.kernel, 0) + 1
-    out = {"ctx": CTX, "analysis_bytes": a.bytes, "launches": len(plan), "pdl": measure(plan, weights)}
+    op_bytes: dict[str, int] = {}
+    for r in a.rows:
+        op_bytes[r.launch.op] = op_bytes.get(r.launch.op, 0) + r.cost.bytes
+    out = {"model": args.model, "ctx": CTX, "op_bytes": op_bytes, "analysis_bytes": a.bytes, "launches": len(plan), "pdl": measure(plan, weights)}
     names = [v for v in args.variants.split(",") if v]
     out["variants"] = {v: measure(build_plan(cfg, "bfloat16", capacity=2048, **PLAN_VARIANTS[v]), weights)
                        for v in names}
@@ -123,12 +127,15 @@ def main():
     if c:
         cols = ["default"] + names
         per = [c] + [out["variants"][v].get("cupti") or {} for v in names]
-        print(f"{'op':<16}" + "".join(f"{k[-14:]:>15}" for k in cols) + "   (exclusive us, median)")
+        print(f"{'op':<16}" + "".join(f"{k[-14:]:>15}" for k in cols) + "   (exclusive us, median; floor: bytes at 4.23 TB/s)")
         for op in c["excl_median_us"]:
-            print(f"{op:<16}" + "".join(f"{p.get('excl_median_us', {}).get(op, float('nan')):>15.2f}" for p in per))
+            n_op = sum(1 for launch in plan.launches if launch.op == op)
+            floor = op_bytes.get(op, 0) / n_op / 4.23e6
+            print(f"{op:<16}" + "".join(f"{p.get('excl_median_us', {}).get(op, float('nan')):>15.2f}" for p in per)
+                  + f"   floor {floor:7.2f}")
         print(f"{'replay us':<16}" + "".join(f"{m['replay_us_median']:>15.1f}"
                                              for m in [out["pdl"]] + [out["variants"][v] for v in names]))
-        for role, a, b in c["layer13_spans"]:
+        for role, a, b in c["mid_layer_spans"]:
             print(f"  {role:<16} start {a:9.2f} end {b:9.2f}")
     c = out["pdl"].get("cupti")
     if c:

@@ -20,7 +20,7 @@ SIZES = "qwen3-0.6b,qwen3-1.7b,qwen3-4b,qwen3-8b,qwen3-14b,qwen3-32b"
 BENCH_CAPACITY = 2112  # a 12-token prompt + 2048 new tokens, in whole attention blocks
 
 
-def plans(sizes, only_default=False, variants=()):
+def plans(sizes, only_default=False, variants=(), gemv=()):
     from tfdash.engine.config import preset
     from tfdash.engine.plan import build_plan
     from tfdash.profiling.variants import PLAN_VARIANTS
@@ -31,6 +31,10 @@ def plans(sizes, only_default=False, variants=()):
             yield build_plan(cfg, capacity=cap)
             for v in variants:  # named plan variants at every size asked (a bench's peers)
                 yield build_plan(cfg, capacity=cap, **PLAN_VARIANTS[v])
+        for spec in gemv:  # bench --gemv peers, at the bench's capacity
+            from tfdash.profiling.bench import gemv_variant
+
+            yield build_plan(cfg, capacity=BENCH_CAPACITY, **gemv_variant(spec)[1])
         if only_default:
             continue
         if name == "qwen3-1.7b":  # the A/B variants the bench and the bit-for-bit test build
@@ -47,9 +51,9 @@ def plans(sizes, only_default=False, variants=()):
         yield build_plan(replace(base, name=f"g{group}-d{d}", num_heads=8 * group, head_dim=d), capacity=4096)
 
 
-def distinct(sizes, only_default=False, variants=()):
+def distinct(sizes, only_default=False, variants=(), gemv=()):
     seen = {}
-    for plan in plans(sizes, only_default, variants):
+    for plan in plans(sizes, only_default, variants, gemv):
         for launch in plan.kernels().values():
             key = (launch.kernel, tuple(sorted((k, str(v)) for k, v in launch.dims.items())))
             seen.setdefault(key, (launch.family, launch.kernel, dict(launch.dims)))
@@ -72,8 +76,10 @@ def main():
     ap.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 2))
     ap.add_argument("--variants", default="", help="comma-separated plan variants (tfdash.profiling.variants) "
                     "to build at every size given as well")
+    ap.add_argument("--gemv", action="append", default=[], metavar="SPEC",
+                    help="a `tfdash bench --gemv` variant to build at every size given as well (repeatable)")
     args = ap.parse_args()
-    jobs = distinct(args.sizes.split(","), args.only_default, [v for v in args.variants.split(",") if v])
+    jobs = distinct(args.sizes.split(","), args.only_default, [v for v in args.variants.split(",") if v], args.gemv)
     t0 = time.perf_counter()
     print(f"# compiling {len(jobs)} kernels on {args.workers} workers", flush=True)
     failed = 0

@@ -155,7 +155,9 @@ def test_gemv_table_entries_and_rule():
     for e in raw["entries"]:
         assert e["chosen_by"]  # every entry says how it was decided
         chunks = e["K"] // CHUNK
-        assert e["rows"] * e["seg"] <= LOADS and 1 <= e["seg"] <= chunks
+        # an entry may keep more loads in flight than the rule aims at (4B's gate_up: 2 x 10) where
+        # the sweep says so; the sm_90a guard (test_kernels_compile) checks that its registers fit
+        assert e["rows"] * e["seg"] <= 2 * LOADS and 1 <= e["seg"] <= chunks
         assert settings(e["N"], e["K"]) == {k: e[k] for k in ("rows", "seg", "blocks_per_sm")}
     assert len(table()) == len(raw["entries"])
     # shapes not in the table take the rule: the fewest segments, balanced, the last one shorter
@@ -177,6 +179,25 @@ def test_gemv_overrides_name_the_kernel_apart():
     assert gu1.ops()["gate_up"][0].kernel == "gemv_gate_up_b1"
     with pytest.raises(TfdashError, match="unknown GEMV setting"):
         build_plan(cfg, capacity=64, gemv_overrides={"down": {"warps": 4}})
+
+
+def test_lm_head_overrides_carry_its_grid_to_the_argmax():
+    """lm_head's settings are a --gemv variant too: its kernel is named apart, and the per-block
+    (max, index) scratch and the argmax that reads it follow the grid the settings give."""
+    from tfdash.kernels.gemv import grid_size
+    from tfdash.profiling.bench import gemv_variant
+
+    cfg = preset("qwen3-1.7b")
+    base = build_plan(cfg, capacity=64)
+    assert base.ops()["lm_head"][0].kernel == "gemv_lm_head"
+    plan = build_plan(cfg, capacity=64, **gemv_variant("lm_head:rows=1,blocks_per_sm=1")[1])
+    head, amax = plan.ops()["lm_head"][0], plan.ops()["argmax"][0]
+    assert head.kernel == "gemv_lm_head_b1r1" and head.dims["rows"] == 1 and head.dims["blocks_per_sm"] == 1
+    blocks = grid_size(cfg.vocab_size, cfg.hidden_size, 1, 1)
+    assert blocks == 132 != base.buffers["argmax_part"].shape[0]
+    assert plan.buffers["argmax_part"].shape == (blocks, 2) and amax.dims["blocks"] == blocks
+    with pytest.raises(TfdashError, match="trigger_first on lm_head"):
+        build_plan(cfg, capacity=64, gemv_overrides={"lm_head": {"trigger_first": 1}})
 
 
 def test_attention_knobs_name_their_kernels_and_refuse_what_they_cannot_do():
@@ -265,7 +286,7 @@ def test_bench_gemv_variants_parse_and_refuse_in_one_line():
     assert options == {"gemv_overrides": {"o_proj": {"blocks_per_sm": 1}, "down": {"seg": 8}}}
     plan = build_plan(preset("qwen3-8b"), capacity=64, **options)
     assert plan.ops()["down"][0].dims["seg"] == 8 and plan.ops()["o_proj"][0].dims["blocks_per_sm"] == 1
-    for bad in ("lm_head:seg=2", "down", "down:warps=2", "down:seg=0", "down:seg=x", "down:seg=8+down:seg=6",
+    for bad in ("embed:seg=2", "down", "down:warps=2", "down:seg=0", "down:seg=x", "down:seg=8+down:seg=6",
                 "down:seg=8+", "down:seg=8+gate:seg=2"):
         with pytest.raises(TfdashError, match="--gemv"):
             gemv_variant(bad)

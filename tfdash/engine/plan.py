@@ -220,7 +220,8 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     instead of before it (the A/B baseline for that prefetch). `early_residual=False` makes o_proj
     and down read the residual they add into after their grid dependency (the A/B baseline).
     `gemv_overrides` sets an op's GEMV launch settings over the per-shape table
-    ({"down": {"seg": 8, "blocks_per_sm": 1}}), the variants a sweep compares. `attn_split_cap`
+    ({"down": {"seg": 8, "blocks_per_sm": 1}}; "lm_head" too, its argmax scratch following its
+    grid), the variants a sweep compares. `attn_split_cap`
     sets how many programs per kv head the attention grid has at most (default
     tfdash.kernels.splitkv.SPLIT_CAP), a variant to A/B.
     `attn_min_blocks` asks the compiler for that many attention blocks per SM
@@ -371,9 +372,12 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     from tfdash.kernels.gemv import grid_size
 
     hs = gemv_settings(V, H)
+    head_over = dict(overrides.get("lm_head", {}), **({"blocks_per_sm": bps["lm_head"]} if "lm_head" in bps else {}))
+    hs.update(head_over)
     head_blocks = grid_size(V, H, hs["blocks_per_sm"], hs["rows"])
     buf("argmax_part", (head_blocks, 2), "float32", "scratch")  # per-block (max, index) of the logits
-    launch("lm_head", None, "gemv", "gemv_lm_head",
+    head_sfx = ("_" + "".join(f"{GEMV_KNOB_TAG[k]}{head_over[k]}" for k in sorted(head_over))) if head_over else ""
+    launch("lm_head", None, "gemv", "gemv_lm_head" + head_sfx,
            dict(N=V, K=H, prologue="rmsnorm", epilogue="store", out_dtype="float32", eps=eps, argmax=True, **hs),
            x="x", norm_w="final_norm", w=head, out="logits", amax="argmax_part")
     launch("argmax", None, "argmax", "argmax_feed", dict(V=V, capacity=C, blocks=head_blocks),

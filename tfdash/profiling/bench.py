@@ -85,7 +85,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-GEMV_OPS = ("qkv_proj", "o_proj", "gate_up", "down")  # the layer GEMVs a --gemv variant may set
+GEMV_OPS = ("qkv_proj", "o_proj", "gate_up", "down", "lm_head")  # the GEMVs a --gemv variant may set
 
 
 def gemv_variant(spec: str) -> tuple[str, dict]:
