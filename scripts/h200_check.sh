@@ -248,6 +248,7 @@ if [ "$what" = where ]; then
   # where each size's step loses time: per-op exclusive us against each op's floor, and the spans
   # of a middle layer, for the sizes in $SIZES (default 0.6B and 4B)
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  python3 scripts/precompile.py --only-default --sizes $(echo ${SIZES:-qwen3-0.6b qwen3-4b} | tr ' ' ',') 2>&1 | grep precompiled
   for m in ${SIZES:-qwen3-0.6b qwen3-4b}; do
     timeout 200 python3 scripts/kernel_times.py --model "$m" --out "$R/kernel_times-$m.json" 2>&1 | grep -v "TileLang:\|compiled\|Warn\|_warn" \
       > "$R/kernel_times-$m.log"; echo "== $m"; head -40 "$R/kernel_times-$m.log" | cut -c1-160; pack
