@@ -28,7 +28,8 @@ MLATE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_m
                    gemv_overrides={"down": {"trigger_first": 1}})
 UNFUSED_MLATE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, fused_rope=False,
                            attn_merge_early=False)  # 14B's and 32B's unfused attention: the late merge
-KERNELS = {**UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
+EARLYNORM = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, early_norm=True)
+KERNELS = {**EARLYNORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
            **MLATE.kernels(), **UNFUSED_MLATE.kernels(), **PLAN.kernels()}  # every kernel the plan variants launch
 
 
@@ -87,7 +88,8 @@ def registers(src: str, tmp_path=None) -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(k for k in {**PLAN.kernels(), **OTLATE.kernels()} if k.startswith("gemv_")))
+@pytest.mark.parametrize("name", sorted(k for k in {**PLAN.kernels(), **OTLATE.kernels(), **EARLYNORM.kernels()}
+                                         if k.startswith("gemv_")))
 def test_gemv_blocks_fit_on_an_sm_as_planned(name, fresh_cache, tmp_path):
     """The GEMV grid assumes BLOCKS_PER_SM resident blocks of THREADS threads. down once took 130
     registers a thread: one block per SM, its grid in two waves, 2.3x its floor on the H200."""
@@ -128,6 +130,22 @@ def test_which_kernels_let_the_next_launch_before_their_grid_dependency(name, fi
     trig, sync = "cudaTriggerProgrammaticLaunchCompletion", "cudaGridDependencySynchronize"
     assert src.count(trig) == 1 and src.count(sync) == 1
     assert (src.index(trig) < src.index(sync)) == first
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,norm", [("gemv_qkv", "(norm_w + "), ("gemv_gate_up", "(norm_w + "),
+                                       ("gemv_lm_head", "(norm_w + "), ("attn_rope_decode_me", "q_norm[")])
+def test_early_norm_reads_the_norm_weights_before_the_grid_dependency(name, norm, fresh_cache):
+    """The early_norm variant loads the norm weights (and attention's cos/sin) before the kernel
+    waits on the one before it; the default loads them after."""
+    sync = "cudaGridDependencySynchronize"
+    late, early = compiled(name).get_kernel_source(), compiled(name + "_en").get_kernel_source()
+    body = late[late.index("__global__"):]
+    assert body.index(norm) > body.index(sync)
+    body = early[early.index("__global__"):]
+    assert body.index(norm) < body.index(sync)
+    if name.startswith("attn"):
+        assert body.index("cos_1[") < body.index(sync)
 
 
 # -- every preset ---------------------------------------------------------------------------

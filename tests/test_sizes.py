@@ -226,6 +226,22 @@ def test_attention_knobs_name_their_kernels_and_refuse_what_they_cannot_do():
     assert gu.kernel == "gemv_gate_up_m3" and gu.dims["min_blocks"] == 3
 
 
+def test_early_norm_names_the_kernels_with_a_norm_in_front():
+    """early_norm changes the kernels that norm their input (qkv_proj, gate_up, lm_head, the fused
+    attention) and names each apart; o_proj and down keep the default's kernels."""
+    cfg = preset("qwen3-1.7b")
+    base, en = build_plan(cfg, capacity=64), build_plan(cfg, capacity=64, early_norm=True)
+    names = {op: launches[0].kernel for op, launches in en.ops().items()}
+    for op in ("qkv_proj", "gate_up", "lm_head", "attention"):
+        assert names[op] == base.ops()[op][0].kernel + "_en" and en.ops()[op][0].dims["early_norm"] is True
+    for op in ("o_proj", "down", "embed", "argmax"):
+        assert names[op] == base.ops()[op][0].kernel and "early_norm" not in en.ops()[op][0].dims
+    # the late-KV attention has no early phase to put the loads in; the unfused rope launch none either
+    assert "early_norm" not in build_plan(cfg, capacity=64, early_norm=True, attn_kv_early=False).ops()["attention"][0].dims
+    assert "early_norm" not in build_plan(cfg, capacity=64, early_norm=True, fused_rope=False).ops()["attention"][0].dims
+    assert build_plan(cfg, **en.meta["options"]).to_dict() == en.to_dict()
+
+
 def test_trigger_first_only_where_the_next_kernel_reads_weights_early():
     """o_proj (next: gate_up) and down (next: qkv_proj or lm_head) may let the next kernel launch
     at their start; gate_up may not (down reads x, o_proj's output, before its grid dependency);

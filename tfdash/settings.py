@@ -78,6 +78,11 @@ class Settings:
                                  "pairs, both loads in flight at once, where a kv head has at most 4 q heads "
                                  "(larger groups merge late); off: after them (bench backend tilelang-mlate, "
                                  "the A/B baseline; benchmarks/ has the measured difference)"),
+        "early_norm": Knob("TFDASH_EARLY_NORM", False,
+                           "qkv_proj, gate_up and lm_head read their norm weight, and the fused attention its "
+                           "q/k norm weights and cos/sin, before their grid dependency, so what follows it "
+                           "waits only on activations in L2 (bench backend tilelang-earlynorm); off until the "
+                           "H200 decides"),
         "attn_split_cap": Knob("TFDASH_ATTN_SPLIT_CAP", 32,
                                "programs per kv head in attention's grid at most; each loops over its "
                                "64-position blocks of the KV cache, so a larger cache launches no more "

@@ -27,6 +27,7 @@ PLAN = PLANS["qwen3-1.7b"]
 CFG = PLAN.config
 UNFUSED = build_plan(CFG, dtype="bfloat16", capacity=4096, fused_rope=False)  # the A/B baseline's kernels
 OTLATE = build_plan(CFG, dtype="bfloat16", capacity=4096, o_proj_trigger_first=False)  # the A/B baseline's o_proj
+EARLYNORM = build_plan(CFG, dtype="bfloat16", capacity=4096, early_norm=True)  # norm weights before the dependency
 DEV = "cuda"
 GEN = torch.Generator(device=DEV)
 
@@ -130,6 +131,12 @@ def test_gemv(kernel, trial):
     check_gemv(launch, PLAN)
 
 
+@pytest.mark.parametrize("kernel", ["gemv_qkv_en", "gemv_gate_up_en"])
+def test_gemv_with_early_norm(kernel):
+    """The GEMVs that read their norm weight before the grid dependency (the early_norm variant)."""
+    check_gemv(EARLYNORM.kernels()[kernel], EARLYNORM)
+
+
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("kernel", GEMVS[:4])
 def test_gemv_at_every_size(size, kernel):
@@ -149,8 +156,15 @@ def check_gemv(launch, plan):
 
 @pytest.mark.parametrize("size", SIZES)
 def test_lm_head_and_argmax_feed(size):
-    plan = PLANS[size]
-    head = plan.kernels()["gemv_lm_head"]
+    check_lm_head_and_argmax_feed(PLANS[size], "gemv_lm_head")
+
+
+def test_lm_head_with_early_norm():
+    check_lm_head_and_argmax_feed(EARLYNORM, "gemv_lm_head_en")
+
+
+def check_lm_head_and_argmax_feed(plan, name):
+    head = plan.kernels()[name]
     arg = plan.kernels()["argmax_feed"]
     base = operands(head, 0, plan)
     poison(base["out"])
@@ -244,11 +258,12 @@ def test_attention_with_fused_rope(ctx):
     check_fused_attention(PLAN, ctx)
 
 
-@pytest.mark.parametrize("variant", ["tilelang-mlate"])
+@pytest.mark.parametrize("variant", ["tilelang-mlate", "tilelang-earlynorm"])
 @pytest.mark.parametrize("ctx", [0, 63, 64, 1024, 4095])
 def test_attention_variants(variant, ctx):
     """The merge loading its partials after its (max, sum) pairs (the A/B baseline of the early
-    merge, and what 14B's and 32B's groups always run)."""
+    merge, and what 14B's and 32B's groups always run); the rope phase's norm weights and cos/sin
+    read before the grid dependency (early_norm)."""
     check_fused_attention(build_plan(CFG, dtype="bfloat16", capacity=4096, **PLAN_VARIANTS[variant]), ctx)
 
 

@@ -164,7 +164,7 @@ def plan_for(cfg: ModelConfig, dtype: str, capacity: int) -> StepPlan:
     return build_plan(cfg, dtype=dtype, capacity=capacity, attn_kv_early=bool(SETTINGS.attn_kv_early),
                       early_residual=bool(SETTINGS.early_residual),
                       o_proj_trigger_first=bool(SETTINGS.o_proj_trigger_first),
-                      attn_merge_early=bool(SETTINGS.attn_merge_early),
+                      attn_merge_early=bool(SETTINGS.attn_merge_early), early_norm=bool(SETTINGS.early_norm),
                       attn_split_cap=None if cap == SPLIT_CAP else cap)  # the default keeps the kernel's name
 
 

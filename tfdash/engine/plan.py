@@ -156,7 +156,7 @@ class StepPlan:
 # build_plan options added or removed since snapshots began recording them (RunMeta.plan_options):
 # an added one takes the value that rebuilds the plans recorded before it; a removed one is dropped
 # when it has the value this version builds (any other names a plan this version cannot build)
-ADDED_OPTIONS = {"o_proj_trigger_first": False, "attn_merge_early": False}
+ADDED_OPTIONS = {"o_proj_trigger_first": False, "attn_merge_early": False, "early_norm": False}
 REMOVED_OPTIONS = {"down_smem_prefetch": False, "attn_k_apart": False, "attn_trigger_first": False}
 
 
@@ -211,7 +211,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                gemv_overrides: Mapping[str, Mapping[str, int]] | None = None,
                attn_split_cap: int | None = None, attn_min_blocks: int | None = None,
                attn_block: int | None = None, o_proj_trigger_first: bool = True,
-               attn_merge_early: bool = True) -> StepPlan:
+               attn_merge_early: bool = True, early_norm: bool = False) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -236,6 +236,10 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     (tfdash.kernels.splitkv.merge_macro's `early`) where a kv head has at most
     MERGE_EARLY_GROUP q heads (their partials stay in registers); larger groups merge late, as
     False does everywhere (the A/B baseline).
+    `early_norm` has the kernels with an RMSNorm in front (qkv_proj, gate_up, lm_head, and the
+    fused attention's q/k norm with its cos/sin) read their norm weights before their grid
+    dependency, so what follows it waits on the activations alone (in L2) rather than also on a
+    DRAM read of a weight; a variant to A/B (off: the baseline), bit for bit the same arithmetic.
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import settings as gemv_settings
@@ -316,6 +320,9 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     def gemv(role, layer, kernel, N, K, prologue, epilogue, out_dtype, extra=None, **args):
         dims = dict(N=N, K=K, prologue=prologue, epilogue=epilogue, out_dtype=out_dtype, eps=eps, **(extra or {}))
         dims.update(gemv_settings(N, K))  # the per-shape table, else its rule
+        if early_norm and prologue == "rmsnorm":
+            dims["early_norm"] = True
+            kernel += "_en"
         op = role.split(".", 1)[-1]
         override = dict(overrides.get(op, {}), **({"blocks_per_sm": bps[op]} if op in bps else {}))
         if override:
@@ -335,6 +342,9 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     if attn_merge_early and nH // nKV <= MERGE_EARLY_GROUP:
         attn_dims["merge_early"] = True
         sc_sfx += "_me"
+    if early_norm and fused_rope and attn_kv_early:  # its norm loads go beside the K/V prefetch
+        attn_dims["early_norm"] = True
+        sc_sfx += "_en"
     if attn_min_blocks is not None:
         if not 1 <= attn_min_blocks <= 16:
             raise TfdashError(f"attn_min_blocks={attn_min_blocks} must be 1 to 16 blocks per SM")
@@ -377,6 +387,9 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     head_blocks = grid_size(V, H, hs["blocks_per_sm"], hs["rows"])
     buf("argmax_part", (head_blocks, 2), "float32", "scratch")  # per-block (max, index) of the logits
     head_sfx = ("_" + "".join(f"{GEMV_KNOB_TAG[k]}{head_over[k]}" for k in sorted(head_over))) if head_over else ""
+    if early_norm:
+        hs["early_norm"] = True
+        head_sfx = "_en" + head_sfx
     launch("lm_head", None, "gemv", "gemv_lm_head" + head_sfx,
            dict(N=V, K=H, prologue="rmsnorm", epilogue="store", out_dtype="float32", eps=eps, argmax=True, **hs),
            x="x", norm_w="final_norm", w=head, out="logits", amax="argmax_part")

@@ -17,7 +17,7 @@ import math
 import torch
 
 from tfdash.kernels.base import DTYPE_BYTES, Family, Geometry, Operand, make_cost, register
-from tfdash.kernels.rope import fused_passes, fused_rope_macro
+from tfdash.kernels.rope import fused_passes, fused_rope_macro, rope_weights_macro
 from tfdash.kernels.splitkv import MERGE_CHUNK, SPLIT_CAP, grid_splits, lanes, merge_macro, splits_used
 
 
@@ -157,7 +157,11 @@ def tilelang_attention(dims):
     QKV = (nH + 2 * nKV) * D
     sper, S32 = lanes(S)  # splits per lane in the merge, and the splits in whole warps
     merge = merge_macro(T, group, warps, S, D, dt, early=bool(dims.get("merge_early")))
-    rope = fused_rope_macro(T, group, nH, nKV, D, dt, eps)
+    # the rope phase's norm weights and cos/sin read before the grid dependency (fused, under PDL,
+    # with the KV prefetch): the phase after it then waits only on qkv, just written, in L2
+    early_norm = early and bool(dims.get("early_norm"))
+    rope = fused_rope_macro(T, group, nH, nKV, D, dt, eps, preloaded=early_norm)
+    load_w = rope_weights_macro(T, D)
     RED = max(SP, RP) * warps  # reduction slots: one per warp per pass
 
     @T.macro
@@ -192,6 +196,7 @@ def tilelang_attention(dims):
             pv = T.alloc_local((MERGE_CHUNK,), "float32")
             w_s = T.alloc_shared((group, S32), "float32")
             n_s = T.alloc_var("int32")
+            w = T.alloc_local((6,), dt)  # the rope phase's norm weights and cos/sin (rope_weights_macro)
             if early:
                 # pos was written by the previous step's argmax_feed (a graph launch before this
                 # one), so it and the cache rows before it may be read before the grid dependency:
@@ -204,6 +209,8 @@ def tilelang_attention(dims):
                 n_s = pos[0] + 1
             n = n_s
             n_active = (n + B - 1) // B
+            if early_norm:
+                load_w(q_norm, k_norm, cos, sin, w, n, tx)
             # blocks px, px + SG, ... (grid_splits): one round up to SPLIT_CAP blocks
             for r in T.serial(R):
                 bx = px + r * SG
@@ -225,7 +232,7 @@ def tilelang_attention(dims):
                     T.pdl_trigger()
                 if bx < n_active:
                     if fused:  # q/k norm, RoPE and KV append (tfdash.kernels.rope.fused_rope_macro)
-                        rope(qkv, q_norm, k_norm, cos, sin, k_cache, v_cache, q_s, k_s, v_s, red_s, g, n, tx, lane,
+                        rope(qkv, q_norm, k_norm, cos, sin, k_cache, v_cache, q_s, k_s, v_s, red_s, w, g, n, tx, lane,
                              warp, bx == n_active - 1)
                         for hh2 in T.unroll(group):
                             for c in T.vectorized(DC):

@@ -183,6 +183,10 @@ def tilelang_gemv(dims):
     # one just before this has finished once this kernel runs, so its first row group's residual
     # is read before the grid dependency, off the end of the critical path.
     early_res = pdl and epilogue == "residual" and bool(dims.get("early_residual"))
+    # The norm weight depends on no kernel: with `early_norm` it is loaded before the grid
+    # dependency, so the prologue after it waits only on x (in L2, just written) and not on a
+    # DRAM read of a weight no kernel of this layer has touched yet.
+    early_norm = pdl and prologue == "rmsnorm" and bool(dims.get("early_norm"))
 
     @T.macro
     def body(x, norm_w, w, out, amax):
@@ -196,7 +200,7 @@ def tilelang_gemv(dims):
             red_s = T.alloc_shared((warps,), "float32")
             xv = T.alloc_local((pro_iters * VEC,), dt)
             uv = T.alloc_local((VEC,), dt)
-            nv = T.alloc_local((VEC,), dt)
+            nv = T.alloc_local((pro_iters * VEC if early_norm else VEC,), dt)
             hv = T.alloc_local((VEC,), dt)
             ssq = T.alloc_var("float32")
             rstd = T.alloc_var("float32")
@@ -224,6 +228,11 @@ def tilelang_gemv(dims):
                     if lane == 0:
                         for r in T.unroll(R):
                             resv[r] = out[T.min(g0 * R + r, N - 1)]
+            if early_norm:
+                for it in T.unroll(pro_iters):
+                    if (it * THREADS + tx) * VEC < K:
+                        for j in T.vectorized(VEC):
+                            nv[it * VEC + j] = norm_w[(it * THREADS + tx) * VEC + j]
             if pdl:  # programmatic dependent launch: wait for the kernel before, then let the next one launch
                 T.pdl_sync()
                 if not trig_first:
@@ -248,13 +257,14 @@ def tilelang_gemv(dims):
                 rstd = T.rsqrt(ssq / K + eps)
                 for it in T.unroll(pro_iters):
                     if (it * THREADS + tx) * VEC < K:
-                        for j in T.vectorized(VEC):
-                            nv[j] = norm_w[(it * THREADS + tx) * VEC + j]
+                        if not early_norm:
+                            for j in T.vectorized(VEC):
+                                nv[j] = norm_w[(it * THREADS + tx) * VEC + j]
                         for j in T.unroll(VEC):
                             # HF: weight * (x * rstd).to(dtype), each product rounded to dtype
                             hv[j] = T.cast(
                                 T.cast(T.cast(T.cast(xv[it * VEC + j], "float32") * rstd, dt), "float32")
-                                * T.cast(nv[j], "float32"), dt)
+                                * T.cast(nv[(it * VEC if early_norm else 0) + j], "float32"), dt)
                         for j in T.vectorized(VEC):
                             h_s[(it * THREADS + tx) * VEC + j] = hv[j]
             elif prologue == "silu_mul":

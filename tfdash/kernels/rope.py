@@ -88,33 +88,48 @@ def fused_passes(group: int, D: int) -> int:
     return -(-((group + 1) * (D // 2)) // D)
 
 
-def fused_rope_macro(T, group: int, n_heads: int, n_kv: int, D: int, dt: str, eps: float):
+def rope_weights_macro(T, D: int):
+    """Thread tx's norm weights and table entries, into w (6 in the model dtype): q_norm and
+    k_norm at i and i + D/2, cos and sin at (pos, i), i = tx % (D/2), for n = pos + 1. None of
+    them is written by a kernel of the step, so they may be read before the grid dependency."""
+    half = D // 2
+
+    @T.macro
+    def load(q_norm, k_norm, cos, sin, w, n, tx):
+        w[0] = q_norm[tx % half]
+        w[1] = q_norm[half + tx % half]
+        w[2] = k_norm[tx % half]
+        w[3] = k_norm[half + tx % half]
+        w[4] = cos[n - 1, tx % half]
+        w[5] = sin[n - 1, tx % half]
+
+    return load
+
+
+def fused_rope_macro(T, group: int, n_heads: int, n_kv: int, D: int, dt: str, eps: float, preloaded: bool = False):
     """The fused attention's q/k norm, RoPE and KV append, as a tilelang macro over its buffers.
 
     Every block norms and rotates its group's q heads into q_s. The block holding position pos
     (`mine`) also takes this kv head's k, as head `group` of the same passes (so its norm shares
     the q heads' one barrier), writes it to k_s and the cache, and appends v (v_s and the cache).
     Thread tx owns the pair (i, i + D/2), i = tx % (D/2), of head rp * 2 + tx // (D/2) in pass rp;
-    the norm weights and this position's cos/sin are the same in every pass."""
+    the norm weights and this position's cos/sin (w, rope_weights_macro) are the same in every
+    pass. `preloaded`: the caller loaded w already (before its grid dependency)."""
     half, warps = D // 2, D // 32
     hw = half // 32  # warps per head
     RP = fused_passes(group, D)
+    load = rope_weights_macro(T, D)
 
     @T.macro
-    def rope(qkv, q_norm, k_norm, cos, sin, k_cache, v_cache, q_s, k_s, v_s, red_s, g, n, tx, lane, warp, mine):
+    def rope(qkv, q_norm, k_norm, cos, sin, k_cache, v_cache, q_s, k_s, v_s, red_s, w, g, n, tx, lane, warp, mine):
         xa = T.alloc_local((RP,), dt)
         xb = T.alloc_local((RP,), dt)
         ssq = T.alloc_var("float32")
         rstd = T.alloc_var("float32")
         vx = T.alloc_var(dt)
-        w = T.alloc_local((6,), dt)  # q_norm and k_norm at i and i + D/2, cos and sin at (pos, i)
         i = tx % half
-        w[0] = q_norm[i]
-        w[1] = q_norm[half + i]
-        w[2] = k_norm[i]
-        w[3] = k_norm[half + i]
-        w[4] = cos[n - 1, i]
-        w[5] = sin[n - 1, i]
+        if not preloaded:
+            load(q_norm, k_norm, cos, sin, w, n, tx)
         if mine:
             vx = qkv[(n_heads + n_kv + g) * D + tx]
         for rp in T.unroll(RP):

@@ -16,4 +16,6 @@ PLAN_VARIANTS = {
     "tilelang-b32sc64": {"attn_block": 32, "attn_split_cap": 64},
     "tilelang-otlate": {"o_proj_trigger_first": False},  # gate_up launches after o_proj's grid dependency
     "tilelang-mlate": {"attn_merge_early": False},  # the merge loads partials after (max, sum)
+    # norm weights (and attention's cos/sin) read before the grid dependency, not after it
+    "tilelang-earlynorm": {"early_norm": True},
 }
