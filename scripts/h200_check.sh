@@ -3,7 +3,7 @@
 #   run with carry [".gpu"]:  bash scripts/h200_check.sh [tests|diag|bench|profile|app|all] [extra bench args]
 #   (all = tests, diag, bench; engine = bench, headless run, GPU tests; observe = issues 5 and 6 (+ bench); dash = app + tty; profile = scripts/gpu_profile_check.py; app = scripts/gpu_app_check.py;
 #    counters = tfdash counters on one layer plus embed, lm_head and argmax (issue 17);
-#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; tables = the GEMV table's 0.6B and 4B entries in the default plan; tails = GEMV grids that spread rows unevenly over warps (4B o_proj and down, 0.6B gate_up), tails14 = the same for 14B; live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick; where = per-op exclusive us against each op's floor at 0.6B and 4B (scripts/kernel_times.py --model); inflight = GEMVs with more loads in flight a lane at 4B, 0.6B and 1.7B; confirm = session 11's 4B and 0.6B table entries tested and benched; inflight14 = the same for 14B; next = what session 11 leaves (the early_norm variant tested and A/B'd at 1.7B, 0.6B and 4B); inflight32 = 32B's qkv_proj and gate_up at 4B's and 14B's settings)
+#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; tables = the GEMV table's 0.6B and 4B entries in the default plan; tails = GEMV grids that spread rows unevenly over warps (4B o_proj and down, 0.6B gate_up), tails14 = the same for 14B; live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick; where = per-op exclusive us against each op's floor at 0.6B and 4B (scripts/kernel_times.py --model); inflight = GEMVs with more loads in flight a lane at 4B, 0.6B and 1.7B; confirm = session 11's 4B and 0.6B table entries tested and benched; inflight14 = the same for 14B; next = what session 11 leaves (the early_norm and acqrel variants tested and A/B'd at 1.7B, 0.6B and 4B); inflight32 = 32B's qkv_proj and gate_up at 4B's and 14B's settings)
 # Needs the offline bundle (../shared/gpu-bundle .gpu/site.tar.xz). The tilelang kernel cache
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
@@ -172,19 +172,22 @@ if [ "$what" = overhead ]; then
   TFDASH_TIMING=windows timeout 200 python3 scripts/gpu_app_check.py --skip-midrun --rounds 3 --out-dir "$R/windows" 2>&1 | grep -v "TileLang:" | tail -6 | cut -c1-400; pack
 fi
 if [ "$what" = next ]; then
-  # what session 11 leaves (issue 12, then 11), about 5 minutes: the early_norm variant (norm
-  # weights and attention's cos/sin read before the grid dependency) against torch, its graph bit
-  # for bit against the default's, then its A/B at 1.7B, 0.6B and 4B in one process each;
+  # what session 11 leaves (issue 12, then 11), about 7 minutes: two variants that shorten the
+  # chain after a kernel's grid dependency, bit for bit the default's arithmetic. early_norm: norm
+  # weights and attention's cos/sin read before it; acqrel: attention's splits arrive with one
+  # acquire-release atomic, no fences; enar: both. Their kernels against torch, their graphs bit
+  # for bit against the default's, then the A/B at 1.7B, 0.6B and 4B in one process each;
   # `inflight32` is the other call (32B's GEMVs with more loads in flight)
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b,qwen3-4b --variants tilelang-earlynorm 2>&1 \
+  V=tilelang-earlynorm,tilelang-acqrel,tilelang-enar
+  python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b,qwen3-4b --variants $V 2>&1 \
     | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
-  timeout 150 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
-    -k "early_norm or earlynorm or test_plan_variants_decode_the_same_bits" 2>&1 | grep -v "TileLang:" > "$R/earlynorm-tests.log"
-  grep -E "^(FAILED|ERROR)|passed|failed" "$R/earlynorm-tests.log" | cut -c1-200 | tail -6; pack
+  timeout 180 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
+    -k "early_norm or earlynorm or acqrel or test_plan_variants_decode_the_same_bits" 2>&1 | grep -v "TileLang:" > "$R/variant-tests.log"
+  grep -E "^(FAILED|ERROR)|passed|failed" "$R/variant-tests.log" | cut -c1-200 | tail -6; pack
   for m in qwen3-1.7b qwen3-0.6b qwen3-4b; do
-    timeout 150 python3 -m tfdash bench --model $m --backends tilelang-graph,tilelang-earlynorm --json "$R/bench-$m-earlynorm.json" 2>&1 \
-      | grep -v "TileLang:" > "$R/bench-$m-earlynorm.log"; tail -3 "$R/bench-$m-earlynorm.log" | cut -c1-150; pack
+    timeout 200 python3 -m tfdash bench --model $m --backends tilelang-graph,$V --json "$R/bench-$m-variants.json" 2>&1 \
+      | grep -v "TileLang:" > "$R/bench-$m-variants.log"; tail -5 "$R/bench-$m-variants.log" | cut -c1-150; pack
   done
 fi
 if [ "$what" = inflight32 ]; then

@@ -6,6 +6,7 @@ tilelang lowers to CUDA C++ and nvcc builds it for `{"kind": "cuda", "arch": "sm
 
 import functools
 import importlib.util
+import re
 import shutil
 
 import pytest
@@ -29,7 +30,8 @@ MLATE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_m
 UNFUSED_MLATE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, fused_rope=False,
                            attn_merge_early=False)  # 14B's and 32B's unfused attention: the late merge
 EARLYNORM = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, early_norm=True)
-KERNELS = {**EARLYNORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
+ACQREL = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_merge_acq_rel=True)
+KERNELS = {**ACQREL.kernels(), **EARLYNORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
            **MLATE.kernels(), **UNFUSED_MLATE.kernels(), **PLAN.kernels()}  # every kernel the plan variants launch
 
 
@@ -146,6 +148,16 @@ def test_early_norm_reads_the_norm_weights_before_the_grid_dependency(name, norm
     assert body.index(norm) < body.index(sync)
     if name.startswith("attn"):
         assert body.index("cos_1[") < body.index(sync)
+
+
+@pytest.mark.slow
+def test_acq_rel_merge_arrives_with_one_atomic_and_no_fence(fresh_cache):
+    """The default attention arrives with a fence and a relaxed atomic, and its merging block's
+    threads fence again; the acqrel variant arrives with one acquire-release atomic and no fence."""
+    default, acq = (compiled(n).get_kernel_source() for n in ("attn_rope_decode_me", "attn_rope_decode_me_ar"))
+    assert default.count("__threadfence()") == 2 and default.count("AtomicAddRet(") == 1
+    assert "__threadfence" not in acq and acq.count("AtomicAddRet(") == 1
+    assert re.search(r"AtomicAddRet\(\(&\(sem\[[^\]]*\]\)\), 1, 4\)", acq)  # 4: cuda::memory_order_acq_rel
 
 
 # -- every preset ---------------------------------------------------------------------------

@@ -242,6 +242,14 @@ def test_early_norm_names_the_kernels_with_a_norm_in_front():
     assert build_plan(cfg, **en.meta["options"]).to_dict() == en.to_dict()
 
 
+def test_acq_rel_merge_names_its_attention_apart():
+    for size, name in (("qwen3-1.7b", "attn_rope_decode_me_ar"), ("qwen3-14b", "attn_rope_decode_ar")):
+        attn = build_plan(preset(size), capacity=64, attn_merge_acq_rel=True).ops()["attention"][0]
+        assert attn.kernel == name and attn.dims["merge_acq_rel"] is True
+    both = build_plan(preset("qwen3-1.7b"), capacity=64, attn_merge_acq_rel=True, early_norm=True)
+    assert both.ops()["attention"][0].kernel == "attn_rope_decode_me_ar_en"
+
+
 def test_trigger_first_only_where_the_next_kernel_reads_weights_early():
     """o_proj (next: gate_up) and down (next: qkv_proj or lm_head) may let the next kernel launch
     at their start; gate_up may not (down reads x, o_proj's output, before its grid dependency);

@@ -83,6 +83,11 @@ class Settings:
                            "q/k norm weights and cos/sin, before their grid dependency, so what follows it "
                            "waits only on activations in L2 (bench backend tilelang-earlynorm); off until the "
                            "H200 decides"),
+        "attn_merge_acq_rel": Knob("TFDASH_ATTN_MERGE_ACQ_REL", False,
+                                   "attention's splits arrive at the merge with one acquire-release atomic "
+                                   "after the block's barrier, and the merging block reads the partials after "
+                                   "it, with no fences (bench backend tilelang-acqrel); off until the H200 "
+                                   "decides"),
         "attn_split_cap": Knob("TFDASH_ATTN_SPLIT_CAP", 32,
                                "programs per kv head in attention's grid at most; each loops over its "
                                "64-position blocks of the KV cache, so a larger cache launches no more "

@@ -258,12 +258,13 @@ def test_attention_with_fused_rope(ctx):
     check_fused_attention(PLAN, ctx)
 
 
-@pytest.mark.parametrize("variant", ["tilelang-mlate", "tilelang-earlynorm"])
+@pytest.mark.parametrize("variant", ["tilelang-mlate", "tilelang-earlynorm", "tilelang-acqrel"])
 @pytest.mark.parametrize("ctx", [0, 63, 64, 1024, 4095])
 def test_attention_variants(variant, ctx):
     """The merge loading its partials after its (max, sum) pairs (the A/B baseline of the early
     merge, and what 14B's and 32B's groups always run); the rope phase's norm weights and cos/sin
-    read before the grid dependency (early_norm)."""
+    read before the grid dependency (early_norm); the splits' arrival as one acquire-release atomic
+    without fences (acqrel)."""
     check_fused_attention(build_plan(CFG, dtype="bfloat16", capacity=4096, **PLAN_VARIANTS[variant]), ctx)
 
 

@@ -156,7 +156,8 @@ class StepPlan:
 # build_plan options added or removed since snapshots began recording them (RunMeta.plan_options):
 # an added one takes the value that rebuilds the plans recorded before it; a removed one is dropped
 # when it has the value this version builds (any other names a plan this version cannot build)
-ADDED_OPTIONS = {"o_proj_trigger_first": False, "attn_merge_early": False, "early_norm": False}
+ADDED_OPTIONS = {"o_proj_trigger_first": False, "attn_merge_early": False, "early_norm": False,
+                 "attn_merge_acq_rel": False}
 REMOVED_OPTIONS = {"down_smem_prefetch": False, "attn_k_apart": False, "attn_trigger_first": False}
 
 
@@ -211,7 +212,8 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                gemv_overrides: Mapping[str, Mapping[str, int]] | None = None,
                attn_split_cap: int | None = None, attn_min_blocks: int | None = None,
                attn_block: int | None = None, o_proj_trigger_first: bool = True,
-               attn_merge_early: bool = True, early_norm: bool = False) -> StepPlan:
+               attn_merge_early: bool = True, early_norm: bool = False,
+               attn_merge_acq_rel: bool = False) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -240,6 +242,8 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     fused attention's q/k norm with its cos/sin) read their norm weights before their grid
     dependency, so what follows it waits on the activations alone (in L2) rather than also on a
     DRAM read of a weight; a variant to A/B (off: the baseline), bit for bit the same arithmetic.
+    `attn_merge_acq_rel` has attention's splits arrive with one acquire-release atomic rather than
+    a fence and a relaxed atomic (tfdash.kernels.splitkv.merge_macro's `acq_rel`); a variant to A/B.
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import settings as gemv_settings
@@ -342,6 +346,9 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     if attn_merge_early and nH // nKV <= MERGE_EARLY_GROUP:
         attn_dims["merge_early"] = True
         sc_sfx += "_me"
+    if attn_merge_acq_rel:
+        attn_dims["merge_acq_rel"] = True
+        sc_sfx += "_ar"
     if early_norm and fused_rope and attn_kv_early:  # its norm loads go beside the K/V prefetch
         attn_dims["early_norm"] = True
         sc_sfx += "_en"

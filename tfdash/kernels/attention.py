@@ -156,7 +156,8 @@ def tilelang_attention(dims):
     scale = 1.0 / math.sqrt(D)
     QKV = (nH + 2 * nKV) * D
     sper, S32 = lanes(S)  # splits per lane in the merge, and the splits in whole warps
-    merge = merge_macro(T, group, warps, S, D, dt, early=bool(dims.get("merge_early")))
+    merge = merge_macro(T, group, warps, S, D, dt, early=bool(dims.get("merge_early")),
+                        acq_rel=bool(dims.get("merge_acq_rel")))
     # the rope phase's norm weights and cos/sin read before the grid dependency (fused, under PDL,
     # with the KV prefetch): the phase after it then waits only on qkv, just written, in L2
     early_norm = early and bool(dims.get("early_norm"))

@@ -39,10 +39,13 @@ def lanes(S: int) -> tuple[int, int]:
     return sper, sper * 32
 
 
-def merge_macro(T, group: int, warps: int, S: int, D: int, dt: str, early: bool = False):
+def merge_macro(T, group: int, warps: int, S: int, D: int, dt: str, early: bool = False, acq_rel: bool = False):
     """The merge as a tilelang macro over the attention kernel's own buffers and indices. `early`:
     the merging block loads the first MERGE_CHUNK partials of every head before the (max, sum)
-    pairs, so both loads are in flight at once rather than one after the other."""
+    pairs, so both loads are in flight at once rather than one after the other. `acq_rel`: the
+    arrival is one acquire-release atomic (after the block's barrier, as CUTLASS's semaphore
+    releases) instead of a fence and a relaxed atomic, and the merging block's threads read the
+    partials after that acquire and a barrier instead of after fences of their own."""
     sper, S32 = lanes(S)
     MP = -(-group // warps)  # merge-weight passes: one warp per head
 
@@ -54,11 +57,16 @@ def merge_macro(T, group: int, warps: int, S: int, D: int, dt: str, early: bool 
         pre = T.alloc_local((group, MERGE_CHUNK), "float32") if early else None
         T.sync_threads()
         if tx == 0:
-            T.evaluate(T.call_extern("handle", "__threadfence"))
-            flag_s[0] = T.if_then_else(T.atomic_add(sem[g], 1, return_prev=True) == n_active - 1, 1, 0)
+            if acq_rel:
+                flag_s[0] = T.if_then_else(
+                    T.atomic_add(sem[g], 1, memory_order="acq_rel", return_prev=True) == n_active - 1, 1, 0)
+            else:
+                T.evaluate(T.call_extern("handle", "__threadfence"))
+                flag_s[0] = T.if_then_else(T.atomic_add(sem[g], 1, return_prev=True) == n_active - 1, 1, 0)
         T.sync_threads()
         if flag_s[0] == 1:
-            T.evaluate(T.call_extern("handle", "__threadfence"))
+            if not acq_rel:
+                T.evaluate(T.call_extern("handle", "__threadfence"))
             if early:
                 for hh in T.unroll(group):
                     for k in T.unroll(MERGE_CHUNK):

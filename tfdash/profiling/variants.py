@@ -18,4 +18,7 @@ PLAN_VARIANTS = {
     "tilelang-mlate": {"attn_merge_early": False},  # the merge loads partials after (max, sum)
     # norm weights (and attention's cos/sin) read before the grid dependency, not after it
     "tilelang-earlynorm": {"early_norm": True},
+    # attention's splits arrive with one acquire-release atomic, no fences
+    "tilelang-acqrel": {"attn_merge_acq_rel": True},
+    "tilelang-enar": {"early_norm": True, "attn_merge_acq_rel": True},  # both
 }
