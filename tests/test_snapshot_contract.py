@@ -191,6 +191,6 @@ def test_an_older_snapshot_of_an_ab_variant_still_rebuilds_by_search(recorded):
       "attn_merge_acq_rel": False}),
 ])
 def test_recorded_options_name_the_plan_that_ran_or_none(recorded_as, want):
-    from tfdash.engine.plan import recorded_options
+    from tfdash.engine.plan_options import recorded_options
 
     assert recorded_options(recorded_as) == want

@@ -62,7 +62,7 @@ def plan_of(snap: ProfileSnapshot):
 
     m = snap.meta
     model = json.dumps(m.model, sort_keys=True)
-    from tfdash.engine.plan import recorded_options
+    from tfdash.engine.plan_options import recorded_options
 
     recorded = getattr(m, "plan_options", None)
     if recorded:

@@ -1,0 +1,30 @@
+"""The build_plan options a snapshot recorded, mapped onto this version's build_plan: options added
+since snapshots began recording them take the value that rebuilds the plans recorded before them,
+and a removed option is dropped when it has the value this version builds."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+# build_plan options added or removed since snapshots began recording them (RunMeta.plan_options):
+# an added one takes the value that rebuilds the plans recorded before it; a removed one is dropped
+# when it has the value this version builds (any other names a plan this version cannot build)
+ADDED_OPTIONS = {"o_proj_trigger_first": False, "attn_merge_early": False, "early_norm": False,
+                 "attn_merge_acq_rel": False}
+REMOVED_OPTIONS = {"down_smem_prefetch": False, "attn_k_apart": False, "attn_trigger_first": False}
+
+
+def recorded_options(options: Mapping[str, object]) -> dict | None:
+    """build_plan's keyword options for options a snapshot recorded, or None when the plan they
+    name can no longer be built."""
+    out = dict(options)
+    if "o_proj_trigger_first" not in out and out.get("fused_rope", True):
+        return None  # recorded before attn_k_apart existed: the fused attention normed k apart
+    if out.get("fused_rope") is False:
+        out.pop("attn_k_apart", None)  # unfused, the rope launch norms k: k_apart changed nothing
+    for name, before in ADDED_OPTIONS.items():
+        out.setdefault(name, before)
+    for name, built in REMOVED_OPTIONS.items():
+        if name in out and out.pop(name) != built:
+            return None
+    return out
