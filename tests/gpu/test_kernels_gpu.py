@@ -131,10 +131,14 @@ def test_gemv(kernel, trial):
     check_gemv(launch, PLAN)
 
 
+@pytest.mark.parametrize("size", ["qwen3-0.6b", "qwen3-1.7b", "qwen3-4b"])  # K = 1024, 2048, 2560
 @pytest.mark.parametrize("kernel", ["gemv_qkv_en", "gemv_gate_up_en"])
-def test_gemv_with_early_norm(kernel):
-    """The GEMVs that read their norm weight before the grid dependency (the early_norm variant)."""
-    check_gemv(EARLYNORM.kernels()[kernel], EARLYNORM)
+def test_gemv_with_early_norm(kernel, size):
+    """The GEMVs that read their norm weight before the grid dependency (the early_norm variant),
+    where a thread holds part of one 2048-column pass of the weight, all of it, or more."""
+    plan = EARLYNORM if size == "qwen3-1.7b" else build_plan(preset(size), dtype="bfloat16", capacity=4096,
+                                                              early_norm=True)
+    check_gemv(plan.kernels()[kernel], plan)
 
 
 @pytest.mark.parametrize("size", SIZES)
