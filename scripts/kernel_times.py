@@ -4,9 +4,10 @@ plan variant named by --variants (tfdash.profiling.variants).
 For each plan: capture the graph, time 200 replays at ctx ~1024 with CUDA events, then profile
 3 replays under torch.profiler (CUPTI) and report, per kernel name: launches per step, median
 duration, the analyzer's bytes and the achieved GB/s; and over the whole replay: how many kernels
-started before the previous one ended (PDL overlap) and the median start-to-previous-end gap.
+started before the previous one ended (PDL overlap) and the median start-to-previous-end gap;
+per op, its exclusive time beside its floor (its bytes at the machine's measured copy ceiling).
 
-    python scripts/kernel_times.py [--variants tilelang-mlate,...] --out OUT.json
+    python scripts/kernel_times.py [--model qwen3-4b] [--variants tilelang-mlate,...] --out OUT.json
 """
 
 import argparse
@@ -101,19 +102,21 @@ def main():
     args = ap.parse_args()
     from tfdash.profiling.variants import PLAN_VARIANTS
 
+    from tfdash.profiling.probe import probe_bandwidth
+
+    ceiling = probe_bandwidth("cuda").bandwidth  # bytes/s: each op's floor is its bytes at the copy ceiling
     cfg = preset(args.model)
     weights = pack(cfg, random_state_dict(cfg, torch.bfloat16, "cuda", 0))
     plan = build_plan(cfg, "bfloat16", capacity=2048)
     a = analyze(plan, H200, CTX)
     bytes_by_kernel: dict[str, int] = {}
     count: dict[str, int] = {}
+    op_bytes: dict[str, int] = {}
     for r in a.rows:
         bytes_by_kernel[r.launch.kernel] = r.cost.bytes
         count[r.launch.kernel] = count.get(r.launch.kernel, 0) + 1
-    op_bytes: dict[str, int] = {}
-    for r in a.rows:
         op_bytes[r.launch.op] = op_bytes.get(r.launch.op, 0) + r.cost.bytes
-    out = {"model": args.model, "ctx": CTX, "op_bytes": op_bytes, "analysis_bytes": a.bytes, "launches": len(plan), "pdl": measure(plan, weights)}
+    out = {"model": args.model, "ctx": CTX, "ceiling_bytes_per_s": ceiling, "op_bytes": op_bytes, "analysis_bytes": a.bytes, "launches": len(plan), "pdl": measure(plan, weights)}
     names = [v for v in args.variants.split(",") if v]
     out["variants"] = {v: measure(build_plan(cfg, "bfloat16", capacity=2048, **PLAN_VARIANTS[v]), weights)
                        for v in names}
@@ -127,10 +130,10 @@ def main():
     if c:
         cols = ["default"] + names
         per = [c] + [out["variants"][v].get("cupti") or {} for v in names]
-        print(f"{'op':<16}" + "".join(f"{k[-14:]:>15}" for k in cols) + "   (exclusive us, median; floor: bytes at 4.23 TB/s)")
+        print(f"{'op':<16}" + "".join(f"{k[-14:]:>15}" for k in cols) + f"   (exclusive us, median; floor: bytes at {ceiling / 1e12:.2f} TB/s)")
         for op in c["excl_median_us"]:
             n_op = sum(1 for launch in plan.launches if launch.op == op)
-            floor = op_bytes.get(op, 0) / n_op / 4.23e6
+            floor = op_bytes.get(op, 0) / n_op / ceiling * 1e6
             print(f"{op:<16}" + "".join(f"{p.get('excl_median_us', {}).get(op, float('nan')):>15.2f}" for p in per)
                   + f"   floor {floor:7.2f}")
         print(f"{'replay us':<16}" + "".join(f"{m['replay_us_median']:>15.1f}"

@@ -297,19 +297,23 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         launches.append(Launch(len(launches), role, layer, fam, kernel,
                                MappingProxyType(dict(dims, dtype=dtype)), MappingProxyType(args)))
 
-    def gemv(role, layer, kernel, N, K, prologue, epilogue, out_dtype, extra=None, **args):
+    def gemv_kernel(op, kernel, N, K, prologue, epilogue, out_dtype, extra=None):
+        """(kernel name, dims) of a GEMV: the per-shape table (else its rule), then the plan's
+        options and overrides for `op`, each other kernel named apart."""
         dims = dict(N=N, K=K, prologue=prologue, epilogue=epilogue, out_dtype=out_dtype, eps=eps, **(extra or {}))
-        dims.update(gemv_settings(N, K))  # the per-shape table, else its rule
+        dims.update(gemv_settings(N, K))
         if early_norm and prologue == "rmsnorm":
             dims["early_norm"] = True
             kernel += "_en"
-        op = role.split(".", 1)[-1]
         override = dict(overrides.get(op, {}), **({"blocks_per_sm": bps[op]} if op in bps else {}))
         if override:
             dims.update(override)
-            # other launch settings are another kernel: name it apart
             kernel += "_" + "".join(f"{GEMV_KNOB_TAG[k]}{override[k]}" for k in sorted(override))
-        launch(role, layer, "gemv", kernel, dims, **args)
+        return kernel, dims
+
+    def gemv(role, layer, kernel, N, K, prologue, epilogue, out_dtype, extra=None, **args):
+        launch(role, layer, "gemv", *gemv_kernel(role.split(".", 1)[-1], kernel, N, K, prologue, epilogue,
+                                                 out_dtype, extra), **args)
 
     launch("embed", None, "embed", "embed_gather", dict(H=H, V=V), tok="tok", table="embed", out="x")
     attn_dims = dict(n_heads=nH, n_kv_heads=nKV, head_dim=D, capacity=C, block=block, splits=splits)
@@ -364,17 +368,11 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
              x="gu", w=p + "w_down", out="x")
     from tfdash.kernels.gemv import grid_size
 
-    hs = gemv_settings(V, H)
-    head_over = dict(overrides.get("lm_head", {}), **({"blocks_per_sm": bps["lm_head"]} if "lm_head" in bps else {}))
-    hs.update(head_over)
-    head_blocks = grid_size(V, H, hs["blocks_per_sm"], hs["rows"])
+    head_kernel, head_dims = gemv_kernel("lm_head", "gemv_lm_head", V, H, "rmsnorm", "store", "float32",
+                                         extra={"argmax": True})
+    head_blocks = grid_size(V, H, head_dims["blocks_per_sm"], head_dims["rows"])
     buf("argmax_part", (head_blocks, 2), "float32", "scratch")  # per-block (max, index) of the logits
-    head_sfx = ("_" + "".join(f"{GEMV_KNOB_TAG[k]}{head_over[k]}" for k in sorted(head_over))) if head_over else ""
-    if early_norm:
-        hs["early_norm"] = True
-        head_sfx = "_en" + head_sfx
-    launch("lm_head", None, "gemv", "gemv_lm_head" + head_sfx,
-           dict(N=V, K=H, prologue="rmsnorm", epilogue="store", out_dtype="float32", eps=eps, argmax=True, **hs),
+    launch("lm_head", None, "gemv", head_kernel, head_dims,
            x="x", norm_w="final_norm", w=head, out="logits", amax="argmax_part")
     launch("argmax", None, "argmax", "argmax_feed", dict(V=V, capacity=C, blocks=head_blocks),
            logits="logits", amax="argmax_part", prompt="prompt", prompt_len="prompt_len", pos="pos", tok="tok",

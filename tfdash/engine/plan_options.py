@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-# build_plan options added or removed since snapshots began recording them (RunMeta.plan_options):
-# an added one takes the value that rebuilds the plans recorded before it; a removed one is dropped
-# when it has the value this version builds (any other names a plan this version cannot build)
+# RunMeta.plan_options names them; a removed option with any other value than this version builds
+# names a plan it cannot build
 ADDED_OPTIONS = {"o_proj_trigger_first": False, "attn_merge_early": False, "early_norm": False,
                  "attn_merge_acq_rel": False}
 REMOVED_OPTIONS = {"down_smem_prefetch": False, "attn_k_apart": False, "attn_trigger_first": False}
