@@ -3,7 +3,7 @@
 #   run with carry [".gpu"]:  bash scripts/h200_check.sh [tests|diag|bench|profile|app|all] [extra bench args]
 #   (all = tests, diag, bench; engine = bench, headless run, GPU tests; observe = issues 5 and 6 (+ bench); dash = app + tty; profile = scripts/gpu_profile_check.py; app = scripts/gpu_app_check.py;
 #    counters = tfdash counters on one layer plus embed, lm_head and argmax (issue 17);
-#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; tables = the GEMV table's 0.6B and 4B entries in the default plan; tails = GEMV grids that spread rows unevenly over warps (4B o_proj and down, 0.6B gate_up), tails14 = the same for 14B; live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick; where = per-op exclusive us against each op's floor at 0.6B and 4B (scripts/kernel_times.py --model); inflight = GEMVs with more loads in flight a lane at 4B, 0.6B and 1.7B; confirm = session 11's 4B and 0.6B table entries tested and benched; inflight14 = the same for 14B; next = what session 11 leaves (the early_norm and acqrel variants tested and A/B'd at 1.7B, 0.6B and 4B); inflight32 = 32B's qkv_proj and gate_up at 4B's and 14B's settings)
+#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; tables = the GEMV table's 0.6B and 4B entries in the default plan; tails = GEMV grids that spread rows unevenly over warps (4B o_proj and down, 0.6B gate_up), tails14 = the same for 14B; live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick; where = per-op exclusive us against each op's floor at 0.6B and 4B (scripts/kernel_times.py --model); inflight = GEMVs with more loads in flight a lane at 4B, 0.6B and 1.7B; confirm = session 11's 4B and 0.6B table entries tested and benched; inflight14 = the same for 14B; next = what session 11 leaves (the early_norm and acqrel variants tested and A/B'd at 1.7B, 0.6B and 4B; since on by default); inflight32 = 32B's qkv_proj and gate_up at 4B's and 14B's settings; land12 = the GPU suite on session 12's defaults with the 1.7B headline bench)
 # Needs the offline bundle (../shared/gpu-bundle .gpu/site.tar.xz). The tilelang kernel cache
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
@@ -101,6 +101,23 @@ if [ "$what" = final ]; then
       | grep -v "TileLang:" > "$R/$n.log"; echo "$n: $(grep -E "passed|failed" "$R/$n.log" | tail -1)"; grep -E "^(FAILED|ERROR)" "$R/$n.log" | cut -c1-200 | head -8; pack
   done
 fi
+if [ "$what" = land12 ]; then
+  # session 12's defaults (early_norm and the acquire-release merge on; 32B's qkv_proj and gate_up
+  # entries) under the GPU suite, about 9 minutes, parts packed as they finish: every kernel
+  # (precompiled in parallel first), the engine at every size, the 1.7B bench with the
+  # torch-compile peer and both knobs' baselines, then continuous timing, counters and the profiler
+  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  python3 scripts/precompile.py 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
+  for t in tests/gpu/test_kernels_gpu.py tests/gpu/test_engine_gpu.py; do
+    n=$(basename "$t" .py)
+    timeout 200 python3 -m pytest -m gpu $t -q -rA -p no:cacheprovider --junitxml="$R/$n.xml" 2>&1 \
+      | grep -v "TileLang:" > "$R/$n.log"; echo "$n: $(grep -E "passed|failed" "$R/$n.log" | tail -1)"; grep -E "^(FAILED|ERROR)" "$R/$n.log" | cut -c1-200 | head -8; pack
+  done
+  timeout 200 python3 -m tfdash bench --backends tilelang-graph,torch-compile,tilelang-latenorm,tilelang-fenced \
+    --json "$R/bench-qwen3-1.7b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-qwen3-1.7b.log"; tail -6 "$R/bench-qwen3-1.7b.log" | cut -c1-160; pack
+  timeout 100 python3 -m pytest -m gpu tests/gpu/test_continuous_gpu.py tests/gpu/test_counters_gpu.py tests/test_profiling_gpu.py -q -rA \
+    -p no:cacheprovider 2>&1 | grep -v "TileLang:" > "$R/profiling.log"; echo "profiling: $(grep -E "passed|failed" "$R/profiling.log" | tail -1)"; pack
+fi
 if [ "$what" = headline ]; then
   # the README's table on today's default plan: the unfused attention's and continuous timing's GPU
   # tests (TESTS="..." to pick others), the 1.7B bench with the torch-compile peer and the late-merge
@@ -179,11 +196,11 @@ if [ "$what" = next ]; then
   # for bit against the default's, then the A/B at 1.7B, 0.6B and 4B in one process each;
   # `inflight32` is the other call (32B's GEMVs with more loads in flight)
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  V=tilelang-earlynorm,tilelang-acqrel,tilelang-enar
+  V=tilelang-latenorm,tilelang-fenced  # since session 12 the default has both; these are the baselines
   python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b,qwen3-4b --variants $V 2>&1 \
     | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
   timeout 180 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
-    -k "early_norm or earlynorm or acqrel or test_plan_variants_decode_the_same_bits" 2>&1 | grep -v "TileLang:" > "$R/variant-tests.log"
+    -k "late_norm or latenorm or fenced or test_plan_variants_decode_the_same_bits" 2>&1 | grep -v "TileLang:" > "$R/variant-tests.log"
   grep -E "^(FAILED|ERROR)|passed|failed" "$R/variant-tests.log" | cut -c1-200 | tail -6; pack
   # and 0.6B's qkv_proj with 12 or 16 loads in flight a lane (the rule's 2 x 4 keeps 8; 4 rows took
   # 143 registers, 121 under launch bounds of 2 blocks, 3 rows 72: ptxas for sm_90a on CPU)

@@ -29,9 +29,9 @@ MLATE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_m
                    gemv_overrides={"down": {"trigger_first": 1}})
 UNFUSED_MLATE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, fused_rope=False,
                            attn_merge_early=False)  # 14B's and 32B's unfused attention: the late merge
-EARLYNORM = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, early_norm=True)
-ACQREL = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_merge_acq_rel=True)
-KERNELS = {**ACQREL.kernels(), **EARLYNORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
+LATENORM = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, early_norm=False)
+FENCED = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_merge_acq_rel=False)
+KERNELS = {**FENCED.kernels(), **LATENORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
            **MLATE.kernels(), **UNFUSED_MLATE.kernels(), **PLAN.kernels()}  # every kernel the plan variants launch
 
 
@@ -138,10 +138,10 @@ def test_which_kernels_let_the_next_launch_before_their_grid_dependency(name, fi
 @pytest.mark.parametrize("name,norm", [("gemv_qkv", "(norm_w + "), ("gemv_gate_up", "(norm_w + "),
                                        ("gemv_lm_head", "(norm_w + "), ("attn_rope_decode_me", "q_norm[")])
 def test_early_norm_reads_the_norm_weights_before_the_grid_dependency(name, norm, fresh_cache):
-    """The early_norm variant loads the norm weights (and attention's cos/sin) before the kernel
-    waits on the one before it; the default loads them after."""
+    """The default (early_norm) loads the norm weights (and attention's cos/sin) before the kernel
+    waits on the one before it; the late-norm baseline loads them after."""
     sync = "cudaGridDependencySynchronize"
-    late, early = compiled(name).get_kernel_source(), compiled(name + "_en").get_kernel_source()
+    late, early = compiled(name + "_ln").get_kernel_source(), compiled(name).get_kernel_source()
     body = late[late.index("__global__"):]
     assert body.index(norm) > body.index(sync)
     body = early[early.index("__global__"):]
@@ -152,10 +152,10 @@ def test_early_norm_reads_the_norm_weights_before_the_grid_dependency(name, norm
 
 @pytest.mark.slow
 def test_acq_rel_merge_arrives_with_one_atomic_and_no_fence(fresh_cache):
-    """The default attention arrives with a fence and a relaxed atomic, and its merging block's
-    threads fence again; the acqrel variant arrives with one acquire-release atomic and no fence."""
-    default, acq = (compiled(n).get_kernel_source() for n in ("attn_rope_decode_me", "attn_rope_decode_me_ar"))
-    assert default.count("__threadfence()") == 2 and default.count("AtomicAddRet(") == 1
+    """The fenced baseline's attention arrives with a fence and a relaxed atomic, and its merging
+    block's threads fence again; the default arrives with one acquire-release atomic and no fence."""
+    fenced, acq = (compiled(n).get_kernel_source() for n in ("attn_rope_decode_me_fe", "attn_rope_decode_me"))
+    assert fenced.count("__threadfence()") == 2 and fenced.count("AtomicAddRet(") == 1
     assert "__threadfence" not in acq and acq.count("AtomicAddRet(") == 1
     assert re.search(r"AtomicAddRet\(\(&\(sem\[[^\]]*\]\)\), 1, 4\)", acq)  # 4: cuda::memory_order_acq_rel
 

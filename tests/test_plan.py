@@ -236,6 +236,8 @@ def test_the_early_read_knobs_reach_the_engine_plan():
         assert "attn_rope_decode_me" in kernels() and "gemv_o_residual_lateres" in kernels()
     with SETTINGS.override(attn_merge_early=False):
         assert "attn_rope_decode" in kernels() and "attn_rope_decode_me" not in kernels()
-    with SETTINGS.override(early_norm=True):  # off by default: the H200 has not decided it yet
-        assert {"attn_rope_decode_me_en", "gemv_qkv_en", "gemv_gate_up_en", "gemv_lm_head_en"} <= kernels()
-    assert not any(k.endswith("_en") for k in on)
+    with SETTINGS.override(early_norm=False):
+        assert {"attn_rope_decode_me_ln", "gemv_qkv_ln", "gemv_gate_up_ln", "gemv_lm_head_ln"} <= kernels()
+    with SETTINGS.override(attn_merge_acq_rel=False):
+        assert "attn_rope_decode_me_fe" in kernels()
+    assert not any(k.endswith(("_ln", "_fe")) for k in on)

@@ -226,28 +226,33 @@ def test_attention_knobs_name_their_kernels_and_refuse_what_they_cannot_do():
     assert gu.kernel == "gemv_gate_up_m3" and gu.dims["min_blocks"] == 3
 
 
-def test_early_norm_names_the_kernels_with_a_norm_in_front():
-    """early_norm changes the kernels that norm their input (qkv_proj, gate_up, lm_head, the fused
-    attention) and names each apart; o_proj and down keep the default's kernels."""
+def test_late_norm_names_the_kernels_with_a_norm_in_front():
+    """The default (early_norm) marks the kernels that norm their input (qkv_proj, gate_up,
+    lm_head, the fused attention); the late-norm baseline names each apart; o_proj and down keep
+    the default's kernels."""
     cfg = preset("qwen3-1.7b")
-    base, en = build_plan(cfg, capacity=64), build_plan(cfg, capacity=64, early_norm=True)
-    names = {op: launches[0].kernel for op, launches in en.ops().items()}
+    en, late = build_plan(cfg, capacity=64), build_plan(cfg, capacity=64, early_norm=False)
+    names = {op: launches[0].kernel for op, launches in late.ops().items()}
     for op in ("qkv_proj", "gate_up", "lm_head", "attention"):
-        assert names[op] == base.ops()[op][0].kernel + "_en" and en.ops()[op][0].dims["early_norm"] is True
+        assert names[op] == en.ops()[op][0].kernel + "_ln" and en.ops()[op][0].dims["early_norm"] is True
+        assert "early_norm" not in late.ops()[op][0].dims
     for op in ("o_proj", "down", "embed", "argmax"):
-        assert names[op] == base.ops()[op][0].kernel and "early_norm" not in en.ops()[op][0].dims
+        assert names[op] == en.ops()[op][0].kernel and "early_norm" not in en.ops()[op][0].dims
     # the late-KV attention has no early phase to put the loads in; the unfused rope launch none either
-    assert "early_norm" not in build_plan(cfg, capacity=64, early_norm=True, attn_kv_early=False).ops()["attention"][0].dims
-    assert "early_norm" not in build_plan(cfg, capacity=64, early_norm=True, fused_rope=False).ops()["attention"][0].dims
-    assert build_plan(cfg, **en.meta["options"]).to_dict() == en.to_dict()
+    for off in ({"attn_kv_early": False}, {"fused_rope": False}):
+        on_, off_ = (build_plan(cfg, capacity=64, early_norm=e, **off).ops()["attention"][0] for e in (True, False))
+        assert "early_norm" not in on_.dims and on_.kernel == off_.kernel and on_.dims == off_.dims
+    assert build_plan(cfg, **late.meta["options"]).to_dict() == late.to_dict()
 
 
-def test_acq_rel_merge_names_its_attention_apart():
-    for size, name in (("qwen3-1.7b", "attn_rope_decode_me_ar"), ("qwen3-14b", "attn_rope_decode_ar")):
-        attn = build_plan(preset(size), capacity=64, attn_merge_acq_rel=True).ops()["attention"][0]
+def test_fenced_merge_names_its_attention_apart():
+    for size, name in (("qwen3-1.7b", "attn_rope_decode_me"), ("qwen3-14b", "attn_rope_decode")):
+        attn = build_plan(preset(size), capacity=64).ops()["attention"][0]
         assert attn.kernel == name and attn.dims["merge_acq_rel"] is True
-    both = build_plan(preset("qwen3-1.7b"), capacity=64, attn_merge_acq_rel=True, early_norm=True)
-    assert both.ops()["attention"][0].kernel == "attn_rope_decode_me_ar_en"
+        fenced = build_plan(preset(size), capacity=64, attn_merge_acq_rel=False).ops()["attention"][0]
+        assert fenced.kernel == name + "_fe" and "merge_acq_rel" not in fenced.dims
+    both = build_plan(preset("qwen3-1.7b"), capacity=64, attn_merge_acq_rel=False, early_norm=False)
+    assert both.ops()["attention"][0].kernel == "attn_rope_decode_me_fe_ln"
 
 
 def test_trigger_first_only_where_the_next_kernel_reads_weights_early():

@@ -78,16 +78,16 @@ class Settings:
                                  "pairs, both loads in flight at once, where a kv head has at most 4 q heads "
                                  "(larger groups merge late); off: after them (bench backend tilelang-mlate, "
                                  "the A/B baseline; benchmarks/ has the measured difference)"),
-        "early_norm": Knob("TFDASH_EARLY_NORM", False,
+        "early_norm": Knob("TFDASH_EARLY_NORM", True,
                            "qkv_proj, gate_up and lm_head read their norm weight, and the fused attention its "
                            "q/k norm weights and cos/sin, before their grid dependency, so what follows it "
-                           "waits only on activations in L2 (bench backend tilelang-earlynorm); off until the "
-                           "H200 decides"),
-        "attn_merge_acq_rel": Knob("TFDASH_ATTN_MERGE_ACQ_REL", False,
+                           "waits only on activations in L2; off: after it (bench backend tilelang-latenorm, "
+                           "the A/B baseline; benchmarks/ has the measured difference)"),
+        "attn_merge_acq_rel": Knob("TFDASH_ATTN_MERGE_ACQ_REL", True,
                                    "attention's splits arrive at the merge with one acquire-release atomic "
                                    "after the block's barrier, and the merging block reads the partials after "
-                                   "it, with no fences (bench backend tilelang-acqrel); off until the H200 "
-                                   "decides"),
+                                   "it, with no fences; off: a fence and a relaxed atomic (bench backend "
+                                   "tilelang-fenced, the A/B baseline; benchmarks/ has the measured difference)"),
         "attn_split_cap": Knob("TFDASH_ATTN_SPLIT_CAP", 32,
                                "programs per kv head in attention's grid at most; each loops over its "
                                "64-position blocks of the KV cache, so a larger cache launches no more "

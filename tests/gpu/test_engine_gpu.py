@@ -237,7 +237,7 @@ def test_plan_variants_decode_the_same_bits(state):
     generation through each captured graph gives the default graph's logits bit for bit at the end
     and the same tokens (knobs off: late KV, late residual, gate_up launched after o_proj's grid
     dependency, k normed apart from the q heads; o_proj launched at attention's start, the merge's
-    first partials loaded early; norm weights read before the grid dependency; the splits' arrival without fences)."""
+    first partials loaded early; norm weights read after the grid dependency; the splits' arrival with fences)."""
     sd, weights, plan, _, eng, _ = state
     prompt = [11, 22, 33, 44, 55] * 40  # 200 positions: attention spans several splits
 
@@ -254,8 +254,8 @@ def test_plan_variants_decode_the_same_bits(state):
     from tfdash.profiling.variants import PLAN_VARIANTS
 
     for options in ({"attn_kv_early": False, "early_residual": False}, PLAN_VARIANTS["tilelang-otlate"],
-                    PLAN_VARIANTS["tilelang-mlate"], PLAN_VARIANTS["tilelang-earlynorm"],
-                    PLAN_VARIANTS["tilelang-acqrel"], PLAN_VARIANTS["tilelang-enar"]):
+                    PLAN_VARIANTS["tilelang-mlate"], PLAN_VARIANTS["tilelang-latenorm"],
+                    PLAN_VARIANTS["tilelang-fenced"], {"early_norm": False, "attn_merge_acq_rel": False}):
         variant = TilelangRuntime(build_plan(CFG, dtype="bfloat16", capacity=2048, **options), weights, DEV)
         variant.capture()
         tokens, logits = run(variant)

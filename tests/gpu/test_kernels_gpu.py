@@ -27,7 +27,7 @@ PLAN = PLANS["qwen3-1.7b"]
 CFG = PLAN.config
 UNFUSED = build_plan(CFG, dtype="bfloat16", capacity=4096, fused_rope=False)  # the A/B baseline's kernels
 OTLATE = build_plan(CFG, dtype="bfloat16", capacity=4096, o_proj_trigger_first=False)  # the A/B baseline's o_proj
-EARLYNORM = build_plan(CFG, dtype="bfloat16", capacity=4096, early_norm=True)  # norm weights before the dependency
+LATENORM = build_plan(CFG, dtype="bfloat16", capacity=4096, early_norm=False)  # norm weights after the dependency
 DEV = "cuda"
 GEN = torch.Generator(device=DEV)
 
@@ -132,12 +132,13 @@ def test_gemv(kernel, trial):
 
 
 @pytest.mark.parametrize("size", ["qwen3-0.6b", "qwen3-1.7b", "qwen3-4b"])  # K = 1024, 2048, 2560
-@pytest.mark.parametrize("kernel", ["gemv_qkv_en", "gemv_gate_up_en"])
-def test_gemv_with_early_norm(kernel, size):
-    """The GEMVs that read their norm weight before the grid dependency (the early_norm variant),
-    where a thread holds part of one 2048-column pass of the weight, all of it, or more."""
-    plan = EARLYNORM if size == "qwen3-1.7b" else build_plan(preset(size), dtype="bfloat16", capacity=4096,
-                                                              early_norm=True)
+@pytest.mark.parametrize("kernel", ["gemv_qkv_ln", "gemv_gate_up_ln"])
+def test_gemv_with_late_norm(kernel, size):
+    """The GEMVs that read their norm weight after the grid dependency (the late-norm baseline of
+    the default's early_norm), where a thread holds part of one 2048-column pass of the weight,
+    all of it, or more."""
+    plan = LATENORM if size == "qwen3-1.7b" else build_plan(preset(size), dtype="bfloat16", capacity=4096,
+                                                             early_norm=False)
     check_gemv(plan.kernels()[kernel], plan)
 
 
@@ -163,8 +164,8 @@ def test_lm_head_and_argmax_feed(size):
     check_lm_head_and_argmax_feed(PLANS[size], "gemv_lm_head")
 
 
-def test_lm_head_with_early_norm():
-    check_lm_head_and_argmax_feed(EARLYNORM, "gemv_lm_head_en")
+def test_lm_head_with_late_norm():
+    check_lm_head_and_argmax_feed(LATENORM, "gemv_lm_head_ln")
 
 
 def check_lm_head_and_argmax_feed(plan, name):
@@ -262,13 +263,13 @@ def test_attention_with_fused_rope(ctx):
     check_fused_attention(PLAN, ctx)
 
 
-@pytest.mark.parametrize("variant", ["tilelang-mlate", "tilelang-earlynorm", "tilelang-acqrel"])
+@pytest.mark.parametrize("variant", ["tilelang-mlate", "tilelang-latenorm", "tilelang-fenced"])
 @pytest.mark.parametrize("ctx", [0, 63, 64, 1024, 4095])
 def test_attention_variants(variant, ctx):
-    """The merge loading its partials after its (max, sum) pairs (the A/B baseline of the early
-    merge, and what 14B's and 32B's groups always run); the rope phase's norm weights and cos/sin
-    read before the grid dependency (early_norm); the splits' arrival as one acquire-release atomic
-    without fences (acqrel)."""
+    """The A/B baselines of the default attention: the merge loading its partials after its
+    (max, sum) pairs (what 14B's and 32B's groups always run); the rope phase's norm weights and
+    cos/sin read after the grid dependency (latenorm); the splits' arrival as a fence and a
+    relaxed atomic (fenced)."""
     check_fused_attention(build_plan(CFG, dtype="bfloat16", capacity=4096, **PLAN_VARIANTS[variant]), ctx)
 
 

@@ -188,8 +188,8 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                gemv_overrides: Mapping[str, Mapping[str, int]] | None = None,
                attn_split_cap: int | None = None, attn_min_blocks: int | None = None,
                attn_block: int | None = None, o_proj_trigger_first: bool = True,
-               attn_merge_early: bool = True, early_norm: bool = False,
-               attn_merge_acq_rel: bool = False) -> StepPlan:
+               attn_merge_early: bool = True, early_norm: bool = True,
+               attn_merge_acq_rel: bool = True) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -217,9 +217,10 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     `early_norm` has the kernels with an RMSNorm in front (qkv_proj, gate_up, lm_head, and the
     fused attention's q/k norm with its cos/sin) read their norm weights before their grid
     dependency, so what follows it waits on the activations alone (in L2) rather than also on a
-    DRAM read of a weight; a variant to A/B (off: the baseline), bit for bit the same arithmetic.
+    DRAM read of a weight, bit for bit the same arithmetic; False is the A/B baseline.
     `attn_merge_acq_rel` has attention's splits arrive with one acquire-release atomic rather than
-    a fence and a relaxed atomic (tfdash.kernels.splitkv.merge_macro's `acq_rel`); a variant to A/B.
+    a fence and a relaxed atomic (tfdash.kernels.splitkv.merge_macro's `acq_rel`); False is the
+    A/B baseline.
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import settings as gemv_settings
@@ -302,9 +303,11 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         options and overrides for `op`, each other kernel named apart."""
         dims = dict(N=N, K=K, prologue=prologue, epilogue=epilogue, out_dtype=out_dtype, eps=eps, **(extra or {}))
         dims.update(gemv_settings(N, K))
-        if early_norm and prologue == "rmsnorm":
-            dims["early_norm"] = True
-            kernel += "_en"
+        if prologue == "rmsnorm":
+            if early_norm:
+                dims["early_norm"] = True
+            else:
+                kernel += "_ln"  # the late-norm baseline
         override = dict(overrides.get(op, {}), **({"blocks_per_sm": bps[op]} if op in bps else {}))
         if override:
             dims.update(override)
@@ -328,10 +331,13 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         sc_sfx += "_me"
     if attn_merge_acq_rel:
         attn_dims["merge_acq_rel"] = True
-        sc_sfx += "_ar"
-    if early_norm and fused_rope and attn_kv_early:  # its norm loads go beside the K/V prefetch
-        attn_dims["early_norm"] = True
-        sc_sfx += "_en"
+    else:
+        sc_sfx += "_fe"  # the fenced baseline
+    if fused_rope and attn_kv_early:  # its norm loads go beside the K/V prefetch
+        if early_norm:
+            attn_dims["early_norm"] = True
+        else:
+            sc_sfx += "_ln"
     if attn_min_blocks is not None:
         if not 1 <= attn_min_blocks <= 16:
             raise TfdashError(f"attn_min_blocks={attn_min_blocks} must be 1 to 16 blocks per SM")

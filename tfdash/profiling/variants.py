@@ -16,9 +16,8 @@ PLAN_VARIANTS = {
     "tilelang-b32sc64": {"attn_block": 32, "attn_split_cap": 64},
     "tilelang-otlate": {"o_proj_trigger_first": False},  # gate_up launches after o_proj's grid dependency
     "tilelang-mlate": {"attn_merge_early": False},  # the merge loads partials after (max, sum)
-    # norm weights (and attention's cos/sin) read before the grid dependency, not after it
-    "tilelang-earlynorm": {"early_norm": True},
-    # attention's splits arrive with one acquire-release atomic, no fences
-    "tilelang-acqrel": {"attn_merge_acq_rel": True},
-    "tilelang-enar": {"early_norm": True, "attn_merge_acq_rel": True},  # both
+    # norm weights (and attention's cos/sin) read after the grid dependency, not before it
+    "tilelang-latenorm": {"early_norm": False},
+    # attention's splits arrive with a fence and a relaxed atomic, not one acquire-release atomic
+    "tilelang-fenced": {"attn_merge_acq_rel": False},
 }
