@@ -90,7 +90,7 @@ def registers(src: str, tmp_path=None) -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(k for k in {**PLAN.kernels(), **OTLATE.kernels(), **EARLYNORM.kernels()}
+@pytest.mark.parametrize("name", sorted(k for k in {**PLAN.kernels(), **OTLATE.kernels(), **LATENORM.kernels()}
                                          if k.startswith("gemv_")))
 def test_gemv_blocks_fit_on_an_sm_as_planned(name, fresh_cache, tmp_path):
     """The GEMV grid assumes BLOCKS_PER_SM resident blocks of THREADS threads. down once took 130
