@@ -237,7 +237,8 @@ def test_plan_variants_decode_the_same_bits(state):
     generation through each captured graph gives the default graph's logits bit for bit at the end
     and the same tokens (knobs off: late KV, late residual, gate_up launched after o_proj's grid
     dependency, k normed apart from the q heads; o_proj launched at attention's start, the merge's
-    first partials loaded early; norm weights read after the grid dependency; the splits' arrival with fences)."""
+    first partials loaded early; norm weights read after the grid dependency; the splits' arrival with fences;
+    gate_up and down fused into one launch)."""
     sd, weights, plan, _, eng, _ = state
     prompt = [11, 22, 33, 44, 55] * 40  # 200 positions: attention spans several splits
 
@@ -255,7 +256,8 @@ def test_plan_variants_decode_the_same_bits(state):
 
     for options in ({"attn_kv_early": False, "early_residual": False}, PLAN_VARIANTS["tilelang-otlate"],
                     PLAN_VARIANTS["tilelang-mlate"], PLAN_VARIANTS["tilelang-latenorm"],
-                    PLAN_VARIANTS["tilelang-fenced"], {"early_norm": False, "attn_merge_acq_rel": False}):
+                    PLAN_VARIANTS["tilelang-fenced"], {"early_norm": False, "attn_merge_acq_rel": False},
+                    PLAN_VARIANTS["tilelang-mlp"]):
         variant = TilelangRuntime(build_plan(CFG, dtype="bfloat16", capacity=2048, **options), weights, DEV)
         variant.capture()
         tokens, logits = run(variant)

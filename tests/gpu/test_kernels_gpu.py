@@ -168,6 +168,22 @@ def test_lm_head_with_late_norm():
     check_lm_head_and_argmax_feed(LATENORM, "gemv_lm_head_ln")
 
 
+@pytest.mark.parametrize("size", SIZES)
+def test_fused_mlp_at_every_size(size):
+    """gate_up and down in one launch with a grid-wide barrier (the tilelang-mlp variant) against
+    their torch spelling: gu as gate_up writes it, x with down's product added; the barrier left
+    at zero arrivals for the next launch, its generation counting launches."""
+    plan = build_plan(preset(size), dtype="bfloat16", capacity=4096, mlp_fused=True)
+    launch = plan.ops()["mlp"][0]
+    a, b, base = both(launch, 0, ["gu"], plan)
+    assert not torch.isnan(b["gu"].float()).any(), "unwritten gu element"
+    assert rel_err(b["gu"], a["gu"]) <= 1e-2
+    assert rel_err(b["x"].float() - base["x"].float(), a["x"].float() - base["x"].float()) <= 1e-2
+    assert b["bar"].tolist() == [0, 1]
+    run_tilelang(launch, b)
+    assert b["bar"].tolist() == [0, 2]
+
+
 def check_lm_head_and_argmax_feed(plan, name):
     head = plan.kernels()[name]
     arg = plan.kernels()["argmax_feed"]

@@ -189,7 +189,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                attn_split_cap: int | None = None, attn_min_blocks: int | None = None,
                attn_block: int | None = None, o_proj_trigger_first: bool = True,
                attn_merge_early: bool = True, early_norm: bool = True,
-               attn_merge_acq_rel: bool = True) -> StepPlan:
+               attn_merge_acq_rel: bool = True, mlp_fused: bool = False) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -221,6 +221,8 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     `attn_merge_acq_rel` has attention's splits arrive with one acquire-release atomic rather than
     a fence and a relaxed atomic (tfdash.kernels.splitkv.merge_macro's `acq_rel`); False is the
     A/B baseline.
+    `mlp_fused` runs gate_up and down as one launch with a grid-wide barrier between them
+    (tfdash.kernels.mlp), the same arithmetic a row; a variant to A/B.
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import settings as gemv_settings
@@ -343,6 +345,8 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
             raise TfdashError(f"attn_min_blocks={attn_min_blocks} must be 1 to 16 blocks per SM")
         attn_dims["min_blocks"] = attn_min_blocks
         sc_sfx += f"_mb{attn_min_blocks}"  # other launch bounds are another kernel
+    if mlp_fused:
+        buf("mlp_bar", (2,), "int32", "scratch")  # the fused MLP's barrier: arrivals, generation
     for i in range(L):
         p = f"L{i}."
         gemv(p + "qkv_proj", i, "gemv_qkv", cfg.qkv_size, H, "rmsnorm", "store", dtype,
@@ -368,10 +372,16 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         o_extra = dict(res or {}, **({"trigger_first": 1} if o_proj_trigger_first else {}))
         gemv(p + "o_proj", i, "gemv_o_residual" + res_sfx + ("" if o_proj_trigger_first else "_tlate"), H, cfg.q_size,
              "none", "residual", dtype, extra=o_extra or None, x="attn", w=p + "w_o", out="x")
-        gemv(p + "gate_up", i, "gemv_gate_up", 2 * I, H, "rmsnorm", "store", dtype,
-             x="x", norm_w=p + "mlp_norm", w=p + "w_gu", out="gu")
-        gemv(p + "down", i, "gemv_down_silu_residual" + res_sfx, H, I, "silu_mul", "residual", dtype, extra=res,
-             x="gu", w=p + "w_down", out="x")
+        up = gemv_kernel("gate_up", "gemv_gate_up", 2 * I, H, "rmsnorm", "store", dtype)
+        down = gemv_kernel("down", "gemv_down_silu_residual" + res_sfx, H, I, "silu_mul", "residual", dtype, extra=res)
+        if mlp_fused:  # one kernel; each phase's options name it apart as they name the GEMVs
+            launch(p + "mlp", i, "mlp", "mlp_fused" + up[0][len("gemv_gate_up"):] + down[0][len("gemv_down_silu_residual"):],
+                   dict(gate_up=up[1], down=down[1],
+                        blocks_per_sm=min(up[1]["blocks_per_sm"], down[1]["blocks_per_sm"])),
+                   x="x", norm_w=p + "mlp_norm", w_gu=p + "w_gu", gu="gu", w_down=p + "w_down", bar="mlp_bar")
+        else:
+            launch(p + "gate_up", i, "gemv", *up, x="x", norm_w=p + "mlp_norm", w=p + "w_gu", out="gu")
+            launch(p + "down", i, "gemv", *down, x="gu", w=p + "w_down", out="x")
     from tfdash.kernels.gemv import grid_size
 
     head_kernel, head_dims = gemv_kernel("lm_head", "gemv_lm_head", V, H, "rmsnorm", "store", "float32",

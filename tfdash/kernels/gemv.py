@@ -159,34 +159,18 @@ def tilelang_gemv(dims):
     """
     import tilelang.language as T
 
+    from tfdash.kernels.gemv_phase import gemv_phase
+
     pdl = dims.get("pdl", True)
-
     N, K = dims["N"], dims["K"]
-    prologue, epilogue = dims["prologue"], dims["epilogue"]
     dt, out_dt = dims["dtype"], dims["out_dtype"]
-    eps = float(dims["eps"])
-    R, SEG, _ = launch_settings(dims)
-    geo = geometry(dims)  # what the drill-down shows of this launch
-    grid, warps, total_warps, groups, passes = geo.grid[0], THREADS // 32, geo.workers, geo.units, geo.rounds
-    chunks = K // CHUNK
-    segs = -(-chunks // SEG)
-    ragged = chunks % SEG != 0  # the last segment is shorter: its missing chunks are skipped
-    x_len, pro_iters = (2 * K if prologue == "silu_mul" else K), -(-K // (THREADS * VEC))
-    assert K % (32 * VEC) == 0, f"K={K} must be a multiple of {32 * VEC}"
-
+    x_len = 2 * K if dims["prologue"] == "silu_mul" else K
+    grid = geometry(dims).grid[0]  # what the drill-down shows of this launch
+    phase = gemv_phase(T, dims, grid)
     amax_on, min_blocks = bool(dims.get("argmax")), int(dims.get("min_blocks", 0))
     # trigger_first: the next kernel may launch at this one's start (its blocks stream their weights
     # while the kernel before this one runs); the plan allows it where that one reads only weights early
     trig_first = pdl and bool(dims.get("trigger_first"))
-    # The residual this GEMV adds into was written two or more kernels back (the plan says so:
-    # o_proj's x by the last layer's down, down's by o_proj): under PDL, every kernel before the
-    # one just before this has finished once this kernel runs, so its first row group's residual
-    # is read before the grid dependency, off the end of the critical path.
-    early_res = pdl and epilogue == "residual" and bool(dims.get("early_residual"))
-    # The norm weight depends on no kernel: with `early_norm` it is loaded before the grid
-    # dependency, so the prologue after it waits only on x (in L2, just written) and not on a
-    # DRAM read of a weight no kernel of this layer has touched yet.
-    early_norm = pdl and prologue == "rmsnorm" and bool(dims.get("early_norm"))
 
     @T.macro
     def body(x, norm_w, w, out, amax):
@@ -196,155 +180,16 @@ def tilelang_gemv(dims):
             tx = T.get_thread_binding(0)
             lane = tx % 32
             warp = tx // 32
-            h_s = T.alloc_shared((K,), dt)
-            red_s = T.alloc_shared((warps,), "float32")
-            xv = T.alloc_local((pro_iters * VEC,), dt)
-            uv = T.alloc_local((VEC,), dt)
-            nv = T.alloc_local((pro_iters * VEC if early_norm else VEC,), dt)
-            hv = T.alloc_local((VEC,), dt)
-            ssq = T.alloc_var("float32")
-            rstd = T.alloc_var("float32")
-            wv = T.alloc_local((R, SEG * VEC), dt)
-            acc = T.alloc_local((R,), "float32")
-            resv = T.alloc_local((R,), out_dt)
-            best_v = T.alloc_var("float32")
-            best_i = T.alloc_var("int32")
-            bv_s = T.alloc_shared((warps,), "float32")
-            bi_s = T.alloc_shared((warps,), "int32")
-            best_v = -T.infinity("float32")
-            best_i = N
-            g0 = bx * warps + warp
+            h_s, red_s, xv, uv, nv, hv, wv, acc, resv, bv_s, bi_s = phase.alloc()
+            ns = phase.pack(h_s, red_s, xv, uv, nv, hv, wv, acc, resv, bv_s, bi_s)
             if trig_first:
                 T.pdl_trigger()
-            # ---- before the grid dependency: stream this warp's first row group (segment) ---
-            # Weights depend on no kernel, so with programmatic dependent launch these loads
-            # overlap the previous kernel's tail; everything after pdl_sync may read its output.
-            if g0 < groups:
-                for r in T.unroll(R):
-                    for c in T.unroll(SEG):
-                        for j in T.vectorized(VEC):
-                            wv[r, c * VEC + j] = w[T.min(g0 * R + r, N - 1), c * 32 * VEC + lane * VEC + j]
-                if early_res:
-                    if lane == 0:
-                        for r in T.unroll(R):
-                            resv[r] = out[T.min(g0 * R + r, N - 1)]
-            if early_norm:
-                for it in T.unroll(pro_iters):
-                    if (it * THREADS + tx) * VEC < K:
-                        for j in T.vectorized(VEC):
-                            nv[it * VEC + j] = norm_w[(it * THREADS + tx) * VEC + j]
+            phase.prefetch(ns, norm_w, w, out, bx, tx, lane, warp)  # before the grid dependency
             if pdl:  # programmatic dependent launch: wait for the kernel before, then let the next one launch
                 T.pdl_sync()
                 if not trig_first:
                     T.pdl_trigger()
-
-            # ---- prologue: h = f(x) into shared memory ------------------------------------
-            if prologue == "rmsnorm":
-                ssq = 0.0
-                for it in T.unroll(pro_iters):
-                    if (it * THREADS + tx) * VEC < K:
-                        for j in T.vectorized(VEC):
-                            xv[it * VEC + j] = x[(it * THREADS + tx) * VEC + j]
-                        for j in T.unroll(VEC):
-                            ssq += T.cast(xv[it * VEC + j], "float32") * T.cast(xv[it * VEC + j], "float32")
-                ssq = T.warp_reduce_sum(ssq)
-                if lane == 0:
-                    red_s[warp] = ssq
-                T.sync_threads()
-                ssq = 0.0
-                for i in T.unroll(warps):
-                    ssq += red_s[i]
-                rstd = T.rsqrt(ssq / K + eps)
-                for it in T.unroll(pro_iters):
-                    if (it * THREADS + tx) * VEC < K:
-                        if not early_norm:
-                            for j in T.vectorized(VEC):
-                                nv[j] = norm_w[(it * THREADS + tx) * VEC + j]
-                        for j in T.unroll(VEC):
-                            # HF: weight * (x * rstd).to(dtype), each product rounded to dtype
-                            hv[j] = T.cast(
-                                T.cast(T.cast(T.cast(xv[it * VEC + j], "float32") * rstd, dt), "float32")
-                                * T.cast(nv[(it * VEC if early_norm else 0) + j], "float32"), dt)
-                        for j in T.vectorized(VEC):
-                            h_s[(it * THREADS + tx) * VEC + j] = hv[j]
-            elif prologue == "silu_mul":
-                for it in T.unroll(pro_iters):
-                    if (it * THREADS + tx) * VEC < K:
-                        for j in T.vectorized(VEC):
-                            xv[it * VEC + j] = x[(it * THREADS + tx) * VEC + j]
-                        for j in T.vectorized(VEC):
-                            uv[j] = x[K + (it * THREADS + tx) * VEC + j]
-                        for j in T.unroll(VEC):
-                            # silu(g) in f32, rounded; then * u, rounded (torch's bf16 silu and mul)
-                            hv[j] = T.cast(
-                                T.cast(T.cast(xv[it * VEC + j], "float32")
-                                       / (1.0 + T.exp(-T.cast(xv[it * VEC + j], "float32"))), dt).astype("float32")
-                                * T.cast(uv[j], "float32"), dt)
-                        for j in T.vectorized(VEC):
-                            h_s[(it * THREADS + tx) * VEC + j] = hv[j]
-            else:
-                for it in T.unroll(pro_iters):
-                    if (it * THREADS + tx) * VEC < K:
-                        for j in T.vectorized(VEC):
-                            h_s[(it * THREADS + tx) * VEC + j] = x[(it * THREADS + tx) * VEC + j]
-            T.sync_threads()
-
-            # ---- main loop: warps stream row groups ----------------------------------------
-            for p in T.serial(passes):
-                g = p * total_warps + bx * warps + warp
-                if g < groups:
-                    for r in T.unroll(R):
-                        acc[r] = 0.0
-                    for sg in T.serial(segs):  # serial: the next segment's loads stay after these FMAs
-                        if p > 0 or sg > 0:
-                            for r in T.unroll(R):
-                                for c in T.unroll(SEG):
-                                    if not ragged or sg * SEG + c < chunks:
-                                        for j in T.vectorized(VEC):
-                                            wv[r, c * VEC + j] = w[T.min(g * R + r, N - 1),
-                                                                   (sg * SEG + c) * 32 * VEC + lane * VEC + j]
-                        for c in T.unroll(SEG):
-                            if not ragged or sg * SEG + c < chunks:
-                                for j in T.vectorized(VEC):
-                                    hv[j] = h_s[(sg * SEG + c) * 32 * VEC + lane * VEC + j]
-                                for r in T.unroll(R):
-                                    for j in T.unroll(VEC):
-                                        acc[r] += T.cast(wv[r, c * VEC + j], "float32") * T.cast(hv[j], "float32")
-                    for r in T.unroll(R):
-                        acc[r] = T.warp_reduce_sum(acc[r])
-                    if lane == 0:
-                        for r in T.unroll(R):
-                            if g * R + r < N:
-                                if epilogue == "residual" and early_res:
-                                    out[g * R + r] = T.cast(
-                                        T.cast(T.if_then_else(p == 0, resv[r], out[g * R + r]), "float32")
-                                        + T.cast(T.cast(acc[r], dt), "float32"), out_dt)
-                                elif epilogue == "residual":
-                                    out[g * R + r] = T.cast(
-                                        T.cast(out[g * R + r], "float32") + T.cast(T.cast(acc[r], dt), "float32"),
-                                        out_dt)
-                                else:
-                                    out[g * R + r] = T.cast(acc[r], out_dt)
-                    if amax_on:
-                        # rows arrive in increasing order per warp: strictly greater keeps the
-                        # lowest index among ties (torch.argmax's tie-break)
-                        for r in T.unroll(R):
-                            if g * R + r < N and acc[r] > best_v:
-                                best_v = acc[r]
-                                best_i = g * R + r
-            if amax_on:
-                # per-block argmax partial: (value, index as f32; exact below 2**24)
-                if lane == 0:
-                    bv_s[warp] = best_v
-                    bi_s[warp] = best_i
-                T.sync_threads()
-                if tx == 0:
-                    for i in T.serial(warps):
-                        if bv_s[i] > best_v or (bv_s[i] == best_v and bi_s[i] < best_i):
-                            best_v = bv_s[i]
-                            best_i = bi_s[i]
-                    amax[bx, 0] = best_v
-                    amax[bx, 1] = T.cast(best_i, "float32")
+            phase.run(ns, x, norm_w, w, out, amax, bx, tx, lane, warp)
 
     if amax_on:
 
@@ -352,7 +197,7 @@ def tilelang_gemv(dims):
         def gemv(x: T.Tensor((x_len,), dt), norm_w: T.Tensor((K,), dt), w: T.Tensor((N, K), dt),
                  out: T.Tensor((N,), out_dt), amax: T.Tensor((grid, 2), "float32")):
             body(x, norm_w, w, out, amax)
-    elif prologue == "rmsnorm":
+    elif dims["prologue"] == "rmsnorm":
 
         @T.prim_func
         def gemv(x: T.Tensor((x_len,), dt), norm_w: T.Tensor((K,), dt), w: T.Tensor((N, K), dt),

@@ -20,4 +20,6 @@ PLAN_VARIANTS = {
     "tilelang-latenorm": {"early_norm": False},
     # attention's splits arrive with a fence and a relaxed atomic, not one acquire-release atomic
     "tilelang-fenced": {"attn_merge_acq_rel": False},
+    # gate_up and down in one launch, a grid-wide barrier between them (tfdash.kernels.mlp)
+    "tilelang-mlp": {"mlp_fused": True},
 }

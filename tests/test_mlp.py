@@ -1,0 +1,106 @@
+"""The fused MLP variant (gate_up and down in one launch, a grid-wide barrier between them): its
+plan, cost, torch spelling and, for sm_90a on CPU, its kernel's registers and barrier."""
+
+import re
+
+import pytest
+
+from tfdash.engine.config import PRESETS, preset
+from tfdash.engine.plan import build_plan
+from tfdash.errors import UnsupportedShape
+from tfdash.kernels.base import family
+
+
+@pytest.mark.parametrize("size", sorted(PRESETS))
+def test_the_fused_plan_has_one_mlp_launch_a_layer(size):
+    cfg = preset(size)
+    base, fused = build_plan(cfg, capacity=64), build_plan(cfg, capacity=64, mlp_fused=True)
+    assert len(fused) == len(base) - cfg.num_layers
+    ops = fused.ops()
+    assert "gate_up" not in ops and "down" not in ops and len(ops["mlp"]) == cfg.num_layers
+    mlp = ops["mlp"][0]
+    assert (mlp.family, mlp.kernel) == ("mlp", "mlp_fused")
+    # each phase carries the GEMV's own settings (the per-shape table's)
+    assert mlp.dims["gate_up"] == {k: v for k, v in base.ops()["gate_up"][0].dims.items() if k != "dtype"}
+    assert mlp.dims["down"] == {k: v for k, v in base.ops()["down"][0].dims.items() if k != "dtype"}
+    assert mlp.dims["blocks_per_sm"] == min(mlp.dims[p]["blocks_per_sm"] for p in ("gate_up", "down"))
+    assert fused.buffers["mlp_bar"].shape == (2,) and fused.buffers["mlp_bar"].kind == "scratch"
+    assert build_plan(cfg, **fused.meta["options"]).to_dict() == fused.to_dict()
+
+
+def test_the_fused_mlp_moves_the_bytes_of_the_two_gemvs():
+    base, fused = (build_plan(preset("qwen3-1.7b"), capacity=64, mlp_fused=m) for m in (False, True))
+    up, down, mlp = base.ops()["gate_up"][0], base.ops()["down"][0], fused.ops()["mlp"][0]
+    two = [family("gemv").cost(la.dims, 100) for la in (up, down)]
+    one = family("mlp").cost(mlp.dims, 100)
+    assert one.bytes_read == sum(c.bytes_read for c in two)
+    assert one.bytes_written == sum(c.bytes_written for c in two)
+    assert one.flops == {k: sum(c.flops.get(k, 0) for c in two) for k in one.flops}
+    roles = {o.role: o for o in one.operands}
+    assert set(roles) == {"x", "norm_w", "w_gu", "gu", "w_down"}
+    assert roles["gu"].written == roles["gu"].read == 2 * 6144 * 2  # gate_up writes it, down reads it
+
+
+def test_the_fused_plan_names_its_options_apart():
+    cfg = preset("qwen3-1.7b")
+    names = {k: build_plan(cfg, capacity=64, mlp_fused=True, **k_).ops()["mlp"][0].kernel
+             for k, k_ in (("late", {"early_norm": False}), ("lateres", {"early_residual": False}),
+                           ("seg", {"gemv_overrides": {"down": {"seg": 8}}}))}
+    assert names == {"late": "mlp_fused_ln", "lateres": "mlp_fused_lateres", "seg": "mlp_fused_s8"}
+
+
+def test_the_fused_steps_decode_the_two_launch_steps_tokens(one_thread):
+    """The torch spelling is the two GEMVs' in order: the same tokens, the same logits bit for bit."""
+    import torch
+
+    from tfdash.engine import load_engine
+    from tfdash.engine.runtime import Runtime
+
+    eng = load_engine(model="qwen3-tiny", device="cpu")
+    weights = {n: eng.runtime.bufs[n] for n, s in eng.plan.buffers.items() if s.kind == "weight"}
+    runs = []
+    for fused in (False, True):
+        rt = Runtime(build_plan(eng.plan.config, dtype=eng.plan.dtype, capacity=eng.plan.capacity,
+                                mlp_fused=fused), weights, "cpu")
+        rt.reset([1, 2, 3])
+        toks = []
+        for _ in range(6):
+            rt.step()
+            toks.append(int(rt.bufs["tok"]))
+        runs.append((toks, rt.bufs["logits"].clone()))
+    assert runs[0][0] == runs[1][0] and torch.equal(runs[0][1], runs[1][1])
+
+
+def test_a_device_with_fewer_multiprocessors_is_refused_in_one_line():
+    from tfdash.kernels.mlp import check_device
+
+    fused = build_plan(preset("qwen3-1.7b"), capacity=64, mlp_fused=True)
+    check_device(fused, 132)
+    check_device(build_plan(preset("qwen3-1.7b"), capacity=64), 114)  # no barrier: any device
+    with pytest.raises(UnsupportedShape, match=r"^the fused MLP \(mlp_fused\) runs 264 blocks .* needs 132 "
+                                               r"multiprocessors, this device has 114$"):
+        check_device(fused, 114)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("size", ["qwen3-0.6b", "qwen3-1.7b", "qwen3-32b"])
+def test_the_fused_kernel_fits_its_grid_and_orders_its_barrier(size, tmp_path, monkeypatch):
+    """Compiled for sm_90a: launch bounds of blocks_per_sm, registers for that many blocks without
+    spills (the barrier needs every block resident), the grid dependency before the barrier, and
+    the next kernel's launch after it."""
+    from tfdash.engine.compile import SM90A, compile_one
+    from tfdash.engine.ptxas import resource_usage
+    from tfdash.kernels.gemv import THREADS
+
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path))
+    mlp = build_plan(preset(size), capacity=4096, mlp_fused=True).ops()["mlp"][0]
+    src = compile_one(mlp, target=SM90A, pdl=True, backend="tvm_ffi").get_kernel_source()
+    bps = mlp.dims["blocks_per_sm"]
+    assert f"__launch_bounds__({THREADS}, {bps}) mlp_fused_kernel(" in src
+    use = resource_usage(src)
+    assert use.registers * THREADS * bps <= 65536 and use.spill_stores == use.spill_loads == 0
+    body = src[src.index("mlp_fused_kernel(int"):]
+    sync, arrive = body.index("cudaGridDependencySynchronize();"), body.index("AtomicAddRet((&(bar[0])), 1, 4)")
+    assert sync < arrive < body.index("cudaTriggerProgrammaticLaunchCompletion();")
+    assert body.count("cudaTriggerProgrammaticLaunchCompletion();") == 1
+    assert re.search(rf"== {132 * bps - 1}\)", body)  # the last of the grid's blocks releases the rest
