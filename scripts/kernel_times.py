@@ -118,8 +118,13 @@ def main():
         op_bytes[r.launch.op] = op_bytes.get(r.launch.op, 0) + r.cost.bytes
     out = {"model": args.model, "ctx": CTX, "ceiling_bytes_per_s": ceiling, "op_bytes": op_bytes, "analysis_bytes": a.bytes, "launches": len(plan), "pdl": measure(plan, weights)}
     names = [v for v in args.variants.split(",") if v]
-    out["variants"] = {v: measure(build_plan(cfg, "bfloat16", capacity=2048, **PLAN_VARIANTS[v]), weights)
-                       for v in names}
+    out["variants"] = {}
+    per_launch = {op: b / sum(1 for la in plan.launches if la.op == op) for op, b in op_bytes.items()}
+    for v in names:
+        vplan = build_plan(cfg, "bfloat16", capacity=2048, **PLAN_VARIANTS[v])
+        out["variants"][v] = measure(vplan, weights)
+        for r in analyze(vplan, H200, CTX).rows:  # ops only a variant has (a fused launch) get their floor too
+            per_launch.setdefault(r.launch.op, r.cost.bytes)
     for key in ("pdl",):
         print(f"{key}: replay median {out[key]['replay_us_median']:.1f} us (min {out[key]['replay_us_min']:.1f})")
         c = out[key].get("cupti")
@@ -131,9 +136,9 @@ def main():
         cols = ["default"] + names
         per = [c] + [out["variants"][v].get("cupti") or {} for v in names]
         print(f"{'op':<16}" + "".join(f"{k[-14:]:>15}" for k in cols) + f"   (exclusive us, median; floor: bytes at {ceiling / 1e12:.2f} TB/s)")
-        for op in c["excl_median_us"]:
-            n_op = sum(1 for launch in plan.launches if launch.op == op)
-            floor = op_bytes.get(op, 0) / n_op / ceiling * 1e6
+        ops = list(c["excl_median_us"]) + [op for p in per[1:] for op in p.get("excl_median_us", {})]
+        for op in dict.fromkeys(ops):
+            floor = per_launch.get(op, 0) / ceiling * 1e6
             print(f"{op:<16}" + "".join(f"{p.get('excl_median_us', {}).get(op, float('nan')):>15.2f}" for p in per)
                   + f"   floor {floor:7.2f}")
         print(f"{'replay us':<16}" + "".join(f"{m['replay_us_median']:>15.1f}"
