@@ -83,8 +83,9 @@ def test_a_device_with_fewer_multiprocessors_is_refused_in_one_line():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("size", ["qwen3-0.6b", "qwen3-1.7b", "qwen3-32b"])
-def test_the_fused_kernel_fits_its_grid_and_orders_its_barrier(size, tmp_path, monkeypatch):
+@pytest.mark.parametrize("size,variant", [("qwen3-0.6b", "tilelang-mlp"), ("qwen3-1.7b", "tilelang-mlp"),
+                                          ("qwen3-32b", "tilelang-mlp"), ("qwen3-0.6b", "tilelang-mlp3")])
+def test_the_fused_kernel_fits_its_grid_and_orders_its_barrier(size, variant, tmp_path, monkeypatch):
     """Compiled for sm_90a: launch bounds of blocks_per_sm, registers for that many blocks without
     spills (the barrier needs every block resident), the grid dependency before the barrier, and
     the next kernel's launch after it."""
@@ -93,13 +94,16 @@ def test_the_fused_kernel_fits_its_grid_and_orders_its_barrier(size, tmp_path, m
     from tfdash.kernels.gemv import THREADS
 
     monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path))
-    mlp = build_plan(preset(size), capacity=4096, mlp_fused=True).ops()["mlp"][0]
+    from tfdash.profiling.variants import PLAN_VARIANTS
+
+    mlp = build_plan(preset(size), capacity=4096, **PLAN_VARIANTS[variant]).ops()["mlp"][0]
     src = compile_one(mlp, target=SM90A, pdl=True, backend="tvm_ffi").get_kernel_source()
     bps = mlp.dims["blocks_per_sm"]
-    assert f"__launch_bounds__({THREADS}, {bps}) mlp_fused_kernel(" in src
+    assert bps == (3 if variant == "tilelang-mlp3" else 2)
+    assert f"__launch_bounds__({THREADS}, {bps}) {mlp.kernel}_kernel(" in src
     use = resource_usage(src)
     assert use.registers * THREADS * bps <= 65536 and use.spill_stores == use.spill_loads == 0
-    body = src[src.index("mlp_fused_kernel(int"):]
+    body = src[src.index(f"{mlp.kernel}_kernel(int"):]
     sync, arrive = body.index("cudaGridDependencySynchronize();"), body.index("AtomicAddRet((&(bar[0])), 1, 4)")
     assert sync < arrive < body.index("cudaTriggerProgrammaticLaunchCompletion();")
     assert body.count("cudaTriggerProgrammaticLaunchCompletion();") == 1

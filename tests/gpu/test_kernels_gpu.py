@@ -168,12 +168,13 @@ def test_lm_head_with_late_norm():
     check_lm_head_and_argmax_feed(LATENORM, "gemv_lm_head_ln")
 
 
-@pytest.mark.parametrize("size", SIZES)
-def test_fused_mlp_at_every_size(size):
-    """gate_up and down in one launch with a grid-wide barrier (the tilelang-mlp variant) against
-    their torch spelling: gu as gate_up writes it, x with down's product added; the barrier left
-    at zero arrivals for the next launch, its generation counting launches."""
-    plan = build_plan(preset(size), dtype="bfloat16", capacity=4096, mlp_fused=True)
+@pytest.mark.parametrize("size,variant", [(s, "tilelang-mlp") for s in SIZES] + [("qwen3-0.6b", "tilelang-mlp3")])
+def test_fused_mlp_at_every_size(size, variant):
+    """gate_up and down in one launch with a grid-wide barrier (the tilelang-mlp variant; mlp3 at
+    three blocks an SM) against their torch spelling: gu as gate_up writes it, x with down's
+    product added; the barrier left at zero arrivals for the next launch, its generation counting
+    launches."""
+    plan = build_plan(preset(size), dtype="bfloat16", capacity=4096, **PLAN_VARIANTS[variant])
     launch = plan.ops()["mlp"][0]
     a, b, base = both(launch, 0, ["gu"], plan)
     assert not torch.isnan(b["gu"].float()).any(), "unwritten gu element"

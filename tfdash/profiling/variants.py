@@ -22,4 +22,6 @@ PLAN_VARIANTS = {
     "tilelang-fenced": {"attn_merge_acq_rel": False},
     # gate_up and down in one launch, a grid-wide barrier between them (tfdash.kernels.mlp)
     "tilelang-mlp": {"mlp_fused": True},
+    # the same at three blocks an SM, as 0.6B's gate_up table entry (80 registers at 1.7B: spills)
+    "tilelang-mlp3": {"mlp_fused": True, "gemv_blocks_per_sm": {"gate_up": 3, "down": 3}},
 }
