@@ -108,3 +108,18 @@ def test_the_fused_kernel_fits_its_grid_and_orders_its_barrier(size, variant, tm
     assert sync < arrive < body.index("cudaTriggerProgrammaticLaunchCompletion();")
     assert body.count("cudaTriggerProgrammaticLaunchCompletion();") == 1
     assert re.search(rf"== {132 * bps - 1}\)", body)  # the last of the grid's blocks releases the rest
+
+
+def test_the_tilelang_runtime_refuses_it_before_compiling_on_a_smaller_device(monkeypatch):
+    """The check runs first: nothing is compiled or allocated for a grid that could never be resident."""
+    from types import SimpleNamespace
+
+    import torch
+
+    import tfdash.engine.compile as compile_mod
+    from tfdash.engine.runtime import TilelangRuntime
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda dev: SimpleNamespace(multi_processor_count=114))
+    monkeypatch.setattr(compile_mod, "compile_plan", lambda *a, **k: pytest.fail("compiled before the device check"))
+    with pytest.raises(UnsupportedShape, match="needs 132 multiprocessors, this device has 114"):
+        TilelangRuntime(build_plan(preset("qwen3-tiny"), capacity=16, mlp_fused=True), {}, "cuda")
