@@ -126,6 +126,9 @@ if [ "$what" = mlp ]; then
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
   python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b,qwen3-4b,qwen3-8b,qwen3-14b,qwen3-32b \
     --variants tilelang-mlp,tilelang-mlp3 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
+  # the baselines the graph bit-for-bit test builds at 1.7B
+  python3 scripts/precompile.py --only-default --sizes qwen3-1.7b --variants tilelang-otlate,tilelang-mlate,tilelang-latenorm,tilelang-fenced,tilelang-lateres,tilelang-latekv \
+    2>&1 | grep -v "TileLang:" >> "$R/precompile.log"; tail -1 "$R/precompile.log"
   timeout 200 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
     -k "fused_mlp or test_plan_variants_decode_the_same_bits" 2>&1 | grep -v "TileLang:" > "$R/mlp-tests.log"
   grep -E "^(FAILED|ERROR)|passed|failed" "$R/mlp-tests.log" | cut -c1-200 | tail -8; pack

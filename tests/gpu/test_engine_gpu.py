@@ -235,10 +235,9 @@ def test_the_cudart_ring_copy_delivers_the_same_tokens(state):
 def test_plan_variants_decode_the_same_bits(state):
     """The A/B variants of the plan change when loads are issued, never the arithmetic: a 64-token
     generation through each captured graph gives the default graph's logits bit for bit at the end
-    and the same tokens (knobs off: late KV, late residual, gate_up launched after o_proj's grid
-    dependency, k normed apart from the q heads; o_proj launched at attention's start, the merge's
-    first partials loaded early; norm weights read after the grid dependency; the splits' arrival with fences;
-    gate_up and down fused into one launch)."""
+    and the same tokens (default knobs off: late KV, late residual, gate_up launched after o_proj's
+    grid dependency, the merge's partials loaded late, norm weights read after the grid dependency,
+    the splits' arrival with fences; and one knob on: gate_up and down fused into one launch)."""
     sd, weights, plan, _, eng, _ = state
     prompt = [11, 22, 33, 44, 55] * 40  # 200 positions: attention spans several splits
 

@@ -172,8 +172,8 @@ def test_lm_head_with_late_norm():
 def test_fused_mlp_at_every_size(size, variant):
     """gate_up and down in one launch with a grid-wide barrier (the tilelang-mlp variant; mlp3 at
     three blocks an SM) against their torch spelling: gu as gate_up writes it, x with down's
-    product added; the barrier left at zero arrivals for the next launch, its generation counting
-    launches."""
+    product added, each bit for bit what the two GEMV launches write; the barrier left at zero
+    arrivals for the next launch, its generation counting launches."""
     plan = build_plan(preset(size), dtype="bfloat16", capacity=4096, **PLAN_VARIANTS[variant])
     launch = plan.ops()["mlp"][0]
     a, b, base = both(launch, 0, ["gu"], plan)
@@ -181,6 +181,13 @@ def test_fused_mlp_at_every_size(size, variant):
     assert rel_err(b["gu"], a["gu"]) <= 1e-2
     assert rel_err(b["x"].float() - base["x"].float(), a["x"].float() - base["x"].float()) <= 1e-2
     assert b["bar"].tolist() == [0, 1]
+    # the same arithmetic a row: bit for bit what the two GEMV launches it replaces write
+    opts = {k: v for k, v in PLAN_VARIANTS[variant].items() if k != "mlp_fused"}
+    twin = build_plan(preset(size), dtype="bfloat16", capacity=4096, **opts)
+    c = {r: t.clone() for r, t in base.items()}
+    run_tilelang(twin.ops()["gate_up"][0], {"x": c["x"], "norm_w": c["norm_w"], "w": c["w_gu"], "out": c["gu"]})
+    run_tilelang(twin.ops()["down"][0], {"x": c["gu"], "w": c["w_down"], "out": c["x"]})
+    assert torch.equal(b["gu"], c["gu"]) and torch.equal(b["x"], c["x"])
     run_tilelang(launch, b)
     assert b["bar"].tolist() == [0, 2]
 

@@ -218,11 +218,9 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     fused attention's q/k norm with its cos/sin) read their norm weights before their grid
     dependency, so what follows it waits on the activations alone (in L2) rather than also on a
     DRAM read of a weight, bit for bit the same arithmetic; False is the A/B baseline.
-    `attn_merge_acq_rel` has attention's splits arrive with one acquire-release atomic rather than
-    a fence and a relaxed atomic (tfdash.kernels.splitkv.merge_macro's `acq_rel`); False is the
-    A/B baseline.
-    `mlp_fused` runs gate_up and down as one launch with a grid-wide barrier between them
-    (tfdash.kernels.mlp), the same arithmetic a row; a variant to A/B.
+    `attn_merge_acq_rel`: attention's splits arrive with one acquire-release atomic, not a fence
+    and a relaxed atomic (tfdash.kernels.splitkv.merge_macro's `acq_rel`); False: the baseline.
+    `mlp_fused`: gate_up and down as one launch, a grid barrier between them (tfdash.kernels.mlp).
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import settings as gemv_settings
@@ -239,6 +237,9 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     if early:
         raise TfdashError(f"trigger_first on {', '.join(early)}: the kernel after it reads activations before its "
                           f"grid dependency (allowed on {' and '.join(TRIGGER_FIRST_OPS)})")
+    lost = [f"{op}:{k}" for op in ("gate_up", "down") for k in overrides.get(op, {}) if k in ("trigger_first", "min_blocks")]
+    if mlp_fused and lost:
+        raise TfdashError(f"{', '.join(lost)}: the fused MLP (mlp_fused) is one kernel, its launch bounds set by its grid")
     cfg.validate()
     if capacity < 1:
         raise CapacityError(f"capacity={capacity} must be positive")
@@ -374,8 +375,10 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
              "none", "residual", dtype, extra=o_extra or None, x="attn", w=p + "w_o", out="x")
         up = gemv_kernel("gate_up", "gemv_gate_up", 2 * I, H, "rmsnorm", "store", dtype)
         down = gemv_kernel("down", "gemv_down_silu_residual" + res_sfx, H, I, "silu_mul", "residual", dtype, extra=res)
-        if mlp_fused:  # one kernel; each phase's options name it apart as they name the GEMVs
-            launch(p + "mlp", i, "mlp", "mlp_fused" + up[0][len("gemv_gate_up"):] + down[0][len("gemv_down_silu_residual"):],
+        if mlp_fused:  # one kernel, named apart by each phase's options as they name the GEMVs
+            tags = [f"_{t}{k[len(b):]}" if k != b else "" for k, b, t in ((up[0], "gemv_gate_up", "gu"),
+                                                                          (down[0], "gemv_down_silu_residual", "dn"))]
+            launch(p + "mlp", i, "mlp", "mlp_fused" + "".join(tags),
                    dict(gate_up=up[1], down=down[1],
                         blocks_per_sm=min(up[1]["blocks_per_sm"], down[1]["blocks_per_sm"])),
                    x="x", norm_w=p + "mlp_norm", w_gu=p + "w_gu", gu="gu", w_down=p + "w_down", bar="mlp_bar")

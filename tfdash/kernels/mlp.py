@@ -3,17 +3,19 @@
     gu  = W_gu @ (rmsnorm(x) * norm_w)          phase 1, the gate_up GEMV
     x  += W_down @ (silu(gu[:I]) * gu[I:])      phase 2, the down GEMV
 
-Each phase is the GEMV family's own (tfdash.kernels.gemv.gemv_phase) with its own launch
+Each phase is the GEMV family's own (tfdash.kernels.gemv_phase) with its own launch
 settings, over one grid, so each row is the same arithmetic as the two launches it replaces.
 Between the phases every block arrives at a barrier in global memory. Before arriving, each warp
 already streams its first row group of W_down, so the down weights flow while the last gate_up
 rows finish, and no kernel boundary (its grid completion and the next grid's ramp) stands between
 the two.
 
-The barrier needs every block resident at once. The grid is `blocks_per_sm` blocks on each of
-SMS multiprocessors, the launch bounds ask the compiler for that many a multiprocessor, and
-`check_device` refuses a device with fewer multiprocessors. The next kernel may launch only after
-the barrier: launched earlier, its blocks could take the room a block still to arrive needs.
+The barrier needs every block resident at once (an ordinary launch, not a cooperative one, so
+this is arranged, not guaranteed by the driver). The grid is `blocks_per_sm` blocks on each of
+SMS multiprocessors (the smaller of the two phases' table settings); the launch bounds ask the
+compiler for registers that fit that many; `supported` refuses a setting whose threads or shared
+memory cannot; `check_device` refuses a device with fewer multiprocessors. The next kernel is let
+launch after the barrier, as the two launches it replaces let it after down's grid dependency.
 """
 
 from tfdash.kernels.base import Family, Geometry, Operand, make_cost, register
@@ -57,7 +59,17 @@ def grid(dims) -> int:
     return SMS * dims["blocks_per_sm"]
 
 
+MAX_THREADS_PER_SM = 2048  # H200 (sm_90)
+SMEM_PER_SM = 228 * 1024  # bytes, of which each block reserves 1 KiB for the system
+
+
 def supported(dims):
+    bps = dims["blocks_per_sm"]
+    smem = cost(dims).smem
+    if bps * THREADS > MAX_THREADS_PER_SM or bps * (smem + 1024) > SMEM_PER_SM:
+        return (f"a fused MLP at {bps} blocks an SM ({THREADS} threads and {smem:,} B of shared memory each): "
+                f"its barrier needs every block resident at once, and an SM holds {MAX_THREADS_PER_SM} threads "
+                f"and {SMEM_PER_SM:,} B")
     for phase in PHASES:
         why = gemv_supported(phase_dims(dims, phase))
         if why:
