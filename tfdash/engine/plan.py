@@ -189,7 +189,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                attn_split_cap: int | None = None, attn_min_blocks: int | None = None,
                attn_block: int | None = None, o_proj_trigger_first: bool = True,
                attn_merge_early: bool = True, early_norm: bool = True,
-               attn_merge_acq_rel: bool = True, mlp_fused: bool = False) -> StepPlan:
+               attn_merge_acq_rel: bool = True, o_proj_l2_mb: int = 0) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -220,10 +220,12 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     DRAM read of a weight, bit for bit the same arithmetic; False is the A/B baseline.
     `attn_merge_acq_rel`: attention's splits arrive with one acquire-release atomic, not a fence
     and a relaxed atomic (tfdash.kernels.splitkv.merge_macro's `acq_rel`); False: the baseline.
-    `mlp_fused`: gate_up and down as one launch, a grid barrier between them (tfdash.kernels.mlp).
+    `o_proj_l2_mb`: o_proj brings up to that many MB into L2 before its grid dependency, while
+    attention leaves DRAM idle: its own rows it does not prefetch into registers, then gate_up's
+    first rows (tfdash.kernels.gemv.l2_ahead); 0 (the default): none.
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
-    from tfdash.kernels.gemv import settings as gemv_settings
+    from tfdash.kernels.gemv import l2_ahead, settings as gemv_settings
 
     bps = dict(gemv_blocks_per_sm or {})
     overrides = {op: dict(v) for op, v in (gemv_overrides or {}).items()}
@@ -237,10 +239,9 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     if early:
         raise TfdashError(f"trigger_first on {', '.join(early)}: the kernel after it reads activations before its "
                           f"grid dependency (allowed on {' and '.join(TRIGGER_FIRST_OPS)})")
-    lost = [f"{op}:{k}" for op in ("gate_up", "down") for k in overrides.get(op, {}) if k in ("trigger_first", "min_blocks")]
-    if mlp_fused and lost:
-        raise TfdashError(f"{', '.join(lost)}: the fused MLP (mlp_fused) is one kernel, its launch bounds set by its grid")
     cfg.validate()
+    if not isinstance(o_proj_l2_mb, int) or o_proj_l2_mb < 0:
+        raise TfdashError(f"o_proj_l2_mb={o_proj_l2_mb!r} must be a whole number of MB, 0 or more")
     if capacity < 1:
         raise CapacityError(f"capacity={capacity} must be positive")
     H, D, I, V, L = cfg.hidden_size, cfg.head_dim, cfg.intermediate_size, cfg.vocab_size, cfg.num_layers
@@ -346,8 +347,6 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
             raise TfdashError(f"attn_min_blocks={attn_min_blocks} must be 1 to 16 blocks per SM")
         attn_dims["min_blocks"] = attn_min_blocks
         sc_sfx += f"_mb{attn_min_blocks}"  # other launch bounds are another kernel
-    if mlp_fused:
-        buf("mlp_bar", (2,), "int32", "scratch")  # the fused MLP's barrier: arrivals, generation
     for i in range(L):
         p = f"L{i}."
         gemv(p + "qkv_proj", i, "gemv_qkv", cfg.qkv_size, H, "rmsnorm", "store", dtype,
@@ -371,20 +370,17 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         res = {"early_residual": True} if early_residual else None
         res_sfx = "" if early_residual else "_lateres"
         o_extra = dict(res or {}, **({"trigger_first": 1} if o_proj_trigger_first else {}))
-        gemv(p + "o_proj", i, "gemv_o_residual" + res_sfx + ("" if o_proj_trigger_first else "_tlate"), H, cfg.q_size,
-             "none", "residual", dtype, extra=o_extra or None, x="attn", w=p + "w_o", out="x")
         up = gemv_kernel("gate_up", "gemv_gate_up", 2 * I, H, "rmsnorm", "store", dtype)
+        o_kernel, o_dims = gemv_kernel("o_proj", "gemv_o_residual" + res_sfx + ("" if o_proj_trigger_first else "_tlate"),
+                                       H, cfg.q_size, "none", "residual", dtype, extra=o_extra or None)
+        pf = {}
+        if o_proj_l2_mb:
+            o_dims.update(l2_ahead(dict(o_dims, dtype=dtype), dict(up[1], dtype=dtype), o_proj_l2_mb))
+            o_kernel, pf = o_kernel + f"_l2p{o_proj_l2_mb}", {"pf": p + "w_gu"} if o_dims["l2_next_rows"] else {}
+        launch(p + "o_proj", i, "gemv", o_kernel, o_dims, x="attn", w=p + "w_o", out="x", **pf)
         down = gemv_kernel("down", "gemv_down_silu_residual" + res_sfx, H, I, "silu_mul", "residual", dtype, extra=res)
-        if mlp_fused:  # one kernel, named apart by each phase's options as they name the GEMVs
-            tags = [f"_{t}{k[len(b):]}" if k != b else "" for k, b, t in ((up[0], "gemv_gate_up", "gu"),
-                                                                          (down[0], "gemv_down_silu_residual", "dn"))]
-            launch(p + "mlp", i, "mlp", "mlp_fused" + "".join(tags),
-                   dict(gate_up=up[1], down=down[1],
-                        blocks_per_sm=min(up[1]["blocks_per_sm"], down[1]["blocks_per_sm"])),
-                   x="x", norm_w=p + "mlp_norm", w_gu=p + "w_gu", gu="gu", w_down=p + "w_down", bar="mlp_bar")
-        else:
-            launch(p + "gate_up", i, "gemv", *up, x="x", norm_w=p + "mlp_norm", w=p + "w_gu", out="gu")
-            launch(p + "down", i, "gemv", *down, x="gu", w=p + "w_down", out="x")
+        launch(p + "gate_up", i, "gemv", *up, x="x", norm_w=p + "mlp_norm", w=p + "w_gu", out="gu")
+        launch(p + "down", i, "gemv", *down, x="gu", w=p + "w_down", out="x")
     from tfdash.kernels.gemv import grid_size
 
     head_kernel, head_dims = gemv_kernel("lm_head", "gemv_lm_head", V, H, "rmsnorm", "store", "float32",

@@ -372,9 +372,7 @@ class TilelangRuntime(GraphRuntime):
 
     def __init__(self, plan, weights, device="cuda", progress=None, pdl: bool | None = None):
         from tfdash.engine.compile import compile_plan
-        from tfdash.kernels.mlp import check_device
 
-        check_device(plan, torch.cuda.get_device_properties(torch.device(device)).multi_processor_count)
         self.pdl = SETTINGS.pdl if pdl is None else pdl
         self.kernels = compile_plan(plan, progress=progress, pdl=self.pdl)
         super().__init__(plan, weights, device)

@@ -20,8 +20,9 @@ PLAN_VARIANTS = {
     "tilelang-latenorm": {"early_norm": False},
     # attention's splits arrive with a fence and a relaxed atomic, not one acquire-release atomic
     "tilelang-fenced": {"attn_merge_acq_rel": False},
-    # gate_up and down in one launch, a grid-wide barrier between them (tfdash.kernels.mlp)
-    "tilelang-mlp": {"mlp_fused": True},
-    # the same at three blocks an SM, as 0.6B's gate_up table entry (80 registers at 1.7B: spills)
-    "tilelang-mlp3": {"mlp_fused": True, "gemv_blocks_per_sm": {"gate_up": 3, "down": 3}},
+    # o_proj brings that many MB into L2 before its grid dependency, while attention leaves DRAM
+    # idle: its own rows past those it holds in registers, then gate_up's first rows
+    "tilelang-l2p16": {"o_proj_l2_mb": 16},
+    "tilelang-l2p24": {"o_proj_l2_mb": 24},
+    "tilelang-l2p32": {"o_proj_l2_mb": 32},
 }
