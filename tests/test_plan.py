@@ -243,27 +243,31 @@ def test_the_early_read_knobs_reach_the_engine_plan():
     assert not any(k.endswith(("_ln", "_fe")) for k in on)
 
 
-@pytest.mark.parametrize("size,mb", [("qwen3-0.6b", 16), ("qwen3-1.7b", 24), ("qwen3-4b", 24), ("qwen3-8b", 16),
-                                     ("qwen3-8b", 32)])
-def test_o_proj_l2_look_ahead_spends_its_budget_on_its_own_rows_then_gate_ups(size, mb):
+@pytest.mark.parametrize("size,mb,skip", [("qwen3-0.6b", 16, 0), ("qwen3-1.7b", 24, 0), ("qwen3-4b", 24, 0),
+                                          ("qwen3-8b", 16, 0), ("qwen3-8b", 32, 0), ("qwen3-1.7b", 32, 1),
+                                          ("qwen3-4b", 24, 1)])
+def test_o_proj_l2_look_ahead_spends_its_budget_on_its_own_rows_then_gate_ups(size, mb, skip):
     """o_proj_l2_mb: o_proj prefetches into L2 first the rows of its own weight that its warps do
     not hold in registers before the grid dependency (those past its first pass), then gate_up's
-    first rows, as many whole rows as `mb` MB holds; the gate_up weight is bound only when some
+    first rows (with o_proj_l2_skip=1, those past the rows gate_up's first 132 blocks load
+    themselves), as many whole rows as `mb` MB holds; the gate_up weight is bound only when some
     of it is prefetched, and the kernel is named apart. The default plan prefetches nothing."""
     from tfdash.kernels.gemv import first_pass_rows
 
     cfg = PRESETS[size]
     base = build_plan(cfg, capacity=64).ops()["o_proj"][0]
-    o = build_plan(cfg, capacity=64, o_proj_l2_mb=mb).ops()["o_proj"][0]
+    o = build_plan(cfg, capacity=64, o_proj_l2_mb=mb, o_proj_l2_skip=skip).ops()["o_proj"][0]
     up = build_plan(cfg, capacity=64).ops()["gate_up"][0]
     assert not any(k.startswith("l2_") for k in base.dims) and "pf" not in base.args
-    assert o.kernel == f"{base.kernel}_l2p{mb}"
+    assert o.kernel == f"{base.kernel}_l2p{mb}" + ("s1" if skip else "")
     d, es = o.dims, DTYPE_BYTES["bfloat16"]
     own_left = d["N"] - first_pass_rows(d)
     assert d["l2_self_from"] == first_pass_rows(d) and d["l2_self_rows"] == min(own_left, mb * 10**6 // (d["K"] * es))
     spent = d["l2_self_rows"] * d["K"] * es + d["l2_next_rows"] * up.dims["K"] * es
     assert spent <= mb * 10**6
-    if d["l2_self_rows"] == own_left and d["l2_next_rows"] < up.dims["N"]:  # the rest goes to gate_up, whole rows
+    assert d["l2_next_from"] == (132 * 8 * up.dims["rows"] if skip else 0)
+    assert d["l2_next_from"] + d["l2_next_rows"] <= up.dims["N"]
+    if d["l2_self_rows"] == own_left and d["l2_next_from"] + d["l2_next_rows"] < up.dims["N"]:  # the rest goes to gate_up, whole rows
         assert mb * 10**6 - spent < up.dims["K"] * es
     assert (d["l2_next_N"], d["l2_next_K"]) == (up.dims["N"], up.dims["K"])
     assert ("pf" in o.args) == (d["l2_next_rows"] > 0)
@@ -271,9 +275,10 @@ def test_o_proj_l2_look_ahead_spends_its_budget_on_its_own_rows_then_gate_ups(si
         assert o.args["pf"] == up.args["w"]
 
 
-def test_o_proj_l2_look_ahead_wants_whole_megabytes():
+def test_o_proj_l2_look_ahead_wants_whole_numbers():
     from tfdash.errors import TfdashError
 
-    for bad in (-1, 1.5, "8"):
-        with pytest.raises(TfdashError, match=r"^o_proj_l2_mb=.* must be a whole number of MB, 0 or more$"):
-            build_plan(PRESETS["qwen3-1.7b"], capacity=64, o_proj_l2_mb=bad)
+    for name in ("o_proj_l2_mb", "o_proj_l2_skip"):
+        for bad in (-1, 1.5, "8"):
+            with pytest.raises(TfdashError, match=rf"^{name}=.* must be a whole number, 0 or more$"):
+                build_plan(PRESETS["qwen3-1.7b"], capacity=64, **{name: bad})

@@ -189,7 +189,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                attn_split_cap: int | None = None, attn_min_blocks: int | None = None,
                attn_block: int | None = None, o_proj_trigger_first: bool = True,
                attn_merge_early: bool = True, early_norm: bool = True,
-               attn_merge_acq_rel: bool = True, o_proj_l2_mb: int = 0) -> StepPlan:
+               attn_merge_acq_rel: bool = True, o_proj_l2_mb: int = 0, o_proj_l2_skip: int = 0) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -222,7 +222,8 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     and a relaxed atomic (tfdash.kernels.splitkv.merge_macro's `acq_rel`); False: the baseline.
     `o_proj_l2_mb`: o_proj brings up to that many MB into L2 before its grid dependency, while
     attention leaves DRAM idle: its own rows it does not prefetch into registers, then gate_up's
-    first rows (tfdash.kernels.gemv.l2_ahead); 0 (the default): none.
+    first rows (tfdash.kernels.gemv.l2_ahead), past the rows `o_proj_l2_skip` blocks an SM of
+    gate_up load into registers before their own dependency; 0 (the default): none.
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import l2_ahead, settings as gemv_settings
@@ -240,8 +241,9 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         raise TfdashError(f"trigger_first on {', '.join(early)}: the kernel after it reads activations before its "
                           f"grid dependency (allowed on {' and '.join(TRIGGER_FIRST_OPS)})")
     cfg.validate()
-    if not isinstance(o_proj_l2_mb, int) or o_proj_l2_mb < 0:
-        raise TfdashError(f"o_proj_l2_mb={o_proj_l2_mb!r} must be a whole number of MB, 0 or more")
+    for name, v in (("o_proj_l2_mb", o_proj_l2_mb), ("o_proj_l2_skip", o_proj_l2_skip)):
+        if not isinstance(v, int) or v < 0:
+            raise TfdashError(f"{name}={v!r} must be a whole number, 0 or more")
     if capacity < 1:
         raise CapacityError(f"capacity={capacity} must be positive")
     H, D, I, V, L = cfg.hidden_size, cfg.head_dim, cfg.intermediate_size, cfg.vocab_size, cfg.num_layers
@@ -375,8 +377,9 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                                        H, cfg.q_size, "none", "residual", dtype, extra=o_extra or None)
         pf = {}
         if o_proj_l2_mb:
-            o_dims.update(l2_ahead(dict(o_dims, dtype=dtype), dict(up[1], dtype=dtype), o_proj_l2_mb))
-            o_kernel, pf = o_kernel + f"_l2p{o_proj_l2_mb}", {"pf": p + "w_gu"} if o_dims["l2_next_rows"] else {}
+            o_dims.update(l2_ahead(dict(o_dims, dtype=dtype), dict(up[1], dtype=dtype), o_proj_l2_mb, o_proj_l2_skip))
+            o_kernel += f"_l2p{o_proj_l2_mb}" + (f"s{o_proj_l2_skip}" if o_proj_l2_skip else "")
+            pf = {"pf": p + "w_gu"} if o_dims["l2_next_rows"] else {}
         launch(p + "o_proj", i, "gemv", o_kernel, o_dims, x="attn", w=p + "w_o", out="x", **pf)
         down = gemv_kernel("down", "gemv_down_silu_residual" + res_sfx, H, I, "silu_mul", "residual", dtype, extra=res)
         launch(p + "gate_up", i, "gemv", *up, x="x", norm_w=p + "mlp_norm", w=p + "w_gu", out="gu")

@@ -144,20 +144,24 @@ def first_pass_rows(dims) -> int:
     return min(dims["N"], grid_size(dims["N"], dims["K"], bps, R) * (THREADS // 32) * R)
 
 
-def l2_ahead(dims, next_dims, mb: float) -> dict:
+def l2_ahead(dims, next_dims, mb: int, skip_waves: int = 0) -> dict:
     """What a GEMV brings into L2 before its grid dependency, `mb` MB at most (dims to add to
     `dims`): first the rows of its own weight its warps do not already load into registers there
     (those past its first pass; every row where a row is read in several segments), then the
-    first rows of the next GEMV's weight (`next_dims`), which its warps read first. The window
-    this fills is the launch before this one (attention): latency-bound, it leaves DRAM idle."""
+    next GEMV's (`next_dims`) in the order its warps read them, from its first row, or, with
+    `skip_waves`, past the rows that many blocks an SM of it load into registers before their own
+    grid dependency (where they hold whole rows). The window this fills is the launch before this
+    one (attention): latency-bound, it leaves DRAM idle."""
     es = DTYPE_BYTES[dims["dtype"]]
-    budget = int(mb * 1e6)
+    budget = mb * 10**6
     _, seg, _ = launch_settings(dims)
     start = 0 if seg * CHUNK < dims["K"] else first_pass_rows(dims)
     own = min(dims["N"] - start, budget // (dims["K"] * es))
-    nxt = min(next_dims["N"], (budget - own * dims["K"] * es) // (next_dims["K"] * es))
-    return {"l2_self_from": start, "l2_self_rows": own, "l2_next_rows": nxt, "l2_next_N": next_dims["N"],
-            "l2_next_K": next_dims["K"]}
+    nR, nseg, _ = launch_settings(next_dims)
+    skip = min(next_dims["N"], skip_waves * SMS * (THREADS // 32) * nR) if nseg * CHUNK >= next_dims["K"] else 0
+    nxt = min(next_dims["N"] - skip, (budget - own * dims["K"] * es) // (next_dims["K"] * es))
+    return {"l2_self_from": start, "l2_self_rows": own, "l2_next_from": skip, "l2_next_rows": nxt,
+            "l2_next_N": next_dims["N"], "l2_next_K": next_dims["K"]}
 
 
 def supported(dims):

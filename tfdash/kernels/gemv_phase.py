@@ -53,7 +53,8 @@ def gemv_phase(T, dims, grid: int):
     # L2 look-ahead (tfdash.kernels.gemv.l2_ahead): rows of this weight and of the next GEMV's
     # (`pf`) brought into L2 before the grid dependency, one row an instruction, consecutive rows
     # on consecutive blocks (each SM's copy engine takes its share)
-    self_from, self_rows, next_rows = (int(dims.get(k, 0)) for k in ("l2_self_from", "l2_self_rows", "l2_next_rows"))
+    self_from, self_rows, next_from, next_rows = (int(dims.get(k, 0)) for k in ("l2_self_from", "l2_self_rows",
+                                                                              "l2_next_from", "l2_next_rows"))
     row_bytes, next_row_bytes = K * DTYPE_BYTES[dt], int(dims.get("l2_next_K", 0)) * DTYPE_BYTES[dt]
     lanes_all = grid * THREADS
 
@@ -94,7 +95,8 @@ def gemv_phase(T, dims, grid: int):
             for i in T.unroll(-(-next_rows // lanes_all)):
                 if i * lanes_all + tx * grid + bx < next_rows:
                     T.evaluate(T.call_extern("handle", L2_PREFETCH,
-                                             T.address_of(pf[i * lanes_all + tx * grid + bx, 0]), next_row_bytes))
+                                             T.address_of(pf[next_from + i * lanes_all + tx * grid + bx, 0]),
+                                             next_row_bytes))
 
     @T.macro
     def run(ns, x, norm_w, w, out, amax, bx, tx, lane, warp):

@@ -25,4 +25,7 @@ PLAN_VARIANTS = {
     "tilelang-l2p16": {"o_proj_l2_mb": 16},
     "tilelang-l2p24": {"o_proj_l2_mb": 24},
     "tilelang-l2p32": {"o_proj_l2_mb": 32},
+    # the same past the rows gate_up's first blocks (one an SM) load into registers themselves
+    "tilelang-l2p24s1": {"o_proj_l2_mb": 24, "o_proj_l2_skip": 1},
+    "tilelang-l2p32s1": {"o_proj_l2_mb": 32, "o_proj_l2_skip": 1},
 }
