@@ -132,7 +132,7 @@ if [ "$what" = l2 ]; then
   python3 scripts/precompile.py --only-default --sizes qwen3-1.7b --variants tilelang-otlate,tilelang-mlate,tilelang-latenorm,tilelang-fenced,tilelang-lateres,tilelang-latekv \
     2>&1 | grep -v "TileLang:" >> "$R/precompile.log"; tail -1 "$R/precompile.log"
   timeout 200 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
-    -k "${L2_TESTS:-l2_look_ahead and (0.6b or 1.7b or 4b) or test_plan_variants_decode_the_same_bits}" 2>&1 | grep -v "TileLang:" > "$R/l2-tests.log"
+    -k "${L2_TESTS:-l2_look_ahead and (qwen3-0.6b or qwen3-1.7b or qwen3-4b) or test_plan_variants_decode_the_same_bits}" 2>&1 | grep -v "TileLang:" > "$R/l2-tests.log"
   grep -E "^(FAILED|ERROR)|passed|failed" "$R/l2-tests.log" | cut -c1-200 | tail -8; pack
   if grep -qE "[0-9]+ failed|error" "$R/l2-tests.log" || ! grep -qE "[0-9]+ passed" "$R/l2-tests.log"; then
     echo "L2 look-ahead tests did not all pass: no bench"; exit 0
