@@ -119,20 +119,17 @@ if [ "$what" = land12 ]; then
     -p no:cacheprovider 2>&1 | grep -v "TileLang:" > "$R/profiling.log"; echo "profiling: $(grep -E "passed|failed" "$R/profiling.log" | tail -1)"; pack
 fi
 if [ "$what" = l2 ]; then
-  # o_proj's L2 look-ahead (bench backends tilelang-l2p16/24/32: o_proj brings that many MB of its
-  # own later rows and gate_up's first rows into L2 before its grid dependency), about 8 minutes,
-  # parts packed as they finish: its o_proj against torch and bit for bit against the default's at
-  # 0.6B, 1.7B and 4B (L2_SIZES and L2_TESTS for others), the 1.7B graph bit for bit, the A/B at 1.7B, 0.6B and 4B (L2_MORE=qwen3-8b adds sizes) in one
-  # process each,
-  # then per-op exclusive us of the default and l2p24 at 1.7B
+  # o_proj's L2 look-ahead (bench backends tilelang-l2p16/24/32/32s1: o_proj brings that many MB
+  # of its own later rows and gate_up's first rows into L2 before its grid dependency), about 5
+  # minutes, parts packed as they finish: its o_proj against torch and bit for bit against the
+  # default's at 0.6B, 1.7B and 4B (L2_SIZES and L2_TESTS for others); then the A/B at 1.7B, 0.6B
+  # and 4B (L2_MORE=qwen3-8b adds sizes) in one process each; then the 1.7B graph of each variant
+  # bit for bit against the default's, and per-op exclusive us of the default and l2p32 at 1.7B
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
   python3 scripts/precompile.py --only-default --sizes ${L2_SIZES:-qwen3-1.7b,qwen3-0.6b,qwen3-4b} \
     --variants tilelang-l2p16,tilelang-l2p24,tilelang-l2p32,tilelang-l2p32s1 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
-  # the baselines the graph bit-for-bit test builds at 1.7B
-  python3 scripts/precompile.py --only-default --sizes qwen3-1.7b --variants tilelang-otlate,tilelang-mlate,tilelang-latenorm,tilelang-fenced,tilelang-lateres,tilelang-latekv \
-    2>&1 | grep -v "TileLang:" >> "$R/precompile.log"; tail -1 "$R/precompile.log"
-  timeout 200 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
-    -k "${L2_TESTS:-l2_look_ahead and (qwen3-0.6b or qwen3-1.7b or qwen3-4b) or test_plan_variants_decode_the_same_bits}" 2>&1 | grep -v "TileLang:" > "$R/l2-tests.log"
+  timeout 150 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py -q -rA -p no:cacheprovider \
+    -k "${L2_TESTS:-l2_look_ahead and (qwen3-0.6b or qwen3-1.7b or qwen3-4b)}" 2>&1 | grep -v "TileLang:" > "$R/l2-tests.log"
   grep -E "^(FAILED|ERROR)|passed|failed" "$R/l2-tests.log" | cut -c1-200 | tail -8; pack
   if grep -qE "[0-9]+ failed|error" "$R/l2-tests.log" || ! grep -qE "[0-9]+ passed" "$R/l2-tests.log"; then
     echo "L2 look-ahead tests did not all pass: no bench"; exit 0
@@ -144,7 +141,13 @@ if [ "$what" = l2 ]; then
     timeout 150 python3 -m tfdash bench --model $m --backends $b --json "$R/bench-$m-l2.json" 2>&1 \
       | grep -v "TileLang:" > "$R/bench-$m-l2.log"; tail -5 "$R/bench-$m-l2.log" | cut -c1-150; pack
   done
-  timeout 120 python3 scripts/kernel_times.py --model qwen3-1.7b --variants tilelang-l2p24 --out "$R/kernel_times-1.7b-l2.json" 2>&1 \
+  # the baselines the graph bit-for-bit test builds at 1.7B
+  python3 scripts/precompile.py --only-default --sizes qwen3-1.7b --variants tilelang-otlate,tilelang-mlate,tilelang-latenorm,tilelang-fenced,tilelang-lateres,tilelang-latekv \
+    2>&1 | grep -v "TileLang:" >> "$R/precompile.log"; tail -1 "$R/precompile.log"
+  timeout 150 python3 -m pytest -m gpu tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
+    -k test_plan_variants_decode_the_same_bits 2>&1 | grep -v "TileLang:" > "$R/l2-graph-test.log"
+  grep -E "^(FAILED|ERROR)|passed|failed" "$R/l2-graph-test.log" | cut -c1-200 | tail -4; pack
+  timeout 120 python3 scripts/kernel_times.py --model qwen3-1.7b --variants tilelang-l2p32 --out "$R/kernel_times-1.7b-l2.json" 2>&1 \
     | grep -v "TileLang:\|compiled\|Warn\|_warn" > "$R/kernel_times-1.7b-l2.log"; head -14 "$R/kernel_times-1.7b-l2.log" | cut -c1-160; pack
 fi
 if [ "$what" = headline ]; then
