@@ -3,7 +3,7 @@
 #   run with carry [".gpu"]:  bash scripts/h200_check.sh [tests|diag|bench|profile|app|all] [extra bench args]
 #   (all = tests, diag, bench; engine = bench, headless run, GPU tests; observe = issues 5 and 6 (+ bench); dash = app + tty; profile = scripts/gpu_profile_check.py; app = scripts/gpu_app_check.py;
 #    counters = tfdash counters on one layer plus embed, lm_head and argmax (issue 17);
-#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; tables = the GEMV table's 0.6B and 4B entries in the default plan; tails = GEMV grids that spread rows unevenly over warps (4B o_proj and down, 0.6B gate_up), tails14 = the same for 14B; live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick; where = per-op exclusive us against each op's floor at 0.6B and 4B (scripts/kernel_times.py --model); inflight = GEMVs with more loads in flight a lane at 4B, 0.6B and 1.7B; confirm = session 11's 4B and 0.6B table entries tested and benched; inflight14 = the same for 14B; next = what session 11 leaves (the early_norm and acqrel variants tested and A/B'd at 1.7B, 0.6B and 4B; since on by default); inflight32 = 32B's qkv_proj and gate_up at 4B's and 14B's settings; land12 = the GPU suite on session 12's defaults with the 1.7B headline bench; l2 = o_proj's L2 look-ahead tested and A/B'd at 1.7B, 0.6B and 4B)
+#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; tables = the GEMV table's 0.6B and 4B entries in the default plan; tails = GEMV grids that spread rows unevenly over warps (4B o_proj and down, 0.6B gate_up), tails14 = the same for 14B; live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick; where = per-op exclusive us against each op's floor at 0.6B and 4B (scripts/kernel_times.py --model); inflight = GEMVs with more loads in flight a lane at 4B, 0.6B and 1.7B; confirm = session 11's 4B and 0.6B table entries tested and benched; inflight14 = the same for 14B; next = what session 11 leaves (the early_norm and acqrel variants tested and A/B'd at 1.7B, 0.6B and 4B; since on by default); inflight32 = 32B's qkv_proj and gate_up at 4B's and 14B's settings; land12 = the GPU suite on session 12's defaults with the 1.7B headline bench)
 # Needs the offline bundle (../shared/gpu-bundle .gpu/site.tar.xz). The tilelang kernel cache
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
@@ -117,38 +117,6 @@ if [ "$what" = land12 ]; then
     --json "$R/bench-qwen3-1.7b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-qwen3-1.7b.log"; tail -6 "$R/bench-qwen3-1.7b.log" | cut -c1-160; pack
   timeout 100 python3 -m pytest -m gpu tests/gpu/test_continuous_gpu.py tests/gpu/test_counters_gpu.py tests/test_profiling_gpu.py -q -rA \
     -p no:cacheprovider 2>&1 | grep -v "TileLang:" > "$R/profiling.log"; echo "profiling: $(grep -E "passed|failed" "$R/profiling.log" | tail -1)"; pack
-fi
-if [ "$what" = l2 ]; then
-  # o_proj's L2 look-ahead (bench backends tilelang-l2p16/24/32/32s1: o_proj brings that many MB
-  # of its own later rows and gate_up's first rows into L2 before its grid dependency), about 5
-  # minutes, parts packed as they finish: its o_proj against torch and bit for bit against the
-  # default's at 0.6B, 1.7B and 4B (L2_SIZES and L2_TESTS for others); then the A/B at 1.7B, 0.6B
-  # and 4B (L2_MORE=qwen3-8b adds sizes) in one process each; then the 1.7B graph of each variant
-  # bit for bit against the default's, and per-op exclusive us of the default and l2p32 at 1.7B
-  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  python3 scripts/precompile.py --only-default --sizes ${L2_SIZES:-qwen3-1.7b,qwen3-0.6b,qwen3-4b} \
-    --variants tilelang-l2p16,tilelang-l2p24,tilelang-l2p32,tilelang-l2p32s1 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
-  timeout 150 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py -q -rA -p no:cacheprovider \
-    -k "${L2_TESTS:-l2_look_ahead and (qwen3-0.6b or qwen3-1.7b or qwen3-4b)}" 2>&1 | grep -v "TileLang:" > "$R/l2-tests.log"
-  grep -E "^(FAILED|ERROR)|passed|failed" "$R/l2-tests.log" | cut -c1-200 | tail -8; pack
-  if grep -qE "[0-9]+ failed|error" "$R/l2-tests.log" || ! grep -qE "[0-9]+ passed" "$R/l2-tests.log"; then
-    echo "L2 look-ahead tests did not all pass: no bench"; exit 0
-  fi
-  for m in qwen3-1.7b qwen3-0.6b qwen3-4b ${L2_MORE:-}; do
-    b=tilelang-graph,tilelang-l2p24,tilelang-l2p32,tilelang-l2p32s1
-    [ $m = qwen3-0.6b ] && b=tilelang-graph,tilelang-l2p16  # all of its gate_up is 12.6 MB
-    [ $m = qwen3-4b ] && b=tilelang-graph,tilelang-l2p32,tilelang-l2p32s1
-    timeout 150 python3 -m tfdash bench --model $m --backends $b --json "$R/bench-$m-l2.json" 2>&1 \
-      | grep -v "TileLang:" > "$R/bench-$m-l2.log"; tail -5 "$R/bench-$m-l2.log" | cut -c1-150; pack
-  done
-  # the baselines the graph bit-for-bit test builds at 1.7B
-  python3 scripts/precompile.py --only-default --sizes qwen3-1.7b --variants tilelang-otlate,tilelang-mlate,tilelang-latenorm,tilelang-fenced,tilelang-lateres,tilelang-latekv \
-    2>&1 | grep -v "TileLang:" >> "$R/precompile.log"; tail -1 "$R/precompile.log"
-  timeout 150 python3 -m pytest -m gpu tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
-    -k test_plan_variants_decode_the_same_bits 2>&1 | grep -v "TileLang:" > "$R/l2-graph-test.log"
-  grep -E "^(FAILED|ERROR)|passed|failed" "$R/l2-graph-test.log" | cut -c1-200 | tail -4; pack
-  timeout 120 python3 scripts/kernel_times.py --model qwen3-1.7b --variants tilelang-l2p32 --out "$R/kernel_times-1.7b-l2.json" 2>&1 \
-    | grep -v "TileLang:\|compiled\|Warn\|_warn" > "$R/kernel_times-1.7b-l2.log"; head -14 "$R/kernel_times-1.7b-l2.log" | cut -c1-160; pack
 fi
 if [ "$what" = headline ]; then
   # the README's table on today's default plan: the unfused attention's and continuous timing's GPU

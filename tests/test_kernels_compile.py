@@ -31,8 +31,7 @@ UNFUSED_MLATE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096
                            attn_merge_early=False)  # 14B's and 32B's unfused attention: the late merge
 LATENORM = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, early_norm=False)
 FENCED = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_merge_acq_rel=False)
-L2P = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, o_proj_l2_mb=24)
-KERNELS = {**L2P.kernels(), **FENCED.kernels(), **LATENORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
+KERNELS = {**FENCED.kernels(), **LATENORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
            **MLATE.kernels(), **UNFUSED_MLATE.kernels(), **PLAN.kernels()}  # every kernel the plan variants launch
 
 
@@ -91,7 +90,7 @@ def registers(src: str, tmp_path=None) -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(k for k in {**PLAN.kernels(), **OTLATE.kernels(), **LATENORM.kernels(), **L2P.kernels()}
+@pytest.mark.parametrize("name", sorted(k for k in {**PLAN.kernels(), **OTLATE.kernels(), **LATENORM.kernels()}
                                          if k.startswith("gemv_")))
 def test_gemv_blocks_fit_on_an_sm_as_planned(name, fresh_cache, tmp_path):
     """The GEMV grid assumes BLOCKS_PER_SM resident blocks of THREADS threads. down once took 130
@@ -149,21 +148,6 @@ def test_early_norm_reads_the_norm_weights_before_the_grid_dependency(name, norm
     assert body.index(norm) < body.index(sync)
     if name.startswith("attn"):
         assert body.index("cos_1[") < body.index(sync)
-
-
-@pytest.mark.slow
-def test_l2_look_ahead_is_issued_before_the_grid_dependency(fresh_cache):
-    """o_proj's L2 look-ahead at 4B (its own second pass, then gate_up's first rows): both are
-    bulk L2 prefetches issued before the kernel waits on attention, none after."""
-    from tfdash.engine.compile import SM90A, compile_one
-
-    o = build_plan(preset("qwen3-4b"), dtype="bfloat16", capacity=4096, o_proj_l2_mb=24).ops()["o_proj"][0]
-    src = compile_one(o, target=SM90A, pdl=True, backend="tvm_ffi").get_kernel_source()
-    assert "cp.async.bulk.prefetch.L2.global" in src
-    body = src[src.index("__global__"):]
-    before, after = body.split("cudaGridDependencySynchronize();")
-    assert before.count("tfdash_l2_prefetch((&(w[") == 1 and before.count("tfdash_l2_prefetch((&(pf[") == 1
-    assert "tfdash_l2_prefetch" not in after
 
 
 @pytest.mark.slow

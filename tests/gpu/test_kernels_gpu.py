@@ -149,23 +149,6 @@ def test_gemv_at_every_size(size, kernel):
     check_gemv(plan.kernels()[kernel], plan)
 
 
-@pytest.mark.parametrize("size,variant", [(s, "tilelang-l2p24") for s in SIZES] + [("qwen3-1.7b", "tilelang-l2p32s1")])
-def test_o_proj_with_l2_look_ahead(size, variant):
-    """o_proj bringing its own later rows and gate_up's first rows into L2 before its grid
-    dependency (tilelang-l2p24; l2p32s1 past gate_up's first wave's rows): against torch, bit for bit the default o_proj on the same
-    operands, and the weight it prefetches left as it was."""
-    plan = build_plan(preset(size), dtype="bfloat16", capacity=4096, **PLAN_VARIANTS[variant])
-    launch = plan.ops()["o_proj"][0]
-    assert launch.dims["l2_self_rows"] + launch.dims["l2_next_rows"] > 0
-    a, b, base = both(launch, 0, [], plan)
-    assert rel_err(b["out"].float() - base["out"].float(), a["out"].float() - base["out"].float()) <= 1e-2
-    c = {r: t.clone() for r, t in base.items() if r != "pf"}
-    run_tilelang(PLANS[size].ops()["o_proj"][0], c)
-    assert torch.equal(b["out"], c["out"])
-    if "pf" in base:
-        assert torch.equal(b["pf"], base["pf"])
-
-
 def check_gemv(launch, plan):
     residual = launch.dims["epilogue"] == "residual"
     a, b, base = both(launch, 0, [] if residual else ["out"], plan)

@@ -189,7 +189,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                attn_split_cap: int | None = None, attn_min_blocks: int | None = None,
                attn_block: int | None = None, o_proj_trigger_first: bool = True,
                attn_merge_early: bool = True, early_norm: bool = True,
-               attn_merge_acq_rel: bool = True, o_proj_l2_mb: int = 0, o_proj_l2_skip: int = 0) -> StepPlan:
+               attn_merge_acq_rel: bool = True) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -220,13 +220,9 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     DRAM read of a weight, bit for bit the same arithmetic; False is the A/B baseline.
     `attn_merge_acq_rel`: attention's splits arrive with one acquire-release atomic, not a fence
     and a relaxed atomic (tfdash.kernels.splitkv.merge_macro's `acq_rel`); False: the baseline.
-    `o_proj_l2_mb`: o_proj brings up to that many MB into L2 before its grid dependency, while
-    attention leaves DRAM idle: its own rows it does not prefetch into registers, then gate_up's
-    first rows (tfdash.kernels.gemv.l2_ahead), past the rows `o_proj_l2_skip` blocks an SM of
-    gate_up load into registers before their own dependency; 0 (the default): none.
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
-    from tfdash.kernels.gemv import l2_ahead, settings as gemv_settings
+    from tfdash.kernels.gemv import settings as gemv_settings
 
     bps = dict(gemv_blocks_per_sm or {})
     overrides = {op: dict(v) for op, v in (gemv_overrides or {}).items()}
@@ -241,9 +237,6 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         raise TfdashError(f"trigger_first on {', '.join(early)}: the kernel after it reads activations before its "
                           f"grid dependency (allowed on {' and '.join(TRIGGER_FIRST_OPS)})")
     cfg.validate()
-    for name, v in (("o_proj_l2_mb", o_proj_l2_mb), ("o_proj_l2_skip", o_proj_l2_skip)):
-        if not isinstance(v, int) or v < 0:
-            raise TfdashError(f"{name}={v!r} must be a whole number, 0 or more")
     if capacity < 1:
         raise CapacityError(f"capacity={capacity} must be positive")
     H, D, I, V, L = cfg.hidden_size, cfg.head_dim, cfg.intermediate_size, cfg.vocab_size, cfg.num_layers
@@ -372,18 +365,12 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         res = {"early_residual": True} if early_residual else None
         res_sfx = "" if early_residual else "_lateres"
         o_extra = dict(res or {}, **({"trigger_first": 1} if o_proj_trigger_first else {}))
-        up = gemv_kernel("gate_up", "gemv_gate_up", 2 * I, H, "rmsnorm", "store", dtype)
-        o_kernel, o_dims = gemv_kernel("o_proj", "gemv_o_residual" + res_sfx + ("" if o_proj_trigger_first else "_tlate"),
-                                       H, cfg.q_size, "none", "residual", dtype, extra=o_extra or None)
-        pf = {}
-        if o_proj_l2_mb:
-            o_dims.update(l2_ahead(dict(o_dims, dtype=dtype), dict(up[1], dtype=dtype), o_proj_l2_mb, o_proj_l2_skip))
-            o_kernel += f"_l2p{o_proj_l2_mb}" + (f"s{o_proj_l2_skip}" if o_proj_l2_skip else "")
-            pf = {"pf": p + "w_gu"} if o_dims["l2_next_rows"] else {}
-        launch(p + "o_proj", i, "gemv", o_kernel, o_dims, x="attn", w=p + "w_o", out="x", **pf)
-        down = gemv_kernel("down", "gemv_down_silu_residual" + res_sfx, H, I, "silu_mul", "residual", dtype, extra=res)
-        launch(p + "gate_up", i, "gemv", *up, x="x", norm_w=p + "mlp_norm", w=p + "w_gu", out="gu")
-        launch(p + "down", i, "gemv", *down, x="gu", w=p + "w_down", out="x")
+        gemv(p + "o_proj", i, "gemv_o_residual" + res_sfx + ("" if o_proj_trigger_first else "_tlate"), H, cfg.q_size,
+             "none", "residual", dtype, extra=o_extra or None, x="attn", w=p + "w_o", out="x")
+        gemv(p + "gate_up", i, "gemv_gate_up", 2 * I, H, "rmsnorm", "store", dtype, x="x", norm_w=p + "mlp_norm",
+             w=p + "w_gu", out="gu")
+        gemv(p + "down", i, "gemv_down_silu_residual" + res_sfx, H, I, "silu_mul", "residual", dtype, extra=res,
+             x="gu", w=p + "w_down", out="x")
     from tfdash.kernels.gemv import grid_size
 
     head_kernel, head_dims = gemv_kernel("lm_head", "gemv_lm_head", V, H, "rmsnorm", "store", "float32",

@@ -138,39 +138,11 @@ def grid_size(N: int, K: int, blocks_per_sm: int = BLOCKS_PER_SM, rows: int | No
     return max(1, min(-(-groups // (THREADS // 32)), SMS * blocks_per_sm))
 
 
-def first_pass_rows(dims) -> int:
-    """Rows a GEMV's warps take in their first pass (all N where one pass covers them)."""
-    R, _, bps = launch_settings(dims)
-    return min(dims["N"], grid_size(dims["N"], dims["K"], bps, R) * (THREADS // 32) * R)
-
-
-def l2_ahead(dims, next_dims, mb: int, skip_waves: int = 0) -> dict:
-    """What a GEMV brings into L2 before its grid dependency, `mb` MB at most (dims to add to
-    `dims`): first the rows of its own weight its warps do not already load into registers there
-    (those past its first pass; every row where a row is read in several segments), then the
-    next GEMV's (`next_dims`) in the order its warps read them, from its first row, or, with
-    `skip_waves`, past the rows that many blocks an SM of it load into registers before their own
-    grid dependency (where they hold whole rows). The window this fills is the launch before this
-    one (attention): latency-bound, it leaves DRAM idle."""
-    es = DTYPE_BYTES[dims["dtype"]]
-    budget = mb * 10**6
-    _, seg, _ = launch_settings(dims)
-    start = 0 if seg * CHUNK < dims["K"] else first_pass_rows(dims)
-    own = min(dims["N"] - start, budget // (dims["K"] * es))
-    nR, nseg, _ = launch_settings(next_dims)
-    skip = min(next_dims["N"], skip_waves * SMS * (THREADS // 32) * nR) if nseg * CHUNK >= next_dims["K"] else 0
-    nxt = min(next_dims["N"] - skip, (budget - own * dims["K"] * es) // (next_dims["K"] * es))
-    return {"l2_self_from": start, "l2_self_rows": own, "l2_next_from": skip, "l2_next_rows": nxt,
-            "l2_next_N": next_dims["N"], "l2_next_K": next_dims["K"]}
-
-
 def supported(dims):
     if dims["K"] % CHUNK:
         return f"a GEMV with K={dims['K']} (its GEMV wants K a multiple of {CHUNK})"
     if dims.get("argmax") and dims["N"] >= 2 ** 24:
         return f"a vocabulary of {dims['N']} (the argmax carries indices in f32, exact below 2**24)"
-    if dims.get("l2_next_rows") and (dims.get("argmax") or dims["prologue"] != "none"):
-        return "an L2 look-ahead on a GEMV with a prologue or an argmax (only o_proj's kind takes one)"
     return None
 
 
@@ -201,8 +173,8 @@ def tilelang_gemv(dims):
     trig_first = pdl and bool(dims.get("trigger_first"))
 
     @T.macro
-    def body(x, norm_w, w, out, amax, pf=None):
-        with T.Kernel(grid, threads=THREADS, prelude=phase.prelude) as bx:
+    def body(x, norm_w, w, out, amax):
+        with T.Kernel(grid, threads=THREADS) as bx:
             if min_blocks:  # __launch_bounds__(THREADS, min_blocks): the register budget a thread
                 T.annotate_min_blocks_per_sm(min_blocks)
             tx = T.get_thread_binding(0)
@@ -212,7 +184,7 @@ def tilelang_gemv(dims):
             ns = phase.pack(h_s, red_s, xv, uv, nv, hv, wv, acc, resv, bv_s, bi_s)
             if trig_first:
                 T.pdl_trigger()
-            phase.prefetch(ns, norm_w, w, out, bx, tx, lane, warp, pf)  # before the grid dependency
+            phase.prefetch(ns, norm_w, w, out, bx, tx, lane, warp)  # before the grid dependency
             if pdl:  # programmatic dependent launch: wait for the kernel before, then let the next one launch
                 T.pdl_sync()
                 if not trig_first:
@@ -231,12 +203,6 @@ def tilelang_gemv(dims):
         def gemv(x: T.Tensor((x_len,), dt), norm_w: T.Tensor((K,), dt), w: T.Tensor((N, K), dt),
                  out: T.Tensor((N,), out_dt)):
             body(x, norm_w, w, out, None)
-    elif dims.get("l2_next_rows"):  # the next GEMV's weight, brought into L2 (l2_ahead)
-
-        @T.prim_func
-        def gemv(x: T.Tensor((x_len,), dt), w: T.Tensor((N, K), dt), out: T.Tensor((N,), out_dt),
-                 pf: T.Tensor((dims["l2_next_N"], dims["l2_next_K"]), dt)):
-            body(x, None, w, out, None, pf)
     else:
 
         @T.prim_func
@@ -256,7 +222,7 @@ def geometry(dims, ctx_len: int = 0) -> Geometry:
 
 FAMILY = register(Family(
     name="gemv",
-    roles=("x", "norm_w", "w", "out", "amax", "pf"),
+    roles=("x", "norm_w", "w", "out", "amax"),
     cost=cost,
     torch=torch_gemv,
     tilelang=tilelang_gemv,

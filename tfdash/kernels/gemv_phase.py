@@ -4,28 +4,18 @@ its own grid dependency: what it may read before the kernel before it has finish
 
 from types import SimpleNamespace
 
-from tfdash.kernels.base import DTYPE_BYTES
 from tfdash.kernels.gemv import CHUNK, THREADS, VEC, launch_settings
 
 PHASE_BUFFERS = ("h_s", "red_s", "xv", "uv", "nv", "hv", "wv", "acc", "resv", "bv_s", "bi_s")
-
-# cp.async.bulk.prefetch.L2 (sm_90): the copy engine brings `bytes` from global memory into L2 and
-# nothing waits on it; a kernel names this prelude to call it
-L2_PREFETCH = "tfdash_l2_prefetch"
-L2_PREFETCH_PRELUDE = r"""
-__device__ __forceinline__ void tfdash_l2_prefetch(const void* p, unsigned bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" :: "l"(p), "r"(bytes) : "memory");
-}
-"""
 
 
 def gemv_phase(T, dims, grid: int):
     """One GEMV as tilelang pieces over a grid of `grid` blocks of THREADS threads, for the kernel
     to place around its own grid dependency: `alloc()` (inside the kernel) gives its registers
-    and shared memory; `prefetch` streams the warp's first row group (segment) of weights, the
-    norm weight or residual where `dims` reads them early, and the L2 look-ahead where `dims`
-    asks for one (its `prelude` is then the kernel's); `run` is the prologue, the main loop, the
-    epilogue and the argmax partials. tilelang_gemv is prefetch, the grid dependency, run."""
+    and shared memory; `prefetch` streams the warp's first row group (segment) of weights, and
+    the norm weight or residual where `dims` reads them early; `run` is the prologue, the main
+    loop, the epilogue and the argmax partials. tilelang_gemv is prefetch, the grid dependency,
+    run."""
     pdl = dims.get("pdl", True)
     N, K = dims["N"], dims["K"]
     prologue, epilogue = dims["prologue"], dims["epilogue"]
@@ -50,13 +40,6 @@ def gemv_phase(T, dims, grid: int):
     # dependency, so the prologue after it waits only on x (in L2, just written) and not on a
     # DRAM read of a weight no kernel of this layer has touched yet.
     early_norm = pdl and prologue == "rmsnorm" and bool(dims.get("early_norm"))
-    # L2 look-ahead (tfdash.kernels.gemv.l2_ahead): rows of this weight and of the next GEMV's
-    # (`pf`) brought into L2 before the grid dependency, one row an instruction, consecutive rows
-    # on consecutive blocks (each SM's copy engine takes its share)
-    self_from, self_rows, next_from, next_rows = (int(dims.get(k, 0)) for k in ("l2_self_from", "l2_self_rows",
-                                                                              "l2_next_from", "l2_next_rows"))
-    row_bytes, next_row_bytes = K * DTYPE_BYTES[dt], int(dims.get("l2_next_K", 0)) * DTYPE_BYTES[dt]
-    lanes_all = grid * THREADS
 
     def alloc():
         """The phase's buffers, in PHASE_BUFFERS' order: a kernel unpacks them into names (which
@@ -68,7 +51,7 @@ def gemv_phase(T, dims, grid: int):
                 T.alloc_shared((warps,), "float32"), T.alloc_shared((warps,), "int32"))
 
     @T.macro
-    def prefetch(ns, norm_w, w, out, bx, tx, lane, warp, pf=None):
+    def prefetch(ns, norm_w, w, out, bx, tx, lane, warp):
         # Weights depend on no kernel, so with programmatic dependent launch these loads
         # overlap the previous kernel's tail; everything after pdl_sync may read its output.
         g0 = bx * warps + warp
@@ -86,17 +69,6 @@ def gemv_phase(T, dims, grid: int):
                 if (it * THREADS + tx) * VEC < K:
                     for j in T.vectorized(VEC):
                         ns.nv[it * VEC + j] = norm_w[(it * THREADS + tx) * VEC + j]
-        if self_rows:
-            for i in T.unroll(-(-self_rows // lanes_all)):
-                if i * lanes_all + tx * grid + bx < self_rows:
-                    T.evaluate(T.call_extern("handle", L2_PREFETCH,
-                                             T.address_of(w[self_from + i * lanes_all + tx * grid + bx, 0]), row_bytes))
-        if next_rows:
-            for i in T.unroll(-(-next_rows // lanes_all)):
-                if i * lanes_all + tx * grid + bx < next_rows:
-                    T.evaluate(T.call_extern("handle", L2_PREFETCH,
-                                             T.address_of(pf[next_from + i * lanes_all + tx * grid + bx, 0]),
-                                             next_row_bytes))
 
     @T.macro
     def run(ns, x, norm_w, w, out, amax, bx, tx, lane, warp):
@@ -217,5 +189,4 @@ def gemv_phase(T, dims, grid: int):
     def pack(*buffers):
         return SimpleNamespace(**dict(zip(PHASE_BUFFERS, buffers)))
 
-    prelude = L2_PREFETCH_PRELUDE if self_rows or next_rows else None
-    return SimpleNamespace(alloc=alloc, pack=pack, prefetch=prefetch, run=run, prelude=prelude)
+    return SimpleNamespace(alloc=alloc, pack=pack, prefetch=prefetch, run=run)

@@ -20,12 +20,4 @@ PLAN_VARIANTS = {
     "tilelang-latenorm": {"early_norm": False},
     # attention's splits arrive with a fence and a relaxed atomic, not one acquire-release atomic
     "tilelang-fenced": {"attn_merge_acq_rel": False},
-    # o_proj brings that many MB into L2 before its grid dependency, while attention leaves DRAM
-    # idle: its own rows past those it holds in registers, then gate_up's first rows
-    "tilelang-l2p16": {"o_proj_l2_mb": 16},
-    "tilelang-l2p24": {"o_proj_l2_mb": 24},
-    "tilelang-l2p32": {"o_proj_l2_mb": 32},
-    # the same past the rows gate_up's first blocks (one an SM) load into registers themselves
-    "tilelang-l2p24s1": {"o_proj_l2_mb": 24, "o_proj_l2_skip": 1},
-    "tilelang-l2p32s1": {"o_proj_l2_mb": 32, "o_proj_l2_skip": 1},
 }
