@@ -262,3 +262,16 @@ def test_plan_variants_decode_the_same_bits(state):
         assert torch.equal(tokens, base_tokens), options
         assert torch.equal(logits, base_logits), options
         del variant
+
+
+@pytest.mark.parametrize("cluster", [16, 8])
+def test_cluster_merge_step_matches_reference(state, cluster):
+    """The attention variant merging its splits through clusters, as one captured graph: each step
+    answers to the reference as the default does, from one cluster a kv head (ctx 0, 1, 255) to
+    two or four (ctx 1024, 1500 at capacity 2048: 17 and 24 splits)."""
+    _, weights, _, ref, _, truth = state
+    eng = TilelangRuntime(build_plan(CFG, dtype="bfloat16", capacity=2048, attn_cluster=cluster), weights, DEV)
+    eng.capture()
+    for ctx in (0, 1, 255, 1024, 1500):
+        check_step(CFG, ref, eng, truth, ctx)
+    del eng

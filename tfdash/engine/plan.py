@@ -189,7 +189,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                attn_split_cap: int | None = None, attn_min_blocks: int | None = None,
                attn_block: int | None = None, o_proj_trigger_first: bool = True,
                attn_merge_early: bool = True, early_norm: bool = True,
-               attn_merge_acq_rel: bool = True) -> StepPlan:
+               attn_merge_acq_rel: bool = True, attn_cluster: int = 0) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -220,6 +220,8 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     DRAM read of a weight, bit for bit the same arithmetic; False is the A/B baseline.
     `attn_merge_acq_rel`: attention's splits arrive with one acquire-release atomic, not a fence
     and a relaxed atomic (tfdash.kernels.splitkv.merge_macro's `acq_rel`); False: the baseline.
+    `attn_cluster` > 0 merges attention's splits through thread-block clusters of up to that many
+    programs (tfdash.kernels.splitkv.cluster_merge_macro): partials in distributed shared memory.
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import settings as gemv_settings
@@ -269,7 +271,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     buf("rope_sin", (C, D // 2), dtype, "table")
     buf("attn_part", (nH, splits, D), "float32", "scratch")  # split-KV partial outputs
     buf("attn_ml", (nH, splits, 2), "float32", "scratch")  # split-KV (max, sum) pairs
-    buf("attn_sem", (nKV,), "int32", "scratch")  # arrival counters for the in-kernel merge
+    buf("attn_sem", (nH if attn_cluster else nKV,), "int32", "scratch")  # arrival counters for the in-kernel merge
 
     buf("embed", (V, H), dtype, "weight")
     buf("final_norm", (H,), dtype, "weight")
@@ -337,6 +339,12 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
             attn_dims["early_norm"] = True
         else:
             sc_sfx += "_ln"
+    if attn_cluster:
+        from tfdash.kernels.splitkv import CLUSTER_MAX
+
+        if not 1 <= attn_cluster <= CLUSTER_MAX:
+            raise TfdashError(f"attn_cluster={attn_cluster} must be 1 to {CLUSTER_MAX} programs a cluster")
+        attn_dims["cluster"], sc_sfx = attn_cluster, sc_sfx + f"_cl{attn_cluster}"
     if attn_min_blocks is not None:
         if not 1 <= attn_min_blocks <= 16:
             raise TfdashError(f"attn_min_blocks={attn_min_blocks} must be 1 to 16 blocks per SM")

@@ -18,7 +18,8 @@ import torch
 
 from tfdash.kernels.base import DTYPE_BYTES, Family, Geometry, Operand, make_cost, register
 from tfdash.kernels.rope import fused_passes, fused_rope_macro, rope_weights_macro
-from tfdash.kernels.splitkv import MERGE_CHUNK, SPLIT_CAP, grid_splits, lanes, merge_macro, splits_used
+from tfdash.kernels.splitkv import (CLUSTER_PRELUDE, MERGE_CHUNK, SPLIT_CAP, cluster_grid, cluster_merge_macro,
+                                     grid_splits, lanes, merge_macro, splits_used)
 
 
 def torch_attention(dims, bufs):
@@ -140,7 +141,13 @@ def tilelang_attention(dims):
     nH, nKV, D, C, B, dt = (dims["n_heads"], dims["n_kv_heads"], dims["head_dim"], dims["capacity"],
                             dims["block"], dims["dtype"])
     S = dims["splits"]
-    SG, R = grid_splits(S, dims.get("split_cap", SPLIT_CAP))
+    cl = int(dims.get("cluster", 0))  # merge through clusters of this many programs (0: global)
+    if cl:
+        SG, R, CL = cluster_grid(S, dims.get("split_cap", SPLIT_CAP), cl)
+        launch_kw = dict(cluster_dims=(CL, 1, 1), prelude=CLUSTER_PRELUDE)
+    else:
+        SG, R = grid_splits(S, dims.get("split_cap", SPLIT_CAP))
+        launch_kw = {}
     fused, eps, min_blocks = bool(dims.get("fused_rope")), float(dims.get("eps", 1e-6)), int(dims.get("min_blocks", 0))
     group = nH // nKV
     threads = D  # thread tx owns dim tx in the value phase and the merge
@@ -158,16 +165,18 @@ def tilelang_attention(dims):
     sper, S32 = lanes(S)  # splits per lane in the merge, and the splits in whole warps
     merge = merge_macro(T, group, warps, S, D, dt, early=bool(dims.get("merge_early")),
                         acq_rel=bool(dims.get("merge_acq_rel")))
+    cmerge = cluster_merge_macro(T, group, SG, R, CL, D, dt) if cl else None
     # the rope phase's norm weights and cos/sin read before the grid dependency (fused, under PDL,
     # with the KV prefetch): the phase after it then waits only on qkv, just written, in L2
     early_norm = early and bool(dims.get("early_norm"))
     rope = fused_rope_macro(T, group, nH, nKV, D, dt, eps, preloaded=early_norm)
     load_w = rope_weights_macro(T, D)
     RED = max(SP, RP) * warps  # reduction slots: one per warp per pass
+    NSEM = nH if cl else nKV  # arrival counters: one a q head for the clusters, one a kv head
 
     @T.macro
     def body(qkv, q_norm, k_norm, cos, sin, q, k_cache, v_cache, pos, out, part, ml, sem):
-        with T.Kernel(SG, nKV, threads=threads) as (px, g):
+        with T.Kernel(SG, nKV, threads=threads, **launch_kw) as (px, g):
             if min_blocks:  # __launch_bounds__(threads, min_blocks): a register budget a thread
                 T.annotate_min_blocks_per_sm(min_blocks)
             tx = T.get_thread_binding(0)
@@ -198,6 +207,10 @@ def tilelang_attention(dims):
             w_s = T.alloc_shared((group, S32), "float32")
             n_s = T.alloc_var("int32")
             w = T.alloc_local((6,), dt)  # the rope phase's norm weights and cos/sin (rope_weights_macro)
+            if cl:  # each round's partials and (max, sum) stay on chip for the cluster merge
+                part_s = T.alloc_shared((R, group, D), "float32")
+                ml_s = T.alloc_shared((R, group, 2), "float32")
+                wc_s = T.alloc_shared((-(-group // CL), -(-(CL * R) // 32) * 32), "float32")
             if early:
                 # pos was written by the previous step's argmax_feed (a graph launch before this
                 # one), so it and the cache rows before it may be read before the grid dependency:
@@ -283,7 +296,10 @@ def tilelang_attention(dims):
                             svs[sp] = T.exp(svs[sp] - m)
                             p_s[(sp * threads + tx) // B, tx % B] = svs[sp]
                             if tx % B == 0:
-                                ml[g * group + (sp * threads + tx) // B, bx, 0] = m
+                                if cl:
+                                    ml_s[r, (sp * threads + tx) // B, 0] = m
+                                else:
+                                    ml[g * group + (sp * threads + tx) // B, bx, 0] = m
                         else:
                             svs[sp] = 0.0
                     T.sync_threads()
@@ -298,7 +314,10 @@ def tilelang_attention(dims):
                                 lsum = 0.0
                                 for w in T.unroll(wph):
                                     lsum += red_s[sp * warps + (tx // B) * wph + w]
-                                ml[g * group + (sp * threads + tx) // B, bx, 1] = lsum
+                                if cl:
+                                    ml_s[r, (sp * threads + tx) // B, 1] = lsum
+                                else:
+                                    ml[g * group + (sp * threads + tx) // B, bx, 1] = lsum
                     # p @ V for this block, dim tx, every head of the group
                     if fused:
                         vcur = T.cast(v_s[tx], "float32")
@@ -309,9 +328,16 @@ def tilelang_attention(dims):
                                 o[hh] += p_s[hh, j] * T.if_then_else(j == last, vcur, T.cast(vv[j], "float32"))
                             else:
                                 o[hh] += p_s[hh, j] * T.cast(vv[j], "float32")
-                        part[g * group + hh, bx, tx] = o[hh]
-                    # the last split of this kv head to arrive merges (tfdash.kernels.splitkv)
-                    merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active)
+                        if cl:
+                            part_s[r, hh, tx] = o[hh]
+                        else:
+                            part[g * group + hh, bx, tx] = o[hh]
+                    if not cl:  # the last split of this kv head to arrive merges (tfdash.kernels.splitkv)
+                        merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active)
+                    elif R > 1:
+                        T.sync_threads()  # the next round's softmax reuses sc_s, p_s and red_s
+            if cl:  # one cluster barrier, then a merger per q head reads its peers' partials
+                cmerge(part_s, ml_s, wc_s, part, ml, out, sem, g, px, tx, lane, warp, n_active)
 
     if fused:
 
@@ -321,7 +347,7 @@ def tilelang_attention(dims):
             cos: T.Tensor((C, half), dt), sin: T.Tensor((C, half), dt),
             k_cache: T.Tensor((nKV, C, D), dt), v_cache: T.Tensor((nKV, C, D), dt), pos: T.Tensor((1,), "int32"),
             out: T.Tensor((nH * D,), dt), part: T.Tensor((nH, S, D), "float32"),
-            ml: T.Tensor((nH, S, 2), "float32"), sem: T.Tensor((nKV,), "int32"),
+            ml: T.Tensor((nH, S, 2), "float32"), sem: T.Tensor((NSEM,), "int32"),
         ):
             body(qkv, q_norm, k_norm, cos, sin, None, k_cache, v_cache, pos, out, part, ml, sem)
     else:
@@ -330,7 +356,7 @@ def tilelang_attention(dims):
         def attn_decode(
             q: T.Tensor((nH * D,), dt), k_cache: T.Tensor((nKV, C, D), dt), v_cache: T.Tensor((nKV, C, D), dt),
             pos: T.Tensor((1,), "int32"), out: T.Tensor((nH * D,), dt), part: T.Tensor((nH, S, D), "float32"),
-            ml: T.Tensor((nH, S, 2), "float32"), sem: T.Tensor((nKV,), "int32"),
+            ml: T.Tensor((nH, S, 2), "float32"), sem: T.Tensor((NSEM,), "int32"),
         ):
             body(None, None, None, None, None, q, k_cache, v_cache, pos, out, part, ml, sem)
 

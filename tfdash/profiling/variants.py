@@ -20,4 +20,10 @@ PLAN_VARIANTS = {
     "tilelang-latenorm": {"early_norm": False},
     # attention's splits arrive with a fence and a relaxed atomic, not one acquire-release atomic
     "tilelang-fenced": {"attn_merge_acq_rel": False},
+    # attention's splits merged in distributed shared memory: clusters of 16 programs (two
+    # clusters a kv head past 1024 positions), or of 16 with a 16-program cap (one cluster, two
+    # rounds past 1024), or of 8
+    "tilelang-cl16": {"attn_cluster": 16},
+    "tilelang-cl16sc16": {"attn_cluster": 16, "attn_split_cap": 16},
+    "tilelang-cl8": {"attn_cluster": 8},
 }
