@@ -280,6 +280,12 @@ def test_attention_with_32_position_blocks(variant, ctx):
     check_fused_attention(build_plan(CFG, dtype="bfloat16", capacity=4096, **PLAN_VARIANTS[variant]), ctx)
 
 
+@pytest.mark.parametrize("capacity,ctx", [(2112, 0), (2112, 127), (2112, 128), (2112, 1024), (2112, 2111), (4096, 4095)])
+def test_attention_with_128_position_blocks(capacity, ctx):
+    """Splits of 128 positions (tilelang-b128): 17 blocks at the bench's capacity, 32 at 4096."""
+    check_fused_attention(build_plan(CFG, dtype="bfloat16", capacity=capacity, **PLAN_VARIANTS["tilelang-b128"]), ctx)
+
+
 @pytest.mark.parametrize("capacity,ctx,cap", [(2112, 0, None), (2112, 2111, None), (2112, 2111, 40), (2112, 1500, 16),
                                               (8192, 0, None), (8192, 2500, None), (8192, 8191, None)])
 def test_attention_grid_rounds(capacity, ctx, cap):

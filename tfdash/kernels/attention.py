@@ -111,6 +111,18 @@ def cost(dims, ctx_len=0):
     return make_cost(flops, special, ops, smem=smem_bytes(dims), scratch=scratch)
 
 
+# The phases the probe build stamps (a block's thread 0, the global timer in ns), in order, and
+# the last slot: 1 where the block merged its kv head. scripts/attn_phases.py reads them.
+PROBE_PHASES = ("start", "issued", "dependency", "rope", "softmax", "values", "end", "merged")
+PROBE_PRELUDE = r"""
+__device__ __forceinline__ long long tfd_globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return (long long)t;
+}
+"""
+
+
 def tilelang_attention(dims):
     """Grid (programs, kv heads), at most split_cap programs (default SPLIT_CAP), each taking the
     cache's blocks px, px + programs, ... in rounds (splitkv.grid_splits); block = head_dim
@@ -173,9 +185,18 @@ def tilelang_attention(dims):
     load_w = rope_weights_macro(T, D)
     RED = max(SP, RP) * warps  # reduction slots: one per warp per pass
     NSEM = nH if cl else nKV  # arrival counters: one a q head for the clusters, one a kv head
+    probed = bool(dims.get("probe"))  # a diagnostic build that stamps its phases (PROBE_PHASES)
+    if probed:
+        assert fused and not cl, "the phase probe is built for the fused attention's global merge"
+        launch_kw = dict(prelude=PROBE_PRELUDE)
 
     @T.macro
-    def body(qkv, q_norm, k_norm, cos, sin, q, k_cache, v_cache, pos, out, part, ml, sem):
+    def stamp(probe, px, g, tx, k):  # thread 0 of a block: the global timer at phase k
+        if tx == 0:
+            probe[g, px, k] = T.call_extern("int64", "tfd_globaltimer")
+
+    @T.macro
+    def body(qkv, q_norm, k_norm, cos, sin, q, k_cache, v_cache, pos, out, part, ml, sem, probe=None):
         with T.Kernel(SG, nKV, threads=threads, **launch_kw) as (px, g):
             if min_blocks:  # __launch_bounds__(threads, min_blocks): a register budget a thread
                 T.annotate_min_blocks_per_sm(min_blocks)
@@ -207,6 +228,8 @@ def tilelang_attention(dims):
             w_s = T.alloc_shared((group, S32), "float32")
             n_s = T.alloc_var("int32")
             w = T.alloc_local((6,), dt)  # the rope phase's norm weights and cos/sin (rope_weights_macro)
+            if probed:
+                stamp(probe, px, g, tx, 0)
             if cl:  # each round's partials and (max, sum) stay on chip for the cluster merge
                 part_s = T.alloc_shared((R, group, D), "float32")
                 ml_s = T.alloc_shared((R, group, 2), "float32")
@@ -241,9 +264,13 @@ def tilelang_attention(dims):
                     for it in T.unroll(iters):
                         for c in T.vectorized(DC):
                             kall[it, c] = k_cache[g, T.min(bx * B + warp * (iters * 4) + it * 4 + pi, C - 1), dc * DC + c]
+                if probed:
+                    stamp(probe, px, g, tx, 1)
                 if early:
                     T.pdl_sync()
                     T.pdl_trigger()
+                if probed:
+                    stamp(probe, px, g, tx, 2)
                 if bx < n_active:
                     if fused:  # q/k norm, RoPE and KV append (tfdash.kernels.rope.fused_rope_macro)
                         rope(qkv, q_norm, k_norm, cos, sin, k_cache, v_cache, q_s, k_s, v_s, red_s, w, g, n, tx, lane,
@@ -255,6 +282,8 @@ def tilelang_attention(dims):
                         for hh2 in T.unroll(group):
                             for c in T.vectorized(DC):
                                 qv[hh2, c] = q[(g * group + hh2) * D + dc * DC + c]
+                    if probed:
+                        stamp(probe, px, g, tx, 3)
                     # scores
                     for it in T.unroll(iters):
                         jl = warp * (iters * 4) + it * 4 + pi
@@ -318,6 +347,8 @@ def tilelang_attention(dims):
                                     ml_s[r, (sp * threads + tx) // B, 1] = lsum
                                 else:
                                     ml[g * group + (sp * threads + tx) // B, bx, 1] = lsum
+                    if probed:
+                        stamp(probe, px, g, tx, 4)
                     # p @ V for this block, dim tx, every head of the group
                     if fused:
                         vcur = T.cast(v_s[tx], "float32")
@@ -332,14 +363,32 @@ def tilelang_attention(dims):
                             part_s[r, hh, tx] = o[hh]
                         else:
                             part[g * group + hh, bx, tx] = o[hh]
+                    if probed:
+                        stamp(probe, px, g, tx, 5)
                     if not cl:  # the last split of this kv head to arrive merges (tfdash.kernels.splitkv)
                         merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active)
+                        if probed:
+                            stamp(probe, px, g, tx, 6)
+                            if tx == 0:
+                                probe[g, px, 7] = T.cast(flag_s[0], "int64")
                     elif R > 1:
                         T.sync_threads()  # the next round's softmax reuses sc_s, p_s and red_s
             if cl:  # one cluster barrier, then a merger per q head reads its peers' partials
                 cmerge(part_s, ml_s, wc_s, part, ml, out, sem, g, px, tx, lane, warp, n_active)
 
-    if fused:
+    if probed:
+
+        @T.prim_func
+        def attn_decode(
+            qkv: T.Tensor((QKV,), dt), q_norm: T.Tensor((D,), dt), k_norm: T.Tensor((D,), dt),
+            cos: T.Tensor((C, half), dt), sin: T.Tensor((C, half), dt),
+            k_cache: T.Tensor((nKV, C, D), dt), v_cache: T.Tensor((nKV, C, D), dt), pos: T.Tensor((1,), "int32"),
+            out: T.Tensor((nH * D,), dt), part: T.Tensor((nH, S, D), "float32"),
+            ml: T.Tensor((nH, S, 2), "float32"), sem: T.Tensor((NSEM,), "int32"),
+            probe: T.Tensor((nKV, SG, len(PROBE_PHASES)), "int64"),
+        ):
+            body(qkv, q_norm, k_norm, cos, sin, None, k_cache, v_cache, pos, out, part, ml, sem, probe)
+    elif fused:
 
         @T.prim_func
         def attn_decode(

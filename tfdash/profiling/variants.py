@@ -26,4 +26,6 @@ PLAN_VARIANTS = {
     "tilelang-cl16": {"attn_cluster": 16},
     "tilelang-cl16sc16": {"attn_cluster": 16, "attn_split_cap": 16},
     "tilelang-cl8": {"attn_cluster": 8},
+    # 128 positions a split: half the splits (and the merge's partials), twice each block's K/V
+    "tilelang-b128": {"attn_block": 128},
 }
