@@ -53,6 +53,7 @@ def probed_runtime(plan, weights):
     programs, _ = grid_splits(launch.dims["splits"], launch.dims.get("split_cap", 32))
     stamps = torch.zeros((launch.dims["n_kv_heads"], programs, len(PROBE_PHASES)), dtype=torch.int64, device="cuda")
     rt.kernels[launch.kernel] = lambda *args: kernel(*args, stamps)
+    rt.launch_fns = [rt._launch_fn(i) for i in range(len(plan.launches))]  # bound at construction: again
     rt.capture()
     return rt, stamps, launch.dims
 
@@ -69,6 +70,8 @@ def phases(rt, stamps, dims, ctx, n):
         torch.cuda.synchronize()
         active = splits_used(dims, ctx)
         s = stamps[:, :active].reshape(-1, len(PROBE_PHASES)).cpu()
+        if not int(s[:, 0].min()):
+            raise SystemExit("the probe build did not run: no stamps")
         t0 = int(s[:, 2].min())
         row = {}
         for k, name in enumerate(PROBE_PHASES[:-1]):
