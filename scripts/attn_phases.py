@@ -1,7 +1,7 @@
 """Where the fused attention's time goes inside the captured step, phase by phase (a diagnostic,
 H200 only).
 
-The attention launch of every layer is swapped for its probe build (tfdash.kernels.attention's
+The attention launch of every layer is swapped for its probe build (tfdash.kernels.probe's
 PROBE_PHASES: thread 0 of each block stamps the global timer as it reaches each phase), the step
 is captured as usual and replayed at ctx ~`--ctx`. After each replay the last layer's stamps are
 read back. Times are in us from the moment the first active block passed its grid dependency
@@ -24,7 +24,7 @@ from tfdash.engine.config import preset
 from tfdash.engine.plan import build_plan
 from tfdash.engine.runtime import TilelangRuntime
 from tfdash.engine.weights import pack, random_state_dict
-from tfdash.kernels.attention import PROBE_PHASES
+from tfdash.kernels.probe import PROBE_PHASES
 from tfdash.kernels.splitkv import grid_splits, splits_used
 
 CAPACITY = 2048  # one round a program up to 2048 positions: every stamp is of the block's only split

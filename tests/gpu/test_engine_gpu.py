@@ -237,7 +237,8 @@ def test_plan_variants_decode_the_same_bits(state):
     generation through each captured graph gives the default graph's logits bit for bit at the end
     and the same tokens (default knobs off: late KV, late residual, gate_up launched after o_proj's
     grid dependency, the merge's partials loaded late, norm weights read after the grid dependency,
-    the splits' arrival with fences)."""
+    the splits' arrival with fences; the K prefetch before the V; the merge's partials 32 at a time,
+    summed in the same order)."""
     sd, weights, plan, _, eng, _ = state
     prompt = [11, 22, 33, 44, 55] * 40  # 200 positions: attention spans several splits
 
@@ -255,7 +256,8 @@ def test_plan_variants_decode_the_same_bits(state):
 
     for options in ({"attn_kv_early": False, "early_residual": False}, PLAN_VARIANTS["tilelang-otlate"],
                     PLAN_VARIANTS["tilelang-mlate"], PLAN_VARIANTS["tilelang-latenorm"],
-                    PLAN_VARIANTS["tilelang-fenced"], {"early_norm": False, "attn_merge_acq_rel": False}):
+                    PLAN_VARIANTS["tilelang-fenced"], {"early_norm": False, "attn_merge_acq_rel": False},
+                    PLAN_VARIANTS["tilelang-kf"], PLAN_VARIANTS["tilelang-mc32"]):
         variant = TilelangRuntime(build_plan(CFG, dtype="bfloat16", capacity=2048, **options), weights, DEV)
         variant.capture()
         tokens, logits = run(variant)
@@ -263,15 +265,3 @@ def test_plan_variants_decode_the_same_bits(state):
         assert torch.equal(logits, base_logits), options
         del variant
 
-
-@pytest.mark.parametrize("cluster", [16, 8])
-def test_cluster_merge_step_matches_reference(state, cluster):
-    """The attention variant merging its splits through clusters, as one captured graph: each step
-    answers to the reference as the default does, from one cluster a kv head (ctx 0, 1, 255) to
-    two or four (ctx 1024, 1500 at capacity 2048: 17 and 24 splits)."""
-    _, weights, _, ref, _, truth = state
-    eng = TilelangRuntime(build_plan(CFG, dtype="bfloat16", capacity=2048, attn_cluster=cluster), weights, DEV)
-    eng.capture()
-    for ctx in (0, 1, 255, 1024, 1500):
-        check_step(CFG, ref, eng, truth, ctx)
-    del eng

@@ -189,7 +189,8 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                attn_split_cap: int | None = None, attn_min_blocks: int | None = None,
                attn_block: int | None = None, o_proj_trigger_first: bool = True,
                attn_merge_early: bool = True, early_norm: bool = True,
-               attn_merge_acq_rel: bool = True, attn_cluster: int = 0) -> StepPlan:
+               attn_merge_acq_rel: bool = True, attn_k_first: bool = False,
+               attn_merge_chunk: int | None = None) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -199,9 +200,8 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     and down read the residual they add into after their grid dependency (the A/B baseline).
     `gemv_overrides` sets an op's GEMV launch settings over the per-shape table
     ({"down": {"seg": 8, "blocks_per_sm": 1}}; "lm_head" too, its argmax scratch following its
-    grid), the variants a sweep compares. `attn_split_cap`
-    sets how many programs per kv head the attention grid has at most (default
-    tfdash.kernels.splitkv.SPLIT_CAP), a variant to A/B.
+    grid), the variants a sweep compares. `attn_split_cap`: the attention grid's programs per kv
+    head at most (default tfdash.kernels.splitkv.SPLIT_CAP), a variant to A/B.
     `attn_min_blocks` asks the compiler for that many attention blocks per SM
     (`__launch_bounds__`'s second argument: fewer registers a thread), so a block fits beside
     the qkv GEMV's and starts its K/V prefetch under PDL sooner; a knob to sweep.
@@ -211,17 +211,16 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     dependency, so gate_up's blocks stream their first weights while attention still runs (gate_up
     reads only weights before its own dependency); False is the A/B baseline.
     `attn_merge_early` has the merging block load its first partials beside the (max, sum) pairs
-    (tfdash.kernels.splitkv.merge_macro's `early`) where a kv head has at most
-    MERGE_EARLY_GROUP q heads (their partials stay in registers); larger groups merge late, as
-    False does everywhere (the A/B baseline).
+    (splitkv.merge_macro's `early`) where a kv head has at most MERGE_EARLY_GROUP q heads (their
+    partials stay in registers); larger groups merge late, as False does everywhere (the baseline).
     `early_norm` has the kernels with an RMSNorm in front (qkv_proj, gate_up, lm_head, and the
     fused attention's q/k norm with its cos/sin) read their norm weights before their grid
     dependency, so what follows it waits on the activations alone (in L2) rather than also on a
     DRAM read of a weight, bit for bit the same arithmetic; False is the A/B baseline.
     `attn_merge_acq_rel`: attention's splits arrive with one acquire-release atomic, not a fence
-    and a relaxed atomic (tfdash.kernels.splitkv.merge_macro's `acq_rel`); False: the baseline.
-    `attn_cluster` > 0 merges attention's splits through thread-block clusters of up to that many
-    programs (tfdash.kernels.splitkv.cluster_merge_macro): partials in distributed shared memory.
+    and a relaxed atomic (splitkv.merge_macro's `acq_rel`); False: the baseline. `attn_k_first`
+    issues the K prefetch before the V (the scores need K first); `attn_merge_chunk`: the partials
+    the merge loads at once (MERGE_CHUNK).
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import settings as gemv_settings
@@ -271,7 +270,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     buf("rope_sin", (C, D // 2), dtype, "table")
     buf("attn_part", (nH, splits, D), "float32", "scratch")  # split-KV partial outputs
     buf("attn_ml", (nH, splits, 2), "float32", "scratch")  # split-KV (max, sum) pairs
-    buf("attn_sem", (nH if attn_cluster else nKV,), "int32", "scratch")  # arrival counters for the in-kernel merge
+    buf("attn_sem", (nKV,), "int32", "scratch")  # arrival counters for the in-kernel merge
 
     buf("embed", (V, H), dtype, "weight")
     buf("final_norm", (H,), dtype, "weight")
@@ -339,12 +338,12 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
             attn_dims["early_norm"] = True
         else:
             sc_sfx += "_ln"
-    if attn_cluster:
-        from tfdash.kernels.splitkv import CLUSTER_MAX
-
-        if not 1 <= attn_cluster <= CLUSTER_MAX:
-            raise TfdashError(f"attn_cluster={attn_cluster} must be 1 to {CLUSTER_MAX} programs a cluster")
-        attn_dims["cluster"], sc_sfx = attn_cluster, sc_sfx + f"_cl{attn_cluster}"
+    if attn_k_first:
+        attn_dims["k_first"], sc_sfx = True, sc_sfx + "_kf"
+    if attn_merge_chunk is not None:
+        if not 1 <= attn_merge_chunk <= 64:
+            raise TfdashError(f"attn_merge_chunk={attn_merge_chunk} must be 1 to 64 partials")
+        attn_dims["merge_chunk"], sc_sfx = attn_merge_chunk, sc_sfx + f"_mc{attn_merge_chunk}"
     if attn_min_blocks is not None:
         if not 1 <= attn_min_blocks <= 16:
             raise TfdashError(f"attn_min_blocks={attn_min_blocks} must be 1 to 16 blocks per SM")

@@ -17,9 +17,9 @@ import math
 import torch
 
 from tfdash.kernels.base import DTYPE_BYTES, Family, Geometry, Operand, make_cost, register
+from tfdash.kernels.probe import PROBE_PHASES, PROBE_PRELUDE, stamp_macro
 from tfdash.kernels.rope import fused_passes, fused_rope_macro, rope_weights_macro
-from tfdash.kernels.splitkv import (CLUSTER_PRELUDE, MERGE_CHUNK, SPLIT_CAP, cluster_grid, cluster_merge_macro,
-                                     grid_splits, lanes, merge_macro, splits_used)
+from tfdash.kernels.splitkv import MERGE_CHUNK, SPLIT_CAP, grid_splits, lanes, merge_macro, splits_used
 
 
 def torch_attention(dims, bufs):
@@ -111,18 +111,6 @@ def cost(dims, ctx_len=0):
     return make_cost(flops, special, ops, smem=smem_bytes(dims), scratch=scratch)
 
 
-# The phases the probe build stamps (a block's thread 0, the global timer in ns), in order, and
-# the last slot: 1 where the block merged its kv head. scripts/attn_phases.py reads them.
-PROBE_PHASES = ("start", "issued", "dependency", "rope", "softmax", "values", "end", "merged")
-PROBE_PRELUDE = r"""
-__device__ __forceinline__ long long tfd_globaltimer() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return (long long)t;
-}
-"""
-
-
 def tilelang_attention(dims):
     """Grid (programs, kv heads), at most split_cap programs (default SPLIT_CAP), each taking the
     cache's blocks px, px + programs, ... in rounds (splitkv.grid_splits); block = head_dim
@@ -136,10 +124,10 @@ def tilelang_attention(dims):
     scores  lanes split a key row 8 ways (16 dims, two 16-byte loads each) and 4 positions per
             warp instruction; an xor-shuffle over the 8 lanes finishes each dot product
     values  each thread owns one dim d and prefetches v[j, d] for the block's B positions before
-            anything else (and its key rows right after), so K and V stream while q and this
-            step's k are normed and rotated. Fused under PDL this happens before the grid
-            dependency: pos and the earlier cache rows were written by earlier steps, so the
-            stream overlaps the qkv GEMV's tail (`kv_early`, default on)
+            anything else (its key rows right after; before, with `k_first`), so K and V stream
+            while q and this step's k are normed and rotated. Fused under PDL this happens before
+            the grid dependency: pos and the earlier cache rows were written by earlier steps, so
+            the stream overlaps the qkv GEMV's tail (`kv_early`, default on)
     softmax one score per thread: warp max/sum within a head, combined across the head's warps
     merge   partials to global scratch; the last split to arrive merges (tfdash.kernels.splitkv)
     """
@@ -150,16 +138,9 @@ def tilelang_attention(dims):
     # one appends this step's k and v) and only under PDL (without it there is nothing to overlap)
     early = pdl and bool(dims.get("fused_rope")) and dims.get("kv_early", True)
 
-    nH, nKV, D, C, B, dt = (dims["n_heads"], dims["n_kv_heads"], dims["head_dim"], dims["capacity"],
-                            dims["block"], dims["dtype"])
-    S = dims["splits"]
-    cl = int(dims.get("cluster", 0))  # merge through clusters of this many programs (0: global)
-    if cl:
-        SG, R, CL = cluster_grid(S, dims.get("split_cap", SPLIT_CAP), cl)
-        launch_kw = dict(cluster_dims=(CL, 1, 1), prelude=CLUSTER_PRELUDE)
-    else:
-        SG, R = grid_splits(S, dims.get("split_cap", SPLIT_CAP))
-        launch_kw = {}
+    nH, nKV, D, C, B, dt, S = (dims["n_heads"], dims["n_kv_heads"], dims["head_dim"], dims["capacity"],
+                               dims["block"], dims["dtype"], dims["splits"])
+    SG, R = grid_splits(S, dims.get("split_cap", SPLIT_CAP))
     fused, eps, min_blocks = bool(dims.get("fused_rope")), float(dims.get("eps", 1e-6)), int(dims.get("min_blocks", 0))
     group = nH // nKV
     threads = D  # thread tx owns dim tx in the value phase and the merge
@@ -170,30 +151,41 @@ def tilelang_attention(dims):
     iters = B // (warps * 4)  # score iterations: 4 positions per warp per iteration
     wph = B // 32  # warps per head in the softmax phase
     SP = -(-(group * B) // threads)  # softmax passes: a pass holds threads // B heads' scores
-    half = D // 2
+    half, QKV = D // 2, (nH + 2 * nKV) * D
     RP = fused_passes(group, D)  # rope passes: the group's q heads and the kv head's k, two a pass
     scale = 1.0 / math.sqrt(D)
-    QKV = (nH + 2 * nKV) * D
     sper, S32 = lanes(S)  # splits per lane in the merge, and the splits in whole warps
+    MC = int(dims.get("merge_chunk", MERGE_CHUNK))  # partials the merge loads at once
     merge = merge_macro(T, group, warps, S, D, dt, early=bool(dims.get("merge_early")),
-                        acq_rel=bool(dims.get("merge_acq_rel")))
-    cmerge = cluster_merge_macro(T, group, SG, R, CL, D, dt) if cl else None
+                        acq_rel=bool(dims.get("merge_acq_rel")), chunk=MC)
     # the rope phase's norm weights and cos/sin read before the grid dependency (fused, under PDL,
     # with the KV prefetch): the phase after it then waits only on qkv, just written, in L2
     early_norm = early and bool(dims.get("early_norm"))
     rope = fused_rope_macro(T, group, nH, nKV, D, dt, eps, preloaded=early_norm)
     load_w = rope_weights_macro(T, D)
     RED = max(SP, RP) * warps  # reduction slots: one per warp per pass
-    NSEM = nH if cl else nKV  # arrival counters: one a q head for the clusters, one a kv head
-    probed = bool(dims.get("probe"))  # a diagnostic build that stamps its phases (PROBE_PHASES)
-    if probed:
-        assert fused and not cl, "the phase probe is built for the fused attention's global merge"
-        launch_kw = dict(prelude=PROBE_PRELUDE)
+    probed, k_first = bool(dims.get("probe")), bool(dims.get("k_first"))  # probe: stamps its phases
+    assert fused or not probed, "the phase probe is built for the fused attention"
+    launch_kw = dict(prelude=PROBE_PRELUDE) if probed else {}
 
     @T.macro
-    def stamp(probe, px, g, tx, k):  # thread 0 of a block: the global timer at phase k
-        if tx == 0:
-            probe[g, px, k] = T.call_extern("int64", "tfd_globaltimer")
+    def load_v(v_cache, vv, g, bx, n, tx):
+        # V prefetch from the cache (thread tx owns dim tx); this step's own v comes later
+        for j in T.unroll(B):
+            if bx * B + j < n - (1 if fused else 0):
+                vv[j] = v_cache[g, bx * B + j, tx]
+            else:
+                vv[j] = T.cast(0, dt)
+
+    @T.macro
+    def load_k(k_cache, kall, g, bx, warp, pi, dc):
+        # K prefetch: every key row this thread scores, before any barrier, so the loads overlap
+        # the rope phase (this step's own key is swapped in later)
+        for it in T.unroll(iters):
+            for c in T.vectorized(DC):
+                kall[it, c] = k_cache[g, T.min(bx * B + warp * (iters * 4) + it * 4 + pi, C - 1), dc * DC + c]
+
+    stamp = stamp_macro(T)
 
     @T.macro
     def body(qkv, q_norm, k_norm, cos, sin, q, k_cache, v_cache, pos, out, part, ml, sem, probe=None):
@@ -224,16 +216,12 @@ def tilelang_attention(dims):
             vcur = T.alloc_var("float32")
             mloc = T.alloc_local((sper,), "float32")
             lloc = T.alloc_local((sper,), "float32")
-            pv = T.alloc_local((MERGE_CHUNK,), "float32")
+            pv = T.alloc_local((MC,), "float32")
             w_s = T.alloc_shared((group, S32), "float32")
             n_s = T.alloc_var("int32")
             w = T.alloc_local((6,), dt)  # the rope phase's norm weights and cos/sin (rope_weights_macro)
             if probed:
                 stamp(probe, px, g, tx, 0)
-            if cl:  # each round's partials and (max, sum) stay on chip for the cluster merge
-                part_s = T.alloc_shared((R, group, D), "float32")
-                ml_s = T.alloc_shared((R, group, 2), "float32")
-                wc_s = T.alloc_shared((-(-group // CL), -(-(CL * R) // 32) * 32), "float32")
             if early:
                 # pos was written by the previous step's argmax_feed (a graph launch before this
                 # one), so it and the cache rows before it may be read before the grid dependency:
@@ -253,17 +241,11 @@ def tilelang_attention(dims):
                 bx = px + r * SG
                 last = n - 1 - bx * B  # this step's own position within the block (< B in the last block)
                 if bx < n_active:
-                    # V prefetch from the cache (thread tx owns dim tx); this step's own v comes later
-                    for j in T.unroll(B):
-                        if bx * B + j < n - (1 if fused else 0):
-                            vv[j] = v_cache[g, bx * B + j, tx]
-                        else:
-                            vv[j] = T.cast(0, dt)
-                    # K prefetch: every key row this thread scores, before any barrier, so the
-                    # loads overlap the rope phase (this step's own key is swapped in later)
-                    for it in T.unroll(iters):
-                        for c in T.vectorized(DC):
-                            kall[it, c] = k_cache[g, T.min(bx * B + warp * (iters * 4) + it * 4 + pi, C - 1), dc * DC + c]
+                    if k_first:  # the scores' rows asked for first: they are needed first
+                        load_k(k_cache, kall, g, bx, warp, pi, dc)
+                    load_v(v_cache, vv, g, bx, n, tx)
+                    if not k_first:
+                        load_k(k_cache, kall, g, bx, warp, pi, dc)
                 if probed:
                     stamp(probe, px, g, tx, 1)
                 if early:
@@ -325,10 +307,7 @@ def tilelang_attention(dims):
                             svs[sp] = T.exp(svs[sp] - m)
                             p_s[(sp * threads + tx) // B, tx % B] = svs[sp]
                             if tx % B == 0:
-                                if cl:
-                                    ml_s[r, (sp * threads + tx) // B, 0] = m
-                                else:
-                                    ml[g * group + (sp * threads + tx) // B, bx, 0] = m
+                                ml[g * group + (sp * threads + tx) // B, bx, 0] = m
                         else:
                             svs[sp] = 0.0
                     T.sync_threads()
@@ -343,10 +322,7 @@ def tilelang_attention(dims):
                                 lsum = 0.0
                                 for w in T.unroll(wph):
                                     lsum += red_s[sp * warps + (tx // B) * wph + w]
-                                if cl:
-                                    ml_s[r, (sp * threads + tx) // B, 1] = lsum
-                                else:
-                                    ml[g * group + (sp * threads + tx) // B, bx, 1] = lsum
+                                ml[g * group + (sp * threads + tx) // B, bx, 1] = lsum
                     if probed:
                         stamp(probe, px, g, tx, 4)
                     # p @ V for this block, dim tx, every head of the group
@@ -359,22 +335,15 @@ def tilelang_attention(dims):
                                 o[hh] += p_s[hh, j] * T.if_then_else(j == last, vcur, T.cast(vv[j], "float32"))
                             else:
                                 o[hh] += p_s[hh, j] * T.cast(vv[j], "float32")
-                        if cl:
-                            part_s[r, hh, tx] = o[hh]
-                        else:
-                            part[g * group + hh, bx, tx] = o[hh]
+                        part[g * group + hh, bx, tx] = o[hh]
                     if probed:
                         stamp(probe, px, g, tx, 5)
-                    if not cl:  # the last split of this kv head to arrive merges (tfdash.kernels.splitkv)
-                        merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active)
-                        if probed:
-                            stamp(probe, px, g, tx, 6)
-                            if tx == 0:
-                                probe[g, px, 7] = T.cast(flag_s[0], "int64")
-                    elif R > 1:
-                        T.sync_threads()  # the next round's softmax reuses sc_s, p_s and red_s
-            if cl:  # one cluster barrier, then a merger per q head reads its peers' partials
-                cmerge(part_s, ml_s, wc_s, part, ml, out, sem, g, px, tx, lane, warp, n_active)
+                    # the last split of this kv head to arrive merges (tfdash.kernels.splitkv)
+                    merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active)
+                    if probed:
+                        stamp(probe, px, g, tx, 6)
+                        if tx == 0:
+                            probe[g, px, 7] = T.cast(flag_s[0], "int64")
 
     if probed:
 
@@ -384,7 +353,7 @@ def tilelang_attention(dims):
             cos: T.Tensor((C, half), dt), sin: T.Tensor((C, half), dt),
             k_cache: T.Tensor((nKV, C, D), dt), v_cache: T.Tensor((nKV, C, D), dt), pos: T.Tensor((1,), "int32"),
             out: T.Tensor((nH * D,), dt), part: T.Tensor((nH, S, D), "float32"),
-            ml: T.Tensor((nH, S, 2), "float32"), sem: T.Tensor((NSEM,), "int32"),
+            ml: T.Tensor((nH, S, 2), "float32"), sem: T.Tensor((nKV,), "int32"),
             probe: T.Tensor((nKV, SG, len(PROBE_PHASES)), "int64"),
         ):
             body(qkv, q_norm, k_norm, cos, sin, None, k_cache, v_cache, pos, out, part, ml, sem, probe)
@@ -396,7 +365,7 @@ def tilelang_attention(dims):
             cos: T.Tensor((C, half), dt), sin: T.Tensor((C, half), dt),
             k_cache: T.Tensor((nKV, C, D), dt), v_cache: T.Tensor((nKV, C, D), dt), pos: T.Tensor((1,), "int32"),
             out: T.Tensor((nH * D,), dt), part: T.Tensor((nH, S, D), "float32"),
-            ml: T.Tensor((nH, S, 2), "float32"), sem: T.Tensor((NSEM,), "int32"),
+            ml: T.Tensor((nH, S, 2), "float32"), sem: T.Tensor((nKV,), "int32"),
         ):
             body(qkv, q_norm, k_norm, cos, sin, None, k_cache, v_cache, pos, out, part, ml, sem)
     else:
@@ -405,7 +374,7 @@ def tilelang_attention(dims):
         def attn_decode(
             q: T.Tensor((nH * D,), dt), k_cache: T.Tensor((nKV, C, D), dt), v_cache: T.Tensor((nKV, C, D), dt),
             pos: T.Tensor((1,), "int32"), out: T.Tensor((nH * D,), dt), part: T.Tensor((nH, S, D), "float32"),
-            ml: T.Tensor((nH, S, 2), "float32"), sem: T.Tensor((NSEM,), "int32"),
+            ml: T.Tensor((nH, S, 2), "float32"), sem: T.Tensor((nKV,), "int32"),
         ):
             body(None, None, None, None, None, q, k_cache, v_cache, pos, out, part, ml, sem)
 

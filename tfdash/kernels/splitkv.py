@@ -39,13 +39,16 @@ def lanes(S: int) -> tuple[int, int]:
     return sper, sper * 32
 
 
-def merge_macro(T, group: int, warps: int, S: int, D: int, dt: str, early: bool = False, acq_rel: bool = False):
+def merge_macro(T, group: int, warps: int, S: int, D: int, dt: str, early: bool = False, acq_rel: bool = False,
+                chunk: int = MERGE_CHUNK):
     """The merge as a tilelang macro over the attention kernel's own buffers and indices. `early`:
-    the merging block loads the first MERGE_CHUNK partials of every head before the (max, sum)
+    the merging block loads the first `chunk` partials of every head before the (max, sum)
     pairs, so both loads are in flight at once rather than one after the other. `acq_rel`: the
     arrival is one acquire-release atomic (after the block's barrier, as CUTLASS's semaphore
     releases) instead of a fence and a relaxed atomic, and the merging block's threads read the
-    partials after that acquire and a barrier instead of after fences of their own."""
+    partials after that acquire and a barrier instead of after fences of their own. `chunk`: the
+    partials a thread loads at once (MERGE_CHUNK); with `early` the first chunk is what overlaps
+    the (max, sum) loads, so a chunk covering every split leaves no second round trip."""
     sper, S32 = lanes(S)
     MP = -(-group // warps)  # merge-weight passes: one warp per head
 
@@ -54,7 +57,7 @@ def merge_macro(T, group: int, warps: int, S: int, D: int, dt: str, early: bool 
         mm = T.alloc_var("float32")
         ll = T.alloc_var("float32")
         acc = T.alloc_var("float32")
-        pre = T.alloc_local((group, MERGE_CHUNK), "float32") if early else None
+        pre = T.alloc_local((group, chunk), "float32") if early else None
         T.sync_threads()
         if tx == 0:
             if acq_rel:
@@ -69,7 +72,7 @@ def merge_macro(T, group: int, warps: int, S: int, D: int, dt: str, early: bool 
                 T.evaluate(T.call_extern("handle", "__threadfence"))
             if early:
                 for hh in T.unroll(group):
-                    for k in T.unroll(MERGE_CHUNK):
+                    for k in T.unroll(chunk):
                         if k < n_active:
                             pre[hh, k] = part[g * group + hh, k, tx]
                         else:
@@ -97,177 +100,24 @@ def merge_macro(T, group: int, warps: int, S: int, D: int, dt: str, early: bool 
                     for k in T.unroll(sper):
                         w_s[mp * warps + warp, k * 32 + lane] = mloc[k] / ll
             T.sync_threads()
-            # out[d] = sum over splits of weight * partial[d]: MERGE_CHUNK independent
+            # out[d] = sum over splits of weight * partial[d]: chunk independent
             # loads in flight per thread, not a chain of dependent ones
             for hh in T.unroll(group):
                 acc = 0.0
-                for c in T.serial((S + MERGE_CHUNK - 1) // MERGE_CHUNK):
-                    if c * MERGE_CHUNK < n_active:
-                        for k in T.unroll(MERGE_CHUNK):
+                for c in T.serial((S + chunk - 1) // chunk):
+                    if c * chunk < n_active:
+                        for k in T.unroll(chunk):
                             if early and c == 0:
                                 pv[k] = pre[hh, k]
-                            elif c * MERGE_CHUNK + k < n_active:
-                                pv[k] = part[g * group + hh, c * MERGE_CHUNK + k, tx]
+                            elif c * chunk + k < n_active:
+                                pv[k] = part[g * group + hh, c * chunk + k, tx]
                             else:
                                 pv[k] = 0.0
-                        for k in T.unroll(MERGE_CHUNK):
-                            acc += w_s[hh, T.min(c * MERGE_CHUNK + k, S32 - 1)] * pv[k]
+                        for k in T.unroll(chunk):
+                            acc += w_s[hh, T.min(c * chunk + k, S32 - 1)] * pv[k]
                 out[(g * group + hh) * D + tx] = T.cast(acc, dt)
             if tx == 0:
                 sem[g] = 0
 
     return merge
 
-
-# The cluster merge's PTX: the cluster barrier (arrive releases this block's shared-memory writes,
-# wait acquires its peers') and a load from a peer block's shared memory (mapa gives the peer's
-# address of the same variable, ld.shared::cluster reads it).
-CLUSTER_PRELUDE = r"""
-__device__ __forceinline__ void tfd_cluster_arrive() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\n" : : : "memory");
-}
-__device__ __forceinline__ void tfd_cluster_wait() {
-  asm volatile("barrier.cluster.wait.acquire.aligned;\n" : : : "memory");
-}
-__device__ __forceinline__ float tfd_ld_cluster(const float* p, int rank) {
-  unsigned a = (unsigned)__cvta_generic_to_shared(p), r;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(a), "r"(rank));
-  float v;
-  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(r) : "memory");
-  return v;
-}
-"""
-
-CLUSTER_MAX = 16  # blocks a cluster holds at most on sm_90 (past the portable 8)
-
-
-def cluster_grid(S: int, cap: int, cluster: int) -> tuple[int, int, int]:
-    """(programs per kv head, rounds, blocks a cluster) for S blocks of the cache merged through
-    clusters of at most `cluster` programs: grid_splits' programs rounded up to whole clusters
-    (a program past S does no work; it only joins its cluster's barriers)."""
-    programs, _ = grid_splits(S, cap)
-    cl = min(cluster, programs)
-    programs = -(-programs // cl) * cl
-    return programs, -(-S // programs), cl
-
-
-def cluster_merge_macro(T, group: int, SG: int, R: int, CL: int, D: int, dt: str):
-    """The split merge through distributed shared memory: every program kept each round's partial
-    output and (max, sum) in its own shared memory (part_s, ml_s); after one cluster barrier,
-    block `rank` of each cluster merges q head rank (rank + CL, ... when a cluster is smaller than
-    the group) from its peers' shared memory: no global partials, no atomic, no L2 round trip.
-    Entry e of a cluster is round e // CL of its block e % CL, the split c*CL + e % CL + (e // CL)*SG;
-    lane l holds entries l, l + 32, ... for the weights, and the partials load PC entries at a time
-    (the first PC before the (max, sum) pairs, so both are in flight at once).
-    With more than one cluster a kv head (SG > CL) each cluster's merger writes its merged partial,
-    unnormalised, and its (max, sum) to global scratch and arrives on sem[q head] (merge_macro's
-    acquire-release pattern); the last cluster to arrive merges those few partials into out."""
-    E = CL * R  # entries a cluster holds
-    EP = -(-E // 32)  # entries a lane holds
-    PC = min(32, E)  # partials a thread loads before it multiplies
-    NCH = -(-E // PC)
-    NC = SG // CL
-    HP = -(-group // CL)  # q heads a merger handles
-
-    def active(c, e, n_active):  # entry e of cluster c holds a split with work
-        return T.And(e < E, c * CL + e % CL + (e // CL) * SG < n_active)
-
-    @T.macro
-    def merge(part_s, ml_s, w_s, part, ml, out, sem, g, px, tx, lane, warp, n_active):
-        c = px // CL
-        rank = px % CL
-        mm = T.alloc_var("float32")
-        ll = T.alloc_var("float32")
-        acc = T.alloc_var("float32")
-        me = T.alloc_local((EP,), "float32")
-        le = T.alloc_local((EP,), "float32")
-        pe = T.alloc_local((PC,), "float32")
-        mk = T.alloc_local((NC,), "float32")
-        arrived = T.alloc_var("int32")
-        last = T.alloc_var("int32")
-        tfd = T.call_extern
-
-        T.evaluate(tfd("handle", "tfd_cluster_arrive"))
-        T.evaluate(tfd("handle", "tfd_cluster_wait"))
-        n_cl = (T.min(n_active, SG) + CL - 1) // CL  # clusters of this kv head with work
-        if c < n_cl:
-            for hp in T.unroll(HP):
-                hh = rank + hp * CL
-                if hh < group:
-                    for k in T.unroll(PC):  # the first PC partials of dim tx
-                        if active(c, k, n_active):
-                            pe[k] = tfd("float32", "tfd_ld_cluster", T.address_of(part_s[k // CL, hh, tx]), k % CL)
-                        else:
-                            pe[k] = 0.0
-                    mm = -T.infinity("float32")
-                    for k in T.unroll(EP):
-                        if active(c, k * 32 + lane, n_active):
-                            me[k] = tfd("float32", "tfd_ld_cluster",
-                                        T.address_of(ml_s[(k * 32 + lane) // CL, hh, 0]), (k * 32 + lane) % CL)
-                            le[k] = tfd("float32", "tfd_ld_cluster",
-                                        T.address_of(ml_s[(k * 32 + lane) // CL, hh, 1]), (k * 32 + lane) % CL)
-                        else:
-                            me[k] = -T.infinity("float32")
-                            le[k] = 0.0
-                        mm = T.max(mm, me[k])
-                    mm = T.warp_reduce_max(mm)  # every warp reduces the same entries alike
-                    ll = 0.0
-                    for k in T.unroll(EP):
-                        me[k] = T.exp(me[k] - mm)  # 0 for the inactive entries
-                        ll += me[k] * le[k]
-                    ll = T.warp_reduce_sum(ll)
-                    if warp == 0:
-                        for k in T.unroll(EP):
-                            w_s[hp, k * 32 + lane] = me[k] / ll if NC == 1 else me[k]
-                    T.sync_threads()
-                    acc = 0.0
-                    for k in T.unroll(PC):
-                        acc += w_s[hp, k] * pe[k]
-                    for ch in T.serial(1, NCH):
-                        for k in T.unroll(PC):
-                            if active(c, ch * PC + k, n_active):
-                                pe[k] = tfd("float32", "tfd_ld_cluster",
-                                            T.address_of(part_s[(ch * PC + k) // CL, hh, tx]), (ch * PC + k) % CL)
-                            else:
-                                pe[k] = 0.0
-                        for k in T.unroll(PC):
-                            acc += w_s[hp, ch * PC + k] * pe[k]
-                    if NC == 1:
-                        out[(g * group + hh) * D + tx] = T.cast(acc, dt)
-                    else:  # this cluster's partial and its (max, sum)
-                        part[g * group + hh, c, tx] = acc
-                        if tx == 0:
-                            ml[g * group + hh, c, 0] = mm
-                            ml[g * group + hh, c, 1] = ll
-        T.evaluate(tfd("handle", "tfd_cluster_arrive"))  # done reading its peers: they may exit
-        if NC > 1 and c < n_cl:
-            for hp in T.unroll(HP):
-                hh = rank + hp * CL
-                if hh < group:
-                    arrived = 0
-                    T.sync_threads()
-                    if tx == 0:
-                        arrived = T.if_then_else(T.atomic_add(sem[g * group + hh], 1, memory_order="acq_rel",
-                                                              return_prev=True) == n_cl - 1, 1, 0)
-                    # thread 0's answer to all: a barrier, not shared memory, which may alias part_s
-                    # that peers are still reading
-                    last = T.call_extern("int32", "__syncthreads_or", arrived)
-                    if last != 0:  # the last cluster of this q head: merge the clusters' partials
-                        mm = -T.infinity("float32")
-                        for k in T.unroll(NC):
-                            mk[k] = T.if_then_else(k < n_cl, ml[g * group + hh, k, 0], -T.infinity("float32"))
-                            mm = T.max(mm, mk[k])
-                        ll = 0.0
-                        for k in T.unroll(NC):
-                            mk[k] = T.exp(mk[k] - mm)
-                            ll += T.if_then_else(k < n_cl, mk[k] * ml[g * group + hh, k, 1], 0.0)
-                        acc = 0.0
-                        for k in T.unroll(NC):
-                            if k < n_cl:
-                                acc += mk[k] / ll * part[g * group + hh, k, tx]
-                        out[(g * group + hh) * D + tx] = T.cast(acc, dt)
-                        if tx == 0:
-                            sem[g * group + hh] = 0
-        T.evaluate(tfd("handle", "tfd_cluster_wait"))
-
-    return merge

@@ -20,12 +20,9 @@ PLAN_VARIANTS = {
     "tilelang-latenorm": {"early_norm": False},
     # attention's splits arrive with a fence and a relaxed atomic, not one acquire-release atomic
     "tilelang-fenced": {"attn_merge_acq_rel": False},
-    # attention's splits merged in distributed shared memory: clusters of 16 programs (two
-    # clusters a kv head past 1024 positions), or of 16 with a 16-program cap (one cluster, two
-    # rounds past 1024), or of 8
-    "tilelang-cl16": {"attn_cluster": 16},
-    "tilelang-cl16sc16": {"attn_cluster": 16, "attn_split_cap": 16},
-    "tilelang-cl8": {"attn_cluster": 8},
-    # 128 positions a split: half the splits (and the merge's partials), twice each block's K/V
-    "tilelang-b128": {"attn_block": 128},
+    # attention's K prefetch before its V; the merge loading 32 partials at once (up to 32 splits:
+    # one round trip, where 16 at a time takes two past 1024 positions); both
+    "tilelang-kf": {"attn_k_first": True},
+    "tilelang-mc32": {"attn_merge_chunk": 32},
+    "tilelang-kfmc32": {"attn_k_first": True, "attn_merge_chunk": 32},
 }
