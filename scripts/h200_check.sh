@@ -3,7 +3,7 @@
 #   run with carry [".gpu"]:  bash scripts/h200_check.sh [tests|diag|bench|profile|app|all] [extra bench args]
 #   (all = tests, diag, bench; engine = bench, headless run, GPU tests; observe = issues 5 and 6 (+ bench); dash = app + tty; profile = scripts/gpu_profile_check.py; app = scripts/gpu_app_check.py;
 #    counters = tfdash counters on one layer plus embed, lm_head and argmax (issue 17);
-#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; tables = the GEMV table's 0.6B and 4B entries in the default plan; tails = GEMV grids that spread rows unevenly over warps (4B o_proj and down, 0.6B gate_up), tails14 = the same for 14B; live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick; where = per-op exclusive us against each op's floor at 0.6B and 4B (scripts/kernel_times.py --model); inflight = GEMVs with more loads in flight a lane at 4B, 0.6B and 1.7B; confirm = session 11's 4B and 0.6B table entries tested and benched; inflight14 = the same for 14B; next = what session 11 leaves (the early_norm and acqrel variants tested and A/B'd at 1.7B, 0.6B and 4B; since on by default); inflight32 = 32B's qkv_proj and gate_up at 4B's and 14B's settings; land12 = the GPU suite on session 12's defaults with the 1.7B headline bench; probe = the phases alone at 1.7B and 0.6B, ctx 1024 and 256; kfmc = attention's K-first prefetch and 32-partial merge chunk tested and A/B'd)
+#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; tables = the GEMV table's 0.6B and 4B entries in the default plan; tails = GEMV grids that spread rows unevenly over warps (4B o_proj and down, 0.6B gate_up), tails14 = the same for 14B; live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick; where = per-op exclusive us against each op's floor at 0.6B and 4B (scripts/kernel_times.py --model); inflight = GEMVs with more loads in flight a lane at 4B, 0.6B and 1.7B; confirm = session 11's 4B and 0.6B table entries tested and benched; inflight14 = the same for 14B; next = what session 11 leaves (the early_norm and acqrel variants tested and A/B'd at 1.7B, 0.6B and 4B; since on by default); inflight32 = 32B's qkv_proj and gate_up at 4B's and 14B's settings; land12 = the GPU suite on session 12's defaults with the 1.7B headline bench; probe = the phases alone at 1.7B and 0.6B, ctx 1024 and 256; land14 = session 14's default tested with the 1.7B headline bench)
 # Needs the offline bundle (../shared/gpu-bundle .gpu/site.tar.xz). The tilelang kernel cache
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
@@ -127,30 +127,22 @@ if [ "$what" = probe ]; then
       --out "$R/phases-$m-$c.json" 2>&1 | grep -v "TileLang:\|compiled" > "$R/phases-$m-$c.log"; tail -11 "$R/phases-$m-$c.log" | cut -c1-160; pack
   done; done
 fi
-if [ "$what" = kfmc ]; then
-  # attention's K prefetch before its V (tilelang-kf) and its merge loading 32 partials at once
-  # (tilelang-mc32), about 8 minutes, parts packed as they finish: their attention against torch
-  # at 0.6B, 1.7B and 4B; their 1.7B graphs bit for bit against the default's; the A/B at 1.7B,
-  # 0.6B and 4B in one process each; the phase probe of the default and kfmc32 at 1.7B
+if [ "$what" = land14 ]; then
+  # session 14's default (the merge's 32-partial chunk at groups of 1 and 2), about 6 minutes:
+  # its attention against torch at 1.7B, the 1.7B headline bench with its baseline (tilelang-mc16)
+  # and the torch-compile peer, then the step against the reference and the baselines' graphs bit
+  # for bit against the default's
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  V=tilelang-kf,tilelang-mc32,tilelang-kfmc32
-  python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b,qwen3-4b --variants $V 2>&1 \
-    | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
-  python3 scripts/precompile.py --only-default --sizes qwen3-1.7b --variants tilelang-otlate,tilelang-mlate,tilelang-latenorm,tilelang-fenced,tilelang-lateres,tilelang-latekv \
-    2>&1 | grep -v "TileLang:" >> "$R/precompile.log"; tail -1 "$R/precompile.log"
-  timeout 120 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py -q -rA -p no:cacheprovider \
-    -k "test_attention_k_first_and_merge_chunk" 2>&1 | grep -v "TileLang:" > "$R/kfmc-tests.log"
-  grep -E "^(FAILED|ERROR)|passed|failed" "$R/kfmc-tests.log" | cut -c1-200 | tail -6; pack
-  timeout 150 python3 -m pytest -m gpu tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
-    -k test_plan_variants_decode_the_same_bits 2>&1 | grep -v "TileLang:" > "$R/kfmc-graph-test.log"
-  grep -E "^(FAILED|ERROR)|passed|failed" "$R/kfmc-graph-test.log" | cut -c1-200 | tail -4; pack
-  for m in qwen3-1.7b qwen3-0.6b qwen3-4b; do
-    b=tilelang-graph,$V; [ $m = qwen3-4b ] && b=tilelang-graph,tilelang-kf,tilelang-kfmc32
-    timeout 130 python3 -m tfdash bench --model $m --backends $b --json "$R/bench-$m-kfmc.json" 2>&1 \
-      | grep -v "TileLang:" > "$R/bench-$m-kfmc.log"; tail -6 "$R/bench-$m-kfmc.log" | cut -c1-150; pack
-  done
-  timeout 80 python3 scripts/attn_phases.py --model qwen3-1.7b --variants tilelang-kfmc32 --out "$R/phases-1.7b-kfmc.json" 2>&1 \
-    | grep -v "TileLang:\|compiled" > "$R/phases-1.7b-kfmc.log"; tail -20 "$R/phases-1.7b-kfmc.log" | cut -c1-160; pack
+  python3 scripts/precompile.py --only-default --sizes qwen3-1.7b --variants tilelang-mc16,tilelang-otlate,tilelang-mlate,tilelang-latenorm,tilelang-fenced,tilelang-lateres,tilelang-latekv \
+    2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
+  timeout 60 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py -q -rA -p no:cacheprovider \
+    -k "test_attention_merge_chunk and qwen3-1.7b" 2>&1 | grep -v "TileLang:" > "$R/chunk-tests.log"
+  grep -E "^(FAILED|ERROR)|passed|failed" "$R/chunk-tests.log" | cut -c1-200 | tail -4; pack
+  timeout 230 python3 -m tfdash bench --backends tilelang-graph,tilelang-mc16,torch-compile \
+    --json "$R/bench-qwen3-1.7b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-qwen3-1.7b.log"; tail -5 "$R/bench-qwen3-1.7b.log" | cut -c1-160; pack
+  timeout 120 python3 -m pytest -m gpu tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
+    -k "test_step_matches_reference or test_plan_variants_decode_the_same_bits" 2>&1 | grep -v "TileLang:" > "$R/engine-tests.log"
+  grep -E "^(FAILED|ERROR)|passed|failed" "$R/engine-tests.log" | cut -c1-200 | tail -4; pack
 fi
 if [ "$what" = headline ]; then
   # the README's table on today's default plan: the unfused attention's and continuous timing's GPU

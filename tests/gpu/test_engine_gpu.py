@@ -237,8 +237,7 @@ def test_plan_variants_decode_the_same_bits(state):
     generation through each captured graph gives the default graph's logits bit for bit at the end
     and the same tokens (default knobs off: late KV, late residual, gate_up launched after o_proj's
     grid dependency, the merge's partials loaded late, norm weights read after the grid dependency,
-    the splits' arrival with fences; the K prefetch before the V; the merge's partials 32 at a time,
-    summed in the same order)."""
+    the splits' arrival with fences; the merge's partials 16 at a time, summed in the same order)."""
     sd, weights, plan, _, eng, _ = state
     prompt = [11, 22, 33, 44, 55] * 40  # 200 positions: attention spans several splits
 
@@ -257,7 +256,7 @@ def test_plan_variants_decode_the_same_bits(state):
     for options in ({"attn_kv_early": False, "early_residual": False}, PLAN_VARIANTS["tilelang-otlate"],
                     PLAN_VARIANTS["tilelang-mlate"], PLAN_VARIANTS["tilelang-latenorm"],
                     PLAN_VARIANTS["tilelang-fenced"], {"early_norm": False, "attn_merge_acq_rel": False},
-                    PLAN_VARIANTS["tilelang-kf"], PLAN_VARIANTS["tilelang-mc32"]):
+                    PLAN_VARIANTS["tilelang-mc16"]):
         variant = TilelangRuntime(build_plan(CFG, dtype="bfloat16", capacity=2048, **options), weights, DEV)
         variant.capture()
         tokens, logits = run(variant)

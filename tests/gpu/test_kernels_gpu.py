@@ -280,13 +280,17 @@ def test_attention_with_32_position_blocks(variant, ctx):
     check_fused_attention(build_plan(CFG, dtype="bfloat16", capacity=4096, **PLAN_VARIANTS[variant]), ctx)
 
 
-@pytest.mark.parametrize("variant", ["tilelang-kf", "tilelang-mc32", "tilelang-kfmc32"])
+@pytest.mark.parametrize("variant", [None, "tilelang-mc16"])
 @pytest.mark.parametrize("size", ["qwen3-0.6b", "qwen3-1.7b", "qwen3-4b"])
 @pytest.mark.parametrize("ctx", [0, 1, 1023, 1024, 2047, 2111])
-def test_attention_k_first_and_merge_chunk(variant, size, ctx):
-    """The K prefetch issued before the V, and the merge loading 32 partials at once, at the
-    bench's capacity (33 blocks: a second round past 2048 positions)."""
-    check_fused_attention(build_plan(preset(size), dtype="bfloat16", capacity=2112, **PLAN_VARIANTS[variant]), ctx)
+def test_attention_merge_chunk(variant, size, ctx):
+    """The merge's partials 32 at a time (the default at groups of 1 and 2) or 16 (the baseline;
+    groups of 3 and more always), at the bench's capacity (33 blocks: past 2048 positions a
+    second round)."""
+    plan = build_plan(preset(size), dtype="bfloat16", capacity=2112, **PLAN_VARIANTS.get(variant, {}))
+    [launch] = [x for x in plan.kernels().values() if x.family == "attention"]
+    assert launch.dims.get("merge_chunk", 16) == (32 if variant is None and size != "qwen3-4b" else 16)
+    check_fused_attention(plan, ctx)
 
 
 @pytest.mark.parametrize("capacity,ctx,cap", [(2112, 0, None), (2112, 2111, None), (2112, 2111, 40), (2112, 1500, 16),

@@ -34,6 +34,8 @@ from tfdash.errors import CapacityError, TfdashError
 ATTN_BLOCK = 64  # KV positions per split of the split-KV attention
 # q heads per kv head at most for the early merge: it holds group x 16 partials a thread in registers
 MERGE_EARLY_GROUP = 4
+# q heads per kv head at most for a 32-partial merge chunk (group x 32 in registers; 4 x 32 spills)
+WIDE_MERGE_GROUP, WIDE_MERGE_CHUNK = 2, 32
 # kernel-name tags of overridden settings; min_blocks: __launch_bounds__'s blocks per SM (a
 # register budget a thread, so the next kernel's blocks fit beside these under PDL)
 GEMV_KNOB_TAG = {"rows": "r", "seg": "s", "blocks_per_sm": "b", "min_blocks": "m", "trigger_first": "t"}
@@ -189,8 +191,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                attn_split_cap: int | None = None, attn_min_blocks: int | None = None,
                attn_block: int | None = None, o_proj_trigger_first: bool = True,
                attn_merge_early: bool = True, early_norm: bool = True,
-               attn_merge_acq_rel: bool = True, attn_k_first: bool = False,
-               attn_merge_chunk: int | None = None) -> StepPlan:
+               attn_merge_acq_rel: bool = True, attn_merge_chunk: int | None = None) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -218,9 +219,10 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     dependency, so what follows it waits on the activations alone (in L2) rather than also on a
     DRAM read of a weight, bit for bit the same arithmetic; False is the A/B baseline.
     `attn_merge_acq_rel`: attention's splits arrive with one acquire-release atomic, not a fence
-    and a relaxed atomic (splitkv.merge_macro's `acq_rel`); False: the baseline. `attn_k_first`
-    issues the K prefetch before the V (the scores need K first); `attn_merge_chunk`: the partials
-    the merge loads at once (MERGE_CHUNK).
+    and a relaxed atomic (splitkv.merge_macro's `acq_rel`); False: the baseline.
+    `attn_merge_chunk`: the partials the merge loads at once; None: WIDE_MERGE_CHUNK where a kv
+    head has at most WIDE_MERGE_GROUP q heads (up to 32 splits in one round trip), else
+    splitkv.MERGE_CHUNK (16: a second round trip past 16 splits); the same sums in the same order.
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import settings as gemv_settings
@@ -338,12 +340,14 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
             attn_dims["early_norm"] = True
         else:
             sc_sfx += "_ln"
-    if attn_k_first:
-        attn_dims["k_first"], sc_sfx = True, sc_sfx + "_kf"
-    if attn_merge_chunk is not None:
-        if not 1 <= attn_merge_chunk <= 64:
-            raise TfdashError(f"attn_merge_chunk={attn_merge_chunk} must be 1 to 64 partials")
-        attn_dims["merge_chunk"], sc_sfx = attn_merge_chunk, sc_sfx + f"_mc{attn_merge_chunk}"
+    from tfdash.kernels.splitkv import MERGE_CHUNK
+
+    wide = WIDE_MERGE_CHUNK if nH // nKV <= WIDE_MERGE_GROUP else MERGE_CHUNK
+    chunk = wide if attn_merge_chunk is None else attn_merge_chunk
+    if not 1 <= chunk <= 64:
+        raise TfdashError(f"attn_merge_chunk={chunk} must be 1 to 64 partials")
+    attn_dims.update({"merge_chunk": chunk} if chunk != MERGE_CHUNK else {})
+    sc_sfx += f"_mc{chunk}" if chunk != wide else ""  # another chunk than the shape's own
     if attn_min_blocks is not None:
         if not 1 <= attn_min_blocks <= 16:
             raise TfdashError(f"attn_min_blocks={attn_min_blocks} must be 1 to 16 blocks per SM")

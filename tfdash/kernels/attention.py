@@ -124,12 +124,13 @@ def tilelang_attention(dims):
     scores  lanes split a key row 8 ways (16 dims, two 16-byte loads each) and 4 positions per
             warp instruction; an xor-shuffle over the 8 lanes finishes each dot product
     values  each thread owns one dim d and prefetches v[j, d] for the block's B positions before
-            anything else (its key rows right after; before, with `k_first`), so K and V stream
-            while q and this step's k are normed and rotated. Fused under PDL this happens before
-            the grid dependency: pos and the earlier cache rows were written by earlier steps, so
-            the stream overlaps the qkv GEMV's tail (`kv_early`, default on)
+            anything else (and its key rows right after), so K and V stream while q and this
+            step's k are normed and rotated. Fused under PDL this happens before the grid
+            dependency: pos and the earlier cache rows were written by earlier steps, so the
+            stream overlaps the qkv GEMV's tail (`kv_early`, default on)
     softmax one score per thread: warp max/sum within a head, combined across the head's warps
-    merge   partials to global scratch; the last split to arrive merges (tfdash.kernels.splitkv)
+    merge   partials to global scratch; the last split to arrive merges (tfdash.kernels.splitkv),
+            loading `merge_chunk` partials at once (splitkv.MERGE_CHUNK unless the plan says)
     """
     import tilelang.language as T
 
@@ -164,7 +165,7 @@ def tilelang_attention(dims):
     rope = fused_rope_macro(T, group, nH, nKV, D, dt, eps, preloaded=early_norm)
     load_w = rope_weights_macro(T, D)
     RED = max(SP, RP) * warps  # reduction slots: one per warp per pass
-    probed, k_first = bool(dims.get("probe")), bool(dims.get("k_first"))  # probe: stamps its phases
+    probed = bool(dims.get("probe"))  # a diagnostic build that stamps its phases (PROBE_PHASES)
     assert fused or not probed, "the phase probe is built for the fused attention"
     launch_kw = dict(prelude=PROBE_PRELUDE) if probed else {}
 
@@ -241,11 +242,8 @@ def tilelang_attention(dims):
                 bx = px + r * SG
                 last = n - 1 - bx * B  # this step's own position within the block (< B in the last block)
                 if bx < n_active:
-                    if k_first:  # the scores' rows asked for first: they are needed first
-                        load_k(k_cache, kall, g, bx, warp, pi, dc)
                     load_v(v_cache, vv, g, bx, n, tx)
-                    if not k_first:
-                        load_k(k_cache, kall, g, bx, warp, pi, dc)
+                    load_k(k_cache, kall, g, bx, warp, pi, dc)
                 if probed:
                     stamp(probe, px, g, tx, 1)
                 if early:

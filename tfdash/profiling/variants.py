@@ -20,9 +20,6 @@ PLAN_VARIANTS = {
     "tilelang-latenorm": {"early_norm": False},
     # attention's splits arrive with a fence and a relaxed atomic, not one acquire-release atomic
     "tilelang-fenced": {"attn_merge_acq_rel": False},
-    # attention's K prefetch before its V; the merge loading 32 partials at once (up to 32 splits:
-    # one round trip, where 16 at a time takes two past 1024 positions); both
-    "tilelang-kf": {"attn_k_first": True},
-    "tilelang-mc32": {"attn_merge_chunk": 32},
-    "tilelang-kfmc32": {"attn_k_first": True, "attn_merge_chunk": 32},
+    # the merge loading 16 partials at once where the default takes 32 (groups of 1 and 2)
+    "tilelang-mc16": {"attn_merge_chunk": 16},
 }
