@@ -242,3 +242,20 @@ def test_ptxas_facts_of_a_kernel(fresh_cache):
     assert "spills 40 B stored, 44 B loaded" in spilled.line()
     assert facts("not cuda").startswith("// ptxas: unavailable (nvcc failed")
 
+
+
+@pytest.mark.slow
+def test_attention_probe_build_stamps_each_phase(fresh_cache):
+    """The probe build (tfdash.kernels.probe) stamps the global timer at each phase into its extra
+    buffer, and says whether the block merged; the kernel itself carries no stamp."""
+    import dataclasses
+
+    from tfdash.engine.compile import SM90A, compile_one
+    from tfdash.kernels.probe import PROBE_PHASES
+
+    launch = PLAN.kernels()["attn_rope_decode_me"]
+    probe = dataclasses.replace(launch, kernel=launch.kernel + "_probe", dims={**launch.dims, "probe": True})
+    src = compile_one(probe, target=SM90A, pdl=True, backend="tvm_ffi").get_kernel_source()
+    assert "%globaltimer" in src and src.count("= tfd_globaltimer()") == len(PROBE_PHASES) - 1
+    assert re.search(r"probe\[[^\]]*\+ 7\)\] = \(\(int64_t\)\(\(int\*\)flag_s\)\[0\]\)", src)
+    assert "globaltimer" not in compiled("attn_rope_decode_me").get_kernel_source()

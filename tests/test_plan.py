@@ -241,3 +241,26 @@ def test_the_early_read_knobs_reach_the_engine_plan():
     with SETTINGS.override(attn_merge_acq_rel=False):
         assert "attn_rope_decode_me_fe" in kernels()
     assert not any(k.endswith(("_ln", "_fe")) for k in on)
+    with SETTINGS.override(attn_merge_chunk=16):  # qwen3-tiny's group of 2 takes 32 by default
+        assert "attn_rope_decode_me_mc16" in kernels()
+
+
+@pytest.mark.parametrize("name,chunk", [("qwen3-0.6b", 32), ("qwen3-1.7b", 32), ("qwen3-4b", 16), ("qwen3-8b", 16),
+                                        ("qwen3-14b", 16), ("qwen3-32b", 16)])
+def test_the_merge_chunk_follows_the_group(name, chunk):
+    """32 partials at once where a kv head has 1 or 2 q heads, else splitkv.MERGE_CHUNK (16); the
+    option picks another, named apart, and a chunk out of range is refused in one line."""
+    from tfdash.engine.config import preset
+    from tfdash.errors import TfdashError
+
+    def attention(plan):
+        [la] = [x for x in plan.kernels().values() if x.family == "attention"]
+        return la
+
+    la = attention(build_plan(preset(name), capacity=2112))
+    assert la.dims.get("merge_chunk", 16) == chunk and "_mc" not in la.kernel
+    other = 48 - chunk  # 16 <-> 32
+    la = attention(build_plan(preset(name), capacity=2112, attn_merge_chunk=other))
+    assert la.dims.get("merge_chunk", 16) == other and la.kernel.endswith(f"_mc{other}")
+    with pytest.raises(TfdashError, match="attn_merge_chunk=65 must be 1 to 64"):
+        build_plan(preset(name), capacity=2112, attn_merge_chunk=65)

@@ -88,6 +88,11 @@ class Settings:
                                    "after the block's barrier, and the merging block reads the partials after "
                                    "it, with no fences; off: a fence and a relaxed atomic (bench backend "
                                    "tilelang-fenced, the A/B baseline; benchmarks/ has the measured difference)"),
+        "attn_merge_chunk": Knob("TFDASH_ATTN_MERGE_CHUNK", 0,
+                                 "partials attention's merging block loads at once; 0: the shape's own, 32 where "
+                                 "a kv head has 1 or 2 q heads (up to 32 splits in one round trip), else 16 (a "
+                                 "group of 4 spills registers with 32); the same sums in the same order (bench "
+                                 "backend tilelang-mc16, the A/B baseline; benchmarks/ has the measured difference)"),
         "attn_split_cap": Knob("TFDASH_ATTN_SPLIT_CAP", 32,
                                "programs per kv head in attention's grid at most; each loops over its "
                                "64-position blocks of the KV cache, so a larger cache launches no more "
