@@ -27,20 +27,14 @@ from tfdash.engine.weights import pack, random_state_dict
 from tfdash.kernels.probe import PROBE_PHASES
 from tfdash.kernels.splitkv import grid_splits, splits_used
 
+from kernel_times import replay_times  # this script's folder is on sys.path when it runs
+
 CAPACITY = 2048  # one round a program up to 2048 positions: every stamp is of the block's only split
 
 
 def replay_us(rt, ctx, n):
-    evs = [torch.cuda.Event(enable_timing=True) for _ in range(n + 1)]
-    rt.bufs["pos"].fill_(ctx)
-    rt.bufs["prompt_len"].fill_(0)
-    torch.cuda.synchronize()
-    evs[0].record()
-    for i in range(n):
-        rt.graph.replay()
-        evs[i + 1].record()
-    torch.cuda.synchronize()
-    return statistics.median(evs[i].elapsed_time(evs[i + 1]) * 1e3 for i in range(n))
+    """The median replay in us from ctx (kernel_times' timing: pos moves on a step a replay)."""
+    return statistics.median(replay_times(rt, n, ctx))
 
 
 def probed_runtime(plan, weights):

@@ -27,9 +27,9 @@ from tfdash.profiling.targets import H200
 CTX = 1024
 
 
-def replay_times(rt, n=200):
+def replay_times(rt, n=200, ctx=CTX):
     evs = [torch.cuda.Event(enable_timing=True) for _ in range(n + 1)]
-    rt.bufs["pos"].fill_(CTX)
+    rt.bufs["pos"].fill_(ctx)
     rt.bufs["prompt_len"].fill_(0)
     torch.cuda.synchronize()
     evs[0].record()
