@@ -243,7 +243,6 @@ def test_ptxas_facts_of_a_kernel(fresh_cache):
     assert facts("not cuda").startswith("// ptxas: unavailable (nvcc failed")
 
 
-
 @pytest.mark.slow
 def test_attention_probe_build_stamps_each_phase(fresh_cache):
     """The probe build (tfdash.kernels.probe) stamps the global timer at each phase into its extra

@@ -263,4 +263,3 @@ def test_plan_variants_decode_the_same_bits(state):
         assert torch.equal(tokens, base_tokens), options
         assert torch.equal(logits, base_logits), options
         del variant
-

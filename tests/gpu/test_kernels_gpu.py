@@ -313,4 +313,3 @@ def check_fused_attention(plan, ctx):
         mask[ctx] = False
         assert torch.equal(a[cache][:, mask], b[cache][:, mask])
     assert int(b["sem"].abs().sum().item()) == 0
-

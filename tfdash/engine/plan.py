@@ -346,8 +346,10 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     chunk = wide if attn_merge_chunk is None else attn_merge_chunk
     if not 1 <= chunk <= 64:
         raise TfdashError(f"attn_merge_chunk={chunk} must be 1 to 64 partials")
-    attn_dims.update({"merge_chunk": chunk} if chunk != MERGE_CHUNK else {})
-    sc_sfx += f"_mc{chunk}" if chunk != wide else ""  # another chunk than the shape's own
+    if chunk != MERGE_CHUNK:
+        attn_dims["merge_chunk"] = chunk
+    if chunk != wide:
+        sc_sfx += f"_mc{chunk}"  # another chunk than the shape's own
     if attn_min_blocks is not None:
         if not 1 <= attn_min_blocks <= 16:
             raise TfdashError(f"attn_min_blocks={attn_min_blocks} must be 1 to 16 blocks per SM")
