@@ -256,5 +256,5 @@ def test_attention_probe_build_stamps_each_phase(fresh_cache):
     probe = dataclasses.replace(launch, kernel=launch.kernel + "_probe", dims={**launch.dims, "probe": True})
     src = compile_one(probe, target=SM90A, pdl=True, backend="tvm_ffi").get_kernel_source()
     assert "%globaltimer" in src and src.count("= tfd_globaltimer()") == len(PROBE_PHASES) - 1
-    assert re.search(r"probe\[[^\]]*\+ 7\)\] = \(\(int64_t\)\(\(int\*\)flag_s\)\[0\]\)", src)
+    assert re.search(rf"probe\[[^\]]*\+ {len(PROBE_PHASES) - 1}\)\] = \(\(int64_t\)\(\(int\*\)flag_s\)\[0\]\)", src)
     assert "globaltimer" not in compiled("attn_rope_decode_me").get_kernel_source()

@@ -86,6 +86,18 @@ def test_step_matches_reference(state, ctx):
     check_step(CFG, ref, eng, truth, ctx)
 
 
+def test_warp_softmax_step_matches_reference(state):
+    """The plan with each warp's softmax in registers (tilelang-ws): another order of the same
+    sums, so its step answers to the reference at the default's bars."""
+    from tfdash.profiling.variants import PLAN_VARIANTS
+
+    _, weights, _, ref, _, truth = state
+    eng = TilelangRuntime(build_plan(CFG, dtype="bfloat16", capacity=2048, **PLAN_VARIANTS["tilelang-ws"]), weights, DEV)
+    eng.capture()
+    for ctx in (0, 1, 255, 1024):
+        check_step(CFG, ref, eng, truth, ctx)
+
+
 @pytest.mark.parametrize("ctx", [0, 1, 1024])
 def test_every_size_step_matches_reference(sized, ctx):
     cfg, _, _, ref, eng, truth = sized

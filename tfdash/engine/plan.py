@@ -28,14 +28,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
+from tfdash.engine.attn_plan import ATTN_BLOCK, attention_dims
 from tfdash.engine.config import ModelConfig
 from tfdash.errors import CapacityError, TfdashError
 
-ATTN_BLOCK = 64  # KV positions per split of the split-KV attention
-# q heads per kv head at most for the early merge: it holds group x 16 partials a thread in registers
-MERGE_EARLY_GROUP = 4
-# q heads per kv head at most for a 32-partial merge chunk (group x 32 in registers; 4 x 32 spills)
-WIDE_MERGE_GROUP, WIDE_MERGE_CHUNK = 2, 32
 # kernel-name tags of overridden settings; min_blocks: __launch_bounds__'s blocks per SM (a
 # register budget a thread, so the next kernel's blocks fit beside these under PDL)
 GEMV_KNOB_TAG = {"rows": "r", "seg": "s", "blocks_per_sm": "b", "min_blocks": "m", "trigger_first": "t"}
@@ -191,7 +187,8 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                attn_split_cap: int | None = None, attn_min_blocks: int | None = None,
                attn_block: int | None = None, o_proj_trigger_first: bool = True,
                attn_merge_early: bool = True, early_norm: bool = True,
-               attn_merge_acq_rel: bool = True, attn_merge_chunk: int | None = None) -> StepPlan:
+               attn_merge_acq_rel: bool = True, attn_merge_chunk: int | None = None,
+               attn_warp_softmax: bool = False) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -212,7 +209,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     dependency, so gate_up's blocks stream their first weights while attention still runs (gate_up
     reads only weights before its own dependency); False is the A/B baseline.
     `attn_merge_early` has the merging block load its first partials beside the (max, sum) pairs
-    (splitkv.merge_macro's `early`) where a kv head has at most MERGE_EARLY_GROUP q heads (their
+    (splitkv.merge_macro's `early`) where a kv head has at most attn_plan.MERGE_EARLY_GROUP q heads (their
     partials stay in registers); larger groups merge late, as False does everywhere (the baseline).
     `early_norm` has the kernels with an RMSNorm in front (qkv_proj, gate_up, lm_head, and the
     fused attention's q/k norm with its cos/sin) read their norm weights before their grid
@@ -220,9 +217,11 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     DRAM read of a weight, bit for bit the same arithmetic; False is the A/B baseline.
     `attn_merge_acq_rel`: attention's splits arrive with one acquire-release atomic, not a fence
     and a relaxed atomic (splitkv.merge_macro's `acq_rel`); False: the baseline.
-    `attn_merge_chunk`: the partials the merge loads at once; None: WIDE_MERGE_CHUNK where a kv
-    head has at most WIDE_MERGE_GROUP q heads (up to 32 splits in one round trip), else
+    `attn_merge_chunk`: the partials the merge loads at once; None: attn_plan.WIDE_MERGE_CHUNK where
+    a kv head has at most WIDE_MERGE_GROUP q heads (up to 32 splits in one round trip), else
     splitkv.MERGE_CHUNK (16: a second round trip past 16 splits); the same sums in the same order.
+    `attn_warp_softmax`: each warp of attention takes the softmax of its own scores in registers,
+    one block barrier where the block-wide softmax has four (tfdash.kernels.softmax).
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import settings as gemv_settings
@@ -244,10 +243,12 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         raise CapacityError(f"capacity={capacity} must be positive")
     H, D, I, V, L = cfg.hidden_size, cfg.head_dim, cfg.intermediate_size, cfg.vocab_size, cfg.num_layers
     nH, nKV, C = cfg.num_heads, cfg.num_kv_heads, capacity
-    block = ATTN_BLOCK if attn_block is None else attn_block
-    if block < 1:
-        raise TfdashError(f"attn_block={block} must be positive")
-    splits = -(-C // block)
+    attn_dims, sc_sfx = attention_dims(
+        nH, nKV, D, C, fused_rope=fused_rope, attn_kv_early=attn_kv_early, attn_split_cap=attn_split_cap,
+        attn_min_blocks=attn_min_blocks, attn_block=attn_block, attn_merge_early=attn_merge_early,
+        early_norm=early_norm, attn_merge_acq_rel=attn_merge_acq_rel, attn_merge_chunk=attn_merge_chunk,
+        attn_warp_softmax=attn_warp_softmax)
+    splits = attn_dims["splits"]
     eps = cfg.rms_norm_eps
 
     buffers: dict[str, BufferSpec] = {}
@@ -321,40 +322,6 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                                                  out_dtype, extra), **args)
 
     launch("embed", None, "embed", "embed_gather", dict(H=H, V=V), tok="tok", table="embed", out="x")
-    attn_dims = dict(n_heads=nH, n_kv_heads=nKV, head_dim=D, capacity=C, block=block, splits=splits)
-    sc_sfx = "" if block == ATTN_BLOCK else f"_b{block}"  # another block is another kernel
-    if attn_split_cap is not None:
-        if attn_split_cap < 1:
-            raise TfdashError(f"attn_split_cap={attn_split_cap} must be at least 1")
-        attn_dims["split_cap"] = attn_split_cap
-        sc_sfx += f"_sc{attn_split_cap}"  # another grid is another kernel: name it apart
-    if attn_merge_early and nH // nKV <= MERGE_EARLY_GROUP:
-        attn_dims["merge_early"] = True
-        sc_sfx += "_me"
-    if attn_merge_acq_rel:
-        attn_dims["merge_acq_rel"] = True
-    else:
-        sc_sfx += "_fe"  # the fenced baseline
-    if fused_rope and attn_kv_early:  # its norm loads go beside the K/V prefetch
-        if early_norm:
-            attn_dims["early_norm"] = True
-        else:
-            sc_sfx += "_ln"
-    from tfdash.kernels.splitkv import MERGE_CHUNK
-
-    wide = WIDE_MERGE_CHUNK if nH // nKV <= WIDE_MERGE_GROUP else MERGE_CHUNK
-    chunk = wide if attn_merge_chunk is None else attn_merge_chunk
-    if not 1 <= chunk <= 64:
-        raise TfdashError(f"attn_merge_chunk={chunk} must be 1 to 64 partials")
-    if chunk != MERGE_CHUNK:
-        attn_dims["merge_chunk"] = chunk
-    if chunk != wide:
-        sc_sfx += f"_mc{chunk}"  # another chunk than the shape's own
-    if attn_min_blocks is not None:
-        if not 1 <= attn_min_blocks <= 16:
-            raise TfdashError(f"attn_min_blocks={attn_min_blocks} must be 1 to 16 blocks per SM")
-        attn_dims["min_blocks"] = attn_min_blocks
-        sc_sfx += f"_mb{attn_min_blocks}"  # other launch bounds are another kernel
     for i in range(L):
         p = f"L{i}."
         gemv(p + "qkv_proj", i, "gemv_qkv", cfg.qkv_size, H, "rmsnorm", "store", dtype,

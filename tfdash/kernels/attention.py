@@ -19,6 +19,7 @@ import torch
 from tfdash.kernels.base import DTYPE_BYTES, Family, Geometry, Operand, make_cost, register
 from tfdash.kernels.probe import PROBE_PHASES, PROBE_PRELUDE, stamp_macro
 from tfdash.kernels.rope import fused_passes, fused_rope_macro, rope_weights_macro
+from tfdash.kernels.softmax import block_softmax_macro, rescale_macro, warp_softmax_macro
 from tfdash.kernels.splitkv import MERGE_CHUNK, SPLIT_CAP, grid_splits, lanes, merge_macro, splits_used
 
 
@@ -68,14 +69,16 @@ def supported(dims) -> str | None:
 
 
 def smem_bytes(dims) -> int:
-    """Shared memory of the tilelang kernel: scores and probabilities (f32, group x block), the
-    rotated q of the group and this step's k and v (model dtype), the merge weights (f32, group x
-    splits rounded to 32) and a few reduction slots."""
+    """Shared memory of the tilelang kernel: scores and probabilities (f32, group x block; the
+    warp softmax keeps no scores but each warp's (max, sum)), the rotated q of the group and this
+    step's k and v (model dtype), the merge weights (f32, group x splits rounded to 32) and a few
+    reduction slots."""
     nH, nKV, D, B, S = dims["n_heads"], dims["n_kv_heads"], dims["head_dim"], dims["block"], dims["splits"]
     es = DTYPE_BYTES[dims["dtype"]]
     group = nH // nKV
     passes = max(-(-(group * B) // D), fused_passes(group, D))
-    return 2 * group * B * 4 + (group + 2) * D * es + group * (-(-S // 32) * 32) * 4 + (passes * D // 32 + 1) * 4
+    scores = group * (B + D // 32 * 2) * 4 if dims.get("warp_softmax") else 2 * group * B * 4
+    return scores + (group + 2) * D * es + group * (-(-S // 32) * 32) * 4 + (passes * D // 32 + 1) * 4
 
 
 def cost(dims, ctx_len=0):
@@ -129,6 +132,8 @@ def tilelang_attention(dims):
             dependency: pos and the earlier cache rows were written by earlier steps, so the
             stream overlaps the qkv GEMV's tail (`kv_early`, default on)
     softmax one score per thread: warp max/sum within a head, combined across the head's warps
+            (four barriers); `warp_softmax`: each warp's own in registers, one barrier
+            (tfdash.kernels.softmax)
     merge   partials to global scratch; the last split to arrive merges (tfdash.kernels.splitkv),
             loading `merge_chunk` partials at once (splitkv.MERGE_CHUNK unless the plan says)
     """
@@ -150,13 +155,16 @@ def tilelang_attention(dims):
         raise ValueError(f"the tilelang attention cannot run {supported(dims)}")
     DC = D // 8  # dims per lane in the score phase
     iters = B // (warps * 4)  # score iterations: 4 positions per warp per iteration
-    wph = B // 32  # warps per head in the softmax phase
-    SP = -(-(group * B) // threads)  # softmax passes: a pass holds threads // B heads' scores
+    SP = -(-(group * B) // threads)  # block softmax passes: a pass holds threads // B heads' scores
     half, QKV = D // 2, (nH + 2 * nKV) * D
     RP = fused_passes(group, D)  # rope passes: the group's q heads and the kv head's k, two a pass
     scale = 1.0 / math.sqrt(D)
     sper, S32 = lanes(S)  # splits per lane in the merge, and the splits in whole warps
     MC = int(dims.get("merge_chunk", MERGE_CHUNK))  # partials the merge loads at once
+    warp_sm = bool(dims.get("warp_softmax"))  # the warp-local softmax (tfdash.kernels.softmax)
+    softmax = (warp_softmax_macro(T, group, warps, iters) if warp_sm
+               else block_softmax_macro(T, group, threads, warps, B, SP))
+    rescale = rescale_macro(T)
     merge = merge_macro(T, group, warps, S, D, dt, early=bool(dims.get("merge_early")),
                         acq_rel=bool(dims.get("merge_acq_rel")), chunk=MC)
     # the rope phase's norm weights and cos/sin read before the grid dependency (fused, under PDL,
@@ -204,7 +212,7 @@ def tilelang_attention(dims):
             vv = T.alloc_local((B,), dt)
             dot = T.alloc_local((group,), "float32")
             o = T.alloc_local((group,), "float32")
-            sc_s = T.alloc_shared((group, B), "float32")
+            sc_s = None if warp_sm else T.alloc_shared((group, B), "float32")
             p_s = T.alloc_shared((group, B), "float32")
             red_s = T.alloc_shared((RED,), "float32")
             flag_s = T.alloc_shared((1,), "int32")
@@ -212,8 +220,10 @@ def tilelang_attention(dims):
             k_s = T.alloc_shared((D,), dt)
             v_s = T.alloc_shared((D,), dt)
             svs = T.alloc_local((SP,), "float32")
-            m = T.alloc_var("float32")
-            lsum = T.alloc_var("float32")
+            sr = T.alloc_local((group, iters), "float32") if warp_sm else None  # this lane's scores
+            mb = T.alloc_local((group,), "float32") if warp_sm else None  # each head's max in the split
+            fw = T.alloc_var("float32") if warp_sm else None  # a warp's rescale
+            wm_s = T.alloc_shared((group, warps, 2), "float32") if warp_sm else None
             vcur = T.alloc_var("float32")
             mloc = T.alloc_local((sper,), "float32")
             lloc = T.alloc_local((sper,), "float32")
@@ -222,7 +232,7 @@ def tilelang_attention(dims):
             n_s = T.alloc_var("int32")
             w = T.alloc_local((6,), dt)  # the rope phase's norm weights and cos/sin (rope_weights_macro)
             if probed:
-                stamp(probe, px, g, tx, 0)
+                stamp(probe, px, g, tx, "start")
             if early:
                 # pos was written by the previous step's argmax_feed (a graph launch before this
                 # one), so it and the cache rows before it may be read before the grid dependency:
@@ -245,12 +255,12 @@ def tilelang_attention(dims):
                     load_v(v_cache, vv, g, bx, n, tx)
                     load_k(k_cache, kall, g, bx, warp, pi, dc)
                 if probed:
-                    stamp(probe, px, g, tx, 1)
+                    stamp(probe, px, g, tx, "issued")
                 if early:
                     T.pdl_sync()
                     T.pdl_trigger()
                 if probed:
-                    stamp(probe, px, g, tx, 2)
+                    stamp(probe, px, g, tx, "dependency")
                 if bx < n_active:
                     if fused:  # q/k norm, RoPE and KV append (tfdash.kernels.rope.fused_rope_macro)
                         rope(qkv, q_norm, k_norm, cos, sin, k_cache, v_cache, q_s, k_s, v_s, red_s, w, g, n, tx, lane,
@@ -263,7 +273,7 @@ def tilelang_attention(dims):
                             for c in T.vectorized(DC):
                                 qv[hh2, c] = q[(g * group + hh2) * D + dc * DC + c]
                     if probed:
-                        stamp(probe, px, g, tx, 3)
+                        stamp(probe, px, g, tx, "rope")
                     # scores
                     for it in T.unroll(iters):
                         jl = warp * (iters * 4) + it * 4 + pi
@@ -280,68 +290,47 @@ def tilelang_attention(dims):
                             dot[hh] += T.shfl_xor(dot[hh], 4)
                             dot[hh] += T.shfl_xor(dot[hh], 2)
                             dot[hh] += T.shfl_xor(dot[hh], 1)
-                            if dc == 0:
+                            if warp_sm:
+                                sr[hh, it] = T.if_then_else(bx * B + jl < n, dot[hh] * scale, -T.infinity("float32"))
+                            elif dc == 0:
                                 if bx * B + jl < n:
                                     sc_s[hh, jl] = dot[hh] * scale
                                 else:
                                     sc_s[hh, jl] = -T.infinity("float32")
-                    T.sync_threads()
-                    # softmax within the block, threads // B heads a pass: in pass sp thread tx holds
-                    # score (head (sp * threads + tx) // B, position tx % B); a warp lies in one head
-                    for sp in T.unroll(SP):
-                        if (sp * threads + tx) // B < group:
-                            svs[sp] = sc_s[(sp * threads + tx) // B, tx % B]
-                        else:
-                            svs[sp] = -T.infinity("float32")
-                        m = T.warp_reduce_max(svs[sp])
-                        if lane == 0:
-                            red_s[sp * warps + warp] = m
-                    T.sync_threads()
-                    for sp in T.unroll(SP):
-                        m = -T.infinity("float32")
-                        for w in T.unroll(wph):
-                            m = T.max(m, red_s[sp * warps + (tx // B) * wph + w])
-                        if (sp * threads + tx) // B < group:
-                            svs[sp] = T.exp(svs[sp] - m)
-                            p_s[(sp * threads + tx) // B, tx % B] = svs[sp]
-                            if tx % B == 0:
-                                ml[g * group + (sp * threads + tx) // B, bx, 0] = m
-                        else:
-                            svs[sp] = 0.0
-                    T.sync_threads()
-                    for sp in T.unroll(SP):
-                        lsum = T.warp_reduce_sum(svs[sp])
-                        if lane == 0:
-                            red_s[sp * warps + warp] = lsum
-                    T.sync_threads()
-                    if tx % B == 0:
-                        for sp in T.unroll(SP):
-                            if (sp * threads + tx) // B < group:
-                                lsum = 0.0
-                                for w in T.unroll(wph):
-                                    lsum += red_s[sp * warps + (tx // B) * wph + w]
-                                ml[g * group + (sp * threads + tx) // B, bx, 1] = lsum
                     if probed:
-                        stamp(probe, px, g, tx, 4)
+                        stamp(probe, px, g, tx, "scores")
+                    if warp_sm:  # tfdash.kernels.softmax: one barrier, or the block-wide four
+                        softmax(sr, p_s, wm_s, mb, ml, g, bx, tx, lane, warp, pi, dc)
+                    else:
+                        softmax(sc_s, p_s, red_s, svs, ml, g, bx, tx, lane, warp)
+                    if probed:
+                        stamp(probe, px, g, tx, "softmax")
                     # p @ V for this block, dim tx, every head of the group
                     if fused:
                         vcur = T.cast(v_s[tx], "float32")
                     for hh in T.unroll(group):
                         o[hh] = 0.0
                         for j in T.unroll(B):
-                            if fused:
+                            if warp_sm:  # warp w's positions weigh exp(m_w - M) more (tfdash.kernels.softmax)
+                                if j % (iters * 4) == 0:
+                                    fw = rescale(wm_s, mb, hh, j // (iters * 4))
+                                if fused:
+                                    o[hh] += p_s[hh, j] * fw * T.if_then_else(j == last, vcur, T.cast(vv[j], "float32"))
+                                else:
+                                    o[hh] += p_s[hh, j] * fw * T.cast(vv[j], "float32")
+                            elif fused:
                                 o[hh] += p_s[hh, j] * T.if_then_else(j == last, vcur, T.cast(vv[j], "float32"))
                             else:
                                 o[hh] += p_s[hh, j] * T.cast(vv[j], "float32")
                         part[g * group + hh, bx, tx] = o[hh]
                     if probed:
-                        stamp(probe, px, g, tx, 5)
+                        stamp(probe, px, g, tx, "values")
                     # the last split of this kv head to arrive merges (tfdash.kernels.splitkv)
                     merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active)
                     if probed:
-                        stamp(probe, px, g, tx, 6)
+                        stamp(probe, px, g, tx, "end")
                         if tx == 0:
-                            probe[g, px, 7] = T.cast(flag_s[0], "int64")
+                            probe[g, px, len(PROBE_PHASES) - 1] = T.cast(flag_s[0], "int64")
 
     if probed:
 

@@ -6,7 +6,7 @@ fused attention's probe build into the captured step and reads the stamps back.
 
 # The phases the probe build stamps (a block's thread 0, the global timer in ns), in order, and
 # the last slot: 1 where the block merged its kv head. scripts/attn_phases.py reads them.
-PROBE_PHASES = ("start", "issued", "dependency", "rope", "softmax", "values", "end", "merged")
+PROBE_PHASES = ("start", "issued", "dependency", "rope", "scores", "softmax", "values", "end", "merged")
 PROBE_PRELUDE = r"""
 __device__ __forceinline__ long long tfd_globaltimer() {
   unsigned long long t;
@@ -17,11 +17,11 @@ __device__ __forceinline__ long long tfd_globaltimer() {
 
 
 def stamp_macro(T):
-    """The tilelang macro that stamps phase k of block (px, g)."""
+    """The tilelang macro that stamps the phase named `name` (of PROBE_PHASES) of block (px, g)."""
 
     @T.macro
-    def stamp(probe, px, g, tx, k):  # thread 0 of a block: the global timer at phase k
+    def stamp(probe, px, g, tx, name):  # thread 0 of a block: the global timer at phase `name`
         if tx == 0:
-            probe[g, px, k] = T.call_extern("int64", "tfd_globaltimer")
+            probe[g, px, PROBE_PHASES.index(name)] = T.call_extern("int64", "tfd_globaltimer")
 
     return stamp

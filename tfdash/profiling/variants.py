@@ -22,4 +22,6 @@ PLAN_VARIANTS = {
     "tilelang-fenced": {"attn_merge_acq_rel": False},
     # the merge loading 16 partials at once where the default takes 32 (groups of 1 and 2)
     "tilelang-mc16": {"attn_merge_chunk": 16},
+    # attention's softmax warp by warp in registers, one block barrier where the default has four
+    "tilelang-ws": {"attn_warp_softmax": True},
 }

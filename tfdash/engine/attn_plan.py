@@ -1,0 +1,61 @@
+"""The attention launch's dims and kernel-name suffix from the plan's options: which build of
+tfdash.kernels.attention each layer runs. Another build is another kernel, so every option that
+changes the generated code also tags the name."""
+
+from tfdash.errors import TfdashError
+
+ATTN_BLOCK = 64  # KV positions per split of the split-KV attention
+# q heads per kv head at most for the early merge: it holds group x 16 partials a thread in registers
+MERGE_EARLY_GROUP = 4
+# q heads per kv head at most for a 32-partial merge chunk (group x 32 in registers; 4 x 32 spills)
+WIDE_MERGE_GROUP, WIDE_MERGE_CHUNK = 2, 32
+
+
+def attention_dims(n_heads: int, n_kv_heads: int, head_dim: int, capacity: int, *, fused_rope: bool,
+                   attn_kv_early: bool, attn_split_cap: int | None, attn_min_blocks: int | None,
+                   attn_block: int | None, attn_merge_early: bool, early_norm: bool, attn_merge_acq_rel: bool,
+                   attn_merge_chunk: int | None, attn_warp_softmax: bool) -> tuple[dict, str]:
+    """(dims, suffix) of the attention launch for build_plan's options of the same names."""
+    from tfdash.kernels.splitkv import MERGE_CHUNK
+
+    group = n_heads // n_kv_heads
+    block = ATTN_BLOCK if attn_block is None else attn_block
+    if block < 1:
+        raise TfdashError(f"attn_block={block} must be positive")
+    dims = dict(n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, capacity=capacity, block=block,
+                splits=-(-capacity // block))
+    sfx = "" if block == ATTN_BLOCK else f"_b{block}"
+    if attn_split_cap is not None:
+        if attn_split_cap < 1:
+            raise TfdashError(f"attn_split_cap={attn_split_cap} must be at least 1")
+        dims["split_cap"] = attn_split_cap
+        sfx += f"_sc{attn_split_cap}"
+    if attn_merge_early and group <= MERGE_EARLY_GROUP:
+        dims["merge_early"] = True
+        sfx += "_me"
+    if attn_merge_acq_rel:
+        dims["merge_acq_rel"] = True
+    else:
+        sfx += "_fe"  # the fenced baseline
+    if fused_rope and attn_kv_early:  # its norm loads go beside the K/V prefetch
+        if early_norm:
+            dims["early_norm"] = True
+        else:
+            sfx += "_ln"
+    wide = WIDE_MERGE_CHUNK if group <= WIDE_MERGE_GROUP else MERGE_CHUNK
+    chunk = wide if attn_merge_chunk is None else attn_merge_chunk
+    if not 1 <= chunk <= 64:
+        raise TfdashError(f"attn_merge_chunk={chunk} must be 1 to 64 partials")
+    if chunk != MERGE_CHUNK:
+        dims["merge_chunk"] = chunk
+    if chunk != wide:
+        sfx += f"_mc{chunk}"  # another chunk than the shape's own
+    if attn_warp_softmax:
+        dims["warp_softmax"] = True
+        sfx += "_ws"
+    if attn_min_blocks is not None:
+        if not 1 <= attn_min_blocks <= 16:
+            raise TfdashError(f"attn_min_blocks={attn_min_blocks} must be 1 to 16 blocks per SM")
+        dims["min_blocks"] = attn_min_blocks
+        sfx += f"_mb{attn_min_blocks}"  # other launch bounds are another kernel
+    return dims, sfx
