@@ -202,8 +202,9 @@ def test_lm_head_overrides_carry_its_grid_to_the_argmax():
 
 def test_attention_knobs_name_their_kernels_and_refuse_what_they_cannot_do():
     """Each attention option is another kernel (its name says so) with the dims the kernel reads;
-    the early merge (the default) applies where a group's partials fit in registers, and 14B's and
-    32B's groups (5 and 8 q heads a kv head) merge late under either setting."""
+    the early merge (the default) applies where a group's partials fit in registers (1 or 2 q
+    heads a kv head), and 4B's to 32B's groups (4, 5 and 8) merge late under either setting; the
+    attention blocks' trigger for o_proj's launch."""
     cfg = preset("qwen3-1.7b")
 
     def attn(**options):
@@ -217,11 +218,18 @@ def test_attention_knobs_name_their_kernels_and_refuse_what_they_cannot_do():
     assert mb.kernel == "attn_rope_decode_me_mb3" and mb.dims["min_blocks"] == 3
     with pytest.raises(TfdashError, match="attn_min_blocks=0 must be 1 to 16"):
         attn(attn_min_blocks=0)
-    for big in ("qwen3-14b", "qwen3-32b"):
+    for big in ("qwen3-4b", "qwen3-8b", "qwen3-14b", "qwen3-32b"):
         on, off = (build_plan(preset(big), capacity=64, attn_merge_early=e).ops()["attention"][0] for e in (True, False))
         assert on.to_dict() == off.to_dict() and on.kernel == "attn_rope_decode" and "merge_early" not in on.dims
-    four = build_plan(preset("qwen3-8b"), capacity=64).ops()["attention"][0]  # 4 q heads a kv head: early
-    assert four.dims["merge_early"] is True
+    # 4 q heads a kv head merged early: the plan before, the baseline tilelang-meg4
+    four = build_plan(preset("qwen3-8b"), capacity=64, attn_merge_early_group=4).ops()["attention"][0]
+    assert four.dims["merge_early"] is True and four.kernel == "attn_rope_decode_me"
+    for at in ("scores", "values"):
+        t = attn(attn_trigger_at=at)
+        assert t.kernel == f"attn_rope_decode_me_t{at[0]}" and t.dims["trigger_at"] == at
+    assert "trigger_at" not in attn().dims
+    with pytest.raises(TfdashError, match="attn_trigger_at='end' must be one of dependency, scores, values"):
+        attn(attn_trigger_at="end")
     gu = build_plan(cfg, capacity=64, gemv_overrides={"gate_up": {"min_blocks": 3}}).ops()["gate_up"][0]
     assert gu.kernel == "gemv_gate_up_m3" and gu.dims["min_blocks"] == 3
 

@@ -5,16 +5,17 @@ changes the generated code also tags the name."""
 from tfdash.errors import TfdashError
 
 ATTN_BLOCK = 64  # KV positions per split of the split-KV attention
-# q heads per kv head at most for the early merge: it holds group x 16 partials a thread in registers
-MERGE_EARLY_GROUP = 4
+# q heads per kv head at most for the early merge: it holds group x chunk partials a thread in
+# registers (a group of 4 spilled the kernel's registers, and merged late it ran faster)
+MERGE_EARLY_GROUP = 2
 # q heads per kv head at most for a 32-partial merge chunk (group x 32 in registers; 4 x 32 spills)
 WIDE_MERGE_GROUP, WIDE_MERGE_CHUNK = 2, 32
 
 
 def attention_dims(n_heads: int, n_kv_heads: int, head_dim: int, capacity: int, *, fused_rope: bool,
                    attn_kv_early: bool, attn_split_cap: int | None, attn_min_blocks: int | None,
-                   attn_block: int | None, attn_merge_early: bool, early_norm: bool, attn_merge_acq_rel: bool,
-                   attn_merge_chunk: int | None, attn_warp_softmax: bool) -> tuple[dict, str]:
+                   attn_block: int | None, attn_merge_early: bool, attn_merge_early_group: int | None, early_norm: bool, attn_merge_acq_rel: bool,
+                   attn_merge_chunk: int | None, attn_trigger_at: str) -> tuple[dict, str]:
     """(dims, suffix) of the attention launch for build_plan's options of the same names."""
     from tfdash.kernels.splitkv import MERGE_CHUNK
 
@@ -30,7 +31,7 @@ def attention_dims(n_heads: int, n_kv_heads: int, head_dim: int, capacity: int, 
             raise TfdashError(f"attn_split_cap={attn_split_cap} must be at least 1")
         dims["split_cap"] = attn_split_cap
         sfx += f"_sc{attn_split_cap}"
-    if attn_merge_early and group <= MERGE_EARLY_GROUP:
+    if attn_merge_early and group <= (MERGE_EARLY_GROUP if attn_merge_early_group is None else attn_merge_early_group):
         dims["merge_early"] = True
         sfx += "_me"
     if attn_merge_acq_rel:
@@ -50,9 +51,13 @@ def attention_dims(n_heads: int, n_kv_heads: int, head_dim: int, capacity: int, 
         dims["merge_chunk"] = chunk
     if chunk != wide:
         sfx += f"_mc{chunk}"  # another chunk than the shape's own
-    if attn_warp_softmax:
-        dims["warp_softmax"] = True
-        sfx += "_ws"
+    from tfdash.kernels.attention import TRIGGER_POINTS
+
+    if attn_trigger_at not in TRIGGER_POINTS:
+        raise TfdashError(f"attn_trigger_at={attn_trigger_at!r} must be one of {', '.join(TRIGGER_POINTS)}")
+    if attn_trigger_at != TRIGGER_POINTS[0]:
+        dims["trigger_at"] = attn_trigger_at
+        sfx += f"_t{attn_trigger_at[0]}"  # o_proj launched after the block's scores (_ts) or values (_tv)
     if attn_min_blocks is not None:
         if not 1 <= attn_min_blocks <= 16:
             raise TfdashError(f"attn_min_blocks={attn_min_blocks} must be 1 to 16 blocks per SM")

@@ -188,7 +188,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                attn_block: int | None = None, o_proj_trigger_first: bool = True,
                attn_merge_early: bool = True, early_norm: bool = True,
                attn_merge_acq_rel: bool = True, attn_merge_chunk: int | None = None,
-               attn_warp_softmax: bool = False) -> StepPlan:
+               attn_trigger_at: str = "dependency", attn_merge_early_group: int | None = None) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -209,8 +209,9 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     dependency, so gate_up's blocks stream their first weights while attention still runs (gate_up
     reads only weights before its own dependency); False is the A/B baseline.
     `attn_merge_early` has the merging block load its first partials beside the (max, sum) pairs
-    (splitkv.merge_macro's `early`) where a kv head has at most attn_plan.MERGE_EARLY_GROUP q heads (their
-    partials stay in registers); larger groups merge late, as False does everywhere (the baseline).
+    (splitkv.merge_macro's `early`) where a kv head has at most `attn_merge_early_group` q heads
+    (None: attn_plan.MERGE_EARLY_GROUP; their partials stay in registers); larger groups merge
+    late, as False does everywhere (the baseline).
     `early_norm` has the kernels with an RMSNorm in front (qkv_proj, gate_up, lm_head, and the
     fused attention's q/k norm with its cos/sin) read their norm weights before their grid
     dependency, so what follows it waits on the activations alone (in L2) rather than also on a
@@ -220,8 +221,9 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     `attn_merge_chunk`: the partials the merge loads at once; None: attn_plan.WIDE_MERGE_CHUNK where
     a kv head has at most WIDE_MERGE_GROUP q heads (up to 32 splits in one round trip), else
     splitkv.MERGE_CHUNK (16: a second round trip past 16 splits); the same sums in the same order.
-    `attn_warp_softmax`: each warp of attention takes the softmax of its own scores in registers,
-    one block barrier where the block-wide softmax has four (tfdash.kernels.softmax).
+    `attn_trigger_at`: where an attention block lets o_proj launch: at its grid dependency, or
+    after its scores ("scores") or its values ("values"), so o_proj's weight prefetch does not
+    queue ahead of attention's K/V loads in DRAM (a variant to A/B).
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import settings as gemv_settings
@@ -246,8 +248,9 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     attn_dims, sc_sfx = attention_dims(
         nH, nKV, D, C, fused_rope=fused_rope, attn_kv_early=attn_kv_early, attn_split_cap=attn_split_cap,
         attn_min_blocks=attn_min_blocks, attn_block=attn_block, attn_merge_early=attn_merge_early,
+        attn_merge_early_group=attn_merge_early_group,
         early_norm=early_norm, attn_merge_acq_rel=attn_merge_acq_rel, attn_merge_chunk=attn_merge_chunk,
-        attn_warp_softmax=attn_warp_softmax)
+        attn_trigger_at=attn_trigger_at)
     splits = attn_dims["splits"]
     eps = cfg.rms_norm_eps
 

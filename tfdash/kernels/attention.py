@@ -19,7 +19,7 @@ import torch
 from tfdash.kernels.base import DTYPE_BYTES, Family, Geometry, Operand, make_cost, register
 from tfdash.kernels.probe import PROBE_PHASES, PROBE_PRELUDE, stamp_macro
 from tfdash.kernels.rope import fused_passes, fused_rope_macro, rope_weights_macro
-from tfdash.kernels.softmax import block_softmax_macro, rescale_macro, warp_softmax_macro
+from tfdash.kernels.softmax import block_softmax_macro
 from tfdash.kernels.splitkv import MERGE_CHUNK, SPLIT_CAP, grid_splits, lanes, merge_macro, splits_used
 
 
@@ -52,6 +52,7 @@ def torch_attention(dims, bufs):
 
 
 HEAD_DIMS = (64, 128)  # the tilelang kernel's thread owns one dim: a block is head_dim threads
+TRIGGER_POINTS = ("dependency", "scores", "values")  # where a block may let o_proj launch (dims["trigger_at"])
 MAX_GROUP = 8  # q heads per kv head it holds in registers (Qwen3 dense: 2, 4, 5, 8)
 
 
@@ -69,16 +70,14 @@ def supported(dims) -> str | None:
 
 
 def smem_bytes(dims) -> int:
-    """Shared memory of the tilelang kernel: scores and probabilities (f32, group x block; the
-    warp softmax keeps no scores but each warp's (max, sum)), the rotated q of the group and this
-    step's k and v (model dtype), the merge weights (f32, group x splits rounded to 32) and a few
-    reduction slots."""
+    """Shared memory of the tilelang kernel: scores and probabilities (f32, group x block), the
+    rotated q of the group and this step's k and v (model dtype), the merge weights (f32, group x
+    splits rounded to 32) and a few reduction slots."""
     nH, nKV, D, B, S = dims["n_heads"], dims["n_kv_heads"], dims["head_dim"], dims["block"], dims["splits"]
     es = DTYPE_BYTES[dims["dtype"]]
     group = nH // nKV
     passes = max(-(-(group * B) // D), fused_passes(group, D))
-    scores = group * (B + D // 32 * 2) * 4 if dims.get("warp_softmax") else 2 * group * B * 4
-    return scores + (group + 2) * D * es + group * (-(-S // 32) * 32) * 4 + (passes * D // 32 + 1) * 4
+    return 2 * group * B * 4 + (group + 2) * D * es + group * (-(-S // 32) * 32) * 4 + (passes * D // 32 + 1) * 4
 
 
 def cost(dims, ctx_len=0):
@@ -132,7 +131,6 @@ def tilelang_attention(dims):
             dependency: pos and the earlier cache rows were written by earlier steps, so the
             stream overlaps the qkv GEMV's tail (`kv_early`, default on)
     softmax one score per thread: warp max/sum within a head, combined across the head's warps
-            (four barriers); `warp_softmax`: each warp's own in registers, one barrier
             (tfdash.kernels.softmax)
     merge   partials to global scratch; the last split to arrive merges (tfdash.kernels.splitkv),
             loading `merge_chunk` partials at once (splitkv.MERGE_CHUNK unless the plan says)
@@ -161,10 +159,12 @@ def tilelang_attention(dims):
     scale = 1.0 / math.sqrt(D)
     sper, S32 = lanes(S)  # splits per lane in the merge, and the splits in whole warps
     MC = int(dims.get("merge_chunk", MERGE_CHUNK))  # partials the merge loads at once
-    warp_sm = bool(dims.get("warp_softmax"))  # the warp-local softmax (tfdash.kernels.softmax)
-    softmax = (warp_softmax_macro(T, group, warps, iters) if warp_sm
-               else block_softmax_macro(T, group, threads, warps, B, SP))
-    rescale = rescale_macro(T)
+    # where a block lets the next kernel (o_proj) launch: at its grid dependency, or once its keys
+    # (scores) or also its values (values) have arrived, so o_proj's weight prefetch does not
+    # queue ahead of this block's K/V loads in DRAM; a block past the context exits, which counts
+    trigger_at = dims.get("trigger_at", "dependency")
+    assert trigger_at in TRIGGER_POINTS, trigger_at
+    softmax = block_softmax_macro(T, group, threads, warps, B, SP)
     merge = merge_macro(T, group, warps, S, D, dt, early=bool(dims.get("merge_early")),
                         acq_rel=bool(dims.get("merge_acq_rel")), chunk=MC)
     # the rope phase's norm weights and cos/sin read before the grid dependency (fused, under PDL,
@@ -212,7 +212,7 @@ def tilelang_attention(dims):
             vv = T.alloc_local((B,), dt)
             dot = T.alloc_local((group,), "float32")
             o = T.alloc_local((group,), "float32")
-            sc_s = None if warp_sm else T.alloc_shared((group, B), "float32")
+            sc_s = T.alloc_shared((group, B), "float32")
             p_s = T.alloc_shared((group, B), "float32")
             red_s = T.alloc_shared((RED,), "float32")
             flag_s = T.alloc_shared((1,), "int32")
@@ -220,10 +220,6 @@ def tilelang_attention(dims):
             k_s = T.alloc_shared((D,), dt)
             v_s = T.alloc_shared((D,), dt)
             svs = T.alloc_local((SP,), "float32")
-            sr = T.alloc_local((group, iters), "float32") if warp_sm else None  # this lane's scores
-            mb = T.alloc_local((group,), "float32") if warp_sm else None  # each head's max in the split
-            fw = T.alloc_var("float32") if warp_sm else None  # a warp's rescale
-            wm_s = T.alloc_shared((group, warps, 2), "float32") if warp_sm else None
             vcur = T.alloc_var("float32")
             mloc = T.alloc_local((sper,), "float32")
             lloc = T.alloc_local((sper,), "float32")
@@ -241,7 +237,8 @@ def tilelang_attention(dims):
             else:
                 if pdl:  # programmatic dependent launch: wait for the kernel before, then let the next one launch
                     T.pdl_sync()
-                    T.pdl_trigger()
+                    if trigger_at == "dependency":
+                        T.pdl_trigger()
                 n_s = pos[0] + 1
             n = n_s
             n_active = (n + B - 1) // B
@@ -258,7 +255,8 @@ def tilelang_attention(dims):
                     stamp(probe, px, g, tx, "issued")
                 if early:
                     T.pdl_sync()
-                    T.pdl_trigger()
+                    if trigger_at == "dependency":
+                        T.pdl_trigger()
                 if probed:
                     stamp(probe, px, g, tx, "dependency")
                 if bx < n_active:
@@ -290,19 +288,16 @@ def tilelang_attention(dims):
                             dot[hh] += T.shfl_xor(dot[hh], 4)
                             dot[hh] += T.shfl_xor(dot[hh], 2)
                             dot[hh] += T.shfl_xor(dot[hh], 1)
-                            if warp_sm:
-                                sr[hh, it] = T.if_then_else(bx * B + jl < n, dot[hh] * scale, -T.infinity("float32"))
-                            elif dc == 0:
+                            if dc == 0:
                                 if bx * B + jl < n:
                                     sc_s[hh, jl] = dot[hh] * scale
                                 else:
                                     sc_s[hh, jl] = -T.infinity("float32")
                     if probed:
                         stamp(probe, px, g, tx, "scores")
-                    if warp_sm:  # tfdash.kernels.softmax: one barrier, or the block-wide four
-                        softmax(sr, p_s, wm_s, mb, ml, g, bx, tx, lane, warp, pi, dc)
-                    else:
-                        softmax(sc_s, p_s, red_s, svs, ml, g, bx, tx, lane, warp)
+                    if pdl and trigger_at == "scores":
+                        T.pdl_trigger()
+                    softmax(sc_s, p_s, red_s, svs, ml, g, bx, tx, lane, warp)  # tfdash.kernels.softmax
                     if probed:
                         stamp(probe, px, g, tx, "softmax")
                     # p @ V for this block, dim tx, every head of the group
@@ -311,20 +306,15 @@ def tilelang_attention(dims):
                     for hh in T.unroll(group):
                         o[hh] = 0.0
                         for j in T.unroll(B):
-                            if warp_sm:  # warp w's positions weigh exp(m_w - M) more (tfdash.kernels.softmax)
-                                if j % (iters * 4) == 0:
-                                    fw = rescale(wm_s, mb, hh, j // (iters * 4))
-                                if fused:
-                                    o[hh] += p_s[hh, j] * fw * T.if_then_else(j == last, vcur, T.cast(vv[j], "float32"))
-                                else:
-                                    o[hh] += p_s[hh, j] * fw * T.cast(vv[j], "float32")
-                            elif fused:
+                            if fused:
                                 o[hh] += p_s[hh, j] * T.if_then_else(j == last, vcur, T.cast(vv[j], "float32"))
                             else:
                                 o[hh] += p_s[hh, j] * T.cast(vv[j], "float32")
                         part[g * group + hh, bx, tx] = o[hh]
                     if probed:
                         stamp(probe, px, g, tx, "values")
+                    if pdl and trigger_at == "values":
+                        T.pdl_trigger()
                     # the last split of this kv head to arrive merges (tfdash.kernels.splitkv)
                     merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active)
                     if probed:
