@@ -3,7 +3,7 @@
 #   run with carry [".gpu"]:  bash scripts/h200_check.sh [tests|diag|bench|profile|app|all] [extra bench args]
 #   (all = tests, diag, bench; engine = bench, headless run, GPU tests; observe = issues 5 and 6 (+ bench); dash = app + tty; profile = scripts/gpu_profile_check.py; app = scripts/gpu_app_check.py;
 #    counters = tfdash counters on one layer plus embed, lm_head and argmax (issue 17);
-#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; tables = the GEMV table's 0.6B and 4B entries in the default plan; tails = GEMV grids that spread rows unevenly over warps (4B o_proj and down, 0.6B gate_up), tails14 = the same for 14B; live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick; where = per-op exclusive us against each op's floor at 0.6B and 4B (scripts/kernel_times.py --model); inflight = GEMVs with more loads in flight a lane at 4B, 0.6B and 1.7B; confirm = session 11's 4B and 0.6B table entries tested and benched; inflight14 = the same for 14B; next = what session 11 leaves (the early_norm and acqrel variants tested and A/B'd at 1.7B, 0.6B and 4B; since on by default); inflight32 = 32B's qkv_proj and gate_up at 4B's and 14B's settings; land12 = the GPU suite on session 12's defaults with the 1.7B headline bench; probe = the phases alone at 1.7B and 0.6B, ctx 1024 and 256; land14 = session 14's default tested with the 1.7B headline bench; trig15 = attention's trigger for o_proj and 4B's merge group tested, A/B'd and probed)
+#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; tables = the GEMV table's 0.6B and 4B entries in the default plan; tails = GEMV grids that spread rows unevenly over warps (4B o_proj and down, 0.6B gate_up), tails14 = the same for 14B; live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick; where = per-op exclusive us against each op's floor at 0.6B and 4B (scripts/kernel_times.py --model); inflight = GEMVs with more loads in flight a lane at 4B, 0.6B and 1.7B; confirm = session 11's 4B and 0.6B table entries tested and benched; inflight14 = the same for 14B; next = what session 11 leaves (the early_norm and acqrel variants tested and A/B'd at 1.7B, 0.6B and 4B; since on by default); inflight32 = 32B's qkv_proj and gate_up at 4B's and 14B's settings; land12 = the GPU suite on session 12's defaults with the 1.7B headline bench; probe = the phases alone at 1.7B and 0.6B, ctx 1024 and 256; land14 = session 14's default tested with the 1.7B headline bench; land15 = session 15's defaults (4B's and 8B's late merge, 0.6B's late trigger) tested and A/B'd)
 # Needs the offline bundle (../shared/gpu-bundle .gpu/site.tar.xz). The tilelang kernel cache
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
@@ -144,25 +144,22 @@ if [ "$what" = land14 ]; then
     -k "test_step_matches_reference or test_plan_variants_decode_the_same_bits" 2>&1 | grep -v "TileLang:" > "$R/engine-tests.log"
   grep -E "^(FAILED|ERROR)|passed|failed" "$R/engine-tests.log" | cut -c1-200 | tail -4; pack
 fi
-if [ "$what" = trig15 ]; then
-  # attention's blocks letting o_proj launch after their scores or values (tilelang-ts, -tv), and
-  # groups of 4 merging late (the new default at 4B and 8B; tilelang-meg4 the plan before), about
-  # 9 minutes, parts packed as they finish: their kernels against torch, the 1.7B graphs bit for
-  # bit, 4B's and 8B's attention and 4B's step against the reference; the A/B in one process at
-  # 1.7B, 0.6B, 4B and 8B; attention's phases at 1.7B, ctx 1024, under each trigger
+if [ "$what" = land15 ]; then
+  # session 15's defaults (groups of 3 and more merge late: 4B, 8B; 0.6B's attention lets o_proj
+  # launch after its values), about 6 minutes, parts packed as they finish: attention against
+  # torch at every size and under both triggers, the trigger's graph bit for bit, 0.6B's and 4B's
+  # steps against the reference, then 0.6B's and 4B's A/B against the plans before in one process
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b,qwen3-4b,qwen3-8b --variants tilelang-ts,tilelang-tv,tilelang-meg4 \
+  python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b,qwen3-4b,qwen3-8b --variants tilelang-tdep,tilelang-meg4 \
     2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
-  timeout 200 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
-    -k "test_attention_trigger_and_merge_group or (test_attention_at_every_size and (4b or 8b)) or test_plan_variants_decode_the_same_bits or (test_every_size_step_matches_reference and 4b)" 2>&1 \
-    | grep -v "TileLang:" > "$R/trig-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/trig-tests.log" | cut -c1-200 | tail -6; pack
-  for m in qwen3-1.7b qwen3-0.6b qwen3-4b qwen3-8b; do
-    v=tilelang-graph,tilelang-ts,tilelang-tv; [ $m = qwen3-4b ] && v=$v,tilelang-meg4; [ $m = qwen3-8b ] && v=tilelang-graph,tilelang-meg4
-    timeout 200 python3 -m tfdash bench --model $m --backends $v --json "$R/bench-$m-trig.json" 2>&1 \
-      | grep -v "TileLang:" > "$R/bench-$m-trig.log"; tail -5 "$R/bench-$m-trig.log" | cut -c1-150; pack
+  timeout 240 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
+    -k "test_attention_trigger_and_merge_group or (test_attention_at_every_size and (0.6b or 1.7b or 4b or 8b)) or test_plan_variants_decode_the_same_bits or (test_every_size_step_matches_reference and (0.6b or qwen3-4b))" 2>&1 \
+    | grep -v "TileLang:" > "$R/land-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/land-tests.log" | cut -c1-200 | tail -6; pack
+  for m in qwen3-0.6b qwen3-4b; do
+    v=tilelang-graph,tilelang-tdep; [ $m = qwen3-4b ] && v=tilelang-graph,tilelang-meg4
+    timeout 150 python3 -m tfdash bench --model $m --backends $v,torch-graph --json "$R/bench-$m.json" 2>&1 \
+      | grep -v "TileLang:" > "$R/bench-$m.log"; tail -5 "$R/bench-$m.log" | cut -c1-150; pack
   done
-  timeout 120 python3 scripts/attn_phases.py --model qwen3-1.7b --ctx 1024 --variants tilelang-ts,tilelang-tv \
-    --out "$R/phases-qwen3-1.7b-1024.json" 2>&1 | grep -v "TileLang:\|compiled" > "$R/phases-qwen3-1.7b-1024.log"; tail -36 "$R/phases-qwen3-1.7b-1024.log" | cut -c1-160; pack
 fi
 if [ "$what" = headline ]; then
   # the README's table on today's default plan: the unfused attention's and continuous timing's GPU

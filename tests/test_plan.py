@@ -11,7 +11,7 @@ import pytest
 
 from tfdash.engine.config import PRESETS, ModelConfig
 from tfdash.engine.plan import ATTN_BLOCK, build_plan, check_generation, default_capacity
-from tfdash.errors import CapacityError
+from tfdash.errors import CapacityError, TfdashError
 from tfdash.kernels.base import DTYPE_BYTES, FAMILIES, family
 
 # A shape unlike the presets: GQA 4:1, odd layer count, untied head.
@@ -218,31 +218,55 @@ def test_check_generation_and_default_capacity():
 
 
 def test_the_early_read_knobs_reach_the_engine_plan():
-    """TFDASH_ATTN_KV_EARLY / TFDASH_EARLY_RESIDUAL / TFDASH_ATTN_MERGE_EARLY (SETTINGS) pick the plan
-    load_engine builds; off, the kernels are the A/B baselines, named apart."""
+    """TFDASH_ATTN_KV_EARLY / TFDASH_EARLY_RESIDUAL / TFDASH_ATTN_MERGE_EARLY (SETTINGS), and the
+    merge chunk and trigger knobs, pick the plan load_engine builds; off, the kernels are the A/B
+    baselines, named apart."""
     from tfdash.engine import load_engine
     from tfdash.settings import SETTINGS
 
     def kernels():
         return set(load_engine(model="qwen3-tiny", device="cpu", capacity=128).plan.kernels())
 
-    on = kernels()
-    assert {"attn_rope_decode_me", "gemv_o_residual", "gemv_down_silu_residual"} <= on
-    with SETTINGS.override(attn_kv_early=False, early_residual=False, attn_merge_early=False):
-        off = kernels()
-    assert {"attn_rope_decode_late", "gemv_o_residual_lateres", "gemv_down_silu_residual_lateres"} <= off
-    assert not off & {"attn_rope_decode_me", "gemv_o_residual", "gemv_down_silu_residual"}
-    with SETTINGS.override(early_residual=False):
-        assert "attn_rope_decode_me" in kernels() and "gemv_o_residual_lateres" in kernels()
-    with SETTINGS.override(attn_merge_early=False):
-        assert "attn_rope_decode" in kernels() and "attn_rope_decode_me" not in kernels()
-    with SETTINGS.override(early_norm=False):
-        assert {"attn_rope_decode_me_ln", "gemv_qkv_ln", "gemv_gate_up_ln", "gemv_lm_head_ln"} <= kernels()
-    with SETTINGS.override(attn_merge_acq_rel=False):
-        assert "attn_rope_decode_me_fe" in kernels()
-    assert not any(k.endswith(("_ln", "_fe")) for k in on)
+    # qwen3-tiny's o_proj is small enough for the late trigger (_tv): the names below are without it
+    with SETTINGS.override(attn_trigger_at="dependency"):
+        on = kernels()
+        assert {"attn_rope_decode_me", "gemv_o_residual", "gemv_down_silu_residual"} <= on
+        with SETTINGS.override(attn_kv_early=False, early_residual=False, attn_merge_early=False):
+            off = kernels()
+        assert {"attn_rope_decode_late", "gemv_o_residual_lateres", "gemv_down_silu_residual_lateres"} <= off
+        assert not off & {"attn_rope_decode_me", "gemv_o_residual", "gemv_down_silu_residual"}
+        with SETTINGS.override(early_residual=False):
+            assert "attn_rope_decode_me" in kernels() and "gemv_o_residual_lateres" in kernels()
+        with SETTINGS.override(attn_merge_early=False):
+            assert "attn_rope_decode" in kernels() and "attn_rope_decode_me" not in kernels()
+        with SETTINGS.override(early_norm=False):
+            assert {"attn_rope_decode_me_ln", "gemv_qkv_ln", "gemv_gate_up_ln", "gemv_lm_head_ln"} <= kernels()
+        with SETTINGS.override(attn_merge_acq_rel=False):
+            assert "attn_rope_decode_me_fe" in kernels()
+        assert not any(k.endswith(("_ln", "_fe")) for k in on)
     with SETTINGS.override(attn_merge_chunk=16):  # qwen3-tiny's group of 2 takes 32 by default
-        assert "attn_rope_decode_me_mc16" in kernels()
+        assert "attn_rope_decode_me_mc16_tv" in kernels()
+    assert "attn_rope_decode_me_tv" in kernels()  # TFDASH_ATTN_TRIGGER_AT empty: the shape's own
+    with SETTINGS.override(attn_trigger_at="scores"), pytest.raises(TfdashError, match="attn_trigger_at='scores'"):
+        kernels()
+
+
+@pytest.mark.parametrize("name,trigger,merge_early", [
+    ("qwen3-0.6b", "values", True), ("qwen3-1.7b", "dependency", True), ("qwen3-4b", "dependency", False),
+    ("qwen3-8b", "dependency", False), ("qwen3-14b", "dependency", False), ("qwen3-32b", "dependency", False)])
+def test_each_shape_takes_its_own_trigger_and_merge(name, trigger, merge_early):
+    """Attention lets o_proj launch after its values where o_proj's weight is at most 4 MiB (0.6B:
+    1024 x 2048 in bf16), at its grid dependency elsewhere; the merge loads partials early where
+    a kv head has 1 or 2 q heads. The options name another plan, and the old plan stays buildable."""
+    from tfdash.engine.config import preset
+
+    la = build_plan(preset(name), capacity=2112).ops()["attention"][0]
+    assert la.dims.get("trigger_at", "dependency") == trigger and la.kernel.endswith("_tv") == (trigger == "values")
+    assert bool(la.dims.get("merge_early")) == merge_early
+    dep = build_plan(preset(name), capacity=2112, attn_trigger_at="dependency").ops()["attention"][0]
+    assert "trigger_at" not in dep.dims and not dep.kernel.endswith("_tv")
+    meg4 = build_plan(preset(name), capacity=2112, attn_merge_early_group=4).ops()["attention"][0]
+    assert bool(meg4.dims.get("merge_early")) == (name in ("qwen3-0.6b", "qwen3-1.7b", "qwen3-4b", "qwen3-8b"))
 
 
 @pytest.mark.parametrize("name,chunk", [("qwen3-0.6b", 32), ("qwen3-1.7b", 32), ("qwen3-4b", 16), ("qwen3-8b", 16),
@@ -261,6 +285,6 @@ def test_the_merge_chunk_follows_the_group(name, chunk):
     assert la.dims.get("merge_chunk", 16) == chunk and "_mc" not in la.kernel
     other = 48 - chunk  # 16 <-> 32
     la = attention(build_plan(preset(name), capacity=2112, attn_merge_chunk=other))
-    assert la.dims.get("merge_chunk", 16) == other and la.kernel.endswith(f"_mc{other}")
+    assert la.dims.get("merge_chunk", 16) == other and f"_mc{other}" in la.kernel
     with pytest.raises(TfdashError, match="attn_merge_chunk=65 must be 1 to 64"):
         build_plan(preset(name), capacity=2112, attn_merge_chunk=65)

@@ -224,12 +224,11 @@ def test_attention_knobs_name_their_kernels_and_refuse_what_they_cannot_do():
     # 4 q heads a kv head merged early: the plan before, the baseline tilelang-meg4
     four = build_plan(preset("qwen3-8b"), capacity=64, attn_merge_early_group=4).ops()["attention"][0]
     assert four.dims["merge_early"] is True and four.kernel == "attn_rope_decode_me"
-    for at in ("scores", "values"):
-        t = attn(attn_trigger_at=at)
-        assert t.kernel == f"attn_rope_decode_me_t{at[0]}" and t.dims["trigger_at"] == at
-    assert "trigger_at" not in attn().dims
-    with pytest.raises(TfdashError, match="attn_trigger_at='end' must be one of dependency, scores, values"):
-        attn(attn_trigger_at="end")
+    t = attn(attn_trigger_at="values")
+    assert t.kernel == "attn_rope_decode_me_tv" and t.dims["trigger_at"] == "values"
+    assert "trigger_at" not in attn().dims  # 1.7B's o_proj (8 MiB) launches at the dependency
+    with pytest.raises(TfdashError, match="attn_trigger_at='scores' must be one of dependency, values"):
+        attn(attn_trigger_at="scores")
     gu = build_plan(cfg, capacity=64, gemv_overrides={"gate_up": {"min_blocks": 3}}).ops()["gate_up"][0]
     assert gu.kernel == "gemv_gate_up_m3" and gu.dims["min_blocks"] == 3
 

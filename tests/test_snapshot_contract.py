@@ -131,22 +131,24 @@ def test_a_plan_variant_rebuilds_exactly(variant):
 
 
 def test_options_recorded_before_a_knob_changed_rebuild_the_plan_that_ran(variant):
-    """A snapshot recorded before o_proj_trigger_first, attn_k_apart and attn_merge_early existed ran
-    o_proj triggering after its grid dependency, attention norming k apart and merging late, and
+    """A snapshot recorded before o_proj_trigger_first, attn_k_apart, attn_merge_early and
+    attn_trigger_at existed ran o_proj triggering after its grid dependency, attention norming k
+    apart, merging late and letting o_proj launch at its grid dependency, and
     recorded down_smem_prefetch=False: it rebuilds that plan, not today's default (unfused, k_apart
     changed nothing); one that names a removed option's other value cannot be rebuilt, and says
     so (None)."""
     eng, path = variant
     snap = load_snapshot(path)
     old = dict(snap.meta.plan_options, down_smem_prefetch=False)
-    for added in ("o_proj_trigger_first", "attn_merge_early"):
+    for added in ("o_proj_trigger_first", "attn_merge_early", "attn_trigger_at"):
         del old[added]
     before = dataclasses.replace(snap, meta=dataclasses.replace(snap.meta, plan_options=old))
     plan = drill_model.plan_of(before)
     o = next(la for la in plan.launches if la.op == "o_proj")
     assert o.kernel == "gemv_o_residual_tlate" and "trigger_first" not in o.dims
     # unfused, with the late merge it ran: everything else as the live run's plan
-    ran = build_plan(MICRO, "float32", capacity=512, **VARIANT, attn_merge_early=False, o_proj_trigger_first=False)
+    ran = build_plan(MICRO, "float32", capacity=512, **VARIANT, attn_merge_early=False, o_proj_trigger_first=False,
+                     attn_trigger_at="dependency")
     assert plan.to_dict() == ran.to_dict() != eng.plan.to_dict()
     [att] = [la for la in plan.launches if la.op == "attention" and la.layer == 0]
     assert att.kernel == "attn_decode" and "merge_early" not in att.dims and "k_apart" not in att.dims
@@ -176,22 +178,22 @@ def test_an_older_snapshot_of_an_ab_variant_still_rebuilds_by_search(recorded):
 
 @pytest.mark.parametrize("recorded_as,want", [
     ({"fused_rope": True}, None),  # before o_proj_trigger_first: the fused attention normed k apart
-    ({"fused_rope": False}, {"fused_rope": False, "o_proj_trigger_first": False, "attn_merge_early": False, "early_norm": False, "attn_merge_acq_rel": False, "attn_merge_chunk": 16, "attn_merge_early_group": 4}),
+    ({"fused_rope": False}, {"fused_rope": False, "o_proj_trigger_first": False, "attn_merge_early": False, "early_norm": False, "attn_merge_acq_rel": False, "attn_merge_chunk": 16, "attn_merge_early_group": 4, "attn_trigger_at": "dependency"}),
     ({"fused_rope": False, "o_proj_trigger_first": True, "attn_k_apart": True},
-     {"fused_rope": False, "o_proj_trigger_first": True, "attn_merge_early": False, "early_norm": False, "attn_merge_acq_rel": False, "attn_merge_chunk": 16, "attn_merge_early_group": 4}),  # unfused: k_apart meant nothing
+     {"fused_rope": False, "o_proj_trigger_first": True, "attn_merge_early": False, "early_norm": False, "attn_merge_acq_rel": False, "attn_merge_chunk": 16, "attn_merge_early_group": 4, "attn_trigger_at": "dependency"}),  # unfused: k_apart meant nothing
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_k_apart": False, "attn_trigger_first": False},
-     {"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_early": False, "early_norm": False, "attn_merge_acq_rel": False, "attn_merge_chunk": 16, "attn_merge_early_group": 4}),
+     {"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_early": False, "early_norm": False, "attn_merge_acq_rel": False, "attn_merge_chunk": 16, "attn_merge_early_group": 4, "attn_trigger_at": "dependency"}),
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_k_apart": True}, None),
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_trigger_first": True}, None),
     ({"fused_rope": True, "o_proj_trigger_first": True, "down_smem_prefetch": True}, None),
     ({"fused_rope": True, "o_proj_trigger_first": True, "mlp_fused": True}, None),  # the fused MLP, removed
     ({"fused_rope": True, "o_proj_trigger_first": True, "o_proj_l2_mb": 24}, None),  # the L2 look-ahead, removed
     ({"fused_rope": True, "o_proj_trigger_first": False, "attn_merge_early": True},
-     {"fused_rope": True, "o_proj_trigger_first": False, "attn_merge_early": True, "early_norm": False, "attn_merge_acq_rel": False, "attn_merge_chunk": 16, "attn_merge_early_group": 4}),
+     {"fused_rope": True, "o_proj_trigger_first": False, "attn_merge_early": True, "early_norm": False, "attn_merge_acq_rel": False, "attn_merge_chunk": 16, "attn_merge_early_group": 4, "attn_trigger_at": "dependency"}),
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_cluster": 16}, None),  # the cluster merge, removed
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_early": True, "early_norm": True},
      {"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_early": True, "early_norm": True,
-      "attn_merge_acq_rel": False, "attn_merge_chunk": 16, "attn_merge_early_group": 4}),
+      "attn_merge_acq_rel": False, "attn_merge_chunk": 16, "attn_merge_early_group": 4, "attn_trigger_at": "dependency"}),
 ])
 def test_recorded_options_name_the_plan_that_ran_or_none(recorded_as, want):
     from tfdash.engine.plan_options import recorded_options

@@ -93,6 +93,12 @@ class Settings:
                                  "a kv head has 1 or 2 q heads (up to 32 splits in one round trip), else 16 (a "
                                  "group of 4 spills registers with 32); the same sums in the same order (bench "
                                  "backend tilelang-mc16, the A/B baseline; benchmarks/ has the measured difference)"),
+        "attn_trigger_at": Knob("TFDASH_ATTN_TRIGGER_AT", "",
+                                "where attention's blocks let o_proj launch: dependency (at their grid "
+                                "dependency) or values (once their values are done, so o_proj's and gate_up's "
+                                "weight prefetch meets attention's merge, not its K/V loads); empty: the shape's own, values "
+                                "where o_proj's weight is at most 4 MiB (0.6B), else dependency (bench backend "
+                                "tilelang-tdep, the A/B baseline; benchmarks/ has the measured difference)"),
         "attn_split_cap": Knob("TFDASH_ATTN_SPLIT_CAP", 32,
                                "programs per kv head in attention's grid at most; each loops over its "
                                "64-position blocks of the KV cache, so a larger cache launches no more "

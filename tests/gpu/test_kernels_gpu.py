@@ -293,13 +293,15 @@ def test_attention_merge_chunk(variant, size, ctx):
     check_fused_attention(plan, ctx)
 
 
-@pytest.mark.parametrize("variant", ["tilelang-ts", "tilelang-tv", "tilelang-meg4"])
+@pytest.mark.parametrize("options", [{"attn_trigger_at": "values"}, {"attn_trigger_at": "dependency"},
+                                     PLAN_VARIANTS["tilelang-meg4"]], ids=["values", "dependency", "meg4"])
 @pytest.mark.parametrize("size", ["qwen3-0.6b", "qwen3-1.7b", "qwen3-4b"])
 @pytest.mark.parametrize("ctx", [0, 1, 63, 64, 1024, 2111])
-def test_attention_trigger_and_merge_group(variant, size, ctx):
-    """The blocks letting o_proj launch after their scores or values (ts, tv), and 4B's group of 4
-    merging early (meg4, the plan before), at the bench's capacity."""
-    check_fused_attention(build_plan(preset(size), dtype="bfloat16", capacity=2112, **PLAN_VARIANTS[variant]), ctx)
+def test_attention_trigger_and_merge_group(options, size, ctx):
+    """The blocks letting o_proj launch after their values (0.6B's default) or at their grid
+    dependency (the others'), and 4B's group of 4 merging early (meg4, the plan before), at the
+    bench's capacity."""
+    check_fused_attention(build_plan(preset(size), dtype="bfloat16", capacity=2112, **options), ctx)
 
 
 @pytest.mark.parametrize("capacity,ctx,cap", [(2112, 0, None), (2112, 2111, None), (2112, 2111, 40), (2112, 1500, 16),

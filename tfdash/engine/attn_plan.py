@@ -10,13 +10,19 @@ ATTN_BLOCK = 64  # KV positions per split of the split-KV attention
 MERGE_EARLY_GROUP = 2
 # q heads per kv head at most for a 32-partial merge chunk (group x 32 in registers; 4 x 32 spills)
 WIDE_MERGE_GROUP, WIDE_MERGE_CHUNK = 2, 32
+# o_proj weights at most this large: attention's blocks let o_proj launch after their values, not
+# at their grid dependency (its weights stream in about a microsecond, inside the merge's latency,
+# and attention's own loads meet less traffic); larger, o_proj launches at attention's dependency
+LATE_TRIGGER_MAX_O_BYTES = 4 << 20
 
 
 def attention_dims(n_heads: int, n_kv_heads: int, head_dim: int, capacity: int, *, fused_rope: bool,
                    attn_kv_early: bool, attn_split_cap: int | None, attn_min_blocks: int | None,
                    attn_block: int | None, attn_merge_early: bool, attn_merge_early_group: int | None, early_norm: bool, attn_merge_acq_rel: bool,
-                   attn_merge_chunk: int | None, attn_trigger_at: str) -> tuple[dict, str]:
-    """(dims, suffix) of the attention launch for build_plan's options of the same names."""
+                   attn_merge_chunk: int | None, attn_trigger_at: str | None,
+                   o_weight_bytes: int) -> tuple[dict, str]:
+    """(dims, suffix) of the attention launch for build_plan's options of the same names;
+    o_weight_bytes, o_proj's weight (attn_trigger_at None: the shape's own trigger point)."""
     from tfdash.kernels.splitkv import MERGE_CHUNK
 
     group = n_heads // n_kv_heads
@@ -53,11 +59,13 @@ def attention_dims(n_heads: int, n_kv_heads: int, head_dim: int, capacity: int, 
         sfx += f"_mc{chunk}"  # another chunk than the shape's own
     from tfdash.kernels.attention import TRIGGER_POINTS
 
+    if attn_trigger_at is None:
+        attn_trigger_at = "values" if o_weight_bytes <= LATE_TRIGGER_MAX_O_BYTES else "dependency"
     if attn_trigger_at not in TRIGGER_POINTS:
         raise TfdashError(f"attn_trigger_at={attn_trigger_at!r} must be one of {', '.join(TRIGGER_POINTS)}")
     if attn_trigger_at != TRIGGER_POINTS[0]:
         dims["trigger_at"] = attn_trigger_at
-        sfx += f"_t{attn_trigger_at[0]}"  # o_proj launched after the block's scores (_ts) or values (_tv)
+        sfx += "_tv"  # o_proj launched after the blocks' values
     if attn_min_blocks is not None:
         if not 1 <= attn_min_blocks <= 16:
             raise TfdashError(f"attn_min_blocks={attn_min_blocks} must be 1 to 16 blocks per SM")

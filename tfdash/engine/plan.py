@@ -188,7 +188,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                attn_block: int | None = None, o_proj_trigger_first: bool = True,
                attn_merge_early: bool = True, early_norm: bool = True,
                attn_merge_acq_rel: bool = True, attn_merge_chunk: int | None = None,
-               attn_trigger_at: str = "dependency", attn_merge_early_group: int | None = None) -> StepPlan:
+               attn_trigger_at: str | None = None, attn_merge_early_group: int | None = None) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -221,9 +221,10 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     `attn_merge_chunk`: the partials the merge loads at once; None: attn_plan.WIDE_MERGE_CHUNK where
     a kv head has at most WIDE_MERGE_GROUP q heads (up to 32 splits in one round trip), else
     splitkv.MERGE_CHUNK (16: a second round trip past 16 splits); the same sums in the same order.
-    `attn_trigger_at`: where an attention block lets o_proj launch: at its grid dependency, or
-    after its scores ("scores") or its values ("values"), so o_proj's weight prefetch does not
-    queue ahead of attention's K/V loads in DRAM (a variant to A/B).
+    `attn_trigger_at`: where an attention block lets o_proj launch: at its grid dependency
+    ("dependency") or after its values ("values"), so o_proj's and gate_up's weight prefetch
+    meets attention's merge rather than its K/V loads; None: "values" where o_proj's weight is at
+    most attn_plan.LATE_TRIGGER_MAX_O_BYTES (0.6B), else "dependency".
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import settings as gemv_settings
@@ -245,12 +246,14 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         raise CapacityError(f"capacity={capacity} must be positive")
     H, D, I, V, L = cfg.hidden_size, cfg.head_dim, cfg.intermediate_size, cfg.vocab_size, cfg.num_layers
     nH, nKV, C = cfg.num_heads, cfg.num_kv_heads, capacity
+    from tfdash.kernels.base import DTYPE_BYTES
+
     attn_dims, sc_sfx = attention_dims(
         nH, nKV, D, C, fused_rope=fused_rope, attn_kv_early=attn_kv_early, attn_split_cap=attn_split_cap,
         attn_min_blocks=attn_min_blocks, attn_block=attn_block, attn_merge_early=attn_merge_early,
         attn_merge_early_group=attn_merge_early_group,
         early_norm=early_norm, attn_merge_acq_rel=attn_merge_acq_rel, attn_merge_chunk=attn_merge_chunk,
-        attn_trigger_at=attn_trigger_at)
+        attn_trigger_at=attn_trigger_at, o_weight_bytes=H * cfg.q_size * DTYPE_BYTES[dtype])
     splits = attn_dims["splits"]
     eps = cfg.rms_norm_eps
 

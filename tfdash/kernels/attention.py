@@ -52,7 +52,7 @@ def torch_attention(dims, bufs):
 
 
 HEAD_DIMS = (64, 128)  # the tilelang kernel's thread owns one dim: a block is head_dim threads
-TRIGGER_POINTS = ("dependency", "scores", "values")  # where a block may let o_proj launch (dims["trigger_at"])
+TRIGGER_POINTS = ("dependency", "values")  # where a block may let o_proj launch (dims["trigger_at"])
 MAX_GROUP = 8  # q heads per kv head it holds in registers (Qwen3 dense: 2, 4, 5, 8)
 
 
@@ -159,9 +159,9 @@ def tilelang_attention(dims):
     scale = 1.0 / math.sqrt(D)
     sper, S32 = lanes(S)  # splits per lane in the merge, and the splits in whole warps
     MC = int(dims.get("merge_chunk", MERGE_CHUNK))  # partials the merge loads at once
-    # where a block lets the next kernel (o_proj) launch: at its grid dependency, or once its keys
-    # (scores) or also its values (values) have arrived, so o_proj's weight prefetch does not
-    # queue ahead of this block's K/V loads in DRAM; a block past the context exits, which counts
+    # where a block lets the next kernel (o_proj) launch: at its grid dependency, or once its values
+    # are done, so o_proj's (and gate_up's) weight prefetch meets this kernel's merge rather than
+    # its K/V loads; a block past the context exits, which counts
     trigger_at = dims.get("trigger_at", "dependency")
     assert trigger_at in TRIGGER_POINTS, trigger_at
     softmax = block_softmax_macro(T, group, threads, warps, B, SP)
@@ -295,8 +295,6 @@ def tilelang_attention(dims):
                                     sc_s[hh, jl] = -T.infinity("float32")
                     if probed:
                         stamp(probe, px, g, tx, "scores")
-                    if pdl and trigger_at == "scores":
-                        T.pdl_trigger()
                     softmax(sc_s, p_s, red_s, svs, ml, g, bx, tx, lane, warp)  # tfdash.kernels.softmax
                     if probed:
                         stamp(probe, px, g, tx, "softmax")

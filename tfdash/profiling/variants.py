@@ -22,10 +22,9 @@ PLAN_VARIANTS = {
     "tilelang-fenced": {"attn_merge_acq_rel": False},
     # the merge loading 16 partials at once where the default takes 32 (groups of 1 and 2)
     "tilelang-mc16": {"attn_merge_chunk": 16},
-    # attention's blocks let o_proj launch (and prefetch its weights) once their keys, or also
-    # their values, have arrived, not at their grid dependency
-    "tilelang-ts": {"attn_trigger_at": "scores"},
-    "tilelang-tv": {"attn_trigger_at": "values"},
+    # attention's blocks let o_proj launch at their grid dependency (where the default waits for
+    # their values: 0.6B)
+    "tilelang-tdep": {"attn_trigger_at": "dependency"},
     # the merge loading its first partials early for groups up to 4 q heads (4B, 8B), not 2
     "tilelang-meg4": {"attn_merge_early_group": 4},
 }
