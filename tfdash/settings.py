@@ -75,8 +75,8 @@ class Settings:
                                      "tilelang-otlate, the A/B baseline; benchmarks/ has the measured difference)"),
         "attn_merge_early": Knob("TFDASH_ATTN_MERGE_EARLY", True,
                                  "attention's merging block loads its first partials beside the (max, sum) "
-                                 "pairs, both loads in flight at once, where a kv head has at most 4 q heads "
-                                 "(larger groups merge late); off: after them (bench backend tilelang-mlate, "
+                                 "pairs, both loads in flight at once, where a kv head has at most 2 q heads "
+                                 "(larger groups merge late: a group of 4 spilled registers merging early); off: after them (bench backend tilelang-mlate, "
                                  "the A/B baseline; benchmarks/ has the measured difference)"),
         "early_norm": Knob("TFDASH_EARLY_NORM", True,
                            "qkv_proj, gate_up and lm_head read their norm weight, and the fused attention its "
