@@ -127,7 +127,7 @@ def test_text_and_markdown(pair, capsys):
     body = lines[head + 1:]
     assert len(body) == 15
     assert any(line.startswith("+ L0.qk_norm_rope (added)") for line in body)
-    assert any(line.startswith("  L1.attention (attn_rope_decode_me → attn_decode_me)") for line in body)
+    assert any(line.startswith("  L1.attention (attn_rope_decode_me_tv → attn_decode_me_tv)") for line in body)
     assert main(["diff", str(a), str(b), "--markdown", "--top", "4"]) == 0
     md = capsys.readouterr().out.splitlines()
     table = [line for line in md if line.startswith("| ")]
