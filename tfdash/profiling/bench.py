@@ -27,7 +27,7 @@ copy bandwidth.
     tilelang-b32sc64 32-position splits on 64 programs per kv head (tfdash.profiling.variants)
     tilelang-tdep    attention lets o_proj launch at its grid dependency where the shape's own
                      waits for its values (0.6B; TFDASH_ATTN_TRIGGER_AT)
-    tilelang-meg4    groups of 4 q heads merge early, as before session 15 (4B, 8B)
+    tilelang-meg4    groups of 4 q heads merge early, as the plan before did (4B, 8B)
     tilelang[OP:K=V] a GEMV launch-settings variant (--gemv), the sweep behind the GEMV table
     tilelang@N       tilelang-graph with an N-position KV cache (--also-capacity N; the dashboard's
                      is 4096), against the run-sized one
