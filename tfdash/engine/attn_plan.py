@@ -18,9 +18,9 @@ LATE_TRIGGER_MAX_O_BYTES = 4 << 20
 
 def attention_dims(n_heads: int, n_kv_heads: int, head_dim: int, capacity: int, *, fused_rope: bool,
                    attn_kv_early: bool, attn_split_cap: int | None, attn_min_blocks: int | None,
-                   attn_block: int | None, attn_merge_early: bool, attn_merge_early_group: int | None, early_norm: bool, attn_merge_acq_rel: bool,
-                   attn_merge_chunk: int | None, attn_trigger_at: str | None,
-                   o_weight_bytes: int) -> tuple[dict, str]:
+                   attn_block: int | None, attn_merge_early: bool, attn_merge_early_group: int | None,
+                   early_norm: bool, attn_merge_acq_rel: bool, attn_merge_chunk: int | None,
+                   attn_trigger_at: str | None, o_weight_bytes: int) -> tuple[dict, str]:
     """(dims, suffix) of the attention launch for build_plan's options of the same names;
     o_weight_bytes, o_proj's weight (attn_trigger_at None: the shape's own trigger point)."""
     from tfdash.kernels.splitkv import MERGE_CHUNK
@@ -37,7 +37,8 @@ def attention_dims(n_heads: int, n_kv_heads: int, head_dim: int, capacity: int, 
             raise TfdashError(f"attn_split_cap={attn_split_cap} must be at least 1")
         dims["split_cap"] = attn_split_cap
         sfx += f"_sc{attn_split_cap}"
-    if attn_merge_early and group <= (MERGE_EARLY_GROUP if attn_merge_early_group is None else attn_merge_early_group):
+    early_group = MERGE_EARLY_GROUP if attn_merge_early_group is None else attn_merge_early_group
+    if attn_merge_early and group <= early_group:
         dims["merge_early"] = True
         sfx += "_me"
     if attn_merge_acq_rel:
