@@ -76,7 +76,8 @@ class Settings:
         "attn_merge_early": Knob("TFDASH_ATTN_MERGE_EARLY", True,
                                  "attention's merging block loads its first partials beside the (max, sum) "
                                  "pairs, both loads in flight at once, where a kv head has at most 2 q heads "
-                                 "(larger groups merge late: a group of 4 spilled registers merging early); off: after them (bench backend tilelang-mlate, "
+                                 "(larger groups merge late: a group of 4 spilled registers merging early); "
+                                 "off: after them (bench backend tilelang-mlate, "
                                  "the A/B baseline; benchmarks/ has the measured difference)"),
         "early_norm": Knob("TFDASH_EARLY_NORM", True,
                            "qkv_proj, gate_up and lm_head read their norm weight, and the fused attention its "
@@ -96,9 +97,9 @@ class Settings:
         "attn_trigger_at": Knob("TFDASH_ATTN_TRIGGER_AT", "",
                                 "where attention's blocks let o_proj launch: dependency (at their grid "
                                 "dependency) or values (once their values are done, so o_proj's and gate_up's "
-                                "weight prefetch meets attention's merge, not its K/V loads); empty: the shape's own, values "
-                                "where o_proj's weight is at most 4 MiB (0.6B), else dependency (bench backend "
-                                "tilelang-tdep, the A/B baseline; benchmarks/ has the measured difference)"),
+                                "weight prefetch meets attention's merge, not its K/V loads); empty: the shape's "
+                                "own, values where o_proj's weight is at most 4 MiB (0.6B), else dependency "
+                                "(bench backend tilelang-tdep, the A/B baseline; benchmarks/ has the measured difference)"),
         "attn_split_cap": Knob("TFDASH_ATTN_SPLIT_CAP", 32,
                                "programs per kv head in attention's grid at most; each loops over its "
                                "64-position blocks of the KV cache, so a larger cache launches no more "
