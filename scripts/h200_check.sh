@@ -3,7 +3,7 @@
 #   run with carry [".gpu"]:  bash scripts/h200_check.sh [tests|diag|bench|profile|app|all] [extra bench args]
 #   (all = tests, diag, bench; engine = bench, headless run, GPU tests; observe = issues 5 and 6 (+ bench); dash = app + tty; profile = scripts/gpu_profile_check.py; app = scripts/gpu_app_check.py;
 #    counters = tfdash counters on one layer plus embed, lm_head and argmax (issue 17);
-#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; tables = the GEMV table's 0.6B and 4B entries in the default plan; tails = GEMV grids that spread rows unevenly over warps (4B o_proj and down, 0.6B gate_up), tails14 = the same for 14B; live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick; where = per-op exclusive us against each op's floor at 0.6B and 4B (scripts/kernel_times.py --model); inflight = GEMVs with more loads in flight a lane at 4B, 0.6B and 1.7B; confirm = session 11's 4B and 0.6B table entries tested and benched; inflight14 = the same for 14B; next = what session 11 leaves (the early_norm and acqrel variants tested and A/B'd at 1.7B, 0.6B and 4B; since on by default); inflight32 = 32B's qkv_proj and gate_up at 4B's and 14B's settings; land12 = the GPU suite on session 12's defaults with the 1.7B headline bench; probe = the phases alone at 1.7B and 0.6B, ctx 1024 and 256; land14 = session 14's default tested with the 1.7B headline bench; land15 = session 15's defaults (4B's and 8B's late merge, 0.6B's late trigger) tested and A/B'd)
+#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; tables = the GEMV table's 0.6B and 4B entries in the default plan; tails = GEMV grids that spread rows unevenly over warps (4B o_proj and down, 0.6B gate_up), tails14 = the same for 14B; live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick; where = per-op exclusive us against each op's floor at 0.6B and 4B (scripts/kernel_times.py --model); inflight = GEMVs with more loads in flight a lane at 4B, 0.6B and 1.7B; confirm = session 11's 4B and 0.6B table entries tested and benched; inflight14 = the same for 14B; next = what session 11 leaves (the early_norm and acqrel variants tested and A/B'd at 1.7B, 0.6B and 4B; since on by default); inflight32 = 32B's qkv_proj and gate_up at 4B's and 14B's settings; land12 = the GPU suite on session 12's defaults with the 1.7B headline bench; probe = the phases alone at 1.7B and 0.6B, ctx 1024 and 256; land14 = session 14's default tested with the 1.7B headline bench; land15 = session 15's defaults (4B's and 8B's late merge, 0.6B's late trigger) tested and A/B'd; silu16 = gate_up making silu(g) * u, tested and A/B'd at 1.7B and 4B)
 # Needs the offline bundle (../shared/gpu-bundle .gpu/site.tar.xz). The tilelang kernel cache
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
@@ -159,6 +159,32 @@ if [ "$what" = land15 ]; then
     v=tilelang-graph,tilelang-tdep; [ $m = qwen3-4b ] && v=tilelang-graph,tilelang-meg4
     timeout 150 python3 -m tfdash bench --model $m --backends $v,torch-graph --json "$R/bench-$m.json" 2>&1 \
       | grep -v "TileLang:" > "$R/bench-$m.log"; tail -5 "$R/bench-$m.log" | cut -c1-150; pack
+  done
+fi
+if [ "$what" = silu16 ]; then
+  # gate_up making silu(g) * u in its epilogue (the default) against down's prologue making it
+  # (tilelang-downsilu), about 9 minutes, parts packed as they finish: the two MLPs bit for bit at
+  # 1.7B and 4B, the 1.7B and 4B A/B in one process each, per-op times at 1.7B, then the GEMVs
+  # against torch at every size, the MLPs bit for bit at every size, the 1.7B graph bit for bit
+  # and the steps against the reference; SIZES="..." for more benches after that
+  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-4b,qwen3-0.6b,qwen3-8b --variants tilelang-downsilu \
+    2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
+  timeout 60 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py -q -rA -p no:cacheprovider \
+    -k "test_mlp_silu_in_gate_up_same_bits and (1.7b or 4b)" 2>&1 | grep -v "TileLang:" > "$R/bits-tests.log"
+  grep -E "^(FAILED|ERROR)|passed|failed" "$R/bits-tests.log" | cut -c1-200 | tail -4; pack
+  for m in qwen3-1.7b qwen3-4b; do
+    timeout 150 python3 -m tfdash bench --model $m --backends tilelang-graph,tilelang-downsilu --json "$R/bench-$m.json" 2>&1 \
+      | grep -v "TileLang:" > "$R/bench-$m.log"; tail -4 "$R/bench-$m.log" | cut -c1-150; pack
+  done
+  timeout 90 python3 scripts/kernel_times.py --variants tilelang-downsilu --out "$R/kernel_times-1.7b.json" 2>&1 \
+    | grep -v "TileLang:" > "$R/kernel_times-1.7b.log"; sed -n 3,12p "$R/kernel_times-1.7b.log"; pack
+  timeout 200 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
+    -k "test_gemv or test_mlp_silu_in_gate_up_same_bits or test_plan_variants_decode_the_same_bits or test_step_matches_reference or (test_every_size_step_matches_reference and (0.6b or qwen3-4b))" 2>&1 \
+    | grep -v "TileLang:" > "$R/silu-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/silu-tests.log" | cut -c1-200 | tail -8; pack
+  for m in ${SIZES:-}; do
+    timeout 150 python3 -m tfdash bench --model $m --backends tilelang-graph,tilelang-downsilu --json "$R/bench-$m.json" 2>&1 \
+      | grep -v "TileLang:" > "$R/bench-$m.log"; tail -4 "$R/bench-$m.log" | cut -c1-150; pack
   done
 fi
 if [ "$what" = headline ]; then

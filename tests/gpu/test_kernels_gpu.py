@@ -28,6 +28,7 @@ CFG = PLAN.config
 UNFUSED = build_plan(CFG, dtype="bfloat16", capacity=4096, fused_rope=False)  # the A/B baseline's kernels
 OTLATE = build_plan(CFG, dtype="bfloat16", capacity=4096, o_proj_trigger_first=False)  # the A/B baseline's o_proj
 LATENORM = build_plan(CFG, dtype="bfloat16", capacity=4096, early_norm=False)  # norm weights after the dependency
+DOWNSILU = build_plan(CFG, dtype="bfloat16", capacity=4096, gate_up_silu=False)  # down makes silu(g) * u
 DEV = "cuda"
 GEN = torch.Generator(device=DEV)
 
@@ -121,18 +122,43 @@ def both(launch, ctx, written, plan=PLAN):
     return a, b, base
 
 
-GEMVS = ["gemv_qkv", "gemv_o_residual", "gemv_gate_up", "gemv_down_silu_residual", "gemv_o_residual_tlate"]
+GEMVS = ["gemv_qkv", "gemv_o_residual", "gemv_gate_up_silu", "gemv_down_residual", "gemv_o_residual_tlate",
+         "gemv_gate_up", "gemv_down_silu_residual"]
 
 
 @pytest.mark.parametrize("kernel", GEMVS)
 @pytest.mark.parametrize("trial", range(2))
 def test_gemv(kernel, trial):
-    launch = {**PLAN.kernels(), **OTLATE.kernels()}[kernel]
-    check_gemv(launch, PLAN)
+    plan = DOWNSILU if kernel in DOWNSILU.kernels() and kernel not in PLAN.kernels() else PLAN
+    launch = {**PLAN.kernels(), **OTLATE.kernels(), **DOWNSILU.kernels()}[kernel]
+    check_gemv(launch, plan)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_mlp_silu_in_gate_up_same_bits(size):
+    """gate_up making silu(g) * u in its epilogue, then down reading it, leaves the residual
+    stream bit for bit where gate_up storing g|u and down's prologue making the product does."""
+    plan, before = PLANS[size], build_plan(preset(size), dtype="bfloat16", capacity=4096, gate_up_silu=False)
+    gu, down = plan.ops()["gate_up"][0], plan.ops()["down"][0]
+    gu0, down0 = before.ops()["gate_up"][0], before.ops()["down"][0]
+    assert (gu.kernel, down.kernel, gu0.kernel, down0.kernel) == (
+        "gemv_gate_up_silu", "gemv_down_residual", "gemv_gate_up", "gemv_down_silu_residual")
+    x, norm_w, w_gu = (fresh(plan.buffers[gu.args[r]], r, 0, plan.config) for r in ("x", "norm_w", "w"))
+    w_down, res = (fresh(plan.buffers[down.args[r]], r, 0, plan.config) for r in ("w", "out"))
+    h = torch.full((plan.config.intermediate_size,), float("nan"), dtype=x.dtype, device=DEV)
+    g_u = torch.full((2 * plan.config.intermediate_size,), float("nan"), dtype=x.dtype, device=DEV)
+    new, old = res.clone(), res.clone()
+    run_tilelang(gu, {"x": x, "norm_w": norm_w, "w": w_gu, "out": h})
+    run_tilelang(down, {"x": h, "w": w_down, "out": new})
+    run_tilelang(gu0, {"x": x, "norm_w": norm_w, "w": w_gu, "out": g_u})
+    run_tilelang(down0, {"x": g_u, "w": w_down, "out": old})
+    assert not torch.isnan(h.float()).any(), "unwritten element of h"
+    assert torch.equal(new, old)
+    assert not torch.equal(new, res)  # the MLP added something
 
 
 @pytest.mark.parametrize("size", ["qwen3-0.6b", "qwen3-1.7b", "qwen3-4b"])  # K = 1024, 2048, 2560
-@pytest.mark.parametrize("kernel", ["gemv_qkv_ln", "gemv_gate_up_ln"])
+@pytest.mark.parametrize("kernel", ["gemv_qkv_ln", "gemv_gate_up_silu_ln"])
 def test_gemv_with_late_norm(kernel, size):
     """The GEMVs that read their norm weight after the grid dependency (the late-norm baseline of
     the default's early_norm), where a thread holds part of one 2048-column pass of the weight,

@@ -16,8 +16,8 @@ them, the attention merge inside the attention launch):
                                (fused_rope=False: the first line is a launch of its own,
                                L{i}.qk_norm_rope)
     L{i}.o_proj                x += W_o @ attn
-    L{i}.gate_up               gu = W_gu @ rmsnorm(x)
-    L{i}.down                  x += W_down @ (silu(g) * u)
+    L{i}.gate_up               h = silu(g) * u, g|u = W_gu @ rmsnorm(x)
+    L{i}.down                  x += W_down @ h
     lm_head                    logits = E @ rmsnorm(x) (f32), and a (max, index) per block
     argmax                     next = argmax over those; feed prompt or next; pos += 1
 """
@@ -188,7 +188,8 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                attn_block: int | None = None, o_proj_trigger_first: bool = True,
                attn_merge_early: bool = True, early_norm: bool = True,
                attn_merge_acq_rel: bool = True, attn_merge_chunk: int | None = None,
-               attn_trigger_at: str | None = None, attn_merge_early_group: int | None = None) -> StepPlan:
+               attn_trigger_at: str | None = None, attn_merge_early_group: int | None = None,
+               gate_up_silu: bool = True) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -225,8 +226,12 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     ("dependency") or after its values ("values"), so o_proj's and gate_up's weight prefetch
     meets attention's merge rather than its K/V loads; None: "values" where o_proj's weight is at
     most attn_plan.LATE_TRIGGER_MAX_O_BYTES (0.6B), else "dependency".
+    `gate_up_silu`: gate_up's epilogue makes silu(g) * u (each warp pairs a gate row with its up
+    row), so down reads I values as they are; False: down's prologue makes them from gate|up's 2I,
+    every block of it all I (the baseline), the same arithmetic.
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
+    from tfdash.kernels.gemv import paired as gemv_paired
     from tfdash.kernels.gemv import settings as gemv_settings
 
     bps = dict(gemv_blocks_per_sm or {})
@@ -273,7 +278,10 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     buf("qkv", (cfg.qkv_size,), dtype, "activation")
     buf("q", (cfg.q_size,), dtype, "activation")
     buf("attn", (cfg.q_size,), dtype, "activation")
-    buf("gu", (2 * I,), dtype, "activation")
+    if gate_up_silu:
+        buf("mlp_h", (I,), dtype, "activation")  # silu(g) * u
+    else:
+        buf("gu", (2 * I,), dtype, "activation")
     buf("logits", (V,), "float32", "activation")
     buf("rope_cos", (C, D // 2), dtype, "table")
     buf("rope_sin", (C, D // 2), dtype, "table")
@@ -308,10 +316,11 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                                MappingProxyType(dict(dims, dtype=dtype)), MappingProxyType(args)))
 
     def gemv_kernel(op, kernel, N, K, prologue, epilogue, out_dtype, extra=None):
-        """(kernel name, dims) of a GEMV: the per-shape table (else its rule), then the plan's
-        options and overrides for `op`, each other kernel named apart."""
+        """(kernel name, dims) of a GEMV: the per-shape table (else its rule; paired rows for the
+        silu_mul epilogue), then the plan's options and overrides for `op`, each other kernel named
+        apart."""
         dims = dict(N=N, K=K, prologue=prologue, epilogue=epilogue, out_dtype=out_dtype, eps=eps, **(extra or {}))
-        dims.update(gemv_settings(N, K))
+        dims.update(gemv_paired(gemv_settings(N, K), K) if epilogue == "silu_mul" else gemv_settings(N, K))
         if prologue == "rmsnorm":
             if early_norm:
                 dims["early_norm"] = True
@@ -353,10 +362,16 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         o_extra = dict(res or {}, **({"trigger_first": 1} if o_proj_trigger_first else {}))
         gemv(p + "o_proj", i, "gemv_o_residual" + res_sfx + ("" if o_proj_trigger_first else "_tlate"), H, cfg.q_size,
              "none", "residual", dtype, extra=o_extra or None, x="attn", w=p + "w_o", out="x")
-        gemv(p + "gate_up", i, "gemv_gate_up", 2 * I, H, "rmsnorm", "store", dtype, x="x", norm_w=p + "mlp_norm",
-             w=p + "w_gu", out="gu")
-        gemv(p + "down", i, "gemv_down_silu_residual" + res_sfx, H, I, "silu_mul", "residual", dtype, extra=res,
-             x="gu", w=p + "w_down", out="x")
+        if gate_up_silu:  # silu(g) * u made once, by gate_up
+            gemv(p + "gate_up", i, "gemv_gate_up_silu", 2 * I, H, "rmsnorm", "silu_mul", dtype, x="x",
+                 norm_w=p + "mlp_norm", w=p + "w_gu", out="mlp_h")
+            gemv(p + "down", i, "gemv_down_residual" + res_sfx, H, I, "none", "residual", dtype, extra=res,
+                 x="mlp_h", w=p + "w_down", out="x")
+        else:
+            gemv(p + "gate_up", i, "gemv_gate_up", 2 * I, H, "rmsnorm", "store", dtype, x="x", norm_w=p + "mlp_norm",
+                 w=p + "w_gu", out="gu")
+            gemv(p + "down", i, "gemv_down_silu_residual" + res_sfx, H, I, "silu_mul", "residual", dtype, extra=res,
+                 x="gu", w=p + "w_down", out="x")
     from tfdash.kernels.gemv import grid_size
 
     head_kernel, head_dims = gemv_kernel("lm_head", "gemv_lm_head", V, H, "rmsnorm", "store", "float32",

@@ -7,6 +7,8 @@ prologue: "none"     h = x
           "silu_mul" h = silu(x[:K]) * x[K:]          (gate|up packed: x has 2K entries)
 epilogue: "store"    out = W @ h                      (out in `out_dtype`; f32 for the logits)
           "residual" out += W @ h                     (the residual add fused into its producer)
+          "silu_mul" out = silu(y[:N/2]) * y[N/2:], y = W @ h   (gate|up's product made once, by
+                                                      its producer, for down to read as it is)
 
 Roundings follow transformers' Qwen3 in the model dtype: the GEMV result is rounded to the dtype
 before the residual add, silu(g) is rounded before the product with u.
@@ -41,6 +43,8 @@ def torch_gemv(dims, bufs):
         y = F.linear(h, bufs["w"])
     if dims["epilogue"] == "residual":
         out.add_(y)
+    elif dims["epilogue"] == "silu_mul":
+        out.copy_(F.silu(y[:dims["N"] // 2]) * y[dims["N"] // 2:])
     else:
         out.copy_(y)
 
@@ -66,6 +70,10 @@ def cost(dims, ctx_len=0):
     if dims["epilogue"] == "residual":
         f32 += N
         ops.append(Operand("out", "activation", N * out_es, N * out_es))
+    elif dims["epilogue"] == "silu_mul":
+        f32 += 2 * N  # silu = g / (1 + exp(-g)), then * u, for N/2 pairs
+        special["exp"] = N // 2
+        ops.append(Operand("out", "activation", 0, N // 2 * out_es))
     else:
         ops.append(Operand("out", "activation", 0, N * out_es))
     flops["f32"] = flops.get("f32", 0) + f32
@@ -112,6 +120,15 @@ def rule(N: int, K: int) -> dict:
     return {"rows": rows_per_warp(K), "seg": chunks_per_segment(K), "blocks_per_sm": BLOCKS_PER_SM}
 
 
+def paired(settings: dict, K: int) -> dict:
+    """Settings for the silu_mul epilogue, which pairs each gate row with its up row in one warp:
+    an odd rows-a-warp becomes the next even number, its segment chosen again by the rule."""
+    if settings["rows"] % 2 == 0:
+        return dict(settings)
+    rows = settings["rows"] + 1
+    return dict(settings, rows=rows, seg=chunks_per_segment(K, rows))
+
+
 @functools.lru_cache(maxsize=1)
 def table() -> dict:
     """{(N, K): settings} from gemv_table.json: each entry says how it was chosen."""
@@ -141,6 +158,9 @@ def grid_size(N: int, K: int, blocks_per_sm: int = BLOCKS_PER_SM, rows: int | No
 def supported(dims):
     if dims["K"] % CHUNK:
         return f"a GEMV with K={dims['K']} (its GEMV wants K a multiple of {CHUNK})"
+    if dims["epilogue"] == "silu_mul" and (launch_settings(dims)[0] % 2 or dims["N"] % 2):
+        return (f"the silu_mul epilogue with {launch_settings(dims)[0]} rows a warp over N={dims['N']} "
+                f"(it pairs gate and up rows: an even number of each)")
     if dims.get("argmax") and dims["N"] >= 2 ** 24:
         return f"a vocabulary of {dims['N']} (the argmax carries indices in f32, exact below 2**24)"
     return None
@@ -165,6 +185,7 @@ def tilelang_gemv(dims):
     N, K = dims["N"], dims["K"]
     dt, out_dt = dims["dtype"], dims["out_dtype"]
     x_len = 2 * K if dims["prologue"] == "silu_mul" else K
+    out_len = N // 2 if dims["epilogue"] == "silu_mul" else N
     grid = geometry(dims).grid[0]  # what the drill-down shows of this launch
     phase = gemv_phase(T, dims, grid)
     amax_on, min_blocks = bool(dims.get("argmax")), int(dims.get("min_blocks", 0))
@@ -195,18 +216,18 @@ def tilelang_gemv(dims):
 
         @T.prim_func
         def gemv(x: T.Tensor((x_len,), dt), norm_w: T.Tensor((K,), dt), w: T.Tensor((N, K), dt),
-                 out: T.Tensor((N,), out_dt), amax: T.Tensor((grid, 2), "float32")):
+                 out: T.Tensor((out_len,), out_dt), amax: T.Tensor((grid, 2), "float32")):
             body(x, norm_w, w, out, amax)
     elif dims["prologue"] == "rmsnorm":
 
         @T.prim_func
         def gemv(x: T.Tensor((x_len,), dt), norm_w: T.Tensor((K,), dt), w: T.Tensor((N, K), dt),
-                 out: T.Tensor((N,), out_dt)):
+                 out: T.Tensor((out_len,), out_dt)):
             body(x, norm_w, w, out, None)
     else:
 
         @T.prim_func
-        def gemv(x: T.Tensor((x_len,), dt), w: T.Tensor((N, K), dt), out: T.Tensor((N,), out_dt)):
+        def gemv(x: T.Tensor((x_len,), dt), w: T.Tensor((N, K), dt), out: T.Tensor((out_len,), out_dt)):
             body(x, None, w, out, None)
 
     return gemv

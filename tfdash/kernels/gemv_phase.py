@@ -31,6 +31,18 @@ def gemv_phase(T, dims, grid: int):
     pro_iters = -(-K // (THREADS * VEC))
     assert K % (32 * VEC) == 0, f"K={K} must be a multiple of {32 * VEC}"
     amax_on = bool(dims.get("argmax"))
+    # epilogue "silu_mul": a warp's R rows are R/2 gate rows and their R/2 up rows (gate row i and
+    # up row N/2 + i), so lane 0 writes h_i = silu(g_i) * u_i: N/2 outputs, computed once here
+    # rather than by every block of the GEMV that consumes them
+    pair = epilogue == "silu_mul"
+    assert not pair or (R % 2 == 0 and N % 2 == 0), f"silu_mul pairs rows: R={R}, N={N}"
+    half_n = N // 2
+
+    def row(g, r):
+        """The weight row of row group g's r-th row (clamped: a group past N repeats the last row)."""
+        if pair:
+            return (r % 2) * half_n + T.min(g * (R // 2) + r // 2, half_n - 1)
+        return T.min(g * R + r, N - 1)
     # The residual this GEMV adds into was written two or more kernels back (the plan says so:
     # o_proj's x by the last layer's down, down's by o_proj): under PDL, every kernel before the
     # one just before this has finished once this kernel runs, so its first row group's residual
@@ -59,7 +71,7 @@ def gemv_phase(T, dims, grid: int):
             for r in T.unroll(R):
                 for c in T.unroll(SEG):
                     for j in T.vectorized(VEC):
-                        ns.wv[r, c * VEC + j] = w[T.min(g0 * R + r, N - 1), c * 32 * VEC + lane * VEC + j]
+                        ns.wv[r, c * VEC + j] = w[row(g0, r), c * 32 * VEC + lane * VEC + j]
             if early_res:
                 if lane == 0:
                     for r in T.unroll(R):
@@ -141,7 +153,7 @@ def gemv_phase(T, dims, grid: int):
                             for c in T.unroll(SEG):
                                 if not ragged or sg * SEG + c < chunks:
                                     for j in T.vectorized(VEC):
-                                        ns.wv[r, c * VEC + j] = w[T.min(g * R + r, N - 1),
+                                        ns.wv[r, c * VEC + j] = w[row(g, r),
                                                                   (sg * SEG + c) * 32 * VEC + lane * VEC + j]
                     for c in T.unroll(SEG):
                         if not ragged or sg * SEG + c < chunks:
@@ -152,19 +164,32 @@ def gemv_phase(T, dims, grid: int):
                                     ns.acc[r] += T.cast(ns.wv[r, c * VEC + j], "float32") * T.cast(ns.hv[j], "float32")
                 for r in T.unroll(R):
                     ns.acc[r] = T.warp_reduce_sum(ns.acc[r])
-                if lane == 0:
-                    for r in T.unroll(R):
-                        if g * R + r < N:
-                            if epilogue == "residual" and early_res:
-                                out[g * R + r] = T.cast(
-                                    T.cast(T.if_then_else(p == 0, ns.resv[r], out[g * R + r]), "float32")
-                                    + T.cast(T.cast(ns.acc[r], dt), "float32"), out_dt)
-                            elif epilogue == "residual":
-                                out[g * R + r] = T.cast(
-                                    T.cast(out[g * R + r], "float32") + T.cast(T.cast(ns.acc[r], dt), "float32"),
-                                    out_dt)
-                            else:
-                                out[g * R + r] = T.cast(ns.acc[r], out_dt)
+                if pair:
+                    if lane == 0:
+                        for r2 in T.unroll(R // 2):
+                            if g * (R // 2) + r2 < half_n:
+                                # g and u rounded to the dtype (what a stored gate_up held), then silu(g)
+                                # in f32 rounded, times u, rounded: the silu_mul prologue's arithmetic
+                                ns.hv[0] = T.cast(ns.acc[2 * r2], dt)
+                                ns.hv[1] = T.cast(ns.acc[2 * r2 + 1], dt)
+                                out[g * (R // 2) + r2] = T.cast(
+                                    T.cast(T.cast(ns.hv[0], "float32")
+                                           / (1.0 + T.exp(-T.cast(ns.hv[0], "float32"))), dt).astype("float32")
+                                    * T.cast(ns.hv[1], "float32"), out_dt)
+                else:
+                    if lane == 0:
+                        for r in T.unroll(R):
+                            if g * R + r < N:
+                                if epilogue == "residual" and early_res:
+                                    out[g * R + r] = T.cast(
+                                        T.cast(T.if_then_else(p == 0, ns.resv[r], out[g * R + r]), "float32")
+                                        + T.cast(T.cast(ns.acc[r], dt), "float32"), out_dt)
+                                elif epilogue == "residual":
+                                    out[g * R + r] = T.cast(
+                                        T.cast(out[g * R + r], "float32") + T.cast(T.cast(ns.acc[r], dt), "float32"),
+                                        out_dt)
+                                else:
+                                    out[g * R + r] = T.cast(ns.acc[r], out_dt)
                 if amax_on:
                     # rows arrive in increasing order per warp: strictly greater keeps the
                     # lowest index among ties (torch.argmax's tie-break)

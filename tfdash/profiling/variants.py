@@ -27,4 +27,6 @@ PLAN_VARIANTS = {
     "tilelang-tdep": {"attn_trigger_at": "dependency"},
     # the merge loading its first partials early for groups up to 4 q heads (4B, 8B), not 2
     "tilelang-meg4": {"attn_merge_early_group": 4},
+    # gate_up stores g|u and every block of down makes silu(g) * u from them (the plan before)
+    "tilelang-downsilu": {"gate_up_silu": False},
 }
