@@ -31,7 +31,8 @@ UNFUSED_MLATE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096
                            attn_merge_early=False)  # 14B's and 32B's unfused attention: the late merge
 LATENORM = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, early_norm=False)
 FENCED = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_merge_acq_rel=False)
-KERNELS = {**FENCED.kernels(), **LATENORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
+DOWNSILU = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, gate_up_silu=False)  # down makes silu
+KERNELS = {**DOWNSILU.kernels(), **FENCED.kernels(), **LATENORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
            **MLATE.kernels(), **UNFUSED_MLATE.kernels(), **PLAN.kernels()}  # every kernel the plan variants launch
 
 
@@ -50,7 +51,7 @@ def fresh_cache(tmp_path_factory):
 
 
 def test_plan_has_the_expected_kernels():
-    common = {"embed_gather", "gemv_qkv", "gemv_o_residual", "gemv_gate_up", "gemv_down_silu_residual",
+    common = {"embed_gather", "gemv_qkv", "gemv_o_residual", "gemv_gate_up_silu", "gemv_down_residual",
               "gemv_lm_head", "argmax_feed"}
     assert set(PLAN.kernels()) == common | {"attn_rope_decode_me"}
     assert set(UNFUSED.kernels()) == common | {"qk_norm_rope", "attn_decode_me"}
@@ -90,7 +91,8 @@ def registers(src: str, tmp_path=None) -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(k for k in {**PLAN.kernels(), **OTLATE.kernels(), **LATENORM.kernels()}
+@pytest.mark.parametrize("name", sorted(k for k in {**PLAN.kernels(), **OTLATE.kernels(), **LATENORM.kernels(),
+                                                     **DOWNSILU.kernels()}
                                          if k.startswith("gemv_")))
 def test_gemv_blocks_fit_on_an_sm_as_planned(name, fresh_cache, tmp_path):
     """The GEMV grid assumes BLOCKS_PER_SM resident blocks of THREADS threads. down once took 130
@@ -121,8 +123,9 @@ def test_without_pdl_the_kernels_carry_no_grid_dependency(fresh_cache):
 @pytest.mark.slow
 @pytest.mark.parametrize("name,first", [("gemv_o_residual", True), ("gemv_o_residual_tlate", False),
                                         ("attn_rope_decode_me", False), ("attn_rope_decode", False),
+                                        ("gemv_gate_up_silu", False), ("gemv_down_residual", False),
                                         ("gemv_gate_up", False), ("gemv_down_silu_residual", False),
-                                        ("gemv_down_silu_residual_t1", True), ("gemv_qkv", False)])
+                                        ("gemv_down_residual_t1", True), ("gemv_qkv", False)])
 def test_which_kernels_let_the_next_launch_before_their_grid_dependency(name, first, fresh_cache):
     """The default o_proj triggers gate_up's launch before it waits on attention (gate_up reads only
     weights early), as down may the next qkv's (gemv_overrides); every other kernel
@@ -135,7 +138,7 @@ def test_which_kernels_let_the_next_launch_before_their_grid_dependency(name, fi
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name,norm", [("gemv_qkv", "(norm_w + "), ("gemv_gate_up", "(norm_w + "),
+@pytest.mark.parametrize("name,norm", [("gemv_qkv", "(norm_w + "), ("gemv_gate_up_silu", "(norm_w + "),
                                        ("gemv_lm_head", "(norm_w + "), ("attn_rope_decode_me", "q_norm[")])
 def test_early_norm_reads_the_norm_weights_before_the_grid_dependency(name, norm, fresh_cache):
     """The default (early_norm) loads the norm weights (and attention's cos/sin) before the kernel
@@ -231,7 +234,7 @@ def test_ptxas_facts_of_a_kernel(fresh_cache):
     from tfdash.app.cuda_source import facts
     from tfdash.engine.ptxas import parse, resource_usage
 
-    src = compiled("gemv_down_silu_residual").get_kernel_source()
+    src = compiled("gemv_down_residual").get_kernel_source()
     r = resource_usage(src)
     assert 32 <= r.registers <= 128 and r.spill_stores == 0 and r.spill_loads == 0
     assert facts(src).startswith(f"// ptxas sm_90a: {r.registers} registers a thread, no spills")

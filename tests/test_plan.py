@@ -105,7 +105,7 @@ def test_buffer_shapes_agree_with_dims(plan):
             N, K = d["N"], d["K"]
             assert shape(launch, "w") == (N, K)
             assert shape(launch, "x") == ((2 * K,) if d["prologue"] == "silu_mul" else (K,))
-            assert shape(launch, "out") == (N,)
+            assert shape(launch, "out") == ((N // 2,) if d["epilogue"] == "silu_mul" else (N,))
             assert B[launch.args["out"]].dtype == d["out_dtype"]
             assert B[launch.args["w"]].dtype == plan.dtype
             assert ("norm_w" in launch.args) == (d["prologue"] == "rmsnorm")
@@ -230,17 +230,20 @@ def test_the_early_read_knobs_reach_the_engine_plan():
     # qwen3-tiny's o_proj is small enough for the late trigger (_tv): the names below are without it
     with SETTINGS.override(attn_trigger_at="dependency"):
         on = kernels()
-        assert {"attn_rope_decode_me", "gemv_o_residual", "gemv_down_silu_residual"} <= on
+        assert {"attn_rope_decode_me", "gemv_o_residual", "gemv_gate_up_silu", "gemv_down_residual"} <= on
         with SETTINGS.override(attn_kv_early=False, early_residual=False, attn_merge_early=False):
             off = kernels()
-        assert {"attn_rope_decode_late", "gemv_o_residual_lateres", "gemv_down_silu_residual_lateres"} <= off
-        assert not off & {"attn_rope_decode_me", "gemv_o_residual", "gemv_down_silu_residual"}
+        assert {"attn_rope_decode_late", "gemv_o_residual_lateres", "gemv_down_residual_lateres"} <= off
+        assert not off & {"attn_rope_decode_me", "gemv_o_residual", "gemv_down_residual"}
+        with SETTINGS.override(gate_up_silu=False):
+            assert {"gemv_gate_up", "gemv_down_silu_residual"} <= kernels()
+            assert not kernels() & {"gemv_gate_up_silu", "gemv_down_residual"}
         with SETTINGS.override(early_residual=False):
             assert "attn_rope_decode_me" in kernels() and "gemv_o_residual_lateres" in kernels()
         with SETTINGS.override(attn_merge_early=False):
             assert "attn_rope_decode" in kernels() and "attn_rope_decode_me" not in kernels()
         with SETTINGS.override(early_norm=False):
-            assert {"attn_rope_decode_me_ln", "gemv_qkv_ln", "gemv_gate_up_ln", "gemv_lm_head_ln"} <= kernels()
+            assert {"attn_rope_decode_me_ln", "gemv_qkv_ln", "gemv_gate_up_silu_ln", "gemv_lm_head_ln"} <= kernels()
         with SETTINGS.override(attn_merge_acq_rel=False):
             assert "attn_rope_decode_me_fe" in kernels()
         assert not any(k.endswith(("_ln", "_fe")) for k in on)
@@ -288,3 +291,41 @@ def test_the_merge_chunk_follows_the_group(name, chunk):
     assert la.dims.get("merge_chunk", 16) == other and f"_mc{other}" in la.kernel
     with pytest.raises(TfdashError, match="attn_merge_chunk=65 must be 1 to 64"):
         build_plan(preset(name), capacity=2112, attn_merge_chunk=65)
+
+
+@pytest.mark.parametrize("name", ["qwen3-1.7b", "qwen3-8b"])
+def test_gate_up_makes_silu_for_down(name):
+    """gate_up's silu_mul epilogue writes the I-long intermediate down reads as it is; each warp
+    pairs gate and up rows, so 8B's gate_up, a row a warp by the rule, takes two."""
+    cfg = PRESETS[name]
+    plan, before = build_plan(cfg, capacity=256), build_plan(cfg, capacity=256, gate_up_silu=False)
+    gu, down = plan.ops()["gate_up"][0], plan.ops()["down"][0]
+    assert (gu.dims["epilogue"], down.dims["prologue"]) == ("silu_mul", "none")
+    assert gu.args["out"] == down.args["x"] == "mlp_h" and plan.buffers["mlp_h"].shape == (cfg.intermediate_size,)
+    assert "gu" not in plan.buffers and before.buffers["gu"].shape == (2 * cfg.intermediate_size,)
+    rows_before = before.ops()["gate_up"][0].dims["rows"]
+    assert gu.dims["rows"] == (2 if name == "qwen3-8b" else rows_before) and rows_before == (1 if name == "qwen3-8b" else 2)
+    # the same weight bytes; the intermediate moves half the bytes out of gate_up and into down
+    assert plan.weight_bytes() == before.weight_bytes()
+    es = DTYPE_BYTES[plan.dtype]
+    assert gu.cost(0).bytes_written == before.ops()["gate_up"][0].cost(0).bytes_written // 2 == cfg.intermediate_size * es
+
+
+def test_gate_up_silu_decodes_the_same_bits_on_cpu():
+    """The torch spelling of both plans: the same tokens and logits after a short generation."""
+    import torch
+
+    from tfdash.engine.config import preset
+    from tfdash.engine.runtime import Runtime
+    from tfdash.engine.weights import pack, random_state_dict
+
+    cfg = preset("qwen3-tiny")
+    weights = pack(cfg, dict(random_state_dict(cfg, torch.bfloat16, "cpu", seed=0, gain=0.5)))
+    outs = []
+    for silu in (True, False):
+        rt = Runtime(build_plan(cfg, capacity=64, gate_up_silu=silu), weights, "cpu")
+        rt.reset([1, 2, 3, 4, 5])
+        for _ in range(12):
+            rt.step()
+        outs.append((rt.bufs["out_tokens"][:12].clone(), rt.bufs["logits"].clone()))
+    assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])

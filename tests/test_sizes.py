@@ -171,12 +171,12 @@ def test_gemv_overrides_name_the_kernel_apart():
     cfg = preset("qwen3-1.7b")
     plan = build_plan(cfg, capacity=64, gemv_overrides={"down": {"seg": 8, "blocks_per_sm": 1}})
     down = plan.ops()["down"][0]
-    assert down.kernel == "gemv_down_silu_residual_b1s8" and down.dims["seg"] == 8
+    assert down.kernel == "gemv_down_residual_b1s8" and down.dims["seg"] == 8
     assert down.dims["blocks_per_sm"] == 1
-    assert plan.ops()["gate_up"][0].kernel == "gemv_gate_up"
+    assert plan.ops()["gate_up"][0].kernel == "gemv_gate_up_silu"
     # the old knob still names its kernel as before
     gu1 = build_plan(cfg, capacity=64, gemv_blocks_per_sm={"gate_up": 1})
-    assert gu1.ops()["gate_up"][0].kernel == "gemv_gate_up_b1"
+    assert gu1.ops()["gate_up"][0].kernel == "gemv_gate_up_silu_b1"
     with pytest.raises(TfdashError, match="unknown GEMV setting"):
         build_plan(cfg, capacity=64, gemv_overrides={"down": {"warps": 4}})
 
@@ -230,7 +230,7 @@ def test_attention_knobs_name_their_kernels_and_refuse_what_they_cannot_do():
     with pytest.raises(TfdashError, match="attn_trigger_at='scores' must be one of dependency, values"):
         attn(attn_trigger_at="scores")
     gu = build_plan(cfg, capacity=64, gemv_overrides={"gate_up": {"min_blocks": 3}}).ops()["gate_up"][0]
-    assert gu.kernel == "gemv_gate_up_m3" and gu.dims["min_blocks"] == 3
+    assert gu.kernel == "gemv_gate_up_silu_m3" and gu.dims["min_blocks"] == 3
 
 
 def test_late_norm_names_the_kernels_with_a_norm_in_front():
@@ -272,7 +272,7 @@ def test_trigger_first_only_where_the_next_kernel_reads_weights_early():
     late = build_plan(cfg, capacity=64, o_proj_trigger_first=False).ops()["o_proj"][0]
     assert late.kernel == "gemv_o_residual_tlate" and "trigger_first" not in late.dims
     plan = build_plan(cfg, capacity=64, gemv_overrides={"down": {"trigger_first": 1}})
-    assert plan.ops()["down"][0].kernel == "gemv_down_silu_residual_t1"
+    assert plan.ops()["down"][0].kernel == "gemv_down_residual_t1"
     for op in ("gate_up", "qkv_proj"):
         with pytest.raises(TfdashError, match=f"trigger_first on {op}: .*allowed on o_proj and down"):
             build_plan(cfg, capacity=64, gemv_overrides={op: {"trigger_first": 1}})

@@ -100,6 +100,11 @@ class Settings:
                                 "weight prefetch meets attention's merge, not its K/V loads); empty: the shape's "
                                 "own, values where o_proj's weight is at most 4 MiB (0.6B), else dependency "
                                 "(bench backend tilelang-tdep, the A/B baseline; benchmarks/ has the measured difference)"),
+        "gate_up_silu": Knob("TFDASH_GATE_UP_SILU", True,
+                             "gate_up's epilogue makes silu(g) * u (a warp pairs each gate row with its up "
+                             "row), so down reads the intermediate as it is; off: down's every block makes all "
+                             "of it from gate|up in its prologue (bench backend tilelang-downsilu, the A/B "
+                             "baseline; benchmarks/ has the measured difference); the same bits"),
         "attn_split_cap": Knob("TFDASH_ATTN_SPLIT_CAP", 32,
                                "programs per kv head in attention's grid at most; each loops over its "
                                "64-position blocks of the KV cache, so a larger cache launches no more "

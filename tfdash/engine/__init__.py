@@ -168,6 +168,7 @@ def plan_for(cfg: ModelConfig, dtype: str, capacity: int) -> StepPlan:
                       attn_merge_acq_rel=bool(SETTINGS.attn_merge_acq_rel),
                       attn_merge_chunk=int(SETTINGS.attn_merge_chunk) or None,  # 0: the shape's own
                       attn_trigger_at=str(SETTINGS.attn_trigger_at) or None,  # empty: the shape's own
+                      gate_up_silu=bool(SETTINGS.gate_up_silu),
                       attn_split_cap=None if cap == SPLIT_CAP else cap)  # the default keeps the kernel's name
 
 
