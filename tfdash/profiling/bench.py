@@ -28,6 +28,8 @@ copy bandwidth.
     tilelang-tdep    attention lets o_proj launch at its grid dependency where the shape's own
                      waits for its values (0.6B; TFDASH_ATTN_TRIGGER_AT)
     tilelang-meg4    groups of 4 q heads merge early, as the plan before did (4B, 8B)
+    tilelang-downsilu gate_up stores g|u and every block of down makes silu(g) * u in its
+                     prologue, as the plan before did (TFDASH_GATE_UP_SILU)
     tilelang[OP:K=V] a GEMV launch-settings variant (--gemv), the sweep behind the GEMV table
     tilelang@N       tilelang-graph with an N-position KV cache (--also-capacity N; the dashboard's
                      is 4096), against the run-sized one
