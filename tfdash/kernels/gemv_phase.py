@@ -35,8 +35,14 @@ def gemv_phase(T, dims, grid: int):
     # up row N/2 + i), so lane 0 writes h_i = silu(g_i) * u_i: N/2 outputs, computed once here
     # rather than by every block of the GEMV that consumes them
     pair = epilogue == "silu_mul"
-    assert not pair or (R % 2 == 0 and N % 2 == 0), f"silu_mul pairs rows: R={R}, N={N}"
+    assert not pair or (R % 2 == 0 and N % 2 == 0 and out_dt == dt), f"silu_mul pairs rows: R={R}, N={N}"
     half_n = N // 2
+
+    def silu_mul(g, u):
+        """silu(g) in f32, rounded to the dtype, times u, rounded (torch's bf16 silu and mul), from
+        g and u in the dtype: the silu_mul prologue's and epilogue's one arithmetic."""
+        gf = T.cast(g, "float32")
+        return T.cast(T.cast(gf / (1.0 + T.exp(-gf)), dt).astype("float32") * T.cast(u, "float32"), dt)
 
     def row(g, r):
         """The weight row of row group g's r-th row (clamped: a group past N repeats the last row)."""
@@ -127,11 +133,7 @@ def gemv_phase(T, dims, grid: int):
                     for j in T.vectorized(VEC):
                         ns.uv[j] = x[K + (it * THREADS + tx) * VEC + j]
                     for j in T.unroll(VEC):
-                        # silu(g) in f32, rounded; then * u, rounded (torch's bf16 silu and mul)
-                        ns.hv[j] = T.cast(
-                            T.cast(T.cast(ns.xv[it * VEC + j], "float32")
-                                   / (1.0 + T.exp(-T.cast(ns.xv[it * VEC + j], "float32"))), dt).astype("float32")
-                            * T.cast(ns.uv[j], "float32"), dt)
+                        ns.hv[j] = silu_mul(ns.xv[it * VEC + j], ns.uv[j])
                     for j in T.vectorized(VEC):
                         ns.h_s[(it * THREADS + tx) * VEC + j] = ns.hv[j]
         else:
@@ -168,14 +170,10 @@ def gemv_phase(T, dims, grid: int):
                     if lane == 0:
                         for r2 in T.unroll(R // 2):
                             if g * (R // 2) + r2 < half_n:
-                                # g and u rounded to the dtype (what a stored gate_up held), then silu(g)
-                                # in f32 rounded, times u, rounded: the silu_mul prologue's arithmetic
+                                # g and u rounded to the dtype first, as a stored gate_up held them
                                 ns.hv[0] = T.cast(ns.acc[2 * r2], dt)
                                 ns.hv[1] = T.cast(ns.acc[2 * r2 + 1], dt)
-                                out[g * (R // 2) + r2] = T.cast(
-                                    T.cast(T.cast(ns.hv[0], "float32")
-                                           / (1.0 + T.exp(-T.cast(ns.hv[0], "float32"))), dt).astype("float32")
-                                    * T.cast(ns.hv[1], "float32"), out_dt)
+                                out[g * (R // 2) + r2] = silu_mul(ns.hv[0], ns.hv[1])
                 else:
                     if lane == 0:
                         for r in T.unroll(R):
