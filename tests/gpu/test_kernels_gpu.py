@@ -338,28 +338,6 @@ def test_attention_grid_rounds(capacity, ctx, cap):
     check_fused_attention(build_plan(CFG, dtype="bfloat16", capacity=capacity, attn_split_cap=cap), ctx)
 
 
-@pytest.mark.parametrize("variant", ["tilelang-ks", "tilelang-ksml"])
-@pytest.mark.parametrize("size", SIZES)
-@pytest.mark.parametrize("ctx", [0, 1, 63, 64, 255, 1024, 2111])
-def test_attention_kv_in_shared_memory(variant, size, ctx):
-    """K/V rows copied into shared memory (cp.async, zero-filled past the context): against torch,
-    and bit for bit against the same plan loading them into registers, at the bench's capacity (past
-    2048 positions a second round reuses the buffers)."""
-    options = PLAN_VARIANTS[variant]
-    plan = build_plan(preset(size), dtype="bfloat16", capacity=2112, **options)
-    check_fused_attention(plan, ctx)
-    base = build_plan(preset(size), dtype="bfloat16", capacity=2112, **dict(options, attn_kv_smem=False))
-    [ks] = [x for x in plan.kernels().values() if x.family == "attention"]
-    [regs] = [x for x in base.kernels().values() if x.family == "attention"]
-    assert ks.dims.get("kv_smem") and not regs.dims.get("kv_smem")
-    bufs = operands(ks, ctx, plan)
-    a = {r: t.clone() for r, t in bufs.items()}
-    run_tilelang(ks, bufs)
-    run_tilelang(regs, a)
-    for role in ("out", "k_cache", "v_cache"):
-        assert torch.equal(bufs[role], a[role]), role
-
-
 def check_fused_attention(plan, ctx):
     [launch] = [x for x in plan.kernels().values() if x.family == "attention"]  # any split-cap variant
     a, b, _ = both(launch, ctx, ["out", "part", "ml"], plan)

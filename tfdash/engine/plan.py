@@ -189,7 +189,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                attn_merge_early: bool = True, early_norm: bool = True,
                attn_merge_acq_rel: bool = True, attn_merge_chunk: int | None = None,
                attn_trigger_at: str | None = None, attn_merge_early_group: int | None = None,
-               gate_up_silu: bool = True, attn_kv_smem: bool = False) -> StepPlan:
+               gate_up_silu: bool = True) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -229,8 +229,6 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     `gate_up_silu`: gate_up's epilogue makes silu(g) * u (each warp pairs a gate row with its up
     row), so down reads I values as they are; False: down's prologue makes them from gate|up's 2I,
     every block of it all I (the baseline), the same arithmetic.
-    `attn_kv_smem`: attention copies its K/V rows into shared memory (cp.async) instead of loading
-    them into registers (tfdash.kernels.kv_stage), so a block takes fewer registers; False: registers.
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import paired as gemv_paired
@@ -260,8 +258,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         attn_min_blocks=attn_min_blocks, attn_block=attn_block, attn_merge_early=attn_merge_early,
         attn_merge_early_group=attn_merge_early_group,
         early_norm=early_norm, attn_merge_acq_rel=attn_merge_acq_rel, attn_merge_chunk=attn_merge_chunk,
-        attn_trigger_at=attn_trigger_at, o_weight_bytes=H * cfg.q_size * DTYPE_BYTES[dtype],
-        attn_kv_smem=attn_kv_smem)
+        attn_trigger_at=attn_trigger_at, o_weight_bytes=H * cfg.q_size * DTYPE_BYTES[dtype])
     splits = attn_dims["splits"]
     eps = cfg.rms_norm_eps
 

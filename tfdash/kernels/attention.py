@@ -17,7 +17,6 @@ import math
 import torch
 
 from tfdash.kernels.base import DTYPE_BYTES, Family, Geometry, Operand, make_cost, register
-from tfdash.kernels.kv_stage import register_loads, smem_copies
 from tfdash.kernels.probe import PROBE_PHASES, PROBE_PRELUDE, stamp_macro
 from tfdash.kernels.rope import fused_passes, fused_rope_macro, rope_weights_macro
 from tfdash.kernels.softmax import block_softmax_macro
@@ -73,14 +72,12 @@ def supported(dims) -> str | None:
 def smem_bytes(dims) -> int:
     """Shared memory of the tilelang kernel: scores and probabilities (f32, group x block), the
     rotated q of the group and this step's k and v (model dtype), the merge weights (f32, group x
-    splits rounded to 32) and a few reduction slots; with `kv_smem`, the block's K and V rows."""
+    splits rounded to 32) and a few reduction slots."""
     nH, nKV, D, B, S = dims["n_heads"], dims["n_kv_heads"], dims["head_dim"], dims["block"], dims["splits"]
     es = DTYPE_BYTES[dims["dtype"]]
     group = nH // nKV
     passes = max(-(-(group * B) // D), fused_passes(group, D))
-    kv = 2 * B * D * es if dims.get("kv_smem") else 0
-    return (2 * group * B * 4 + (group + 2) * D * es + group * (-(-S // 32) * 32) * 4 + (passes * D // 32 + 1) * 4
-            + kv)
+    return 2 * group * B * 4 + (group + 2) * D * es + group * (-(-S // 32) * 32) * 4 + (passes * D // 32 + 1) * 4
 
 
 def cost(dims, ctx_len=0):
@@ -130,8 +127,7 @@ def tilelang_attention(dims):
             warp instruction; an xor-shuffle over the 8 lanes finishes each dot product
     values  each thread owns one dim d and prefetches v[j, d] for the block's B positions before
             anything else (and its key rows right after), so K and V stream while q and this
-            step's k are normed and rotated; with `kv_smem` the block copies its K and V rows
-            into shared memory instead, holding no register for them (tfdash.kernels.kv_stage). Fused under PDL this happens before the grid
+            step's k are normed and rotated. Fused under PDL this happens before the grid
             dependency: pos and the earlier cache rows were written by earlier steps, so the
             stream overlaps the qkv GEMV's tail (`kv_early`, default on)
     softmax one score per thread: warp max/sum within a head, combined across the head's warps
@@ -174,7 +170,6 @@ def tilelang_attention(dims):
     # the rope phase's norm weights and cos/sin read before the grid dependency (fused, under PDL,
     # with the KV prefetch): the phase after it then waits only on qkv, just written, in L2
     early_norm = early and bool(dims.get("early_norm"))
-    kv_smem = bool(dims.get("kv_smem"))
     rope = fused_rope_macro(T, group, nH, nKV, D, dt, eps, preloaded=early_norm)
     load_w = rope_weights_macro(T, D)
     RED = max(SP, RP) * warps  # reduction slots: one per warp per pass
@@ -182,10 +177,22 @@ def tilelang_attention(dims):
     assert fused or not probed, "the phase probe is built for the fused attention"
     launch_kw = dict(prelude=PROBE_PRELUDE) if probed else {}
 
-    if kv_smem:  # K/V rows copied into shared memory (tfdash.kernels.kv_stage)
-        stage, wait_kv = smem_copies(T, B, D, threads, C, fused, dt)
-    else:
-        load_v, load_k = register_loads(T, B, iters, DC, C, fused, dt)
+    @T.macro
+    def load_v(v_cache, vv, g, bx, n, tx):
+        # V prefetch from the cache (thread tx owns dim tx); this step's own v comes later
+        for j in T.unroll(B):
+            if bx * B + j < n - (1 if fused else 0):
+                vv[j] = v_cache[g, bx * B + j, tx]
+            else:
+                vv[j] = T.cast(0, dt)
+
+    @T.macro
+    def load_k(k_cache, kall, g, bx, warp, pi, dc):
+        # K prefetch: every key row this thread scores, before any barrier, so the loads overlap
+        # the rope phase (this step's own key is swapped in later)
+        for it in T.unroll(iters):
+            for c in T.vectorized(DC):
+                kall[it, c] = k_cache[g, T.min(bx * B + warp * (iters * 4) + it * 4 + pi, C - 1), dc * DC + c]
 
     stamp = stamp_macro(T)
 
@@ -201,12 +208,8 @@ def tilelang_attention(dims):
             dc = lane % 8
             qv = T.alloc_local((group, DC), dt)
             kv = T.alloc_local((DC,), dt)
-            if kv_smem:
-                k_sm = T.alloc_shared((B, D), dt)
-                v_sm = T.alloc_shared((B, D), dt)
-            else:
-                kall = T.alloc_local((iters, DC), dt)
-                vv = T.alloc_local((B,), dt)
+            kall = T.alloc_local((iters, DC), dt)
+            vv = T.alloc_local((B,), dt)
             dot = T.alloc_local((group,), "float32")
             o = T.alloc_local((group,), "float32")
             sc_s = T.alloc_shared((group, B), "float32")
@@ -245,15 +248,9 @@ def tilelang_attention(dims):
             for r in T.serial(R):
                 bx = px + r * SG
                 last = n - 1 - bx * B  # this step's own position within the block (< B in the last block)
-                if R > 1 and kv_smem:
-                    if r > 0:
-                        T.sync_threads()  # the last round's readers of shared memory are done
                 if bx < n_active:
-                    if kv_smem:
-                        stage(k_cache, v_cache, k_sm, v_sm, g, bx, n, tx)
-                    else:
-                        load_v(v_cache, vv, g, bx, n, tx)
-                        load_k(k_cache, kall, g, bx, warp, pi, dc)
+                    load_v(v_cache, vv, g, bx, n, tx)
+                    load_k(k_cache, kall, g, bx, warp, pi, dc)
                 if probed:
                     stamp(probe, px, g, tx, "issued")
                 if early:
@@ -275,17 +272,12 @@ def tilelang_attention(dims):
                                 qv[hh2, c] = q[(g * group + hh2) * D + dc * DC + c]
                     if probed:
                         stamp(probe, px, g, tx, "rope")
-                    if kv_smem:
-                        wait_kv()
                     # scores
                     for it in T.unroll(iters):
                         jl = warp * (iters * 4) + it * 4 + pi
                         if fused and jl == last:
                             for c in T.vectorized(DC):
                                 kv[c] = k_s[dc * DC + c]
-                        elif kv_smem:
-                            for c in T.vectorized(DC):
-                                kv[c] = k_sm[jl, dc * DC + c]
                         else:
                             for c in T.vectorized(DC):
                                 kv[c] = kall[it, c]
@@ -312,11 +304,7 @@ def tilelang_attention(dims):
                     for hh in T.unroll(group):
                         o[hh] = 0.0
                         for j in T.unroll(B):
-                            if kv_smem and fused:
-                                o[hh] += p_s[hh, j] * T.if_then_else(j == last, vcur, T.cast(v_sm[j, tx], "float32"))
-                            elif kv_smem:
-                                o[hh] += p_s[hh, j] * T.cast(v_sm[j, tx], "float32")
-                            elif fused:
+                            if fused:
                                 o[hh] += p_s[hh, j] * T.if_then_else(j == last, vcur, T.cast(vv[j], "float32"))
                             else:
                                 o[hh] += p_s[hh, j] * T.cast(vv[j], "float32")

@@ -29,9 +29,4 @@ PLAN_VARIANTS = {
     "tilelang-meg4": {"attn_merge_early_group": 4},
     # gate_up stores g|u and every block of down makes silu(g) * u from them (the plan before)
     "tilelang-downsilu": {"gate_up_silu": False},
-    # attention copies its K/V rows into shared memory, so a block holds none of them in registers;
-    # merging late as well, a group of 2 takes about 100 registers a thread, and a block fits on an
-    # SM beside two of the qkv GEMV's, so it issues its copies while that GEMV still streams
-    "tilelang-ks": {"attn_kv_smem": True},
-    "tilelang-ksml": {"attn_kv_smem": True, "attn_merge_early": False},
 }
