@@ -196,6 +196,7 @@ def test_an_older_snapshot_of_an_ab_variant_still_rebuilds_by_search(recorded):
       "gate_up_silu": False}),
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_cluster": 16}, None),  # the cluster merge, removed
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_kv_smem": True}, None),  # K/V in shared memory, removed
+    ({"fused_rope": True, "o_proj_trigger_first": True, "attn_signal": True}, None),  # o_proj on a count, removed
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_early": True, "early_norm": True},
      {"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_early": True, "early_norm": True,
       "attn_merge_acq_rel": False, "attn_merge_chunk": 16, "attn_merge_early_group": 4, "attn_trigger_at": "dependency",

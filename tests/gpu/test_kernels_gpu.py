@@ -338,30 +338,6 @@ def test_attention_grid_rounds(capacity, ctx, cap):
     check_fused_attention(build_plan(CFG, dtype="bfloat16", capacity=capacity, attn_split_cap=cap), ctx)
 
 
-@pytest.mark.parametrize("size", SIZES)
-@pytest.mark.parametrize("ctx", [0, 1, 1024, 2111])
-def test_attention_signals_o_proj(size, ctx):
-    """tilelang-sig: each merger counts itself once its output is written (one count a kv head), and
-    o_proj, waiting on that count instead of attention's completion, gives torch's residual and
-    resets both counters for the next layer; the attention itself is still torch's."""
-    plan = build_plan(preset(size), dtype="bfloat16", capacity=2112, **PLAN_VARIANTS["tilelang-sig"])
-    check_fused_attention(plan, ctx)
-    [attn] = [x for x in plan.launches if x.family == "attention" and x.layer == 0]
-    [o_proj] = [x for x in plan.launches if x.role == "L0.o_proj"]
-    assert attn.args["done"] == o_proj.args["done"] == "attn_done"
-    assert o_proj.dims["wait_for"] == plan.config.num_kv_heads
-    bufs = operands(attn, ctx, plan)
-    run_tilelang(attn, bufs)
-    assert bufs["done"].tolist() == [plan.config.num_kv_heads, 0]
-    ob = operands(o_proj, ctx, plan)
-    ob["done"] = bufs["done"]
-    ref = {r: t.clone() for r, t in ob.items()}
-    run_torch(o_proj, ref)
-    run_tilelang(o_proj, ob)
-    assert rel_err(ob["out"], ref["out"]) <= 1e-2
-    assert bufs["done"].tolist() == [0, 0]
-
-
 def check_fused_attention(plan, ctx):
     [launch] = [x for x in plan.kernels().values() if x.family == "attention"]  # any split-cap variant
     a, b, _ = both(launch, ctx, ["out", "part", "ml"], plan)

@@ -189,7 +189,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                attn_merge_early: bool = True, early_norm: bool = True,
                attn_merge_acq_rel: bool = True, attn_merge_chunk: int | None = None,
                attn_trigger_at: str | None = None, attn_merge_early_group: int | None = None,
-               gate_up_silu: bool = True, attn_signal: bool = False) -> StepPlan:
+               gate_up_silu: bool = True) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -229,8 +229,6 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     `gate_up_silu`: gate_up's epilogue makes silu(g) * u (each warp pairs a gate row with its up
     row), so down reads I values as they are; False: down's prologue makes them from gate|up's 2I,
     every block of it all I (the baseline), the same arithmetic.
-    `attn_signal` (fused): attention's mergers count themselves in a counter that o_proj's blocks wait
-    on, so o_proj starts on the last merge, not on attention's completion; False: the grid dependency.
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import paired as gemv_paired
@@ -290,9 +288,6 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     buf("attn_part", (nH, splits, D), "float32", "scratch")  # split-KV partial outputs
     buf("attn_ml", (nH, splits, 2), "float32", "scratch")  # split-KV (max, sum) pairs
     buf("attn_sem", (nKV,), "int32", "scratch")  # arrival counters for the in-kernel merge
-    signal = attn_signal and fused_rope
-    if signal:
-        buf("attn_done", (2,), "int32", "scratch")  # merges done, o_proj blocks past them
 
     buf("embed", (V, H), dtype, "weight")
     buf("final_norm", (H,), dtype, "weight")
@@ -348,12 +343,11 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
              x="x", norm_w=p + "attn_norm", w=p + "w_qkv", out="qkv")
         if fused_rope:
             launch(p + "attention", i, "attention",
-                   ("attn_rope_decode" if attn_kv_early else "attn_rope_decode_late") + sc_sfx + ("_sig" if signal else ""),
-                   dict(attn_dims, eps=eps, fused_rope=True, **({} if attn_kv_early else {"kv_early": False}),
-                        **({"signal": True} if signal else {})),
+                   ("attn_rope_decode" if attn_kv_early else "attn_rope_decode_late") + sc_sfx,
+                   dict(attn_dims, eps=eps, fused_rope=True, **({} if attn_kv_early else {"kv_early": False})),
                    qkv="qkv", q_norm=p + "q_norm", k_norm=p + "k_norm", cos="rope_cos", sin="rope_sin",
                    k_cache=p + "k_cache", v_cache=p + "v_cache", pos="pos", out="attn",
-                   part="attn_part", ml="attn_ml", sem="attn_sem", **({"done": "attn_done"} if signal else {}))
+                   part="attn_part", ml="attn_ml", sem="attn_sem")
         else:
             launch(p + "qk_norm_rope", i, "rope", "qk_norm_rope", dict(attn_dims, eps=eps),
                    qkv="qkv", q_norm=p + "q_norm", k_norm=p + "k_norm", cos="rope_cos", sin="rope_sin",
@@ -365,11 +359,9 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         # layer's down or embed; o_proj): they may read it before their grid dependency
         res = {"early_residual": True} if early_residual else None
         res_sfx = "" if early_residual else "_lateres"
-        o_extra = dict(res or {}, **({"trigger_first": 1} if o_proj_trigger_first else {}),
-                       **({"wait_for": nKV} if signal else {}))
-        gemv(p + "o_proj", i, "gemv_o_residual" + res_sfx + ("" if o_proj_trigger_first else "_tlate")
-             + ("_sig" if signal else ""), H, cfg.q_size, "none", "residual", dtype, extra=o_extra or None,
-             x="attn", w=p + "w_o", out="x", **({"done": "attn_done"} if signal else {}))
+        o_extra = dict(res or {}, **({"trigger_first": 1} if o_proj_trigger_first else {}))
+        gemv(p + "o_proj", i, "gemv_o_residual" + res_sfx + ("" if o_proj_trigger_first else "_tlate"), H, cfg.q_size,
+             "none", "residual", dtype, extra=o_extra or None, x="attn", w=p + "w_o", out="x")
         if gate_up_silu:  # silu(g) * u made once, by gate_up
             gemv(p + "gate_up", i, "gemv_gate_up_silu", 2 * I, H, "rmsnorm", "silu_mul", dtype, x="x",
                  norm_w=p + "mlp_norm", w=p + "w_gu", out="mlp_h")

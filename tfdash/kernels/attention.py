@@ -173,12 +173,7 @@ def tilelang_attention(dims):
     rope = fused_rope_macro(T, group, nH, nKV, D, dt, eps, preloaded=early_norm)
     load_w = rope_weights_macro(T, D)
     RED = max(SP, RP) * warps  # reduction slots: one per warp per pass
-    # signal: each merging block counts itself in done[0] once its output is written (release), so
-    # o_proj may start on the count (gemv's wait_for) instead of on this grid's completion
-    signal = bool(dims.get("signal"))
     probed = bool(dims.get("probe"))  # a diagnostic build that stamps its phases (PROBE_PHASES)
-    assert fused or not signal, "the signal is built for the fused attention"
-    assert not (probed and signal), "the phase probe is built without the signal"
     assert fused or not probed, "the phase probe is built for the fused attention"
     launch_kw = dict(prelude=PROBE_PRELUDE) if probed else {}
 
@@ -202,7 +197,7 @@ def tilelang_attention(dims):
     stamp = stamp_macro(T)
 
     @T.macro
-    def body(qkv, q_norm, k_norm, cos, sin, q, k_cache, v_cache, pos, out, part, ml, sem, probe=None, done=None):
+    def body(qkv, q_norm, k_norm, cos, sin, q, k_cache, v_cache, pos, out, part, ml, sem, probe=None):
         with T.Kernel(SG, nKV, threads=threads, **launch_kw) as (px, g):
             if min_blocks:  # __launch_bounds__(threads, min_blocks): a register budget a thread
                 T.annotate_min_blocks_per_sm(min_blocks)
@@ -320,10 +315,6 @@ def tilelang_attention(dims):
                         T.pdl_trigger()
                     # the last split of this kv head to arrive merges (tfdash.kernels.splitkv)
                     merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active)
-                    if signal:
-                        T.sync_threads()  # the merger's output is written (and its counter reset)
-                        if tx == 0 and flag_s[0] == 1:
-                            T.atomic_add(done[0], 1, memory_order="release")
                     if probed:
                         stamp(probe, px, g, tx, "end")
                         if tx == 0:
@@ -341,17 +332,6 @@ def tilelang_attention(dims):
             probe: T.Tensor((nKV, SG, len(PROBE_PHASES)), "int64"),
         ):
             body(qkv, q_norm, k_norm, cos, sin, None, k_cache, v_cache, pos, out, part, ml, sem, probe)
-    elif signal:
-
-        @T.prim_func
-        def attn_decode(
-            qkv: T.Tensor((QKV,), dt), q_norm: T.Tensor((D,), dt), k_norm: T.Tensor((D,), dt),
-            cos: T.Tensor((C, half), dt), sin: T.Tensor((C, half), dt),
-            k_cache: T.Tensor((nKV, C, D), dt), v_cache: T.Tensor((nKV, C, D), dt), pos: T.Tensor((1,), "int32"),
-            out: T.Tensor((nH * D,), dt), part: T.Tensor((nH, S, D), "float32"),
-            ml: T.Tensor((nH, S, 2), "float32"), sem: T.Tensor((nKV,), "int32"), done: T.Tensor((2,), "int32"),
-        ):
-            body(qkv, q_norm, k_norm, cos, sin, None, k_cache, v_cache, pos, out, part, ml, sem, None, done)
     elif fused:
 
         @T.prim_func
@@ -387,8 +367,7 @@ def geometry(dims, ctx_len: int = 0) -> Geometry:
 
 FAMILY = register(Family(
     name="attention",
-    roles=("qkv", "q_norm", "k_norm", "cos", "sin", "q", "k_cache", "v_cache", "pos", "out", "part", "ml", "sem",
-           "done"),
+    roles=("qkv", "q_norm", "k_norm", "cos", "sin", "q", "k_cache", "v_cache", "pos", "out", "part", "ml", "sem"),
     cost=cost, torch=torch_attention, tilelang=tilelang_attention, supported=supported, geometry=geometry,
     describe="split-KV GQA decode attention, merged in-kernel by the last split to arrive "
              "(fused_rope: with the q/k norm, RoPE and KV append before it)",

@@ -192,30 +192,9 @@ def tilelang_gemv(dims):
     # trigger_first: the next kernel may launch at this one's start (its blocks stream their weights
     # while the kernel before this one runs); the plan allows it where that one reads only weights early
     trig_first = pdl and bool(dims.get("trigger_first"))
-    # wait_for: x comes from the kernel before through a counter (done[0]), not its completion: the
-    # block waits until that kernel's blocks have signalled `wait_for` times (attention's mergers,
-    # one a kv head), and the last block to pass resets the counters for the next layer
-    wait_for = int(dims.get("wait_for", 0))
-    assert not wait_for or (dims["prologue"] == "none" and not amax_on), "a waiting GEMV reads x as it is"
 
     @T.macro
-    def signalled(x, done, tx):
-        # thread 0 acquires the count, the barrier orders every thread's reads of x after it
-        passed = T.alloc_var("int32")
-        if tx == 0:
-            while T.atomic_load(done, memory_order="acquire") < wait_for:
-                T.evaluate(0)
-        T.sync_threads()
-        if tx == 0:
-            passed = T.atomic_add(done[1], 1, return_prev=True)
-            if passed == grid - 1:  # every block has passed: reset for the next layer
-                done[0] = 0
-                done[1] = 0
-            if passed < 0:  # never: x is written by a kernel still running, so it must not be
-                x[0] = T.cast(0, dt)  # read through the non-coherent read-only path (const x)
-
-    @T.macro
-    def body(x, norm_w, w, out, amax, done=None):
+    def body(x, norm_w, w, out, amax):
         with T.Kernel(grid, threads=THREADS) as bx:
             if min_blocks:  # __launch_bounds__(THREADS, min_blocks): the register budget a thread
                 T.annotate_min_blocks_per_sm(min_blocks)
@@ -227,9 +206,7 @@ def tilelang_gemv(dims):
             if trig_first:
                 T.pdl_trigger()
             phase.prefetch(ns, norm_w, w, out, bx, tx, lane, warp)  # before the grid dependency
-            if wait_for:
-                signalled(x, done, tx)
-            elif pdl:  # programmatic dependent launch: wait for the kernel before, then let the next one launch
+            if pdl:  # programmatic dependent launch: wait for the kernel before, then let the next one launch
                 T.pdl_sync()
                 if not trig_first:
                     T.pdl_trigger()
@@ -241,12 +218,6 @@ def tilelang_gemv(dims):
         def gemv(x: T.Tensor((x_len,), dt), norm_w: T.Tensor((K,), dt), w: T.Tensor((N, K), dt),
                  out: T.Tensor((out_len,), out_dt), amax: T.Tensor((grid, 2), "float32")):
             body(x, norm_w, w, out, amax)
-    elif wait_for:
-
-        @T.prim_func
-        def gemv(x: T.Tensor((x_len,), dt), w: T.Tensor((N, K), dt), out: T.Tensor((out_len,), out_dt),
-                 done: T.Tensor((2,), "int32")):
-            body(x, None, w, out, None, done)
     elif dims["prologue"] == "rmsnorm":
 
         @T.prim_func
@@ -272,7 +243,7 @@ def geometry(dims, ctx_len: int = 0) -> Geometry:
 
 FAMILY = register(Family(
     name="gemv",
-    roles=("x", "norm_w", "w", "out", "amax", "done"),
+    roles=("x", "norm_w", "w", "out", "amax"),
     cost=cost,
     torch=torch_gemv,
     tilelang=tilelang_gemv,

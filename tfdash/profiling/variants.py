@@ -29,6 +29,4 @@ PLAN_VARIANTS = {
     "tilelang-meg4": {"attn_merge_early_group": 4},
     # gate_up stores g|u and every block of down makes silu(g) * u from them (the plan before)
     "tilelang-downsilu": {"gate_up_silu": False},
-    # o_proj starts on a counter attention's mergers bump, not on attention's completion
-    "tilelang-sig": {"attn_signal": True},
 }
