@@ -25,8 +25,6 @@ PLAN_VARIANTS = {
     # attention's blocks let o_proj launch at their grid dependency (where the default waits for
     # their values: 0.6B)
     "tilelang-tdep": {"attn_trigger_at": "dependency"},
-    # ... or after their values (where the default lets it launch at their grid dependency)
-    "tilelang-tval": {"attn_trigger_at": "values"},
     # the merge loading its first partials early for groups up to 4 q heads (4B, 8B), not 2
     "tilelang-meg4": {"attn_merge_early_group": 4},
     # gate_up stores g|u and every block of down makes silu(g) * u from them (the plan before)
