@@ -263,9 +263,9 @@ def test_fenced_merge_names_its_attention_apart():
 
 
 def test_trigger_first_only_where_the_next_kernel_reads_weights_early():
-    """o_proj (next: gate_up) and down (next: qkv_proj or lm_head) may let the next kernel launch
-    at their start; gate_up may not (down reads x, o_proj's output, before its grid dependency);
-    qkv_proj is outside the rule, which names only the cases argued safe."""
+    """o_proj (next: gate_up), down (next: qkv_proj or lm_head) and qkv_proj (next: attention,
+    whose early reads are weights, pos and earlier steps' K/V) may let the next kernel launch at
+    their start; gate_up may not (down reads x, o_proj's output, before its grid dependency)."""
     cfg = preset("qwen3-1.7b")
     o = build_plan(cfg, capacity=64).ops()["o_proj"][0]  # the default: o_proj triggers first
     assert o.kernel == "gemv_o_residual" and o.dims["trigger_first"] == 1
@@ -273,9 +273,10 @@ def test_trigger_first_only_where_the_next_kernel_reads_weights_early():
     assert late.kernel == "gemv_o_residual_tlate" and "trigger_first" not in late.dims
     plan = build_plan(cfg, capacity=64, gemv_overrides={"down": {"trigger_first": 1}})
     assert plan.ops()["down"][0].kernel == "gemv_down_residual_t1"
-    for op in ("gate_up", "qkv_proj"):
-        with pytest.raises(TfdashError, match=f"trigger_first on {op}: .*allowed on o_proj and down"):
-            build_plan(cfg, capacity=64, gemv_overrides={op: {"trigger_first": 1}})
+    plan = build_plan(cfg, capacity=64, gemv_overrides={"qkv_proj": {"trigger_first": 1}})
+    assert plan.ops()["qkv_proj"][0].kernel == "gemv_qkv_t1"
+    with pytest.raises(TfdashError, match="trigger_first on gate_up: .*allowed on o_proj and down and qkv_proj"):
+        build_plan(cfg, capacity=64, gemv_overrides={"gate_up": {"trigger_first": 1}})
 
 
 # -- the torch-compile peer -----------------------------------------------------------------

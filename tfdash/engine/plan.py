@@ -36,8 +36,9 @@ from tfdash.errors import CapacityError, TfdashError
 # register budget a thread, so the next kernel's blocks fit beside these under PDL)
 GEMV_KNOB_TAG = {"rows": "r", "seg": "s", "blocks_per_sm": "b", "min_blocks": "m", "trigger_first": "t"}
 # trigger_first (1: the next kernel may launch at this GEMV's start) only where the next kernel
-# reads nothing but weights before its grid dependency: o_proj -> gate_up, down -> qkv / lm_head
-TRIGGER_FIRST_OPS = ("o_proj", "down")
+# reads nothing before its grid dependency that the kernel before this one writes: o_proj ->
+# gate_up, down -> qkv / lm_head (weights), qkv -> attention (weights, pos and earlier steps' K/V)
+TRIGGER_FIRST_OPS = ("o_proj", "down", "qkv_proj")
 
 
 @dataclass(frozen=True)
