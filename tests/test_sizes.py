@@ -262,7 +262,7 @@ def test_fenced_merge_names_its_attention_apart():
     assert both.ops()["attention"][0].kernel == "attn_rope_decode_me_fe_ln"
 
 
-def test_trigger_first_only_where_the_next_kernel_reads_weights_early():
+def test_trigger_first_only_where_the_next_kernel_reads_nothing_its_predecessor_writes_early():
     """o_proj (next: gate_up), down (next: qkv_proj or lm_head) and qkv_proj (next: attention,
     whose early reads are weights, pos and earlier steps' K/V) may let the next kernel launch at
     their start; gate_up may not (down reads x, o_proj's output, before its grid dependency)."""
@@ -275,7 +275,7 @@ def test_trigger_first_only_where_the_next_kernel_reads_weights_early():
     assert plan.ops()["down"][0].kernel == "gemv_down_residual_t1"
     plan = build_plan(cfg, capacity=64, gemv_overrides={"qkv_proj": {"trigger_first": 1}})
     assert plan.ops()["qkv_proj"][0].kernel == "gemv_qkv_t1"
-    with pytest.raises(TfdashError, match="trigger_first on gate_up: .*allowed on o_proj and down and qkv_proj"):
+    with pytest.raises(TfdashError, match="trigger_first on gate_up: .*allowed on o_proj, down, qkv_proj"):
         build_plan(cfg, capacity=64, gemv_overrides={"gate_up": {"trigger_first": 1}})
 
 

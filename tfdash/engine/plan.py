@@ -246,7 +246,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     early = sorted(op for op, o in overrides.items() if o.get("trigger_first") and op not in TRIGGER_FIRST_OPS)
     if early:
         raise TfdashError(f"trigger_first on {', '.join(early)}: the kernel after it reads activations before its "
-                          f"grid dependency (allowed on {' and '.join(TRIGGER_FIRST_OPS)})")
+                          f"grid dependency (allowed on {', '.join(TRIGGER_FIRST_OPS)})")
     cfg.validate()
     if capacity < 1:
         raise CapacityError(f"capacity={capacity} must be positive")
