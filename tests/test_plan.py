@@ -243,7 +243,7 @@ def test_the_early_read_knobs_reach_the_engine_plan():
         with SETTINGS.override(attn_merge_early=False):
             assert "attn_rope_decode" in kernels() and "attn_rope_decode_me" not in kernels()
         with SETTINGS.override(early_norm=False):
-            assert {"attn_rope_decode_me_ln", "gemv_qkv_ln", "gemv_gate_up_silu_ln", "gemv_lm_head_ln"} <= kernels()
+            assert {"attn_rope_decode_me_ln", "gemv_qkv_t1_ln", "gemv_gate_up_silu_ln", "gemv_lm_head_ln"} <= kernels()
         with SETTINGS.override(attn_merge_acq_rel=False):
             assert "attn_rope_decode_me_fe" in kernels()
         assert not any(k.endswith(("_ln", "_fe")) for k in on)
@@ -251,6 +251,11 @@ def test_the_early_read_knobs_reach_the_engine_plan():
         assert "attn_rope_decode_me_mc16_tv" in kernels()
     assert "attn_rope_decode_me_tv" in kernels()  # TFDASH_ATTN_TRIGGER_AT empty: the shape's own
     with SETTINGS.override(attn_trigger_at="scores"), pytest.raises(TfdashError, match="attn_trigger_at='scores'"):
+        kernels()
+    assert "gemv_qkv_t1" in kernels()  # TFDASH_QKV_TRIGGER_FIRST auto: qwen3-tiny's qkv is small
+    with SETTINGS.override(qkv_trigger_first="off"):
+        assert "gemv_qkv" in kernels() and "gemv_qkv_t1" not in kernels()
+    with SETTINGS.override(qkv_trigger_first="sometimes"), pytest.raises(TfdashError, match="must be auto, on or off"):
         kernels()
 
 

@@ -262,6 +262,21 @@ def test_fenced_merge_names_its_attention_apart():
     assert both.ops()["attention"][0].kernel == "attn_rope_decode_me_fe_ln"
 
 
+@pytest.mark.parametrize("name,first", [("qwen3-0.6b", True), ("qwen3-1.7b", True), ("qwen3-4b", False),
+                                        ("qwen3-8b", False), ("qwen3-14b", False), ("qwen3-32b", False)])
+def test_qkv_lets_attention_launch_at_its_start_where_its_weight_is_small(name, first):
+    """qkv_proj triggers attention's launch at its start where its weight is at most 16 MiB (0.6B's
+    8 MiB, 1.7B's 16 MiB in bf16), after its grid dependency elsewhere; either way on request, the
+    other kernel named apart, and the plan rebuilt from its recorded options."""
+    cfg = preset(name)
+    qkv = build_plan(cfg, capacity=64).ops()["qkv_proj"][0]
+    assert (cfg.qkv_size * cfg.hidden_size * 2 <= 16 << 20) == first
+    assert (qkv.kernel == "gemv_qkv_t1") == first and qkv.dims.get("trigger_first") == (1 if first else None)
+    other = build_plan(cfg, capacity=64, qkv_trigger_first=not first)
+    assert other.ops()["qkv_proj"][0].kernel == ("gemv_qkv" if first else "gemv_qkv_t1")
+    assert build_plan(cfg, **other.meta["options"]).to_dict() == other.to_dict()
+
+
 def test_trigger_first_only_where_the_next_kernel_reads_nothing_its_predecessor_writes_early():
     """o_proj (next: gate_up), down (next: qkv_proj or lm_head) and qkv_proj (next: attention,
     whose early reads are weights, pos and earlier steps' K/V) may let the next kernel launch at
@@ -273,7 +288,7 @@ def test_trigger_first_only_where_the_next_kernel_reads_nothing_its_predecessor_
     assert late.kernel == "gemv_o_residual_tlate" and "trigger_first" not in late.dims
     plan = build_plan(cfg, capacity=64, gemv_overrides={"down": {"trigger_first": 1}})
     assert plan.ops()["down"][0].kernel == "gemv_down_residual_t1"
-    plan = build_plan(cfg, capacity=64, gemv_overrides={"qkv_proj": {"trigger_first": 1}})
+    plan = build_plan(preset("qwen3-4b"), capacity=64, gemv_overrides={"qkv_proj": {"trigger_first": 1}})
     assert plan.ops()["qkv_proj"][0].kernel == "gemv_qkv_t1"
     with pytest.raises(TfdashError, match="trigger_first on gate_up: .*allowed on o_proj, down, qkv_proj"):
         build_plan(cfg, capacity=64, gemv_overrides={"gate_up": {"trigger_first": 1}})

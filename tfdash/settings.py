@@ -105,6 +105,11 @@ class Settings:
                              "row), so down reads the intermediate as it is; off: down's every block makes all "
                              "of it from gate|up in its prologue (bench backend tilelang-downsilu, the A/B "
                              "baseline; benchmarks/ has the measured difference); the same bits"),
+        "qkv_trigger_first": Knob("TFDASH_QKV_TRIGGER_FIRST", "auto",
+                                  "qkv_proj lets attention launch at its start, so attention's blocks are "
+                                  "resident and load K/V (earlier steps') while qkv streams its weights: auto (on "
+                                  "where qkv's weight is at most 16 MiB: 0.6B, 1.7B), on, off (bench backend "
+                                  "tilelang-qtlate, the A/B baseline; benchmarks/ has the measured difference)"),
         "attn_split_cap": Knob("TFDASH_ATTN_SPLIT_CAP", 32,
                                "programs per kv head in attention's grid at most; each loops over its "
                                "64-position blocks of the KV cache, so a larger cache launches no more "

@@ -122,7 +122,7 @@ def both(launch, ctx, written, plan=PLAN):
     return a, b, base
 
 
-GEMVS = ["gemv_qkv", "gemv_o_residual", "gemv_gate_up_silu", "gemv_down_residual", "gemv_o_residual_tlate",
+GEMVS = ["gemv_qkv_t1", "gemv_o_residual", "gemv_gate_up_silu", "gemv_down_residual", "gemv_o_residual_tlate",
          "gemv_gate_up", "gemv_down_silu_residual"]
 
 
@@ -158,21 +158,23 @@ def test_mlp_silu_in_gate_up_same_bits(size):
 
 
 @pytest.mark.parametrize("size", ["qwen3-0.6b", "qwen3-1.7b", "qwen3-4b"])  # K = 1024, 2048, 2560
-@pytest.mark.parametrize("kernel", ["gemv_qkv_ln", "gemv_gate_up_silu_ln"])
-def test_gemv_with_late_norm(kernel, size):
+@pytest.mark.parametrize("op", ["qkv_proj", "gate_up"])
+def test_gemv_with_late_norm(op, size):
     """The GEMVs that read their norm weight after the grid dependency (the late-norm baseline of
     the default's early_norm), where a thread holds part of one 2048-column pass of the weight,
     all of it, or more."""
     plan = LATENORM if size == "qwen3-1.7b" else build_plan(preset(size), dtype="bfloat16", capacity=4096,
                                                              early_norm=False)
-    check_gemv(plan.kernels()[kernel], plan)
+    launch = plan.ops()[op][0]
+    assert launch.kernel.endswith("_ln") and "early_norm" not in launch.dims
+    check_gemv(launch, plan)
 
 
 @pytest.mark.parametrize("size", SIZES)
-@pytest.mark.parametrize("kernel", GEMVS[:4])
-def test_gemv_at_every_size(size, kernel):
+@pytest.mark.parametrize("op", ["qkv_proj", "o_proj", "gate_up", "down"])
+def test_gemv_at_every_size(size, op):
     plan = PLANS[size]
-    check_gemv(plan.kernels()[kernel], plan)
+    check_gemv(plan.ops()[op][0], plan)
 
 
 def check_gemv(launch, plan):

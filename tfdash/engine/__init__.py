@@ -154,6 +154,14 @@ def choose_engine(ckpt: str | Path | None = None, model: str | None = None, devi
     return EngineChoice(cfg, tokenizer, source, device, dtype, backend)
 
 
+def qkv_trigger_first(value: str) -> bool | None:
+    """build_plan's qkv_trigger_first for the knob's auto, on or off."""
+    choice = {"auto": None, "on": True, "off": False}
+    if value.strip().lower() not in choice:
+        raise TfdashError(f"TFDASH_QKV_TRIGGER_FIRST={value!r} must be auto, on or off")
+    return choice[value.strip().lower()]
+
+
 def plan_for(cfg: ModelConfig, dtype: str, capacity: int) -> StepPlan:
     """The step plan load_engine builds, with the plan knobs of SETTINGS in effect (a child process
     with the same environment builds the same plan: `tfdash counters` relies on it)."""
@@ -169,6 +177,7 @@ def plan_for(cfg: ModelConfig, dtype: str, capacity: int) -> StepPlan:
                       attn_merge_chunk=int(SETTINGS.attn_merge_chunk) or None,  # 0: the shape's own
                       attn_trigger_at=str(SETTINGS.attn_trigger_at) or None,  # empty: the shape's own
                       gate_up_silu=bool(SETTINGS.gate_up_silu),
+                      qkv_trigger_first=qkv_trigger_first(str(SETTINGS.qkv_trigger_first)),
                       attn_split_cap=None if cap == SPLIT_CAP else cap)  # the default keeps the kernel's name
 
 

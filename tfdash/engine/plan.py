@@ -39,6 +39,8 @@ GEMV_KNOB_TAG = {"rows": "r", "seg": "s", "blocks_per_sm": "b", "min_blocks": "m
 # reads nothing before its grid dependency that the kernel before this one writes: o_proj ->
 # gate_up, down -> qkv / lm_head (weights), qkv -> attention (weights, pos and earlier steps' K/V)
 TRIGGER_FIRST_OPS = ("o_proj", "down", "qkv_proj")
+# qkv weights at most this large: attention launches at qkv_proj's start (build_plan's qkv_trigger_first)
+QKV_TRIGGER_FIRST_MAX_BYTES = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -190,7 +192,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                attn_merge_early: bool = True, early_norm: bool = True,
                attn_merge_acq_rel: bool = True, attn_merge_chunk: int | None = None,
                attn_trigger_at: str | None = None, attn_merge_early_group: int | None = None,
-               gate_up_silu: bool = True) -> StepPlan:
+               gate_up_silu: bool = True, qkv_trigger_first: bool | None = None) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -230,6 +232,10 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     `gate_up_silu`: gate_up's epilogue makes silu(g) * u (each warp pairs a gate row with its up
     row), so down reads I values as they are; False: down's prologue makes them from gate|up's 2I,
     every block of it all I (the baseline), the same arithmetic.
+    `qkv_trigger_first` lets attention launch at qkv_proj's start (gemv_overrides' trigger_first), so
+    its blocks are resident and load K/V while qkv streams its weights; None: where qkv's weight is
+    at most QKV_TRIGGER_FIRST_MAX_BYTES (0.6B, 1.7B; larger, the resident blocks slowed qkv more than
+    they gained), False: the baseline. Only `gemv_overrides` of qkv_proj's trigger_first outranks it.
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import paired as gemv_paired
@@ -260,6 +266,10 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         attn_merge_early_group=attn_merge_early_group,
         early_norm=early_norm, attn_merge_acq_rel=attn_merge_acq_rel, attn_merge_chunk=attn_merge_chunk,
         attn_trigger_at=attn_trigger_at, o_weight_bytes=H * cfg.q_size * DTYPE_BYTES[dtype])
+    if qkv_trigger_first is None:
+        qkv_trigger_first = cfg.qkv_size * H * DTYPE_BYTES[dtype] <= QKV_TRIGGER_FIRST_MAX_BYTES
+    if qkv_trigger_first:
+        overrides.setdefault("qkv_proj", {}).setdefault("trigger_first", 1)
     splits = attn_dims["splits"]
     eps = cfg.rms_norm_eps
 
@@ -322,15 +332,15 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         apart."""
         dims = dict(N=N, K=K, prologue=prologue, epilogue=epilogue, out_dtype=out_dtype, eps=eps, **(extra or {}))
         dims.update(gemv_paired(gemv_settings(N, K), K) if epilogue == "silu_mul" else gemv_settings(N, K))
+        override = dict(overrides.get(op, {}), **({"blocks_per_sm": bps[op]} if op in bps else {}))
+        if override:
+            dims.update(override)
+            kernel += "_" + "".join(f"{GEMV_KNOB_TAG[k]}{override[k]}" for k in sorted(override))
         if prologue == "rmsnorm":
             if early_norm:
                 dims["early_norm"] = True
             else:
                 kernel += "_ln"  # the late-norm baseline
-        override = dict(overrides.get(op, {}), **({"blocks_per_sm": bps[op]} if op in bps else {}))
-        if override:
-            dims.update(override)
-            kernel += "_" + "".join(f"{GEMV_KNOB_TAG[k]}{override[k]}" for k in sorted(override))
         return kernel, dims
 
     def gemv(role, layer, kernel, N, K, prologue, epilogue, out_dtype, extra=None, **args):

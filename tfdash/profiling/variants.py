@@ -29,4 +29,7 @@ PLAN_VARIANTS = {
     "tilelang-meg4": {"attn_merge_early_group": 4},
     # gate_up stores g|u and every block of down makes silu(g) * u from them (the plan before)
     "tilelang-downsilu": {"gate_up_silu": False},
+    # attention launches after qkv_proj's grid dependency (where the default lets it launch at
+    # qkv's start: 0.6B, 1.7B)
+    "tilelang-qtlate": {"qkv_trigger_first": False},
 }
