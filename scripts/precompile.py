@@ -32,7 +32,7 @@ def plans(sizes, only_default=False, variants=(), gemv=()):
             for v in variants:  # named plan variants at every size asked (a bench's peers)
                 yield build_plan(cfg, capacity=cap, **PLAN_VARIANTS[v])
         for spec in gemv:  # bench --gemv peers, at the bench's capacity
-            from tfdash.profiling.bench import gemv_variant
+            from tfdash.profiling.variants import gemv_variant
 
             yield build_plan(cfg, capacity=BENCH_CAPACITY, **gemv_variant(spec)[1])
         if only_default:

@@ -32,8 +32,8 @@ UNFUSED_MLATE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096
 LATENORM = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, early_norm=False)
 FENCED = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_merge_acq_rel=False)
 DOWNSILU = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, gate_up_silu=False)  # down makes silu
-QTLATE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, qkv_trigger_first=False)  # 4B's qkv
-KERNELS = {**QTLATE.kernels(), **DOWNSILU.kernels(), **FENCED.kernels(), **LATENORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
+QTFIRST = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, qkv_trigger_first=True)  # as 0.6B's
+KERNELS = {**QTFIRST.kernels(), **DOWNSILU.kernels(), **FENCED.kernels(), **LATENORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
            **MLATE.kernels(), **UNFUSED_MLATE.kernels(), **PLAN.kernels()}  # every kernel the plan variants launch
 
 
@@ -52,7 +52,7 @@ def fresh_cache(tmp_path_factory):
 
 
 def test_plan_has_the_expected_kernels():
-    common = {"embed_gather", "gemv_qkv_t1", "gemv_o_residual", "gemv_gate_up_silu", "gemv_down_residual",
+    common = {"embed_gather", "gemv_qkv", "gemv_o_residual", "gemv_gate_up_silu", "gemv_down_residual",
               "gemv_lm_head", "argmax_feed"}
     assert set(PLAN.kernels()) == common | {"attn_rope_decode_me"}
     assert set(UNFUSED.kernels()) == common | {"qk_norm_rope", "attn_decode_me"}
@@ -130,7 +130,7 @@ def test_without_pdl_the_kernels_carry_no_grid_dependency(fresh_cache):
                                         ("gemv_qkv", False)])
 def test_which_kernels_let_the_next_launch_before_their_grid_dependency(name, first, fresh_cache):
     """The default o_proj triggers gate_up's launch before it waits on attention (gate_up reads only
-    weights early), 1.7B's qkv attention's (weights, pos, earlier steps' K/V), as down may the next
+    weights early), 0.6B's qkv attention's (weights, pos, earlier steps' K/V), as down may the next
     qkv's (gemv_overrides); every other kernel
     (and the tlate baseline) triggers after its wait, once, so a kernel that reads activations
     before its own dependency never launches ahead of the writes it reads."""
@@ -141,7 +141,7 @@ def test_which_kernels_let_the_next_launch_before_their_grid_dependency(name, fi
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name,norm", [("gemv_qkv_t1", "(norm_w + "), ("gemv_gate_up_silu", "(norm_w + "),
+@pytest.mark.parametrize("name,norm", [("gemv_qkv", "(norm_w + "), ("gemv_gate_up_silu", "(norm_w + "),
                                        ("gemv_lm_head", "(norm_w + "), ("attn_rope_decode_me", "q_norm[")])
 def test_early_norm_reads_the_norm_weights_before_the_grid_dependency(name, norm, fresh_cache):
     """The default (early_norm) loads the norm weights (and attention's cos/sin) before the kernel

@@ -31,7 +31,9 @@ def test_torch_copy_by_default_cudart_only_where_it_can_run():
     assert int(ring[3]) == 7
     copy, note = make_copy("cudart", tok, ring)  # an unpinned ring (no CUDA here): torch's stays
     assert isinstance(copy, TorchCopy) and note.startswith("the ring copy stays torch's: ") and "pinned" in note
-    with pytest.raises(TfdashError, match="TFDASH_RING_COPY='fast': choose torch or cudart"):
+    copy, note = make_copy("kernel", tok, ring)  # the same for the kernel's store
+    assert isinstance(copy, TorchCopy) and note.startswith("the ring copy stays torch's: ") and "pinned" in note
+    with pytest.raises(TfdashError, match="TFDASH_RING_COPY='fast': choose torch, cudart, kernel"):
         make_copy("fast", tok, ring)
 
 

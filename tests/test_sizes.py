@@ -185,7 +185,7 @@ def test_lm_head_overrides_carry_its_grid_to_the_argmax():
     """lm_head's settings are a --gemv variant too: its kernel is named apart, and the per-block
     (max, index) scratch and the argmax that reads it follow the grid the settings give."""
     from tfdash.kernels.gemv import grid_size
-    from tfdash.profiling.bench import gemv_variant
+    from tfdash.profiling.variants import gemv_variant
 
     cfg = preset("qwen3-1.7b")
     base = build_plan(cfg, capacity=64)
@@ -262,15 +262,15 @@ def test_fenced_merge_names_its_attention_apart():
     assert both.ops()["attention"][0].kernel == "attn_rope_decode_me_fe_ln"
 
 
-@pytest.mark.parametrize("name,first", [("qwen3-0.6b", True), ("qwen3-1.7b", True), ("qwen3-4b", False),
+@pytest.mark.parametrize("name,first", [("qwen3-0.6b", True), ("qwen3-1.7b", False), ("qwen3-4b", False),
                                         ("qwen3-8b", False), ("qwen3-14b", False), ("qwen3-32b", False)])
 def test_qkv_lets_attention_launch_at_its_start_where_its_weight_is_small(name, first):
-    """qkv_proj triggers attention's launch at its start where its weight is at most 16 MiB (0.6B's
-    8 MiB, 1.7B's 16 MiB in bf16), after its grid dependency elsewhere; either way on request, the
-    other kernel named apart, and the plan rebuilt from its recorded options."""
+    """qkv_proj triggers attention's launch at its start where its weight is at most 8 MiB (0.6B's
+    4096 x 1024 in bf16), after its grid dependency elsewhere (1.7B's is 16 MiB); either way on
+    request, the other kernel named apart, and the plan rebuilt from its recorded options."""
     cfg = preset(name)
     qkv = build_plan(cfg, capacity=64).ops()["qkv_proj"][0]
-    assert (cfg.qkv_size * cfg.hidden_size * 2 <= 16 << 20) == first
+    assert (cfg.qkv_size * cfg.hidden_size * 2 <= 8 << 20) == first
     assert (qkv.kernel == "gemv_qkv_t1") == first and qkv.dims.get("trigger_first") == (1 if first else None)
     other = build_plan(cfg, capacity=64, qkv_trigger_first=not first)
     assert other.ops()["qkv_proj"][0].kernel == ("gemv_qkv" if first else "gemv_qkv_t1")
@@ -327,7 +327,7 @@ def test_bench_lists_torch_compile_as_a_default_peer():
 
 
 def test_bench_gemv_variants_parse_and_refuse_in_one_line():
-    from tfdash.profiling.bench import gemv_variant
+    from tfdash.profiling.variants import gemv_variant
 
     name, options = gemv_variant("down:seg=8,blocks_per_sm=1")
     assert name == "tilelang[down:seg=8,blocks_per_sm=1]"
@@ -345,6 +345,14 @@ def test_bench_gemv_variants_parse_and_refuse_in_one_line():
     r = run_tfdash("bench", "--gemv", "down:seg=zero", timeout=120)
     assert r.rc != 0
     assert_one_line_error(r.stderr, "--gemv", "seg=zero")
+
+
+def test_bench_ring_copy_peers_are_named_by_their_copy_and_refuse_in_one_line():
+    from tfdash.profiling.bench import parser
+
+    assert parser().parse_args(["--ring-copy", "kernel", "--ring-copy", "cudart"]).ring_copy == ["kernel", "cudart"]
+    r = run_tfdash("bench", "--ring-copy", "fast", timeout=120)
+    assert r.rc != 0 and "invalid choice: 'fast'" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_attention_grid_stops_growing_with_the_capacity():

@@ -13,6 +13,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 
+RING_COPIES = ("torch", "cudart", "kernel")  # ring_copy's choices (tfdash.engine.ring_copy)
+
+
 @dataclass(frozen=True)
 class Knob:
     env: str
@@ -43,8 +46,10 @@ class Settings:
                       "of a window"),
         "ring_copy": Knob("TFDASH_RING_COPY", "torch",
                           "the token's copy into its pinned ring slot (CUDA): torch (Tensor.copy_, which "
-                          "releases the GIL) or cudart (cudaMemcpyAsync through ctypes, which keeps it, so a "
-                          "step's graph replay is its only release; tfdash.engine.ring_copy)"),
+                          "releases the GIL), cudart (cudaMemcpyAsync through ctypes, which keeps it, so a "
+                          "step's graph replay is its only release) or kernel (an elementwise kernel stores it "
+                          "through the ring's device address, no copy engine; bench A/B: --ring-copy kernel; "
+                          "tfdash.engine.ring_copy)"),
         "overlap_windows": Knob("TFDASH_OVERLAP_WINDOWS", False,
                                 "CUPTI profile windows start and finish with steps in flight instead of "
                                 "draining around them (Generation's `overlaps`). Off: measured on the H200 it "
@@ -108,7 +113,7 @@ class Settings:
         "qkv_trigger_first": Knob("TFDASH_QKV_TRIGGER_FIRST", "auto",
                                   "qkv_proj lets attention launch at its start, so attention's blocks are "
                                   "resident and load K/V (earlier steps') while qkv streams its weights: auto (on "
-                                  "where qkv's weight is at most 16 MiB: 0.6B, 1.7B), on, off (bench backend "
+                                  "where qkv's weight is at most 8 MiB: 0.6B), on, off (bench backend "
                                   "tilelang-qtlate, the A/B baseline; benchmarks/ has the measured difference)"),
         "attn_split_cap": Knob("TFDASH_ATTN_SPLIT_CAP", 32,
                                "programs per kv head in attention's grid at most; each loops over its "

@@ -212,16 +212,19 @@ def test_generation_through_the_ring(state):
     assert int(eng.bufs["pos"]) == len(prompt) - 1 + 64
 
 
-def test_the_cudart_ring_copy_delivers_the_same_tokens(state):
-    """SETTINGS.ring_copy=cudart: cudaMemcpyAsync through ctypes (the GIL held) fills the ring as
+@pytest.mark.parametrize("kind", ["cudart", "kernel"])
+def test_the_other_ring_copies_deliver_the_same_tokens(state, kind):
+    """SETTINGS.ring_copy=cudart (cudaMemcpyAsync through ctypes, the GIL held) and kernel (an
+    elementwise kernel storing through the pinned ring's device address) fill the ring as
     Tensor.copy_ does: the generation's tokens are the graph's out_tokens, in order."""
     _, _, plan, _, eng, _ = state
     from tfdash.engine.decode import Generation
-    from tfdash.engine.ring_copy import CudartCopy, make_copy
+    from tfdash.engine.ring_copy import CudartCopy, KernelCopy, make_copy
     from tfdash.engine.tokenizer import StandInTokenizer
 
-    copy, note = make_copy("cudart", eng.bufs["tok"], eng.ring)
-    assert isinstance(copy, CudartCopy) and note == "" and "libcudart" in copy.library
+    copy, note = make_copy(kind, eng.bufs["tok"], eng.ring)
+    assert isinstance(copy, {"cudart": CudartCopy, "kernel": KernelCopy}[kind]) and note == ""
+    assert kind != "cudart" or "libcudart" in copy.library
     prompt = [11, 22, 33, 44, 55]
     torch_copy, eng.ring_copy = eng.ring_copy, copy
     try:
@@ -239,8 +242,8 @@ def test_plan_variants_decode_the_same_bits(state):
     grid dependency, the merge's partials loaded late, norm weights read after the grid dependency,
     the splits' arrival with fences; the merge's partials 16 at a time, summed in the same order;
     o_proj launched after attention's values, as 0.6B's default does; down making silu(g) * u
-    from gate_up's g|u; attention launched after qkv's grid dependency, where 1.7B's default lets it
-    launch at qkv's start)."""
+    from gate_up's g|u; attention launched at qkv's start, as 0.6B's default
+    does)."""
     sd, weights, plan, _, eng, _ = state
     prompt = [11, 22, 33, 44, 55] * 40  # 200 positions: attention spans several splits
 
@@ -260,7 +263,7 @@ def test_plan_variants_decode_the_same_bits(state):
                     PLAN_VARIANTS["tilelang-mlate"], PLAN_VARIANTS["tilelang-latenorm"],
                     PLAN_VARIANTS["tilelang-fenced"], {"early_norm": False, "attn_merge_acq_rel": False},
                     PLAN_VARIANTS["tilelang-mc16"], {"attn_trigger_at": "values"},
-                    PLAN_VARIANTS["tilelang-downsilu"], PLAN_VARIANTS["tilelang-qtlate"]):
+                    PLAN_VARIANTS["tilelang-downsilu"], {"qkv_trigger_first": True}):
         variant = TilelangRuntime(build_plan(CFG, dtype="bfloat16", capacity=2048, **options), weights, DEV)
         variant.capture()
         tokens, logits = run(variant)

@@ -122,7 +122,7 @@ def both(launch, ctx, written, plan=PLAN):
     return a, b, base
 
 
-GEMVS = ["gemv_qkv_t1", "gemv_o_residual", "gemv_gate_up_silu", "gemv_down_residual", "gemv_o_residual_tlate",
+GEMVS = ["gemv_qkv", "gemv_o_residual", "gemv_gate_up_silu", "gemv_down_residual", "gemv_o_residual_tlate",
          "gemv_gate_up", "gemv_down_silu_residual"]
 
 

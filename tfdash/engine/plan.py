@@ -40,7 +40,7 @@ GEMV_KNOB_TAG = {"rows": "r", "seg": "s", "blocks_per_sm": "b", "min_blocks": "m
 # gate_up, down -> qkv / lm_head (weights), qkv -> attention (weights, pos and earlier steps' K/V)
 TRIGGER_FIRST_OPS = ("o_proj", "down", "qkv_proj")
 # qkv weights at most this large: attention launches at qkv_proj's start (build_plan's qkv_trigger_first)
-QKV_TRIGGER_FIRST_MAX_BYTES = 16 << 20
+QKV_TRIGGER_FIRST_MAX_BYTES = 8 << 20
 
 
 @dataclass(frozen=True)
@@ -234,8 +234,8 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     every block of it all I (the baseline), the same arithmetic.
     `qkv_trigger_first` lets attention launch at qkv_proj's start (gemv_overrides' trigger_first), so
     its blocks are resident and load K/V while qkv streams its weights; None: where qkv's weight is
-    at most QKV_TRIGGER_FIRST_MAX_BYTES (0.6B, 1.7B; larger, the resident blocks slowed qkv more than
-    they gained), False: the baseline. Only `gemv_overrides` of qkv_proj's trigger_first outranks it.
+    at most QKV_TRIGGER_FIRST_MAX_BYTES (0.6B; from 1.7B up it measured no gain or a loss), False:
+    the baseline. Only `gemv_overrides` of qkv_proj's trigger_first outranks it.
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import paired as gemv_paired

@@ -30,6 +30,10 @@ copy bandwidth.
     tilelang-meg4    groups of 4 q heads merge early, as the plan before did (4B, 8B)
     tilelang-downsilu gate_up stores g|u and every block of down makes silu(g) * u in its
                      prologue, as the plan before did (TFDASH_GATE_UP_SILU)
+    tilelang-qtlate  attention launches after the qkv GEMV's grid dependency where the shape's
+                     own launches it at qkv's start (0.6B; TFDASH_QKV_TRIGGER_FIRST)
+    tilelang-graph[ring=KIND] tilelang-graph with its token ring filled by another copy (--ring-copy
+                     KIND: torch, cudart or kernel; TFDASH_RING_COPY)
     tilelang[OP:K=V] a GEMV launch-settings variant (--gemv), the sweep behind the GEMV table
     tilelang@N       tilelang-graph with an N-position KV cache (--also-capacity N; the dashboard's
                      is 4096), against the run-sized one
@@ -49,7 +53,8 @@ import sys
 import time
 
 from tfdash.errors import TfdashError, UnsupportedShape
-from tfdash.profiling.variants import PLAN_VARIANTS
+from tfdash.profiling.variants import GEMV_OPS, PLAN_VARIANTS, gemv_variant
+from tfdash.settings import RING_COPIES
 
 BACKENDS = ("tilelang-graph", "tilelang-nopdl", *PLAN_VARIANTS, "torch-compile", "torch-graph", "hf-compile")
 DEFAULT_BACKENDS = "tilelang-graph,torch-compile,torch-graph"
@@ -79,6 +84,9 @@ def parser() -> argparse.ArgumentParser:
                         f"{', '.join(GEMV_OPS)}; KEY rows, seg, blocks_per_sm, min_blocks (__launch_bounds__' "
                         "blocks per SM) or trigger_first=1), e.g. down:seg=8,blocks_per_sm=1, or several "
                         "ops joined by +: the sweep that decides an entry of the GEMV table")
+    p.add_argument("--ring-copy", action="append", default=[], metavar="KIND", choices=RING_COPIES,
+                   help="one more tilelang-graph peer whose token goes to the host ring by KIND's copy "
+                        "(repeatable; " + ", ".join(RING_COPIES) + "; the others take TFDASH_RING_COPY's)")
     p.add_argument("--json", metavar="OUT", help="write every round and the summary as JSON")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--capacity", type=int, default=None, metavar="N",
@@ -88,31 +96,6 @@ def parser() -> argparse.ArgumentParser:
                    help="one more tilelang-graph peer whose KV cache holds N positions (repeatable), "
                         "e.g. 4096, the dashboard's: what a larger cache costs, in the same process")
     return p
-
-
-GEMV_OPS = ("qkv_proj", "o_proj", "gate_up", "down", "lm_head")  # the GEMVs a --gemv variant may set
-
-
-def gemv_variant(spec: str) -> tuple[str, dict]:
-    """`down:seg=8,blocks_per_sm=1` -> ("tilelang[down:seg=8,blocks_per_sm=1]", build_plan options);
-    `o_proj:blocks_per_sm=1+down:blocks_per_sm=1` sets both ops in one variant."""
-    from tfdash.engine.plan import GEMV_KNOB_TAG  # the settings a --gemv variant may set
-
-    overrides: dict[str, dict] = {}
-    for part in spec.split("+"):
-        op, _, rest = part.partition(":")
-        if op not in GEMV_OPS or not rest or op in overrides:
-            raise TfdashError(f"--gemv {spec!r}: want OP:KEY=V[,KEY=V][+OP:...] with each OP once, one of "
-                              f"{', '.join(GEMV_OPS)}")
-        settings = {}
-        for kv in rest.split(","):
-            key, _, value = kv.partition("=")
-            if key not in GEMV_KNOB_TAG or not value.isdigit() or int(value) < 1:
-                raise TfdashError(f"--gemv {spec!r}: {kv!r} is not " + ", ".join(f"{k}=N" for k in GEMV_KNOB_TAG)
-                                  + " (N >= 1)")
-            settings[key] = int(value)
-        overrides[op] = settings
-    return f"tilelang[{spec}]", {"gemv_overrides": overrides}
 
 
 def launches_per_step(name, peer, plan):
@@ -247,6 +230,7 @@ def main(argv: list[str]) -> int:
         name, options = gemv_variant(spec)
         variants[name] = options
         wanted.append(name)
+    wanted += [f"tilelang-graph[ring={kind}]" for kind in args.ring_copy]
     for n in args.also_capacity:
         if n < 1:
             raise TfdashError(f"--also-capacity {n} must be positive")
@@ -293,6 +277,11 @@ def main(argv: list[str]) -> int:
             peers[b] = CompiledGraphRuntime(plan, weights, "cuda")
         elif b == "tilelang-graph":
             peers[b] = TilelangRuntime(plan, weights, "cuda", pdl=True)
+        elif b.startswith("tilelang-graph[ring="):
+            from tfdash.settings import SETTINGS
+
+            with SETTINGS.override(ring_copy=b[len("tilelang-graph[ring="):-1]):  # read as the ring is made
+                peers[b] = TilelangRuntime(plan, weights, "cuda", pdl=True)
         elif b == "tilelang-nopdl":
             peers[b] = TilelangRuntime(plan, weights, "cuda", pdl=False)
         elif b in variants:

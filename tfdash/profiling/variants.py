@@ -1,6 +1,9 @@
 """The plan variants (`build_plan` options) that `tfdash bench` runs as tilelang peers of the
 default graph and the live A/B (`a`, `--ab`) offers, by the names both show. A variant that loses
-stays here until it is decided, then goes."""
+stays here until it is decided, then goes; and the GEMV launch-settings variants that
+`tfdash bench --gemv` adds."""
+
+from tfdash.errors import TfdashError
 
 PLAN_VARIANTS = {
     "tilelang-unfused": {"fused_rope": False},
@@ -30,6 +33,31 @@ PLAN_VARIANTS = {
     # gate_up stores g|u and every block of down makes silu(g) * u from them (the plan before)
     "tilelang-downsilu": {"gate_up_silu": False},
     # attention launches after qkv_proj's grid dependency (where the default lets it launch at
-    # qkv's start: 0.6B, 1.7B)
+    # qkv's start: 0.6B)
     "tilelang-qtlate": {"qkv_trigger_first": False},
 }
+
+
+GEMV_OPS = ("qkv_proj", "o_proj", "gate_up", "down", "lm_head")  # the GEMVs a --gemv variant may set
+
+
+def gemv_variant(spec: str) -> tuple[str, dict]:
+    """`down:seg=8,blocks_per_sm=1` -> ("tilelang[down:seg=8,blocks_per_sm=1]", build_plan options);
+    `o_proj:blocks_per_sm=1+down:blocks_per_sm=1` sets both ops in one variant."""
+    from tfdash.engine.plan import GEMV_KNOB_TAG  # the settings a --gemv variant may set
+
+    overrides: dict[str, dict] = {}
+    for part in spec.split("+"):
+        op, _, rest = part.partition(":")
+        if op not in GEMV_OPS or not rest or op in overrides:
+            raise TfdashError(f"--gemv {spec!r}: want OP:KEY=V[,KEY=V][+OP:...] with each OP once, one of "
+                              f"{', '.join(GEMV_OPS)}")
+        settings = {}
+        for kv in rest.split(","):
+            key, _, value = kv.partition("=")
+            if key not in GEMV_KNOB_TAG or not value.isdigit() or int(value) < 1:
+                raise TfdashError(f"--gemv {spec!r}: {kv!r} is not " + ", ".join(f"{k}=N" for k in GEMV_KNOB_TAG)
+                                  + " (N >= 1)")
+            settings[key] = int(value)
+        overrides[op] = settings
+    return f"tilelang[{spec}]", {"gemv_overrides": overrides}
