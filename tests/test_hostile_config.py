@@ -84,7 +84,7 @@ def test_cli_numbers_out_of_range_are_one_line(args, needle):
 def test_a_cache_too_large_for_memory_is_one_line_before_allocating(tmp_path):
     d = write(tmp_path, {**HF4, "max_position_embeddings": 1 << 24})
     from tfdash.engine.memory import check_fits
-    from tfdash.engine.plan import default_capacity
+    from tfdash.engine.limits import default_capacity
     from tfdash.errors import TfdashError
 
     cfg = load_config(d)

@@ -10,7 +10,8 @@ import json
 import pytest
 
 from tfdash.engine.config import PRESETS, ModelConfig
-from tfdash.engine.plan import ATTN_BLOCK, build_plan, check_generation, default_capacity
+from tfdash.engine.limits import check_generation, default_capacity
+from tfdash.engine.plan import ATTN_BLOCK, build_plan
 from tfdash.errors import CapacityError, TfdashError
 from tfdash.kernels.base import DTYPE_BYTES, FAMILIES, family
 

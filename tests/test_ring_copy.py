@@ -45,3 +45,34 @@ def test_a_cpu_runtime_writes_its_ring_itself():
     with SETTINGS.override(ring_copy="cudart"):
         rt = micro_engine(capacity=64).runtime
     assert not hasattr(rt, "ring_copy")  # the CPU step stores its token in the ring directly
+
+
+def test_a_plan_with_its_ring_stores_each_token_by_position_and_decodes_the_same():
+    """ring_in_graph: the argmax launch stores each step's token at ring[pos % 64] (the host's
+    pinned ring on CUDA, through its device address; a host tensor here), and the plan decodes
+    the tokens the plan without it does; a variant graph's steps never reach it (CUDA: tests/gpu)."""
+    from profiling_support import MICRO
+
+    from tfdash.engine.decode import Generation
+    from tfdash.engine.plan import TOKEN_RING, build_plan
+    from tfdash.engine.runtime import Runtime
+    from tfdash.engine.tokenizer import StandInTokenizer
+    from tfdash.engine.weights import load_weights
+
+    plan = build_plan(MICRO, "float32", capacity=128, ring_in_graph=True)
+    argmax = plan.ops()["argmax"][0]
+    assert argmax.kernel == "argmax_feed_ring" and argmax.dims["ring"] == TOKEN_RING and argmax.args["ring"] == "ring"
+    assert plan.buffers["ring"].shape == (TOKEN_RING,)
+    assert build_plan(MICRO, **plan.meta["options"]).to_dict() == plan.to_dict()
+    assert "ring" not in build_plan(MICRO, "float32", capacity=128).buffers
+    weights = load_weights(MICRO, None, torch.float32, "cpu", 0)
+    prompt, toks = [3, 1, 4, 1, 5], {}
+    for ring in (False, True):
+        rt = Runtime(build_plan(MICRO, "float32", capacity=128, ring_in_graph=ring), weights, "cpu")
+        toks[ring] = [ev.token_id for ev in Generation(rt, prompt, 80, StandInTokenizer(MICRO.vocab_size))]
+    assert toks[True] == toks[False] and len(toks[True]) == 80
+    ring = rt.bufs["ring"]
+    last = len(prompt) - 1 + 80  # positions 0 .. last - 1 stepped
+    for p in range(last - TOKEN_RING, last):  # the latest 64 steps' tokens, each at its position's slot
+        want = int(rt.bufs["out_tokens"][p]) if p + 1 >= len(prompt) else prompt[p + 1]
+        assert int(ring[p % TOKEN_RING]) == want

@@ -235,6 +235,33 @@ def test_the_other_ring_copies_deliver_the_same_tokens(state, kind):
     assert tokens == on_device
 
 
+def test_the_ring_in_the_graph_delivers_the_tokens_and_variant_graphs_leave_it_alone(state):
+    """ring_in_graph: argmax stores each token into the host's pinned ring through its device
+    address, so the generation's tokens (read from the ring, no copy after the step) are the
+    graph's out_tokens in order; a profiling variant graph (capture_variant) stores its tokens
+    elsewhere, so the ring holds the generation's."""
+    _, weights, _, _, eng, _ = state
+    from tfdash.engine.decode import Generation
+    from tfdash.engine.tokenizer import StandInTokenizer
+
+    rt = TilelangRuntime(build_plan(CFG, dtype="bfloat16", capacity=2048, ring_in_graph=True), weights, DEV)
+    rt.capture()
+    assert rt.ring_in_graph and rt.ring.is_pinned()
+    prompt = [11, 22, 33, 44, 55]
+    tokens = [ev.token_id for ev in Generation(rt, prompt, 100, StandInTokenizer(CFG.vocab_size))]
+    on_device = rt.bufs["out_tokens"][len(prompt) - 1:len(prompt) - 1 + 100].cpu().tolist()
+    assert tokens == on_device
+    base = [ev.token_id for ev in Generation(eng, prompt, 100, StandInTokenizer(CFG.vocab_size))]
+    assert tokens == base
+    before = rt.ring.clone()
+    graph = rt.capture_variant((), 1024)
+    for _ in range(3):
+        graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(rt.ring, before)
+    del rt, graph
+
+
 def test_plan_variants_decode_the_same_bits(state):
     """The A/B variants of the plan change when loads are issued, never the arithmetic: a 64-token
     generation through each captured graph gives the default graph's logits bit for bit at the end

@@ -98,7 +98,7 @@ def preflight(args, max_new_tokens: int) -> None:
     """The checks that need no weights (the config, the tokenizer file, the device, the lengths),
     before the screen opens: a mistake is one line on the terminal, not an error pane."""
     from tfdash.engine import choose_engine
-    from tfdash.engine.plan import check_generation
+    from tfdash.engine.limits import check_generation
 
     choice = choose_engine(args.ckpt, args.model, args.device, getattr(args, "dtype", None),
                            getattr(args, "backend", None))

@@ -23,7 +23,8 @@ from pathlib import Path
 
 from tfdash.engine.config import PRESETS, ModelConfig, load_config, preset
 from tfdash.engine.decode import Generation, GenerationStats, TokenEvent
-from tfdash.engine.plan import StepPlan, build_plan, check_generation, check_prompt_ids, default_capacity
+from tfdash.engine.limits import check_generation, check_prompt_ids, default_capacity
+from tfdash.engine.plan import StepPlan, build_plan
 from tfdash.defaults import DEFAULT_PROMPT  # noqa: F401  (re-exported)
 from tfdash.errors import CapacityError, TfdashError, UnsupportedShape
 

@@ -38,7 +38,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Iterator
 
-from tfdash.engine.plan import check_generation, check_prompt_ids
+from tfdash.engine.limits import check_generation, check_prompt_ids
 from tfdash.engine.runtime import RING, Runtime
 from tfdash.stats import GenerationStats, percentile  # noqa: F401  (percentile: its old home)
 from tfdash.engine.tokenizer import StreamDecoder

@@ -39,6 +39,7 @@ GEMV_KNOB_TAG = {"rows": "r", "seg": "s", "blocks_per_sm": "b", "min_blocks": "m
 # reads nothing before its grid dependency that the kernel before this one writes: o_proj ->
 # gate_up, down -> qkv / lm_head (weights), qkv -> attention (weights, pos and earlier steps' K/V)
 TRIGGER_FIRST_OPS = ("o_proj", "down", "qkv_proj")
+TOKEN_RING = 64  # the host's pinned token slots, by position: how far the host may run ahead of the GPU
 # qkv weights at most this large: attention launches at qkv_proj's start (build_plan's qkv_trigger_first)
 QKV_TRIGGER_FIRST_MAX_BYTES = 8 << 20
 
@@ -154,35 +155,6 @@ class StepPlan:
         }
 
 
-def default_capacity(cfg: ModelConfig, needed: int) -> int:
-    """The KV capacity for `needed` positions: rounded up to whole attention blocks."""
-    cap = -(-max(needed, 1) // ATTN_BLOCK) * ATTN_BLOCK
-    return min(cap, max(cfg.max_position_embeddings, ATTN_BLOCK))
-
-
-def check_generation(cfg: ModelConfig, capacity: int, prompt_len: int, max_new_tokens: int) -> None:
-    """The step at position p writes cache slot p; a generation touches positions 0..P+N-2."""
-    if prompt_len < 1:
-        raise CapacityError("the prompt must have at least one token")
-    if max_new_tokens < 1:
-        raise CapacityError(f"max-new-tokens={max_new_tokens} must be at least 1")
-    total = prompt_len + max_new_tokens
-    if total > cfg.max_position_embeddings:
-        raise CapacityError(f"prompt ({prompt_len} tokens) + max-new-tokens ({max_new_tokens}) = {total} is past "
-                            f"max_position_embeddings={cfg.max_position_embeddings}")
-    if total - 1 > capacity:
-        raise CapacityError(f"prompt ({prompt_len} tokens) + max-new-tokens ({max_new_tokens}) = {total} needs "
-                            f"{total - 1} KV positions, past the cache capacity of {capacity}")
-
-
-def check_prompt_ids(cfg: ModelConfig, ids) -> None:
-    """Every prompt id indexes the embedding; one past it is a device-side assert on CUDA."""
-    bad = [t for t in ids if not 0 <= int(t) < cfg.vocab_size]
-    if bad:
-        raise TfdashError(f"prompt token id {bad[0]} is outside the model's vocabulary of {cfg.vocab_size} "
-                          f"(is the tokenizer the checkpoint's own?)")
-
-
 def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, fused_rope: bool = True,
                gemv_blocks_per_sm: Mapping[str, int] | None = None, attn_kv_early: bool = True,
                early_residual: bool = True,
@@ -192,7 +164,8 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                attn_merge_early: bool = True, early_norm: bool = True,
                attn_merge_acq_rel: bool = True, attn_merge_chunk: int | None = None,
                attn_trigger_at: str | None = None, attn_merge_early_group: int | None = None,
-               gate_up_silu: bool = True, qkv_trigger_first: bool | None = None) -> StepPlan:
+               gate_up_silu: bool = True, qkv_trigger_first: bool | None = None,
+               ring_in_graph: bool = False) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -236,6 +209,9 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     its blocks are resident and load K/V while qkv streams its weights; None: where qkv's weight is
     at most QKV_TRIGGER_FIRST_MAX_BYTES (0.6B; from 1.7B up it measured no gain or a loss), False:
     the baseline. Only `gemv_overrides` of qkv_proj's trigger_first outranks it.
+    `ring_in_graph`: argmax also stores the step's token in the host's pinned token ring (buffer
+    "ring", slot pos % TOKEN_RING) through its device address, so the token reaches the host from
+    inside the step's graph and no copy follows it; False: the runtime copies it (the baseline).
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import paired as gemv_paired
@@ -285,6 +261,8 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     buf("prompt", (C,), "int32", "activation")
     buf("prompt_len", (1,), "int32", "activation")
     buf("out_tokens", (C,), "int32", "activation")  # out_tokens[p]: argmax predicted at position p
+    if ring_in_graph:
+        buf("ring", (TOKEN_RING,), "int32", "activation")  # host memory: the runtime's pinned ring
     buf("x", (H,), dtype, "activation")  # residual stream
     buf("qkv", (cfg.qkv_size,), dtype, "activation")
     buf("q", (cfg.q_size,), dtype, "activation")
@@ -391,8 +369,9 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     buf("argmax_part", (head_blocks, 2), "float32", "scratch")  # per-block (max, index) of the logits
     launch("lm_head", None, "gemv", head_kernel, head_dims,
            x="x", norm_w="final_norm", w=head, out="logits", amax="argmax_part")
-    launch("argmax", None, "argmax", "argmax_feed", dict(V=V, capacity=C, blocks=head_blocks),
-           logits="logits", amax="argmax_part", prompt="prompt", prompt_len="prompt_len", pos="pos", tok="tok",
-           out_tokens="out_tokens")
+    ring = {"ring": TOKEN_RING} if ring_in_graph else {}
+    launch("argmax", None, "argmax", "argmax_feed" + ("_ring" if ring else ""),
+           dict(V=V, capacity=C, blocks=head_blocks, **ring), logits="logits", amax="argmax_part", prompt="prompt",
+           prompt_len="prompt_len", pos="pos", tok="tok", out_tokens="out_tokens", **({"ring": "ring"} if ring else {}))
 
     return StepPlan(cfg, dtype, C, MappingProxyType(buffers), tuple(launches), MappingProxyType({"options": options}))

@@ -71,12 +71,22 @@ class CudartCopy:
 
 
 class _Mapped:
-    """The pinned ring as a CUDA array (`__cuda_array_interface__`): under unified addressing a
-    pinned host block has the same address on the device."""
+    """A pinned host tensor as a CUDA array (`__cuda_array_interface__`): under unified addressing
+    a pinned host block has the same address on the device."""
 
     def __init__(self, ring):
         self.__cuda_array_interface__ = {"shape": tuple(ring.shape), "typestr": ring.numpy().dtype.str,
                                          "data": (ring.data_ptr(), False), "strides": None, "version": 3}
+
+
+def device_view(ring, device):
+    """A CUDA tensor over the pinned `ring`'s memory: a kernel's stores into it land in host memory
+    (the caller keeps `ring` alive as long as the view)."""
+    import torch
+
+    if not ring.is_pinned() or not ring.is_contiguous():
+        raise ValueError("a device view wants a pinned, contiguous host tensor")
+    return torch.as_tensor(_Mapped(ring), device=device)
 
 
 class KernelCopy:
@@ -91,7 +101,7 @@ class KernelCopy:
         if tok.device.type != "cuda":
             raise ValueError("the kernel ring copy wants the token on a CUDA device")
         self._tok, self._ring = tok, ring  # the ring stays referenced: the mapped view does not own it
-        self._mapped = torch.as_tensor(_Mapped(ring), device=tok.device)
+        self._mapped = device_view(ring, tok.device)
         self._mul = torch.mul
 
     def __call__(self, slot: int) -> None:

@@ -7,8 +7,8 @@
 Every buffer is allocated once at a fixed address from the plan's BufferSpecs. A step reads the
 token in `tok` at position `pos` and leaves the next token in `tok` and pos + 1 in `pos`, so
 stepping needs no host round trip. After each step the token is copied into a pinned host ring
-slot and an event is recorded; the host reads slots whose events have completed, never syncing
-per token.
+slot (or, where the plan's argmax stores it there itself, `ring_in_graph`, not copied) and an
+event is recorded; the host reads slots whose events have completed, never syncing per token.
 
 Every call that releases the GIL costs the decode thread up to the switch interval to get it back
 while another thread (the dashboard's) is busy, so a graph runtime's step makes as few as torch
@@ -34,19 +34,19 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import time
 from typing import Callable, Iterable
 
 import torch
 
-from tfdash.engine.plan import StepPlan
-from tfdash.engine.ring_copy import make_copy
+from tfdash.engine.plan import TOKEN_RING, StepPlan
+from tfdash.engine.ring_copy import device_view
+from tfdash.engine.token_ring import TokenRing
 from tfdash.kernels.base import family
 from tfdash.kernels.rope import rope_tables
 from tfdash.settings import SETTINGS
 
 BACKENDS = ("torch-eager", "torch-graph", "tilelang-graph")
-RING = 64  # pinned token slots: how far the host may run ahead of the GPU
+RING = TOKEN_RING  # pinned token slots: how far the host may run ahead of the GPU
 STEP_STATE = ("tok", "pos", "prompt", "prompt_len", "out_tokens")  # what a capture's warm-up moves
 
 
@@ -70,8 +70,9 @@ class VariantGraph:
         self.graph.replay()
 
 
-class Runtime:
-    """Buffers and eager stepping; subclasses add capture and tilelang kernels."""
+class Runtime(TokenRing):
+    """Buffers and eager stepping; subclasses add capture and tilelang kernels. The token ring's
+    methods (begin, enqueue, ready, wait, token, step_ns) are TokenRing's."""
 
     backend = "torch-eager"
 
@@ -98,6 +99,9 @@ class Runtime:
                     and same_device(given.device, dev):
                 bufs[name] = given  # another runtime's cache or state: used in place
                 shared.add(name)
+            elif name == "ring":  # the token ring the plan's argmax stores into: pinned host memory
+                self._plan_ring = torch.zeros(spec.shape, dtype=torch.int32, pin_memory=self.cuda)
+                bufs[name] = device_view(self._plan_ring, dev) if self.cuda else self._plan_ring
             elif spec.kind == "weight":
                 t = weights[name]
                 if tuple(t.shape) != spec.shape:
@@ -119,16 +123,17 @@ class Runtime:
     def _resolve(self, launch) -> dict[str, torch.Tensor]:
         return {role: self.bufs[name] for role, name in launch.args.items()}
 
-    def _launch_fn(self, i):
+    def _launch_fn(self, i, args=None):
+        """Launch i on its operands (`args`: other tensors for its roles, a variant's)."""
         launch = self.plan.launches[i]
-        fn, dims, args = family(launch.family).torch, launch.dims, self.launch_args[i]
+        fn, dims, args = family(launch.family).torch, launch.dims, args or self.launch_args[i]
         return lambda: fn(dims, args)
 
     # -- stepping ------------------------------------------------------------------------
     def reset(self, prompt_ids: list[int]) -> None:
         """Load a prompt: tok = prompt[0], pos = 0. The caches need no clearing: a step reads
         only positions <= pos, all written by this generation."""
-        from tfdash.engine.plan import check_generation
+        from tfdash.engine.limits import check_generation
 
         check_generation(self.plan.config, self.plan.capacity, len(prompt_ids), 1)
         ids = torch.tensor(prompt_ids, dtype=torch.int32)
@@ -229,15 +234,20 @@ class Runtime:
                 self.bufs["pos"].copy_(pos0)
                 self.bufs["tok"].copy_(tok0)
 
+            # a ring the plan's argmax stores into is the host's: this graph's tokens go to a scratch
+            scratch = {i: dict(args, ring=torch.zeros_like(args["ring"])) for i, args in enumerate(self.launch_args)
+                       if "ring" in args}
+            fns = [self._launch_fn(i, scratch[i]) if i in scratch else fn for i, fn in enumerate(self.launch_fns)]
+
             def body():
                 prologue()
-                for i, fn in enumerate(self.launch_fns):
+                for i, fn in enumerate(fns):
                     fn()
                     if i in twice:
                         fn()
 
             self.warm_up(1, prologue)
-            return VariantGraph(self._capture(body, thread_local=True), (pos0, tok0))
+            return VariantGraph(self._capture(body, thread_local=True), (pos0, tok0, scratch))
 
     def variant(self, plan: StepPlan, backend: str | None = None, share_state: bool = False,
                 **kw) -> "Runtime":
@@ -253,66 +263,6 @@ class Runtime:
         given = {n: self.bufs[n] for n, b in self.plan.buffers.items()
                  if b.parent is None and (share_state or b.kind == "weight")}
         return make_runtime(backend or self.backend, plan, given, self.device, **kw)
-
-    # -- the token ring --------------------------------------------------------------------
-    def _ring_init(self):
-        if self.cuda:
-            self.ring = torch.zeros(RING, dtype=torch.int32, pin_memory=True)
-            self.ring_host = self.ring.numpy()  # the same pinned memory, read without torch
-            self.ring_copy, self.ring_copy_note = make_copy(SETTINGS.ring_copy, self.bufs["tok"], self.ring)
-            self.ring_events = [torch.cuda.Event(enable_timing=True) for _ in range(RING)]
-            self.start_event = torch.cuda.Event(enable_timing=True)
-        else:
-            self.ring = torch.zeros(RING, dtype=torch.int32)
-            self.ring_host = self.ring.numpy()
-            self.ring_ns = [0] * RING
-        self._prev_slot = None
-        self._slot_prev: list[int | None] = [None] * RING
-
-    def begin(self) -> None:
-        """Mark the start of a timed run of steps."""
-        self._prev_slot = None
-        if self.cuda:
-            self.start_event.record()
-        else:
-            self._t_prev = time.perf_counter_ns()
-
-    def enqueue(self, slot: int, step_fn: Callable[[], None] | None = None) -> None:
-        """Step once, copy the token into ring[slot], and mark the slot's completion.
-        `step_fn` replaces `self.step` for this step (a profiling window's timed step)."""
-        (step_fn or self.step)()
-        if self.cuda:
-            self.ring_copy(slot)
-            self.ring_events[slot].record()
-        else:
-            self.ring[slot] = self.bufs["tok"][0]
-            now = time.perf_counter_ns()
-            self.ring_ns[slot] = now - self._t_prev
-            self._t_prev = now
-        self._slot_prev[slot] = self._prev_slot
-        self._prev_slot = slot
-
-    def ready(self, slot: int) -> bool:
-        return self.ring_events[slot].query() if self.cuda else True
-
-    def wait(self, slot: int) -> None:
-        """Until slot's step completed; a completed one returns at once, holding the GIL."""
-        if self.cuda:
-            ev = self.ring_events[slot]
-            if not ev.query():
-                ev.synchronize()
-
-    def token(self, slot: int) -> int:
-        """The token of slot's completed step (see `wait`)."""
-        return int(self.ring_host[slot])
-
-    def step_ns(self, slot: int) -> int:
-        """Device time between the end of the previous step and the end of this one."""
-        if not self.cuda:
-            return self.ring_ns[slot]
-        prev = self._slot_prev[slot]
-        start = self.start_event if prev is None else self.ring_events[prev]
-        return int(start.elapsed_time(self.ring_events[slot]) * 1e6)
 
     def synchronize(self) -> None:
         if self.cuda:
@@ -377,10 +327,11 @@ class TilelangRuntime(GraphRuntime):
         self.kernels = compile_plan(plan, progress=progress, pdl=self.pdl)
         super().__init__(plan, weights, device)
 
-    def _launch_fn(self, i):
+    def _launch_fn(self, i, args=None):
         launch = self.plan.launches[i]
         kernel = self.kernels[launch.kernel]
-        args = [self.launch_args[i][role] for role in family(launch.family).roles if role in launch.args]
+        given = args or self.launch_args[i]
+        args = [given[role] for role in family(launch.family).roles if role in launch.args]
         return lambda: kernel(*args)
 
 

@@ -2,7 +2,11 @@
 
     out_tokens[pos] = argmax(logits)               (lowest index among ties, as torch.argmax)
     tok = prompt[pos + 1] if pos + 1 < prompt_len else out_tokens[pos]
+    ring[pos % len(ring)] = tok                     (where the plan gives it a ring: dims["ring"])
     pos += 1
+
+The ring, where there is one, is the host's pinned token ring seen through its device address: the
+step's token reaches the host from inside the step's graph, with no copy after it.
 
 The lm_head GEMV already leaves one (max, index) partial per block in `amax`; the tilelang kernel
 reduces those (a few hundred pairs, one warp) instead of re-reading the 600 KB of logits. The
@@ -21,6 +25,9 @@ def torch_argmax_feed(dims, bufs):
     npos = pos + 1
     from_prompt = bufs["prompt"].index_select(0, npos.clamp(max=dims["capacity"] - 1))
     bufs["tok"].copy_(torch.where(npos < bufs["prompt_len"], from_prompt, nxt))
+    if dims.get("ring"):  # the host's ring (through its device address on CUDA)
+        ring = bufs["ring"]
+        ring.index_copy_(0, (pos.long() % dims["ring"]).to(ring.device), bufs["tok"].to(ring.device))
     pos.add_(1)
 
 
@@ -33,6 +40,7 @@ def cost(dims, ctx_len=0):
         Operand("pos", "activation", 4, 4),
         Operand("tok", "activation", 0, 4),
         Operand("out_tokens", "activation", 0, 4),
+        *([Operand("ring", "activation", 0, 4)] if dims.get("ring") else []),  # to host memory
     ])
 
 
@@ -43,15 +51,11 @@ def tilelang_argmax_feed(dims):
 
     pdl = dims.get("pdl", True)
 
-    V, C, G = dims["V"], dims["capacity"], dims["blocks"]
+    V, C, G, R = dims["V"], dims["capacity"], dims["blocks"], int(dims.get("ring", 0))
     per = -(-G // 32)
 
-    @T.prim_func
-    def argmax_feed(
-        logits: T.Tensor((V,), "float32"), amax: T.Tensor((G, 2), "float32"),
-        prompt: T.Tensor((C,), "int32"), prompt_len: T.Tensor((1,), "int32"), pos: T.Tensor((1,), "int32"),
-        tok: T.Tensor((1,), "int32"), out_tokens: T.Tensor((C,), "int32"),
-    ):
+    @T.macro
+    def body(amax, prompt, prompt_len, pos, tok, out_tokens, ring):
         with T.Kernel(1, threads=32) as _:
             lane = T.get_thread_binding(0)
             if pdl:  # programmatic dependent launch: wait for the kernel before, then let the next one launch
@@ -81,16 +85,39 @@ def tilelang_argmax_feed(dims):
                 out_tokens[p] = bi
                 if p + 1 < prompt_len[0]:
                     tok[0] = prompt[T.min(p + 1, C - 1)]
+                    if R:  # the host's ring, through its device address
+                        ring[p % R] = prompt[T.min(p + 1, C - 1)]
                 else:
                     tok[0] = bi
+                    if R:
+                        ring[p % R] = bi
                 pos[0] = p + 1
+
+    if R:
+
+        @T.prim_func
+        def argmax_feed(
+            logits: T.Tensor((V,), "float32"), amax: T.Tensor((G, 2), "float32"),
+            prompt: T.Tensor((C,), "int32"), prompt_len: T.Tensor((1,), "int32"), pos: T.Tensor((1,), "int32"),
+            tok: T.Tensor((1,), "int32"), out_tokens: T.Tensor((C,), "int32"), ring: T.Tensor((R,), "int32"),
+        ):
+            body(amax, prompt, prompt_len, pos, tok, out_tokens, ring)
+    else:
+
+        @T.prim_func
+        def argmax_feed(
+            logits: T.Tensor((V,), "float32"), amax: T.Tensor((G, 2), "float32"),
+            prompt: T.Tensor((C,), "int32"), prompt_len: T.Tensor((1,), "int32"), pos: T.Tensor((1,), "int32"),
+            tok: T.Tensor((1,), "int32"), out_tokens: T.Tensor((C,), "int32"),
+        ):
+            body(amax, prompt, prompt_len, pos, tok, out_tokens, None)
 
     return argmax_feed
 
 
 FAMILY = register(Family(
     name="argmax",
-    roles=("logits", "amax", "prompt", "prompt_len", "pos", "tok", "out_tokens"),
+    roles=("logits", "amax", "prompt", "prompt_len", "pos", "tok", "out_tokens", "ring"),
     cost=cost, torch=torch_argmax_feed, tilelang=tilelang_argmax_feed,
     describe="greedy argmax, feed the next prompt token or the argmax, advance pos",
 ))

@@ -212,7 +212,8 @@ def main(argv: list[str]) -> int:
 
     from tfdash.engine import load_engine
     from tfdash.engine.decode import Generation
-    from tfdash.engine.plan import build_plan, default_capacity
+    from tfdash.engine.limits import default_capacity
+    from tfdash.engine.plan import build_plan
     from tfdash.engine.runtime import TilelangRuntime
 
     args = parser().parse_args(argv)
@@ -256,7 +257,7 @@ def main(argv: list[str]) -> int:
     # A capacity that just fits: the torch peer masks attention over the whole capacity.
     capacity = default_capacity(cfg, len(ids) + args.max_new_tokens)
     if args.capacity is not None:
-        from tfdash.engine.plan import check_generation
+        from tfdash.engine.limits import check_generation
 
         capacity = default_capacity(cfg, args.capacity)  # whole attention blocks
         check_generation(cfg, capacity, len(ids), args.max_new_tokens)
@@ -288,7 +289,7 @@ def main(argv: list[str]) -> int:
             variant = build_plan(cfg, dtype="bfloat16", capacity=capacity, **variants[b])
             peers[b] = TilelangRuntime(variant, weights, "cuda", pdl=True)
         elif b.startswith("tilelang@"):
-            from tfdash.engine.plan import check_generation
+            from tfdash.engine.limits import check_generation
 
             cap = default_capacity(cfg, int(b.partition("@")[2]))
             check_generation(cfg, cap, len(ids), args.max_new_tokens)

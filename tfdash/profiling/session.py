@@ -30,7 +30,7 @@ import threading
 import time
 from typing import Callable
 
-from tfdash.engine.plan import check_generation
+from tfdash.engine.limits import check_generation
 from tfdash.errors import TfdashError
 from tfdash.profiling import assemble as asm
 from tfdash.profiling import probe

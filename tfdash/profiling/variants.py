@@ -35,6 +35,8 @@ PLAN_VARIANTS = {
     # attention launches after qkv_proj's grid dependency (where the default lets it launch at
     # qkv's start: 0.6B)
     "tilelang-qtlate": {"qkv_trigger_first": False},
+    # argmax stores the token in the host's pinned ring from inside the graph: no copy after it
+    "tilelang-ring": {"ring_in_graph": True},
 }
 
 

@@ -1,0 +1,37 @@
+"""The lengths a generation must fit: the KV capacity it needs, and the checks on its prompt and
+new tokens against the model and the cache, each a one-line error."""
+
+from __future__ import annotations
+
+from tfdash.engine.attn_plan import ATTN_BLOCK
+from tfdash.engine.config import ModelConfig
+from tfdash.errors import CapacityError, TfdashError
+
+
+def default_capacity(cfg: ModelConfig, needed: int) -> int:
+    """The KV capacity for `needed` positions: rounded up to whole attention blocks."""
+    cap = -(-max(needed, 1) // ATTN_BLOCK) * ATTN_BLOCK
+    return min(cap, max(cfg.max_position_embeddings, ATTN_BLOCK))
+
+
+def check_generation(cfg: ModelConfig, capacity: int, prompt_len: int, max_new_tokens: int) -> None:
+    """The step at position p writes cache slot p; a generation touches positions 0..P+N-2."""
+    if prompt_len < 1:
+        raise CapacityError("the prompt must have at least one token")
+    if max_new_tokens < 1:
+        raise CapacityError(f"max-new-tokens={max_new_tokens} must be at least 1")
+    total = prompt_len + max_new_tokens
+    if total > cfg.max_position_embeddings:
+        raise CapacityError(f"prompt ({prompt_len} tokens) + max-new-tokens ({max_new_tokens}) = {total} is past "
+                            f"max_position_embeddings={cfg.max_position_embeddings}")
+    if total - 1 > capacity:
+        raise CapacityError(f"prompt ({prompt_len} tokens) + max-new-tokens ({max_new_tokens}) = {total} needs "
+                            f"{total - 1} KV positions, past the cache capacity of {capacity}")
+
+
+def check_prompt_ids(cfg: ModelConfig, ids) -> None:
+    """Every prompt id indexes the embedding; one past it is a device-side assert on CUDA."""
+    bad = [t for t in ids if not 0 <= int(t) < cfg.vocab_size]
+    if bad:
+        raise TfdashError(f"prompt token id {bad[0]} is outside the model's vocabulary of {cfg.vocab_size} "
+                          f"(is the tokenizer the checkpoint's own?)")

@@ -1,0 +1,87 @@
+"""The token ring: the pinned host slots each step's token reaches, and the events that say when.
+
+A step's token goes to ring[slot] by a copy after the step (SETTINGS.ring_copy), or, where the plan's
+argmax stores it there itself (`ring_in_graph`), by no copy at all; an event recorded after it marks
+the slot complete. The host reads completed slots from a numpy view of the pinned memory, never
+syncing per token. On CPU the step stores the token and its host time directly.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import torch
+
+from tfdash.engine.plan import TOKEN_RING as RING
+from tfdash.engine.ring_copy import make_copy
+from tfdash.settings import SETTINGS
+
+
+class TokenRing:
+    """The ring half of a Runtime (a mixin): it reads the runtime's `cuda`, `plan`, `shared`,
+    `bufs`, `step` and, where the plan has a ring, the pinned `_plan_ring` its buffers were made
+    over."""
+
+    def _ring_init(self):
+        # the plan's own ring (its argmax stores each token there), else one for the copies
+        self.ring_in_graph = "ring" in self.plan.buffers and "ring" not in self.shared
+        if self.cuda:
+            own = self._plan_ring if self.ring_in_graph else None
+            self.ring = own if own is not None else torch.zeros(RING, dtype=torch.int32, pin_memory=True)
+            self.ring_host = self.ring.numpy()  # the same pinned memory, read without torch
+            self.ring_copy, self.ring_copy_note = make_copy(SETTINGS.ring_copy, self.bufs["tok"], self.ring)
+            self.ring_events = [torch.cuda.Event(enable_timing=True) for _ in range(RING)]
+            self.start_event = torch.cuda.Event(enable_timing=True)
+        else:
+            self.ring = torch.zeros(RING, dtype=torch.int32)
+            self.ring_host = self.ring.numpy()
+            self.ring_ns = [0] * RING
+        self._prev_slot = None
+        self._slot_prev: list[int | None] = [None] * RING
+
+    def begin(self) -> None:
+        """Mark the start of a timed run of steps."""
+        self._prev_slot = None
+        if self.cuda:
+            self.start_event.record()
+        else:
+            self._t_prev = time.perf_counter_ns()
+
+    def enqueue(self, slot: int, step_fn: Callable[[], None] | None = None) -> None:
+        """Step once, copy the token into ring[slot], and mark the slot's completion.
+        `step_fn` replaces `self.step` for this step (a profiling window's timed step)."""
+        (step_fn or self.step)()
+        if self.cuda:
+            if step_fn is not None or not self.ring_in_graph:  # another step's graph may not store it
+                self.ring_copy(slot)
+            self.ring_events[slot].record()
+        else:
+            self.ring[slot] = self.bufs["tok"][0]
+            now = time.perf_counter_ns()
+            self.ring_ns[slot] = now - self._t_prev
+            self._t_prev = now
+        self._slot_prev[slot] = self._prev_slot
+        self._prev_slot = slot
+
+    def ready(self, slot: int) -> bool:
+        return self.ring_events[slot].query() if self.cuda else True
+
+    def wait(self, slot: int) -> None:
+        """Until slot's step completed; a completed one returns at once, holding the GIL."""
+        if self.cuda:
+            ev = self.ring_events[slot]
+            if not ev.query():
+                ev.synchronize()
+
+    def token(self, slot: int) -> int:
+        """The token of slot's completed step (see `wait`)."""
+        return int(self.ring_host[slot])
+
+    def step_ns(self, slot: int) -> int:
+        """Device time between the end of the previous step and the end of this one."""
+        if not self.cuda:
+            return self.ring_ns[slot]
+        prev = self._slot_prev[slot]
+        start = self.start_event if prev is None else self.ring_events[prev]
+        return int(start.elapsed_time(self.ring_events[slot]) * 1e6)
