@@ -26,8 +26,7 @@ def torch_argmax_feed(dims, bufs):
     from_prompt = bufs["prompt"].index_select(0, npos.clamp(max=dims["capacity"] - 1))
     bufs["tok"].copy_(torch.where(npos < bufs["prompt_len"], from_prompt, nxt))
     if dims.get("ring"):  # the host's ring (through its device address on CUDA)
-        ring = bufs["ring"]
-        ring.index_copy_(0, (pos.long() % dims["ring"]).to(ring.device), bufs["tok"].to(ring.device))
+        bufs["ring"].index_copy_(0, pos.long() % dims["ring"], bufs["tok"])
     pos.add_(1)
 
 
