@@ -107,7 +107,6 @@ def main(argv=None) -> int:
                    help="the decode loop's switch interval on CUDA (default tfdash.engine.decode.SWITCH_S)")
     args = p.parse_args(argv)
     import tfdash.engine.decode as decode
-    from tfdash.settings import SETTINGS
 
     if args.switch_us is not None:
         decode.SWITCH_S = args.switch_us / 1e6
@@ -131,8 +130,8 @@ def main(argv=None) -> int:
                      "midrun_tokens": None if args.skip_midrun else m_n, "midrun_capacity": mid_engine.plan.capacity if mid_engine else None,
                      "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                      "command": "python3 scripts/gpu_app_check.py " + " ".join(sys.argv[1:]),
-                     "switch_interval_s": decode.SWITCH_S, "ring_copy": SETTINGS.ring_copy,
-                     "ring_copy_note": getattr(engine.runtime, "ring_copy_note", ""), "errors": {}}
+                     "switch_interval_s": decode.SWITCH_S,
+                     "ring_in_graph": getattr(engine.runtime, "ring_in_graph", False), "errors": {}}
     try:
         if not args.skip_midrun:
             results["midrun"] = asyncio.run(midrun(mid_engine, out, m_n, profile_at=min(1024, m_n // 8)))

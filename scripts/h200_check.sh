@@ -3,7 +3,7 @@
 #   run with carry [".gpu"]:  bash scripts/h200_check.sh [tests|diag|bench|profile|app|all] [extra bench args]
 #   (all = tests, diag, bench; engine = bench, headless run, GPU tests; observe = issues 5 and 6 (+ bench); dash = app + tty; profile = scripts/gpu_profile_check.py; app = scripts/gpu_app_check.py;
 #    counters = tfdash counters on one layer plus embed, lm_head and argmax (issue 17);
-#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; tables = the GEMV table's 0.6B and 4B entries in the default plan; tails = GEMV grids that spread rows unevenly over warps (4B o_proj and down, 0.6B gate_up), tails14 = the same for 14B; live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick; where = per-op exclusive us against each op's floor at 0.6B and 4B (scripts/kernel_times.py --model); inflight = GEMVs with more loads in flight a lane at 4B, 0.6B and 1.7B; confirm = session 11's 4B and 0.6B table entries tested and benched; inflight14 = the same for 14B; next = what session 11 leaves (the early_norm and acqrel variants tested and A/B'd at 1.7B, 0.6B and 4B; since on by default); inflight32 = 32B's qkv_proj and gate_up at 4B's and 14B's settings; land12 = the GPU suite on session 12's defaults with the 1.7B headline bench; probe = the phases alone at 1.7B and 0.6B, ctx 1024 and 256; land14 = session 14's default tested with the 1.7B headline bench; land15 = session 15's defaults (4B's and 8B's late merge, 0.6B's late trigger) tested and A/B'd; silu16 = gate_up making silu(g) * u, tested and A/B'd at 1.7B and 4B; tune16 = 4B's down settings with it, and 0.6B's and 8B's A/B; land16 = session 16's defaults tested, the 1.7B headline and 4B's A/B; sweep16 = 0.6B's and 1.7B's GEMV settings without down's silu, 14B's A/B; next17 = per-op times on today's plan at 0.6B, 1.7B and 4B; next18 = the qkv GEMV letting attention launch at its start, tested and A/B'd; land18 = it by default at 0.6B and 1.7B, tested, the 1.7B headline and 0.6B's A/B against it off, 8B's with it on; next19 = the token ring stored by a kernel after the replay or by argmax in the graph, not a copy-engine copy: tested, the step boundary's cost at 0.6B, A/B at 0.6B and 1.7B; next19b = the step boundary at 1.7B and the A/B at 4B)
+#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; tables = the GEMV table's 0.6B and 4B entries in the default plan; tails = GEMV grids that spread rows unevenly over warps (4B o_proj and down, 0.6B gate_up), tails14 = the same for 14B; live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick; where = per-op exclusive us against each op's floor at 0.6B and 4B (scripts/kernel_times.py --model); inflight = GEMVs with more loads in flight a lane at 4B, 0.6B and 1.7B; confirm = session 11's 4B and 0.6B table entries tested and benched; inflight14 = the same for 14B; next = what session 11 leaves (the early_norm and acqrel variants tested and A/B'd at 1.7B, 0.6B and 4B; since on by default); inflight32 = 32B's qkv_proj and gate_up at 4B's and 14B's settings; land12 = the GPU suite on session 12's defaults with the 1.7B headline bench; probe = the phases alone at 1.7B and 0.6B, ctx 1024 and 256; land14 = session 14's default tested with the 1.7B headline bench; land15 = session 15's defaults (4B's and 8B's late merge, 0.6B's late trigger) tested and A/B'd; silu16 = gate_up making silu(g) * u, tested and A/B'd at 1.7B and 4B; tune16 = 4B's down settings with it, and 0.6B's and 8B's A/B; land16 = session 16's defaults tested, the 1.7B headline and 4B's A/B; sweep16 = 0.6B's and 1.7B's GEMV settings without down's silu, 14B's A/B; next17 = per-op times on today's plan at 0.6B, 1.7B and 4B; next18 = the qkv GEMV letting attention launch at its start, tested and A/B'd; land18 = it by default at 0.6B and 1.7B, tested, the 1.7B headline and 0.6B's A/B against it off, 8B's with it on; land19 = argmax storing the token into the pinned ring from inside the graph by default: tested, the 1.7B headline with torch-compile and 0.6B's A/B against the copy after the replay)
 # Needs the offline bundle (../shared/gpu-bundle .gpu/site.tar.xz). The tilelang kernel cache
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
@@ -273,27 +273,20 @@ if [ "$what" = land18 ]; then
   timeout 200 python3 -m tfdash bench --model qwen3-8b --backends tilelang-graph --gemv qkv_proj:trigger_first=1 \
     --json "$R/bench-qwen3-8b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-qwen3-8b.log"; tail -4 "$R/bench-qwen3-8b.log" | cut -c1-160; pack
 fi
-if [ "$what" = next19 ] || [ "$what" = next19b ]; then
-  # what session 18 could not measure: the token stored into the pinned ring by an elementwise
-  # kernel after the replay (TFDASH_RING_COPY=kernel) or by argmax inside the graph (tilelang-ring,
-  # ring_in_graph) instead of a 4-byte copy-engine copy, which cost about 11 us a step. next19: their
-  # GPU tests, the step boundary's modes at 0.6B, the bench A/B of both at 0.6B and 1.7B (about 9
-  # minutes); next19b: the step boundary at 1.7B and the A/B at 4B (about 5 minutes)
+if [ "$what" = land19 ]; then
+  # argmax storing each token into the pinned ring from inside the graph, by default: the ring's and
+  # the variants' GPU tests, the profiling GPU tests (kernel names), the 1.7B headline with
+  # torch-compile and the copy after the replay (tilelang-ringcopy), then 0.6B's A/B (about 9 minutes)
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  if [ "$what" = next19 ]; then
-    timeout 200 python3 -m pytest -m gpu tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
-      -k "ring_copies or ring_in_the_graph" 2>&1 | grep -v "TileLang:" > "$R/tests.log"
-    grep -E "^(FAILED|ERROR)|passed|failed" "$R/tests.log" | cut -c1-200 | tail -4; pack
-    bm=qwen3-0.6b; sizes="qwen3-0.6b qwen3-1.7b"
-  else
-    bm=qwen3-1.7b; sizes="qwen3-4b"
-  fi
-  timeout 120 python3 scripts/step_boundary.py --model $bm --json "$R/boundary-$bm.json" 2>&1 | grep -v "TileLang:" \
-    > "$R/boundary-$bm.log"; tail -9 "$R/boundary-$bm.log"; pack
-  for m in $sizes; do
-    timeout 200 python3 -m tfdash bench --model $m --backends tilelang-graph,tilelang-ring --ring-copy kernel \
-      --json "$R/bench-$m.json" 2>&1 | grep -v "TileLang:" > "$R/bench-$m.log"; tail -4 "$R/bench-$m.log" | cut -c1-150; pack
-  done
+  timeout 240 python3 -m pytest -m gpu tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
+    -k "ring or test_plan_variants_decode_the_same_bits or test_step_matches_reference" 2>&1 | grep -v "TileLang:" > "$R/tests.log"
+  grep -E "^(FAILED|ERROR)|passed|failed" "$R/tests.log" | cut -c1-200 | tail -6; pack
+  timeout 150 python3 -m pytest -m gpu tests/test_profiling_gpu.py tests/gpu/test_continuous_gpu.py -q -rA -p no:cacheprovider 2>&1 | grep -v "TileLang:" \
+    > "$R/profiling-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/profiling-tests.log" | cut -c1-200 | tail -6; pack
+  timeout 260 python3 -m tfdash bench --backends tilelang-graph,tilelang-ringcopy,torch-compile \
+    --json "$R/bench-qwen3-1.7b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-qwen3-1.7b.log"; tail -5 "$R/bench-qwen3-1.7b.log" | cut -c1-160; pack
+  timeout 120 python3 -m tfdash bench --model qwen3-0.6b --backends tilelang-graph,tilelang-ringcopy \
+    --json "$R/bench-qwen3-0.6b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-qwen3-0.6b.log"; tail -4 "$R/bench-qwen3-0.6b.log" | cut -c1-160; pack
 fi
 if [ "$what" = headline ]; then
   # the README's table on today's default plan: the unfused attention's and continuous timing's GPU

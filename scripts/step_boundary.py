@@ -1,8 +1,8 @@
-"""What a step's boundary costs on the GPU: the same captured step replayed back to back, with and
-without the token's ring copy (a 4-byte device-to-host copy into pinned memory and an event,
-as Runtime.enqueue does), with an event alone, with the token stored by an elementwise kernel
-through the pinned ring's device address (TFDASH_RING_COPY=kernel) after the replay or inside
-the step's graph, and as two steps captured in one graph.
+"""What a step's boundary costs on the GPU: the same captured step replayed back to back alone, as
+Runtime.enqueue runs it (an event after each replay; the plan's argmax stores the token into the
+pinned ring from inside the graph), with an event alone, with a 4-byte device-to-host copy into
+the ring and an event (what a plan without the ring in its graph gets), and as two steps
+captured in one graph.
 
     python scripts/step_boundary.py --model qwen3-0.6b --steps 1024 [--json OUT]
 
@@ -43,7 +43,7 @@ def main(argv=None) -> int:
         for _ in range(a.steps):
             rt.step()
 
-    def with_ring():
+    def with_ring():  # as the runtime runs its steps
         for i in range(a.steps):
             rt.enqueue(i % len(rt.ring_events))
 
@@ -56,25 +56,15 @@ def main(argv=None) -> int:
             rt.step()
             rt.ring_events[i % len(rt.ring_events)].record()
 
-    modes = {"replay": replay_only, "replay+ring": with_ring, "2-step graph": two_a_graph, "replay+event": with_event}
-    from tfdash.engine.ring_copy import KernelCopy
-
-    store = KernelCopy(rt.bufs["tok"], rt.ring)
-
-    def with_kernel_ring():  # TFDASH_RING_COPY=kernel
+    def with_copy():  # TFDASH_RING_IN_GRAPH=off: the token copied after each replay
         for i in range(a.steps):
+            slot = i % len(rt.ring_events)
             rt.step()
-            store(i % len(rt.ring_events))
-            rt.ring_events[i % len(rt.ring_events)].record()
+            rt.ring[slot:slot + 1].copy_(rt.bufs["tok"], non_blocking=True)
+            rt.ring_events[slot].record()
 
-    stored = rt._capture(lambda: (Runtime.step(rt), store(0)))  # inside the graph, one slot: its cost
-
-    def graph_with_store():
-        for i in range(a.steps):
-            stored.replay()
-            rt.ring_events[i % len(rt.ring_events)].record()
-
-    modes.update({"replay+kernel ring": with_kernel_ring, "graph+store": graph_with_store})
+    modes = {"replay": replay_only, "replay+ring": with_ring, "2-step graph": two_a_graph,
+             "replay+event": with_event, "replay+copy": with_copy}
     us = {m: [] for m in modes}
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     for _ in range(a.rounds):
@@ -94,14 +84,12 @@ def main(argv=None) -> int:
     for m, v in out["median"].items():
         print(f"  {m:18s} {v:8.2f} us a step  ({v - base:+.2f} against replay alone)")
     rt.reset(prompt)
-    for i in range(64):  # the kernel's store is the token, step by step
+    for i in range(64):  # the ring holds each step's token, stored from inside the graph
         slot = i % len(rt.ring_events)
-        rt.step()
-        store(slot)
-        rt.ring_events[slot].record()
+        rt.enqueue(slot)
         rt.ring_events[slot].synchronize()
         assert int(rt.ring_host[slot]) == int(rt.bufs["tok"][0]), (i, int(rt.ring_host[slot]))
-    print("  the kernel-stored ring held every token of 64 steps")
+    print(f"  the ring held every token of 64 steps (stored in the graph: {rt.ring_in_graph})")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1)

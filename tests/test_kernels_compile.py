@@ -33,7 +33,8 @@ LATENORM = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, ear
 FENCED = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_merge_acq_rel=False)
 DOWNSILU = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, gate_up_silu=False)  # down makes silu
 QTFIRST = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, qkv_trigger_first=True)  # as 0.6B's
-KERNELS = {**QTFIRST.kernels(), **DOWNSILU.kernels(), **FENCED.kernels(), **LATENORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
+RINGCOPY = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, ring_in_graph=False)  # argmax_feed
+KERNELS = {**RINGCOPY.kernels(), **QTFIRST.kernels(), **DOWNSILU.kernels(), **FENCED.kernels(), **LATENORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
            **MLATE.kernels(), **UNFUSED_MLATE.kernels(), **PLAN.kernels()}  # every kernel the plan variants launch
 
 
@@ -53,7 +54,7 @@ def fresh_cache(tmp_path_factory):
 
 def test_plan_has_the_expected_kernels():
     common = {"embed_gather", "gemv_qkv", "gemv_o_residual", "gemv_gate_up_silu", "gemv_down_residual",
-              "gemv_lm_head", "argmax_feed"}
+              "gemv_lm_head", "argmax_feed_ring"}
     assert set(PLAN.kernels()) == common | {"attn_rope_decode_me"}
     assert set(UNFUSED.kernels()) == common | {"qk_norm_rope", "attn_decode_me"}
     assert len(PLAN) == 1 + 5 * 28 + 2 and len(UNFUSED) == 1 + 6 * 28 + 2

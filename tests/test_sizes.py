@@ -347,14 +347,6 @@ def test_bench_gemv_variants_parse_and_refuse_in_one_line():
     assert_one_line_error(r.stderr, "--gemv", "seg=zero")
 
 
-def test_bench_ring_copy_peers_are_named_by_their_copy_and_refuse_in_one_line():
-    from tfdash.profiling.bench import parser
-
-    assert parser().parse_args(["--ring-copy", "kernel", "--ring-copy", "cudart"]).ring_copy == ["kernel", "cudart"]
-    r = run_tfdash("bench", "--ring-copy", "fast", timeout=120)
-    assert r.rc != 0 and "invalid choice: 'fast'" in r.stderr and "Traceback" not in r.stderr
-
-
 def test_attention_grid_stops_growing_with_the_capacity():
     """Programs per kv head are capped; every block of the cache is still some program's, once."""
     from tfdash.kernels.splitkv import SPLIT_CAP, grid_splits

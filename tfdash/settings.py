@@ -13,7 +13,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 
-RING_COPIES = ("torch", "cudart", "kernel")  # ring_copy's choices (tfdash.engine.ring_copy)
 
 
 @dataclass(frozen=True)
@@ -44,12 +43,12 @@ class Settings:
                       "63, the token ring's size less one): tens of ms of GPU work on the H200, enough to ride out "
                       "the host stalls a drawing dashboard causes in the same process and the profiler's stop at the end "
                       "of a window"),
-        "ring_copy": Knob("TFDASH_RING_COPY", "torch",
-                          "the token's copy into its pinned ring slot (CUDA): torch (Tensor.copy_, which "
-                          "releases the GIL), cudart (cudaMemcpyAsync through ctypes, which keeps it, so a "
-                          "step's graph replay is its only release) or kernel (an elementwise kernel stores it "
-                          "through the ring's device address, no copy engine; bench A/B: --ring-copy kernel; "
-                          "tfdash.engine.ring_copy)"),
+        "ring_in_graph": Knob("TFDASH_RING_IN_GRAPH", True,
+                              "argmax stores each token into the host's pinned token ring (slot pos % 64) "
+                              "through the ring's device address from inside the step's graph, so no copy "
+                              "follows a replay; off: a 4-byte copy-engine copy after each replay (bench "
+                              "backend tilelang-ringcopy, the A/B baseline; benchmarks/ has the measured "
+                              "difference)"),
         "overlap_windows": Knob("TFDASH_OVERLAP_WINDOWS", False,
                                 "CUPTI profile windows start and finish with steps in flight instead of "
                                 "draining around them (Generation's `overlaps`). Off: measured on the H200 it "

@@ -212,54 +212,33 @@ def test_generation_through_the_ring(state):
     assert int(eng.bufs["pos"]) == len(prompt) - 1 + 64
 
 
-@pytest.mark.parametrize("kind", ["cudart", "kernel"])
-def test_the_other_ring_copies_deliver_the_same_tokens(state, kind):
-    """SETTINGS.ring_copy=cudart (cudaMemcpyAsync through ctypes, the GIL held) and kernel (an
-    elementwise kernel storing through the pinned ring's device address) fill the ring as
-    Tensor.copy_ does: the generation's tokens are the graph's out_tokens, in order."""
-    _, _, plan, _, eng, _ = state
-    from tfdash.engine.decode import Generation
-    from tfdash.engine.ring_copy import CudartCopy, KernelCopy, make_copy
-    from tfdash.engine.tokenizer import StandInTokenizer
-
-    copy, note = make_copy(kind, eng.bufs["tok"], eng.ring)
-    assert isinstance(copy, {"cudart": CudartCopy, "kernel": KernelCopy}[kind]) and note == ""
-    assert kind != "cudart" or "libcudart" in copy.library
-    prompt = [11, 22, 33, 44, 55]
-    torch_copy, eng.ring_copy = eng.ring_copy, copy
-    try:
-        tokens = [ev.token_id for ev in Generation(eng, prompt, 64, StandInTokenizer(CFG.vocab_size))]
-    finally:
-        eng.ring_copy = torch_copy
-    on_device = eng.bufs["out_tokens"][len(prompt) - 1:len(prompt) - 1 + 64].cpu().tolist()
-    assert tokens == on_device
-
-
 def test_the_ring_in_the_graph_delivers_the_tokens_and_variant_graphs_leave_it_alone(state):
-    """ring_in_graph: argmax stores each token into the host's pinned ring through its device
-    address, so the generation's tokens (read from the ring, no copy after the step) are the
-    graph's out_tokens in order; a profiling variant graph (capture_variant) stores its tokens
-    elsewhere, so the ring holds the generation's."""
+    """ring_in_graph (the default): argmax stores each token into the host's pinned ring through
+    its device address, so the generation's tokens (read from the ring, no copy after the step) are
+    the graph's out_tokens in order, and the same as a plan that copies them after each step; a
+    profiling variant graph (capture_variant) stores its tokens elsewhere, so the ring holds the
+    generation's."""
     _, weights, _, _, eng, _ = state
     from tfdash.engine.decode import Generation
     from tfdash.engine.tokenizer import StandInTokenizer
 
-    rt = TilelangRuntime(build_plan(CFG, dtype="bfloat16", capacity=2048, ring_in_graph=True), weights, DEV)
-    rt.capture()
-    assert rt.ring_in_graph and rt.ring.is_pinned()
+    assert eng.ring_in_graph and eng.ring.is_pinned() and eng.ring.data_ptr() == eng._plan_ring.data_ptr()
     prompt = [11, 22, 33, 44, 55]
-    tokens = [ev.token_id for ev in Generation(rt, prompt, 100, StandInTokenizer(CFG.vocab_size))]
-    on_device = rt.bufs["out_tokens"][len(prompt) - 1:len(prompt) - 1 + 100].cpu().tolist()
+    tokens = [ev.token_id for ev in Generation(eng, prompt, 100, StandInTokenizer(CFG.vocab_size))]
+    on_device = eng.bufs["out_tokens"][len(prompt) - 1:len(prompt) - 1 + 100].cpu().tolist()
     assert tokens == on_device
-    base = [ev.token_id for ev in Generation(eng, prompt, 100, StandInTokenizer(CFG.vocab_size))]
-    assert tokens == base
-    before = rt.ring.clone()
-    graph = rt.capture_variant((), 1024)
+    rt = TilelangRuntime(build_plan(CFG, dtype="bfloat16", capacity=2048, ring_in_graph=False), weights, DEV)
+    rt.capture()
+    assert not rt.ring_in_graph
+    assert [ev.token_id for ev in Generation(rt, prompt, 100, StandInTokenizer(CFG.vocab_size))] == tokens
+    del rt
+    before = eng.ring.clone()
+    graph = eng.capture_variant((), 1024)
     for _ in range(3):
         graph.replay()
     torch.cuda.synchronize()
-    assert torch.equal(rt.ring, before)
-    del rt, graph
+    assert torch.equal(eng.ring, before)
+    del graph
 
 
 def test_plan_variants_decode_the_same_bits(state):

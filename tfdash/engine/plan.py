@@ -165,7 +165,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                attn_merge_acq_rel: bool = True, attn_merge_chunk: int | None = None,
                attn_trigger_at: str | None = None, attn_merge_early_group: int | None = None,
                gate_up_silu: bool = True, qkv_trigger_first: bool | None = None,
-               ring_in_graph: bool = False) -> StepPlan:
+               ring_in_graph: bool = True) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -211,7 +211,8 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     the baseline. Only `gemv_overrides` of qkv_proj's trigger_first outranks it.
     `ring_in_graph`: argmax also stores the step's token in the host's pinned token ring (buffer
     "ring", slot pos % TOKEN_RING) through its device address, so the token reaches the host from
-    inside the step's graph and no copy follows it; False: the runtime copies it (the baseline).
+    inside the step's graph and no copy follows it; False: the runtime copies it after the step (the
+    baseline).
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import paired as gemv_paired

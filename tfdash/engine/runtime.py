@@ -6,16 +6,16 @@
 
 Every buffer is allocated once at a fixed address from the plan's BufferSpecs. A step reads the
 token in `tok` at position `pos` and leaves the next token in `tok` and pos + 1 in `pos`, so
-stepping needs no host round trip. After each step the token is copied into a pinned host ring
-slot (or, where the plan's argmax stores it there itself, `ring_in_graph`, not copied) and an
-event is recorded; the host reads slots whose events have completed, never syncing per token.
+stepping needs no host round trip. The plan's argmax stores each token into a pinned host ring slot
+from inside the step (`ring_in_graph`; a plan without it gets a copy after the step), and an event
+is recorded; the host reads slots whose events have completed, never syncing per token.
 
 Every call that releases the GIL costs the decode thread up to the switch interval to get it back
 while another thread (the dashboard's) is busy, so a graph runtime's step makes as few as torch
-allows: the replay and the ring copy, and a third only when the host must wait for the GPU. A
-slot's event is queried (which keeps the GIL) before it is waited on, and the token is read from
-a numpy view of the pinned ring, not through `Tensor.item` (which releases it); the ring copy
-itself can keep the GIL too (`tfdash.engine.ring_copy`, SETTINGS.ring_copy).
+allows: the replay (and the ring copy where the plan has no ring), and one more only when the
+host must wait for the GPU. A slot's event is queried (which keeps the GIL) before it is waited on,
+and the token is read from a numpy view of the pinned ring, not through `Tensor.item` (which
+releases it).
 
 The runtime owns that state and every graph of it; profiling asks, never pokes the buffers:
 
@@ -39,8 +39,7 @@ from typing import Callable, Iterable
 import torch
 
 from tfdash.engine.plan import TOKEN_RING, StepPlan
-from tfdash.engine.ring_copy import device_view
-from tfdash.engine.token_ring import TokenRing
+from tfdash.engine.token_ring import TokenRing, device_view
 from tfdash.kernels.base import family
 from tfdash.kernels.rope import rope_tables
 from tfdash.settings import SETTINGS

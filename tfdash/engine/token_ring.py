@@ -1,9 +1,12 @@
 """The token ring: the pinned host slots each step's token reaches, and the events that say when.
 
-A step's token goes to ring[slot] by a copy after the step (SETTINGS.ring_copy), or, where the plan's
-argmax stores it there itself (`ring_in_graph`), by no copy at all; an event recorded after it marks
-the slot complete. The host reads completed slots from a numpy view of the pinned memory, never
-syncing per token. On CPU the step stores the token and its host time directly.
+The plan's argmax stores each step's token into the ring itself (`ring_in_graph`, the default): the
+ring is pinned host memory, and its device address (`device_view`) is the buffer the kernel writes,
+so the token reaches the host from inside the step's graph. Otherwise (a plan without it, a step
+that is not the runtime's own graph) a 4-byte copy after the step puts it there, which costs a
+step far more than its size (scripts/step_boundary.py measures both). An event recorded after the
+step marks the slot complete. The host reads completed slots from a numpy view of the pinned
+memory, never syncing per token. On CPU the step stores the token and its host time directly.
 """
 
 from __future__ import annotations
@@ -14,8 +17,23 @@ from typing import Callable
 import torch
 
 from tfdash.engine.plan import TOKEN_RING as RING
-from tfdash.engine.ring_copy import make_copy
-from tfdash.settings import SETTINGS
+
+
+class _Mapped:
+    """A pinned host tensor as a CUDA array (`__cuda_array_interface__`): under unified addressing
+    a pinned host block has the same address on the device."""
+
+    def __init__(self, ring):
+        self.__cuda_array_interface__ = {"shape": tuple(ring.shape), "typestr": ring.numpy().dtype.str,
+                                         "data": (ring.data_ptr(), False), "strides": None, "version": 3}
+
+
+def device_view(ring, device):
+    """A CUDA tensor over the pinned `ring`'s memory: a kernel's stores into it land in host memory
+    (the caller keeps `ring` alive as long as the view)."""
+    if not ring.is_pinned() or not ring.is_contiguous():
+        raise ValueError("a device view wants a pinned, contiguous host tensor")
+    return torch.as_tensor(_Mapped(ring), device=device)
 
 
 class TokenRing:
@@ -30,7 +48,6 @@ class TokenRing:
             own = self._plan_ring if self.ring_in_graph else None
             self.ring = own if own is not None else torch.zeros(RING, dtype=torch.int32, pin_memory=True)
             self.ring_host = self.ring.numpy()  # the same pinned memory, read without torch
-            self.ring_copy, self.ring_copy_note = make_copy(SETTINGS.ring_copy, self.bufs["tok"], self.ring)
             self.ring_events = [torch.cuda.Event(enable_timing=True) for _ in range(RING)]
             self.start_event = torch.cuda.Event(enable_timing=True)
         else:
@@ -49,12 +66,13 @@ class TokenRing:
             self._t_prev = time.perf_counter_ns()
 
     def enqueue(self, slot: int, step_fn: Callable[[], None] | None = None) -> None:
-        """Step once, copy the token into ring[slot], and mark the slot's completion.
+        """Step once, get the token into ring[slot] (copied unless the step's graph stored it), and
+        mark the slot's completion.
         `step_fn` replaces `self.step` for this step (a profiling window's timed step)."""
         (step_fn or self.step)()
         if self.cuda:
             if step_fn is not None or not self.ring_in_graph:  # another step's graph may not store it
-                self.ring_copy(slot)
+                self.ring[slot:slot + 1].copy_(self.bufs["tok"], non_blocking=True)
             self.ring_events[slot].record()
         else:
             self.ring[slot] = self.bufs["tok"][0]

@@ -32,8 +32,8 @@ copy bandwidth.
                      prologue, as the plan before did (TFDASH_GATE_UP_SILU)
     tilelang-qtlate  attention launches after the qkv GEMV's grid dependency where the shape's
                      own launches it at qkv's start (0.6B; TFDASH_QKV_TRIGGER_FIRST)
-    tilelang-graph[ring=KIND] tilelang-graph with its token ring filled by another copy (--ring-copy
-                     KIND: torch, cudart or kernel; TFDASH_RING_COPY)
+    tilelang-ringcopy the token copied into the host's ring after each replay, where the default's
+                     argmax stores it there from inside the graph (TFDASH_RING_IN_GRAPH)
     tilelang[OP:K=V] a GEMV launch-settings variant (--gemv), the sweep behind the GEMV table
     tilelang@N       tilelang-graph with an N-position KV cache (--also-capacity N; the dashboard's
                      is 4096), against the run-sized one
@@ -54,7 +54,6 @@ import time
 
 from tfdash.errors import TfdashError, UnsupportedShape
 from tfdash.profiling.variants import GEMV_OPS, PLAN_VARIANTS, gemv_variant
-from tfdash.settings import RING_COPIES
 
 BACKENDS = ("tilelang-graph", "tilelang-nopdl", *PLAN_VARIANTS, "torch-compile", "torch-graph", "hf-compile")
 DEFAULT_BACKENDS = "tilelang-graph,torch-compile,torch-graph"
@@ -84,9 +83,6 @@ def parser() -> argparse.ArgumentParser:
                         f"{', '.join(GEMV_OPS)}; KEY rows, seg, blocks_per_sm, min_blocks (__launch_bounds__' "
                         "blocks per SM) or trigger_first=1), e.g. down:seg=8,blocks_per_sm=1, or several "
                         "ops joined by +: the sweep that decides an entry of the GEMV table")
-    p.add_argument("--ring-copy", action="append", default=[], metavar="KIND", choices=RING_COPIES,
-                   help="one more tilelang-graph peer whose token goes to the host ring by KIND's copy "
-                        "(repeatable; " + ", ".join(RING_COPIES) + "; the others take TFDASH_RING_COPY's)")
     p.add_argument("--json", metavar="OUT", help="write every round and the summary as JSON")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--capacity", type=int, default=None, metavar="N",
@@ -231,7 +227,6 @@ def main(argv: list[str]) -> int:
         name, options = gemv_variant(spec)
         variants[name] = options
         wanted.append(name)
-    wanted += [f"tilelang-graph[ring={kind}]" for kind in args.ring_copy]
     for n in args.also_capacity:
         if n < 1:
             raise TfdashError(f"--also-capacity {n} must be positive")
@@ -278,11 +273,6 @@ def main(argv: list[str]) -> int:
             peers[b] = CompiledGraphRuntime(plan, weights, "cuda")
         elif b == "tilelang-graph":
             peers[b] = TilelangRuntime(plan, weights, "cuda", pdl=True)
-        elif b.startswith("tilelang-graph[ring="):
-            from tfdash.settings import SETTINGS
-
-            with SETTINGS.override(ring_copy=b[len("tilelang-graph[ring="):-1]):  # read as the ring is made
-                peers[b] = TilelangRuntime(plan, weights, "cuda", pdl=True)
         elif b == "tilelang-nopdl":
             peers[b] = TilelangRuntime(plan, weights, "cuda", pdl=False)
         elif b in variants:

@@ -35,8 +35,9 @@ PLAN_VARIANTS = {
     # attention launches after qkv_proj's grid dependency (where the default lets it launch at
     # qkv's start: 0.6B)
     "tilelang-qtlate": {"qkv_trigger_first": False},
-    # argmax stores the token in the host's pinned ring from inside the graph: no copy after it
-    "tilelang-ring": {"ring_in_graph": True},
+    # the token copied into the host's pinned ring after each replay, where the default's argmax
+    # stores it there from inside the graph
+    "tilelang-ringcopy": {"ring_in_graph": False},
 }
 
 
