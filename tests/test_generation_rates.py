@@ -12,7 +12,7 @@ from profiling_support import micro_engine
 
 from tfdash.stats import GenerationStats, rates
 from tfdash.profiling import probe
-from tfdash.profiling.bench import TABLE_HEAD, round_row, summary_row, table_row
+from tfdash.profiling.bench import TABLE_HEAD, round_order, round_row, summary_row, table_row
 from tfdash.profiling.export import dumps_snapshot, loads_snapshot
 from tfdash.profiling.session import Session
 
@@ -83,8 +83,9 @@ def test_a_session_pause_and_the_snapshot(eng):
 
 def test_bench_rows_and_table_carry_ttft_and_decode_rate():
     st = GenerationStats(prompt_tokens=12, new_tokens=2048, wall_ns=2_600_000_000, ttft_ns=40_000_000)
-    st.step_ns.extend([1_200_000] * 100)
+    st.step_ns.extend([1_200_000] * 99 + [11_200_000])  # one slow step: the mean moves, the p50 not
     row = round_row(0, "tilelang-graph", st)
+    assert row["ms_per_step_mean"] == pytest.approx(1.3) and row["ms_per_step_p50"] == pytest.approx(1.2)
     assert row["ttft_ms"] == pytest.approx(40.0)
     assert row["decode_tok_per_s"] == pytest.approx(2047 / 2.56)
     row["achieved_gbps"] = 2900.0
@@ -96,6 +97,17 @@ def test_bench_rows_and_table_carry_ttft_and_decode_rate():
     hf = summary_row([{"tok_per_s": 200.0, "ttft_ms": None, "decode_tok_per_s": None, "ms_per_step_p50": None,
                        "achieved_gbps": 700.0}], 4.2e12, [])
     assert hf["ttft_ms"] is None and " - " in table_row("hf-compile", hf)
+
+
+def test_each_bench_round_starts_one_backend_later():
+    """No backend always runs first in its round: over as many rounds as backends, each takes
+    every place once."""
+    names = ["tilelang-graph", "tilelang-ringcopy", "torch-compile"]
+    orders = [round_order(names, r) for r in range(3)]
+    assert orders[0] == names and orders[1] == ["tilelang-ringcopy", "torch-compile", "tilelang-graph"]
+    for name in names:
+        assert sorted(o.index(name) for o in orders) == [0, 1, 2]
+    assert round_order(names, 3) == names and round_order([], 2) == []
 
 
 def test_the_dashboards_throughput_model_carries_ttft_decode_and_pause():

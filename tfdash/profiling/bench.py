@@ -1,8 +1,9 @@
 """`tfdash bench`: the tilelang graph engine against its peers, A/B in one process.
 
 Every backend decodes the same prompt with the same weights for the same number of new tokens,
-and the backends alternate over several rounds (A B C A B C ...), so drift in clocks or
-temperature hits all of them alike. Reported per backend: tok/s over the whole generation
+and the backends alternate over several rounds, each round starting one backend later (A B C,
+B C A, C A B, ...), so drift in clocks or temperature hits all of them alike and no backend always
+runs first in its round (each row records its `position`). Reported per backend: tok/s over the whole generation
 (median and spread over rounds), time to first token and decode-only tok/s (the tfdash engines;
 transformers' generate reports neither), ms/step p50 from CUDA events, achieved GB/s (the analyzer's
 bytes of every step of the generation over its wall time) and the share of the measured cold
@@ -150,12 +151,21 @@ def _one_round(name, peer, ids, n, tok, r):
     return round_row(r, name, gen.stats), toks
 
 
+def round_order(names: list[str], r: int) -> list[str]:
+    """Round r's order: the backends rotated by r, so each takes every place in a round in turn."""
+    k = r % len(names) if names else 0
+    return names[k:] + names[:k]
+
+
 def round_row(r: int, name: str, st) -> dict:
-    """One round of a tfdash engine: its GenerationStats as the JSON row."""
+    """One round of a tfdash engine: its GenerationStats as the JSON row (the mean step beside the
+    p50: a tail of slow steps moves the mean and the wall time, not the p50)."""
     dec = st.decode_tok_per_s
+    mean = sum(st.step_ns) / len(st.step_ns) / 1e6 if len(st.step_ns) else None
     return {"round": r, "backend": name, "new_tokens": st.new_tokens, "wall_s": st.wall_ns / 1e9,
             "tok_per_s": st.tok_per_s, "ttft_ms": st.ttft_ns / 1e6 if st.ttft_ns else None,
-            "decode_tok_per_s": dec, "ms_per_step_p50": st.ms_per_step_p50, "ms_per_step_p99": st.ms_per_step_p99}
+            "decode_tok_per_s": dec, "ms_per_step_p50": st.ms_per_step_p50, "ms_per_step_p99": st.ms_per_step_p99,
+            "ms_per_step_mean": mean}
 
 
 def summary_row(rs: list[dict], bandwidth: float, first_tokens) -> dict:
@@ -322,11 +332,13 @@ def main(argv: list[str]) -> int:
     errors: dict[str, str] = dict(errors_warm)
     tokens_by_backend: dict[str, list[int]] = {}
     for r in range(args.rounds):
-        for name, peer in peers.items():
+        for position, name in enumerate(round_order(list(peers), r)):
+            peer = peers[name]
             if name in errors:
                 continue
             try:
                 row, toks = _one_round(name, peer, ids, args.max_new_tokens, tok, r)
+                row["position"] = position
             except Exception as e:  # one failing peer must not lose the others' numbers
                 errors[name] = f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
                 print(f"# {name} failed: {errors[name]}", file=sys.stderr)
