@@ -300,7 +300,7 @@ if [ "$what" = next20 ]; then
   done
   timeout 150 python3 -m tfdash bench --backends tilelang-graph --gemv qkv_proj:trigger_first=1 --rounds 6 \
     --json "$R/bench-1.7b-qkv.json" 2>&1 | grep -v "TileLang:" > "$R/bench-1.7b-qkv.log"; tail -3 "$R/bench-1.7b-qkv.log" | cut -c1-150; pack
-  timeout 150 python3 scripts/step_tail.py --model qwen3-1.7b --rounds 2 2>&1 | grep -v "TileLang:" > "$R/step_tail.log"
+  timeout 150 python3 scripts/step_tail.py --model qwen3-1.7b --rounds 4 2>&1 | grep -v "TileLang:" > "$R/step_tail.log"
   tail -4 "$R/step_tail.log" | cut -c1-220; pack
 fi
 if [ "$what" = headline ]; then

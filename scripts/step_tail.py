@@ -1,7 +1,8 @@
 """Where a generation's wall time goes beyond its steps: for the default plan (the ring stored in
 the graph) and the plan that copies the token after each replay, 2048 new tokens each, alternating
-over rounds in one process: the wall time, the sum and mean of the steps' event times, the p50,
-and the longest steps with their indices.
+over rounds in one process (each round starting with the other): the wall time, the sum and mean
+of the steps' event times, the p50, the steps over 1.5x the p50 with their excess, and the longest
+steps with their indices.
 
     python scripts/step_tail.py --model qwen3-1.7b [--rounds 2]
 """
@@ -34,16 +35,20 @@ def main(argv=None) -> int:
     for p in peers.values():
         p.capture(ids)
     for r in range(a.rounds):
-        for name, rt in peers.items():
+        for name in (list(peers) if r % 2 == 0 else list(peers)[::-1]):
+            rt = peers[name]
             gen = Generation(rt, ids, a.tokens, eng.tokenizer)
             for _ in gen:
                 pass
             st = gen.stats
             steps = list(st.step_ns)
             top = sorted(range(len(steps)), key=lambda i: -steps[i])[:8]
+            p50 = statistics.median(steps)
+            slow = [x for x in steps if x > 1.5 * p50]
             print(f"{name} round {r}: wall {st.wall_ns / 1e6:.2f} ms, tok/s {st.tok_per_s:.1f}, steps {len(steps)} "
                   f"sum {sum(steps) / 1e6:.2f} ms mean {statistics.mean(steps) / 1e3:.2f} us "
-                  f"p50 {statistics.median(steps) / 1e3:.2f} us; longest: "
+                  f"p50 {p50 / 1e3:.2f} us; {len(slow)} over 1.5x p50, {sum(slow) / 1e6 - len(slow) * p50 / 1e6:.2f} ms "
+                  f"beyond it; longest: "
                   + ", ".join(f"#{i} {steps[i] / 1e3:.0f}" for i in top), flush=True)
     return 0
 
