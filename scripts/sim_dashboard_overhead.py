@@ -2,7 +2,7 @@
 """What the live dashboard costs a GPU-bound engine, simulated on the CPU.
 
     python3 scripts/sim_dashboard_overhead.py [--step-us 1400] [--tokens 2048] [--rounds 3]
-        [--model qwen3-1.7b --continuous --releases 2 --switch-us 100]
+        [--model qwen3-1.7b --continuous --releases 1 --switch-us 100]
 
 On the H200 the decode loop is GPU-bound: the host enqueues a graph replay and harvests ring
 slots while the device runs ~1.4 ms steps, and the dashboard draws in the same Python process.
@@ -14,8 +14,8 @@ enqueue), `ready` and `wait` follow that clock (`wait` sleeps, releasing the GIL
 synchronize does), and the replay call releases the GIL as `CUDAGraph.replay` does. Then
 tfdash.app.overhead.dashboard_ab runs the real app, headless, against plain decoding.
 
-`--releases N`: the GIL releases of one enqueued step on CUDA (2: the replay and the ring
-copy). Each is a point where another thread takes the GIL and the decode thread waits up to
+`--releases N`: the GIL releases of one enqueued step on CUDA (1: the replay, the token stored
+into the ring from inside the graph; 2 for a plan that copies it after the replay). Each is a point where another thread takes the GIL and the decode thread waits up to
 the switch interval to get it back; a harvest's wait releases it only when the step has not
 completed. `--continuous`: continuous timing on a
 simulated record source, a thread that every DRAIN_S delivers the kernel records of the steps
@@ -169,7 +169,7 @@ def main(argv=None) -> int:
     p.add_argument("--depth", type=int, default=None, help="steps in flight (default: the CUDA default, SETTINGS.depth)")
     p.add_argument("--model", default="qwen3-tiny", help="the plan's shape (random weights)")
     p.add_argument("--dtype", default=None, help="its weights' dtype (default: the CPU's, float32)")
-    p.add_argument("--releases", type=int, default=2, help="GIL releases an enqueued step makes (2 on CUDA)")
+    p.add_argument("--releases", type=int, default=1, help="GIL releases an enqueued step makes (1 on CUDA)")
     p.add_argument("--continuous", action="store_true", help="continuous timing on simulated kernel records")
     p.add_argument("--switch-us", type=float, default=None, help="the decode loop's switch interval (default SWITCH_S)")
     p.add_argument("--json", default=None)
