@@ -3,7 +3,7 @@
 #   run with carry [".gpu"]:  bash scripts/h200_check.sh [tests|diag|bench|profile|app|all] [extra bench args]
 #   (all = tests, diag, bench; engine = bench, headless run, GPU tests; observe = issues 5 and 6 (+ bench); dash = app + tty; profile = scripts/gpu_profile_check.py; app = scripts/gpu_app_check.py;
 #    counters = tfdash counters on one layer plus embed, lm_head and argmax (issue 17);
-#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; tables = the GEMV table's 0.6B and 4B entries in the default plan; tails = GEMV grids that spread rows unevenly over warps (4B o_proj and down, 0.6B gate_up), tails14 = the same for 14B; live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick; where = per-op exclusive us against each op's floor at 0.6B and 4B (scripts/kernel_times.py --model); inflight = GEMVs with more loads in flight a lane at 4B, 0.6B and 1.7B; confirm = session 11's 4B and 0.6B table entries tested and benched; inflight14 = the same for 14B; next = what session 11 leaves (the early_norm and acqrel variants tested and A/B'd at 1.7B, 0.6B and 4B; since on by default); inflight32 = 32B's qkv_proj and gate_up at 4B's and 14B's settings; land12 = the GPU suite on session 12's defaults with the 1.7B headline bench; probe = the phases alone at 1.7B and 0.6B, ctx 1024 and 256; land14 = session 14's default tested with the 1.7B headline bench; land15 = session 15's defaults (4B's and 8B's late merge, 0.6B's late trigger) tested and A/B'd; silu16 = gate_up making silu(g) * u, tested and A/B'd at 1.7B and 4B; tune16 = 4B's down settings with it, and 0.6B's and 8B's A/B; land16 = session 16's defaults tested, the 1.7B headline and 4B's A/B; sweep16 = 0.6B's and 1.7B's GEMV settings without down's silu, 14B's A/B; next17 = per-op times on today's plan at 0.6B, 1.7B and 4B; next18 = the qkv GEMV letting attention launch at its start, tested and A/B'd; land18 = it by default at 0.6B and 1.7B, tested, the 1.7B headline and 0.6B's A/B against it off, 8B's with it on; land19 = argmax storing the token into the pinned ring from inside the graph by default: tested, the 1.7B headline with torch-compile and 0.6B's A/B against the copy after the replay; next20 = the 1.7B A/Bs of the ring and the qkv trigger with rotating order and either peer built first, and each step's time over a generation)
+#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; tables = the GEMV table's 0.6B and 4B entries in the default plan; tails = GEMV grids that spread rows unevenly over warps (4B o_proj and down, 0.6B gate_up), tails14 = the same for 14B; live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick; where = per-op exclusive us against each op's floor at 0.6B and 4B (scripts/kernel_times.py --model); inflight = GEMVs with more loads in flight a lane at 4B, 0.6B and 1.7B; confirm = session 11's 4B and 0.6B table entries tested and benched; inflight14 = the same for 14B; next = what session 11 leaves (the early_norm and acqrel variants tested and A/B'd at 1.7B, 0.6B and 4B; since on by default); inflight32 = 32B's qkv_proj and gate_up at 4B's and 14B's settings; land12 = the GPU suite on session 12's defaults with the 1.7B headline bench; probe = the phases alone at 1.7B and 0.6B, ctx 1024 and 256; land14 = session 14's default tested with the 1.7B headline bench; land15 = session 15's defaults (4B's and 8B's late merge, 0.6B's late trigger) tested and A/B'd; silu16 = gate_up making silu(g) * u, tested and A/B'd at 1.7B and 4B; tune16 = 4B's down settings with it, and 0.6B's and 8B's A/B; land16 = session 16's defaults tested, the 1.7B headline and 4B's A/B; sweep16 = 0.6B's and 1.7B's GEMV settings without down's silu, 14B's A/B; next17 = per-op times on today's plan at 0.6B, 1.7B and 4B; next18 = the qkv GEMV letting attention launch at its start, tested and A/B'd; land18 = it by default at 0.6B and 1.7B, tested, the 1.7B headline and 0.6B's A/B against it off, 8B's with it on; land19 = argmax storing the token into the pinned ring from inside the graph by default: tested, the 1.7B headline with torch-compile and 0.6B's A/B against the copy after the replay; next20 = lm_head's last block feeding the token (tilelang-amaxfold) tested and A/B'd at 0.6B and 1.7B, each step's time over a generation; next20b = the 1.7B A/Bs of the ring and the qkv trigger with rotating order and either peer built first)
 # Needs the offline bundle (../shared/gpu-bundle .gpu/site.tar.xz). The tilelang kernel cache
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
@@ -288,20 +288,33 @@ if [ "$what" = land19 ]; then
   timeout 120 python3 -m tfdash bench --model qwen3-0.6b --backends tilelang-graph,tilelang-ringcopy \
     --json "$R/bench-qwen3-0.6b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-qwen3-0.6b.log"; tail -4 "$R/bench-qwen3-0.6b.log" | cut -c1-160; pack
 fi
-if [ "$what" = next20 ]; then
-  # what session 19 leaves: at 1.7B the bench's first peer carried a tail of slow steps. Each round
-  # now starts one backend later; the ring A/B with either peer built first, 6 rounds (each place 3
-  # times), the qkv trigger's 1.7B A/B the same way, and each step's time over a generation for both
-  # ring plans (scripts/step_tail.py) (about 6 minutes)
+if [ "$what" = next20 ] || [ "$what" = next20b ]; then
+  # what session 19 leaves. next20: lm_head's last block feeding the token (tilelang-amaxfold, no
+  # argmax launch) tested bit for bit against the default graph and A/B'd at 0.6B and 1.7B, and each
+  # step's time over a generation for both ring plans (scripts/step_tail.py) (about 8 minutes).
+  # next20b: at 1.7B the bench's first peer carried a tail of slow steps; each round now starts one
+  # backend later: the ring A/B with either peer built first, 6 rounds (each place 3 times), and the
+  # qkv trigger's 1.7B A/B the same way (about 5 minutes)
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  for order in tilelang-graph,tilelang-ringcopy tilelang-ringcopy,tilelang-graph; do
-    timeout 150 python3 -m tfdash bench --backends $order --rounds 6 --json "$R/bench-1.7b-$order.json" 2>&1 \
-      | grep -v "TileLang:" > "$R/bench-1.7b-$order.log"; tail -3 "$R/bench-1.7b-$order.log" | cut -c1-150; pack
-  done
-  timeout 150 python3 -m tfdash bench --backends tilelang-graph --gemv qkv_proj:trigger_first=1 --rounds 6 \
-    --json "$R/bench-1.7b-qkv.json" 2>&1 | grep -v "TileLang:" > "$R/bench-1.7b-qkv.log"; tail -3 "$R/bench-1.7b-qkv.log" | cut -c1-150; pack
-  timeout 150 python3 scripts/step_tail.py --model qwen3-1.7b --rounds 4 2>&1 | grep -v "TileLang:" > "$R/step_tail.log"
-  tail -4 "$R/step_tail.log" | cut -c1-220; pack
+  if [ "$what" = next20 ]; then
+    timeout 240 python3 -m pytest -m gpu tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
+      -k "test_plan_variants_decode_the_same_bits" 2>&1 | grep -v "TileLang:" > "$R/tests.log"
+    grep -E "^(FAILED|ERROR)|passed|failed" "$R/tests.log" | cut -c1-200 | tail -4; pack
+    for m in qwen3-0.6b qwen3-1.7b; do
+      timeout 120 python3 -m tfdash bench --model $m --backends tilelang-graph,tilelang-amaxfold --rounds 4 \
+        --json "$R/bench-$m-amaxfold.json" 2>&1 | grep -v "TileLang:" > "$R/bench-$m-amaxfold.log"
+      tail -3 "$R/bench-$m-amaxfold.log" | cut -c1-150; pack
+    done
+    timeout 120 python3 scripts/step_tail.py --model qwen3-1.7b --rounds 4 2>&1 | grep -v "TileLang:" > "$R/step_tail.log"
+    tail -8 "$R/step_tail.log" | cut -c1-220; pack
+  else
+    for order in tilelang-graph,tilelang-ringcopy tilelang-ringcopy,tilelang-graph; do
+      timeout 150 python3 -m tfdash bench --backends $order --rounds 6 --json "$R/bench-1.7b-$order.json" 2>&1 \
+        | grep -v "TileLang:" > "$R/bench-1.7b-$order.log"; tail -3 "$R/bench-1.7b-$order.log" | cut -c1-150; pack
+    done
+    timeout 150 python3 -m tfdash bench --backends tilelang-graph --gemv qkv_proj:trigger_first=1 --rounds 6 \
+      --json "$R/bench-1.7b-qkv.json" 2>&1 | grep -v "TileLang:" > "$R/bench-1.7b-qkv.log"; tail -3 "$R/bench-1.7b-qkv.log" | cut -c1-150; pack
+  fi
 fi
 if [ "$what" = headline ]; then
   # the README's table on today's default plan: the unfused attention's and continuous timing's GPU
