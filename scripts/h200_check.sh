@@ -292,9 +292,10 @@ if [ "$what" = next20 ] || [ "$what" = next20b ]; then
   # what session 19 leaves. next20: lm_head's last block feeding the token (tilelang-amaxfold, no
   # argmax launch) tested bit for bit against the default graph and A/B'd at 0.6B and 1.7B, and each
   # step's time over a generation for both ring plans (scripts/step_tail.py) (about 8 minutes).
-  # next20b: at 1.7B the bench's first peer carried a tail of slow steps; each round now starts one
-  # backend later: the ring A/B with either peer built first, 6 rounds (each place 3 times), and the
-  # qkv trigger's 1.7B A/B the same way (about 5 minutes)
+  # next20b: lm_head's kernels against torch at every size (the feed among them), then at 1.7B, where
+  # the bench's first peer carried a tail of slow steps and each round now starts one backend later:
+  # the ring A/B with either peer built first, 6 rounds (each place 3 times), and the qkv trigger's
+  # A/B the same way (about 8 minutes)
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
   if [ "$what" = next20 ]; then
     timeout 240 python3 -m pytest -m gpu tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
@@ -308,6 +309,8 @@ if [ "$what" = next20 ] || [ "$what" = next20b ]; then
     timeout 120 python3 scripts/step_tail.py --model qwen3-1.7b --rounds 4 2>&1 | grep -v "TileLang:" > "$R/step_tail.log"
     tail -8 "$R/step_tail.log" | cut -c1-220; pack
   else
+    timeout 200 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py -q -rA -p no:cacheprovider -k "lm_head" 2>&1 \
+      | grep -v "TileLang:" > "$R/kernel-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/kernel-tests.log" | tail -4; pack
     for order in tilelang-graph,tilelang-ringcopy tilelang-ringcopy,tilelang-graph; do
       timeout 150 python3 -m tfdash bench --backends $order --rounds 6 --json "$R/bench-1.7b-$order.json" 2>&1 \
         | grep -v "TileLang:" > "$R/bench-1.7b-$order.log"; tail -3 "$R/bench-1.7b-$order.log" | cut -c1-150; pack
