@@ -265,8 +265,12 @@ async def test_escape_cancels_the_ab_and_errors_are_one_line(isolated_config, ti
         await settle(pilot)
         assert "incomplete: cancelled" in plain(app, "#ab-verdict")
         # a variant this engine cannot run: its one line, on the screen
-        n = app.screen.query_one("#ab-variants").row_count
-        await pilot.press(*["down"] * (n - 1), "enter")  # tilelang-nopdl, the last: a tilelang-graph launch setting
+        # tilelang-nopdl, the last row (ctrl+end moves the cursor there): a tilelang-graph launch setting. One
+        # key, not a down per row: while the engine decodes, the pilot waits up to 2 s after each key for idle
+        table = app.screen.query_one("#ab-variants")
+        await pilot.press("ctrl+end")
+        assert table.cursor_row == table.row_count - 1 > 0
+        await pilot.press("enter")
         await wait_for(pilot, lambda: len(once(messages, ABMeasured)) == 2, what="the refusal")
         line = once(messages, ABMeasured)[1].result["unavailable"]
         assert "is a tilelang-graph launch setting; this engine is torch-eager" in line
