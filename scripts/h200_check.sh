@@ -3,7 +3,7 @@
 #   run with carry [".gpu"]:  bash scripts/h200_check.sh [tests|diag|bench|profile|app|all] [extra bench args]
 #   (all = tests, diag, bench; engine = bench, headless run, GPU tests; observe = issues 5 and 6 (+ bench); dash = app + tty; profile = scripts/gpu_profile_check.py; app = scripts/gpu_app_check.py;
 #    counters = tfdash counters on one layer plus embed, lm_head and argmax (issue 17);
-#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; tables = the GEMV table's 0.6B and 4B entries in the default plan; tails = GEMV grids that spread rows unevenly over warps (4B o_proj and down, 0.6B gate_up), tails14 = the same for 14B; live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick; where = per-op exclusive us against each op's floor at 0.6B and 4B (scripts/kernel_times.py --model); inflight = GEMVs with more loads in flight a lane at 4B, 0.6B and 1.7B; confirm = session 11's 4B and 0.6B table entries tested and benched; inflight14 = the same for 14B; next = what session 11 leaves (the early_norm and acqrel variants tested and A/B'd at 1.7B, 0.6B and 4B; since on by default); inflight32 = 32B's qkv_proj and gate_up at 4B's and 14B's settings; land12 = the GPU suite on session 12's defaults with the 1.7B headline bench; probe = the phases alone at 1.7B and 0.6B, ctx 1024 and 256; land14 = session 14's default tested with the 1.7B headline bench; land15 = session 15's defaults (4B's and 8B's late merge, 0.6B's late trigger) tested and A/B'd; silu16 = gate_up making silu(g) * u, tested and A/B'd at 1.7B and 4B; tune16 = 4B's down settings with it, and 0.6B's and 8B's A/B; land16 = session 16's defaults tested, the 1.7B headline and 4B's A/B; sweep16 = 0.6B's and 1.7B's GEMV settings without down's silu, 14B's A/B; next17 = per-op times on today's plan at 0.6B, 1.7B and 4B; next18 = the qkv GEMV letting attention launch at its start, tested and A/B'd; land18 = it by default at 0.6B and 1.7B, tested, the 1.7B headline and 0.6B's A/B against it off, 8B's with it on; land19 = argmax storing the token into the pinned ring from inside the graph by default: tested, the 1.7B headline with torch-compile and 0.6B's A/B against the copy after the replay; next20 = lm_head's last block feeding the token (tilelang-amaxfold) tested and A/B'd at 0.6B and 1.7B, each step's time over a generation; next20b = the 1.7B A/Bs of the ring and the qkv trigger with rotating order and either peer built first)
+#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; tables = the GEMV table's 0.6B and 4B entries in the default plan; tails = GEMV grids that spread rows unevenly over warps (4B o_proj and down, 0.6B gate_up), tails14 = the same for 14B; live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick; where = per-op exclusive us against each op's floor at 0.6B and 4B (scripts/kernel_times.py --model); inflight = GEMVs with more loads in flight a lane at 4B, 0.6B and 1.7B; confirm = session 11's 4B and 0.6B table entries tested and benched; inflight14 = the same for 14B; next = what session 11 leaves (the early_norm and acqrel variants tested and A/B'd at 1.7B, 0.6B and 4B; since on by default); inflight32 = 32B's qkv_proj and gate_up at 4B's and 14B's settings; land12 = the GPU suite on session 12's defaults with the 1.7B headline bench; probe = the phases alone at 1.7B and 0.6B, ctx 1024 and 256; land14 = session 14's default tested with the 1.7B headline bench; land15 = session 15's defaults (4B's and 8B's late merge, 0.6B's late trigger) tested and A/B'd; silu16 = gate_up making silu(g) * u, tested and A/B'd at 1.7B and 4B; tune16 = 4B's down settings with it, and 0.6B's and 8B's A/B; land16 = session 16's defaults tested, the 1.7B headline and 4B's A/B; sweep16 = 0.6B's and 1.7B's GEMV settings without down's silu, 14B's A/B; next17 = per-op times on today's plan at 0.6B, 1.7B and 4B; next18 = the qkv GEMV letting attention launch at its start, tested and A/B'd; land18 = it by default at 0.6B and 1.7B, tested, the 1.7B headline and 0.6B's A/B against it off, 8B's with it on; land19 = argmax storing the token into the pinned ring from inside the graph by default: tested, the 1.7B headline with torch-compile and 0.6B's A/B against the copy after the replay; next20 = lm_head's last block feeding the token (tilelang-amaxfold) tested and A/B'd at 0.6B and 1.7B, each step's time over a generation; next20b = the 1.7B A/Bs of the ring and the qkv trigger with rotating order and either peer built first; land20 = lm_head feeding the token by default: the 1.7B headline against the argmax launch and torch-compile, lm_head's kernel tests at every size, the 1.7B step against the reference; land20b = the 1.7B A/B with either plan built first, every size's step against the reference; order = the default plan built three times in one process, each engine's tok/s)
 # Needs the offline bundle (../shared/gpu-bundle .gpu/site.tar.xz). The tilelang kernel cache
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
@@ -318,6 +318,37 @@ if [ "$what" = next20 ] || [ "$what" = next20b ]; then
     timeout 150 python3 -m tfdash bench --backends tilelang-graph --gemv qkv_proj:trigger_first=1 --rounds 6 \
       --json "$R/bench-1.7b-qkv.json" 2>&1 | grep -v "TileLang:" > "$R/bench-1.7b-qkv.log"; tail -3 "$R/bench-1.7b-qkv.log" | cut -c1-150; pack
   fi
+fi
+if [ "$what" = land20 ] || [ "$what" = land20b ]; then
+  # land20: lm_head's last block feeding the token by default: the 1.7B headline bench with the
+  # plan that launches argmax apart and torch-compile, then lm_head's kernel tests at every size and
+  # the 1.7B step against the reference (about 9 minutes). land20b: the 1.7B A/B with either plan built first (the bench's
+  # first-built engine measured about 1 % slower), then every size's step against the reference
+  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  if [ "$what" = land20 ]; then
+    timeout 270 python3 -m tfdash bench --backends tilelang-graph,tilelang-argmax,torch-compile \
+      --json "$R/bench-qwen3-1.7b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-qwen3-1.7b.log"; tail -5 "$R/bench-qwen3-1.7b.log" | cut -c1-160; pack
+    timeout 150 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py -q -rA -p no:cacheprovider -k "lm_head" 2>&1 \
+      | grep -v "TileLang:" > "$R/kernel-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/kernel-tests.log" | tail -4; pack
+    timeout 150 python3 -m pytest -m gpu tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
+      -k "test_step_matches_reference or ring" 2>&1 | grep -v "TileLang:" > "$R/engine-tests.log"
+    grep -E "^(FAILED|ERROR)|passed|failed" "$R/engine-tests.log" | cut -c1-200 | tail -4; pack
+  else
+    for order in tilelang-graph,tilelang-argmax tilelang-argmax,tilelang-graph; do
+      timeout 130 python3 -m tfdash bench --backends $order --rounds 4 --json "$R/bench-1.7b-$order.json" 2>&1 \
+        | grep -v "TileLang:" > "$R/bench-1.7b-$order.log"; tail -3 "$R/bench-1.7b-$order.log" | cut -c1-150; pack
+    done
+    timeout 270 python3 -m pytest -m gpu tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
+      -k "test_every_size_step_matches_reference" 2>&1 | grep -v "TileLang:" > "$R/size-tests.log"
+    grep -E "^(FAILED|ERROR)|passed|failed" "$R/size-tests.log" | cut -c1-200 | tail -8; pack
+  fi
+fi
+if [ "$what" = order ]; then
+  # whether an engine's speed depends on its place in the build order: the default plan built three
+  # times in one process (scripts/build_order.py; about 4 minutes on a fresh machine)
+  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  timeout 280 python3 scripts/build_order.py --model ${MODEL:-qwen3-1.7b} --rounds 3 2>&1 | grep -v "TileLang:" > "$R/build_order.log"
+  tail -12 "$R/build_order.log" | cut -c1-160; pack
 fi
 if [ "$what" = headline ]; then
   # the README's table on today's default plan: the unfused attention's and continuous timing's GPU
