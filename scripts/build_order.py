@@ -1,7 +1,9 @@
-"""Whether an engine's speed depends on the order engines were built in one process: the default
-plan built three times, A and B each loading their own weights (A first) and C a second runtime on
-A's weights, each generating 2048 new tokens in turn over rounds (each round starting one engine
-later). The bench builds its backends in the order they are listed, each with its own weights.
+"""Whether an engine's speed depends on where its buffers landed: the default plan built five times
+in one process, A and B each loading their own weights (A first), C a third runtime on A's weights
+with its own cache and scratch, D on A's weights with B's cache and scratch, and E on B's weights
+with A's, each generating 2048 new tokens in turn over rounds (each round starting one engine
+later). Identical engines measured about 1 % apart, so this says whether the weights' or the
+state's placement carries it.
 
     python scripts/build_order.py --model qwen3-1.7b [--rounds 3]
 """
@@ -27,16 +29,23 @@ def main(argv=None) -> int:
     second = load_engine(model=a.model, device="cuda", capacity=2112)
     plan = first.plan
     weights = {n: first.runtime.bufs[n] for n, s in plan.buffers.items() if s.kind == "weight"}
-    shared = TilelangRuntime(plan, weights, "cuda", pdl=True)
+    weights_b = {n: second.runtime.bufs[n] for n in weights}
+
+    def state(rt):  # the cache, activations and scratch a runtime allocated (the host's ring stays its own)
+        return {n: rt.bufs[n] for n, s in plan.buffers.items()
+                if s.kind != "weight" and s.parent is None and n != "ring"}
+
+    peers = {"A: weights 1, state 1": first.runtime, "B: weights 2, state 2": second.runtime,
+             "C: weights 1, state 3": TilelangRuntime(plan, weights, "cuda", pdl=True),
+             "D: weights 1, state 2": TilelangRuntime(plan, {**weights, **state(second.runtime)}, "cuda", pdl=True),
+             "E: weights 2, state 1": TilelangRuntime(plan, {**weights_b, **state(first.runtime)}, "cuda", pdl=True)}
     ids = first.encode("Write a detailed explanation of how a GPU executes a matrix multiplication.")
-    peers = {"A first, own weights": first.runtime, "B second, own weights": second.runtime,
-             "C third, A's weights": shared}
     for p in peers.values():
         p.capture(ids)
     rates = {name: [] for name in peers}
     names = list(peers)
     for r in range(a.rounds):
-        for name in names[r % 3:] + names[:r % 3]:
+        for name in names[r % len(names):] + names[:r % len(names)]:
             gen = Generation(peers[name], ids, a.tokens, first.tokenizer)
             for _ in gen:
                 pass
