@@ -347,7 +347,8 @@ if [ "$what" = order ]; then
   # whether an engine's speed depends on where its weights or its cache and scratch landed: the
   # default plan built five times in one process (scripts/build_order.py; about 4 minutes fresh)
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  timeout 280 python3 scripts/build_order.py --model ${MODEL:-qwen3-1.7b} --rounds 3 2>&1 | grep -v "TileLang:" > "$R/build_order.log"
+  timeout 280 python3 scripts/build_order.py --model ${MODEL:-qwen3-1.7b} --rounds ${ROUNDS:-3} 2>&1 \
+    | grep --line-buffered -v "TileLang:" > "$R/build_order.log"
   tail -12 "$R/build_order.log" | cut -c1-160; pack
 fi
 if [ "$what" = headline ]; then
