@@ -34,8 +34,7 @@ FENCED = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_
 DOWNSILU = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, gate_up_silu=False)  # down makes silu
 QTFIRST = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, qkv_trigger_first=True)  # as 0.6B's
 RINGCOPY = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, ring_in_graph=False)  # argmax_feed
-FOLD = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, argmax_in_lm_head=True)  # lm_head feeds
-KERNELS = {**FOLD.kernels(), **RINGCOPY.kernels(), **QTFIRST.kernels(), **DOWNSILU.kernels(), **FENCED.kernels(), **LATENORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
+KERNELS = {**RINGCOPY.kernels(), **QTFIRST.kernels(), **DOWNSILU.kernels(), **FENCED.kernels(), **LATENORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
            **MLATE.kernels(), **UNFUSED_MLATE.kernels(), **PLAN.kernels()}  # every kernel the plan variants launch
 
 
@@ -95,7 +94,7 @@ def registers(src: str, tmp_path=None) -> int:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(k for k in {**PLAN.kernels(), **OTLATE.kernels(), **LATENORM.kernels(),
-                                                     **DOWNSILU.kernels(), **FOLD.kernels()}
+                                                     **DOWNSILU.kernels()}
                                          if k.startswith("gemv_")))
 def test_gemv_blocks_fit_on_an_sm_as_planned(name, fresh_cache, tmp_path):
     """The GEMV grid assumes BLOCKS_PER_SM resident blocks of THREADS threads. down once took 130
@@ -166,22 +165,6 @@ def test_acq_rel_merge_arrives_with_one_atomic_and_no_fence(fresh_cache):
     assert fenced.count("__threadfence()") == 2 and fenced.count("AtomicAddRet(") == 1
     assert "__threadfence" not in acq and acq.count("AtomicAddRet(") == 1
     assert re.search(r"AtomicAddRet\(\(&\(sem\[[^\]]*\]\)\), 1, 4\)", acq)  # 4: cuda::memory_order_acq_rel
-
-
-@pytest.mark.slow
-def test_lm_head_feed_arrives_once_a_block_and_its_last_block_feeds(fresh_cache):
-    """argmax_in_lm_head: each lm_head block arrives with one acquire-release atomic after its
-    partial; the block that brings the count to the grid feeds (the ring by position) and resets it."""
-    from tfdash.kernels.gemv import geometry
-
-    name = "gemv_lm_head_feed_ring"
-    src = compiled(name).get_kernel_source()
-    grid = geometry(KERNELS[name].dims).grid[0]
-    body = src[src.index("__global__ void __launch_bounds__"):]
-    assert src.count("AtomicAddRet(") == 1 and "__threadfence" not in src
-    assert re.search(rf"AtomicAddRet\(\(&\(sem\[0\]\)\), 1, 4\) == {grid - 1}\)", body)
-    assert body.index("amax[(((int)blockIdx.x) * 2)]") < body.index("AtomicAddRet(")
-    assert "ring[(p_1 & 63)]" in body and body.rindex("sem[0] = 0;") > body.index("pos[0] = (p_1 + 1);")
 
 
 # -- every preset ---------------------------------------------------------------------------

@@ -235,33 +235,6 @@ def check_lm_head_and_argmax_feed(plan, name):
         assert int(tb["tok"].item()) == expect_tok
 
 
-@pytest.mark.parametrize("size", SIZES)
-def test_lm_head_feeding_the_token(size):
-    """argmax_in_lm_head: the lm_head GEMV's last block reduces the partials and feeds, as the
-    torch spelling does: mid-prompt the prompt's next token, past it the argmax of the kernel's own
-    logits (lowest index on ties), in tok, out_tokens[pos] and ring[pos % 64]; pos advances and the
-    arrival counter is back at 0 for the next step."""
-    plan = build_plan(preset(size), dtype="bfloat16", capacity=4096, argmax_in_lm_head=True)
-    head = plan.ops()["lm_head"][0]
-    for ctx, past_prompt in ((5, False), (70, True)):
-        base = operands(head, ctx, plan)
-        poison(base["out"])
-        poison(base["amax"])
-        poison(base["tok"])
-        if past_prompt:
-            base["prompt_len"].fill_(ctx + 1)
-        a = {r: t.clone() for r, t in base.items()}
-        b = {r: t.clone() for r, t in base.items()}
-        run_torch(head, a)
-        run_tilelang(head, b)
-        assert not torch.isnan(b["out"]).any() and rel_err(b["out"], a["out"]) <= 1e-2
-        best = int(torch.argmax(b["out"]).item())
-        expect = int(base["prompt"][ctx + 1]) if not past_prompt else best
-        assert int(b["out_tokens"][ctx]) == best and int(b["tok"]) == expect
-        assert int(b["ring"][ctx % 64]) == expect and int(b["pos"]) == ctx + 1 and int(b["sem"]) == 0
-        assert int(a["tok"]) == (expect if not past_prompt else int(torch.argmax(a["out"]).item()))
-
-
 def test_embed():
     launch = PLAN.kernels()["embed_gather"]
     a, b, _ = both(launch, 0, ["out"])

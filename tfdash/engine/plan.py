@@ -165,7 +165,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                attn_merge_acq_rel: bool = True, attn_merge_chunk: int | None = None,
                attn_trigger_at: str | None = None, attn_merge_early_group: int | None = None,
                gate_up_silu: bool = True, qkv_trigger_first: bool | None = None,
-               ring_in_graph: bool = True, argmax_in_lm_head: bool = False) -> StepPlan:
+               ring_in_graph: bool = True) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -213,9 +213,6 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     "ring", slot pos % TOKEN_RING) through its device address, so the token reaches the host from
     inside the step's graph and no copy follows it; False: the runtime copies it after the step (the
     baseline).
-    `argmax_in_lm_head`: the lm_head GEMV's last block to finish reduces the argmax partials and
-    feeds the token itself (gemv's `feed`), so the step ends with lm_head and has one launch fewer;
-    False: a launch of its own after lm_head (the baseline).
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import paired as gemv_paired
@@ -367,23 +364,15 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                  x="gu", w=p + "w_down", out="x")
     from tfdash.kernels.gemv import grid_size
 
-    ring = {"ring": TOKEN_RING} if ring_in_graph else {}
-    ring_sfx, ring_arg = ("_ring", {"ring": "ring"}) if ring else ("", {})
-    feed_args = dict(prompt="prompt", prompt_len="prompt_len", pos="pos", tok="tok", out_tokens="out_tokens",
-                     **ring_arg)
-    head_extra = dict(argmax=True, **(dict(feed=True, capacity=C, **ring) if argmax_in_lm_head else {}))
     head_kernel, head_dims = gemv_kernel("lm_head", "gemv_lm_head", V, H, "rmsnorm", "store", "float32",
-                                         extra=head_extra)
+                                         extra={"argmax": True})
     head_blocks = grid_size(V, H, head_dims["blocks_per_sm"], head_dims["rows"])
     buf("argmax_part", (head_blocks, 2), "float32", "scratch")  # per-block (max, index) of the logits
-    if argmax_in_lm_head:  # lm_head's last block feeds: blocks arrive in a counter
-        buf("head_sem", (1,), "int32", "scratch")
-        launch("lm_head", None, "gemv", head_kernel + "_feed" + ring_sfx, head_dims, x="x", norm_w="final_norm",
-               w=head, out="logits", amax="argmax_part", sem="head_sem", **feed_args)
-    else:
-        launch("lm_head", None, "gemv", head_kernel, head_dims,
-               x="x", norm_w="final_norm", w=head, out="logits", amax="argmax_part")
-        launch("argmax", None, "argmax", "argmax_feed" + ring_sfx, dict(V=V, capacity=C, blocks=head_blocks, **ring),
-               logits="logits", amax="argmax_part", **feed_args)
+    launch("lm_head", None, "gemv", head_kernel, head_dims,
+           x="x", norm_w="final_norm", w=head, out="logits", amax="argmax_part")
+    ring = {"ring": TOKEN_RING} if ring_in_graph else {}
+    launch("argmax", None, "argmax", "argmax_feed" + ("_ring" if ring else ""),
+           dict(V=V, capacity=C, blocks=head_blocks, **ring), logits="logits", amax="argmax_part", prompt="prompt",
+           prompt_len="prompt_len", pos="pos", tok="tok", out_tokens="out_tokens", **({"ring": "ring"} if ring else {}))
 
     return StepPlan(cfg, dtype, C, MappingProxyType(buffers), tuple(launches), MappingProxyType({"options": options}))

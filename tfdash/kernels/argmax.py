@@ -43,58 +43,15 @@ def cost(dims, ctx_len=0):
     ])
 
 
-def feed_macro(T, V: int, C: int, G: int, R: int):
-    """The reduction and the feed as a tilelang macro for one warp (`lane` its lane): each lane
-    folds a strided share of the G per-block partials, then a shuffle reduction on (value, index)
-    keeps the lowest index among equal maxima; lane 0 feeds. argmax_feed runs it as its own launch;
-    the lm_head GEMV's last block to finish can run it instead (gemv's `feed`)."""
-    per = -(-G // 32)
-
-    @T.macro
-    def reduce_feed(amax, prompt, prompt_len, pos, tok, out_tokens, ring, lane):
-        bv = T.alloc_var("float32")
-        bi = T.alloc_var("int32")
-        ov = T.alloc_var("float32")
-        oi = T.alloc_var("int32")
-        bv = -T.infinity("float32")
-        bi = V
-        for i in T.unroll(per):
-            if i * 32 + lane < G:
-                ov = amax[i * 32 + lane, 0]
-                oi = T.cast(amax[i * 32 + lane, 1], "int32")
-                if ov > bv or (ov == bv and oi < bi):
-                    bv = ov
-                    bi = oi
-        for s in T.unroll(5):
-            ov = T.shfl_xor(bv, 16 >> s)
-            oi = T.shfl_xor(bi, 16 >> s)
-            if ov > bv or (ov == bv and oi < bi):
-                bv = ov
-                bi = oi
-        if lane == 0:
-            p = pos[0]
-            out_tokens[p] = bi
-            if p + 1 < prompt_len[0]:
-                tok[0] = prompt[T.min(p + 1, C - 1)]
-                if R:  # the host's ring, through its device address
-                    ring[p % R] = prompt[T.min(p + 1, C - 1)]
-            else:
-                tok[0] = bi
-                if R:
-                    ring[p % R] = bi
-            pos[0] = p + 1
-
-    return reduce_feed
-
-
 def tilelang_argmax_feed(dims):
-    """One warp: the per-block partials reduced and the token fed (feed_macro)."""
+    """One warp: each lane folds a strided share of the per-block partials, then a shuffle
+    reduction on (value, index) keeps the lowest index among equal maxima; lane 0 feeds."""
     import tilelang.language as T
 
     pdl = dims.get("pdl", True)
 
     V, C, G, R = dims["V"], dims["capacity"], dims["blocks"], int(dims.get("ring", 0))
-    reduce_feed = feed_macro(T, V, C, G, R)
+    per = -(-G // 32)
 
     @T.macro
     def body(amax, prompt, prompt_len, pos, tok, out_tokens, ring):
@@ -103,7 +60,37 @@ def tilelang_argmax_feed(dims):
             if pdl:  # programmatic dependent launch: wait for the kernel before, then let the next one launch
                 T.pdl_sync()
                 T.pdl_trigger()
-            reduce_feed(amax, prompt, prompt_len, pos, tok, out_tokens, ring, lane)
+            bv = T.alloc_var("float32")
+            bi = T.alloc_var("int32")
+            ov = T.alloc_var("float32")
+            oi = T.alloc_var("int32")
+            bv = -T.infinity("float32")
+            bi = V
+            for i in T.unroll(per):
+                if i * 32 + lane < G:
+                    ov = amax[i * 32 + lane, 0]
+                    oi = T.cast(amax[i * 32 + lane, 1], "int32")
+                    if ov > bv or (ov == bv and oi < bi):
+                        bv = ov
+                        bi = oi
+            for s in T.unroll(5):
+                ov = T.shfl_xor(bv, 16 >> s)
+                oi = T.shfl_xor(bi, 16 >> s)
+                if ov > bv or (ov == bv and oi < bi):
+                    bv = ov
+                    bi = oi
+            if lane == 0:
+                p = pos[0]
+                out_tokens[p] = bi
+                if p + 1 < prompt_len[0]:
+                    tok[0] = prompt[T.min(p + 1, C - 1)]
+                    if R:  # the host's ring, through its device address
+                        ring[p % R] = prompt[T.min(p + 1, C - 1)]
+                else:
+                    tok[0] = bi
+                    if R:
+                        ring[p % R] = bi
+                pos[0] = p + 1
 
     if R:
 

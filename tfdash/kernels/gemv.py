@@ -10,10 +10,6 @@ epilogue: "store"    out = W @ h                      (out in `out_dtype`; f32 f
           "silu_mul" out = silu(y[:N/2]) * y[N/2:], y = W @ h   (gate|up's product made once, by
                                                       its producer, for down to read as it is)
 
-With `argmax` (lm_head) each block also leaves its (max, index) partial of the logits; with `feed`
-as well, the last block to finish (counted in `sem`) reduces them and feeds the next token as the
-argmax launch does (tfdash.kernels.argmax), so the step needs no launch after lm_head.
-
 Roundings follow transformers' Qwen3 in the model dtype: the GEMV result is rounded to the dtype
 before the residual add, silu(g) is rounded before the product with u.
 """
@@ -39,14 +35,6 @@ def prologue_torch(dims, x, norm_w):
 
 
 def torch_gemv(dims, bufs):
-    _torch_gemv(dims, bufs)
-    if dims.get("feed"):  # the argmax and the feed, as the argmax launch spells them
-        from tfdash.kernels.argmax import torch_argmax_feed
-
-        torch_argmax_feed(dims, dict(bufs, logits=bufs["out"]))
-
-
-def _torch_gemv(dims, bufs):
     h = prologue_torch(dims, bufs["x"], bufs.get("norm_w"))
     out = bufs["out"]
     if out.dtype == torch.float32 and bufs["w"].dtype != torch.float32:
@@ -91,10 +79,6 @@ def cost(dims, ctx_len=0):
     flops["f32"] = flops.get("f32", 0) + f32
     rows, _, bps = launch_settings(dims)
     scratch = 2 * 4 * grid_size(N, K, bps, rows) if dims.get("argmax") else 0
-    if dims.get("feed"):  # what the argmax launch would move: the partials, pos, the token
-        from tfdash.kernels.argmax import cost as argmax_cost
-
-        ops += argmax_cost(dict(dims, blocks=grid_size(N, K, bps, rows))).operands[1:]
     # shared memory of the tilelang kernel: h staged in the model dtype (the small reduction
     # arrays share its space: tilelang's planner aliases them once h is dead)
     return make_cost(flops, special, ops, smem=K * es, scratch=scratch)
@@ -205,33 +189,12 @@ def tilelang_gemv(dims):
     grid = geometry(dims).grid[0]  # what the drill-down shows of this launch
     phase = gemv_phase(T, dims, grid)
     amax_on, min_blocks = bool(dims.get("argmax")), int(dims.get("min_blocks", 0))
-    feed = amax_on and bool(dims.get("feed"))
-    C, R_ring = int(dims.get("capacity", 1)), int(dims.get("ring", 0))
-    if feed:
-        from tfdash.kernels.argmax import feed_macro
-
-        reduce_feed = feed_macro(T, N, C, grid, R_ring)
     # trigger_first: the next kernel may launch at this one's start (its blocks stream their weights
     # while the kernel before this one runs); the plan allows it where that one reads only weights early
     trig_first = pdl and bool(dims.get("trigger_first"))
 
     @T.macro
-    def last_block_feeds(amax, prompt, prompt_len, pos, tok, out_tokens, ring, sem, flag_s, tx, lane, warp):
-        # the block's partial is written (by thread 0, before its arrival): one acquire-release
-        # arrival a block; the block that brings the count to the grid reads every partial after
-        # that acquire and a barrier, feeds with its first warp and resets the count for the next step
-        if tx == 0:
-            flag_s[0] = T.if_then_else(
-                T.atomic_add(sem[0], 1, memory_order="acq_rel", return_prev=True) == grid - 1, 1, 0)
-        T.sync_threads()
-        if flag_s[0] == 1:
-            if warp == 0:
-                reduce_feed(amax, prompt, prompt_len, pos, tok, out_tokens, ring, lane)
-                if lane == 0:
-                    sem[0] = 0
-
-    @T.macro
-    def body(x, norm_w, w, out, amax, prompt, prompt_len, pos, tok, out_tokens, ring, sem):
+    def body(x, norm_w, w, out, amax):
         with T.Kernel(grid, threads=THREADS) as bx:
             if min_blocks:  # __launch_bounds__(THREADS, min_blocks): the register budget a thread
                 T.annotate_min_blocks_per_sm(min_blocks)
@@ -240,7 +203,6 @@ def tilelang_gemv(dims):
             warp = tx // 32
             h_s, red_s, xv, uv, nv, hv, wv, acc, resv, bv_s, bi_s = phase.alloc()
             ns = phase.pack(h_s, red_s, xv, uv, nv, hv, wv, acc, resv, bv_s, bi_s)
-            flag_s = T.alloc_shared((1,), "int32") if feed else None
             if trig_first:
                 T.pdl_trigger()
             phase.prefetch(ns, norm_w, w, out, bx, tx, lane, warp)  # before the grid dependency
@@ -249,43 +211,24 @@ def tilelang_gemv(dims):
                 if not trig_first:
                     T.pdl_trigger()
             phase.run(ns, x, norm_w, w, out, amax, bx, tx, lane, warp)
-            if feed:
-                last_block_feeds(amax, prompt, prompt_len, pos, tok, out_tokens, ring, sem, flag_s, tx, lane, warp)
 
-    if feed and R_ring:
-
-        @T.prim_func
-        def gemv(x: T.Tensor((x_len,), dt), norm_w: T.Tensor((K,), dt), w: T.Tensor((N, K), dt),
-                 out: T.Tensor((out_len,), out_dt), amax: T.Tensor((grid, 2), "float32"),
-                 prompt: T.Tensor((C,), "int32"), prompt_len: T.Tensor((1,), "int32"), pos: T.Tensor((1,), "int32"),
-                 tok: T.Tensor((1,), "int32"), out_tokens: T.Tensor((C,), "int32"), ring: T.Tensor((R_ring,), "int32"),
-                 sem: T.Tensor((1,), "int32")):
-            body(x, norm_w, w, out, amax, prompt, prompt_len, pos, tok, out_tokens, ring, sem)
-    elif feed:
-
-        @T.prim_func
-        def gemv(x: T.Tensor((x_len,), dt), norm_w: T.Tensor((K,), dt), w: T.Tensor((N, K), dt),
-                 out: T.Tensor((out_len,), out_dt), amax: T.Tensor((grid, 2), "float32"),
-                 prompt: T.Tensor((C,), "int32"), prompt_len: T.Tensor((1,), "int32"), pos: T.Tensor((1,), "int32"),
-                 tok: T.Tensor((1,), "int32"), out_tokens: T.Tensor((C,), "int32"), sem: T.Tensor((1,), "int32")):
-            body(x, norm_w, w, out, amax, prompt, prompt_len, pos, tok, out_tokens, None, sem)
-    elif amax_on:
+    if amax_on:
 
         @T.prim_func
         def gemv(x: T.Tensor((x_len,), dt), norm_w: T.Tensor((K,), dt), w: T.Tensor((N, K), dt),
                  out: T.Tensor((out_len,), out_dt), amax: T.Tensor((grid, 2), "float32")):
-            body(x, norm_w, w, out, amax, None, None, None, None, None, None, None)
+            body(x, norm_w, w, out, amax)
     elif dims["prologue"] == "rmsnorm":
 
         @T.prim_func
         def gemv(x: T.Tensor((x_len,), dt), norm_w: T.Tensor((K,), dt), w: T.Tensor((N, K), dt),
                  out: T.Tensor((out_len,), out_dt)):
-            body(x, norm_w, w, out, None, None, None, None, None, None, None, None)
+            body(x, norm_w, w, out, None)
     else:
 
         @T.prim_func
         def gemv(x: T.Tensor((x_len,), dt), w: T.Tensor((N, K), dt), out: T.Tensor((out_len,), out_dt)):
-            body(x, None, w, out, None, None, None, None, None, None, None, None)
+            body(x, None, w, out, None)
 
     return gemv
 
@@ -300,7 +243,7 @@ def geometry(dims, ctx_len: int = 0) -> Geometry:
 
 FAMILY = register(Family(
     name="gemv",
-    roles=("x", "norm_w", "w", "out", "amax", "prompt", "prompt_len", "pos", "tok", "out_tokens", "ring", "sem"),
+    roles=("x", "norm_w", "w", "out", "amax"),
     cost=cost,
     torch=torch_gemv,
     tilelang=tilelang_gemv,

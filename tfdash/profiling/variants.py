@@ -38,8 +38,6 @@ PLAN_VARIANTS = {
     # the token copied into the host's pinned ring after each replay, where the default's argmax
     # stores it there from inside the graph
     "tilelang-ringcopy": {"ring_in_graph": False},
-    # lm_head's last block reduces the argmax partials and feeds the token: no argmax launch
-    "tilelang-amaxfold": {"argmax_in_lm_head": True},
 }
 
 
