@@ -61,3 +61,42 @@ def test_a_plan_with_its_ring_stores_each_token_by_position_and_decodes_the_same
     for p in range(last - TOKEN_RING, last):  # the latest 64 steps' tokens, each at its position's slot
         want = int(rt.bufs["out_tokens"][p]) if p + 1 >= len(prompt) else prompt[p + 1]
         assert int(ring[p % TOKEN_RING]) == want
+
+
+def test_runtimes_taking_turns_on_one_state_decode_as_alone_and_keep_their_rings():
+    """state_buffers (the bench's tilelang peers): a runtime given another's cache, activations and
+    scratch beside the weights runs on them in place, where its plan's shapes match (a larger
+    cache is its own), keeps its own token ring, and generations taking turns on the shared state
+    decode the tokens each runtime decodes alone."""
+    from profiling_support import MICRO
+
+    from tfdash.engine.decode import Generation
+    from tfdash.engine.plan import build_plan
+    from tfdash.engine.runtime import Runtime, state_buffers
+    from tfdash.engine.tokenizer import StandInTokenizer
+    from tfdash.engine.weights import load_weights
+
+    weights = load_weights(MICRO, None, torch.float32, "cpu", 0)
+    plan = build_plan(MICRO, "float32", capacity=128)
+    first = Runtime(plan, weights, "cpu")
+    state = state_buffers(first)
+    assert {"k_cache", "v_cache", "x", "pos", "attn_part"} <= set(state) and "ring" not in state
+    assert not set(state) & {n for n, s in plan.buffers.items() if s.kind == "weight"}
+    second = Runtime(plan, {**weights, **state}, "cpu")
+    assert second.bufs["k_cache"].data_ptr() == first.bufs["k_cache"].data_ptr()
+    assert second.bufs["ring"].data_ptr() != first.bufs["ring"].data_ptr() and "ring" not in second.shared
+    larger = Runtime(build_plan(MICRO, "float32", capacity=256), {**weights, **state}, "cpu")
+    assert larger.bufs["k_cache"].data_ptr() != first.bufs["k_cache"].data_ptr()
+    assert larger.bufs["x"].data_ptr() == first.bufs["x"].data_ptr()
+    tok = StandInTokenizer(MICRO.vocab_size)
+
+    def generate(rt, prompt):
+        return [ev.token_id for ev in Generation(rt, prompt, 40, tok)]
+
+    alone = generate(Runtime(plan, weights, "cpu"), [3, 1, 4, 1, 5])
+    other = generate(Runtime(plan, weights, "cpu"), [2, 7, 1, 8])
+    assert alone != other
+    for _ in range(2):
+        assert generate(first, [3, 1, 4, 1, 5]) == alone
+        assert generate(second, [2, 7, 1, 8]) == other
+        assert generate(larger, [3, 1, 4, 1, 5]) == alone
