@@ -276,3 +276,26 @@ def test_plan_variants_decode_the_same_bits(state):
         assert torch.equal(tokens, base_tokens), options
         assert torch.equal(logits, base_logits), options
         del variant
+
+
+def test_graphs_taking_turns_on_one_state_decode_as_alone(state):
+    """state_buffers, as the bench's tilelang peers run: a second captured runtime on the engine's
+    weights, cache, activations and scratch (its own token ring) decodes, taking turns with the
+    engine, the tokens each decodes alone, and each still stores its tokens into its own ring."""
+    _, weights, plan, _, eng, _ = state
+    from tfdash.engine.decode import Generation
+    from tfdash.engine.runtime import state_buffers
+    from tfdash.engine.tokenizer import StandInTokenizer
+
+    tok = StandInTokenizer(CFG.vocab_size)
+    other = TilelangRuntime(plan, {**weights, **state_buffers(eng)}, DEV)
+    assert other.bufs["k_cache"].data_ptr() == eng.bufs["k_cache"].data_ptr()
+    assert other.ring_in_graph and other.ring.data_ptr() != eng.ring.data_ptr()
+    other.capture([0, 0])
+    first = [ev.token_id for ev in Generation(eng, [11, 22, 33, 44, 55], 100, tok)]
+    second = [ev.token_id for ev in Generation(other, [7, 8, 9], 100, tok)]
+    assert first != second
+    for _ in range(2):
+        assert [ev.token_id for ev in Generation(eng, [11, 22, 33, 44, 55], 100, tok)] == first
+        assert [ev.token_id for ev in Generation(other, [7, 8, 9], 100, tok)] == second
+    del other
