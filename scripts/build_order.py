@@ -38,6 +38,10 @@ def main(argv=None) -> int:
                  plan, {**weights, **state_a, **{n: state_b[n] for n in cache}}, "cuda", pdl=True),
              "G: weights 1, state 2, cache 1": TilelangRuntime(
                  plan, {**weights, **state_b, **{n: state_a[n] for n in cache}}, "cuda", pdl=True)}
+    for n in state_a:  # where each state landed: the address and its offset in a 2 MiB page
+        a, b = state_a[n].data_ptr(), state_b[n].data_ptr()
+        print(f"state {n:>12} {state_a[n].nbytes:>11} B: 1 at {a:#x} (+{a % (1 << 21):#x}), "
+              f"2 at {b:#x} (+{b % (1 << 21):#x})", flush=True)
     ids = first.encode("Write a detailed explanation of how a GPU executes a matrix multiplication.")
     for p in peers.values():
         p.capture(ids)
