@@ -113,6 +113,17 @@ def ckpt_copy(ckpt_factory, tmp_path):
     return make
 
 
+@pytest.fixture(scope="session")
+def kernel_builds(tmp_path_factory):
+    """The run's sm_90a kernel builds (tests/kernel_builds.py): each distinct kernel lowered and built
+    once, by two worker processes, into a kernel cache that starts empty."""
+    from kernel_builds import KernelBuilds
+
+    builds = KernelBuilds(tmp_path_factory.mktemp("tlcache"))
+    yield builds
+    builds.close()
+
+
 @pytest.fixture(scope="module")
 def one_thread():
     """Torch on one intra-op thread for the module: the tiny models here gain nothing from two,
