@@ -10,7 +10,7 @@ a source is likewise read once, in the same pool.
 
     builds = KernelBuilds(fresh_dir)
     builds.prefetch(launches, ptxas=...)   # queue builds in the order the tests will read them
-                                           # (submitted when a test first asks for one)
+    builds.start()                         # submit them (else when a test first asks for one)
     builds.get(launch).source              # the CUDA; waits for its build, raises what it raised
     builds.resources(launch).registers     # ptxas's Resources of that source
 
@@ -51,8 +51,16 @@ def key(launch, pdl: bool = True, backend: str = "tvm_ffi", target: dict | None 
     return (launch.family, launch.kernel, dims, bool(pdl), backend, json.dumps(target or SM90A, sort_keys=True))
 
 
-def _init_worker(cache_dir: str) -> None:
+def _init_worker(cache_dir: str, nice: int) -> None:
+    """A worker builds into `cache_dir` at priority `nice`; tilelang's and nvcc's messages go to
+    /dev/null, not into the output of whichever test is running (a failure comes back raised)."""
     os.environ["TILELANG_CACHE_DIR"] = cache_dir
+    if nice:
+        os.nice(nice)
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    os.close(null)
 
 
 def _build(family: str, kernel: str, dims: dict, pdl: bool, backend: str, target: dict, ptxas: bool) -> Built:
@@ -73,10 +81,12 @@ def _resources(src: str):
 
 
 class KernelBuilds:
-    """The run's builds, keyed by `key`; the worker pool starts with the first build asked for."""
+    """The run's builds, keyed by `key`; the worker pool starts with the first build submitted.
+    `nice` lowers the workers' priority, for builds that run beside other tests."""
 
-    def __init__(self, cache_dir: Path):
+    def __init__(self, cache_dir: Path, nice: int = 0):
         self.cache_dir = Path(cache_dir)
+        self.nice = nice
         self._pool: ProcessPoolExecutor | None = None
         self._builds: dict[tuple, Future] = {}
         self._resources: dict[tuple, Future] = {}
@@ -87,10 +97,10 @@ class KernelBuilds:
             self.cache_dir.mkdir(parents=True, exist_ok=True)
             assert not any(self.cache_dir.iterdir()), f"{self.cache_dir} is not a fresh kernel cache"
             self._pool = ProcessPoolExecutor(WORKERS, mp_context=get_context("spawn"), initializer=_init_worker,
-                                             initargs=(str(self.cache_dir),))
+                                             initargs=(str(self.cache_dir), self.nice))
         return self._pool.submit(fn, *args)
 
-    def _flush(self) -> None:
+    def start(self) -> None:
         """Submit the queued builds, in the order they were first queued."""
         queued, self._queued = self._queued, {}
         for k, args in queued.items():
@@ -100,14 +110,14 @@ class KernelBuilds:
         k = key(launch, pdl, backend, target)
         if k not in self._builds and k not in self._queued:
             self.prefetch([launch], pdl, backend, target)
-        self._flush()
+        self.start()
         return self._builds[k]
 
     def prefetch(self, launches, pdl: bool = True, backend: str = "tvm_ffi", target: dict | None = None,
                  ptxas=lambda launch: False) -> None:
-        """Queue the builds of `launches` not built or queued yet, to be submitted in the order they
-        were queued when a test first asks for a build; `ptxas(launch)` says which to run ptxas on
-        in the same job (a build queued twice runs it when either asked)."""
+        """Queue the builds of `launches` not submitted or queued yet, to be submitted in the order
+        they were queued by `start` (or when a test first asks for a build); `ptxas(launch)` says
+        which to run ptxas on in the same job (a build queued twice runs it when either asked)."""
         for launch in launches:
             k = key(launch, pdl, backend, target)
             if k in self._builds:

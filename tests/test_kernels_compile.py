@@ -49,13 +49,31 @@ PROBE = dataclasses.replace(_ATTN, kernel=_ATTN.kernel + "_probe", dims={**_ATTN
 @pytest.fixture(scope="module")
 def fresh_cache(kernel_builds):
     """The run's kernel builds (conftest's kernel_builds), which go to a kernel cache that started
-    empty, so each kernel is really lowered and built by nvcc here. Every build the module reads is
-    queued now, in test order, so the two workers build ahead of the tests."""
-    kernel_builds.prefetch([KERNELS[n] for n in sorted(KERNELS)], ptxas=lambda la: la.kernel in GEMV_FIT)
-    kernel_builds.prefetch([KERNELS["gemv_o_residual"]], pdl=False)
-    kernel_builds.prefetch([EVERY[k] for k in sorted(EVERY)], ptxas=lambda la: la.family in ("gemv", "attention"))
-    kernel_builds.prefetch([PROBE])
+    empty, so each kernel is really lowered and built by nvcc here."""
     return kernel_builds
+
+
+def builds_read_by(item) -> list:
+    """The builds a test of this module reads, as (launch, compile_one options, ptxas too):
+    conftest queues them for the selected tests before any runs, so the workers build ahead."""
+    p = item.callspec.params if hasattr(item, "callspec") else {}
+    one = {"test_kernel_compiles_for_sm90a": [p.get("name")],
+           "test_which_kernels_let_the_next_launch_before_their_grid_dependency": [p.get("name")],
+           "test_early_norm_reads_the_norm_weights_before_the_grid_dependency": [f"{p.get('name')}_ln", p.get("name")],
+           "test_acq_rel_merge_arrives_with_one_atomic_and_no_fence": ["attn_rope_decode_me_fe", "attn_rope_decode_me"],
+           "test_lm_head_feed_arrives_once_a_block_and_its_last_block_feeds": ["gemv_lm_head_feed_ring"],
+           "test_ptxas_facts_of_a_kernel": ["gemv_down_residual"],
+           "test_attention_probe_build_stamps_each_phase": ["attn_rope_decode_me"]}
+    out = [(KERNELS[n], {}, False) for n in one.get(item.originalname, ())]
+    if item.originalname == "test_gemv_blocks_fit_on_an_sm_as_planned":
+        out.append((KERNELS[p["name"]], {}, True))
+    elif item.originalname == "test_without_pdl_the_kernels_carry_no_grid_dependency":
+        out.append((KERNELS["gemv_o_residual"], {"pdl": False}, False))
+    elif item.originalname == "test_every_preset_kernel_compiles_for_sm90a":
+        out.append((EVERY[p["key"]], {}, EVERY[p["key"]].family in ("gemv", "attention")))
+    elif item.originalname == "test_attention_probe_build_stamps_each_phase":
+        out.insert(0, (PROBE, {}, False))
+    return out
 
 
 def test_plan_has_the_expected_kernels():
