@@ -113,6 +113,51 @@ def ckpt_copy(ckpt_factory, tmp_path):
     return make
 
 
+_KERNEL_BUILDS = []  # the run's KernelBuilds, made by the first of the hook or the fixture below
+
+
+def _kernel_builds():
+    if not _KERNEL_BUILDS:
+        import tempfile
+
+        from kernel_builds import KernelBuilds
+
+        # nice: the builds run beside the tests collected before the ones that read them
+        _KERNEL_BUILDS.append(KernelBuilds(Path(tempfile.mkdtemp(prefix="tfdash-tlcache-")), nice=19))
+    return _KERNEL_BUILDS[0]
+
+
+def pytest_collection_finish(session):
+    """Queue every sm_90a build the selected tests read (a test module's `builds_read_by(item)`
+    gives a test's builds as (launch, compile_one options, ptxas too)) and start them now, in two
+    low-priority workers, so they overlap the tests that run first; a test waits for its own."""
+    if session.config.option.collectonly:
+        return
+    queued = False
+    for item in session.items:
+        read_by = getattr(getattr(item, "module", None), "builds_read_by", None)
+        for launch, options, ptxas in read_by(item) if read_by else ():
+            _kernel_builds().prefetch([launch], ptxas=lambda _, p=ptxas: p, **options)
+            queued = True
+    if queued:
+        _kernel_builds().start()
+
+
+def pytest_sessionfinish(session):
+    """Stop the build workers (a build still queued is dropped) and remove their kernel cache."""
+    if _KERNEL_BUILDS:
+        builds = _KERNEL_BUILDS.pop()
+        builds.close()
+        shutil.rmtree(builds.cache_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def kernel_builds():
+    """The run's sm_90a kernel builds (tests/kernel_builds.py): each distinct kernel lowered and built
+    once, by two worker processes, into a kernel cache that starts empty."""
+    return _kernel_builds()
+
+
 @pytest.fixture(scope="module")
 def one_thread():
     """Torch on one intra-op thread for the module: the tiny models here gain nothing from two,

@@ -4,7 +4,7 @@ tilelang lowers to CUDA C++ and nvcc builds it for `{"kind": "cuda", "arch": "sm
 `target="cuda"` and no GPU it would fall back to sm_50). Needs tilelang (Linux x86-64) and nvcc.
 """
 
-import functools
+import dataclasses
 import importlib.util
 import re
 import shutil
@@ -38,18 +38,40 @@ KERNELS = {**RINGCOPY.kernels(), **QTFIRST.kernels(), **DOWNSILU.kernels(), **FE
            **MLATE.kernels(), **UNFUSED_MLATE.kernels(), **PLAN.kernels()}  # every kernel the plan variants launch
 
 
-@pytest.fixture(scope="module")
-def fresh_cache(tmp_path_factory):
-    # A fresh kernel cache, so each kernel is really lowered and built by nvcc here.
-    import os
+# the GEMVs whose registers and shared memory are checked against their blocks per SM
+GEMV_FIT = sorted(k for k in {**PLAN.kernels(), **OTLATE.kernels(), **LATENORM.kernels(), **DOWNSILU.kernels()}
+                  if k.startswith("gemv_"))
+_ATTN = PLAN.kernels()["attn_rope_decode_me"]
+PROBE = dataclasses.replace(_ATTN, kernel=_ATTN.kernel + "_probe", dims={**_ATTN.dims, "probe": True})
 
-    old = os.environ.get("TILELANG_CACHE_DIR")
-    os.environ["TILELANG_CACHE_DIR"] = str(tmp_path_factory.mktemp("tlcache"))
-    yield
-    if old is None:
-        os.environ.pop("TILELANG_CACHE_DIR", None)
-    else:
-        os.environ["TILELANG_CACHE_DIR"] = old
+
+@pytest.fixture(scope="module")
+def fresh_cache(kernel_builds):
+    """The run's kernel builds (conftest's kernel_builds), which go to a kernel cache that started
+    empty, so each kernel is really lowered and built by nvcc here."""
+    return kernel_builds
+
+
+def builds_read_by(item) -> list:
+    """The builds a test of this module reads, as (launch, compile_one options, ptxas too):
+    conftest queues them for the selected tests before any runs, so the workers build ahead."""
+    p = item.callspec.params if hasattr(item, "callspec") else {}
+    one = {"test_kernel_compiles_for_sm90a": [p.get("name")],
+           "test_which_kernels_let_the_next_launch_before_their_grid_dependency": [p.get("name")],
+           "test_early_norm_reads_the_norm_weights_before_the_grid_dependency": [f"{p.get('name')}_ln", p.get("name")],
+           "test_acq_rel_merge_arrives_with_one_atomic_and_no_fence": ["attn_rope_decode_me_fe", "attn_rope_decode_me"],
+           "test_ptxas_facts_of_a_kernel": ["gemv_down_residual"],
+           "test_attention_probe_build_stamps_each_phase": ["attn_rope_decode_me"]}
+    out = [(KERNELS[n], {}, False) for n in one.get(item.originalname, ())]
+    if item.originalname == "test_gemv_blocks_fit_on_an_sm_as_planned":
+        out.append((KERNELS[p["name"]], {}, True))
+    elif item.originalname == "test_without_pdl_the_kernels_carry_no_grid_dependency":
+        out.append((KERNELS["gemv_o_residual"], {"pdl": False}, False))
+    elif item.originalname == "test_every_preset_kernel_compiles_for_sm90a":
+        out.append((EVERY[p["key"]], {}, EVERY[p["key"]].family in ("gemv", "attention")))
+    elif item.originalname == "test_attention_probe_build_stamps_each_phase":
+        out.insert(0, (PROBE, {}, False))
+    return out
 
 
 def test_plan_has_the_expected_kernels():
@@ -60,19 +82,18 @@ def test_plan_has_the_expected_kernels():
     assert len(PLAN) == 1 + 5 * 28 + 2 and len(UNFUSED) == 1 + 6 * 28 + 2
 
 
-@functools.lru_cache(maxsize=None)
-def compiled(name: str):
-    from tfdash.engine.compile import SM90A, compile_one
-
-    return compile_one(KERNELS[name], target=SM90A, pdl=True, backend="tvm_ffi")  # device code only: no launcher build
+def compiled(builds, name: str):
+    """KERNELS[name] built for sm_90a with PDL, once a run (tests/kernel_builds.py); tvm_ffi: device
+    code only, no launcher build."""
+    return builds.get(KERNELS[name], pdl=True, backend="tvm_ffi")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_kernel_compiles_for_sm90a(name, fresh_cache):
     launch = KERNELS[name]
-    kernel = compiled(name)
-    src = kernel.get_kernel_source()
+    kernel = compiled(fresh_cache, name)
+    src = kernel.source
     # Named after its role (never `main`), so profiles are readable.
     assert "void __launch_bounds__" in src and f" {name}_kernel(" in src
     # every kernel waits on its grid dependency before reading what the kernel before it wrote
@@ -81,30 +102,20 @@ def test_kernel_compiles_for_sm90a(name, fresh_cache):
     from tfdash.kernels.base import family
 
     roles = [r for r in family(launch.family).roles if r in launch.args]
-    params = [p.name.removesuffix("_handle") for p in kernel.prim_func.params]
+    params = [p.removesuffix("_handle") for p in kernel.params]
     assert params == roles
 
 
-def registers(src: str, tmp_path=None) -> int:
-    """ptxas's register count for a kernel's CUDA source, built for sm_90a against tilelang's headers."""
-    from tfdash.engine.ptxas import resource_usage
-
-    return resource_usage(src).registers
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(k for k in {**PLAN.kernels(), **OTLATE.kernels(), **LATENORM.kernels(),
-                                                     **DOWNSILU.kernels()}
-                                         if k.startswith("gemv_")))
-def test_gemv_blocks_fit_on_an_sm_as_planned(name, fresh_cache, tmp_path):
+@pytest.mark.parametrize("name", GEMV_FIT)
+def test_gemv_blocks_fit_on_an_sm_as_planned(name, fresh_cache):
     """The GEMV grid assumes BLOCKS_PER_SM resident blocks of THREADS threads. down once took 130
     registers a thread: one block per SM, its grid in two waves, 2.3x its floor on the H200."""
     from tfdash.kernels.gemv import BLOCKS_PER_SM, THREADS
 
     launch = KERNELS[name]
     per_sm = launch.dims.get("blocks_per_sm", BLOCKS_PER_SM)
-    src = compiled(name).get_kernel_source()
-    regs = registers(src, tmp_path)
+    regs = fresh_cache.resources(launch).registers  # ptxas's count for its sm_90a source (tfdash.engine.ptxas)
     assert regs * THREADS * per_sm <= 65536, f"{name}: {regs} registers a thread, {per_sm} blocks of {THREADS}"
     # shared memory: the cost model's figure is what the kernel declares, and it fits too
     from tfdash.kernels.base import family
@@ -116,9 +127,8 @@ def test_gemv_blocks_fit_on_an_sm_as_planned(name, fresh_cache, tmp_path):
 @pytest.mark.slow
 def test_without_pdl_the_kernels_carry_no_grid_dependency(fresh_cache):
     """The A/B baseline: pdl=False kernels have no griddepcontrol at all."""
-    from tfdash.engine.compile import SM90A, compile_one
-
-    src = compile_one(KERNELS["gemv_o_residual"], target=SM90A, pdl=False).get_kernel_source()
+    # compile_one's launcher for pdl=False is tvm_ffi
+    src = fresh_cache.get(KERNELS["gemv_o_residual"], pdl=False, backend="tvm_ffi").source
     assert "cudaGridDependencySynchronize" not in src and "cudaTriggerProgrammaticLaunchCompletion" not in src
 
 
@@ -135,7 +145,7 @@ def test_which_kernels_let_the_next_launch_before_their_grid_dependency(name, fi
     qkv's (gemv_overrides); every other kernel
     (and the tlate baseline) triggers after its wait, once, so a kernel that reads activations
     before its own dependency never launches ahead of the writes it reads."""
-    src = compiled(name).get_kernel_source()
+    src = compiled(fresh_cache, name).source
     trig, sync = "cudaTriggerProgrammaticLaunchCompletion", "cudaGridDependencySynchronize"
     assert src.count(trig) == 1 and src.count(sync) == 1
     assert (src.index(trig) < src.index(sync)) == first
@@ -148,7 +158,7 @@ def test_early_norm_reads_the_norm_weights_before_the_grid_dependency(name, norm
     """The default (early_norm) loads the norm weights (and attention's cos/sin) before the kernel
     waits on the one before it; the late-norm baseline loads them after."""
     sync = "cudaGridDependencySynchronize"
-    late, early = compiled(name + "_ln").get_kernel_source(), compiled(name).get_kernel_source()
+    late, early = compiled(fresh_cache, name + "_ln").source, compiled(fresh_cache, name).source
     body = late[late.index("__global__"):]
     assert body.index(norm) > body.index(sync)
     body = early[early.index("__global__"):]
@@ -161,7 +171,7 @@ def test_early_norm_reads_the_norm_weights_before_the_grid_dependency(name, norm
 def test_acq_rel_merge_arrives_with_one_atomic_and_no_fence(fresh_cache):
     """The fenced baseline's attention arrives with a fence and a relaxed atomic, and its merging
     block's threads fence again; the default arrives with one acquire-release atomic and no fence."""
-    fenced, acq = (compiled(n).get_kernel_source() for n in ("attn_rope_decode_me_fe", "attn_rope_decode_me"))
+    fenced, acq = (compiled(fresh_cache, n).source for n in ("attn_rope_decode_me_fe", "attn_rope_decode_me"))
     assert fenced.count("__threadfence()") == 2 and fenced.count("AtomicAddRet(") == 1
     assert "__threadfence" not in acq and acq.count("AtomicAddRet(") == 1
     assert re.search(r"AtomicAddRet\(\(&\(sem\[[^\]]*\]\)\), 1, 4\)", acq)  # 4: cuda::memory_order_acq_rel
@@ -181,46 +191,26 @@ def _every_preset_kernels():
 EVERY = _every_preset_kernels()
 
 
-def _compile_for_sm90a(job):
-    """(CUDA source, ptxas registers) of one kernel, built in a worker process."""
-    from types import MappingProxyType, SimpleNamespace
-
-    from tfdash.engine.compile import SM90A, compile_one
-
-    fam, kernel, dims = job
-    launch = SimpleNamespace(family=fam, kernel=kernel, dims=MappingProxyType(dims))
-    src = compile_one(launch, target=SM90A, pdl=True, backend="tvm_ffi").get_kernel_source()
-    return src, registers(src)
-
-
-@pytest.fixture(scope="module")
-def every_compiled(fresh_cache):
-    """Every preset's kernels compiled for sm_90a, two at a time (CI has two cores)."""
-    from concurrent.futures import ProcessPoolExecutor
-    from multiprocessing import get_context
-
-    jobs = {k: (v.family, v.kernel, dict(v.dims)) for k, v in EVERY.items()}
-    with ProcessPoolExecutor(2, mp_context=get_context("spawn")) as pool:
-        results = dict(zip(jobs, pool.map(_compile_for_sm90a, jobs.values())))
-    return results
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("key", sorted(EVERY))
-def test_every_preset_kernel_compiles_for_sm90a(key, every_compiled):
+def test_every_preset_kernel_compiles_for_sm90a(key, fresh_cache):
+    """Every preset's kernels compiled for sm_90a (a kernel another preset or variant shares is
+    built once); ptxas's registers for the GEMVs and attention."""
     launch = EVERY[key]
-    src, regs = every_compiled[key]
+    src = fresh_cache.get(launch, pdl=True, backend="tvm_ffi").source
     assert "void __launch_bounds__" in src and f" {launch.kernel}_kernel(" in src
     assert "cudaGridDependencySynchronize();" in src
     if launch.family == "gemv":
         from tfdash.kernels.gemv import THREADS, launch_settings
 
         _, _, per_sm = launch_settings(launch.dims)
+        regs = fresh_cache.resources(launch).registers
         assert regs * THREADS * per_sm <= 65536, f"{key}: {regs} registers a thread, {per_sm} blocks of {THREADS}"
         from tfdash.kernels.base import family
 
         assert family("gemv").cost(launch.dims).smem * per_sm <= 227 * 1024
     if launch.family == "attention":
+        regs = fresh_cache.resources(launch).registers
         assert regs <= 255  # no spill past the register file: one block of head_dim threads
 
 
@@ -238,7 +228,7 @@ def test_ptxas_facts_of_a_kernel(fresh_cache):
     from tfdash.app.cuda_source import facts
     from tfdash.engine.ptxas import parse, resource_usage
 
-    src = compiled("gemv_down_residual").get_kernel_source()
+    src = compiled(fresh_cache, "gemv_down_residual").source
     r = resource_usage(src)
     assert 32 <= r.registers <= 128 and r.spill_stores == 0 and r.spill_loads == 0
     assert facts(src).startswith(f"// ptxas sm_90a: {r.registers} registers a thread, no spills")
@@ -254,14 +244,9 @@ def test_ptxas_facts_of_a_kernel(fresh_cache):
 def test_attention_probe_build_stamps_each_phase(fresh_cache):
     """The probe build (tfdash.kernels.probe) stamps the global timer at each phase into its extra
     buffer, and says whether the block merged; the kernel itself carries no stamp."""
-    import dataclasses
-
-    from tfdash.engine.compile import SM90A, compile_one
     from tfdash.kernels.probe import PROBE_PHASES
 
-    launch = PLAN.kernels()["attn_rope_decode_me"]
-    probe = dataclasses.replace(launch, kernel=launch.kernel + "_probe", dims={**launch.dims, "probe": True})
-    src = compile_one(probe, target=SM90A, pdl=True, backend="tvm_ffi").get_kernel_source()
+    src = fresh_cache.get(PROBE, pdl=True, backend="tvm_ffi").source  # PLAN's attn_rope_decode_me, probe=True
     assert "%globaltimer" in src and src.count("= tfd_globaltimer()") == len(PROBE_PHASES) - 1
     assert re.search(rf"probe\[[^\]]*\+ {len(PROBE_PHASES) - 1}\)\] = \(\(int64_t\)\(\(int\*\)flag_s\)\[0\]\)", src)
-    assert "globaltimer" not in compiled("attn_rope_decode_me").get_kernel_source()
+    assert "globaltimer" not in compiled(fresh_cache, "attn_rope_decode_me").source
