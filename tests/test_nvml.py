@@ -183,6 +183,29 @@ def test_sampler_series_callback_and_window_bandwidth():
     assert got[-1].get("sm_clock_mhz") == 1980.0 and got[-1].t_prev is not None
 
 
+def test_sampler_keeps_gpm_samples_100_ms_apart_when_a_read_stalls():
+    """A read that stalls before the GPM sample on one pass and not the next (a busy host) must
+    not bring two GPM samples under 100 ms apart: every bandwidth value after the first exists."""
+    lib = fake_pynvml(util=50.0)
+    support, calls = lib.nvmlGpmQueryDeviceSupport, iter(range(10**6))
+
+    def stalling_support(h):
+        if next(calls) % 2 == 0:
+            time.sleep(0.06)
+        return support(h)
+
+    lib.nvmlGpmQueryDeviceSupport = stalling_support
+    got = []
+    s = NvmlSampler(interval=0.1, nvml=Nvml(lib), on_sample=got.append)
+    s.start()
+    deadline = time.time() + 5
+    while len(got) < 6 and time.time() < deadline:
+        time.sleep(0.02)
+    s.stop()
+    dram = [x.get("dram_gbps") for x in got]
+    assert len(dram) >= 6 and dram[0] is None and None not in dram[1:], dram
+
+
 def test_sampler_keeps_a_bounded_history():
     s = NvmlSampler(keep=5, nvml=Nvml(fake_pynvml()))
     for _ in range(20):

@@ -160,6 +160,11 @@ class NvmlDevice:
         self.gpm_interval: tuple[float, float] | None = None  # perf_counter span of the last value
         self._peak: tuple[float, str] | None = None
 
+    @property
+    def gpm_sample_t(self) -> float | None:
+        """perf_counter time of the GPM sample held for the next bandwidth value, or None."""
+        return self._gpm_prev_t if self._gpm_prev is not None else None
+
     def q(self, name, fn, *args):
         return self.nvml.query(name, fn, self.handle, *args)
 

@@ -126,7 +126,11 @@ class NvmlSampler:
                 self._reasons["nvml"] = f"sampler stopped: {_reason(e)}"
                 log.exception("NVML sampler failed")
                 return
-            self._stop.wait(max(0.0, self.interval - (time.perf_counter() - t)))
+            # the cadence counts from the GPM sample, read part-way into sample(): counted from the
+            # loop's top, a slow read followed by a quick one would come under GPM's 100 ms apart
+            held = self.device.gpm_sample_t if self.device is not None else None
+            start = t if held is None or held < t else held
+            self._stop.wait(max(0.0, self.interval - (time.perf_counter() - start)))
 
     def start(self) -> None:
         if self.device is None or self._thread is not None:
