@@ -165,7 +165,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                attn_merge_acq_rel: bool = True, attn_merge_chunk: int | None = None,
                attn_trigger_at: str | None = None, attn_merge_early_group: int | None = None,
                gate_up_silu: bool = True, qkv_trigger_first: bool | None = None,
-               ring_in_graph: bool = True) -> StepPlan:
+               ring_in_graph: bool = True, oproj_merges: bool = False) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -213,6 +213,9 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     "ring", slot pos % TOKEN_RING) through its device address, so the token reaches the host from
     inside the step's graph and no copy follows it; False: the runtime copies it after the step (the
     baseline).
+    `oproj_merges`: attention's blocks end at their split partials and o_proj merges them, each head
+    adding into a fixed-point sum that gate_up's norm and down's residual add into x
+    (tfdash.kernels.oproj_merge); needs fused_rope. False: attention merges, o_proj adds into x.
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import paired as gemv_paired
@@ -231,6 +234,8 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         raise TfdashError(f"trigger_first on {', '.join(early)}: the kernel after it reads activations before its "
                           f"grid dependency (allowed on {', '.join(TRIGGER_FIRST_OPS)})")
     cfg.validate()
+    if oproj_merges and not fused_rope:
+        raise TfdashError("oproj_merges needs fused_rope: o_proj merges the fused attention's partials")
     if capacity < 1:
         raise CapacityError(f"capacity={capacity} must be positive")
     H, D, I, V, L = cfg.hidden_size, cfg.head_dim, cfg.intermediate_size, cfg.vocab_size, cfg.num_layers
@@ -278,6 +283,8 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     buf("attn_part", (nH, splits, D), "float32", "scratch")  # split-KV partial outputs
     buf("attn_ml", (nH, splits, 2), "float32", "scratch")  # split-KV (max, sum) pairs
     buf("attn_sem", (nKV,), "int32", "scratch")  # arrival counters for the in-kernel merge
+    if oproj_merges:
+        buf("o_acc", (H,), "int64", "scratch")  # o_proj's output as a fixed-point sum over heads
 
     buf("embed", (V, H), dtype, "weight")
     buf("final_norm", (H,), dtype, "weight")
@@ -332,12 +339,14 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         gemv(p + "qkv_proj", i, "gemv_qkv", cfg.qkv_size, H, "rmsnorm", "store", dtype,
              x="x", norm_w=p + "attn_norm", w=p + "w_qkv", out="qkv")
         if fused_rope:
+            ends = dict(acc="o_acc") if oproj_merges else dict(out="attn", sem="attn_sem")
             launch(p + "attention", i, "attention",
-                   ("attn_rope_decode" if attn_kv_early else "attn_rope_decode_late") + sc_sfx,
-                   dict(attn_dims, eps=eps, fused_rope=True, **({} if attn_kv_early else {"kv_early": False})),
+                   ("attn_rope_decode" if attn_kv_early else "attn_rope_decode_late") + sc_sfx
+                   + ("_om" if oproj_merges else ""),
+                   dict(attn_dims, eps=eps, fused_rope=True, **({} if attn_kv_early else {"kv_early": False}),
+                        **({"defer_merge": True, "hidden": H} if oproj_merges else {})),
                    qkv="qkv", q_norm=p + "q_norm", k_norm=p + "k_norm", cos="rope_cos", sin="rope_sin",
-                   k_cache=p + "k_cache", v_cache=p + "v_cache", pos="pos", out="attn",
-                   part="attn_part", ml="attn_ml", sem="attn_sem")
+                   k_cache=p + "k_cache", v_cache=p + "v_cache", pos="pos", part="attn_part", ml="attn_ml", **ends)
         else:
             launch(p + "qk_norm_rope", i, "rope", "qk_norm_rope", dict(attn_dims, eps=eps),
                    qkv="qkv", q_norm=p + "q_norm", k_norm=p + "k_norm", cos="rope_cos", sin="rope_sin",
@@ -350,18 +359,27 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         res = {"early_residual": True} if early_residual else None
         res_sfx = "" if early_residual else "_lateres"
         o_extra = dict(res or {}, **({"trigger_first": 1} if o_proj_trigger_first else {}))
-        gemv(p + "o_proj", i, "gemv_o_residual" + res_sfx + ("" if o_proj_trigger_first else "_tlate"), H, cfg.q_size,
-             "none", "residual", dtype, extra=o_extra or None, x="attn", w=p + "w_o", out="x")
-        if gate_up_silu:  # silu(g) * u made once, by gate_up
-            gemv(p + "gate_up", i, "gemv_gate_up_silu", 2 * I, H, "rmsnorm", "silu_mul", dtype, x="x",
-                 norm_w=p + "mlp_norm", w=p + "w_gu", out="mlp_h")
-            gemv(p + "down", i, "gemv_down_residual" + res_sfx, H, I, "none", "residual", dtype, extra=res,
-                 x="mlp_h", w=p + "w_down", out="x")
+        if oproj_merges:
+            launch(p + "o_proj", i, "oproj_merge", "oproj_merge" + ("_t1" if o_proj_trigger_first else ""),
+                   dict(N=H, n_heads=nH, head_dim=D, splits=splits, block=attn_dims["block"],
+                        **({"trigger_first": 1} if o_proj_trigger_first else {})),
+                   part="attn_part", ml="attn_ml", pos="pos", w=p + "w_o", acc="o_acc")
         else:
-            gemv(p + "gate_up", i, "gemv_gate_up", 2 * I, H, "rmsnorm", "store", dtype, x="x", norm_w=p + "mlp_norm",
-                 w=p + "w_gu", out="gu")
-            gemv(p + "down", i, "gemv_down_silu_residual" + res_sfx, H, I, "silu_mul", "residual", dtype, extra=res,
-                 x="gu", w=p + "w_down", out="x")
+            gemv(p + "o_proj", i, "gemv_o_residual" + res_sfx + ("" if o_proj_trigger_first else "_tlate"), H,
+                 cfg.q_size, "none", "residual", dtype, extra=o_extra or None, x="attn", w=p + "w_o", out="x")
+        # oproj_merges: gate_up's norm and down's residual add o_proj's sum into x (resid_acc)
+        ra, acc, ra_extra = ("_ra", {"acc": "o_acc"}, {"resid_acc": True}) if oproj_merges else ("", {}, None)
+        down_extra = {**(res or {}), **(ra_extra or {})} or None
+        if gate_up_silu:  # silu(g) * u made once, by gate_up
+            gemv(p + "gate_up", i, "gemv_gate_up_silu" + ra, 2 * I, H, "rmsnorm", "silu_mul", dtype,
+                 extra=ra_extra, x="x", norm_w=p + "mlp_norm", w=p + "w_gu", out="mlp_h", **acc)
+            gemv(p + "down", i, "gemv_down_residual" + res_sfx + ra, H, I, "none", "residual", dtype,
+                 extra=down_extra, x="mlp_h", w=p + "w_down", out="x", **acc)
+        else:
+            gemv(p + "gate_up", i, "gemv_gate_up" + ra, 2 * I, H, "rmsnorm", "store", dtype, extra=ra_extra,
+                 x="x", norm_w=p + "mlp_norm", w=p + "w_gu", out="gu", **acc)
+            gemv(p + "down", i, "gemv_down_silu_residual" + res_sfx + ra, H, I, "silu_mul", "residual", dtype,
+                 extra=down_extra, x="gu", w=p + "w_down", out="x", **acc)
     from tfdash.kernels.gemv import grid_size
 
     head_kernel, head_dims = gemv_kernel("lm_head", "gemv_lm_head", V, H, "rmsnorm", "store", "float32",

@@ -11,6 +11,12 @@ The grid: a block of the cache is `block` positions; a step at ctx_len uses the 
 splits_used(ctx_len) of them, and at most SPLIT_CAP programs per kv head run them (grid_splits).
 """
 
+import math
+
+import torch
+
+from tfdash.kernels.base import Geometry
+
 
 def splits_used(dims, ctx_len):
     """Blocks of the cache a step at ctx_len attends over (ctx_len + 1 positions)."""
@@ -121,3 +127,28 @@ def merge_macro(T, group: int, warps: int, S: int, D: int, dt: str, early: bool 
 
     return merge
 
+
+def attention_geometry(dims, ctx_len: int = 0) -> Geometry:
+    """The cache blocks a step at ctx_len attends over, per kv head, over its programs: the rounds
+    with work in them (the kernel's loop also runs the skipped rounds over the blocks past ctx_len)."""
+    S = splits_used(dims, ctx_len)
+    programs, _ = grid_splits(dims["splits"], dims.get("split_cap", SPLIT_CAP))
+    return Geometry((programs, dims["n_kv_heads"]), dims["head_dim"], None, S, "cache block", programs, "program",
+                    "kv head")
+
+
+def torch_split_partials(dims, q, k_cache, v_cache, pos, part, ml):
+    """The kernel's partials in torch: for each q head h and split s of `block` positions, ml[h, s]
+    = (m_s, l_s), the max of the split's scores up to pos and the sum of exp(score - m_s), and
+    part[h, s, :] = sum_j exp(s_j - m_s) v_j (tfdash.kernels.softmax). Capturable: every slot of
+    the cache is scored and the ones past pos masked; a split past pos holds (-inf, 0) and zeros."""
+    nH, nKV, D, B = dims["n_heads"], dims["n_kv_heads"], dims["head_dim"], dims["block"]
+    group, S, C = nH // nKV, part.shape[1], k_cache.shape[1]
+    s = torch.einsum("gqd,gnd->gqn", q.view(nKV, group, D).float(), k_cache.float()) * (1.0 / math.sqrt(D))
+    s = s.masked_fill(torch.arange(C, device=s.device) > pos.to(s.device).reshape(()), -math.inf)
+    s = torch.nn.functional.pad(s, (0, S * B - C), value=-math.inf).view(nKV, group, S, B)
+    m = s.amax(dim=-1)
+    p = torch.exp(s - torch.where(torch.isinf(m), torch.zeros_like(m), m).unsqueeze(-1))
+    v = torch.nn.functional.pad(v_cache.float(), (0, 0, 0, S * B - C)).view(nKV, S, B, D)
+    part.copy_(torch.einsum("gqsb,gsbd->gqsd", p, v).reshape(nH, S, D))
+    ml.copy_(torch.stack([m, p.sum(dim=-1)], dim=-1).reshape(nH, S, 2))

@@ -38,6 +38,9 @@ PLAN_VARIANTS = {
     # the token copied into the host's pinned ring after each replay, where the default's argmax
     # stores it there from inside the graph
     "tilelang-ringcopy": {"ring_in_graph": False},
+    # attention's blocks end at their partials; o_proj merges them, its heads adding into a
+    # fixed-point sum that gate_up's norm and down's residual add into x
+    "tilelang-omerge": {"oproj_merges": True},
 }
 
 
