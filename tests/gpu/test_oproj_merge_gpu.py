@@ -9,6 +9,7 @@ from test_kernels_gpu import DEV, both, operands, poison, rel_err, run_tilelang,
 from tfdash.engine.config import preset
 from tfdash.engine.plan import build_plan
 from tfdash.kernels.oproj_merge import FIXED_SHIFT
+from tfdash.profiling.variants import PLAN_VARIANTS
 
 pytestmark = pytest.mark.gpu
 
@@ -16,14 +17,15 @@ if not torch.cuda.is_available():
     pytest.skip("needs CUDA", allow_module_level=True)
 
 SIZES = ["qwen3-0.6b", "qwen3-1.7b", "qwen3-4b", "qwen3-8b", "qwen3-14b", "qwen3-32b"]
-CTXS = [0, 1, 63, 64, 255, 1024, 2111]  # the bench's capacity: 33 splits, a second round past 2048
+CTXS = [0, 1, 31, 32, 63, 64, 255, 1024, 2111]  # the bench's capacity: 33 (66) splits, a second round
+VARIANTS = ["tilelang-omerge", "tilelang-omerge-b32"]
 _PLANS = {}
 
 
-def plan_of(size):
-    if size not in _PLANS:
-        _PLANS[size] = build_plan(preset(size), dtype="bfloat16", capacity=2112, oproj_merges=True)
-    return _PLANS[size]
+def plan_of(size, variant="tilelang-omerge"):
+    if (size, variant) not in _PLANS:
+        _PLANS[size, variant] = build_plan(preset(size), dtype="bfloat16", capacity=2112, **PLAN_VARIANTS[variant])
+    return _PLANS[size, variant]
 
 
 def launch_of(plan, op):
@@ -35,10 +37,11 @@ def fixed(t):
     return torch.round(t.double() * 2.0 ** FIXED_SHIFT).to(torch.int64)
 
 
+@pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("size", ["qwen3-0.6b", "qwen3-1.7b", "qwen3-4b", "qwen3-14b"])
 @pytest.mark.parametrize("ctx", CTXS)
-def test_attention_ends_at_its_partials_and_zeroes_acc(size, ctx):
-    plan = plan_of(size)
+def test_attention_ends_at_its_partials_and_zeroes_acc(size, ctx, variant):
+    plan = plan_of(size, variant)
     launch = launch_of(plan, "attention")
     a, b, _ = both(launch, ctx, ["part", "ml", "acc"], plan)
     n = ctx // launch.dims["block"] + 1  # the splits this step uses
@@ -63,10 +66,11 @@ def merge_operands(plan, launch, ctx):
     return base
 
 
+@pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("ctx", [0, 1, 255, 1024, 2111])
-def test_oproj_merge_against_torch(size, ctx):
-    plan = plan_of(size)
+def test_oproj_merge_against_torch(size, ctx, variant):
+    plan = plan_of(size, variant)
     launch = launch_of(plan, "o_proj")
     assert launch.family == "oproj_merge"
     base = merge_operands(plan, launch, ctx)
@@ -106,18 +110,20 @@ def test_gemv_adds_o_projs_sum(size, op):
         assert rel_err(without["out"], a["out"]) > 5e-2
 
 
-@pytest.fixture(scope="module", params=["qwen3-0.6b", "qwen3-1.7b"])
+@pytest.fixture(scope="module", params=[("qwen3-0.6b", "tilelang-omerge"), ("qwen3-1.7b", "tilelang-omerge"),
+                                        ("qwen3-1.7b", "tilelang-omerge-b32")], ids=lambda p: "-".join(p))
 def merged(request):
-    """The reference step (the default plan's torch spelling) and the engine on the merging plan."""
+    """The reference step (the default plan's torch spelling) and the engine on a merging plan."""
     import gc
 
     from tfdash.engine.runtime import Runtime, TilelangRuntime
     from tfdash.engine.weights import pack, random_state_dict
 
-    cfg = preset(request.param)
+    size, variant = request.param
+    cfg = preset(size)
     weights = pack(cfg, dict(random_state_dict(cfg, torch.bfloat16, DEV, seed=0, gain=0.5)))
     ref = Runtime(build_plan(cfg, dtype="bfloat16", capacity=1280), weights, DEV)
-    eng = TilelangRuntime(build_plan(cfg, dtype="bfloat16", capacity=1280, oproj_merges=True), weights, DEV)
+    eng = TilelangRuntime(build_plan(cfg, dtype="bfloat16", capacity=1280, **PLAN_VARIANTS[variant]), weights, DEV)
     eng.capture()
     truth = Runtime(build_plan(cfg, dtype="float32", capacity=1280), {k: v.float() for k, v in weights.items()}, DEV)
     held = [cfg, ref, eng, truth]

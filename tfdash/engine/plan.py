@@ -360,7 +360,9 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         res_sfx = "" if early_residual else "_lateres"
         o_extra = dict(res or {}, **({"trigger_first": 1} if o_proj_trigger_first else {}))
         if oproj_merges:
-            launch(p + "o_proj", i, "oproj_merge", "oproj_merge" + ("_t1" if o_proj_trigger_first else ""),
+            launch(p + "o_proj", i, "oproj_merge", "oproj_merge" + ("" if attn_dims["block"] == ATTN_BLOCK
+                                                                else f"_b{attn_dims['block']}")
+                   + ("_t1" if o_proj_trigger_first else ""),
                    dict(N=H, n_heads=nH, head_dim=D, splits=splits, block=attn_dims["block"],
                         **({"trigger_first": 1} if o_proj_trigger_first else {})),
                    part="attn_part", ml="attn_ml", pos="pos", w=p + "w_o", acc="o_acc")

@@ -41,6 +41,9 @@ PLAN_VARIANTS = {
     # attention's blocks end at their partials; o_proj merges them, its heads adding into a
     # fixed-point sum that gate_up's norm and down's residual add into x
     "tilelang-omerge": {"oproj_merges": True},
+    # the same with 32-position splits on 64 programs a kv head: twice the splits, which o_proj now
+    # merges, for half the K/V a block
+    "tilelang-omerge-b32": {"oproj_merges": True, "attn_block": 32, "attn_split_cap": 64},
 }
 
 
