@@ -373,7 +373,9 @@ if [ "$what" = omerge ]; then
   # the reference at 0.6B and 1.7B, the A/B at both sizes (4 rounds, one state), then each op's
   # exclusive time at ctx 1024
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  timeout 240 python3 -m pytest -m gpu tests/gpu/test_oproj_merge_gpu.py -q -rA -p no:cacheprovider -x \
+  timeout 150 python3 scripts/precompile.py --only-default --sizes qwen3-0.6b,qwen3-1.7b \
+    --variants tilelang-omerge,tilelang-omerge-b32 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
+  timeout 200 python3 -m pytest -m gpu tests/gpu/test_oproj_merge_gpu.py -q -rA -p no:cacheprovider -x \
     -k "${TESTS_K:-0.6b or 1.7b}" 2>&1 | grep -v "TileLang:" > "$R/omerge-tests.log"
   grep -E "^(FAILED|ERROR|E  )|passed|failed" "$R/omerge-tests.log" | cut -c1-200 | tail -8; pack
   for m in qwen3-0.6b qwen3-1.7b; do
