@@ -25,6 +25,7 @@ import math
 import torch
 
 from tfdash.kernels.base import DTYPE_BYTES, SHORT_DTYPE, Family, Geometry, Operand, make_cost, register
+from tfdash.kernels.splitkv import split_weights_macro
 
 FIXED_SHIFT = 28  # acc counts units of 2**-28: |o_proj(x)| up to 2**35, 4e-9 apart
 THREADS = 256
@@ -113,6 +114,7 @@ def tilelang_oproj_merge(dims):
     K = nH * D
     scale = float(2.0 ** FIXED_SHIFT)
     trig_first = pdl and bool(dims.get("trigger_first"))
+    weights = split_weights_macro(T, S)
 
     @T.prim_func
     def oproj_merge(part: T.Tensor((nH, S, D), "float32"), ml: T.Tensor((nH, S, 2), "float32"),
@@ -126,11 +128,9 @@ def tilelang_oproj_merge(dims):
             pre = T.alloc_local((MC,), "float32")
             mloc = T.alloc_local((sper,), "float32")
             lloc = T.alloc_local((sper,), "float32")
-            w_s = T.alloc_shared((S32,), "float32")
+            w_s = T.alloc_shared((1, S32), "float32")
             sum_s = T.alloc_shared((Q, D), "float32")
             a_s = T.alloc_shared((D,), dt)
-            mm = T.alloc_var("float32")
-            ll = T.alloc_var("float32")
             o = T.alloc_var("float32")
             dot = T.alloc_var("float32")
             n_active = T.alloc_var("int32")
@@ -149,24 +149,8 @@ def tilelang_oproj_merge(dims):
                     pre[k] = part[h, tx // D + k * Q, tx % D]
                 else:
                     pre[k] = 0.0
-            if warp == 0:  # lane l holds splits l, l + 32, ...
-                mm = -T.infinity("float32")
-                for k in T.unroll(sper):
-                    if k * 32 + lane < n_active:
-                        mloc[k] = ml[h, k * 32 + lane, 0]
-                        lloc[k] = ml[h, k * 32 + lane, 1]
-                    else:
-                        mloc[k] = -T.infinity("float32")
-                        lloc[k] = 0.0
-                    mm = T.max(mm, mloc[k])
-                mm = T.warp_reduce_max(mm)
-                ll = 0.0
-                for k in T.unroll(sper):
-                    mloc[k] = T.exp(mloc[k] - mm)
-                    ll += mloc[k] * lloc[k]
-                ll = T.warp_reduce_sum(ll)
-                for k in T.unroll(sper):
-                    w_s[k * 32 + lane] = mloc[k] / ll
+            if warp == 0:  # the merge weights (tfdash.kernels.splitkv, as attention's merge makes them)
+                weights(ml, h, w_s, 0, mloc, lloc, lane, n_active)
             T.sync_threads()
             o = 0.0
             for c in T.serial(chunks):
@@ -177,7 +161,7 @@ def tilelang_oproj_merge(dims):
                         else:
                             pre[k] = 0.0
                 for k in T.unroll(MC):
-                    o += w_s[T.min(tx // D + (c * MC + k) * Q, S32 - 1)] * pre[k]
+                    o += w_s[0, T.min(tx // D + (c * MC + k) * Q, S32 - 1)] * pre[k]
             sum_s[tx // D, tx % D] = o
             T.sync_threads()
             if tx < D:

@@ -45,6 +45,37 @@ def lanes(S: int) -> tuple[int, int]:
     return sper, sper * 32
 
 
+def split_weights_macro(T, S: int):
+    """One warp's merge weights for q head `head` over the n_active splits of S: lane l holds
+    splits l, l + 32, ...; the global max M and sum L = sum_s exp(m_s - M) l_s are warp
+    reductions, and w_s[row, s] = exp(m_s - M) / L goes to shared memory (0 past n_active)."""
+    sper, _ = lanes(S)
+
+    @T.macro
+    def split_weights(ml, head, w_s, row, mloc, lloc, lane, n_active):
+        mm = T.alloc_var("float32")
+        ll = T.alloc_var("float32")
+        mm = -T.infinity("float32")
+        for k in T.unroll(sper):
+            if k * 32 + lane < n_active:
+                mloc[k] = ml[head, k * 32 + lane, 0]
+                lloc[k] = ml[head, k * 32 + lane, 1]
+            else:
+                mloc[k] = -T.infinity("float32")
+                lloc[k] = 0.0
+            mm = T.max(mm, mloc[k])
+        mm = T.warp_reduce_max(mm)
+        ll = 0.0
+        for k in T.unroll(sper):
+            mloc[k] = T.exp(mloc[k] - mm)  # 0 for the splits past n_active
+            ll += mloc[k] * lloc[k]
+        ll = T.warp_reduce_sum(ll)
+        for k in T.unroll(sper):
+            w_s[row, k * 32 + lane] = mloc[k] / ll
+
+    return split_weights
+
+
 def merge_macro(T, group: int, warps: int, S: int, D: int, dt: str, early: bool = False, acq_rel: bool = False,
                 chunk: int = MERGE_CHUNK):
     """The merge as a tilelang macro over the attention kernel's own buffers and indices. `early`:
@@ -57,6 +88,7 @@ def merge_macro(T, group: int, warps: int, S: int, D: int, dt: str, early: bool 
     the (max, sum) loads, so a chunk covering every split leaves no second round trip."""
     sper, S32 = lanes(S)
     MP = -(-group // warps)  # merge-weight passes: one warp per head
+    weights = split_weights_macro(T, S)
 
     @T.macro
     def merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active):
@@ -88,23 +120,7 @@ def merge_macro(T, group: int, warps: int, S: int, D: int, dt: str, early: bool 
             # weights go to shared memory
             for mp in T.unroll(MP):
                 if mp * warps + warp < group:
-                    mm = -T.infinity("float32")
-                    for k in T.unroll(sper):
-                        if k * 32 + lane < n_active:
-                            mloc[k] = ml[g * group + mp * warps + warp, k * 32 + lane, 0]
-                            lloc[k] = ml[g * group + mp * warps + warp, k * 32 + lane, 1]
-                        else:
-                            mloc[k] = -T.infinity("float32")
-                            lloc[k] = 0.0
-                        mm = T.max(mm, mloc[k])
-                    mm = T.warp_reduce_max(mm)
-                    ll = 0.0
-                    for k in T.unroll(sper):
-                        mloc[k] = T.exp(mloc[k] - mm)  # 0 for the splits past n_active
-                        ll += mloc[k] * lloc[k]
-                    ll = T.warp_reduce_sum(ll)
-                    for k in T.unroll(sper):
-                        w_s[mp * warps + warp, k * 32 + lane] = mloc[k] / ll
+                    weights(ml, g * group + mp * warps + warp, w_s, mp * warps + warp, mloc, lloc, lane, n_active)
             T.sync_threads()
             # out[d] = sum over splits of weight * partial[d]: chunk independent
             # loads in flight per thread, not a chain of dependent ones
