@@ -37,8 +37,9 @@ def fixed(t):
     return torch.round(t.double() * 2.0 ** FIXED_SHIFT).to(torch.int64)
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
-@pytest.mark.parametrize("size", ["qwen3-0.6b", "qwen3-1.7b", "qwen3-4b", "qwen3-14b"])
+@pytest.mark.parametrize("variant,size", [(v, s) for v in VARIANTS for s in ("qwen3-0.6b", "qwen3-1.7b", "qwen3-4b",
+                                                                           "qwen3-14b")]
+                         + [("tilelang-omerge-tdep", "qwen3-0.6b")])
 @pytest.mark.parametrize("ctx", CTXS)
 def test_attention_ends_at_its_partials_and_zeroes_acc(size, ctx, variant):
     plan = plan_of(size, variant)
@@ -110,8 +111,9 @@ def test_gemv_adds_o_projs_sum(size, op):
         assert rel_err(without["out"], a["out"]) > 5e-2
 
 
-@pytest.fixture(scope="module", params=[("qwen3-0.6b", "tilelang-omerge"), ("qwen3-1.7b", "tilelang-omerge"),
-                                        ("qwen3-1.7b", "tilelang-omerge-b32")], ids=lambda p: "-".join(p))
+@pytest.fixture(scope="module", params=[("qwen3-0.6b", "tilelang-omerge"), ("qwen3-0.6b", "tilelang-omerge-tdep"),
+                                        ("qwen3-1.7b", "tilelang-omerge"), ("qwen3-1.7b", "tilelang-omerge-b32")],
+                ids=lambda p: "-".join(p))
 def merged(request):
     """The reference step (the default plan's torch spelling) and the engine on a merging plan."""
     import gc

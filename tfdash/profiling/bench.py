@@ -27,16 +27,16 @@ copy bandwidth.
     tilelang-mlate   attention's merge loads its partials after the (max, sum) pairs, not beside
                      them (the merge A/B: TFDASH_ATTN_MERGE_EARLY)
     tilelang-b32sc64 32-position splits on 64 programs per kv head (tfdash.profiling.variants)
-    tilelang-tdep    o_proj launched at attention's grid dependency where the shape's own waits for its values (0.6B)
+    tilelang-tdep    o_proj launched at attention's grid dependency where the shape's own waits (0.6B)
     tilelang-meg4    groups of 4 q heads merge early, as the plan before did (4B, 8B)
-    tilelang-downsilu gate_up stores g|u and every block of down makes silu(g) * u in its
-                     prologue, as the plan before did (TFDASH_GATE_UP_SILU)
+    tilelang-downsilu gate_up stores g|u and every block of down makes silu(g) * u (TFDASH_GATE_UP_SILU)
     tilelang-qtlate  attention launches after the qkv GEMV's grid dependency where the shape's
                      own launches it at qkv's start (0.6B; TFDASH_QKV_TRIGGER_FIRST)
     tilelang-ringcopy the token copied into the host's ring after each replay, where the default's
                      argmax stores it there from inside the graph (TFDASH_RING_IN_GRAPH)
     tilelang-omerge  attention's blocks end at their partials and o_proj merges them (oproj_merges);
-                     tilelang-omerge-b32: the same with 32-position splits on 64 programs a kv head
+                     -b32: with 32-position splits on 64 programs a kv head; -tdep: o_proj launched at
+                     attention's grid dependency
     tilelang[OP:K=V] a GEMV launch-settings variant (--gemv), the sweep behind the GEMV table
     tilelang@N       tilelang-graph with an N-position KV cache (--also-capacity N; the dashboard's
                      is 4096), against the run-sized one

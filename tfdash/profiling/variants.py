@@ -44,6 +44,9 @@ PLAN_VARIANTS = {
     # the same with 32-position splits on 64 programs a kv head: twice the splits, which o_proj now
     # merges, for half the K/V a block
     "tilelang-omerge-b32": {"oproj_merges": True, "attn_block": 32, "attn_split_cap": 64},
+    # the same with o_proj launched at attention's grid dependency (where the shape's own trigger
+    # waits for the values, 0.6B: attention's blocks now end right after them)
+    "tilelang-omerge-tdep": {"oproj_merges": True, "attn_trigger_at": "dependency"},
 }
 
 
