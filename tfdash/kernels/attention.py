@@ -79,12 +79,13 @@ def supported(dims) -> str | None:
 def smem_bytes(dims) -> int:
     """Shared memory of the tilelang kernel: scores and probabilities (f32, group x block), the
     rotated q of the group and this step's k and v (model dtype), the merge weights (f32, group x
-    splits rounded to 32) and a few reduction slots."""
+    splits rounded to 32; none where o_proj merges) and a few reduction slots."""
     nH, nKV, D, B, S = dims["n_heads"], dims["n_kv_heads"], dims["head_dim"], dims["block"], dims["splits"]
     es = DTYPE_BYTES[dims["dtype"]]
     group = nH // nKV
     passes = max(-(-(group * B) // D), fused_passes(group, D))
-    return 2 * group * B * 4 + (group + 2) * D * es + group * (-(-S // 32) * 32) * 4 + (passes * D // 32 + 1) * 4
+    merge = 0 if dims.get("defer_merge") else group * (-(-S // 32) * 32) * 4
+    return 2 * group * B * 4 + (group + 2) * D * es + merge + (passes * D // 32 + 1) * 4
 
 
 def cost(dims, ctx_len=0):
