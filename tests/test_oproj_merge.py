@@ -72,6 +72,8 @@ def test_the_plan_wires_the_merge_into_o_proj():
     assert plan.weight_bytes() == default.weight_bytes()
     with pytest.raises(TfdashError, match="needs fused_rope"):
         build_plan(cfg, capacity=256, oproj_merges=True, fused_rope=False)
+    with pytest.raises(TfdashError, match="no o_proj GEMV settings"):  # its o_proj is no GEMV
+        build_plan(cfg, capacity=256, oproj_merges=True, gemv_overrides={"o_proj": {"rows": 4}})
 
 
 def test_snapshots_recorded_before_the_option_rebuild_without_it():

@@ -234,8 +234,9 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         raise TfdashError(f"trigger_first on {', '.join(early)}: the kernel after it reads activations before its "
                           f"grid dependency (allowed on {', '.join(TRIGGER_FIRST_OPS)})")
     cfg.validate()
-    if oproj_merges and not fused_rope:
-        raise TfdashError("oproj_merges needs fused_rope: o_proj merges the fused attention's partials")
+    if oproj_merges and (not fused_rope or set(overrides.get("o_proj", {})) - {"trigger_first"}):
+        raise TfdashError("oproj_merges needs fused_rope and takes no o_proj GEMV settings: o_proj merges the "
+                          "fused attention's partials in a kernel of its own")
     if capacity < 1:
         raise CapacityError(f"capacity={capacity} must be positive")
     H, D, I, V, L = cfg.hidden_size, cfg.head_dim, cfg.intermediate_size, cfg.vocab_size, cfg.num_layers

@@ -191,7 +191,7 @@ def tilelang_attention(dims):
     assert fused or not probed, "the phase probe is built for the fused attention"
     launch_kw = dict(prelude=PROBE_PRELUDE) if probed else {}
     defer = bool(dims.get("defer_merge"))
-    assert fused or not defer, "o_proj merges the fused attention's partials"
+    assert fused and not probed or not defer, "o_proj merges the fused attention's partials; no probe build"
     if defer:  # acc zeroed a slice a block
         Hn = dims["hidden"]
         zper = -(-Hn // (SG * nKV))

@@ -59,9 +59,11 @@ def gemv_phase(T, dims, grid: int):
             return (r % 2) * half_n + T.min(g * (R // 2) + r // 2, half_n - 1)
         return T.min(g * R + r, N - 1)
     # The residual this GEMV adds into was written two or more kernels back (the plan says so:
-    # o_proj's x by the last layer's down, down's by o_proj): under PDL, every kernel before the
-    # one just before this has finished once this kernel runs, so its first row group's residual
-    # is read before the grid dependency, off the end of the critical path.
+    # o_proj's x by the last layer's down, down's by o_proj; with resid_acc, down's x by the last
+    # layer's down and acc by o_proj, which is why gate_up never lets down launch at its start):
+    # under PDL, every kernel before the one just before this has finished once this kernel runs,
+    # so its first row group's residual is read before the grid dependency, off the end of the
+    # critical path. acc is read through L2 (__ldcg): its lines were read a layer ago.
     early_res = pdl and epilogue == "residual" and bool(dims.get("early_residual"))
     # The norm weight depends on no kernel: with `early_norm` it is loaded before the grid
     # dependency, so the prologue after it waits only on x (in L2, just written) and not on a
@@ -93,7 +95,7 @@ def gemv_phase(T, dims, grid: int):
                     for r in T.unroll(R):
                         ns.resv[r] = out[T.min(g0 * R + r, N - 1)]
                         if ra:
-                            ns.av[r] = acc[T.min(g0 * R + r, N - 1)]
+                            ns.av[r] = T.call_extern("int64", "__ldcg", T.address_of(acc[T.min(g0 * R + r, N - 1)]))
         if early_norm:
             for it in T.unroll(pro_iters):
                 if (it * THREADS + tx) * VEC < K:
