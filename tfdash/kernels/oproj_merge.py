@@ -25,13 +25,13 @@ import math
 import torch
 
 from tfdash.kernels.base import DTYPE_BYTES, SHORT_DTYPE, Family, Geometry, Operand, make_cost, register
-from tfdash.kernels.splitkv import split_weights_macro
+from tfdash.kernels.splitkv import MERGE_CHUNK, lanes, split_weights_macro, splits_used
 
 FIXED_SHIFT = 28  # acc counts units of 2**-28: |o_proj(x)| up to 2**35, 4e-9 apart
 THREADS = 256
 VEC = 8  # bf16 per 16-byte weight load
 ROWS = 128  # rows a block streams (default dims["rows"])
-MC = 16  # partials a thread loads at once
+MC = MERGE_CHUNK  # partials a thread loads at once, as attention's merge does
 
 
 def torch_merge(dims, part, ml, pos):
@@ -58,10 +58,6 @@ def torch_oproj_merge(dims, bufs):
 def to_float(acc, dtype):
     """o_proj's output from acc: the integer to f32 (round to nearest), scaled, rounded to dtype."""
     return (acc.to(torch.float32) * 2.0 ** -FIXED_SHIFT).to(dtype)
-
-
-def splits_used(dims, ctx_len):
-    return -(-(ctx_len + 1) // dims["block"])
 
 
 def cost(dims, ctx_len=0):
@@ -108,7 +104,7 @@ def tilelang_oproj_merge(dims):
     RP = THREADS // LPR  # rows a pass
     P = RT // RP  # passes: weight loads a thread holds
     Q = THREADS // D  # split lanes: threads that share a dim
-    sper, S32 = -(-S // 32), -(-S // 32) * 32
+    sper, S32 = lanes(S)
     chunks = -(-S // (Q * MC))
     tiles = -(-N // RT)
     K = nH * D
