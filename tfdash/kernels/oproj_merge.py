@@ -88,7 +88,7 @@ def supported(dims):
 
 def tilelang_oproj_merge(dims):
     """Thread tx streams 16 bytes (VEC columns) of rows tx // LPR, + RP, ... of its block's tile,
-    LPR = D / VEC lanes a row: the weights before the grid dependency. After it, every thread
+    LPR = D / VEC lanes a row: the weights (and pos) before the grid dependency. After it, every thread
     loads up to MC partials of dim tx % D (splits tx // D, + Q, ..., Q = THREADS / D) while warp 0
     turns the (max, sum) pairs into weights in shared memory; the weighted partials are summed,
     rounded to the dtype into a_h in shared memory; each row's VEC-column dots are summed over its
@@ -135,11 +135,13 @@ def tilelang_oproj_merge(dims):
             for p in T.unroll(P):  # weights depend on no kernel: streamed before the grid dependency
                 for j in T.vectorized(VEC):
                     wv[p, j] = w[T.min(bt * RT + p * RP + tx // LPR, N - 1), h * D + (tx % LPR) * VEC + j]
+            # pos changes only at the step's end (argmax_feed): read before the grid dependency too,
+            # through L2 as attention reads it there
+            n_active = (T.call_extern("int32", "__ldcg", T.address_of(pos[0])) + B) // B
             if pdl:
                 T.pdl_sync()
                 if not trig_first:
                     T.pdl_trigger()
-            n_active = (pos[0] + B) // B
             for k in T.unroll(MC):  # the first partials, in flight beside the (max, sum) loads
                 if tx // D + k * Q < n_active:
                     pre[k] = part[h, tx // D + k * Q, tx % D]
