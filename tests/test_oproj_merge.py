@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from tfdash.engine.config import preset
+from tfdash.engine.config import PRESETS, preset
 from tfdash.engine.plan import build_plan
 from tfdash.engine.plan_options import recorded_options
 from tfdash.errors import TfdashError
@@ -56,7 +56,7 @@ def test_o_proj_sum_is_fixed_point_and_order_free():
 
 def test_the_plan_wires_the_merge_into_o_proj():
     cfg = preset("qwen3-1.7b")
-    plan, default = build_plan(cfg, capacity=2112, oproj_merges=True), build_plan(cfg, capacity=2112)
+    plan, default = (build_plan(cfg, capacity=2112, oproj_merges=m) for m in (True, False))
     assert len(plan) == len(default) and plan.buffers["o_acc"].shape == (cfg.hidden_size,)
     attn, o, gu, down = (plan.ops()[op][0] for op in ("attention", "o_proj", "gate_up", "down"))
     assert attn.dims["defer_merge"] and "out" not in attn.args and "sem" not in attn.args
@@ -74,6 +74,20 @@ def test_the_plan_wires_the_merge_into_o_proj():
         build_plan(cfg, capacity=256, oproj_merges=True, fused_rope=False)
     with pytest.raises(TfdashError, match="no o_proj GEMV settings"):  # its o_proj is no GEMV
         build_plan(cfg, capacity=256, oproj_merges=True, gemv_overrides={"o_proj": {"rows": 4}})
+
+
+def test_o_proj_merges_by_default_where_its_weight_is_over_4_and_at_most_8_mib():
+    """The shape's own choice (oproj_merges=None): 1.7B's o_proj weight (8 MiB in bf16) alone of the
+    presets; not without the fused attention, nor where o_proj takes GEMV settings."""
+    merging = {size for size in PRESETS if build_plan(preset(size), capacity=256).ops()["o_proj"][0].family
+               == "oproj_merge"}
+    assert merging == {"qwen3-1.7b"}
+    cfg = preset("qwen3-1.7b")
+    assert build_plan(cfg, capacity=256, fused_rope=False).ops()["o_proj"][0].family == "gemv"
+    tuned = build_plan(cfg, capacity=256, gemv_overrides={"o_proj": {"rows": 4}})
+    assert tuned.ops()["o_proj"][0].family == "gemv" and "o_acc" not in tuned.buffers
+    assert build_plan(cfg, capacity=256, oproj_merges=False).ops()["o_proj"][0].family == "gemv"
+    assert build_plan(preset("qwen3-4b"), capacity=256, oproj_merges=True).ops()["o_proj"][0].family == "oproj_merge"
 
 
 def test_snapshots_recorded_before_the_option_rebuild_without_it():

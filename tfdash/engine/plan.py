@@ -30,18 +30,14 @@ from typing import Mapping
 
 from tfdash.engine.attn_plan import ATTN_BLOCK, attention_dims
 from tfdash.engine.config import ModelConfig
+from tfdash.engine.plan_options import GEMV_KNOB_TAG, checked_gemv_overrides
 from tfdash.errors import CapacityError, TfdashError
 
-# kernel-name tags of overridden settings; min_blocks: __launch_bounds__'s blocks per SM (a
-# register budget a thread, so the next kernel's blocks fit beside these under PDL)
-GEMV_KNOB_TAG = {"rows": "r", "seg": "s", "blocks_per_sm": "b", "min_blocks": "m", "trigger_first": "t"}
-# trigger_first (1: the next kernel may launch at this GEMV's start) only where the next kernel
-# reads nothing before its grid dependency that the kernel before this one writes: o_proj ->
-# gate_up, down -> qkv / lm_head (weights), qkv -> attention (weights, pos and earlier steps' K/V)
-TRIGGER_FIRST_OPS = ("o_proj", "down", "qkv_proj")
 TOKEN_RING = 64  # the host's pinned token slots, by position: how far the host may run ahead of the GPU
 # qkv weights at most this large: attention launches at qkv_proj's start (build_plan's qkv_trigger_first)
 QKV_TRIGGER_FIRST_MAX_BYTES = 8 << 20
+# o_proj weights over the first, at most the second: o_proj merges attention's partials (build_plan's oproj_merges)
+OPROJ_MERGE_O_BYTES = (4 << 20, 8 << 20)
 
 
 @dataclass(frozen=True)
@@ -165,7 +161,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                attn_merge_acq_rel: bool = True, attn_merge_chunk: int | None = None,
                attn_trigger_at: str | None = None, attn_merge_early_group: int | None = None,
                gate_up_silu: bool = True, qkv_trigger_first: bool | None = None,
-               ring_in_graph: bool = True, oproj_merges: bool = False) -> StepPlan:
+               ring_in_graph: bool = True, oproj_merges: bool | None = None) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -215,33 +211,30 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     baseline).
     `oproj_merges`: attention's blocks end at their split partials and o_proj merges them, each head
     adding into a fixed-point sum that gate_up's norm and down's residual add into x
-    (tfdash.kernels.oproj_merge); needs fused_rope. False: attention merges, o_proj adds into x.
+    (tfdash.kernels.oproj_merge); needs fused_rope. None: with fused_rope and no o_proj GEMV settings,
+    where o_proj's weight is in OPROJ_MERGE_O_BYTES (1.7B; 0.6B, 4B and 8B measured a loss); False:
+    attention merges, o_proj adds into x (the baseline).
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import paired as gemv_paired
     from tfdash.kernels.gemv import settings as gemv_settings
 
     bps = dict(gemv_blocks_per_sm or {})
-    overrides = {op: dict(v) for op, v in (gemv_overrides or {}).items()}
-    low = [f"{op}:{k}={v}" for op, o in overrides.items() for k, v in o.items() if not isinstance(v, int) or v < 1]
-    if low:
-        raise TfdashError(f"GEMV setting(s) {', '.join(low)} must be whole numbers of at least 1")
-    bad = {k for v in overrides.values() for k in v} - set(GEMV_KNOB_TAG)
-    if bad:
-        raise TfdashError(f"unknown GEMV setting(s) {', '.join(sorted(bad))} (known: {', '.join(GEMV_KNOB_TAG)})")
-    early = sorted(op for op, o in overrides.items() if o.get("trigger_first") and op not in TRIGGER_FIRST_OPS)
-    if early:
-        raise TfdashError(f"trigger_first on {', '.join(early)}: the kernel after it reads activations before its "
-                          f"grid dependency (allowed on {', '.join(TRIGGER_FIRST_OPS)})")
+    overrides = checked_gemv_overrides(gemv_overrides)
     cfg.validate()
-    if oproj_merges and (not fused_rope or set(overrides.get("o_proj", {})) - {"trigger_first"}):
-        raise TfdashError("oproj_merges needs fused_rope and takes no o_proj GEMV settings: o_proj merges the "
-                          "fused attention's partials in a kernel of its own")
     if capacity < 1:
         raise CapacityError(f"capacity={capacity} must be positive")
     H, D, I, V, L = cfg.hidden_size, cfg.head_dim, cfg.intermediate_size, cfg.vocab_size, cfg.num_layers
     nH, nKV, C = cfg.num_heads, cfg.num_kv_heads, capacity
     from tfdash.kernels.base import DTYPE_BYTES
+
+    o_setting = set(overrides.get("o_proj", {})) - {"trigger_first"}
+    if oproj_merges is None:
+        lo, hi = OPROJ_MERGE_O_BYTES
+        oproj_merges = fused_rope and not o_setting and lo < H * cfg.q_size * DTYPE_BYTES[dtype] <= hi
+    if oproj_merges and (not fused_rope or o_setting):
+        raise TfdashError("oproj_merges needs fused_rope and takes no o_proj GEMV settings: o_proj merges the "
+                          "fused attention's partials in a kernel of its own")
 
     attn_dims, sc_sfx = attention_dims(
         nH, nKV, D, C, fused_rope=fused_rope, attn_kv_early=attn_kv_early, attn_split_cap=attn_split_cap,

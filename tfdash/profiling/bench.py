@@ -34,9 +34,9 @@ copy bandwidth.
                      own launches it at qkv's start (0.6B; TFDASH_QKV_TRIGGER_FIRST)
     tilelang-ringcopy the token copied into the host's ring after each replay, where the default's
                      argmax stores it there from inside the graph (TFDASH_RING_IN_GRAPH)
-    tilelang-omerge  attention's blocks end at their partials and o_proj merges them (oproj_merges);
-                     -b32: with 32-position splits on 64 programs a kv head; -tdep: o_proj launched at
-                     attention's grid dependency
+    tilelang-omerge  attention's blocks end at their partials and o_proj merges them (oproj_merges,
+                     TFDASH_OPROJ_MERGES; the default at 1.7B); tilelang-attnmerge: attention merges
+                     them itself, the baseline
     tilelang[OP:K=V] a GEMV launch-settings variant (--gemv), the sweep behind the GEMV table
     tilelang@N       tilelang-graph with an N-position KV cache (--also-capacity N; the dashboard's
                      is 4096), against the run-sized one

@@ -39,14 +39,9 @@ PLAN_VARIANTS = {
     # stores it there from inside the graph
     "tilelang-ringcopy": {"ring_in_graph": False},
     # attention's blocks end at their partials; o_proj merges them, its heads adding into a
-    # fixed-point sum that gate_up's norm and down's residual add into x
+    # fixed-point sum that gate_up's norm and down's residual add into x (the default at 1.7B)
     "tilelang-omerge": {"oproj_merges": True},
-    # the same with 32-position splits on 64 programs a kv head: twice the splits, which o_proj now
-    # merges, for half the K/V a block
-    "tilelang-omerge-b32": {"oproj_merges": True, "attn_block": 32, "attn_split_cap": 64},
-    # the same with o_proj launched at attention's grid dependency (where the shape's own trigger
-    # waits for the values, 0.6B: attention's blocks now end right after them)
-    "tilelang-omerge-tdep": {"oproj_merges": True, "attn_trigger_at": "dependency"},
+    "tilelang-attnmerge": {"oproj_merges": False},  # attention merges its partials, o_proj adds into x
 }
 
 
@@ -56,7 +51,7 @@ GEMV_OPS = ("qkv_proj", "o_proj", "gate_up", "down", "lm_head")  # the GEMVs a -
 def gemv_variant(spec: str) -> tuple[str, dict]:
     """`down:seg=8,blocks_per_sm=1` -> ("tilelang[down:seg=8,blocks_per_sm=1]", build_plan options);
     `o_proj:blocks_per_sm=1+down:blocks_per_sm=1` sets both ops in one variant."""
-    from tfdash.engine.plan import GEMV_KNOB_TAG  # the settings a --gemv variant may set
+    from tfdash.engine.plan_options import GEMV_KNOB_TAG  # the settings a --gemv variant may set
 
     overrides: dict[str, dict] = {}
     for part in spec.split("+"):
