@@ -12,10 +12,10 @@ from fixtures.appkit import SNAPSHOT, isolated_config, sync  # noqa: F401  (fixt
 
 from tfdash.app.main import snapshot_app
 
-# the synthetic ncu page names today's 1.7B kernels; the recorded snapshot ran the plan before gate_up
-# made silu(g) * u (and before o_proj merged attention's partials there), whose gate_up was gemv_gate_up
+# the synthetic ncu page names today's kernels; the recorded snapshot ran the plan before gate_up
+# made silu(g) * u, whose gate_up was gemv_gate_up
 RAW = (Path(__file__).resolve().parent / "fixtures" / "ncu-raw.csv").read_text().replace(
-    "gemv_gate_up_silu_ra_kernel", "gemv_gate_up_kernel")
+    "gemv_gate_up_silu_kernel", "gemv_gate_up_kernel")
 
 
 def make_app(**kw):

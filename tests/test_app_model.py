@@ -103,7 +103,7 @@ def test_plan_rebuilds_from_the_snapshot_and_its_variants(snap):
     both_late = build_snapshot(attn_kv_early=False, early_residual=False)  # two knobs off at once
     p3 = drill_model.plan_of(both_late)
     assert p3 is not None and [la.kernel for la in p3.launches] == [k.kernel for k in both_late.kernels]
-    assert "gemv_down_residual_lateres_ra" in p3.kernels() and "attn_rope_decode_late_me_om" in p3.kernels()
+    assert "gemv_o_residual_lateres" in p3.kernels() and "attn_rope_decode_late_me" in p3.kernels()
     alien = replace(snap, kernels=tuple(replace(k, role="x" + k.role) for k in snap.kernels))
     assert drill_model.plan_of(alien) is None
 

@@ -19,40 +19,29 @@ pytestmark = pytest.mark.skipif(
     reason="needs tilelang and nvcc",
 )
 
-PLAN = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096)  # o_proj merges attention's partials
-# attention merges its partials, o_proj adds into x (the other variants build on it)
-ATTNMERGE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, oproj_merges=False)
+PLAN = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096)
 UNFUSED = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, fused_rope=False)
-GU1 = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, oproj_merges=False,
-                 gemv_blocks_per_sm={"gate_up": 1})
-LATE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, oproj_merges=False, attn_kv_early=False)
-LATERES = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, oproj_merges=False, early_residual=False)
-OTLATE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, oproj_merges=False,
-                    o_proj_trigger_first=False)
-MLATE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, oproj_merges=False, attn_merge_early=False,
+GU1 = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, gemv_blocks_per_sm={"gate_up": 1})
+LATE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_kv_early=False)
+LATERES = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, early_residual=False)
+OTLATE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, o_proj_trigger_first=False)
+MLATE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_merge_early=False,
                    gemv_overrides={"down": {"trigger_first": 1}})
 UNFUSED_MLATE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, fused_rope=False,
                            attn_merge_early=False)  # 14B's and 32B's unfused attention: the late merge
-LATENORM = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, oproj_merges=False, early_norm=False)
-FENCED = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, oproj_merges=False,
-                    attn_merge_acq_rel=False)
-DOWNSILU = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, oproj_merges=False,
-                      gate_up_silu=False)  # down makes silu
-QTFIRST = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, oproj_merges=False,
-                     qkv_trigger_first=True)  # as 0.6B's
-RINGCOPY = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, oproj_merges=False,
-                      ring_in_graph=False)  # argmax_feed
-KERNELS = {**ATTNMERGE.kernels(), **RINGCOPY.kernels(), **QTFIRST.kernels(), **DOWNSILU.kernels(), **FENCED.kernels(),
-           **LATENORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(),
-           **OTLATE.kernels(),
+LATENORM = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, early_norm=False)
+FENCED = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_merge_acq_rel=False)
+DOWNSILU = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, gate_up_silu=False)  # down makes silu
+QTFIRST = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, qkv_trigger_first=True)  # as 0.6B's
+RINGCOPY = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, ring_in_graph=False)  # argmax_feed
+KERNELS = {**RINGCOPY.kernels(), **QTFIRST.kernels(), **DOWNSILU.kernels(), **FENCED.kernels(), **LATENORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
            **MLATE.kernels(), **UNFUSED_MLATE.kernels(), **PLAN.kernels()}  # every kernel the plan variants launch
 
 
 # the GEMVs whose registers and shared memory are checked against their blocks per SM
-GEMV_FIT = sorted(k for k in {**PLAN.kernels(), **OTLATE.kernels(), **LATENORM.kernels(), **DOWNSILU.kernels(),
-                               **ATTNMERGE.kernels()}
+GEMV_FIT = sorted(k for k in {**PLAN.kernels(), **OTLATE.kernels(), **LATENORM.kernels(), **DOWNSILU.kernels()}
                   if k.startswith("gemv_"))
-_ATTN = ATTNMERGE.kernels()["attn_rope_decode_me"]  # no probe of the merging attention
+_ATTN = PLAN.kernels()["attn_rope_decode_me"]
 PROBE = dataclasses.replace(_ATTN, kernel=_ATTN.kernel + "_probe", dims={**_ATTN.dims, "probe": True})
 
 
@@ -88,12 +77,9 @@ def builds_read_by(item) -> list:
 def test_plan_has_the_expected_kernels():
     common = {"embed_gather", "gemv_qkv", "gemv_o_residual", "gemv_gate_up_silu", "gemv_down_residual",
               "gemv_lm_head", "argmax_feed_ring"}
-    assert set(ATTNMERGE.kernels()) == common | {"attn_rope_decode_me"}
+    assert set(PLAN.kernels()) == common | {"attn_rope_decode_me"}
     assert set(UNFUSED.kernels()) == common | {"qk_norm_rope", "attn_decode_me"}
-    merging = {"embed_gather", "gemv_qkv", "attn_rope_decode_me_om", "oproj_merge_t1", "gemv_gate_up_silu_ra",
-               "gemv_down_residual_ra", "gemv_lm_head", "argmax_feed_ring"}
-    assert set(PLAN.kernels()) == merging  # 1.7B: o_proj merges attention's partials by default
-    assert len(PLAN) == len(ATTNMERGE) == 1 + 5 * 28 + 2 and len(UNFUSED) == 1 + 6 * 28 + 2
+    assert len(PLAN) == 1 + 5 * 28 + 2 and len(UNFUSED) == 1 + 6 * 28 + 2
 
 
 def compiled(builds, name: str):
@@ -229,11 +215,10 @@ def test_every_preset_kernel_compiles_for_sm90a(key, fresh_cache):
 
 
 def test_every_gemv_table_entry_is_a_preset_gemv():
-    """The CI guards cover every entry of the GEMV table: each one is some preset's GEMV, or one of
-    the 1.7B variants' whose fit GEMV_FIT checks (its o_proj where attention merges)."""
+    """The CI guard above covers every entry of the GEMV table: each one is some preset's GEMV."""
     from tfdash.kernels.gemv import table
 
-    shapes = {(v.dims["N"], v.dims["K"]) for v in [*EVERY.values(), *KERNELS.values()] if v.family == "gemv"}
+    shapes = {(v.dims["N"], v.dims["K"]) for v in EVERY.values() if v.family == "gemv"}
     assert set(table()) <= shapes, set(table()) - shapes
 
 
@@ -261,7 +246,7 @@ def test_attention_probe_build_stamps_each_phase(fresh_cache):
     buffer, and says whether the block merged; the kernel itself carries no stamp."""
     from tfdash.kernels.probe import PROBE_PHASES
 
-    src = fresh_cache.get(PROBE, pdl=True, backend="tvm_ffi").source  # ATTNMERGE's attn_rope_decode_me, probe=True
+    src = fresh_cache.get(PROBE, pdl=True, backend="tvm_ffi").source  # PLAN's attn_rope_decode_me, probe=True
     assert "%globaltimer" in src and src.count("= tfd_globaltimer()") == len(PROBE_PHASES) - 1
     assert re.search(rf"probe\[[^\]]*\+ {len(PROBE_PHASES) - 1}\)\] = \(\(int64_t\)\(\(int\*\)flag_s\)\[0\]\)", src)
     assert "globaltimer" not in compiled(fresh_cache, "attn_rope_decode_me").source

@@ -129,15 +129,10 @@ def test_buffer_shapes_agree_with_dims(plan):
                 assert shape(launch, "qkv") == ((nH + 2 * nKV) * D,)
                 assert shape(launch, "cos") == shape(launch, "sin") == (C, D // 2)
                 assert shape(launch, "q_norm") == shape(launch, "k_norm") == (D,)
-            if launch.family == "attention":  # its output, or (o_proj merging) o_proj's sum to zero
-                assert shape(launch, "acc" if d.get("defer_merge") else "out") == ((H,) if d.get("defer_merge")
-                                                                                  else (nH * D,))
+            if launch.family == "attention":
+                assert shape(launch, "out") == (nH * D,)
                 assert shape(launch, "part") == (nH, d["splits"], D)
                 assert shape(launch, "ml") == (nH, d["splits"], 2)
-        elif launch.family == "oproj_merge":
-            assert shape(launch, "w") == (H, nH * D) and shape(launch, "acc") == (H,)
-            assert B[launch.args["acc"]].dtype == "int64"
-            assert shape(launch, "part") == (nH, d["splits"], D) and shape(launch, "ml") == (nH, d["splits"], 2)
         elif launch.family == "argmax":
             assert shape(launch, "logits") == (V,) and B[launch.args["logits"]].dtype == "float32"
             assert shape(launch, "prompt") == shape(launch, "out_tokens") == (C,)

@@ -171,12 +171,12 @@ def test_gemv_overrides_name_the_kernel_apart():
     cfg = preset("qwen3-1.7b")
     plan = build_plan(cfg, capacity=64, gemv_overrides={"down": {"seg": 8, "blocks_per_sm": 1}})
     down = plan.ops()["down"][0]
-    assert down.kernel == "gemv_down_residual_ra_b1s8" and down.dims["seg"] == 8  # ra: o_proj merges at 1.7B
+    assert down.kernel == "gemv_down_residual_b1s8" and down.dims["seg"] == 8
     assert down.dims["blocks_per_sm"] == 1
-    assert plan.ops()["gate_up"][0].kernel == "gemv_gate_up_silu_ra"
+    assert plan.ops()["gate_up"][0].kernel == "gemv_gate_up_silu"
     # the old knob still names its kernel as before
     gu1 = build_plan(cfg, capacity=64, gemv_blocks_per_sm={"gate_up": 1})
-    assert gu1.ops()["gate_up"][0].kernel == "gemv_gate_up_silu_ra_b1"
+    assert gu1.ops()["gate_up"][0].kernel == "gemv_gate_up_silu_b1"
     with pytest.raises(TfdashError, match="unknown GEMV setting"):
         build_plan(cfg, capacity=64, gemv_overrides={"down": {"warps": 4}})
 
@@ -204,12 +204,11 @@ def test_attention_knobs_name_their_kernels_and_refuse_what_they_cannot_do():
     """Each attention option is another kernel (its name says so) with the dims the kernel reads;
     the early merge (the default) applies where a group's partials fit in registers (1 or 2 q
     heads a kv head), and 4B's to 32B's groups (4, 5 and 8) merge late under either setting; the
-    attention blocks' trigger for o_proj's launch. At 1.7B with attention merging (o_proj merges
-    there by default)."""
+    attention blocks' trigger for o_proj's launch."""
     cfg = preset("qwen3-1.7b")
 
     def attn(**options):
-        return build_plan(cfg, capacity=64, oproj_merges=False, **options).ops()["attention"][0]
+        return build_plan(cfg, capacity=64, **options).ops()["attention"][0]
 
     assert attn().kernel == "attn_rope_decode_me" and attn().dims["merge_early"] is True
     assert "min_blocks" not in attn().dims
@@ -231,15 +230,15 @@ def test_attention_knobs_name_their_kernels_and_refuse_what_they_cannot_do():
     with pytest.raises(TfdashError, match="attn_trigger_at='scores' must be one of dependency, values"):
         attn(attn_trigger_at="scores")
     gu = build_plan(cfg, capacity=64, gemv_overrides={"gate_up": {"min_blocks": 3}}).ops()["gate_up"][0]
-    assert gu.kernel == "gemv_gate_up_silu_ra_m3" and gu.dims["min_blocks"] == 3
+    assert gu.kernel == "gemv_gate_up_silu_m3" and gu.dims["min_blocks"] == 3
 
 
 def test_late_norm_names_the_kernels_with_a_norm_in_front():
     """The default (early_norm) marks the kernels that norm their input (qkv_proj, gate_up,
     lm_head, the fused attention); the late-norm baseline names each apart; o_proj and down keep
-    the default's kernels (at 1.7B with attention merging)."""
+    the default's kernels."""
     cfg = preset("qwen3-1.7b")
-    en, late = (build_plan(cfg, capacity=64, oproj_merges=False, early_norm=e) for e in (True, False))
+    en, late = build_plan(cfg, capacity=64), build_plan(cfg, capacity=64, early_norm=False)
     names = {op: launches[0].kernel for op, launches in late.ops().items()}
     for op in ("qkv_proj", "gate_up", "lm_head", "attention"):
         assert names[op] == en.ops()[op][0].kernel + "_ln" and en.ops()[op][0].dims["early_norm"] is True
@@ -248,21 +247,18 @@ def test_late_norm_names_the_kernels_with_a_norm_in_front():
         assert names[op] == en.ops()[op][0].kernel and "early_norm" not in en.ops()[op][0].dims
     # the late-KV attention has no early phase to put the loads in; the unfused rope launch none either
     for off in ({"attn_kv_early": False}, {"fused_rope": False}):
-        on_, off_ = (build_plan(cfg, capacity=64, oproj_merges=False, early_norm=e, **off).ops()["attention"][0]
-                     for e in (True, False))
+        on_, off_ = (build_plan(cfg, capacity=64, early_norm=e, **off).ops()["attention"][0] for e in (True, False))
         assert "early_norm" not in on_.dims and on_.kernel == off_.kernel and on_.dims == off_.dims
     assert build_plan(cfg, **late.meta["options"]).to_dict() == late.to_dict()
 
 
 def test_fenced_merge_names_its_attention_apart():
     for size, name in (("qwen3-1.7b", "attn_rope_decode_me"), ("qwen3-14b", "attn_rope_decode")):
-        attn = build_plan(preset(size), capacity=64, oproj_merges=False).ops()["attention"][0]
+        attn = build_plan(preset(size), capacity=64).ops()["attention"][0]
         assert attn.kernel == name and attn.dims["merge_acq_rel"] is True
-        fenced = build_plan(preset(size), capacity=64, oproj_merges=False, attn_merge_acq_rel=False)
-        assert fenced.ops()["attention"][0].kernel == name + "_fe"
-        assert "merge_acq_rel" not in fenced.ops()["attention"][0].dims
-    both = build_plan(preset("qwen3-1.7b"), capacity=64, oproj_merges=False, attn_merge_acq_rel=False,
-                      early_norm=False)
+        fenced = build_plan(preset(size), capacity=64, attn_merge_acq_rel=False).ops()["attention"][0]
+        assert fenced.kernel == name + "_fe" and "merge_acq_rel" not in fenced.dims
+    both = build_plan(preset("qwen3-1.7b"), capacity=64, attn_merge_acq_rel=False, early_norm=False)
     assert both.ops()["attention"][0].kernel == "attn_rope_decode_me_fe_ln"
 
 
@@ -286,13 +282,11 @@ def test_trigger_first_only_where_the_next_kernel_reads_nothing_its_predecessor_
     whose early reads are weights, pos and earlier steps' K/V) may let the next kernel launch at
     their start; gate_up may not (down reads x, o_proj's output, before its grid dependency)."""
     cfg = preset("qwen3-1.7b")
-    o = build_plan(cfg, capacity=64, oproj_merges=False).ops()["o_proj"][0]  # the default: o_proj triggers first
+    o = build_plan(cfg, capacity=64).ops()["o_proj"][0]  # the default: o_proj triggers first
     assert o.kernel == "gemv_o_residual" and o.dims["trigger_first"] == 1
-    late = build_plan(cfg, capacity=64, oproj_merges=False, o_proj_trigger_first=False).ops()["o_proj"][0]
+    late = build_plan(cfg, capacity=64, o_proj_trigger_first=False).ops()["o_proj"][0]
     assert late.kernel == "gemv_o_residual_tlate" and "trigger_first" not in late.dims
-    merging = build_plan(cfg, capacity=64).ops()["o_proj"][0]  # 1.7B's merging o_proj: the same trigger
-    assert merging.kernel == "oproj_merge_t1" and merging.dims["trigger_first"] == 1
-    plan = build_plan(cfg, capacity=64, oproj_merges=False, gemv_overrides={"down": {"trigger_first": 1}})
+    plan = build_plan(cfg, capacity=64, gemv_overrides={"down": {"trigger_first": 1}})
     assert plan.ops()["down"][0].kernel == "gemv_down_residual_t1"
     plan = build_plan(preset("qwen3-4b"), capacity=64, gemv_overrides={"qkv_proj": {"trigger_first": 1}})
     assert plan.ops()["qkv_proj"][0].kernel == "gemv_qkv_t1"
@@ -373,7 +367,7 @@ def test_attention_split_cap_is_a_plan_variant():
 
     plan = build_plan(preset("qwen3-1.7b"), capacity=2112, **PLAN_VARIANTS["tilelang-sc16"])
     [kernel] = {x.kernel for x in plan.launches if x.family == "attention"}
-    assert kernel == "attn_rope_decode_sc16_me_om" and plan.ops()["attention"][0].dims["split_cap"] == 16
+    assert kernel == "attn_rope_decode_sc16_me" and plan.ops()["attention"][0].dims["split_cap"] == 16
     with pytest.raises(TfdashError, match="attn_split_cap"):
         build_plan(preset("qwen3-1.7b"), attn_split_cap=0)
 
@@ -389,7 +383,7 @@ def test_the_split_cap_knob_sets_the_engine_plan(monkeypatch):
 
     cfg = preset("qwen3-1.7b")
     [default] = {x.kernel for x in plan_for(cfg, "bfloat16", 2112).launches if x.family == "attention"}
-    assert default == "attn_rope_decode_me_om"  # the default cap keeps the kernel's name
+    assert default == "attn_rope_decode_me"  # the default cap keeps the kernel's name
     monkeypatch.setenv("TFDASH_ATTN_SPLIT_CAP", "16")
     [capped] = [x for x in plan_for(cfg, "bfloat16", 2112).launches if x.family == "attention"][:1]
-    assert capped.kernel == "attn_rope_decode_sc16_me_om" and capped.dims["split_cap"] == 16
+    assert capped.kernel == "attn_rope_decode_sc16_me" and capped.dims["split_cap"] == 16

@@ -114,11 +114,6 @@ class Settings:
                                   "resident and load K/V (earlier steps') while qkv streams its weights: auto (on "
                                   "where qkv's weight is at most 8 MiB: 0.6B), on, off (bench backend "
                                   "tilelang-qtlate, the A/B baseline; benchmarks/ has the measured difference)"),
-        "oproj_merges": Knob("TFDASH_OPROJ_MERGES", "auto",
-                             "attention's blocks end at their split partials and o_proj merges them, each "
-                             "head adding into a fixed-point sum: auto (on where o_proj's weight is over 4 "
-                             "and at most 8 MiB: 1.7B), on, off (bench backend tilelang-attnmerge, the A/B "
-                             "baseline; benchmarks/ has the measured difference)"),
         "attn_split_cap": Knob("TFDASH_ATTN_SPLIT_CAP", 32,
                                "programs per kv head in attention's grid at most; each loops over its "
                                "64-position blocks of the KV cache, so a larger cache launches no more "

@@ -31,23 +31,17 @@ def _plan_variants() -> list[dict]:
     """build_plan's keyword options that are booleans (fused_rope, attn_kv_early, ...): the defaults
     first, then every combination of up to three flips -- a snapshot recorded with an A/B variant of
     the plan (a knob or two off) before attn_merge_early existed (its merge late: a third flip)
-    still rebuilds. Then the same with each option whose None is the shape's own choice
-    (qkv_trigger_first, oproj_merges) set either way, as a version with another rule made it. A
-    few thousand plans at most, each built only until one matches."""
+    still rebuilds, and the search stays a few dozen plans."""
     import inspect
     import itertools
 
     from tfdash.engine.plan import build_plan
 
-    params = inspect.signature(build_plan).parameters.values()
-    flags = [p for p in params if isinstance(p.default, bool)]
-    bases = [{}] + [{p.name: v} for p in params if p.default is None and "bool" in str(p.annotation)
-                    for v in (False, True)]
+    flags = [p for p in inspect.signature(build_plan).parameters.values() if isinstance(p.default, bool)]
     out: list[dict] = []
-    for base in bases:
-        for n in range(min(len(flags), 3) + 1):
-            for combo in itertools.combinations(flags, n):
-                out.append({**base, **{p.name: not p.default for p in combo}})
+    for n in range(min(len(flags), 3) + 1):
+        for combo in itertools.combinations(flags, n):
+            out.append({p.name: not p.default for p in combo})
     return out
 
 

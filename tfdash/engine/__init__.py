@@ -155,11 +155,11 @@ def choose_engine(ckpt: str | Path | None = None, model: str | None = None, devi
     return EngineChoice(cfg, tokenizer, source, device, dtype, backend)
 
 
-def auto_on_off(value: str, env: str) -> bool | None:
-    """A build_plan option (None: the shape's own) for the value of the knob named `env`: auto, on or off."""
+def qkv_trigger_first(value: str) -> bool | None:
+    """build_plan's qkv_trigger_first for the knob's auto, on or off."""
     choice = {"auto": None, "on": True, "off": False}
     if value.strip().lower() not in choice:
-        raise TfdashError(f"{env}={value!r} must be auto, on or off")
+        raise TfdashError(f"TFDASH_QKV_TRIGGER_FIRST={value!r} must be auto, on or off")
     return choice[value.strip().lower()]
 
 
@@ -178,8 +178,7 @@ def plan_for(cfg: ModelConfig, dtype: str, capacity: int) -> StepPlan:
                       attn_merge_chunk=int(SETTINGS.attn_merge_chunk) or None,  # 0: the shape's own
                       attn_trigger_at=str(SETTINGS.attn_trigger_at) or None,  # empty: the shape's own
                       gate_up_silu=bool(SETTINGS.gate_up_silu),
-                      qkv_trigger_first=auto_on_off(str(SETTINGS.qkv_trigger_first), "TFDASH_QKV_TRIGGER_FIRST"),
-                      oproj_merges=auto_on_off(str(SETTINGS.oproj_merges), "TFDASH_OPROJ_MERGES"),
+                      qkv_trigger_first=qkv_trigger_first(str(SETTINGS.qkv_trigger_first)),
                       ring_in_graph=bool(SETTINGS.ring_in_graph),
                       attn_split_cap=None if cap == SPLIT_CAP else cap)  # the default keeps the kernel's name
 

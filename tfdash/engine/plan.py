@@ -30,14 +30,18 @@ from typing import Mapping
 
 from tfdash.engine.attn_plan import ATTN_BLOCK, attention_dims
 from tfdash.engine.config import ModelConfig
-from tfdash.engine.plan_options import GEMV_KNOB_TAG, checked_gemv_overrides
 from tfdash.errors import CapacityError, TfdashError
 
+# kernel-name tags of overridden settings; min_blocks: __launch_bounds__'s blocks per SM (a
+# register budget a thread, so the next kernel's blocks fit beside these under PDL)
+GEMV_KNOB_TAG = {"rows": "r", "seg": "s", "blocks_per_sm": "b", "min_blocks": "m", "trigger_first": "t"}
+# trigger_first (1: the next kernel may launch at this GEMV's start) only where the next kernel
+# reads nothing before its grid dependency that the kernel before this one writes: o_proj ->
+# gate_up, down -> qkv / lm_head (weights), qkv -> attention (weights, pos and earlier steps' K/V)
+TRIGGER_FIRST_OPS = ("o_proj", "down", "qkv_proj")
 TOKEN_RING = 64  # the host's pinned token slots, by position: how far the host may run ahead of the GPU
 # qkv weights at most this large: attention launches at qkv_proj's start (build_plan's qkv_trigger_first)
 QKV_TRIGGER_FIRST_MAX_BYTES = 8 << 20
-# o_proj weights over the first, at most the second: o_proj merges attention's partials (build_plan's oproj_merges)
-OPROJ_MERGE_O_BYTES = (4 << 20, 8 << 20)
 
 
 @dataclass(frozen=True)
@@ -161,7 +165,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                attn_merge_acq_rel: bool = True, attn_merge_chunk: int | None = None,
                attn_trigger_at: str | None = None, attn_merge_early_group: int | None = None,
                gate_up_silu: bool = True, qkv_trigger_first: bool | None = None,
-               ring_in_graph: bool = True, oproj_merges: bool | None = None) -> StepPlan:
+               ring_in_graph: bool = True) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -209,32 +213,29 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     "ring", slot pos % TOKEN_RING) through its device address, so the token reaches the host from
     inside the step's graph and no copy follows it; False: the runtime copies it after the step (the
     baseline).
-    `oproj_merges`: attention's blocks end at their split partials and o_proj merges them, each head
-    adding into a fixed-point sum that gate_up's norm and down's residual add into x
-    (tfdash.kernels.oproj_merge); needs fused_rope. None: with fused_rope and no o_proj GEMV settings,
-    where o_proj's weight is in OPROJ_MERGE_O_BYTES (1.7B; 0.6B, 4B and 8B measured a loss); False:
-    attention merges, o_proj adds into x (the baseline).
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import paired as gemv_paired
     from tfdash.kernels.gemv import settings as gemv_settings
 
     bps = dict(gemv_blocks_per_sm or {})
-    overrides = checked_gemv_overrides(gemv_overrides)
+    overrides = {op: dict(v) for op, v in (gemv_overrides or {}).items()}
+    low = [f"{op}:{k}={v}" for op, o in overrides.items() for k, v in o.items() if not isinstance(v, int) or v < 1]
+    if low:
+        raise TfdashError(f"GEMV setting(s) {', '.join(low)} must be whole numbers of at least 1")
+    bad = {k for v in overrides.values() for k in v} - set(GEMV_KNOB_TAG)
+    if bad:
+        raise TfdashError(f"unknown GEMV setting(s) {', '.join(sorted(bad))} (known: {', '.join(GEMV_KNOB_TAG)})")
+    early = sorted(op for op, o in overrides.items() if o.get("trigger_first") and op not in TRIGGER_FIRST_OPS)
+    if early:
+        raise TfdashError(f"trigger_first on {', '.join(early)}: the kernel after it reads activations before its "
+                          f"grid dependency (allowed on {', '.join(TRIGGER_FIRST_OPS)})")
     cfg.validate()
     if capacity < 1:
         raise CapacityError(f"capacity={capacity} must be positive")
     H, D, I, V, L = cfg.hidden_size, cfg.head_dim, cfg.intermediate_size, cfg.vocab_size, cfg.num_layers
     nH, nKV, C = cfg.num_heads, cfg.num_kv_heads, capacity
     from tfdash.kernels.base import DTYPE_BYTES
-
-    o_setting = set(overrides.get("o_proj", {})) - {"trigger_first"}
-    if oproj_merges is None:
-        lo, hi = OPROJ_MERGE_O_BYTES
-        oproj_merges = fused_rope and not o_setting and lo < H * cfg.q_size * DTYPE_BYTES[dtype] <= hi
-    if oproj_merges and (not fused_rope or o_setting):
-        raise TfdashError("oproj_merges needs fused_rope and takes no o_proj GEMV settings: o_proj merges the "
-                          "fused attention's partials in a kernel of its own")
 
     attn_dims, sc_sfx = attention_dims(
         nH, nKV, D, C, fused_rope=fused_rope, attn_kv_early=attn_kv_early, attn_split_cap=attn_split_cap,
@@ -277,8 +278,6 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     buf("attn_part", (nH, splits, D), "float32", "scratch")  # split-KV partial outputs
     buf("attn_ml", (nH, splits, 2), "float32", "scratch")  # split-KV (max, sum) pairs
     buf("attn_sem", (nKV,), "int32", "scratch")  # arrival counters for the in-kernel merge
-    if oproj_merges:
-        buf("o_acc", (H,), "int64", "scratch")  # o_proj's output as a fixed-point sum over heads
 
     buf("embed", (V, H), dtype, "weight")
     buf("final_norm", (H,), dtype, "weight")
@@ -333,14 +332,12 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         gemv(p + "qkv_proj", i, "gemv_qkv", cfg.qkv_size, H, "rmsnorm", "store", dtype,
              x="x", norm_w=p + "attn_norm", w=p + "w_qkv", out="qkv")
         if fused_rope:
-            ends = dict(acc="o_acc") if oproj_merges else dict(out="attn", sem="attn_sem")
             launch(p + "attention", i, "attention",
-                   ("attn_rope_decode" if attn_kv_early else "attn_rope_decode_late") + sc_sfx
-                   + ("_om" if oproj_merges else ""),
-                   dict(attn_dims, eps=eps, fused_rope=True, **({} if attn_kv_early else {"kv_early": False}),
-                        **({"defer_merge": True, "hidden": H} if oproj_merges else {})),
+                   ("attn_rope_decode" if attn_kv_early else "attn_rope_decode_late") + sc_sfx,
+                   dict(attn_dims, eps=eps, fused_rope=True, **({} if attn_kv_early else {"kv_early": False})),
                    qkv="qkv", q_norm=p + "q_norm", k_norm=p + "k_norm", cos="rope_cos", sin="rope_sin",
-                   k_cache=p + "k_cache", v_cache=p + "v_cache", pos="pos", part="attn_part", ml="attn_ml", **ends)
+                   k_cache=p + "k_cache", v_cache=p + "v_cache", pos="pos", out="attn",
+                   part="attn_part", ml="attn_ml", sem="attn_sem")
         else:
             launch(p + "qk_norm_rope", i, "rope", "qk_norm_rope", dict(attn_dims, eps=eps),
                    qkv="qkv", q_norm=p + "q_norm", k_norm=p + "k_norm", cos="rope_cos", sin="rope_sin",
@@ -353,29 +350,18 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         res = {"early_residual": True} if early_residual else None
         res_sfx = "" if early_residual else "_lateres"
         o_extra = dict(res or {}, **({"trigger_first": 1} if o_proj_trigger_first else {}))
-        if oproj_merges:
-            launch(p + "o_proj", i, "oproj_merge", "oproj_merge" + ("" if attn_dims["block"] == ATTN_BLOCK
-                                                                else f"_b{attn_dims['block']}")
-                   + ("_t1" if o_proj_trigger_first else ""),
-                   dict(N=H, n_heads=nH, head_dim=D, splits=splits, block=attn_dims["block"],
-                        **({"trigger_first": 1} if o_proj_trigger_first else {})),
-                   part="attn_part", ml="attn_ml", pos="pos", w=p + "w_o", acc="o_acc")
-        else:
-            gemv(p + "o_proj", i, "gemv_o_residual" + res_sfx + ("" if o_proj_trigger_first else "_tlate"), H,
-                 cfg.q_size, "none", "residual", dtype, extra=o_extra or None, x="attn", w=p + "w_o", out="x")
-        # oproj_merges: gate_up's norm and down's residual add o_proj's sum into x (resid_acc)
-        ra, acc, ra_extra = ("_ra", {"acc": "o_acc"}, {"resid_acc": True}) if oproj_merges else ("", {}, None)
-        down_extra = {**(res or {}), **(ra_extra or {})} or None
+        gemv(p + "o_proj", i, "gemv_o_residual" + res_sfx + ("" if o_proj_trigger_first else "_tlate"), H, cfg.q_size,
+             "none", "residual", dtype, extra=o_extra or None, x="attn", w=p + "w_o", out="x")
         if gate_up_silu:  # silu(g) * u made once, by gate_up
-            gemv(p + "gate_up", i, "gemv_gate_up_silu" + ra, 2 * I, H, "rmsnorm", "silu_mul", dtype,
-                 extra=ra_extra, x="x", norm_w=p + "mlp_norm", w=p + "w_gu", out="mlp_h", **acc)
-            gemv(p + "down", i, "gemv_down_residual" + res_sfx + ra, H, I, "none", "residual", dtype,
-                 extra=down_extra, x="mlp_h", w=p + "w_down", out="x", **acc)
+            gemv(p + "gate_up", i, "gemv_gate_up_silu", 2 * I, H, "rmsnorm", "silu_mul", dtype, x="x",
+                 norm_w=p + "mlp_norm", w=p + "w_gu", out="mlp_h")
+            gemv(p + "down", i, "gemv_down_residual" + res_sfx, H, I, "none", "residual", dtype, extra=res,
+                 x="mlp_h", w=p + "w_down", out="x")
         else:
-            gemv(p + "gate_up", i, "gemv_gate_up" + ra, 2 * I, H, "rmsnorm", "store", dtype, extra=ra_extra,
-                 x="x", norm_w=p + "mlp_norm", w=p + "w_gu", out="gu", **acc)
-            gemv(p + "down", i, "gemv_down_silu_residual" + res_sfx + ra, H, I, "silu_mul", "residual", dtype,
-                 extra=down_extra, x="gu", w=p + "w_down", out="x", **acc)
+            gemv(p + "gate_up", i, "gemv_gate_up", 2 * I, H, "rmsnorm", "store", dtype, x="x", norm_w=p + "mlp_norm",
+                 w=p + "w_gu", out="gu")
+            gemv(p + "down", i, "gemv_down_silu_residual" + res_sfx, H, I, "silu_mul", "residual", dtype, extra=res,
+                 x="gu", w=p + "w_down", out="x")
     from tfdash.kernels.gemv import grid_size
 
     head_kernel, head_dims = gemv_kernel("lm_head", "gemv_lm_head", V, H, "rmsnorm", "store", "float32",

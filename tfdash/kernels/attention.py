@@ -16,12 +16,11 @@ import math
 
 import torch
 
-from tfdash.kernels.base import DTYPE_BYTES, Family, Operand, make_cost, register
+from tfdash.kernels.base import DTYPE_BYTES, Family, Geometry, Operand, make_cost, register
 from tfdash.kernels.probe import PROBE_PHASES, PROBE_PRELUDE, stamp_macro
 from tfdash.kernels.rope import fused_passes, fused_rope_macro, rope_weights_macro
 from tfdash.kernels.softmax import block_softmax_macro
-from tfdash.kernels.splitkv import (MERGE_CHUNK, SPLIT_CAP, attention_geometry, grid_splits, lanes, merge_macro,
-                                    splits_used)
+from tfdash.kernels.splitkv import MERGE_CHUNK, SPLIT_CAP, grid_splits, lanes, merge_macro, splits_used
 
 
 def torch_attention(dims, bufs):
@@ -31,12 +30,6 @@ def torch_attention(dims, bufs):
         q = torch.empty(dims["n_heads"] * dims["head_dim"], dtype=bufs["qkv"].dtype, device=bufs["qkv"].device)
         torch_qk_norm_rope(dims, {**bufs, "q": q})
         bufs = {**bufs, "q": q}
-    if dims.get("defer_merge"):  # the partials for o_proj to merge (tfdash.kernels.oproj_merge)
-        from tfdash.kernels.splitkv import torch_split_partials
-
-        torch_split_partials(dims, bufs["q"], bufs["k_cache"], bufs["v_cache"], bufs["pos"], bufs["part"], bufs["ml"])
-        bufs["acc"].zero_()
-        return
     nH, nKV, D = dims["n_heads"], dims["n_kv_heads"], dims["head_dim"]
     group = nH // nKV
     q, kc, vc, pos = bufs["q"], bufs["k_cache"], bufs["v_cache"], bufs["pos"]
@@ -79,13 +72,12 @@ def supported(dims) -> str | None:
 def smem_bytes(dims) -> int:
     """Shared memory of the tilelang kernel: scores and probabilities (f32, group x block), the
     rotated q of the group and this step's k and v (model dtype), the merge weights (f32, group x
-    splits rounded to 32; none where o_proj merges) and a few reduction slots."""
+    splits rounded to 32) and a few reduction slots."""
     nH, nKV, D, B, S = dims["n_heads"], dims["n_kv_heads"], dims["head_dim"], dims["block"], dims["splits"]
     es = DTYPE_BYTES[dims["dtype"]]
     group = nH // nKV
     passes = max(-(-(group * B) // D), fused_passes(group, D))
-    merge = 0 if dims.get("defer_merge") else group * (-(-S // 32) * 32) * 4
-    return 2 * group * B * 4 + (group + 2) * D * es + merge + (passes * D // 32 + 1) * 4
+    return 2 * group * B * 4 + (group + 2) * D * es + group * (-(-S // 32) * 32) * 4 + (passes * D // 32 + 1) * 4
 
 
 def cost(dims, ctx_len=0):
@@ -99,16 +91,13 @@ def cost(dims, ctx_len=0):
     flops = {"f32": 2 * nH * n * D * 2 + 4 * nH * n}  # q.k and p.v, then max/sub/sum/scale
     special = {"exp": nH * n}
     scratch = 2 * nH * s * (D + 2) * 4  # f32 partials written, then read by the merge
-    out = Operand("out", "activation", 0, nH * D * es)
-    if dims.get("defer_merge"):  # o_proj's sum zeroed in place of the output; the partials stay written
-        out, scratch = Operand("acc", "activation", 0, dims["hidden"] * 8), scratch // 2
     if not dims.get("fused_rope"):
         return make_cost(flops, special, [
             Operand("q", "activation", nH * D * es, 0),
             Operand("k_cache", "cache", n * nKV * D * es, 0),
             Operand("v_cache", "cache", n * nKV * D * es, 0),
             Operand("pos", "activation", 4, 0),
-            out,
+            Operand("out", "activation", 0, nH * D * es),
         ], smem=smem_bytes(dims), scratch=scratch)
     from tfdash.kernels.rope import cost as rope_cost
 
@@ -117,7 +106,7 @@ def cost(dims, ctx_len=0):
     ops += [
         Operand("k_cache", "cache", ctx_len * nKV * D * es, nKV * D * es),
         Operand("v_cache", "cache", ctx_len * nKV * D * es, nKV * D * es),
-        out,
+        Operand("out", "activation", 0, nH * D * es),
     ]
     flops["f32"] += r.flops.get("f32", 0)
     special = {**special, **r.special}
@@ -144,10 +133,7 @@ def tilelang_attention(dims):
     softmax one score per thread: warp max/sum within a head, combined across the head's warps
             (tfdash.kernels.softmax)
     merge   partials to global scratch; the last split to arrive merges (tfdash.kernels.splitkv),
-            loading `merge_chunk` partials at once (splitkv.MERGE_CHUNK unless the plan says).
-            With `defer_merge` the blocks end at their partials, o_proj merges them
-            (tfdash.kernels.oproj_merge), and the blocks zero o_proj's sum `acc` after their grid
-            dependency, a slice each
+            loading `merge_chunk` partials at once (splitkv.MERGE_CHUNK unless the plan says)
     """
     import tilelang.language as T
 
@@ -190,11 +176,6 @@ def tilelang_attention(dims):
     probed = bool(dims.get("probe"))  # a diagnostic build that stamps its phases (PROBE_PHASES)
     assert fused or not probed, "the phase probe is built for the fused attention"
     launch_kw = dict(prelude=PROBE_PRELUDE) if probed else {}
-    defer = bool(dims.get("defer_merge"))
-    assert fused and not probed or not defer, "o_proj merges the fused attention's partials; no probe build"
-    if defer:  # acc zeroed a slice a block
-        Hn = dims["hidden"]
-        zper = -(-Hn // (SG * nKV))
 
     @T.macro
     def load_v(v_cache, vv, g, bx, n, tx):
@@ -216,7 +197,7 @@ def tilelang_attention(dims):
     stamp = stamp_macro(T)
 
     @T.macro
-    def body(qkv, q_norm, k_norm, cos, sin, q, k_cache, v_cache, pos, out, part, ml, sem, probe=None, acc=None):
+    def body(qkv, q_norm, k_norm, cos, sin, q, k_cache, v_cache, pos, out, part, ml, sem, probe=None):
         with T.Kernel(SG, nKV, threads=threads, **launch_kw) as (px, g):
             if min_blocks:  # __launch_bounds__(threads, min_blocks): a register budget a thread
                 T.annotate_min_blocks_per_sm(min_blocks)
@@ -278,10 +259,6 @@ def tilelang_attention(dims):
                         T.pdl_trigger()
                 if probed:
                     stamp(probe, px, g, tx, "dependency")
-                if defer and r == 0:  # after the dependency: this layer's o_proj adds after its own
-                    for z in T.serial(-(-zper // threads)):
-                        if z * threads + tx < zper and (g * SG + px) * zper + z * threads + tx < Hn:
-                            acc[(g * SG + px) * zper + z * threads + tx] = T.cast(0, "int64")
                 if bx < n_active:
                     if fused:  # q/k norm, RoPE and KV append (tfdash.kernels.rope.fused_rope_macro)
                         rope(qkv, q_norm, k_norm, cos, sin, k_cache, v_cache, q_s, k_s, v_s, red_s, w, g, n, tx, lane,
@@ -337,8 +314,7 @@ def tilelang_attention(dims):
                     if pdl and trigger_at == "values":
                         T.pdl_trigger()
                     # the last split of this kv head to arrive merges (tfdash.kernels.splitkv)
-                    if not defer:
-                        merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active)
+                    merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active)
                     if probed:
                         stamp(probe, px, g, tx, "end")
                         if tx == 0:
@@ -356,16 +332,6 @@ def tilelang_attention(dims):
             probe: T.Tensor((nKV, SG, len(PROBE_PHASES)), "int64"),
         ):
             body(qkv, q_norm, k_norm, cos, sin, None, k_cache, v_cache, pos, out, part, ml, sem, probe)
-    elif defer:
-
-        @T.prim_func
-        def attn_decode(
-            qkv: T.Tensor((QKV,), dt), q_norm: T.Tensor((D,), dt), k_norm: T.Tensor((D,), dt),
-            cos: T.Tensor((C, half), dt), sin: T.Tensor((C, half), dt),
-            k_cache: T.Tensor((nKV, C, D), dt), v_cache: T.Tensor((nKV, C, D), dt), pos: T.Tensor((1,), "int32"),
-            part: T.Tensor((nH, S, D), "float32"), ml: T.Tensor((nH, S, 2), "float32"), acc: T.Tensor((Hn,), "int64"),
-        ):
-            body(qkv, q_norm, k_norm, cos, sin, None, k_cache, v_cache, pos, None, part, ml, None, acc=acc)
     elif fused:
 
         @T.prim_func
@@ -390,11 +356,19 @@ def tilelang_attention(dims):
     return attn_decode
 
 
+def geometry(dims, ctx_len: int = 0) -> Geometry:
+    """The cache blocks a step at ctx_len attends over, per kv head, over its programs: the rounds
+    with work in them (the kernel's loop also runs the skipped rounds over the blocks past ctx_len)."""
+    S = splits_used(dims, ctx_len)
+    programs, _ = grid_splits(dims["splits"], dims.get("split_cap", SPLIT_CAP))
+    return Geometry((programs, dims["n_kv_heads"]), dims["head_dim"], None, S, "cache block", programs, "program",
+                    "kv head")
+
+
 FAMILY = register(Family(
     name="attention",
-    roles=("qkv", "q_norm", "k_norm", "cos", "sin", "q", "k_cache", "v_cache", "pos", "out", "part", "ml", "sem",
-           "acc"),
-    cost=cost, torch=torch_attention, tilelang=tilelang_attention, supported=supported, geometry=attention_geometry,
+    roles=("qkv", "q_norm", "k_norm", "cos", "sin", "q", "k_cache", "v_cache", "pos", "out", "part", "ml", "sem"),
+    cost=cost, torch=torch_attention, tilelang=tilelang_attention, supported=supported, geometry=geometry,
     describe="split-KV GQA decode attention, merged in-kernel by the last split to arrive "
              "(fused_rope: with the q/k norm, RoPE and KV append before it)",
 ))

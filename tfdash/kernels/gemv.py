@@ -12,10 +12,6 @@ epilogue: "store"    out = W @ h                      (out in `out_dtype`; f32 f
 
 Roundings follow transformers' Qwen3 in the model dtype: the GEMV result is rounded to the dtype
 before the residual add, silu(g) is rounded before the product with u.
-
-resid_acc: o_proj's output, held as a fixed-point sum in `acc` (tfdash.kernels.oproj_merge), is
-added into x first: the rmsnorm prologue normalises x + bf16(acc) (gate_up), the residual
-epilogue adds into it (down, which stores x + bf16(acc) + W @ h), each sum rounded to the dtype.
 """
 
 import functools
@@ -38,21 +34,9 @@ def prologue_torch(dims, x, norm_w):
     return x
 
 
-def with_acc(dims, x, bufs):
-    """x + o_proj's output held in acc, rounded to the dtype (resid_acc), else x."""
-    if not dims.get("resid_acc"):
-        return x
-    from tfdash.kernels.oproj_merge import to_float
-
-    return (x.float() + to_float(bufs["acc"], x.dtype).float()).to(x.dtype)
-
-
 def torch_gemv(dims, bufs):
-    h = prologue_torch(dims, with_acc(dims, bufs["x"], bufs) if dims["prologue"] == "rmsnorm" else bufs["x"],
-                       bufs.get("norm_w"))
+    h = prologue_torch(dims, bufs["x"], bufs.get("norm_w"))
     out = bufs["out"]
-    if dims["epilogue"] == "residual" and dims.get("resid_acc"):
-        out.copy_(with_acc(dims, out, bufs))
     if out.dtype == torch.float32 and bufs["w"].dtype != torch.float32:
         y = linear_f32(h, bufs["w"])
     else:
@@ -83,9 +67,6 @@ def cost(dims, ctx_len=0):
         f32 += 4 * K  # silu = g / (1 + exp(-g)), then * u
         special["exp"] = K
     ops.insert(0, Operand("x", "activation", x_len * es, 0))
-    if dims.get("resid_acc"):  # o_proj's fixed-point output, for the norm's x or the residual
-        f32 += 2 * (K if dims["prologue"] == "rmsnorm" else N)
-        ops.append(Operand("acc", "activation", (K if dims["prologue"] == "rmsnorm" else N) * 8, 0))
     if dims["epilogue"] == "residual":
         f32 += N
         ops.append(Operand("out", "activation", N * out_es, N * out_es))
@@ -213,23 +194,23 @@ def tilelang_gemv(dims):
     trig_first = pdl and bool(dims.get("trigger_first"))
 
     @T.macro
-    def body(x, norm_w, w, out, amax, oacc=None):
+    def body(x, norm_w, w, out, amax):
         with T.Kernel(grid, threads=THREADS) as bx:
             if min_blocks:  # __launch_bounds__(THREADS, min_blocks): the register budget a thread
                 T.annotate_min_blocks_per_sm(min_blocks)
             tx = T.get_thread_binding(0)
             lane = tx % 32
             warp = tx // 32
-            h_s, red_s, xv, uv, nv, hv, wv, acc, resv, bv_s, bi_s, av = phase.alloc()
-            ns = phase.pack(h_s, red_s, xv, uv, nv, hv, wv, acc, resv, bv_s, bi_s, av)
+            h_s, red_s, xv, uv, nv, hv, wv, acc, resv, bv_s, bi_s = phase.alloc()
+            ns = phase.pack(h_s, red_s, xv, uv, nv, hv, wv, acc, resv, bv_s, bi_s)
             if trig_first:
                 T.pdl_trigger()
-            phase.prefetch(ns, norm_w, w, out, oacc, bx, tx, lane, warp)  # before the grid dependency
+            phase.prefetch(ns, norm_w, w, out, bx, tx, lane, warp)  # before the grid dependency
             if pdl:  # programmatic dependent launch: wait for the kernel before, then let the next one launch
                 T.pdl_sync()
                 if not trig_first:
                     T.pdl_trigger()
-            phase.run(ns, x, norm_w, w, out, amax, oacc, bx, tx, lane, warp)
+            phase.run(ns, x, norm_w, w, out, amax, bx, tx, lane, warp)
 
     if amax_on:
 
@@ -237,18 +218,6 @@ def tilelang_gemv(dims):
         def gemv(x: T.Tensor((x_len,), dt), norm_w: T.Tensor((K,), dt), w: T.Tensor((N, K), dt),
                  out: T.Tensor((out_len,), out_dt), amax: T.Tensor((grid, 2), "float32")):
             body(x, norm_w, w, out, amax)
-    elif dims.get("resid_acc") and dims["prologue"] == "rmsnorm":
-
-        @T.prim_func
-        def gemv(x: T.Tensor((x_len,), dt), norm_w: T.Tensor((K,), dt), w: T.Tensor((N, K), dt),
-                 out: T.Tensor((out_len,), out_dt), acc: T.Tensor((K,), "int64")):
-            body(x, norm_w, w, out, None, acc)
-    elif dims.get("resid_acc"):
-
-        @T.prim_func
-        def gemv(x: T.Tensor((x_len,), dt), w: T.Tensor((N, K), dt), out: T.Tensor((out_len,), out_dt),
-                 acc: T.Tensor((N,), "int64")):
-            body(x, None, w, out, None, acc)
     elif dims["prologue"] == "rmsnorm":
 
         @T.prim_func
@@ -274,7 +243,7 @@ def geometry(dims, ctx_len: int = 0) -> Geometry:
 
 FAMILY = register(Family(
     name="gemv",
-    roles=("x", "norm_w", "w", "out", "amax", "acc"),
+    roles=("x", "norm_w", "w", "out", "amax"),
     cost=cost,
     torch=torch_gemv,
     tilelang=tilelang_gemv,

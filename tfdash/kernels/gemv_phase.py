@@ -5,9 +5,8 @@ its own grid dependency: what it may read before the kernel before it has finish
 from types import SimpleNamespace
 
 from tfdash.kernels.gemv import CHUNK, THREADS, VEC, launch_settings
-from tfdash.kernels.oproj_merge import FIXED_SHIFT
 
-PHASE_BUFFERS = ("h_s", "red_s", "xv", "uv", "nv", "hv", "wv", "acc", "resv", "bv_s", "bi_s", "av")
+PHASE_BUFFERS = ("h_s", "red_s", "xv", "uv", "nv", "hv", "wv", "acc", "resv", "bv_s", "bi_s")
 
 
 def gemv_phase(T, dims, grid: int):
@@ -38,14 +37,6 @@ def gemv_phase(T, dims, grid: int):
     pair = epilogue == "silu_mul"
     assert not pair or (R % 2 == 0 and N % 2 == 0 and out_dt == dt), f"silu_mul pairs rows: R={R}, N={N}"
     half_n = N // 2
-    # resid_acc: o_proj's output is the fixed-point sum `acc` (tfdash.kernels.oproj_merge), added
-    # into x before the norm (prologue) or into the residual (epilogue); acc is as old as x there
-    ra = bool(dims.get("resid_acc"))
-    unit = float(2.0 ** -FIXED_SHIFT)
-
-    def plus_acc(v, a):
-        """v + bf16(a * 2**-FIXED_SHIFT), rounded to the dtype: x plus o_proj's output."""
-        return T.cast(T.cast(v, "float32") + T.cast(T.cast(T.cast(a, "float32") * unit, dt), "float32"), dt)
 
     def silu_mul(g, u):
         """silu(g) in f32, rounded to the dtype, times u, rounded (torch's bf16 silu and mul), from
@@ -59,11 +50,9 @@ def gemv_phase(T, dims, grid: int):
             return (r % 2) * half_n + T.min(g * (R // 2) + r // 2, half_n - 1)
         return T.min(g * R + r, N - 1)
     # The residual this GEMV adds into was written two or more kernels back (the plan says so:
-    # o_proj's x by the last layer's down, down's by o_proj; with resid_acc, down's x by the last
-    # layer's down and acc by o_proj, which is why gate_up never lets down launch at its start):
-    # under PDL, every kernel before the one just before this has finished once this kernel runs,
-    # so its first row group's residual is read before the grid dependency, off the end of the
-    # critical path. acc is read through L2 (__ldcg): its lines were read a layer ago.
+    # o_proj's x by the last layer's down, down's by o_proj): under PDL, every kernel before the
+    # one just before this has finished once this kernel runs, so its first row group's residual
+    # is read before the grid dependency, off the end of the critical path.
     early_res = pdl and epilogue == "residual" and bool(dims.get("early_residual"))
     # The norm weight depends on no kernel: with `early_norm` it is loaded before the grid
     # dependency, so the prologue after it waits only on x (in L2, just written) and not on a
@@ -77,11 +66,10 @@ def gemv_phase(T, dims, grid: int):
                 T.alloc_local((pro_iters * VEC,), dt), T.alloc_local((VEC,), dt),
                 T.alloc_local((pro_iters * VEC if early_norm else VEC,), dt), T.alloc_local((VEC,), dt),
                 T.alloc_local((R, SEG * VEC), dt), T.alloc_local((R,), "float32"), T.alloc_local((R,), out_dt),
-                T.alloc_shared((warps,), "float32"), T.alloc_shared((warps,), "int32"),
-                T.alloc_local((VEC if prologue == "rmsnorm" else R,), "int64") if ra else None)
+                T.alloc_shared((warps,), "float32"), T.alloc_shared((warps,), "int32"))
 
     @T.macro
-    def prefetch(ns, norm_w, w, out, acc, bx, tx, lane, warp):
+    def prefetch(ns, norm_w, w, out, bx, tx, lane, warp):
         # Weights depend on no kernel, so with programmatic dependent launch these loads
         # overlap the previous kernel's tail; everything after pdl_sync may read its output.
         g0 = bx * warps + warp
@@ -94,8 +82,6 @@ def gemv_phase(T, dims, grid: int):
                 if lane == 0:
                     for r in T.unroll(R):
                         ns.resv[r] = out[T.min(g0 * R + r, N - 1)]
-                        if ra:
-                            ns.av[r] = T.call_extern("int64", "__ldcg", T.address_of(acc[T.min(g0 * R + r, N - 1)]))
         if early_norm:
             for it in T.unroll(pro_iters):
                 if (it * THREADS + tx) * VEC < K:
@@ -103,7 +89,7 @@ def gemv_phase(T, dims, grid: int):
                         ns.nv[it * VEC + j] = norm_w[(it * THREADS + tx) * VEC + j]
 
     @T.macro
-    def run(ns, x, norm_w, w, out, amax, acc, bx, tx, lane, warp):
+    def run(ns, x, norm_w, w, out, amax, bx, tx, lane, warp):
         ssq = T.alloc_var("float32")
         rstd = T.alloc_var("float32")
         best_v = T.alloc_var("float32")
@@ -117,11 +103,6 @@ def gemv_phase(T, dims, grid: int):
                 if (it * THREADS + tx) * VEC < K:
                     for j in T.vectorized(VEC):
                         ns.xv[it * VEC + j] = x[(it * THREADS + tx) * VEC + j]
-                    if ra:
-                        for j in T.vectorized(VEC):
-                            ns.av[j] = acc[(it * THREADS + tx) * VEC + j]
-                        for j in T.unroll(VEC):
-                            ns.xv[it * VEC + j] = plus_acc(ns.xv[it * VEC + j], ns.av[j])
                     for j in T.unroll(VEC):
                         ssq += T.cast(ns.xv[it * VEC + j], "float32") * T.cast(ns.xv[it * VEC + j], "float32")
             ssq = T.warp_reduce_sum(ssq)
@@ -197,16 +178,7 @@ def gemv_phase(T, dims, grid: int):
                     if lane == 0:
                         for r in T.unroll(R):
                             if g * R + r < N:
-                                if epilogue == "residual" and ra:
-                                    # x + o_proj's output, then + this GEMV's (down)
-                                    if early_res:
-                                        ns.resv[r] = T.if_then_else(p == 0, plus_acc(ns.resv[r], ns.av[r]),
-                                                                    plus_acc(out[g * R + r], acc[g * R + r]))
-                                    else:
-                                        ns.resv[r] = plus_acc(out[g * R + r], acc[g * R + r])
-                                    out[g * R + r] = T.cast(T.cast(ns.resv[r], "float32")
-                                                            + T.cast(T.cast(ns.acc[r], dt), "float32"), out_dt)
-                                elif epilogue == "residual" and early_res:
+                                if epilogue == "residual" and early_res:
                                     out[g * R + r] = T.cast(
                                         T.cast(T.if_then_else(p == 0, ns.resv[r], out[g * R + r]), "float32")
                                         + T.cast(T.cast(ns.acc[r], dt), "float32"), out_dt)

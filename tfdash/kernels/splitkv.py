@@ -11,12 +11,6 @@ The grid: a block of the cache is `block` positions; a step at ctx_len uses the 
 splits_used(ctx_len) of them, and at most SPLIT_CAP programs per kv head run them (grid_splits).
 """
 
-import math
-
-import torch
-
-from tfdash.kernels.base import Geometry
-
 
 def splits_used(dims, ctx_len):
     """Blocks of the cache a step at ctx_len attends over (ctx_len + 1 positions)."""
@@ -45,37 +39,6 @@ def lanes(S: int) -> tuple[int, int]:
     return sper, sper * 32
 
 
-def split_weights_macro(T, S: int):
-    """One warp's merge weights for q head `head` over the n_active splits of S: lane l holds
-    splits l, l + 32, ...; the global max M and sum L = sum_s exp(m_s - M) l_s are warp
-    reductions, and w_s[row, s] = exp(m_s - M) / L goes to shared memory (0 past n_active)."""
-    sper, _ = lanes(S)
-
-    @T.macro
-    def split_weights(ml, head, w_s, row, mloc, lloc, lane, n_active):
-        mm = T.alloc_var("float32")
-        ll = T.alloc_var("float32")
-        mm = -T.infinity("float32")
-        for k in T.unroll(sper):
-            if k * 32 + lane < n_active:
-                mloc[k] = ml[head, k * 32 + lane, 0]
-                lloc[k] = ml[head, k * 32 + lane, 1]
-            else:
-                mloc[k] = -T.infinity("float32")
-                lloc[k] = 0.0
-            mm = T.max(mm, mloc[k])
-        mm = T.warp_reduce_max(mm)
-        ll = 0.0
-        for k in T.unroll(sper):
-            mloc[k] = T.exp(mloc[k] - mm)  # 0 for the splits past n_active
-            ll += mloc[k] * lloc[k]
-        ll = T.warp_reduce_sum(ll)
-        for k in T.unroll(sper):
-            w_s[row, k * 32 + lane] = mloc[k] / ll
-
-    return split_weights
-
-
 def merge_macro(T, group: int, warps: int, S: int, D: int, dt: str, early: bool = False, acq_rel: bool = False,
                 chunk: int = MERGE_CHUNK):
     """The merge as a tilelang macro over the attention kernel's own buffers and indices. `early`:
@@ -88,7 +51,6 @@ def merge_macro(T, group: int, warps: int, S: int, D: int, dt: str, early: bool 
     the (max, sum) loads, so a chunk covering every split leaves no second round trip."""
     sper, S32 = lanes(S)
     MP = -(-group // warps)  # merge-weight passes: one warp per head
-    weights = split_weights_macro(T, S)
 
     @T.macro
     def merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active):
@@ -120,7 +82,23 @@ def merge_macro(T, group: int, warps: int, S: int, D: int, dt: str, early: bool 
             # weights go to shared memory
             for mp in T.unroll(MP):
                 if mp * warps + warp < group:
-                    weights(ml, g * group + mp * warps + warp, w_s, mp * warps + warp, mloc, lloc, lane, n_active)
+                    mm = -T.infinity("float32")
+                    for k in T.unroll(sper):
+                        if k * 32 + lane < n_active:
+                            mloc[k] = ml[g * group + mp * warps + warp, k * 32 + lane, 0]
+                            lloc[k] = ml[g * group + mp * warps + warp, k * 32 + lane, 1]
+                        else:
+                            mloc[k] = -T.infinity("float32")
+                            lloc[k] = 0.0
+                        mm = T.max(mm, mloc[k])
+                    mm = T.warp_reduce_max(mm)
+                    ll = 0.0
+                    for k in T.unroll(sper):
+                        mloc[k] = T.exp(mloc[k] - mm)  # 0 for the splits past n_active
+                        ll += mloc[k] * lloc[k]
+                    ll = T.warp_reduce_sum(ll)
+                    for k in T.unroll(sper):
+                        w_s[mp * warps + warp, k * 32 + lane] = mloc[k] / ll
             T.sync_threads()
             # out[d] = sum over splits of weight * partial[d]: chunk independent
             # loads in flight per thread, not a chain of dependent ones
@@ -143,28 +121,3 @@ def merge_macro(T, group: int, warps: int, S: int, D: int, dt: str, early: bool 
 
     return merge
 
-
-def attention_geometry(dims, ctx_len: int = 0) -> Geometry:
-    """The cache blocks a step at ctx_len attends over, per kv head, over its programs: the rounds
-    with work in them (the kernel's loop also runs the skipped rounds over the blocks past ctx_len)."""
-    S = splits_used(dims, ctx_len)
-    programs, _ = grid_splits(dims["splits"], dims.get("split_cap", SPLIT_CAP))
-    return Geometry((programs, dims["n_kv_heads"]), dims["head_dim"], None, S, "cache block", programs, "program",
-                    "kv head")
-
-
-def torch_split_partials(dims, q, k_cache, v_cache, pos, part, ml):
-    """The kernel's partials in torch: for each q head h and split s of `block` positions, ml[h, s]
-    = (m_s, l_s), the max of the split's scores up to pos and the sum of exp(score - m_s), and
-    part[h, s, :] = sum_j exp(s_j - m_s) v_j (tfdash.kernels.softmax). Capturable: every slot of
-    the cache is scored and the ones past pos masked; a split past pos holds (-inf, 0) and zeros."""
-    nH, nKV, D, B = dims["n_heads"], dims["n_kv_heads"], dims["head_dim"], dims["block"]
-    group, S, C = nH // nKV, part.shape[1], k_cache.shape[1]
-    s = torch.einsum("gqd,gnd->gqn", q.view(nKV, group, D).float(), k_cache.float()) * (1.0 / math.sqrt(D))
-    s = s.masked_fill(torch.arange(C, device=s.device) > pos.to(s.device).reshape(()), -math.inf)
-    s = torch.nn.functional.pad(s, (0, S * B - C), value=-math.inf).view(nKV, group, S, B)
-    m = s.amax(dim=-1)
-    p = torch.exp(s - torch.where(torch.isinf(m), torch.zeros_like(m), m).unsqueeze(-1))
-    v = torch.nn.functional.pad(v_cache.float(), (0, 0, 0, S * B - C)).view(nKV, S, B, D)
-    part.copy_(torch.einsum("gqsb,gsbd->gqsd", p, v).reshape(nH, S, D))
-    ml.copy_(torch.stack([m, p.sum(dim=-1)], dim=-1).reshape(nH, S, 2))

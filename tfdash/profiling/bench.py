@@ -17,7 +17,8 @@ copy bandwidth.
     tilelang-unfused q/k norm + RoPE + KV append in a launch of its own (the fusion A/B)
     tilelang-gu1     gate_up's grid at one block per SM, so all of down's blocks can be resident
                      early under PDL (the grid A/B)
-    tilelang-latekv  attention reads the KV cache after its grid dependency, not before it (the KV-prefetch A/B)
+    tilelang-latekv  attention reads the KV cache after its grid dependency, not before it (the
+                     KV-prefetch A/B)
     tilelang-lateres o_proj and down read their residual after their grid dependency (the A/B)
     tilelang-otlate  gate_up launches after o_proj's grid dependency, not at o_proj's start (the
                      trigger A/B: TFDASH_O_PROJ_TRIGGER_FIRST)
@@ -27,16 +28,15 @@ copy bandwidth.
     tilelang-mlate   attention's merge loads its partials after the (max, sum) pairs, not beside
                      them (the merge A/B: TFDASH_ATTN_MERGE_EARLY)
     tilelang-b32sc64 32-position splits on 64 programs per kv head (tfdash.profiling.variants)
-    tilelang-tdep    o_proj launched at attention's grid dependency where the shape's own waits (0.6B)
+    tilelang-tdep    attention lets o_proj launch at its grid dependency where the shape's own
+                     waits for its values (0.6B; TFDASH_ATTN_TRIGGER_AT)
     tilelang-meg4    groups of 4 q heads merge early, as the plan before did (4B, 8B)
-    tilelang-downsilu gate_up stores g|u and every block of down makes silu(g) * u (TFDASH_GATE_UP_SILU)
+    tilelang-downsilu gate_up stores g|u and every block of down makes silu(g) * u in its
+                     prologue, as the plan before did (TFDASH_GATE_UP_SILU)
     tilelang-qtlate  attention launches after the qkv GEMV's grid dependency where the shape's
                      own launches it at qkv's start (0.6B; TFDASH_QKV_TRIGGER_FIRST)
     tilelang-ringcopy the token copied into the host's ring after each replay, where the default's
                      argmax stores it there from inside the graph (TFDASH_RING_IN_GRAPH)
-    tilelang-omerge  attention's blocks end at their partials and o_proj merges them (oproj_merges,
-                     TFDASH_OPROJ_MERGES; the default at 1.7B); tilelang-attnmerge: attention merges
-                     them itself, the baseline
     tilelang[OP:K=V] a GEMV launch-settings variant (--gemv), the sweep behind the GEMV table
     tilelang@N       tilelang-graph with an N-position KV cache (--also-capacity N; the dashboard's
                      is 4096), against the run-sized one

@@ -38,10 +38,6 @@ PLAN_VARIANTS = {
     # the token copied into the host's pinned ring after each replay, where the default's argmax
     # stores it there from inside the graph
     "tilelang-ringcopy": {"ring_in_graph": False},
-    # attention's blocks end at their partials; o_proj merges them, its heads adding into a
-    # fixed-point sum that gate_up's norm and down's residual add into x (the default at 1.7B)
-    "tilelang-omerge": {"oproj_merges": True},
-    "tilelang-attnmerge": {"oproj_merges": False},  # attention merges its partials, o_proj adds into x
 }
 
 
@@ -51,7 +47,7 @@ GEMV_OPS = ("qkv_proj", "o_proj", "gate_up", "down", "lm_head")  # the GEMVs a -
 def gemv_variant(spec: str) -> tuple[str, dict]:
     """`down:seg=8,blocks_per_sm=1` -> ("tilelang[down:seg=8,blocks_per_sm=1]", build_plan options);
     `o_proj:blocks_per_sm=1+down:blocks_per_sm=1` sets both ops in one variant."""
-    from tfdash.engine.plan_options import GEMV_KNOB_TAG  # the settings a --gemv variant may set
+    from tfdash.engine.plan import GEMV_KNOB_TAG  # the settings a --gemv variant may set
 
     overrides: dict[str, dict] = {}
     for part in spec.split("+"):
