@@ -34,12 +34,16 @@ FENCED = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_
 DOWNSILU = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, gate_up_silu=False)  # down makes silu
 QTFIRST = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, qkv_trigger_first=True)  # as 0.6B's
 RINGCOPY = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, ring_in_graph=False)  # argmax_feed
-KERNELS = {**RINGCOPY.kernels(), **QTFIRST.kernels(), **DOWNSILU.kernels(), **FENCED.kernels(), **LATENORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
+# the qkv GEMV at one row a warp, attention launched at its start (bench backend tilelang-qtr1)
+QTR1 = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, qkv_trigger_first=True,
+                  gemv_overrides={"qkv_proj": {"rows": 1}})
+KERNELS = {**QTR1.kernels(), **RINGCOPY.kernels(), **QTFIRST.kernels(), **DOWNSILU.kernels(), **FENCED.kernels(), **LATENORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
            **MLATE.kernels(), **UNFUSED_MLATE.kernels(), **PLAN.kernels()}  # every kernel the plan variants launch
 
 
 # the GEMVs whose registers and shared memory are checked against their blocks per SM
-GEMV_FIT = sorted(k for k in {**PLAN.kernels(), **OTLATE.kernels(), **LATENORM.kernels(), **DOWNSILU.kernels()}
+GEMV_FIT = sorted(k for k in {**PLAN.kernels(), **OTLATE.kernels(), **LATENORM.kernels(), **DOWNSILU.kernels(),
+                               **QTR1.kernels()}
                   if k.startswith("gemv_"))
 _ATTN = PLAN.kernels()["attn_rope_decode_me"]
 PROBE = dataclasses.replace(_ATTN, kernel=_ATTN.kernel + "_probe", dims={**_ATTN.dims, "probe": True})
@@ -71,6 +75,8 @@ def builds_read_by(item) -> list:
         out.append((EVERY[p["key"]], {}, EVERY[p["key"]].family in ("gemv", "attention")))
     elif item.originalname == "test_attention_probe_build_stamps_each_phase":
         out.insert(0, (PROBE, {}, False))
+    elif item.originalname == "test_attention_fits_beside_the_one_row_qkv_gemv":
+        out += [(KERNELS[n], {}, True) for n in ("gemv_qkv", "gemv_qkv_r1t1", "attn_rope_decode_me")]
     return out
 
 
@@ -104,6 +110,25 @@ def test_kernel_compiles_for_sm90a(name, fresh_cache):
     roles = [r for r in family(launch.family).roles if r in launch.args]
     params = [p.removesuffix("_handle") for p in kernel.params]
     assert params == roles
+
+
+@pytest.mark.slow
+def test_attention_fits_beside_the_one_row_qkv_gemv(fresh_cache):
+    """tilelang-qtr1's premise at 1.7B: with the qkv GEMV at one row a warp, an attention block
+    fits in an SM's 64K registers beside qkv's blocks (registers are allocated in 8s a thread), so
+    attention launched at qkv's start is resident while qkv streams; beside the table's two rows a
+    warp it is not."""
+    from tfdash.kernels.gemv import THREADS, launch_settings
+
+    def regs(launch, threads):
+        return -(-fresh_cache.resources(launch).registers // 8) * 8 * threads
+
+    attn = regs(KERNELS["attn_rope_decode_me"], QTR1.ops()["attention"][0].dims["head_dim"])
+    for name, fits in (("gemv_qkv_r1t1", True), ("gemv_qkv", False)):
+        qkv = KERNELS[name]
+        per_sm = launch_settings(qkv.dims)[2]
+        assert (per_sm * regs(qkv, THREADS) + attn <= 65536) == fits, name
+    assert QTR1.ops()["attention"][0].kernel == "attn_rope_decode_me"  # the default's attention
 
 
 @pytest.mark.slow

@@ -269,7 +269,8 @@ def test_plan_variants_decode_the_same_bits(state):
                     PLAN_VARIANTS["tilelang-mlate"], PLAN_VARIANTS["tilelang-latenorm"],
                     PLAN_VARIANTS["tilelang-fenced"], {"early_norm": False, "attn_merge_acq_rel": False},
                     PLAN_VARIANTS["tilelang-mc16"], {"attn_trigger_at": "values"},
-                    PLAN_VARIANTS["tilelang-downsilu"], {"qkv_trigger_first": True}):
+                    PLAN_VARIANTS["tilelang-downsilu"], {"qkv_trigger_first": True},
+                    PLAN_VARIANTS["tilelang-qtr1"]):
         variant = TilelangRuntime(build_plan(CFG, dtype="bfloat16", capacity=2048, **options), weights, DEV)
         variant.capture()
         tokens, logits = run(variant)

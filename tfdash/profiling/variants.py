@@ -38,6 +38,10 @@ PLAN_VARIANTS = {
     # the token copied into the host's pinned ring after each replay, where the default's argmax
     # stores it there from inside the graph
     "tilelang-ringcopy": {"ring_in_graph": False},
+    # the qkv GEMV at one row a warp (61 registers a thread at 1.7B, against 93 at two), so
+    # attention's blocks (247) fit beside its two blocks an SM and, launched at qkv's start, load
+    # their K/V while qkv streams its weights (0.6B's qkv leaves that room already)
+    "tilelang-qtr1": {"qkv_trigger_first": True, "gemv_overrides": {"qkv_proj": {"rows": 1}}},
 }
 
 
