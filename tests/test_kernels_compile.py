@@ -13,6 +13,7 @@ import pytest
 
 from tfdash.engine.config import preset
 from tfdash.engine.plan import build_plan
+from tfdash.profiling.variants import QKV_BESIDE
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("tilelang") is None or shutil.which("nvcc") is None,
@@ -110,11 +111,6 @@ def test_kernel_compiles_for_sm90a(name, fresh_cache):
     roles = [r for r in family(launch.family).roles if r in launch.args]
     params = [p.removesuffix("_handle") for p in kernel.params]
     assert params == roles
-
-
-# qkv GEMV settings that leave an attention block room beside qkv's blocks (tilelang-qtr1 is
-# 1.7B's, and 4B's, 14B's and 32B's; 8B's qkv is at one row already and needs shorter segments)
-QKV_BESIDE = {"qwen3-1.7b": {"rows": 1}, "qwen3-4b": {"rows": 1}, "qwen3-8b": {"seg": 4}, "qwen3-14b": {"rows": 1}}
 
 
 def _beside(size):

@@ -104,15 +104,13 @@ def test_top1_agreement_with_transformers_4b_8b(sized):
     assert agree >= 0.99 or (agree >= ref_agree - 0.02 and agree >= 0.9), (agree, ref_agree)
 
 
-# the qkv GEMV settings that leave an attention block room beside qkv's (tests/test_kernels_compile.py's QKV_BESIDE)
-QKV_BESIDE = {"qwen3-4b": {"rows": 1}, "qwen3-8b": {"seg": 4}, "qwen3-14b": {"rows": 1}}
-
-
 @pytest.mark.parametrize("ctx", [0, 1024])
 def test_qkv_beside_attention_steps_as_the_reference(sized, ctx):
     """The plan with the qkv GEMV at QKV_BESIDE's settings and attention launched at qkv's start (the
     bench's qkv_proj --gemv variants; 1.7B's is tilelang-qtr1, in the same-bits test) against the
     reference, as the default is."""
+    from tfdash.profiling.variants import QKV_BESIDE  # its 1.7B entry is tilelang-qtr1's
+
     cfg, _, plan, ref, eng, truth = sized
     if cfg.name not in QKV_BESIDE:
         pytest.skip(f"runs at {', '.join(QKV_BESIDE)}")

@@ -44,6 +44,11 @@ PLAN_VARIANTS = {
     "tilelang-qtr1": {"qkv_trigger_first": True, "gemv_overrides": {"qkv_proj": {"rows": 1}}},
 }
 
+# per size, the qkv GEMV settings that leave an attention block room beside qkv's blocks (ptxas's
+# registers; tilelang-qtr1's one row a warp at 1.7B, 4B and 14B; 8B's qkv is at one row already and
+# takes shorter segments), for `--gemv qkv_proj:...,trigger_first=1` A/Bs at each size
+QKV_BESIDE = {"qwen3-1.7b": {"rows": 1}, "qwen3-4b": {"rows": 1}, "qwen3-8b": {"seg": 4}, "qwen3-14b": {"rows": 1}}
+
 
 GEMV_OPS = ("qkv_proj", "o_proj", "gate_up", "down", "lm_head")  # the GEMVs a --gemv variant may set
 
