@@ -13,7 +13,6 @@ import pytest
 
 from tfdash.engine.config import preset
 from tfdash.engine.plan import build_plan
-from tfdash.profiling.variants import QKV_BESIDE
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("tilelang") is None or shutil.which("nvcc") is None,
@@ -35,16 +34,12 @@ FENCED = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_
 DOWNSILU = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, gate_up_silu=False)  # down makes silu
 QTFIRST = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, qkv_trigger_first=True)  # as 0.6B's
 RINGCOPY = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, ring_in_graph=False)  # argmax_feed
-# the qkv GEMV at one row a warp, attention launched at its start (bench backend tilelang-qtr1)
-QTR1 = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, qkv_trigger_first=True,
-                  gemv_overrides={"qkv_proj": {"rows": 1}})
-KERNELS = {**QTR1.kernels(), **RINGCOPY.kernels(), **QTFIRST.kernels(), **DOWNSILU.kernels(), **FENCED.kernels(), **LATENORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
+KERNELS = {**RINGCOPY.kernels(), **QTFIRST.kernels(), **DOWNSILU.kernels(), **FENCED.kernels(), **LATENORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
            **MLATE.kernels(), **UNFUSED_MLATE.kernels(), **PLAN.kernels()}  # every kernel the plan variants launch
 
 
 # the GEMVs whose registers and shared memory are checked against their blocks per SM
-GEMV_FIT = sorted(k for k in {**PLAN.kernels(), **OTLATE.kernels(), **LATENORM.kernels(), **DOWNSILU.kernels(),
-                               **QTR1.kernels()}
+GEMV_FIT = sorted(k for k in {**PLAN.kernels(), **OTLATE.kernels(), **LATENORM.kernels(), **DOWNSILU.kernels()}
                   if k.startswith("gemv_"))
 _ATTN = PLAN.kernels()["attn_rope_decode_me"]
 PROBE = dataclasses.replace(_ATTN, kernel=_ATTN.kernel + "_probe", dims={**_ATTN.dims, "probe": True})
@@ -76,8 +71,6 @@ def builds_read_by(item) -> list:
         out.append((EVERY[p["key"]], {}, EVERY[p["key"]].family in ("gemv", "attention")))
     elif item.originalname == "test_attention_probe_build_stamps_each_phase":
         out.insert(0, (PROBE, {}, False))
-    elif item.originalname == "test_attention_fits_beside_the_qkv_gemv_at_narrower_settings":
-        out += [(launch, {}, True) for launch in _beside(p["size"])]
     return out
 
 
@@ -111,34 +104,6 @@ def test_kernel_compiles_for_sm90a(name, fresh_cache):
     roles = [r for r in family(launch.family).roles if r in launch.args]
     params = [p.removesuffix("_handle") for p in kernel.params]
     assert params == roles
-
-
-def _beside(size):
-    """The default plan's qkv and attention launches at `size`, and qkv's with QKV_BESIDE's settings."""
-    base = build_plan(preset(size), dtype="bfloat16", capacity=4096)
-    moved = build_plan(preset(size), dtype="bfloat16", capacity=4096, qkv_trigger_first=True,
-                       gemv_overrides={"qkv_proj": QKV_BESIDE[size]})
-    return base.ops()["qkv_proj"][0], base.ops()["attention"][0], moved.ops()["qkv_proj"][0]
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("size", sorted(QKV_BESIDE))
-def test_attention_fits_beside_the_qkv_gemv_at_narrower_settings(size, fresh_cache):
-    """tilelang-qtr1's premise: with the qkv GEMV at fewer loads a lane, an attention block fits in
-    an SM's 64K registers beside qkv's blocks (registers are allocated in 8s a thread), so attention
-    launched at qkv's start is resident while qkv streams; beside the table's settings it is not
-    (0.6B's is, where attention launching at qkv's start won on the H200)."""
-    from tfdash.kernels.gemv import THREADS, launch_settings
-
-    def regs(launch, threads):
-        return -(-fresh_cache.resources(launch).registers // 8) * 8 * threads
-
-    qkv, attn, moved = _beside(size)
-    room = 65536 - regs(attn, attn.dims["head_dim"])
-    assert launch_settings(qkv.dims)[2] * regs(qkv, THREADS) > room  # the table's: no room
-    assert launch_settings(moved.dims)[2] * regs(moved, THREADS) <= room, moved.kernel
-    if size == "qwen3-1.7b":
-        assert moved.kernel == KERNELS["gemv_qkv_r1t1"].kernel  # the bench's tilelang-qtr1
 
 
 @pytest.mark.slow

@@ -104,24 +104,6 @@ def test_top1_agreement_with_transformers_4b_8b(sized):
     assert agree >= 0.99 or (agree >= ref_agree - 0.02 and agree >= 0.9), (agree, ref_agree)
 
 
-@pytest.mark.parametrize("ctx", [0, 1024])
-def test_qkv_beside_attention_steps_as_the_reference(sized, ctx):
-    """The plan with the qkv GEMV at QKV_BESIDE's settings and attention launched at qkv's start (the
-    bench's qkv_proj --gemv variants; 1.7B's is tilelang-qtr1, in the same-bits test) against the
-    reference, as the default is."""
-    from tfdash.profiling.variants import QKV_BESIDE  # its 1.7B entry is tilelang-qtr1's
-
-    cfg, _, plan, ref, eng, truth = sized
-    if cfg.name not in QKV_BESIDE:
-        pytest.skip(f"runs at {', '.join(QKV_BESIDE)}")
-    weights = {n: eng.bufs[n] for n, s in plan.buffers.items() if s.kind == "weight"}  # as the bench shares them
-    moved = TilelangRuntime(build_plan(cfg, dtype="bfloat16", capacity=1280, qkv_trigger_first=True,
-                                       gemv_overrides={"qkv_proj": QKV_BESIDE[cfg.name]}), weights, DEV)
-    moved.capture()
-    check_step(cfg, ref, moved, truth, ctx)
-    del moved
-
-
 def check_step(cfg, ref, eng, truth, ctx):
     g = torch.Generator(device=DEV).manual_seed(ctx)
     k = torch.randn(ref.bufs["k_cache"].shape, device=DEV, generator=g).to(torch.bfloat16)
@@ -287,8 +269,7 @@ def test_plan_variants_decode_the_same_bits(state):
                     PLAN_VARIANTS["tilelang-mlate"], PLAN_VARIANTS["tilelang-latenorm"],
                     PLAN_VARIANTS["tilelang-fenced"], {"early_norm": False, "attn_merge_acq_rel": False},
                     PLAN_VARIANTS["tilelang-mc16"], {"attn_trigger_at": "values"},
-                    PLAN_VARIANTS["tilelang-downsilu"], {"qkv_trigger_first": True},
-                    PLAN_VARIANTS["tilelang-qtr1"]):
+                    PLAN_VARIANTS["tilelang-downsilu"], {"qkv_trigger_first": True}):
         variant = TilelangRuntime(build_plan(CFG, dtype="bfloat16", capacity=2048, **options), weights, DEV)
         variant.capture()
         tokens, logits = run(variant)

@@ -27,6 +27,7 @@ copy bandwidth.
                      one program a block, however large the cache (the grid before the cap)
     tilelang-mlate   attention's merge loads its partials after the (max, sum) pairs, not beside
                      them (the merge A/B: TFDASH_ATTN_MERGE_EARLY)
+    tilelang-b32sc64 32-position splits on 64 programs per kv head (tfdash.profiling.variants)
     tilelang-tdep    attention lets o_proj launch at its grid dependency where the shape's own
                      waits for its values (0.6B; TFDASH_ATTN_TRIGGER_AT)
     tilelang-meg4    groups of 4 q heads merge early, as the plan before did (4B, 8B)
@@ -36,7 +37,6 @@ copy bandwidth.
                      own launches it at qkv's start (0.6B; TFDASH_QKV_TRIGGER_FIRST)
     tilelang-ringcopy the token copied into the host's ring after each replay, where the default's
                      argmax stores it there from inside the graph (TFDASH_RING_IN_GRAPH)
-    tilelang-qtr1    qkv at one row a warp, so attention fits beside it and launches at its start
     tilelang[OP:K=V] a GEMV launch-settings variant (--gemv), the sweep behind the GEMV table
     tilelang@N       tilelang-graph with an N-position KV cache (--also-capacity N; the dashboard's
                      is 4096), against the run-sized one

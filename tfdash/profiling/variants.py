@@ -38,16 +38,7 @@ PLAN_VARIANTS = {
     # the token copied into the host's pinned ring after each replay, where the default's argmax
     # stores it there from inside the graph
     "tilelang-ringcopy": {"ring_in_graph": False},
-    # the qkv GEMV at one row a warp (61 registers a thread at 1.7B, against 93 at two), so
-    # attention's blocks (247) fit beside its two blocks an SM and, launched at qkv's start, load
-    # their K/V while qkv streams its weights (0.6B's qkv leaves that room already)
-    "tilelang-qtr1": {"qkv_trigger_first": True, "gemv_overrides": {"qkv_proj": {"rows": 1}}},
 }
-
-# per size, the qkv GEMV settings that leave an attention block room beside qkv's blocks (ptxas's
-# registers; tilelang-qtr1's one row a warp at 1.7B, 4B and 14B; 8B's qkv is at one row already and
-# takes shorter segments), for `--gemv qkv_proj:...,trigger_first=1` A/Bs at each size
-QKV_BESIDE = {"qwen3-1.7b": {"rows": 1}, "qwen3-4b": {"rows": 1}, "qwen3-8b": {"seg": 4}, "qwen3-14b": {"rows": 1}}
 
 
 GEMV_OPS = ("qkv_proj", "o_proj", "gate_up", "down", "lm_head")  # the GEMVs a --gemv variant may set
