@@ -32,25 +32,31 @@ class Resources:
                 f"{self.static_smem} B static shared memory")
 
 
-def resource_usage(src: str) -> Resources:
-    """Build `src` (a tilelang kernel's CUDA) to a cubin for sm_90a against tilelang's headers and
-    read ptxas's report. Raises RuntimeError with one line when nvcc is missing or fails."""
+def build_cubin(src: str, cubin: Path) -> str:
+    """Build `src` (a tilelang kernel's CUDA) to `cubin` for sm_90a against tilelang's headers, as
+    tilelang builds it (-O3); return ptxas -v's report. Raises RuntimeError with one line
+    when nvcc is missing or fails."""
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         raise RuntimeError("nvcc is not on PATH (the CUDA toolkit reports registers and spills)")
     import tilelang
 
     root = Path(tilelang.__file__).parent
-    with tempfile.TemporaryDirectory() as d:
-        cu = Path(d) / "k.cu"
-        cu.write_text(src)
-        r = subprocess.run([nvcc, "-arch=sm_90a", "-cubin", "-O3", "-std=c++17", f"-I{root / 'src'}",
-                            f"-I{root / '3rdparty' / 'cutlass' / 'include'}", "-Xptxas", "-v", "-o",
-                            str(Path(d) / "k.cubin"), str(cu)], capture_output=True, text=True, timeout=TIMEOUT_S)
+    cu = Path(cubin).with_suffix(".cu")
+    cu.write_text(src)
+    r = subprocess.run([nvcc, "-arch=sm_90a", "-cubin", "-O3", "-std=c++17", f"-I{root / 'src'}",
+                        f"-I{root / '3rdparty' / 'cutlass' / 'include'}", "-Xptxas", "-v", "-o", str(cubin), str(cu)],
+                       capture_output=True, text=True, timeout=TIMEOUT_S)
     text = r.stdout + r.stderr
     if r.returncode != 0:
         raise RuntimeError(f"nvcc failed: {(text.strip().splitlines() or ['no output'])[-1][:200]}")
-    return parse(text)
+    return text
+
+
+def resource_usage(src: str) -> Resources:
+    """ptxas's registers, spills, stack and static shared memory for `src` built for sm_90a."""
+    with tempfile.TemporaryDirectory() as d:
+        return parse(build_cubin(src, Path(d) / "k.cubin"))
 
 
 def parse(text: str) -> Resources:
