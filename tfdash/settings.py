@@ -49,6 +49,11 @@ class Settings:
                               "follows a replay; off: a 4-byte copy-engine copy after each replay (bench "
                               "backend tilelang-ringcopy, the A/B baseline; benchmarks/ has the measured "
                               "difference)"),
+        "attn_ilp": Knob("TFDASH_ATTN_ILP", True,
+                         "attention's score and value phases as independent chains of instructions (4 "
+                         "accumulators a sum, no branch between the dot products), which the scheduler "
+                         "interleaves; off: one chain each (bench backend tilelang-chains, the A/B "
+                         "baseline; benchmarks/ has the measured difference)"),
         "overlap_windows": Knob("TFDASH_OVERLAP_WINDOWS", False,
                                 "CUPTI profile windows start and finish with steps in flight instead of "
                                 "draining around them (Generation's `overlaps`). Off: measured on the H200 it "

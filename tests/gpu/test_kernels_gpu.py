@@ -286,6 +286,20 @@ def test_attention_every_group_and_head_dim(shape, ctx):
     check_fused_attention(ATTN_PLANS[shape], ctx)
 
 
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("ctx", [0, 1, 63, 64, 1024, 4095])
+def test_attention_chains_at_every_size(size, ctx):
+    """The score and value phases each one chain (attn_ilp=False, bench backend tilelang-chains, the
+    A/B baseline of tfdash.kernels.attn_dots) against the torch spelling at every Qwen3 size, fused
+    and (1.7B) unfused."""
+    check_fused_attention(build_plan(preset(size), dtype="bfloat16", capacity=4096, attn_ilp=False), ctx)
+    if size == "qwen3-1.7b":
+        plan = build_plan(CFG, dtype="bfloat16", capacity=4096, fused_rope=False, attn_ilp=False)
+        [launch] = [x for x in plan.kernels().values() if x.family == "attention"]
+        a, b, _ = both(launch, ctx, ["out", "part", "ml"])
+        assert rel_err(b["out"], a["out"]) <= 1e-2
+
+
 @pytest.mark.parametrize("ctx", [0, 1, 62, 63, 64, 65, 255, 1024, 4095])
 def test_attention_with_fused_rope(ctx):
     check_fused_attention(PLAN, ctx)

@@ -16,6 +16,7 @@ import math
 
 import torch
 
+from tfdash.kernels.attn_dots import ACC, scores_macro, values_macro
 from tfdash.kernels.base import DTYPE_BYTES, Family, Geometry, Operand, make_cost, register
 from tfdash.kernels.probe import PROBE_PHASES, PROBE_PRELUDE, stamp_macro
 from tfdash.kernels.rope import fused_passes, fused_rope_macro, rope_weights_macro
@@ -173,6 +174,8 @@ def tilelang_attention(dims):
     rope = fused_rope_macro(T, group, nH, nKV, D, dt, eps, preloaded=early_norm)
     load_w = rope_weights_macro(T, D)
     RED = max(SP, RP) * warps  # reduction slots: one per warp per pass
+    ilp = bool(dims.get("ilp"))  # the score and value phases as independent chains (attn_dots)
+    scores_ilp, values_ilp = scores_macro(T, group, iters, DC, B, fused, scale), values_macro(T, group, B, fused)
     probed = bool(dims.get("probe"))  # a diagnostic build that stamps its phases (PROBE_PHASES)
     assert fused or not probed, "the phase probe is built for the fused attention"
     launch_kw = dict(prelude=PROBE_PRELUDE) if probed else {}
@@ -227,6 +230,9 @@ def tilelang_attention(dims):
             w_s = T.alloc_shared((group, S32), "float32")
             n_s = T.alloc_var("int32")
             w = T.alloc_local((6,), dt)  # the rope phase's norm weights and cos/sin (rope_weights_macro)
+            if ilp:
+                dots, acc = T.alloc_local((iters, group), "float32"), T.alloc_local((ACC,), "float32")
+                o4, pl = T.alloc_local((group, ACC), "float32"), T.alloc_local((group, ACC), "float32")
             if probed:
                 stamp(probe, px, g, tx, "start")
             if early:
@@ -272,8 +278,10 @@ def tilelang_attention(dims):
                                 qv[hh2, c] = q[(g * group + hh2) * D + dc * DC + c]
                     if probed:
                         stamp(probe, px, g, tx, "rope")
+                    if ilp:
+                        scores_ilp(qv, kall, k_s, kv, sc_s, dots, acc, bx, n, last, warp, pi, dc)
                     # scores
-                    for it in T.unroll(iters):
+                    for it in T.unroll(0 if ilp else iters):
                         jl = warp * (iters * 4) + it * 4 + pi
                         if fused and jl == last:
                             for c in T.vectorized(DC):
@@ -301,7 +309,9 @@ def tilelang_attention(dims):
                     # p @ V for this block, dim tx, every head of the group
                     if fused:
                         vcur = T.cast(v_s[tx], "float32")
-                    for hh in T.unroll(group):
+                    if ilp:
+                        values_ilp(p_s, vv, vcur, part, o4, pl, g, bx, last, tx)
+                    for hh in T.unroll(0 if ilp else group):
                         o[hh] = 0.0
                         for j in T.unroll(B):
                             if fused:

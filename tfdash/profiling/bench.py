@@ -37,9 +37,9 @@ copy bandwidth.
                      own launches it at qkv's start (0.6B; TFDASH_QKV_TRIGGER_FIRST)
     tilelang-ringcopy the token copied into the host's ring after each replay, where the default's
                      argmax stores it there from inside the graph (TFDASH_RING_IN_GRAPH)
+    tilelang-chains  attention's score and value phases each one chain, not interleaved (TFDASH_ATTN_ILP)
     tilelang[OP:K=V] a GEMV launch-settings variant (--gemv), the sweep behind the GEMV table
-    tilelang@N       tilelang-graph with an N-position KV cache (--also-capacity N; the dashboard's
-                     is 4096), against the run-sized one
+    tilelang@N       tilelang-graph with an N-position KV cache (--also-capacity N), against the run-sized one
     torch-compile    the same plan's torch spelling through torch.compile (inductor, autotuned,
                      fullgraph), captured whole in one CUDA graph: the strongest PyTorch peer
     torch-graph      the same plan in torch ops (cuBLAS GEMVs, KV masked over capacity), one graph
