@@ -18,19 +18,31 @@ The same products as the plain phases, summed in another order (f32 both).
 ACC = 4  # accumulators a sum: FMA latency 4 cycles, so 4 chains keep one FMA a cycle in flight
 
 
+def key_macro(T, DC: int, fused: bool):
+    """kv = this thread's DC dims of key row jl: prefetched in kall, or (fused, jl this step's
+    position) the step's own k in k_s. Both score phases read their keys through it."""
+
+    @T.macro
+    def key(kall, k_s, kv, it, jl, last, dc):
+        if fused and jl == last:
+            for c in T.vectorized(DC):
+                kv[c] = k_s[dc * DC + c]
+        else:
+            for c in T.vectorized(DC):
+                kv[c] = kall[it, c]
+
+    return key
+
+
 def scores_macro(T, group: int, iters: int, DC: int, B: int, fused: bool, scale: float):
     """sc_s[hh, j] = (q_hh . k_j) * scale for the thread's key rows (-inf past n), every head."""
+    key = key_macro(T, DC, fused)
 
     @T.macro
     def scores(qv, kall, k_s, kv, sc_s, dots, acc, bx, n, last, warp, pi, dc):
         for it in T.unroll(iters):
             jl = warp * (iters * 4) + it * 4 + pi
-            if fused and jl == last:
-                for c in T.vectorized(DC):
-                    kv[c] = k_s[dc * DC + c]
-            else:
-                for c in T.vectorized(DC):
-                    kv[c] = kall[it, c]
+            key(kall, k_s, kv, it, jl, last, dc)
             for hh in T.unroll(group):
                 for a in T.unroll(ACC):
                     acc[a] = 0.0

@@ -31,13 +31,13 @@ copy bandwidth.
     tilelang-tdep    attention lets o_proj launch at its grid dependency where the shape's own
                      waits for its values (0.6B; TFDASH_ATTN_TRIGGER_AT)
     tilelang-meg4    groups of 4 q heads merge early, as the plan before did (4B, 8B)
-    tilelang-downsilu gate_up stores g|u and every block of down makes silu(g) * u in its
-                     prologue, as the plan before did (TFDASH_GATE_UP_SILU)
+    tilelang-downsilu down makes silu(g) * u from gate_up's g|u, as the plan before did (TFDASH_GATE_UP_SILU)
     tilelang-qtlate  attention launches after the qkv GEMV's grid dependency where the shape's
                      own launches it at qkv's start (0.6B; TFDASH_QKV_TRIGGER_FIRST)
     tilelang-ringcopy the token copied into the host's ring after each replay, where the default's
                      argmax stores it there from inside the graph (TFDASH_RING_IN_GRAPH)
     tilelang-chains  attention's score and value phases each one chain, not interleaved (TFDASH_ATTN_ILP)
+    tilelang-spin    the block holding pos merges, polling the arrivals (the last to arrive merges)
     tilelang[OP:K=V] a GEMV launch-settings variant (--gemv), the sweep behind the GEMV table
     tilelang@N       tilelang-graph with an N-position KV cache (--also-capacity N), against the run-sized one
     torch-compile    the same plan's torch spelling through torch.compile (inductor, autotuned,
