@@ -2,8 +2,8 @@
 
 `build`: writes the default plan's launch of each family named (its CUDA, the sm_90a cubin as
 tilelang builds it, ptxas's report and, where cuobjdump is on PATH or in /usr/local/cuda/bin,
-the SASS), on any host with nvcc. `replay`: captures the default plan's step and replays it at
-ctx `--ctx` (H200 only), for Nsight Compute to sample the kernels inside the graph:
+the SASS), on any host with nvcc. `replay`: captures the default plan's step and replays it from
+ctx `--ctx` (kernel_times' replays, H200 only), for Nsight Compute to sample the kernels inside the graph:
 
     python scripts/kernel_sass.py build --model qwen3-1.7b --families attention --out DIR
     ncu --clock-control none --graph-profiling node --kernel-name regex:attn --launch-skip 56 \\
@@ -20,12 +20,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from kernel_times import replay_times  # this script's folder is on sys.path when it runs
 from tfdash.engine.config import preset
 from tfdash.engine.plan import build_plan
 
 
 def cuobjdump() -> str | None:
-    return shutil.which("cuobjdump") or next((p for p in ["/usr/local/cuda/bin/cuobjdump"] if Path(p).exists()), None)
+    local = Path("/usr/local/cuda/bin/cuobjdump")
+    return shutil.which("cuobjdump") or (str(local) if local.exists() else None)
 
 
 def build(args):
@@ -60,12 +62,8 @@ def replay(args):
     weights = pack(cfg, random_state_dict(cfg, torch.bfloat16, "cuda", seed=0))
     rt = TilelangRuntime(build_plan(cfg, "bfloat16", capacity=args.capacity), weights, "cuda")
     rt.capture()
-    rt.bufs["prompt_len"].fill_(0)
-    for _ in range(args.reps):
-        rt.bufs["pos"].fill_(args.ctx)
-        rt.graph.replay()
-    torch.cuda.synchronize()
-    print(f"replayed {args.reps} steps at ctx {args.ctx}")
+    replay_times(rt, args.reps, args.ctx)
+    print(f"replayed {args.reps} steps from ctx {args.ctx}")
 
 
 def stalls(args):
