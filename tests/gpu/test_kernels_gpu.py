@@ -300,21 +300,6 @@ def test_attention_chains_at_every_size(size, ctx):
         assert rel_err(b["out"], a["out"]) <= 1e-2
 
 
-@pytest.mark.parametrize("size", SIZES)
-@pytest.mark.parametrize("ctx", [0, 1, 63, 64, 65, 1024, 2047, 2048, 4095])
-def test_attention_spin_merge_at_every_size(size, ctx):
-    """The block holding pos merging its kv head after polling the arrivals (attn_merge_spin, bench
-    backend tilelang-spin) against the torch spelling at every size, past one round of programs
-    (ctx 2048 and up), the count back at zero after (check_fused_attention) and again after a
-    second launch."""
-    plan = build_plan(preset(size), dtype="bfloat16", capacity=4096, attn_merge_spin=True)
-    check_fused_attention(plan, ctx)
-    [launch] = [x for x in plan.kernels().values() if x.family == "attention"]
-    a, b, _ = both(launch, ctx, ["out", "part", "ml"], plan)
-    run_tilelang(launch, b)
-    assert rel_err(b["out"], a["out"]) <= 1e-2 and int(b["sem"].abs().sum().item()) == 0
-
-
 @pytest.mark.parametrize("ctx", [0, 1, 62, 63, 64, 65, 255, 1024, 4095])
 def test_attention_with_fused_rope(ctx):
     check_fused_attention(PLAN, ctx)

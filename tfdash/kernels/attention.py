@@ -21,7 +21,7 @@ from tfdash.kernels.base import DTYPE_BYTES, Family, Geometry, Operand, make_cos
 from tfdash.kernels.probe import PROBE_PHASES, PROBE_PRELUDE, stamp_macro
 from tfdash.kernels.rope import fused_passes, fused_rope_macro, rope_weights_macro
 from tfdash.kernels.softmax import block_softmax_macro
-from tfdash.kernels.splitkv import MERGE_CHUNK, SPIN_PRELUDE, SPLIT_CAP, grid_splits, lanes, merge_macro, splits_used
+from tfdash.kernels.splitkv import MERGE_CHUNK, SPLIT_CAP, grid_splits, lanes, merge_macro, splits_used
 
 
 def torch_attention(dims, bufs):
@@ -134,8 +134,7 @@ def tilelang_attention(dims):
     softmax one score per thread: warp max/sum within a head, combined across the head's warps
             (tfdash.kernels.softmax)
     merge   partials to global scratch; the last split to arrive merges (tfdash.kernels.splitkv),
-            loading `merge_chunk` partials at once (splitkv.MERGE_CHUNK unless the plan says);
-            `merge_spin`: the block holding pos merges once the others' arrivals are counted
+            loading `merge_chunk` partials at once (splitkv.MERGE_CHUNK unless the plan says)
     """
     import tilelang.language as T
 
@@ -168,8 +167,7 @@ def tilelang_attention(dims):
     assert trigger_at in TRIGGER_POINTS, trigger_at
     softmax = block_softmax_macro(T, group, threads, warps, B, SP)
     merge = merge_macro(T, group, warps, S, D, dt, early=bool(dims.get("merge_early")),
-                        acq_rel=bool(dims.get("merge_acq_rel")), chunk=MC,
-                        spin=bool(dims.get("merge_spin")))
+                        acq_rel=bool(dims.get("merge_acq_rel")), chunk=MC)
     # the rope phase's norm weights and cos/sin read before the grid dependency (fused, under PDL,
     # with the KV prefetch): the phase after it then waits only on qkv, just written, in L2
     early_norm = early and bool(dims.get("early_norm"))
@@ -181,8 +179,7 @@ def tilelang_attention(dims):
     key = key_macro(T, DC, fused)
     probed = bool(dims.get("probe"))  # a diagnostic build that stamps its phases (PROBE_PHASES)
     assert fused or not probed, "the phase probe is built for the fused attention"
-    prelude = (PROBE_PRELUDE if probed else "") + (SPIN_PRELUDE if dims.get("merge_spin") else "")
-    launch_kw = dict(prelude=prelude) if prelude else {}
+    launch_kw = dict(prelude=PROBE_PRELUDE) if probed else {}
 
     @T.macro
     def load_v(v_cache, vv, g, bx, n, tx):
@@ -323,8 +320,7 @@ def tilelang_attention(dims):
                     if pdl and trigger_at == "values":
                         T.pdl_trigger()
                     # the last split of this kv head to arrive merges (tfdash.kernels.splitkv)
-                    merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active,
-                          bx == n_active - 1)
+                    merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active)
                     if probed:
                         stamp(probe, px, g, tx, "end")
                         if tx == 0:

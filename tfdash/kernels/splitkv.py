@@ -5,8 +5,7 @@ Each split wrote, per q head h of the group: its f32 partial output part[h, spli
 softmax's (max, sum) in ml[h, split, :]. The merge weights a split by exp(max - global max) *
 sum / global sum (flash-decoding's rescale), and sums the partials with those weights. Arrival is
 counted in sem[kv head]: a thread fence, an atomic add, and the block that brings the count to the
-number of active splits merges and resets the counter for the next layer's launch (or, with
-`spin`, the block holding this step's position merges once it has counted the others in).
+number of active splits merges and resets the counter for the next layer's launch.
 
 The grid: a block of the cache is `block` positions; a step at ctx_len uses the first
 splits_used(ctx_len) of them, and at most SPLIT_CAP programs per kv head run them (grid_splits).
@@ -33,20 +32,6 @@ def grid_splits(S: int, cap: int = SPLIT_CAP) -> tuple[int, int]:
 
 MERGE_CHUNK = 16  # partials a thread loads before it multiplies: independent loads in flight
 
-# `spin`'s arrival and wait: a release reduction nobody waits on, and an acquire load polled until
-# every other split has arrived (CUDA helpers of the kernel's prelude)
-SPIN_PRELUDE = r"""
-__device__ __forceinline__ void tfd_arrive(int* count) {
-  asm volatile("red.release.gpu.global.add.s32 [%0], 1;" :: "l"(count) : "memory");
-}
-__device__ __forceinline__ void tfd_wait_arrivals(int* count, int want) {
-  int seen;
-  do {
-    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(seen) : "l"(count) : "memory");
-  } while (seen < want);
-}
-"""
-
 
 def lanes(S: int) -> tuple[int, int]:
     """(splits a lane holds, splits rounded up to whole warps) for S splits."""
@@ -55,7 +40,7 @@ def lanes(S: int) -> tuple[int, int]:
 
 
 def merge_macro(T, group: int, warps: int, S: int, D: int, dt: str, early: bool = False, acq_rel: bool = False,
-                chunk: int = MERGE_CHUNK, spin: bool = False):
+                chunk: int = MERGE_CHUNK):
     """The merge as a tilelang macro over the attention kernel's own buffers and indices. `early`:
     the merging block loads the first `chunk` partials of every head before the (max, sum)
     pairs, so both loads are in flight at once rather than one after the other. `acq_rel`: the
@@ -63,31 +48,19 @@ def merge_macro(T, group: int, warps: int, S: int, D: int, dt: str, early: bool 
     releases) instead of a fence and a relaxed atomic, and the merging block's threads read the
     partials after that acquire and a barrier instead of after fences of their own. `chunk`: the
     partials a thread loads at once (MERGE_CHUNK); with `early` the first chunk is what overlaps
-    the (max, sum) loads, so a chunk covering every split leaves no second round trip. `spin`: the
-    block holding this step's position (`holder`, the last active one) merges, whoever arrives
-    last: the others arrive with a release reduction and leave, it polls the count with acquire
-    loads until all n_active - 1 have come, so the last to finish waits on no atomic's round trip
-    (SPIN_PRELUDE; every block of the grid is resident or done before a dependent launch may
-    start, and at most one block a kv head waits, so the others always progress)."""
+    the (max, sum) loads, so a chunk covering every split leaves no second round trip."""
     sper, S32 = lanes(S)
     MP = -(-group // warps)  # merge-weight passes: one warp per head
 
     @T.macro
-    def merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active, holder):
+    def merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active):
         mm = T.alloc_var("float32")
         ll = T.alloc_var("float32")
         acc = T.alloc_var("float32")
         pre = T.alloc_local((group, chunk), "float32") if early else None
         T.sync_threads()
         if tx == 0:
-            if spin:
-                if holder:
-                    T.evaluate(T.call_extern("handle", "tfd_wait_arrivals", T.address_of(sem[g]), n_active - 1))
-                    flag_s[0] = 1
-                else:
-                    T.evaluate(T.call_extern("handle", "tfd_arrive", T.address_of(sem[g])))
-                    flag_s[0] = 0
-            elif acq_rel:
+            if acq_rel:
                 flag_s[0] = T.if_then_else(
                     T.atomic_add(sem[g], 1, memory_order="acq_rel", return_prev=True) == n_active - 1, 1, 0)
             else:
@@ -95,7 +68,7 @@ def merge_macro(T, group: int, warps: int, S: int, D: int, dt: str, early: bool 
                 flag_s[0] = T.if_then_else(T.atomic_add(sem[g], 1, return_prev=True) == n_active - 1, 1, 0)
         T.sync_threads()
         if flag_s[0] == 1:
-            if not acq_rel and not spin:
+            if not acq_rel:
                 T.evaluate(T.call_extern("handle", "__threadfence"))
             if early:
                 for hh in T.unroll(group):

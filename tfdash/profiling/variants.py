@@ -41,9 +41,6 @@ PLAN_VARIANTS = {
     # attention's score and value phases each as one chain of dependent instructions (a dot
     # product's 16 FMAs, a branch to store it, then the next), where the default interleaves them
     "tilelang-chains": {"attn_ilp": False},
-    # the block holding this step's position merges its kv head, polling the arrival count, where
-    # the default's last block to arrive merges after an acquire-release atomic
-    "tilelang-spin": {"attn_merge_spin": True},
 }
 
 
