@@ -79,7 +79,10 @@ def values_macro(T, group: int, B: int, fused: bool):
                     o4[hh, a] += pl[hh, a] * T.cast(vv[jb * ACC + a], "float32")
         for hh in T.unroll(group):
             if fused:  # last >= 0 in every active block; < B only in the one holding pos
-                o4[hh, 0] += T.if_then_else(last < B, p_s[hh, T.min(last, B - 1)] * vcur, 0.0)
+                # one explicit FMA: written as a choice between a product and zero, then an add,
+                # nvcc contracted it in one build and not in another, so builds that differ only
+                # in where their loads sit summed other bits
+                o4[hh, 0] = T.fma(p_s[hh, T.min(last, B - 1)], T.if_then_else(last < B, vcur, 0.0), o4[hh, 0])
             part[g * group + hh, bx, tx] = (o4[hh, 0] + o4[hh, 1]) + (o4[hh, 2] + o4[hh, 3])
 
     return values
