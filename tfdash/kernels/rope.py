@@ -175,6 +175,100 @@ def fused_rope_macro(T, group: int, n_heads: int, n_kv: int, D: int, dt: str, ep
     return rope
 
 
+def warp_passes(group: int, D: int) -> int:
+    """Passes of the rope phase one warp a head (fused_rope_warp_macro): D/32 warps hold the
+    group's q heads and the kv head's k, group + 1 heads, one each a pass."""
+    return -(-(group + 1) // (D // 32))
+
+
+def rope_warp_weights_macro(T, D: int):
+    """Lane l's norm weights and table entries for the pairs (i, i + D/2), i = l + 32 j, j < D/64,
+    into w (6 x D/64 in the model dtype): q_norm at i, at i + D/2, k_norm the same, then cos and
+    sin at (pos, i), for n = pos + 1. Read-only in the step, so they may come before the grid
+    dependency (as rope_weights_macro's)."""
+    half = D // 2
+    PL = half // 32
+
+    @T.macro
+    def load(q_norm, k_norm, cos, sin, w, n, lane):
+        for j in T.unroll(PL):
+            w[j] = q_norm[j * 32 + lane]
+            w[PL + j] = q_norm[half + j * 32 + lane]
+            w[2 * PL + j] = k_norm[j * 32 + lane]
+            w[3 * PL + j] = k_norm[half + j * 32 + lane]
+            w[4 * PL + j] = cos[n - 1, j * 32 + lane]
+            w[5 * PL + j] = sin[n - 1, j * 32 + lane]
+
+    return load
+
+
+def fused_rope_warp_macro(T, group: int, n_heads: int, n_kv: int, D: int, dt: str, eps: float,
+                          preloaded: bool = False):
+    """fused_rope_macro's phase with one warp a head: lane l holds the pairs (i, i + D/2), i = l +
+    32 j, of head `warp` (then warp + D/32, ... a pass), so a head's sum of squares is one warp
+    reduction that every lane ends with, and the phase has one barrier (q_s and k_s written)
+    where the two-warps-a-head form has two (the partial sums through shared memory, then q_s).
+    The sum runs over a lane's D/32 squares first, so its bits differ from fused_rope_macro's.
+    Same buffers and arguments as fused_rope_macro (w from rope_warp_weights_macro; red_s unused)."""
+    half, warps = D // 2, D // 32
+    PL = half // 32  # pairs a lane
+    WP = warp_passes(group, D)
+    load = rope_warp_weights_macro(T, D)
+
+    @T.macro
+    def rope(qkv, q_norm, k_norm, cos, sin, k_cache, v_cache, q_s, k_s, v_s, red_s, w, g, n, tx, lane, warp,
+             mine):
+        xa = T.alloc_local((WP, PL), dt)
+        xb = T.alloc_local((WP, PL), dt)
+        ssq = T.alloc_var("float32")
+        rstd = T.alloc_var("float32")
+        vx = T.alloc_var(dt)
+        if not preloaded:
+            load(q_norm, k_norm, cos, sin, w, n, lane)
+        if mine:
+            vx = qkv[(n_heads + n_kv + g) * D + tx]
+        for wp in T.unroll(WP):
+            for j in T.unroll(PL):
+                if wp * warps + warp < group:
+                    xa[wp, j] = qkv[(g * group + wp * warps + warp) * D + j * 32 + lane]
+                    xb[wp, j] = qkv[(g * group + wp * warps + warp) * D + half + j * 32 + lane]
+                else:
+                    if wp * warps + warp == group and mine:
+                        xa[wp, j] = qkv[(n_heads + g) * D + j * 32 + lane]
+                        xb[wp, j] = qkv[(n_heads + g) * D + half + j * 32 + lane]
+                    else:
+                        xa[wp, j] = T.cast(0, dt)
+                        xb[wp, j] = T.cast(0, dt)
+        if mine:
+            v_s[tx] = vx
+            v_cache[g, n - 1, tx] = vx
+        for wp in T.unroll(WP):
+            if wp * warps + warp <= group:  # the same in every lane of the warp
+                ssq = 0.0
+                for j in T.unroll(PL):
+                    ssq += T.cast(xa[wp, j], "float32") * T.cast(xa[wp, j], "float32")
+                    ssq += T.cast(xb[wp, j], "float32") * T.cast(xb[wp, j], "float32")
+                ssq = T.warp_reduce_sum(ssq)
+                rstd = T.rsqrt(ssq / D + eps)
+                k_head = wp * warps + warp == group
+                for j in T.unroll(PL):
+                    w_a = T.if_then_else(k_head, w[2 * PL + j], w[j])
+                    w_b = T.if_then_else(k_head, w[3 * PL + j], w[PL + j])
+                    ra, rb = rope_pair(T, dt, xa[wp, j], xb[wp, j], w_a, w_b, w[4 * PL + j], w[5 * PL + j], rstd)
+                    if wp * warps + warp < group:
+                        q_s[wp * warps + warp, j * 32 + lane] = ra
+                        q_s[wp * warps + warp, half + j * 32 + lane] = rb
+                    else:
+                        if mine:
+                            k_s[j * 32 + lane] = ra
+                            k_s[half + j * 32 + lane] = rb
+                            k_cache[g, n - 1, j * 32 + lane] = ra
+                            k_cache[g, n - 1, half + j * 32 + lane] = rb
+        T.sync_threads()
+
+    return rope
+
+
 HEADS_PER_BLOCK = 16  # warps of a block; heads past a block's 16 go to the next block
 
 

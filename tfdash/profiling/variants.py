@@ -41,6 +41,9 @@ PLAN_VARIANTS = {
     # attention's score and value phases each as one chain of dependent instructions (a dot
     # product's 16 FMAs, a branch to store it, then the next), where the default interleaves them
     "tilelang-chains": {"attn_ilp": False},
+    # the fused attention's rope phase one warp a head with one barrier, where the default's two
+    # warps a head pass their partial sums of squares through shared memory (two barriers)
+    "tilelang-ropewarp": {"attn_rope_warp": True},
 }
 
 
