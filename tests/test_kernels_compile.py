@@ -63,7 +63,8 @@ def builds_read_by(item) -> list:
            "test_early_norm_reads_the_norm_weights_before_the_grid_dependency": [f"{p.get('name')}_ln", p.get("name")],
            "test_acq_rel_merge_arrives_with_one_atomic_and_no_fence": ["attn_rope_decode_me_fe", "attn_rope_decode_me"],
            "test_ptxas_facts_of_a_kernel": ["gemv_down_residual"],
-           "test_attention_probe_build_stamps_each_phase": ["attn_rope_decode_me"]}
+           "test_attention_probe_build_stamps_each_phase": ["attn_rope_decode_me"],
+           "test_interleaved_value_phase_adds_this_steps_v_with_one_explicit_fma": list(FMA_BUILDS)}
     out = [(KERNELS[n], {}, False) for n in one.get(item.originalname, ())]
     if item.originalname == "test_gemv_blocks_fit_on_an_sm_as_planned":
         out.append((KERNELS[p["name"]], {}, True))
@@ -167,6 +168,19 @@ def test_early_norm_reads_the_norm_weights_before_the_grid_dependency(name, norm
     assert body.index(norm) < body.index(sync)
     if name.startswith("attn"):
         assert body.index("cos_1[") < body.index(sync)
+
+
+FMA_BUILDS = ("attn_rope_decode_me", "attn_rope_decode_late_me", "attn_rope_decode_me_rw")
+
+
+@pytest.mark.slow
+def test_interleaved_value_phase_adds_this_steps_v_with_one_explicit_fma(fresh_cache):
+    """Every interleaved fused build (early and late KV, the rope warp) adds p[last] * v, this step's
+    own v, as one explicit FMA: written as a choice between a product and zero then an add, nvcc
+    contracted it in one build and not in another, and the late-KV build decoded other tokens."""
+    for name in FMA_BUILDS:
+        assert compiled(fresh_cache, name).source.count("__fmaf_rn(") == 1, name
+    assert "__fmaf_rn(" not in compiled(fresh_cache, "attn_rope_decode_me_ch").source  # the chains' FMA is p * (choice)
 
 
 @pytest.mark.slow
