@@ -33,10 +33,10 @@ DEV = "cuda"
 GEN = torch.Generator(device=DEV)
 
 
-def attention_shape(group: int, head_dim: int):
+def attention_shape(group: int, head_dim: int, **options):
     """A plan whose attention has 8 kv heads of `group` q heads each, at head_dim."""
     cfg = replace(CFG, name=f"g{group}-d{head_dim}", num_heads=8 * group, head_dim=head_dim)
-    return build_plan(cfg, dtype="bfloat16", capacity=4096)
+    return build_plan(cfg, dtype="bfloat16", capacity=4096, **options)
 
 
 # every GQA group the kernel supports at head_dim 128 (Qwen3: 2, 4, 5, 8) and a spread at 64
@@ -311,6 +311,13 @@ def test_attention_rope_warp_at_every_size(size, ctx):
     if size == "qwen3-1.7b":
         for late in ({"early_norm": False}, {"attn_kv_early": False}):
             check_fused_attention(build_plan(CFG, dtype="bfloat16", capacity=4096, attn_rope_warp=True, **late), ctx)
+
+
+@pytest.mark.parametrize("shape", ATTN_SHAPES, ids=[f"g{g}-d{d}" for g, d in ATTN_SHAPES])
+@pytest.mark.parametrize("ctx", [0, 65, 1024])
+def test_attention_rope_warp_every_group_and_head_dim(shape, ctx):
+    """The rope phase one warp a head at every group 1-8 and head_dim 64 (a lane one pair a head)."""
+    check_fused_attention(attention_shape(*shape, attn_rope_warp=True), ctx)
 
 
 @pytest.mark.parametrize("ctx", [0, 1, 62, 63, 64, 65, 255, 1024, 4095])

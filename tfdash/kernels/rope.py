@@ -243,7 +243,9 @@ def fused_rope_warp_macro(T, group: int, n_heads: int, n_kv: int, D: int, dt: st
             v_s[tx] = vx
             v_cache[g, n - 1, tx] = vx
         for wp in T.unroll(WP):
-            if wp * warps + warp <= group:  # the same in every lane of the warp
+            # the same in every lane of the warp; k's warp only in the block holding pos, so a pass
+            # that holds only k (groups of 4 and 8) is skipped by every other block
+            if wp * warps + warp < group or (wp * warps + warp == group and mine):
                 ssq = 0.0
                 for j in T.unroll(PL):
                     ssq += T.cast(xa[wp, j], "float32") * T.cast(xa[wp, j], "float32")
