@@ -174,11 +174,12 @@ def short_windows(monkeypatch):
 
 @pytest.fixture
 def cancellable_windows(monkeypatch):
-    """Windows of 64 steps (a few hundred ms each on the CPU): an escape pressed after the first
-    lands while the A/B has most of its turns still to run, however slow the host is to deliver it."""
+    """Windows of 128 steps (several hundred ms each on the CPU): an escape pressed after the first
+    lands while the A/B has most of its turns still to run, however slow the host is to deliver it
+    (at 64 steps a run whose kernel builds shared the two cores finished all 12 turns first)."""
     from tfdash.profiling import ab
 
-    monkeypatch.setattr(ab, "STEPS", 64)
+    monkeypatch.setattr(ab, "STEPS", 128)
     monkeypatch.setattr(ab, "PROFILE_STEPS", 8)
 
 
@@ -252,7 +253,7 @@ async def test_live_ab_alternates_shows_a_verdict_and_the_snapshot_keeps_it(isol
 @pytest.mark.usefixtures("one_torch_thread", "cancellable_windows")
 async def test_escape_cancels_the_ab_and_errors_are_one_line(isolated_config, tiny_engine):
     messages = []
-    app = tiny_app(tiny_engine, 3000)
+    app = tiny_app(tiny_engine, 6000)
     async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.new_tokens >= 4, what="tokens")
         await pilot.press("a", "enter")

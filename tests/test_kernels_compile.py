@@ -35,8 +35,7 @@ DOWNSILU = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, gat
 QTFIRST = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, qkv_trigger_first=True)  # as 0.6B's
 RINGCOPY = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, ring_in_graph=False)  # argmax_feed
 CHAINS = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_ilp=False)  # one chain a phase
-ROPEWARP = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_rope_warp=True)  # a warp a head
-KERNELS = {**ROPEWARP.kernels(), **CHAINS.kernels(), **RINGCOPY.kernels(), **QTFIRST.kernels(), **DOWNSILU.kernels(), **FENCED.kernels(), **LATENORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
+KERNELS = {**CHAINS.kernels(), **RINGCOPY.kernels(), **QTFIRST.kernels(), **DOWNSILU.kernels(), **FENCED.kernels(), **LATENORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
            **MLATE.kernels(), **UNFUSED_MLATE.kernels(), **PLAN.kernels()}  # every kernel the plan variants launch
 
 
@@ -64,8 +63,7 @@ def builds_read_by(item) -> list:
            "test_acq_rel_merge_arrives_with_one_atomic_and_no_fence": ["attn_rope_decode_me_fe", "attn_rope_decode_me"],
            "test_ptxas_facts_of_a_kernel": ["gemv_down_residual"],
            "test_attention_probe_build_stamps_each_phase": ["attn_rope_decode_me"],
-           "test_interleaved_value_phase_adds_this_steps_v_with_one_explicit_fma": list(FMA_BUILDS),
-           "test_rope_warp_has_one_barrier_fewer": ["attn_rope_decode_me_rw", "attn_rope_decode_me"]}
+           "test_interleaved_value_phase_adds_this_steps_v_with_one_explicit_fma": list(FMA_BUILDS)}
     out = [(KERNELS[n], {}, False) for n in one.get(item.originalname, ())]
     if item.originalname == "test_gemv_blocks_fit_on_an_sm_as_planned":
         out.append((KERNELS[p["name"]], {}, True))
@@ -171,26 +169,17 @@ def test_early_norm_reads_the_norm_weights_before_the_grid_dependency(name, norm
         assert body.index("cos_1[") < body.index(sync)
 
 
-FMA_BUILDS = ("attn_rope_decode_me", "attn_rope_decode_late_me", "attn_rope_decode_me_rw")
+FMA_BUILDS = ("attn_rope_decode_me", "attn_rope_decode_late_me")
 
 
 @pytest.mark.slow
 def test_interleaved_value_phase_adds_this_steps_v_with_one_explicit_fma(fresh_cache):
-    """Every interleaved fused build (early and late KV, the rope warp) adds p[last] * v, this step's
+    """Every interleaved fused build (early and late KV) adds p[last] * v, this step's
     own v, as one explicit FMA: written as a choice between a product and zero then an add, nvcc
     contracted it in one build and not in another, and the late-KV build decoded other tokens."""
     for name in FMA_BUILDS:
         assert compiled(fresh_cache, name).source.count("__fmaf_rn(") >= 1, name
     assert "__fmaf_rn(" not in compiled(fresh_cache, "attn_rope_decode_me_ch").source  # the chains' FMA is p * (choice)
-
-
-@pytest.mark.slow
-def test_rope_warp_has_one_barrier_fewer(fresh_cache):
-    """The rope phase one warp a head (attn_rope_warp) ends a head's sum of squares in a warp
-    reduction, so its build has one __syncthreads fewer than the default's (two warps a head pass
-    partial sums through shared memory between two)."""
-    rw, base = (compiled(fresh_cache, n).source for n in ("attn_rope_decode_me_rw", "attn_rope_decode_me"))
-    assert rw.count("__syncthreads()") == base.count("__syncthreads()") - 1
 
 
 @pytest.mark.slow

@@ -300,26 +300,6 @@ def test_attention_chains_at_every_size(size, ctx):
         assert rel_err(b["out"], a["out"]) <= 1e-2
 
 
-@pytest.mark.parametrize("size", SIZES)
-@pytest.mark.parametrize("ctx", [0, 1, 63, 64, 65, 1024, 2048, 4095])
-def test_attention_rope_warp_at_every_size(size, ctx):
-    """The rope phase one warp a head (attn_rope_warp, bench backend tilelang-ropewarp) against the
-    torch spelling at every Qwen3 size, the appended k and v included (check_fused_attention),
-    past one round of programs (ctx 2048 and up); at 1.7B also with the norm weights read after
-    the grid dependency (its own loads inside the phase) and with the K/V read after it."""
-    check_fused_attention(build_plan(preset(size), dtype="bfloat16", capacity=4096, attn_rope_warp=True), ctx)
-    if size == "qwen3-1.7b":
-        for late in ({"early_norm": False}, {"attn_kv_early": False}):
-            check_fused_attention(build_plan(CFG, dtype="bfloat16", capacity=4096, attn_rope_warp=True, **late), ctx)
-
-
-@pytest.mark.parametrize("shape", ATTN_SHAPES, ids=[f"g{g}-d{d}" for g, d in ATTN_SHAPES])
-@pytest.mark.parametrize("ctx", [0, 65, 1024])
-def test_attention_rope_warp_every_group_and_head_dim(shape, ctx):
-    """The rope phase one warp a head at every group 1-8 and head_dim 64 (a lane one pair a head)."""
-    check_fused_attention(attention_shape(*shape, attn_rope_warp=True), ctx)
-
-
 @pytest.mark.parametrize("ctx", [0, 1, 62, 63, 64, 65, 255, 1024, 4095])
 def test_attention_with_fused_rope(ctx):
     check_fused_attention(PLAN, ctx)

@@ -19,8 +19,7 @@ import torch
 from tfdash.kernels.attn_dots import ACC, key_macro, scores_macro, values_macro
 from tfdash.kernels.base import DTYPE_BYTES, Family, Geometry, Operand, make_cost, register
 from tfdash.kernels.probe import PROBE_PHASES, PROBE_PRELUDE, stamp_macro
-from tfdash.kernels.rope import (fused_passes, fused_rope_macro, fused_rope_warp_macro, rope_warp_weights_macro,
-                                 rope_weights_macro)
+from tfdash.kernels.rope import fused_passes, fused_rope_macro, rope_weights_macro
 from tfdash.kernels.softmax import block_softmax_macro
 from tfdash.kernels.splitkv import MERGE_CHUNK, SPLIT_CAP, grid_splits, lanes, merge_macro, splits_used
 
@@ -124,7 +123,7 @@ def tilelang_attention(dims):
     rope    (fused_rope) every block norms and rotates its group's q heads from qkv into shared
             memory; the block holding position pos also norms and rotates this step's k in the
             same passes, and appends k and v to the cache, keeping both on chip for its own use
-            (tfdash.kernels.rope.fused_rope_macro; `rope_warp`: one warp a head, one barrier)
+            (tfdash.kernels.rope.fused_rope_macro)
     scores  lanes split a key row 8 ways (16 dims, two 16-byte loads each) and 4 positions per
             warp instruction; an xor-shuffle over the 8 lanes finishes each dot product
     values  each thread owns one dim d and prefetches v[j, d] for the block's B positions before
@@ -172,11 +171,8 @@ def tilelang_attention(dims):
     # the rope phase's norm weights and cos/sin read before the grid dependency (fused, under PDL,
     # with the KV prefetch): the phase after it then waits only on qkv, just written, in L2
     early_norm = early and bool(dims.get("early_norm"))
-    rope_warp = bool(dims.get("rope_warp"))  # the rope phase one warp a head (fused_rope_warp_macro)
-    rope = (fused_rope_warp_macro if rope_warp else fused_rope_macro)(T, group, nH, nKV, D, dt, eps,
-                                                                      preloaded=early_norm)
-    load_w = (rope_warp_weights_macro if rope_warp else rope_weights_macro)(T, D)
-    NW = 6 * (D // 64) if rope_warp else 6  # entries of w a thread
+    rope = fused_rope_macro(T, group, nH, nKV, D, dt, eps, preloaded=early_norm)
+    load_w = rope_weights_macro(T, D)
     RED = max(SP, RP) * warps  # reduction slots: one per warp per pass
     ilp = bool(dims.get("ilp"))  # the score and value phases as independent chains (attn_dots)
     scores_ilp, values_ilp = scores_macro(T, group, iters, DC, B, fused, scale), values_macro(T, group, B, fused)
@@ -234,7 +230,7 @@ def tilelang_attention(dims):
             pv = T.alloc_local((MC,), "float32")
             w_s = T.alloc_shared((group, S32), "float32")
             n_s = T.alloc_var("int32")
-            w = T.alloc_local((NW,), dt)  # the rope phase's norm weights and cos/sin (load_w)
+            w = T.alloc_local((6,), dt)  # the rope phase's norm weights and cos/sin (rope_weights_macro)
             if ilp:
                 dots, acc = T.alloc_local((iters, group), "float32"), T.alloc_local((ACC,), "float32")
                 o4, pl = T.alloc_local((group, ACC), "float32"), T.alloc_local((group, ACC), "float32")
@@ -254,7 +250,7 @@ def tilelang_attention(dims):
             n = n_s
             n_active = (n + B - 1) // B
             if early_norm:
-                load_w(q_norm, k_norm, cos, sin, w, n, lane if rope_warp else tx)
+                load_w(q_norm, k_norm, cos, sin, w, n, tx)
             # blocks px, px + SG, ... (grid_splits): one round up to SPLIT_CAP blocks
             for r in T.serial(R):
                 bx = px + r * SG

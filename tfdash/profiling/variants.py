@@ -43,7 +43,6 @@ PLAN_VARIANTS = {
     "tilelang-chains": {"attn_ilp": False},
     # the fused attention's rope phase one warp a head with one barrier, where the default's two
     # warps a head pass their partial sums of squares through shared memory (two barriers)
-    "tilelang-ropewarp": {"attn_rope_warp": True},
 }
 
 
