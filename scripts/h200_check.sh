@@ -411,15 +411,16 @@ if [ "$what" = headline ]; then
   # tests (TESTS="..." to pick others), the 1.7B bench with the torch-compile peer and the plan
   # before (tilelang-chains), then each size's bench against the plan before, SIZES="..." to pick
   # (OTHERS="tilelang-graph,tilelang-chains,torch-graph" adds the peer: then one size or two a call,
-  # NO17=1 to leave out the 1.7B bench and TESTS=none the tests)
+  # NO17=1 to leave out the 1.7B bench and TESTS=none the tests); precompiles the sizes it benches
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b,qwen3-4b,qwen3-8b 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
+  python3 scripts/precompile.py --only-default --sizes $(echo ${NO17:-qwen3-1.7b} ${SIZES:-qwen3-0.6b qwen3-4b qwen3-8b} \
+    | sed 's/^1 //' | tr ' ' ',') 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
   [ "${TESTS:-}" != none ] && timeout 150 python3 -m pytest -m gpu ${TESTS:-tests/gpu/test_kernels_gpu.py::test_attention tests/gpu/test_continuous_gpu.py} -q -rA \
     -p no:cacheprovider 2>&1 | grep -v "TileLang:" > "$R/tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/tests.log" | cut -c1-200 | tail -8; pack
   [ -z "${NO17:-}" ] && timeout 240 python3 -m tfdash bench --backends tilelang-graph,tilelang-chains,torch-compile \
     --json "$R/bench-qwen3-1.7b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-qwen3-1.7b.log" && tail -5 "$R/bench-qwen3-1.7b.log" | cut -c1-160; pack
   for m in ${SIZES:-qwen3-0.6b qwen3-4b qwen3-8b}; do
-    timeout 200 python3 -m tfdash bench --model "$m" --backends ${OTHERS:-tilelang-graph,tilelang-chains} --json "$R/bench-$m.json" 2>&1 \
+    timeout 330 python3 -m tfdash bench --model "$m" --backends ${OTHERS:-tilelang-graph,tilelang-chains} --json "$R/bench-$m.json" 2>&1 \
       | grep -v "TileLang:" > "$R/bench-$m.log"; tail -4 "$R/bench-$m.log" | cut -c1-160; pack
   done
 fi
