@@ -96,7 +96,9 @@ def tagged_merge_macro(T, group: int, n_kv: int, warps: int, S: int, D: int, dt:
                     for k in T.unroll(chunk):
                         if k < n_active:
                             pre[hh, k] = load_tagged(T, part[g * group + hh, k, tx])
-            # merge weights, one warp per head: lane l holds splits l, l+32, ... (as splitkv's)
+            # merge weights, one warp per head: lane l holds splits l, l+32, ... (splitkv's sums,
+            # written out again: a macro cannot rebind the caller's mm and ll, and the default's
+            # build stays as it was measured)
             for mp in T.unroll(MP):
                 if mp * warps + warp < group:
                     for k in T.unroll(sper):  # every (max, sum) word in flight before any is checked
