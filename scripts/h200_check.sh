@@ -388,12 +388,13 @@ fi
 if [ "$what" = next25 ]; then
   # attention's tagged merge (tilelang-tagged: partials as tagged 64-bit words, arrival with no
   # fence; tilelang-tagspec: every block loads the first partials before its arrival returns),
-  # precompiled, against the torch spelling at every size it builds for, and (when those pass)
+  # precompiled, against the torch spelling at every size it builds for, the 1.7B step against the
+  # default's bits (264 steps back to back), and (when those pass)
   # A/B'd at 1.7B (4 rounds) and 0.6B (3 rounds)
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
   timeout 150 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b \
     --variants tilelang-tagged,tilelang-tagspec 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
-  timeout 330 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py -q -rA -p no:cacheprovider -k "tagged" 2>&1 \
+  timeout 400 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider -k "tagged" 2>&1 \
     | grep -v "TileLang:" > "$R/tests.log"; grep -E "^(FAILED|ERROR|E  )|passed|failed|error" "$R/tests.log" | cut -c1-200 | tail -6; pack
   if grep -q " passed" "$R/tests.log" && ! grep -qE "failed|error|^FAILED|^ERROR" "$R/tests.log"; then
     timeout 150 python3 -m tfdash bench --rounds 4 --backends tilelang-graph,tilelang-tagged,tilelang-tagspec \

@@ -322,6 +322,9 @@ def check_tagged_attention(plan, ctx):
         assert rel_err(b["out"], a["out"]) <= 1e-2, f"launch {k}"
         for cache in ("k_cache", "v_cache"):
             assert rel_err(b[cache][:, ctx], a[cache][:, ctx]) <= 1e-2
+            mask = torch.ones(plan.capacity, dtype=torch.bool, device=DEV)
+            mask[ctx] = False
+            assert torch.equal(a[cache][:, mask], b[cache][:, mask])  # nothing else touched
         assert int(b["sem"][:nKV].abs().sum().item()) == 0  # arrival counts reset
         assert b["sem"][nKV:].tolist() == [k + 1] * nKV  # each kv head's epoch, one a launch
 

@@ -57,8 +57,8 @@ def attention_dims(n_heads: int, n_kv_heads: int, head_dim: int, capacity: int, 
     wide = WIDE_MERGE_CHUNK if group <= WIDE_MERGE_GROUP else MERGE_CHUNK
     if attn_merge_tagged or attn_merge_speculate:
         if group > TAGGED_MAX_GROUP:
-            raise TfdashError(f"attn_merge_tagged supports GQA groups of up to {TAGGED_MAX_GROUP} q heads a kv head "
-                              f"(this shape has {group})")
+            raise TfdashError(f"the tagged merge (attn_merge_tagged, attn_merge_speculate) supports GQA groups of "
+                              f"up to {TAGGED_MAX_GROUP} q heads a kv head (this shape has {group})")
         wide = TAGGED_CHUNK if group <= WIDE_MERGE_GROUP else TAGGED_NARROW_CHUNK
     chunk = wide if attn_merge_chunk is None else attn_merge_chunk
     if not 1 <= chunk <= 64:
@@ -81,9 +81,10 @@ def attention_dims(n_heads: int, n_kv_heads: int, head_dim: int, capacity: int, 
     else:
         sfx += "_ch"  # one chain each (the baseline)
     if attn_merge_tagged or attn_merge_speculate:  # partials tagged with the launch's epoch
-        dims["tagged"] = True  # (tfdash.kernels.tagged; its merge loads the partials first)
-        dims.pop("merge_early", None)
-        sfx = sfx.replace("_me", "") + "_tg"
+        dims["tagged"] = True  # (tfdash.kernels.tagged; its merge loads the partials first and
+        dims.pop("merge_early", None)  # arrives with a relaxed atomic: no early or fenced forms)
+        dims.pop("merge_acq_rel", None)
+        sfx = sfx.replace("_me", "").replace("_fe", "") + "_tg"
         if attn_merge_speculate:  # every block loads the first partials before its arrival returns
             dims["speculate"] = True
             sfx += "s"

@@ -93,6 +93,8 @@ def cost(dims, ctx_len=0):
     flops = {"f32": 2 * nH * n * D * 2 + 4 * nH * n}  # q.k and p.v, then max/sub/sum/scale
     special = {"exp": nH * n}
     scratch = 2 * nH * s * (D + 2) * (8 if dims.get("tagged") else 4)  # partials written, then merged
+    if dims.get("speculate"):  # every block also loads its kv head's first chunk of partials
+        scratch += nH * s * min(int(dims.get("merge_chunk", MERGE_CHUNK)), s) * D * 8
     if not dims.get("fused_rope"):
         return make_cost(flops, special, [
             Operand("q", "activation", nH * D * es, 0),
@@ -272,9 +274,9 @@ def tilelang_attention(dims):
                         T.pdl_trigger()
                 if probed:
                     stamp(probe, px, g, tx, "dependency")
-                if tagged:  # this launch's tag, read after the grid dependency
-                    tag = epoch_tag(T, sem, nKV, g)
                 if bx < n_active:
+                    if tagged:  # this launch's tag, read after the grid dependency
+                        tag = epoch_tag(T, sem, nKV, g)
                     if fused:  # q/k norm, RoPE and KV append (tfdash.kernels.rope.fused_rope_macro)
                         rope(qkv, q_norm, k_norm, cos, sin, k_cache, v_cache, q_s, k_s, v_s, red_s, w, g, n, tx, lane,
                              warp, bx == n_active - 1)

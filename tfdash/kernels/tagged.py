@@ -17,8 +17,8 @@ whatever order the stores landed in, so:
 The epoch of kv head g is sem[n_kv + g] (sem holds the arrival counts, then the epochs): every
 block of the launch reads it after the grid dependency, tags with epoch + 1, and the merging block
 stores epoch + 1 (and resets the arrival count) for the next launch of any layer, so no two
-launches share a tag until the 32-bit count wraps. Scratch starts zeroed, so tag 0 (and the
-test's poison, -1) is never a launch's.
+launches share a tag until the 32-bit count wraps. Scratch starts zeroed, and the count skips 0
+and -1 (the tests' poison), so neither is ever a launch's tag.
 """
 
 from tfdash.kernels.splitkv import lanes
@@ -43,6 +43,12 @@ __device__ __forceinline__ float tfd_fresh(const int64_t* p, int64_t first, int 
   }
   return __uint_as_float((unsigned)x);
 }
+// this launch's tag from its kv head's epoch: epoch + 1 in unsigned arithmetic, never the 0 of
+// zeroed scratch or the -1 of the tests' poison (past them it wraps to 1)
+__device__ __forceinline__ int tfd_next_tag(const int* epoch) {
+  unsigned t = (unsigned)__ldcg(epoch) + 1u;
+  return (int)(t == 0u || t == 0xffffffffu ? 1u : t);
+}
 """
 
 
@@ -62,8 +68,9 @@ def fresh(T, src, first, tag):
 
 
 def epoch_tag(T, sem, n_kv: int, g):
-    """This launch's tag for kv head g: its epoch + 1, read through L2 (the last launch's merger wrote it)."""
-    return T.call_extern("int32", "__ldcg", T.address_of(sem[n_kv + g])) + 1
+    """This launch's tag for kv head g: its epoch + 1 (tfd_next_tag), read through L2 (the last
+    launch's merger wrote it)."""
+    return T.call_extern("int32", "tfd_next_tag", T.address_of(sem[n_kv + g]))
 
 
 def tagged_merge_macro(T, group: int, n_kv: int, warps: int, S: int, D: int, dt: str, chunk: int, speculate: bool):
