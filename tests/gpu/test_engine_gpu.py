@@ -241,6 +241,18 @@ def test_the_ring_in_the_graph_delivers_the_tokens_and_variant_graphs_leave_it_a
     del graph
 
 
+def decode_steps(rt, prompt=(11, 22, 33, 44, 55) * 40):
+    """rt's step run back to back over the prompt walk and 64 new tokens (as Generation runs them),
+    synced once at the end: the tokens and the last logits. The default prompt's 200 positions make
+    attention span several splits."""
+    steps = len(prompt) - 1 + 64
+    rt.reset(list(prompt))
+    for _ in range(steps):
+        rt.step()
+    torch.cuda.synchronize()
+    return rt.bufs["out_tokens"][:steps].clone(), rt.bufs["logits"].clone()
+
+
 def test_plan_variants_decode_the_same_bits(state):
     """The A/B variants of the plan change when loads are issued, never the arithmetic: a 64-token
     generation through each captured graph gives the default graph's logits bit for bit at the end
@@ -251,18 +263,7 @@ def test_plan_variants_decode_the_same_bits(state):
     from gate_up's g|u; attention launched at qkv's start, as 0.6B's default
     does)."""
     sd, weights, plan, _, eng, _ = state
-    prompt = [11, 22, 33, 44, 55] * 40  # 200 positions: attention spans several splits
-
-    steps = len(prompt) - 1 + 64  # the prompt walk, then 64 new tokens (as Generation runs it)
-
-    def run(rt):
-        rt.reset(prompt)
-        for _ in range(steps):
-            rt.step()
-        torch.cuda.synchronize()
-        return rt.bufs["out_tokens"][:steps].clone(), rt.bufs["logits"].clone()
-
-    base_tokens, base_logits = run(eng)
+    base_tokens, base_logits = decode_steps(eng)
     from tfdash.profiling.variants import PLAN_VARIANTS
 
     for options in ({"attn_kv_early": False, "early_residual": False}, PLAN_VARIANTS["tilelang-otlate"],
@@ -272,7 +273,7 @@ def test_plan_variants_decode_the_same_bits(state):
                     PLAN_VARIANTS["tilelang-downsilu"], {"qkv_trigger_first": True}):
         variant = TilelangRuntime(build_plan(CFG, dtype="bfloat16", capacity=2048, **options), weights, DEV)
         variant.capture()
-        tokens, logits = run(variant)
+        tokens, logits = decode_steps(variant)
         assert torch.equal(tokens, base_tokens), options
         assert torch.equal(logits, base_logits), options
         del variant
@@ -287,21 +288,11 @@ def test_tagged_merge_decodes_the_default_bits(state, variant):
     sd, weights, plan, _, eng, _ = state
     from tfdash.profiling.variants import PLAN_VARIANTS
 
-    prompt = [11, 22, 33, 44, 55] * 40  # 200 positions: attention spans several splits
-    steps = len(prompt) - 1 + 64
-
-    def run(rt):
-        rt.reset(prompt)
-        for _ in range(steps):
-            rt.step()
-        torch.cuda.synchronize()
-        return rt.bufs["out_tokens"][:steps].clone(), rt.bufs["logits"].clone()
-
-    base_tokens, base_logits = run(eng)
+    base_tokens, base_logits = decode_steps(eng)
     rt = TilelangRuntime(build_plan(CFG, dtype="bfloat16", capacity=2048, **PLAN_VARIANTS[variant]), weights, DEV)
     rt.capture()
     for _ in range(2):  # again on the scratch the first run left tagged
-        tokens, logits = run(rt)
+        tokens, logits = decode_steps(rt)
         assert torch.equal(tokens, base_tokens)
         assert torch.equal(logits, base_logits)
     del rt
