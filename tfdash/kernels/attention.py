@@ -137,7 +137,8 @@ def tilelang_attention(dims):
     softmax one score per thread: warp max/sum within a head, combined across the head's warps
             (tfdash.kernels.softmax)
     merge   partials to global scratch; the last split to arrive merges (tfdash.kernels.splitkv),
-            loading `merge_chunk` partials at once (splitkv.MERGE_CHUNK unless the plan says)
+            loading `merge_chunk` partials at once (splitkv.MERGE_CHUNK unless the plan says);
+            `tagged`: the partials as words tagged with the launch's epoch (tfdash.kernels.tagged)
     """
     import tilelang.language as T
 
@@ -181,7 +182,8 @@ def tilelang_attention(dims):
     load_w = rope_weights_macro(T, D)
     RED = max(SP, RP) * warps  # reduction slots: one per warp per pass
     ilp = bool(dims.get("ilp"))  # the score and value phases as independent chains (attn_dots)
-    scores_ilp, values_ilp = scores_macro(T, group, iters, DC, B, fused, scale), values_macro(T, group, B, fused, tagged)
+    scores_ilp = scores_macro(T, group, iters, DC, B, fused, scale)
+    values_ilp = values_macro(T, group, B, fused, tagged)
     key = key_macro(T, DC, fused)
     probed = bool(dims.get("probe"))  # a diagnostic build that stamps its phases (PROBE_PHASES)
     assert fused or not probed, "the phase probe is built for the fused attention"
