@@ -394,7 +394,7 @@ if [ "$what" = next25 ]; then
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
   timeout 150 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b \
     --variants tilelang-tagged,tilelang-tagspec 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
-  timeout 400 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider -k "tagged" 2>&1 \
+  timeout 400 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider -k "${TESTS_K:-tagged}" 2>&1 \
     | grep -v "TileLang:" > "$R/tests.log"; grep -E "^(FAILED|ERROR|E  )|passed|failed|error" "$R/tests.log" | cut -c1-200 | tail -6; pack
   if grep -q " passed" "$R/tests.log" && ! grep -qE "failed|error|^FAILED|^ERROR" "$R/tests.log"; then
     timeout 150 python3 -m tfdash bench --rounds 4 --backends tilelang-graph,tilelang-tagged,tilelang-tagspec \

@@ -65,7 +65,10 @@ def compile_job(job):
 
     fam, kernel, dims = job
     t = time.perf_counter()
-    compile_one(SimpleNamespace(family=fam, kernel=kernel, dims=MappingProxyType(dims)))
+    try:
+        compile_one(SimpleNamespace(family=fam, kernel=kernel, dims=MappingProxyType(dims)))
+    except Exception as e:  # tvm's errors do not pickle: one would break the pool for every job
+        raise RuntimeError(f"{type(e).__name__}: {str(e).strip().splitlines()[-1][:300]}") from None
     return kernel, time.perf_counter() - t
 
 

@@ -339,6 +339,15 @@ def test_attention_tagged_merge_at_every_size(size, speculate, ctx):
                                       attn_merge_speculate=speculate), ctx)
 
 
+@pytest.mark.parametrize("speculate", [False, True], ids=["tagged", "speculate"])
+@pytest.mark.parametrize("ctx", [0, 1023, 1024, 1087, 2111])
+def test_attention_tagged_merge_at_the_bench_capacity(speculate, ctx):
+    """At 1.7B with `tfdash bench`'s capacity (2112: 33 splits, neither whole lanes of the merge
+    weights nor whole merge chunks), into the last split."""
+    check_tagged_attention(build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=2112, attn_merge_tagged=True,
+                                      attn_merge_speculate=speculate), ctx)
+
+
 @pytest.mark.parametrize("shape", [s for s in ATTN_SHAPES if s[0] <= 5], ids=lambda s: f"g{s[0]}-d{s[1]}")
 @pytest.mark.parametrize("ctx", [0, 65, 1024])
 def test_attention_tagged_merge_every_group_and_head_dim(shape, ctx):

@@ -93,7 +93,7 @@ def tagged_merge_macro(T, group: int, n_kv: int, warps: int, S: int, D: int, dt:
             for hh in T.unroll(group):
                 for k in T.unroll(chunk):
                     if k < n_active:
-                        pre[hh, k] = load_tagged(T, part[g * group + hh, k, tx])
+                        pre[hh, k] = load_tagged(T, part[g * group + hh, T.min(k, S - 1), tx])
         if tx == 0:
             flag_s[0] = T.if_then_else(T.atomic_add(sem[g], 1, return_prev=True) == n_active - 1, 1, 0)
         T.sync_threads()
@@ -102,7 +102,7 @@ def tagged_merge_macro(T, group: int, n_kv: int, warps: int, S: int, D: int, dt:
                 for hh in T.unroll(group):
                     for k in T.unroll(chunk):
                         if k < n_active:
-                            pre[hh, k] = load_tagged(T, part[g * group + hh, k, tx])
+                            pre[hh, k] = load_tagged(T, part[g * group + hh, T.min(k, S - 1), tx])
             # merge weights, one warp per head: lane l holds splits l, l+32, ... (splitkv's sums,
             # written out again: a macro cannot rebind the caller's mm and ll, and the default's
             # build stays as it was measured)
@@ -110,13 +110,15 @@ def tagged_merge_macro(T, group: int, n_kv: int, warps: int, S: int, D: int, dt:
                 if mp * warps + warp < group:
                     for k in T.unroll(sper):  # every (max, sum) word in flight before any is checked
                         if k * 32 + lane < n_active:
-                            mw[k] = load_tagged(T, ml[g * group + mp * warps + warp, k * 32 + lane, 0])
-                            lw[k] = load_tagged(T, ml[g * group + mp * warps + warp, k * 32 + lane, 1])
+                            mw[k] = load_tagged(T, ml[g * group + mp * warps + warp, T.min(k * 32 + lane, S - 1), 0])
+                            lw[k] = load_tagged(T, ml[g * group + mp * warps + warp, T.min(k * 32 + lane, S - 1), 1])
                     mm = -T.infinity("float32")
                     for k in T.unroll(sper):
                         if k * 32 + lane < n_active:
-                            mloc[k] = fresh(T, ml[g * group + mp * warps + warp, k * 32 + lane, 0], mw[k], tag)
-                            lloc[k] = fresh(T, ml[g * group + mp * warps + warp, k * 32 + lane, 1], lw[k], tag)
+                            mloc[k] = fresh(
+                                T, ml[g * group + mp * warps + warp, T.min(k * 32 + lane, S - 1), 0], mw[k], tag)
+                            lloc[k] = fresh(
+                                T, ml[g * group + mp * warps + warp, T.min(k * 32 + lane, S - 1), 1], lw[k], tag)
                         else:
                             mloc[k] = -T.infinity("float32")
                             lloc[k] = 0.0
@@ -132,15 +134,15 @@ def tagged_merge_macro(T, group: int, n_kv: int, warps: int, S: int, D: int, dt:
             T.sync_threads()
             for hh in T.unroll(group):
                 acc = 0.0
-                for c in T.serial((S + chunk - 1) // chunk):
-                    if c * chunk < n_active:
+                for c in T.serial((S + chunk - 1) // chunk):  # split index clamped: an address is
+                    if c * chunk < n_active:  # taken only of a load provably in bounds
                         if c > 0:  # the chunk's words in flight before any is checked
                             for k in T.unroll(chunk):
                                 if c * chunk + k < n_active:
-                                    pre[hh, k] = load_tagged(T, part[g * group + hh, c * chunk + k, tx])
+                                    pre[hh, k] = load_tagged(T, part[g * group + hh, T.min(c * chunk + k, S - 1), tx])
                         for k in T.unroll(chunk):
                             if c * chunk + k < n_active:
-                                pv[k] = fresh(T, part[g * group + hh, c * chunk + k, tx], pre[hh, k], tag)
+                                pv[k] = fresh(T, part[g * group + hh, T.min(c * chunk + k, S - 1), tx], pre[hh, k], tag)
                             else:
                                 pv[k] = 0.0
                         for k in T.unroll(chunk):
