@@ -18,7 +18,10 @@ the kernels; a positive one names host time to win back.
 
 import argparse
 import json
+import platform
 import statistics
+import sys
+from datetime import datetime, timezone
 
 import torch
 
@@ -71,7 +74,8 @@ def main():
     rt = TilelangRuntime(build_plan(cfg, "bfloat16", capacity=capacity),
                          pack(cfg, random_state_dict(cfg, torch.bfloat16, "cuda", 0)), "cuda")
     rt.capture(ids)
-    out = {"model": args.model, "new_tokens": args.new, "prompt_tokens": len(ids), "capacity": capacity,
+    out = {"host": platform.node(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+           "command": " ".join(["scripts/step_curve.py", *sys.argv[1:]]), "model": args.model, "new_tokens": args.new, "prompt_tokens": len(ids), "capacity": capacity,
            "bin": args.bin, "reps": args.reps, "rounds": []}
     for k in range(args.rounds):
         steps = generation_steps(rt, ids, args.new, tok)

@@ -35,11 +35,7 @@ DOWNSILU = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, gat
 QTFIRST = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, qkv_trigger_first=True)  # as 0.6B's
 RINGCOPY = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, ring_in_graph=False)  # argmax_feed
 CHAINS = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_ilp=False)  # one chain a phase
-# the tagged merges at the bench's capacity (33 splits: neither whole lanes nor whole merge chunks,
-# where an address is taken only of a split index clamped into bounds)
-TAGGED = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=2112, attn_merge_tagged=True)  # _tg
-TAGSPEC = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=2112, attn_merge_speculate=True)  # _tgs
-KERNELS = {**TAGGED.kernels(), **TAGSPEC.kernels(), **CHAINS.kernels(), **RINGCOPY.kernels(), **QTFIRST.kernels(), **DOWNSILU.kernels(), **FENCED.kernels(), **LATENORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
+KERNELS = {**CHAINS.kernels(), **RINGCOPY.kernels(), **QTFIRST.kernels(), **DOWNSILU.kernels(), **FENCED.kernels(), **LATENORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
            **MLATE.kernels(), **UNFUSED_MLATE.kernels(), **PLAN.kernels()}  # every kernel the plan variants launch
 
 
@@ -184,20 +180,6 @@ def test_interleaved_value_phase_adds_this_steps_v_with_one_explicit_fma(fresh_c
     for name in FMA_BUILDS:
         assert compiled(fresh_cache, name).source.count("__fmaf_rn(") >= 1, name
     assert "__fmaf_rn(" not in compiled(fresh_cache, "attn_rope_decode_me_ch").source  # the chains' FMA is p * (choice)
-
-
-@pytest.mark.slow
-def test_tagged_merge_arrives_without_a_fence(fresh_cache):
-    """The tagged merge (tfdash.kernels.tagged) stores the partials and (max, sum) pairs as tagged
-    words and arrives with one relaxed atomic, no fence and no acquire-release; speculating, the
-    block's first partial loads come before that atomic, and after it otherwise."""
-    for name, first in (("attn_rope_decode_tg", False), ("attn_rope_decode_tgs", True)):
-        src = compiled(fresh_cache, name).source
-        body = src[src.index("__global__"):]
-        assert "__threadfence" not in body and body.count("AtomicAddRet(") == 1, name
-        assert not re.search(r"AtomicAddRet\([^;]*, 1, 4\)", body), name  # not cuda::memory_order_acq_rel
-        assert body.count("tfd_st_tag(") >= 3, name  # partials (interleaved and chains forms) and (max, sum)
-        assert (body.index("tfd_ld_tag(") < body.index("AtomicAddRet(")) == first, name
 
 
 @pytest.mark.slow

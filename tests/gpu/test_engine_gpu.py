@@ -279,25 +279,6 @@ def test_plan_variants_decode_the_same_bits(state):
         del variant
 
 
-@pytest.mark.parametrize("variant", ["tilelang-tagged", "tilelang-tagspec"])
-def test_tagged_merge_decodes_the_default_bits(state, variant):
-    """The tagged merge (tfdash.kernels.tagged) sums the same partials in the same order as the
-    default's, so the captured step, replayed back to back with no sync between steps (28 layers'
-    launches a step over one tagged scratch, each merger racing its splits' stores), gives the
-    default graph's tokens and last logits bit for bit: a stale partial taken anywhere shows."""
-    sd, weights, plan, _, eng, _ = state
-    from tfdash.profiling.variants import PLAN_VARIANTS
-
-    base_tokens, base_logits = decode_steps(eng)
-    rt = TilelangRuntime(build_plan(CFG, dtype="bfloat16", capacity=2048, **PLAN_VARIANTS[variant]), weights, DEV)
-    rt.capture()
-    for _ in range(2):  # again on the scratch the first run left tagged
-        tokens, logits = decode_steps(rt)
-        assert torch.equal(tokens, base_tokens)
-        assert torch.equal(logits, base_logits)
-    del rt
-
-
 def test_graphs_taking_turns_on_one_state_decode_as_alone(state):
     """state_buffers, as the bench's tilelang peers run: a second captured runtime on the engine's
     weights, cache, activations and scratch (its own token ring) decodes, taking turns with the

@@ -300,60 +300,6 @@ def test_attention_chains_at_every_size(size, ctx):
         assert rel_err(b["out"], a["out"]) <= 1e-2
 
 
-TAGGED_SIZES = [s for s in SIZES if PLANS[s].config.num_heads // PLANS[s].config.num_kv_heads <= 5]
-
-
-def check_tagged_attention(plan, ctx):
-    """The tagged merge (tfdash.kernels.tagged) against the torch spelling, then a second launch on
-    the same scratch with another q, k and v: the first launch's words (tagged with its epoch)
-    lie in every slot the second reads, so a merge that took a stale word fails the comparison."""
-    [launch] = [x for x in plan.kernels().values() if x.family == "attention"]
-    nKV = plan.config.num_kv_heads
-    a, b, _ = both(launch, ctx, ["out", "part", "ml"], plan)
-    for k in range(2):
-        if k:  # again from the tilelang launch's state, stale words and all, with another qkv
-            qkv = fresh(plan.buffers[launch.args["qkv"]], "qkv", ctx, plan.config)
-            a = {r: t.clone() for r, t in b.items()}
-            a["qkv"], b["qkv"] = qkv, qkv.clone()
-            poison(b["out"])
-            run_torch(launch, a)
-            run_tilelang(launch, b)
-        assert not torch.isnan(b["out"].float()).any()
-        assert rel_err(b["out"], a["out"]) <= 1e-2, f"launch {k}"
-        for cache in ("k_cache", "v_cache"):
-            assert rel_err(b[cache][:, ctx], a[cache][:, ctx]) <= 1e-2
-            mask = torch.ones(plan.capacity, dtype=torch.bool, device=DEV)
-            mask[ctx] = False
-            assert torch.equal(a[cache][:, mask], b[cache][:, mask])  # nothing else touched
-        assert int(b["sem"][:nKV].abs().sum().item()) == 0  # arrival counts reset
-        assert b["sem"][nKV:].tolist() == [k + 1] * nKV  # each kv head's epoch, one a launch
-
-
-@pytest.mark.parametrize("size", TAGGED_SIZES)
-@pytest.mark.parametrize("speculate", [False, True], ids=["tagged", "speculate"])
-@pytest.mark.parametrize("ctx", [0, 1, 63, 64, 65, 1024, 2048, 4095])
-def test_attention_tagged_merge_at_every_size(size, speculate, ctx):
-    """tilelang-tagged and tilelang-tagspec at every size they build for (GQA groups up to 5), past
-    one round of programs (ctx 2048 and up) and past one merge chunk."""
-    check_tagged_attention(build_plan(preset(size), dtype="bfloat16", capacity=4096, attn_merge_tagged=True,
-                                      attn_merge_speculate=speculate), ctx)
-
-
-@pytest.mark.parametrize("speculate", [False, True], ids=["tagged", "speculate"])
-@pytest.mark.parametrize("ctx", [0, 1023, 1024, 1087, 2111])
-def test_attention_tagged_merge_at_the_bench_capacity(speculate, ctx):
-    """At 1.7B with `tfdash bench`'s capacity (2112: 33 splits, neither whole lanes of the merge
-    weights nor whole merge chunks), into the last split."""
-    check_tagged_attention(build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=2112, attn_merge_tagged=True,
-                                      attn_merge_speculate=speculate), ctx)
-
-
-@pytest.mark.parametrize("shape", [s for s in ATTN_SHAPES if s[0] <= 5], ids=lambda s: f"g{s[0]}-d{s[1]}")
-@pytest.mark.parametrize("ctx", [0, 65, 1024])
-def test_attention_tagged_merge_every_group_and_head_dim(shape, ctx):
-    check_tagged_attention(attention_shape(*shape, attn_merge_speculate=True), ctx)
-
-
 @pytest.mark.parametrize("ctx", [0, 1, 62, 63, 64, 65, 255, 1024, 4095])
 def test_attention_with_fused_rope(ctx):
     check_fused_attention(PLAN, ctx)

@@ -10,9 +10,6 @@ ATTN_BLOCK = 64  # KV positions per split of the split-KV attention
 MERGE_EARLY_GROUP = 2
 # q heads per kv head at most for a 32-partial merge chunk (group x 32 in registers; 4 x 32 spills)
 WIDE_MERGE_GROUP, WIDE_MERGE_CHUNK = 2, 32
-# the tagged merge's chunk (its partials are 64-bit words: group x chunk x 2 registers a thread)
-TAGGED_CHUNK, TAGGED_NARROW_CHUNK = 16, 4  # up to WIDE_MERGE_GROUP q heads a kv head, and above
-TAGGED_MAX_GROUP = 5  # a group of 8 spills registers at any chunk
 # o_proj weights at most this large: attention's blocks let o_proj launch after their values, not
 # at their grid dependency (its weights stream in about a microsecond, inside the merge's latency,
 # and attention's own loads meet less traffic); larger, o_proj launches at attention's dependency
@@ -23,8 +20,7 @@ def attention_dims(n_heads: int, n_kv_heads: int, head_dim: int, capacity: int, 
                    attn_kv_early: bool, attn_split_cap: int | None, attn_min_blocks: int | None,
                    attn_block: int | None, attn_merge_early: bool, attn_merge_early_group: int | None,
                    early_norm: bool, attn_merge_acq_rel: bool, attn_merge_chunk: int | None,
-                   attn_trigger_at: str | None, o_weight_bytes: int, attn_ilp: bool = True,
-                   attn_merge_tagged: bool = False, attn_merge_speculate: bool = False) -> tuple[dict, str]:
+                   attn_trigger_at: str | None, o_weight_bytes: int, attn_ilp: bool = True) -> tuple[dict, str]:
     """(dims, suffix) of the attention launch for build_plan's options of the same names;
     o_weight_bytes, o_proj's weight (attn_trigger_at None: the shape's own trigger point)."""
     from tfdash.kernels.splitkv import MERGE_CHUNK
@@ -55,11 +51,6 @@ def attention_dims(n_heads: int, n_kv_heads: int, head_dim: int, capacity: int, 
         else:
             sfx += "_ln"
     wide = WIDE_MERGE_CHUNK if group <= WIDE_MERGE_GROUP else MERGE_CHUNK
-    if attn_merge_tagged or attn_merge_speculate:
-        if group > TAGGED_MAX_GROUP:
-            raise TfdashError(f"the tagged merge (attn_merge_tagged, attn_merge_speculate) supports GQA groups of "
-                              f"up to {TAGGED_MAX_GROUP} q heads a kv head (this shape has {group})")
-        wide = TAGGED_CHUNK if group <= WIDE_MERGE_GROUP else TAGGED_NARROW_CHUNK
     chunk = wide if attn_merge_chunk is None else attn_merge_chunk
     if not 1 <= chunk <= 64:
         raise TfdashError(f"attn_merge_chunk={chunk} must be 1 to 64 partials")
@@ -80,14 +71,6 @@ def attention_dims(n_heads: int, n_kv_heads: int, head_dim: int, capacity: int, 
         dims["ilp"] = True
     else:
         sfx += "_ch"  # one chain each (the baseline)
-    if attn_merge_tagged or attn_merge_speculate:  # partials tagged with the launch's epoch
-        dims["tagged"] = True  # (tfdash.kernels.tagged; its merge loads the partials first and
-        dims.pop("merge_early", None)  # arrives with a relaxed atomic: no early or fenced forms)
-        dims.pop("merge_acq_rel", None)
-        sfx = sfx.replace("_me", "").replace("_fe", "") + "_tg"
-        if attn_merge_speculate:  # every block loads the first partials before its arrival returns
-            dims["speculate"] = True
-            sfx += "s"
     if attn_min_blocks is not None:
         if not 1 <= attn_min_blocks <= 16:
             raise TfdashError(f"attn_min_blocks={attn_min_blocks} must be 1 to 16 blocks per SM")

@@ -165,8 +165,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                attn_merge_acq_rel: bool = True, attn_merge_chunk: int | None = None,
                attn_trigger_at: str | None = None, attn_merge_early_group: int | None = None,
                gate_up_silu: bool = True, qkv_trigger_first: bool | None = None,
-               ring_in_graph: bool = True, attn_ilp: bool = True, attn_merge_tagged: bool = False,
-               attn_merge_speculate: bool = False) -> StepPlan:
+               ring_in_graph: bool = True, attn_ilp: bool = True) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -217,10 +216,6 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     `attn_ilp`: attention's score and value phases as independent chains (tfdash.kernels.attn_dots:
     each dot product and each head's sum in 4 accumulators, the same products summed in another
     order); False: one chain each (the baseline, a kernel named _ch).
-    `attn_merge_tagged`: attention's partials stored as 64-bit words tagged with the launch's epoch,
-    so a split arrives with a relaxed atomic and no fence and the merging block checks each word's
-    tag (tfdash.kernels.tagged, a kernel named _tg); `attn_merge_speculate` also has every block
-    load the first partials before its arrival returns (_tgs). Variants to A/B.
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import paired as gemv_paired
@@ -250,8 +245,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         attn_min_blocks=attn_min_blocks, attn_block=attn_block, attn_merge_early=attn_merge_early,
         attn_merge_early_group=attn_merge_early_group,
         early_norm=early_norm, attn_merge_acq_rel=attn_merge_acq_rel, attn_merge_chunk=attn_merge_chunk,
-        attn_trigger_at=attn_trigger_at, o_weight_bytes=H * cfg.q_size * DTYPE_BYTES[dtype], attn_ilp=attn_ilp,
-        attn_merge_tagged=attn_merge_tagged, attn_merge_speculate=attn_merge_speculate)
+        attn_trigger_at=attn_trigger_at, o_weight_bytes=H * cfg.q_size * DTYPE_BYTES[dtype], attn_ilp=attn_ilp)
     if qkv_trigger_first is None:
         qkv_trigger_first = cfg.qkv_size * H * DTYPE_BYTES[dtype] <= QKV_TRIGGER_FIRST_MAX_BYTES
     if qkv_trigger_first:
@@ -284,10 +278,9 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     buf("logits", (V,), "float32", "activation")
     buf("rope_cos", (C, D // 2), dtype, "table")
     buf("rope_sin", (C, D // 2), dtype, "table")
-    tagged = bool(attn_dims.get("tagged"))  # 64-bit words: f32 bits and the launch's tag
-    buf("attn_part", (nH, splits, D), "int64" if tagged else "float32", "scratch")  # split-KV partial outputs
-    buf("attn_ml", (nH, splits, 2), "int64" if tagged else "float32", "scratch")  # split-KV (max, sum) pairs
-    buf("attn_sem", ((2 if tagged else 1) * nKV,), "int32", "scratch")  # arrival counters (then epochs)
+    buf("attn_part", (nH, splits, D), "float32", "scratch")  # split-KV partial outputs
+    buf("attn_ml", (nH, splits, 2), "float32", "scratch")  # split-KV (max, sum) pairs
+    buf("attn_sem", (nKV,), "int32", "scratch")  # arrival counters for the in-kernel merge
 
     buf("embed", (V, H), dtype, "weight")
     buf("final_norm", (H,), dtype, "weight")

@@ -22,7 +22,6 @@ from tfdash.kernels.probe import PROBE_PHASES, PROBE_PRELUDE, stamp_macro
 from tfdash.kernels.rope import fused_passes, fused_rope_macro, rope_weights_macro
 from tfdash.kernels.softmax import block_softmax_macro
 from tfdash.kernels.splitkv import MERGE_CHUNK, SPLIT_CAP, grid_splits, lanes, merge_macro, splits_used
-from tfdash.kernels.tagged import TAG_PRELUDE, epoch_tag, store_tagged, tagged_merge_macro
 
 
 def torch_attention(dims, bufs):
@@ -92,9 +91,7 @@ def cost(dims, ctx_len=0):
     s = splits_used(dims, ctx_len)
     flops = {"f32": 2 * nH * n * D * 2 + 4 * nH * n}  # q.k and p.v, then max/sub/sum/scale
     special = {"exp": nH * n}
-    scratch = 2 * nH * s * (D + 2) * (8 if dims.get("tagged") else 4)  # partials written, then merged
-    if dims.get("speculate"):  # every block also loads its kv head's first chunk of partials
-        scratch += nH * s * min(int(dims.get("merge_chunk", MERGE_CHUNK)), s) * D * 8
+    scratch = 2 * nH * s * (D + 2) * 4  # f32 partials written, then read by the merge
     if not dims.get("fused_rope"):
         return make_cost(flops, special, [
             Operand("q", "activation", nH * D * es, 0),
@@ -137,8 +134,7 @@ def tilelang_attention(dims):
     softmax one score per thread: warp max/sum within a head, combined across the head's warps
             (tfdash.kernels.softmax)
     merge   partials to global scratch; the last split to arrive merges (tfdash.kernels.splitkv),
-            loading `merge_chunk` partials at once (splitkv.MERGE_CHUNK unless the plan says);
-            `tagged`: the partials as words tagged with the launch's epoch (tfdash.kernels.tagged)
+            loading `merge_chunk` partials at once (splitkv.MERGE_CHUNK unless the plan says)
     """
     import tilelang.language as T
 
@@ -169,12 +165,9 @@ def tilelang_attention(dims):
     # its K/V loads; a block past the context exits, which counts
     trigger_at = dims.get("trigger_at", "dependency")
     assert trigger_at in TRIGGER_POINTS, trigger_at
-    tagged = bool(dims.get("tagged"))  # partials tagged with the launch's epoch (tfdash.kernels.tagged)
-    PDT, SEMN = ("int64", 2 * nKV) if tagged else ("float32", nKV)  # sem: arrival counts (then epochs)
-    softmax = block_softmax_macro(T, group, threads, warps, B, SP, tagged)
-    merge = (tagged_merge_macro(T, group, nKV, warps, S, D, dt, MC, bool(dims.get("speculate"))) if tagged else
-             merge_macro(T, group, warps, S, D, dt, early=bool(dims.get("merge_early")),
-                         acq_rel=bool(dims.get("merge_acq_rel")), chunk=MC))
+    softmax = block_softmax_macro(T, group, threads, warps, B, SP)
+    merge = merge_macro(T, group, warps, S, D, dt, early=bool(dims.get("merge_early")),
+                        acq_rel=bool(dims.get("merge_acq_rel")), chunk=MC)
     # the rope phase's norm weights and cos/sin read before the grid dependency (fused, under PDL,
     # with the KV prefetch): the phase after it then waits only on qkv, just written, in L2
     early_norm = early and bool(dims.get("early_norm"))
@@ -182,13 +175,11 @@ def tilelang_attention(dims):
     load_w = rope_weights_macro(T, D)
     RED = max(SP, RP) * warps  # reduction slots: one per warp per pass
     ilp = bool(dims.get("ilp"))  # the score and value phases as independent chains (attn_dots)
-    scores_ilp = scores_macro(T, group, iters, DC, B, fused, scale)
-    values_ilp = values_macro(T, group, B, fused, tagged)
+    scores_ilp, values_ilp = scores_macro(T, group, iters, DC, B, fused, scale), values_macro(T, group, B, fused)
     key = key_macro(T, DC, fused)
     probed = bool(dims.get("probe"))  # a diagnostic build that stamps its phases (PROBE_PHASES)
     assert fused or not probed, "the phase probe is built for the fused attention"
-    assert not (probed and tagged), "the phase probe is built for the untagged merge"
-    launch_kw = dict(prelude=PROBE_PRELUDE) if probed else dict(prelude=TAG_PRELUDE) if tagged else {}
+    launch_kw = dict(prelude=PROBE_PRELUDE) if probed else {}
 
     @T.macro
     def load_v(v_cache, vv, g, bx, n, tx):
@@ -239,7 +230,6 @@ def tilelang_attention(dims):
             pv = T.alloc_local((MC,), "float32")
             w_s = T.alloc_shared((group, S32), "float32")
             n_s = T.alloc_var("int32")
-            tag = T.alloc_var("int32")
             w = T.alloc_local((6,), dt)  # the rope phase's norm weights and cos/sin (rope_weights_macro)
             if ilp:
                 dots, acc = T.alloc_local((iters, group), "float32"), T.alloc_local((ACC,), "float32")
@@ -277,8 +267,6 @@ def tilelang_attention(dims):
                 if probed:
                     stamp(probe, px, g, tx, "dependency")
                 if bx < n_active:
-                    if tagged:  # this launch's tag, read after the grid dependency
-                        tag = epoch_tag(T, sem, nKV, g)
                     if fused:  # q/k norm, RoPE and KV append (tfdash.kernels.rope.fused_rope_macro)
                         rope(qkv, q_norm, k_norm, cos, sin, k_cache, v_cache, q_s, k_s, v_s, red_s, w, g, n, tx, lane,
                              warp, bx == n_active - 1)
@@ -311,14 +299,14 @@ def tilelang_attention(dims):
                                     sc_s[hh, jl] = -T.infinity("float32")
                     if probed:
                         stamp(probe, px, g, tx, "scores")
-                    softmax(sc_s, p_s, red_s, svs, ml, g, bx, tx, lane, warp, tag)  # tfdash.kernels.softmax
+                    softmax(sc_s, p_s, red_s, svs, ml, g, bx, tx, lane, warp)  # tfdash.kernels.softmax
                     if probed:
                         stamp(probe, px, g, tx, "softmax")
                     # p @ V for this block, dim tx, every head of the group
                     if fused:
                         vcur = T.cast(v_s[tx], "float32")
                     if ilp:
-                        values_ilp(p_s, vv, vcur, part, o4, pl, g, bx, last, tx, tag)
+                        values_ilp(p_s, vv, vcur, part, o4, pl, g, bx, last, tx)
                     for hh in T.unroll(0 if ilp else group):
                         o[hh] = 0.0
                         for j in T.unroll(B):
@@ -326,19 +314,13 @@ def tilelang_attention(dims):
                                 o[hh] += p_s[hh, j] * T.if_then_else(j == last, vcur, T.cast(vv[j], "float32"))
                             else:
                                 o[hh] += p_s[hh, j] * T.cast(vv[j], "float32")
-                        if tagged:
-                            store_tagged(T, part[g * group + hh, bx, tx], o[hh], tag)
-                        else:
-                            part[g * group + hh, bx, tx] = o[hh]
+                        part[g * group + hh, bx, tx] = o[hh]
                     if probed:
                         stamp(probe, px, g, tx, "values")
                     if pdl and trigger_at == "values":
                         T.pdl_trigger()
                     # the last split of this kv head to arrive merges (tfdash.kernels.splitkv)
-                    if tagged:
-                        merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active, tag)
-                    else:
-                        merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active)
+                    merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active)
                     if probed:
                         stamp(probe, px, g, tx, "end")
                         if tx == 0:
@@ -351,8 +333,8 @@ def tilelang_attention(dims):
             qkv: T.Tensor((QKV,), dt), q_norm: T.Tensor((D,), dt), k_norm: T.Tensor((D,), dt),
             cos: T.Tensor((C, half), dt), sin: T.Tensor((C, half), dt),
             k_cache: T.Tensor((nKV, C, D), dt), v_cache: T.Tensor((nKV, C, D), dt), pos: T.Tensor((1,), "int32"),
-            out: T.Tensor((nH * D,), dt), part: T.Tensor((nH, S, D), PDT),
-            ml: T.Tensor((nH, S, 2), PDT), sem: T.Tensor((SEMN,), "int32"),
+            out: T.Tensor((nH * D,), dt), part: T.Tensor((nH, S, D), "float32"),
+            ml: T.Tensor((nH, S, 2), "float32"), sem: T.Tensor((nKV,), "int32"),
             probe: T.Tensor((nKV, SG, len(PROBE_PHASES)), "int64"),
         ):
             body(qkv, q_norm, k_norm, cos, sin, None, k_cache, v_cache, pos, out, part, ml, sem, probe)
@@ -363,8 +345,8 @@ def tilelang_attention(dims):
             qkv: T.Tensor((QKV,), dt), q_norm: T.Tensor((D,), dt), k_norm: T.Tensor((D,), dt),
             cos: T.Tensor((C, half), dt), sin: T.Tensor((C, half), dt),
             k_cache: T.Tensor((nKV, C, D), dt), v_cache: T.Tensor((nKV, C, D), dt), pos: T.Tensor((1,), "int32"),
-            out: T.Tensor((nH * D,), dt), part: T.Tensor((nH, S, D), PDT),
-            ml: T.Tensor((nH, S, 2), PDT), sem: T.Tensor((SEMN,), "int32"),
+            out: T.Tensor((nH * D,), dt), part: T.Tensor((nH, S, D), "float32"),
+            ml: T.Tensor((nH, S, 2), "float32"), sem: T.Tensor((nKV,), "int32"),
         ):
             body(qkv, q_norm, k_norm, cos, sin, None, k_cache, v_cache, pos, out, part, ml, sem)
     else:
@@ -372,8 +354,8 @@ def tilelang_attention(dims):
         @T.prim_func
         def attn_decode(
             q: T.Tensor((nH * D,), dt), k_cache: T.Tensor((nKV, C, D), dt), v_cache: T.Tensor((nKV, C, D), dt),
-            pos: T.Tensor((1,), "int32"), out: T.Tensor((nH * D,), dt), part: T.Tensor((nH, S, D), PDT),
-            ml: T.Tensor((nH, S, 2), PDT), sem: T.Tensor((SEMN,), "int32"),
+            pos: T.Tensor((1,), "int32"), out: T.Tensor((nH * D,), dt), part: T.Tensor((nH, S, D), "float32"),
+            ml: T.Tensor((nH, S, 2), "float32"), sem: T.Tensor((nKV,), "int32"),
         ):
             body(None, None, None, None, None, q, k_cache, v_cache, pos, out, part, ml, sem)
 

@@ -61,15 +61,13 @@ def scores_macro(T, group: int, iters: int, DC: int, B: int, fused: bool, scale:
     return scores
 
 
-def values_macro(T, group: int, B: int, fused: bool, tagged: bool = False):
+def values_macro(T, group: int, B: int, fused: bool):
     """part[h, bx, tx] = sum_j p_s[hh, j] * v[j, tx] for each head hh of the group (h its q head).
     Fused, the block holding this step's position `last` prefetched a zero there (load_v), so the
-    sum runs over vv as it is and adds p[last] * vcur (this step's own v) once after it.
-    `tagged`: part is int64, each sum stored tagged with `tag` (tfdash.kernels.tagged)."""
-    from tfdash.kernels.tagged import store_tagged
+    sum runs over vv as it is and adds p[last] * vcur (this step's own v) once after it."""
 
     @T.macro
-    def values(p_s, vv, vcur, part, o4, pl, g, bx, last, tx, tag):
+    def values(p_s, vv, vcur, part, o4, pl, g, bx, last, tx):
         for hh in T.unroll(group):
             for a in T.unroll(ACC):
                 o4[hh, a] = 0.0
@@ -85,9 +83,6 @@ def values_macro(T, group: int, B: int, fused: bool, tagged: bool = False):
                 # nvcc contracted it in one build and not in another, so builds that differ only
                 # in where their loads sit summed other bits
                 o4[hh, 0] = T.fma(p_s[hh, T.min(last, B - 1)], T.if_then_else(last < B, vcur, 0.0), o4[hh, 0])
-            if tagged:
-                store_tagged(T, part[g * group + hh, bx, tx], (o4[hh, 0] + o4[hh, 1]) + (o4[hh, 2] + o4[hh, 3]), tag)
-            else:
-                part[g * group + hh, bx, tx] = (o4[hh, 0] + o4[hh, 1]) + (o4[hh, 2] + o4[hh, 3])
+            part[g * group + hh, bx, tx] = (o4[hh, 0] + o4[hh, 1]) + (o4[hh, 2] + o4[hh, 3])
 
     return values

@@ -10,23 +10,13 @@ A warp-local version (each warp's max and sum by shuffles in registers, one barr
 """
 
 
-def block_softmax_macro(T, group: int, threads: int, warps: int, B: int, SP: int, tagged: bool = False):
+def block_softmax_macro(T, group: int, threads: int, warps: int, B: int, SP: int):
     """The block-wide softmax: sc_s (group, B) in, p_s out, thread tx % B of pass sp holding one
-    score; red_s has a slot per warp per pass. `tagged`: ml is int64 and each entry is stored as
-    its f32 bits tagged with `tag` (tfdash.kernels.tagged)."""
-    from tfdash.kernels.tagged import store_tagged
-
+    score; red_s has a slot per warp per pass."""
     wph = B // 32  # warps per head
 
     @T.macro
-    def put(ml, h, bx, i, v, tag):
-        if tagged:
-            store_tagged(T, ml[h, bx, i], v, tag)
-        else:
-            ml[h, bx, i] = v
-
-    @T.macro
-    def softmax(sc_s, p_s, red_s, svs, ml, g, bx, tx, lane, warp, tag):
+    def softmax(sc_s, p_s, red_s, svs, ml, g, bx, tx, lane, warp):
         m = T.alloc_var("float32")
         lsum = T.alloc_var("float32")
         T.sync_threads()
@@ -49,7 +39,7 @@ def block_softmax_macro(T, group: int, threads: int, warps: int, B: int, SP: int
                 svs[sp] = T.exp(svs[sp] - m)
                 p_s[(sp * threads + tx) // B, tx % B] = svs[sp]
                 if tx % B == 0:
-                    put(ml, g * group + (sp * threads + tx) // B, bx, 0, m, tag)
+                    ml[g * group + (sp * threads + tx) // B, bx, 0] = m
             else:
                 svs[sp] = 0.0
         T.sync_threads()
@@ -64,6 +54,6 @@ def block_softmax_macro(T, group: int, threads: int, warps: int, B: int, SP: int
                     lsum = 0.0
                     for w in T.unroll(wph):
                         lsum += red_s[sp * warps + (tx // B) * wph + w]
-                    put(ml, g * group + (sp * threads + tx) // B, bx, 1, lsum, tag)
+                    ml[g * group + (sp * threads + tx) // B, bx, 1] = lsum
 
     return softmax

@@ -41,11 +41,8 @@ PLAN_VARIANTS = {
     # attention's score and value phases each as one chain of dependent instructions (a dot
     # product's 16 FMAs, a branch to store it, then the next), where the default interleaves them
     "tilelang-chains": {"attn_ilp": False},
-    # attention's partials as 64-bit words tagged with the launch's epoch: a split arrives with a
-    # relaxed atomic and no fence, the merging block checks tags (tfdash.kernels.tagged); -tagspec
-    # also loads the first partials in every block before its arrival returns
-    "tilelang-tagged": {"attn_merge_tagged": True},
-    "tilelang-tagspec": {"attn_merge_tagged": True, "attn_merge_speculate": True},
+    # the fused attention's rope phase one warp a head with one barrier, where the default's two
+    # warps a head pass their partial sums of squares through shared memory (two barriers)
 }
 
 
