@@ -41,8 +41,9 @@ PLAN_VARIANTS = {
     # attention's score and value phases each as one chain of dependent instructions (a dot
     # product's 16 FMAs, a branch to store it, then the next), where the default interleaves them
     "tilelang-chains": {"attn_ilp": False},
-    # the fused attention's rope phase one warp a head with one barrier, where the default's two
-    # warps a head pass their partial sums of squares through shared memory (two barriers)
+    # where attention's programs take the cache's blocks in rounds (past 2048 positions), a program
+    # arrives once after its last round, where the default arrives after each block
+    "tilelang-once": {"attn_merge_once": True},
 }
 
 
