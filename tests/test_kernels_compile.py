@@ -218,8 +218,13 @@ def test_merge_once_arrives_after_its_rounds(fresh_cache):
         start, end = _rounds_loop(body)
         assert body.count("AtomicAddRet(") == 1
         assert (start < body.index("AtomicAddRet(") < end) == inside
+        loop = body[start:end]  # once: a barrier before a round's first shared store (the rope's
+        if not inside:  # sums of squares), for the last round read red_s with no merge after it
+            assert loop.index("__syncthreads()") < loop.index("red_s)[")
     assert re.search(r"AtomicAddRet\(\(&\(sem\[[^\]]*\]\)\), 1, 4\)", base)  # one a block
-    assert not re.search(r"AtomicAddRet\(\(&\(sem\[[^\]]*\]\)\), 1, 4\)", once)  # its blocks' count
+    # its blocks with work: (n_active - px + 31) // 32 at 32 programs a kv head
+    assert re.search(r"AtomicAddRet\(\(&\(sem\[[^\]]*\]\)\), \(\(\(\(\(n \+ 63\) >> 6\) \+ 31\) - "
+                     r"\(\(int\)blockIdx\.x\)\) >> 5\), 4\)", once)
     regs = [fresh_cache.resources(KERNELS[n]).registers for n in ("attn_rope_decode_me", "attn_rope_decode_me_mo")]
     assert regs[1] < regs[0], regs
 

@@ -347,12 +347,13 @@ def test_attention_trigger_and_merge_group(options, size, ctx):
 
 
 @pytest.mark.parametrize("capacity,ctx,cap", [(2112, 0, None), (2112, 2111, None), (2112, 2111, 40), (2112, 1500, 16),
-                                              (8192, 0, None), (8192, 2500, None), (8192, 8191, None)])
+                                              (2112, 2111, 16), (8192, 0, None), (8192, 2500, None),
+                                              (8192, 8191, None)])
 @pytest.mark.parametrize("once", [False, True], ids=["each", "once"])
 def test_attention_grid_rounds(capacity, ctx, cap, once):
     """Programs looping over their blocks: 2112 positions (33 blocks) on 32 programs, on 33 (cap 40)
-    and on 16; 8192 (128 blocks) on 32 programs in four rounds; arriving after each block, or once
-    after a program's rounds (merge_once)."""
+    and on 16 (three rounds for program 0, two for the others at ctx 2111); 8192 (128 blocks) on 32
+    programs in four rounds; arriving after each block, or once after a program's rounds."""
     check_fused_attention(build_plan(CFG, dtype="bfloat16", capacity=capacity, attn_split_cap=cap,
                                      attn_merge_once=once), ctx)
 

@@ -72,9 +72,11 @@ def attention_dims(n_heads: int, n_kv_heads: int, head_dim: int, capacity: int, 
         dims["ilp"] = True
     else:
         sfx += "_ch"  # one chain each (the baseline)
-    if attn_merge_once:  # in rounds, a program arrives once for its blocks (not once a block)
-        dims["merge_once"] = True
-        sfx += "_mo"
+    from tfdash.kernels.splitkv import SPLIT_CAP, grid_splits
+
+    if attn_merge_once and grid_splits(dims["splits"], dims.get("split_cap", SPLIT_CAP))[1] > 1:
+        dims["merge_once"] = True  # in rounds, a program arrives once for its blocks (not once a
+        sfx += "_mo"  # block); without rounds the build is the default's, and so is its name
     if attn_min_blocks is not None:
         if not 1 <= attn_min_blocks <= 16:
             raise TfdashError(f"attn_min_blocks={attn_min_blocks} must be 1 to 16 blocks per SM")
