@@ -24,7 +24,7 @@ def attention_dims(n_heads: int, n_kv_heads: int, head_dim: int, capacity: int, 
                    attn_merge_once: bool = False) -> tuple[dict, str]:
     """(dims, suffix) of the attention launch for build_plan's options of the same names;
     o_weight_bytes, o_proj's weight (attn_trigger_at None: the shape's own trigger point)."""
-    from tfdash.kernels.splitkv import MERGE_CHUNK
+    from tfdash.kernels.splitkv import MERGE_CHUNK, SPLIT_CAP, grid_splits
 
     group = n_heads // n_kv_heads
     block = ATTN_BLOCK if attn_block is None else attn_block
@@ -72,8 +72,6 @@ def attention_dims(n_heads: int, n_kv_heads: int, head_dim: int, capacity: int, 
         dims["ilp"] = True
     else:
         sfx += "_ch"  # one chain each (the baseline)
-    from tfdash.kernels.splitkv import SPLIT_CAP, grid_splits
-
     if attn_merge_once and grid_splits(dims["splits"], dims.get("split_cap", SPLIT_CAP))[1] > 1:
         dims["merge_once"] = True  # in rounds, a program arrives once for its blocks (not once a
         sfx += "_mo"  # block); without rounds the build is the default's, and so is its name
