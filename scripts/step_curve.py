@@ -75,7 +75,8 @@ def main():
                          pack(cfg, random_state_dict(cfg, torch.bfloat16, "cuda", 0)), "cuda")
     rt.capture(ids)
     out = {"host": platform.node(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-           "command": " ".join(["scripts/step_curve.py", *sys.argv[1:]]), "model": args.model, "new_tokens": args.new, "prompt_tokens": len(ids), "capacity": capacity,
+           "command": " ".join(["scripts/step_curve.py", *sys.argv[1:]]), "model": args.model,
+           "new_tokens": args.new, "prompt_tokens": len(ids), "capacity": capacity,
            "bin": args.bin, "reps": args.reps, "rounds": []}
     for k in range(args.rounds):
         steps = generation_steps(rt, ids, args.new, tok)
