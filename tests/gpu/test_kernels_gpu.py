@@ -349,20 +349,23 @@ def test_attention_trigger_and_merge_group(options, size, ctx):
 @pytest.mark.parametrize("capacity,ctx,cap", [(2112, 0, None), (2112, 2111, None), (2112, 2111, 40), (2112, 1500, 16),
                                               (2112, 2111, 16), (8192, 0, None), (8192, 2500, None),
                                               (8192, 8191, None)])
-@pytest.mark.parametrize("once", [False, True], ids=["each", "once"])
-def test_attention_grid_rounds(capacity, ctx, cap, once):
+@pytest.mark.parametrize("idle", [False, True], ids=["wait", "idle_exit"])
+def test_attention_grid_rounds(capacity, ctx, cap, idle):
     """Programs looping over their blocks: 2112 positions (33 blocks) on 32 programs, on 33 (cap 40)
     and on 16 (three rounds for program 0, two for the others at ctx 2111); 8192 (128 blocks) on 32
-    programs in four rounds; arriving after each block, or once after a program's rounds."""
+    programs in four rounds; the programs past the context waiting for the grid dependency, or
+    exiting before it (idle_exit)."""
     check_fused_attention(build_plan(CFG, dtype="bfloat16", capacity=capacity, attn_split_cap=cap,
-                                     attn_merge_once=once), ctx)
+                                     attn_idle_exit=idle), ctx)
 
 
+@pytest.mark.parametrize("variant", ["tilelang-idlex", "tilelang-scallx"])
 @pytest.mark.parametrize("size", ["qwen3-0.6b", "qwen3-4b", "qwen3-14b", "qwen3-32b"])
-@pytest.mark.parametrize("ctx", [0, 1500, 2111])
-def test_attention_merge_once_at_every_group(size, ctx):
-    """merge_once at the bench's capacity (two rounds) with every GQA group the presets have."""
-    check_fused_attention(build_plan(preset(size), dtype="bfloat16", capacity=2112, attn_merge_once=True), ctx)
+@pytest.mark.parametrize("capacity,ctx", [(2112, 0), (2112, 1500), (2112, 2111), (4096, 100), (4096, 4095)])
+def test_attention_idle_exit_at_every_group(variant, size, capacity, ctx):
+    """The programs past the context exiting before the grid dependency, on the default grid and
+    on one program a block, with every GQA group the presets have."""
+    check_fused_attention(build_plan(preset(size), dtype="bfloat16", capacity=capacity, **PLAN_VARIANTS[variant]), ctx)
 
 
 def check_fused_attention(plan, ctx):

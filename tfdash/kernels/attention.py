@@ -143,6 +143,10 @@ def tilelang_attention(dims):
     # K/V cache prefetch before the grid dependency: only fused (unfused, the kernel before this
     # one appends this step's k and v) and only under PDL (without it there is nothing to overlap)
     early = pdl and bool(dims.get("fused_rope")) and dims.get("kv_early", True)
+    # `idle_exit` (early only): a program whose blocks all lie past the context skips the grid
+    # dependency and exits, freeing its SM slot for o_proj's and gate_up's blocks rather than
+    # holding it until the qkv GEMV ends (a grid sized past the context then costs its launch only)
+    idle_exit = early and bool(dims.get("idle_exit"))
 
     nH, nKV, D, C, B, dt, S = (dims["n_heads"], dims["n_kv_heads"], dims["head_dim"], dims["capacity"],
                                dims["block"], dims["dtype"], dims["splits"])
@@ -264,7 +268,12 @@ def tilelang_attention(dims):
                     load_k(k_cache, kall, g, bx, warp, pi, dc)
                 if probed:
                     stamp(probe, px, g, tx, "issued")
-                if early:
+                if idle_exit:  # a program with no block of the context waits for nothing: it exits
+                    if px < n_active:
+                        T.pdl_sync()
+                        if trigger_at == "dependency":
+                            T.pdl_trigger()
+                elif early:
                     T.pdl_sync()
                     if trigger_at == "dependency":
                         T.pdl_trigger()

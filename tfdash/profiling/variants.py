@@ -44,6 +44,10 @@ PLAN_VARIANTS = {
     # where attention's programs take the cache's blocks in rounds (past 2048 positions), a program
     # arrives once after its last round, where the default arrives after each block
     "tilelang-once": {"attn_merge_once": True},
+    # attention's programs past the context exit before the grid dependency; scallx: on a grid
+    # of one program a block, however large the cache
+    "tilelang-idlex": {"attn_idle_exit": True},
+    "tilelang-scallx": {"attn_split_cap": 1 << 20, "attn_idle_exit": True},
 }
 
 
