@@ -3,7 +3,7 @@
 #   run with carry [".gpu"]:  bash scripts/h200_check.sh [tests|diag|bench|profile|app|all] [extra bench args]
 #   (all = tests, diag, bench; engine = bench, headless run, GPU tests; observe = issues 5 and 6 (+ bench); dash = app + tty; profile = scripts/gpu_profile_check.py; app = scripts/gpu_app_check.py;
 #    counters = tfdash counters on one layer plus embed, lm_head and argmax (issue 17);
-#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; tables = the GEMV table's 0.6B and 4B entries in the default plan; tails = GEMV grids that spread rows unevenly over warps (4B o_proj and down, 0.6B gate_up), tails14 = the same for 14B; live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick; where = per-op exclusive us against each op's floor at 0.6B and 4B (scripts/kernel_times.py --model); inflight = GEMVs with more loads in flight a lane at 4B, 0.6B and 1.7B; confirm = session 11's 4B and 0.6B table entries tested and benched; inflight14 = the same for 14B; next = what session 11 leaves (the early_norm and acqrel variants tested and A/B'd at 1.7B, 0.6B and 4B; since on by default); inflight32 = 32B's qkv_proj and gate_up at 4B's and 14B's settings; land12 = the GPU suite on session 12's defaults with the 1.7B headline bench; probe = the phases alone at 1.7B and 0.6B, ctx 1024 and 256; land14 = session 14's default tested with the 1.7B headline bench; land15 = session 15's defaults (4B's and 8B's late merge, 0.6B's late trigger) tested and A/B'd; silu16 = gate_up making silu(g) * u, tested and A/B'd at 1.7B and 4B; tune16 = 4B's down settings with it, and 0.6B's and 8B's A/B; land16 = session 16's defaults tested, the 1.7B headline and 4B's A/B; sweep16 = 0.6B's and 1.7B's GEMV settings without down's silu, 14B's A/B; next17 = per-op times on today's plan at 0.6B, 1.7B and 4B; next18 = the qkv GEMV letting attention launch at its start, tested and A/B'd; land18 = it by default at 0.6B and 1.7B, tested, the 1.7B headline and 0.6B's A/B against it off, 8B's with it on; land19 = argmax storing the token into the pinned ring from inside the graph by default: tested, the 1.7B headline with torch-compile and 0.6B's A/B against the copy after the replay; next20 = lm_head's last block feeding the token (tilelang-amaxfold) tested and A/B'd at 0.6B and 1.7B, each step's time over a generation; next20b = the 1.7B A/Bs of the ring and the qkv trigger with rotating order and either peer built first; land20 = lm_head feeding the token by default: the 1.7B headline against the argmax launch and torch-compile, lm_head's kernel tests at every size, the 1.7B step against the reference; land20b = the 1.7B A/B with either plan built first, every size's step against the reference; order = the default plan built five times in one process, weights and state swapped between them, each engine's tok/s; next21 = what session 20 leaves: graphs taking turns on one state tested, the state split into the KV cache and the rest, the 1.7B headline on one state with the ring copy and qkv trigger A/Bs; land23 = attention's phases as independent chains by default: tested at every size, the 1.7B and 0.6B A/Bs against tilelang-chains, every attention kernel test and the steps; next26 = attention's grid at the bench's capacity (tilelang-once, tilelang-scall) tested and A/B'd at 1.7B, 0.6B and 4B; next26b = the same at 4096 new tokens and the rounds loop's cost (--also-capacity); next27 = attention's programs past the context exiting before the grid dependency (tilelang-idlex, tilelang-scallx) tested and A/B'd at 1.7B and 0.6B; next27b = the same at a 4096-position cache and at 4096 new tokens; curve = a generation's step times against back-to-back replays by position (scripts/step_curve.py); sass = attention's SASS and where its warps stall (scripts/kernel_sass.py under ncu); same3 = three backends of the one default plan at 1.7B, built in turn on one state: is the first built slowest)
+#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; tables = the GEMV table's 0.6B and 4B entries in the default plan; tails = GEMV grids that spread rows unevenly over warps (4B o_proj and down, 0.6B gate_up), tails14 = the same for 14B; live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick; where = per-op exclusive us against each op's floor at 0.6B and 4B (scripts/kernel_times.py --model); inflight = GEMVs with more loads in flight a lane at 4B, 0.6B and 1.7B; confirm = session 11's 4B and 0.6B table entries tested and benched; inflight14 = the same for 14B; next = what session 11 leaves (the early_norm and acqrel variants tested and A/B'd at 1.7B, 0.6B and 4B; since on by default); inflight32 = 32B's qkv_proj and gate_up at 4B's and 14B's settings; land12 = the GPU suite on session 12's defaults with the 1.7B headline bench; probe = the phases alone at 1.7B and 0.6B, ctx 1024 and 256; land14 = session 14's default tested with the 1.7B headline bench; land15 = session 15's defaults (4B's and 8B's late merge, 0.6B's late trigger) tested and A/B'd; silu16 = gate_up making silu(g) * u, tested and A/B'd at 1.7B and 4B; tune16 = 4B's down settings with it, and 0.6B's and 8B's A/B; land16 = session 16's defaults tested, the 1.7B headline and 4B's A/B; sweep16 = 0.6B's and 1.7B's GEMV settings without down's silu, 14B's A/B; next17 = per-op times on today's plan at 0.6B, 1.7B and 4B; next18 = the qkv GEMV letting attention launch at its start, tested and A/B'd; land18 = it by default at 0.6B and 1.7B, tested, the 1.7B headline and 0.6B's A/B against it off, 8B's with it on; land19 = argmax storing the token into the pinned ring from inside the graph by default: tested, the 1.7B headline with torch-compile and 0.6B's A/B against the copy after the replay; next20 = lm_head's last block feeding the token (tilelang-amaxfold) tested and A/B'd at 0.6B and 1.7B, each step's time over a generation; next20b = the 1.7B A/Bs of the ring and the qkv trigger with rotating order and either peer built first; land20 = lm_head feeding the token by default: the 1.7B headline against the argmax launch and torch-compile, lm_head's kernel tests at every size, the 1.7B step against the reference; land20b = the 1.7B A/B with either plan built first, every size's step against the reference; order = the default plan built five times in one process, weights and state swapped between them, each engine's tok/s; next21 = what session 20 leaves: graphs taking turns on one state tested, the state split into the KV cache and the rest, the 1.7B headline on one state with the ring copy and qkv trigger A/Bs; land23 = attention's phases as independent chains by default: tested at every size, the 1.7B and 0.6B A/Bs against tilelang-chains, every attention kernel test and the steps; curve = a generation's step times against back-to-back replays by position (scripts/step_curve.py); sass = attention's SASS and where its warps stall (scripts/kernel_sass.py under ncu); same3 = three backends of the one default plan at 1.7B, built in turn on one state: is the first built slowest)
 # Needs the offline bundle (../shared/gpu-bundle .gpu/site.tar.xz). The tilelang kernel cache
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
@@ -384,60 +384,6 @@ if [ "$what" = land23 ]; then
     | grep -v "TileLang:" > "$R/tests.log"; grep -E "^(FAILED|ERROR|E  )|passed|failed" "$R/tests.log" | cut -c1-200 | tail -6; pack
   timeout 100 python3 -m pytest -m gpu tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider -k "step_matches_reference and not 14b and not 32b" 2>&1 \
     | grep -v "TileLang:" > "$R/steps.log"; grep -E "^(FAILED|ERROR|E  )|passed|failed" "$R/steps.log" | cut -c1-200 | tail -6; pack
-fi
-if [ "$what" = next26 ]; then
-  # attention's grid at the bench's 2112 positions (33 blocks): the default's 32 programs a kv head
-  # loop over two rounds (244 registers a thread at 1.7B), tilelang-once arrives once after them
-  # (198), tilelang-scall runs one program a block with no loop (168): the grid-rounds and
-  # merge-once kernel tests, then A/Bs at 2048 new tokens (1.7B 4 rounds, 0.6B and 4B 3)
-  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  timeout 150 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b,qwen3-4b \
-    --variants tilelang-scall,tilelang-once 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
-  timeout 250 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py -q -rA -p no:cacheprovider \
-    -k "${TESTS_K:-grid_rounds or merge_once}" 2>&1 | grep -v "TileLang:" > "$R/tests.log"
-  grep -E "^(FAILED|ERROR|E  )|passed|failed|error" "$R/tests.log" | cut -c1-200 | tail -6; pack
-  for spec in "qwen3-1.7b 4" "qwen3-0.6b 3" "qwen3-4b 3"; do
-    set -- $spec
-    timeout 150 python3 -m tfdash bench --model "$1" --rounds "$2" --backends tilelang-graph,tilelang-once,tilelang-scall \
-      --json "$R/bench-$1.json" 2>&1 | grep -v "TileLang:" > "$R/bench-$1.log"; tail -4 "$R/bench-$1.log" | cut -c1-160; pack
-  done
-fi
-if [ "$what" = next26b ]; then
-  # the same three grids at 1.7B with 4096 new tokens (65 blocks: three rounds, two with work),
-  # then the loop's cost alone: 2036 new tokens on a 2048-position cache (32 blocks, no loop)
-  # against tilelang@2112 (the same kernel with its loop over two rounds)
-  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  timeout 280 python3 -m tfdash bench --rounds 2 --max-new-tokens 4096 --backends tilelang-graph,tilelang-once,tilelang-scall \
-    --json "$R/bench-4096.json" 2>&1 | grep -v "TileLang:" > "$R/bench-4096.log"; tail -4 "$R/bench-4096.log" | cut -c1-160; pack
-  timeout 200 python3 -m tfdash bench --rounds 4 --max-new-tokens 2036 --also-capacity 2112 --backends tilelang-graph \
-    --json "$R/bench-cap.json" 2>&1 | grep -v "TileLang:" > "$R/bench-cap.log"; tail -3 "$R/bench-cap.log" | cut -c1-160; pack
-fi
-if [ "$what" = next27 ]; then
-  # attention's programs past the context exiting before the grid dependency (tilelang-idlex), and
-  # on one program a block (tilelang-scallx): the grid-rounds and idle-exit kernel tests at every
-  # group, then A/Bs at 2048 new tokens (1.7B 4 rounds, 0.6B 3) against the default and scall
-  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  timeout 150 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b,qwen3-4b \
-    --variants tilelang-idlex,tilelang-scallx,tilelang-scall 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
-  timeout 260 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py -q -rA -p no:cacheprovider \
-    -k "${TESTS_K:-grid_rounds or (idle_exit and not 14b and not 32b)}" 2>&1 | grep -v "TileLang:" > "$R/tests.log"
-  grep -E "^(FAILED|ERROR|E  )|passed|failed|error" "$R/tests.log" | cut -c1-200 | tail -6; pack
-  for spec in "qwen3-1.7b 4" "qwen3-0.6b 3"; do
-    set -- $spec
-    timeout 150 python3 -m tfdash bench --model "$1" --rounds "$2" \
-      --backends tilelang-graph,tilelang-idlex,tilelang-scall,tilelang-scallx \
-      --json "$R/bench-$1.json" 2>&1 | grep -v "TileLang:" > "$R/bench-$1.log"; tail -5 "$R/bench-$1.log" | cut -c1-160; pack
-  done
-fi
-if [ "$what" = next27b ]; then
-  # the same at the dashboard's 4096-position cache with 2048 new tokens (most programs past the
-  # context), and at 4096 new tokens (65 blocks: the default's rounds against one program a block)
-  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  timeout 200 python3 -m tfdash bench --rounds 3 --capacity 4096 --backends tilelang-graph,tilelang-idlex,tilelang-scallx \
-    --json "$R/bench-cap4096.json" 2>&1 | grep -v "TileLang:" > "$R/bench-cap4096.log"; tail -4 "$R/bench-cap4096.log" | cut -c1-160; pack
-  timeout 300 python3 -m tfdash bench --rounds 2 --max-new-tokens 4096 \
-    --backends tilelang-graph,tilelang-idlex,tilelang-scall,tilelang-scallx \
-    --json "$R/bench-4096.json" 2>&1 | grep -v "TileLang:" > "$R/bench-4096.log"; tail -5 "$R/bench-4096.log" | cut -c1-160; pack
 fi
 if [ "$what" = curve ]; then
   # does the decode loop cost the GPU time: a generation's ring-event step times against back-to-back

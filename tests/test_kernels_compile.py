@@ -35,8 +35,7 @@ DOWNSILU = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, gat
 QTFIRST = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, qkv_trigger_first=True)  # as 0.6B's
 RINGCOPY = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, ring_in_graph=False)  # argmax_feed
 CHAINS = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_ilp=False)  # one chain a phase
-ONCE = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_merge_once=True)  # _mo: in rounds
-KERNELS = {**ONCE.kernels(), **CHAINS.kernels(), **RINGCOPY.kernels(), **QTFIRST.kernels(), **DOWNSILU.kernels(), **FENCED.kernels(), **LATENORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
+KERNELS = {**CHAINS.kernels(), **RINGCOPY.kernels(), **QTFIRST.kernels(), **DOWNSILU.kernels(), **FENCED.kernels(), **LATENORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
            **MLATE.kernels(), **UNFUSED_MLATE.kernels(), **PLAN.kernels()}  # every kernel the plan variants launch
 
 
@@ -62,12 +61,10 @@ def builds_read_by(item) -> list:
            "test_which_kernels_let_the_next_launch_before_their_grid_dependency": [p.get("name")],
            "test_early_norm_reads_the_norm_weights_before_the_grid_dependency": [f"{p.get('name')}_ln", p.get("name")],
            "test_acq_rel_merge_arrives_with_one_atomic_and_no_fence": ["attn_rope_decode_me_fe", "attn_rope_decode_me"],
-           "test_merge_once_arrives_after_its_rounds": ["attn_rope_decode_me", "attn_rope_decode_me_mo"],
            "test_ptxas_facts_of_a_kernel": ["gemv_down_residual"],
            "test_attention_probe_build_stamps_each_phase": ["attn_rope_decode_me"],
            "test_interleaved_value_phase_adds_this_steps_v_with_one_explicit_fma": list(FMA_BUILDS)}
-    ptxas = item.originalname == "test_merge_once_arrives_after_its_rounds"
-    out = [(KERNELS[n], {}, ptxas) for n in one.get(item.originalname, ())]
+    out = [(KERNELS[n], {}, False) for n in one.get(item.originalname, ())]
     if item.originalname == "test_gemv_blocks_fit_on_an_sm_as_planned":
         out.append((KERNELS[p["name"]], {}, True))
     elif item.originalname == "test_without_pdl_the_kernels_carry_no_grid_dependency":
@@ -193,40 +190,6 @@ def test_acq_rel_merge_arrives_with_one_atomic_and_no_fence(fresh_cache):
     assert fenced.count("__threadfence()") == 2 and fenced.count("AtomicAddRet(") == 1
     assert "__threadfence" not in acq and acq.count("AtomicAddRet(") == 1
     assert re.search(r"AtomicAddRet\(\(&\(sem\[[^\]]*\]\)\), 1, 4\)", acq)  # 4: cuda::memory_order_acq_rel
-
-
-def _rounds_loop(src: str) -> tuple[int, int]:
-    """(start, end) in src of the kernel's loop over rounds of blocks, its braces matched."""
-    start = src.index("for (int r = 0; r < ")
-    depth, i = 0, src.index("{", start)
-    while True:
-        depth += {"{": 1, "}": -1}.get(src[i], 0)
-        if depth == 0:
-            return start, i
-        i += 1
-
-
-@pytest.mark.slow
-def test_merge_once_arrives_after_its_rounds(fresh_cache):
-    """At a 4096-position cache (64 blocks on 32 programs a kv head: two rounds) the default arrives
-    inside its loop over rounds, one block at a time; the merge_once build arrives once, after the
-    loop, adding its blocks with work, and takes fewer registers (the merge's no longer live across
-    the loop's rounds)."""
-    base, once = (compiled(fresh_cache, n).source for n in ("attn_rope_decode_me", "attn_rope_decode_me_mo"))
-    for src, inside in ((base, True), (once, False)):
-        body = src[src.index("__global__"):]
-        start, end = _rounds_loop(body)
-        assert body.count("AtomicAddRet(") == 1
-        assert (start < body.index("AtomicAddRet(") < end) == inside
-        loop = body[start:end]  # once: a barrier before a round's first shared store (the rope's
-        if not inside:  # sums of squares), for the last round read red_s with no merge after it
-            assert loop.index("__syncthreads()") < loop.index("red_s)[")
-    assert re.search(r"AtomicAddRet\(\(&\(sem\[[^\]]*\]\)\), 1, 4\)", base)  # one a block
-    # its blocks with work: (n_active - px + 31) // 32 at 32 programs a kv head
-    assert re.search(r"AtomicAddRet\(\(&\(sem\[[^\]]*\]\)\), \(\(\(\(\(n \+ 63\) >> 6\) \+ 31\) - "
-                     r"\(\(int\)blockIdx\.x\)\) >> 5\), 4\)", once)
-    regs = [fresh_cache.resources(KERNELS[n]).registers for n in ("attn_rope_decode_me", "attn_rope_decode_me_mo")]
-    assert regs[1] < regs[0], regs
 
 
 # -- every preset ---------------------------------------------------------------------------

@@ -349,23 +349,11 @@ def test_attention_trigger_and_merge_group(options, size, ctx):
 @pytest.mark.parametrize("capacity,ctx,cap", [(2112, 0, None), (2112, 2111, None), (2112, 2111, 40), (2112, 1500, 16),
                                               (2112, 2111, 16), (8192, 0, None), (8192, 2500, None),
                                               (8192, 8191, None)])
-@pytest.mark.parametrize("idle", [False, True], ids=["wait", "idle_exit"])
-def test_attention_grid_rounds(capacity, ctx, cap, idle):
+def test_attention_grid_rounds(capacity, ctx, cap):
     """Programs looping over their blocks: 2112 positions (33 blocks) on 32 programs, on 33 (cap 40)
     and on 16 (three rounds for program 0, two for the others at ctx 2111); 8192 (128 blocks) on 32
-    programs in four rounds; the programs past the context waiting for the grid dependency, or
-    exiting before it (idle_exit)."""
-    check_fused_attention(build_plan(CFG, dtype="bfloat16", capacity=capacity, attn_split_cap=cap,
-                                     attn_idle_exit=idle), ctx)
-
-
-@pytest.mark.parametrize("variant", ["tilelang-idlex", "tilelang-scallx"])
-@pytest.mark.parametrize("size", ["qwen3-0.6b", "qwen3-4b", "qwen3-14b", "qwen3-32b"])
-@pytest.mark.parametrize("capacity,ctx", [(2112, 0), (2112, 1500), (2112, 2111), (4096, 100), (4096, 4095)])
-def test_attention_idle_exit_at_every_group(variant, size, capacity, ctx):
-    """The programs past the context exiting before the grid dependency, on the default grid and
-    on one program a block, with every GQA group the presets have."""
-    check_fused_attention(build_plan(preset(size), dtype="bfloat16", capacity=capacity, **PLAN_VARIANTS[variant]), ctx)
+    programs in four rounds."""
+    check_fused_attention(build_plan(CFG, dtype="bfloat16", capacity=capacity, attn_split_cap=cap), ctx)
 
 
 def check_fused_attention(plan, ctx):

@@ -20,11 +20,10 @@ def attention_dims(n_heads: int, n_kv_heads: int, head_dim: int, capacity: int, 
                    attn_kv_early: bool, attn_split_cap: int | None, attn_min_blocks: int | None,
                    attn_block: int | None, attn_merge_early: bool, attn_merge_early_group: int | None,
                    early_norm: bool, attn_merge_acq_rel: bool, attn_merge_chunk: int | None,
-                   attn_trigger_at: str | None, o_weight_bytes: int, attn_ilp: bool = True,
-                   attn_merge_once: bool = False, attn_idle_exit: bool = False) -> tuple[dict, str]:
+                   attn_trigger_at: str | None, o_weight_bytes: int, attn_ilp: bool = True) -> tuple[dict, str]:
     """(dims, suffix) of the attention launch for build_plan's options of the same names;
     o_weight_bytes, o_proj's weight (attn_trigger_at None: the shape's own trigger point)."""
-    from tfdash.kernels.splitkv import MERGE_CHUNK, SPLIT_CAP, grid_splits
+    from tfdash.kernels.splitkv import MERGE_CHUNK
 
     group = n_heads // n_kv_heads
     block = ATTN_BLOCK if attn_block is None else attn_block
@@ -72,12 +71,6 @@ def attention_dims(n_heads: int, n_kv_heads: int, head_dim: int, capacity: int, 
         dims["ilp"] = True
     else:
         sfx += "_ch"  # one chain each (the baseline)
-    if attn_merge_once and grid_splits(dims["splits"], dims.get("split_cap", SPLIT_CAP))[1] > 1:
-        dims["merge_once"] = True  # in rounds, a program arrives once for its blocks (not once a
-        sfx += "_mo"  # block); without rounds the build is the default's, and so is its name
-    if attn_idle_exit and fused_rope and attn_kv_early:  # past the context, a program exits before the
-        dims["idle_exit"] = True  # grid dependency (the K/V prefetch's build only: it reads pos early)
-        sfx += "_ix"
     if attn_min_blocks is not None:
         if not 1 <= attn_min_blocks <= 16:
             raise TfdashError(f"attn_min_blocks={attn_min_blocks} must be 1 to 16 blocks per SM")

@@ -13,14 +13,14 @@ ADDED_OPTIONS = {"o_proj_trigger_first": False, "attn_merge_early": False, "earl
                  "attn_merge_chunk": 16, "attn_merge_early_group": 4,
                  "attn_trigger_at": "dependency", "gate_up_silu": False,
                  "qkv_trigger_first": False, "ring_in_graph": False,
-                 "attn_ilp": False, "attn_merge_once": False,
-                 "attn_idle_exit": False}
+                 "attn_ilp": False}
 REMOVED_OPTIONS = {"down_smem_prefetch": False, "attn_k_apart": False, "attn_trigger_first": False,
                    "mlp_fused": False, "o_proj_l2_mb": 0, "o_proj_l2_skip": 0, "attn_cluster": 0,
                    "attn_k_first": False, "attn_warp_softmax": False, "attn_kv_smem": False,
                    "attn_signal": False, "argmax_in_lm_head": False, "oproj_merges": False,
                    "attn_merge_spin": False, "attn_rope_warp": False,
-                   "attn_merge_tagged": False, "attn_merge_speculate": False}
+                   "attn_merge_tagged": False, "attn_merge_speculate": False,
+                   "attn_merge_once": False, "attn_idle_exit": False}
 
 
 def recorded_options(options: Mapping[str, object]) -> dict | None:

@@ -134,8 +134,7 @@ def tilelang_attention(dims):
     softmax one score per thread: warp max/sum within a head, combined across the head's warps
             (tfdash.kernels.softmax)
     merge   partials to global scratch; the last split to arrive merges (tfdash.kernels.splitkv),
-            loading `merge_chunk` partials at once (splitkv.MERGE_CHUNK unless the plan says);
-            `merge_once`: in rounds, a program arrives once, after its last round
+            loading `merge_chunk` partials at once (splitkv.MERGE_CHUNK unless the plan says)
     """
     import tilelang.language as T
 
@@ -143,17 +142,10 @@ def tilelang_attention(dims):
     # K/V cache prefetch before the grid dependency: only fused (unfused, the kernel before this
     # one appends this step's k and v) and only under PDL (without it there is nothing to overlap)
     early = pdl and bool(dims.get("fused_rope")) and dims.get("kv_early", True)
-    # `idle_exit` (early only): a program whose blocks all lie past the context skips the grid
-    # dependency and exits, freeing its SM slot for o_proj's and gate_up's blocks rather than
-    # holding it until the qkv GEMV ends (a grid sized past the context then costs its launch only)
-    idle_exit = early and bool(dims.get("idle_exit"))
 
     nH, nKV, D, C, B, dt, S = (dims["n_heads"], dims["n_kv_heads"], dims["head_dim"], dims["capacity"],
                                dims["block"], dims["dtype"], dims["splits"])
     SG, R = grid_splits(S, dims.get("split_cap", SPLIT_CAP))
-    # `merge_once` (with rounds): a program arrives after its last round, adding its blocks with
-    # work, rather than once a block; the merge's registers then live outside the rounds loop
-    once = R > 1 and bool(dims.get("merge_once"))
     fused, eps, min_blocks = bool(dims.get("fused_rope")), float(dims.get("eps", 1e-6)), int(dims.get("min_blocks", 0))
     group = nH // nKV
     threads = D  # thread tx owns dim tx in the value phase and the merge
@@ -268,12 +260,7 @@ def tilelang_attention(dims):
                     load_k(k_cache, kall, g, bx, warp, pi, dc)
                 if probed:
                     stamp(probe, px, g, tx, "issued")
-                if idle_exit:  # a program with no block of the context waits for nothing: it exits
-                    if px < n_active:
-                        T.pdl_sync()
-                        if trigger_at == "dependency":
-                            T.pdl_trigger()
-                elif early:
+                if early:
                     T.pdl_sync()
                     if trigger_at == "dependency":
                         T.pdl_trigger()
@@ -332,19 +319,12 @@ def tilelang_attention(dims):
                         stamp(probe, px, g, tx, "values")
                     if pdl and trigger_at == "values":
                         T.pdl_trigger()
-                    if not once:  # the last split of this kv head to arrive merges (tfdash.kernels.splitkv)
-                        merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active)
-                        if probed:
-                            stamp(probe, px, g, tx, "end")
-                            if tx == 0:
-                                probe[g, px, len(PROBE_PHASES) - 1] = T.cast(flag_s[0], "int64")
-            if once and px < n_active:  # after its rounds a program arrives once, for its blocks with work
-                merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active,
-                      (n_active - px + SG - 1) // SG)
-                if probed:
-                    stamp(probe, px, g, tx, "end")
-                    if tx == 0:
-                        probe[g, px, len(PROBE_PHASES) - 1] = T.cast(flag_s[0], "int64")
+                    # the last split of this kv head to arrive merges (tfdash.kernels.splitkv)
+                    merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active)
+                    if probed:
+                        stamp(probe, px, g, tx, "end")
+                        if tx == 0:
+                            probe[g, px, len(PROBE_PHASES) - 1] = T.cast(flag_s[0], "int64")
 
     if probed:
 

@@ -48,13 +48,12 @@ def merge_macro(T, group: int, warps: int, S: int, D: int, dt: str, early: bool 
     releases) instead of a fence and a relaxed atomic, and the merging block's threads read the
     partials after that acquire and a barrier instead of after fences of their own. `chunk`: the
     partials a thread loads at once (MERGE_CHUNK); with `early` the first chunk is what overlaps
-    the (max, sum) loads, so a chunk covering every split leaves no second round trip. The
-    macro's `count`: the splits this arrival stands for (a program arriving once for its rounds)."""
+    the (max, sum) loads, so a chunk covering every split leaves no second round trip."""
     sper, S32 = lanes(S)
     MP = -(-group // warps)  # merge-weight passes: one warp per head
 
     @T.macro
-    def merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active, count=1):
+    def merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active):
         mm = T.alloc_var("float32")
         ll = T.alloc_var("float32")
         acc = T.alloc_var("float32")
@@ -63,10 +62,10 @@ def merge_macro(T, group: int, warps: int, S: int, D: int, dt: str, early: bool 
         if tx == 0:
             if acq_rel:
                 flag_s[0] = T.if_then_else(
-                    T.atomic_add(sem[g], count, memory_order="acq_rel", return_prev=True) == n_active - count, 1, 0)
+                    T.atomic_add(sem[g], 1, memory_order="acq_rel", return_prev=True) == n_active - 1, 1, 0)
             else:
                 T.evaluate(T.call_extern("handle", "__threadfence"))
-                flag_s[0] = T.if_then_else(T.atomic_add(sem[g], count, return_prev=True) == n_active - count, 1, 0)
+                flag_s[0] = T.if_then_else(T.atomic_add(sem[g], 1, return_prev=True) == n_active - 1, 1, 0)
         T.sync_threads()
         if flag_s[0] == 1:
             if not acq_rel:

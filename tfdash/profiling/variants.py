@@ -41,13 +41,6 @@ PLAN_VARIANTS = {
     # attention's score and value phases each as one chain of dependent instructions (a dot
     # product's 16 FMAs, a branch to store it, then the next), where the default interleaves them
     "tilelang-chains": {"attn_ilp": False},
-    # where attention's programs take the cache's blocks in rounds (past 2048 positions), a program
-    # arrives once after its last round, where the default arrives after each block
-    "tilelang-once": {"attn_merge_once": True},
-    # attention's programs past the context exit before the grid dependency; scallx: on a grid
-    # of one program a block, however large the cache
-    "tilelang-idlex": {"attn_idle_exit": True},
-    "tilelang-scallx": {"attn_split_cap": 1 << 20, "attn_idle_exit": True},
 }
 
 
