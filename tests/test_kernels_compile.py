@@ -35,7 +35,9 @@ DOWNSILU = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, gat
 QTFIRST = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, qkv_trigger_first=True)  # as 0.6B's
 RINGCOPY = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, ring_in_graph=False)  # argmax_feed
 CHAINS = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_ilp=False)  # one chain a phase
-KERNELS = {**CHAINS.kernels(), **RINGCOPY.kernels(), **QTFIRST.kernels(), **DOWNSILU.kernels(), **FENCED.kernels(), **LATENORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
+CARRY = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_rounds_carry=True)  # _rc: in rounds
+KERNELS = {**CARRY.kernels(),
+           **CHAINS.kernels(), **RINGCOPY.kernels(), **QTFIRST.kernels(), **DOWNSILU.kernels(), **FENCED.kernels(), **LATENORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
            **MLATE.kernels(), **UNFUSED_MLATE.kernels(), **PLAN.kernels()}  # every kernel the plan variants launch
 
 
@@ -61,10 +63,13 @@ def builds_read_by(item) -> list:
            "test_which_kernels_let_the_next_launch_before_their_grid_dependency": [p.get("name")],
            "test_early_norm_reads_the_norm_weights_before_the_grid_dependency": [f"{p.get('name')}_ln", p.get("name")],
            "test_acq_rel_merge_arrives_with_one_atomic_and_no_fence": ["attn_rope_decode_me_fe", "attn_rope_decode_me"],
+           "test_rounds_carry_ropes_q_once_and_loads_the_next_round_early": ["attn_rope_decode_me",
+                                                                             "attn_rope_decode_me_rc"],
            "test_ptxas_facts_of_a_kernel": ["gemv_down_residual"],
            "test_attention_probe_build_stamps_each_phase": ["attn_rope_decode_me"],
            "test_interleaved_value_phase_adds_this_steps_v_with_one_explicit_fma": list(FMA_BUILDS)}
-    out = [(KERNELS[n], {}, False) for n in one.get(item.originalname, ())]
+    ptxas = item.originalname == "test_rounds_carry_ropes_q_once_and_loads_the_next_round_early"
+    out = [(KERNELS[n], {}, ptxas) for n in one.get(item.originalname, ())]
     if item.originalname == "test_gemv_blocks_fit_on_an_sm_as_planned":
         out.append((KERNELS[p["name"]], {}, True))
     elif item.originalname == "test_without_pdl_the_kernels_carry_no_grid_dependency":
@@ -190,6 +195,39 @@ def test_acq_rel_merge_arrives_with_one_atomic_and_no_fence(fresh_cache):
     assert fenced.count("__threadfence()") == 2 and fenced.count("AtomicAddRet(") == 1
     assert "__threadfence" not in acq and acq.count("AtomicAddRet(") == 1
     assert re.search(r"AtomicAddRet\(\(&\(sem\[[^\]]*\]\)\), 1, 4\)", acq)  # 4: cuda::memory_order_acq_rel
+
+
+def _rounds_loop(src: str) -> str:
+    """The kernel's loop over rounds of blocks in src, its braces matched."""
+    start = src.index("for (int r = 0; r < ")
+    depth, i = 0, src.index("{", start)
+    while True:
+        depth += {"{": 1, "}": -1}.get(src[i], 0)
+        if depth == 0:
+            return src[start:i]
+        i += 1
+
+
+@pytest.mark.slow
+def test_rounds_carry_ropes_q_once_and_loads_the_next_round_early(fresh_cache):
+    """At a 4096-position cache (64 blocks on 32 programs a kv head: two rounds) the default loads a
+    round's V and K at the round's start and norms and rotates q (and appends this step's k and v)
+    in every round; the carry build does the rope phase in round 0 only and loads the next round's
+    V and K a second time in the loop, after the values and before the arrival, spilling nothing."""
+    base, carry = (_rounds_loop(compiled(fresh_cache, n).source) for n in ("attn_rope_decode_me",
+                                                                           "attn_rope_decode_me_rc"))
+    for loop, loads in ((base, 1), (carry, 2)):
+        v_reads = [m.start() for m in re.finditer(r"= v_cache\[", loop)]
+        k_reads = [m.start() for m in re.finditer(r"= \*\(uint4\*\)\(k_cache", loop)]
+        assert len(v_reads) == len(k_reads) == loads, (v_reads, k_reads)
+        assert v_reads[0] < loop.index("= vx;") < loop.index("AtomicAddRet(")  # round start, then the rope
+        if loads == 2:  # the rope phase (its append of v) under round 0; the next round's loads before arriving
+            assert loop.index("if (r == 0)") < loop.index("= vx;")
+            assert loop.index("= vx;") < v_reads[1] < loop.index("AtomicAddRet(")
+            assert loop.index("= vx;") < k_reads[1] < loop.index("AtomicAddRet(")
+    assert "r == 0" not in base
+    res = fresh_cache.resources(KERNELS["attn_rope_decode_me_rc"])
+    assert res.spill_stores == 0 and res.registers <= 255, res
 
 
 # -- every preset ---------------------------------------------------------------------------

@@ -20,10 +20,11 @@ def attention_dims(n_heads: int, n_kv_heads: int, head_dim: int, capacity: int, 
                    attn_kv_early: bool, attn_split_cap: int | None, attn_min_blocks: int | None,
                    attn_block: int | None, attn_merge_early: bool, attn_merge_early_group: int | None,
                    early_norm: bool, attn_merge_acq_rel: bool, attn_merge_chunk: int | None,
-                   attn_trigger_at: str | None, o_weight_bytes: int, attn_ilp: bool = True) -> tuple[dict, str]:
+                   attn_trigger_at: str | None, o_weight_bytes: int, attn_ilp: bool = True,
+                   attn_rounds_carry: bool = False) -> tuple[dict, str]:
     """(dims, suffix) of the attention launch for build_plan's options of the same names;
     o_weight_bytes, o_proj's weight (attn_trigger_at None: the shape's own trigger point)."""
-    from tfdash.kernels.splitkv import MERGE_CHUNK
+    from tfdash.kernels.splitkv import MERGE_CHUNK, SPLIT_CAP, grid_splits
 
     group = n_heads // n_kv_heads
     block = ATTN_BLOCK if attn_block is None else attn_block
@@ -71,6 +72,9 @@ def attention_dims(n_heads: int, n_kv_heads: int, head_dim: int, capacity: int, 
         dims["ilp"] = True
     else:
         sfx += "_ch"  # one chain each (the baseline)
+    if attn_rounds_carry and fused_rope and grid_splits(dims["splits"], dims.get("split_cap", SPLIT_CAP))[1] > 1:
+        dims["rounds_carry"] = True  # in rounds, q roped once and the next round's K/V loaded early;
+        sfx += "_rc"  # without rounds the build is the default's, and so is its name
     if attn_min_blocks is not None:
         if not 1 <= attn_min_blocks <= 16:
             raise TfdashError(f"attn_min_blocks={attn_min_blocks} must be 1 to 16 blocks per SM")

@@ -146,6 +146,10 @@ def tilelang_attention(dims):
     nH, nKV, D, C, B, dt, S = (dims["n_heads"], dims["n_kv_heads"], dims["head_dim"], dims["capacity"],
                                dims["block"], dims["dtype"], dims["splits"])
     SG, R = grid_splits(S, dims.get("split_cap", SPLIT_CAP))
+    # `rounds_carry` (fused, with rounds): a program norms and rotates q once, in its first round (and
+    # this step's k and v where one of its rounds holds pos: k_s and v_s keep them), and issues its
+    # next round's K/V loads once its values are done, so they stream under its arrival and merge
+    carry = R > 1 and bool(dims.get("fused_rope")) and bool(dims.get("rounds_carry"))
     fused, eps, min_blocks = bool(dims.get("fused_rope")), float(dims.get("eps", 1e-6)), int(dims.get("min_blocks", 0))
     group = nH // nKV
     threads = D  # thread tx owns dim tx in the value phase and the merge
@@ -182,16 +186,13 @@ def tilelang_attention(dims):
     launch_kw = dict(prelude=PROBE_PRELUDE) if probed else {}
 
     @T.macro
-    def load_v(v_cache, vv, g, bx, n, tx):
+    def load_kv(k_cache, v_cache, kall, vv, g, bx, n, tx, warp, pi, dc):
         # V prefetch from the cache (thread tx owns dim tx); this step's own v comes later
         for j in T.unroll(B):
             if bx * B + j < n - (1 if fused else 0):
                 vv[j] = v_cache[g, bx * B + j, tx]
             else:
                 vv[j] = T.cast(0, dt)
-
-    @T.macro
-    def load_k(k_cache, kall, g, bx, warp, pi, dc):
         # K prefetch: every key row this thread scores, before any barrier, so the loads overlap
         # the rope phase (this step's own key is swapped in later)
         for it in T.unroll(iters):
@@ -255,9 +256,8 @@ def tilelang_attention(dims):
             for r in T.serial(R):
                 bx = px + r * SG
                 last = n - 1 - bx * B  # this step's own position within the block (< B in the last block)
-                if bx < n_active:
-                    load_v(v_cache, vv, g, bx, n, tx)
-                    load_k(k_cache, kall, g, bx, warp, pi, dc)
+                if bx < n_active and (r == 0 if carry else True):  # carry: later rounds' loads come earlier
+                    load_kv(k_cache, v_cache, kall, vv, g, bx, n, tx, warp, pi, dc)
                 if probed:
                     stamp(probe, px, g, tx, "issued")
                 if early:
@@ -267,9 +267,10 @@ def tilelang_attention(dims):
                 if probed:
                     stamp(probe, px, g, tx, "dependency")
                 if bx < n_active:
-                    if fused:  # q/k norm, RoPE and KV append (tfdash.kernels.rope.fused_rope_macro)
-                        rope(qkv, q_norm, k_norm, cos, sin, k_cache, v_cache, q_s, k_s, v_s, red_s, w, g, n, tx, lane,
-                             warp, bx == n_active - 1)
+                    if fused:  # q/k norm, RoPE and KV append (tfdash.kernels.rope.fused_rope_macro); carry: once
+                        if r == 0 if carry else True:
+                            rope(qkv, q_norm, k_norm, cos, sin, k_cache, v_cache, q_s, k_s, v_s, red_s, w, g, n, tx,
+                                 lane, warp, (n_active - 1) % SG == px if carry else bx == n_active - 1)
                         for hh2 in T.unroll(group):
                             for c in T.vectorized(DC):
                                 qv[hh2, c] = q_s[hh2, dc * DC + c]
@@ -319,6 +320,8 @@ def tilelang_attention(dims):
                         stamp(probe, px, g, tx, "values")
                     if pdl and trigger_at == "values":
                         T.pdl_trigger()
+                    if carry and bx + SG < n_active:  # the next round's K/V stream under this one's merge
+                        load_kv(k_cache, v_cache, kall, vv, g, bx + SG, n, tx, warp, pi, dc)
                     # the last split of this kv head to arrive merges (tfdash.kernels.splitkv)
                     merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active)
                     if probed:
