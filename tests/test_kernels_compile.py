@@ -35,8 +35,8 @@ DOWNSILU = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, gat
 QTFIRST = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, qkv_trigger_first=True)  # as 0.6B's
 RINGCOPY = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, ring_in_graph=False)  # argmax_feed
 CHAINS = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_ilp=False)  # one chain a phase
-CARRY = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_rounds_carry=True)  # _rc: in rounds
-KERNELS = {**CARRY.kernels(),
+EACHROUND = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_rounds_carry=False)  # _er
+KERNELS = {**EACHROUND.kernels(),
            **CHAINS.kernels(), **RINGCOPY.kernels(), **QTFIRST.kernels(), **DOWNSILU.kernels(), **FENCED.kernels(), **LATENORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
            **MLATE.kernels(), **UNFUSED_MLATE.kernels(), **PLAN.kernels()}  # every kernel the plan variants launch
 
@@ -63,8 +63,8 @@ def builds_read_by(item) -> list:
            "test_which_kernels_let_the_next_launch_before_their_grid_dependency": [p.get("name")],
            "test_early_norm_reads_the_norm_weights_before_the_grid_dependency": [f"{p.get('name')}_ln", p.get("name")],
            "test_acq_rel_merge_arrives_with_one_atomic_and_no_fence": ["attn_rope_decode_me_fe", "attn_rope_decode_me"],
-           "test_rounds_carry_ropes_q_once_and_loads_the_next_round_early": ["attn_rope_decode_me",
-                                                                             "attn_rope_decode_me_rc"],
+           "test_rounds_carry_ropes_q_once_and_loads_the_next_round_early": ["attn_rope_decode_me_er",
+                                                                             "attn_rope_decode_me"],
            "test_ptxas_facts_of_a_kernel": ["gemv_down_residual"],
            "test_attention_probe_build_stamps_each_phase": ["attn_rope_decode_me"],
            "test_interleaved_value_phase_adds_this_steps_v_with_one_explicit_fma": list(FMA_BUILDS)}
@@ -210,12 +210,13 @@ def _rounds_loop(src: str) -> str:
 
 @pytest.mark.slow
 def test_rounds_carry_ropes_q_once_and_loads_the_next_round_early(fresh_cache):
-    """At a 4096-position cache (64 blocks on 32 programs a kv head: two rounds) the default loads a
-    round's V and K at the round's start and norms and rotates q (and appends this step's k and v)
-    in every round; the carry build does the rope phase in round 0 only and loads the next round's
-    V and K a second time in the loop, after the values and before the arrival, spilling nothing."""
-    base, carry = (_rounds_loop(compiled(fresh_cache, n).source) for n in ("attn_rope_decode_me",
-                                                                           "attn_rope_decode_me_rc"))
+    """At a 4096-position cache (64 blocks on 32 programs a kv head: two rounds) the baseline (_er)
+    loads a round's V and K at the round's start and norms and rotates q (and appends this step's k
+    and v) in every round; the default does the rope phase in round 0 only and loads the next
+    round's V and K a second time in the loop, after the values and before the arrival, spilling
+    nothing."""
+    base, carry = (_rounds_loop(compiled(fresh_cache, n).source) for n in ("attn_rope_decode_me_er",
+                                                                           "attn_rope_decode_me"))
     for loop, loads in ((base, 1), (carry, 2)):
         v_reads = [m.start() for m in re.finditer(r"= v_cache\[", loop)]
         k_reads = [m.start() for m in re.finditer(r"= \*\(uint4\*\)\(k_cache", loop)]
@@ -226,7 +227,7 @@ def test_rounds_carry_ropes_q_once_and_loads_the_next_round_early(fresh_cache):
             assert loop.index("= vx;") < v_reads[1] < loop.index("AtomicAddRet(")
             assert loop.index("= vx;") < k_reads[1] < loop.index("AtomicAddRet(")
     assert "r == 0" not in base
-    res = fresh_cache.resources(KERNELS["attn_rope_decode_me_rc"])
+    res = fresh_cache.resources(KERNELS["attn_rope_decode_me"])
     assert res.spill_stores == 0 and res.registers <= 255, res
 
 

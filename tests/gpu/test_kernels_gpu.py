@@ -349,12 +349,12 @@ def test_attention_trigger_and_merge_group(options, size, ctx):
 @pytest.mark.parametrize("capacity,ctx,cap", [(2112, 0, None), (2112, 2111, None), (2112, 2111, 40), (2112, 1500, 16),
                                               (2112, 2111, 16), (8192, 0, None), (8192, 2500, None),
                                               (8192, 8191, None)])
-@pytest.mark.parametrize("carry", [False, True], ids=["each", "carry"])
+@pytest.mark.parametrize("carry", [False, True], ids=["eachround", "carry"])
 def test_attention_grid_rounds(capacity, ctx, cap, carry):
     """Programs looping over their blocks: 2112 positions (33 blocks) on 32 programs, on 33 (cap 40)
     and on 16 (three rounds for program 0, two for the others at ctx 2111); 8192 (128 blocks) on 32
-    programs in four rounds; each round roping q and loading its K/V, or q roped once and the next
-    round's K/V loaded under this one's merge (carry)."""
+    programs in four rounds; each round roping q and loading its K/V (the baseline), or q roped once
+    and the next round's K/V loaded under this one's merge (carry, the default)."""
     check_fused_attention(build_plan(CFG, dtype="bfloat16", capacity=capacity, attn_split_cap=cap,
                                      attn_rounds_carry=carry), ctx)
 
@@ -362,9 +362,11 @@ def test_attention_grid_rounds(capacity, ctx, cap, carry):
 @pytest.mark.parametrize("size", ["qwen3-0.6b", "qwen3-4b", "qwen3-14b", "qwen3-32b"])
 @pytest.mark.parametrize("capacity,ctx", [(2112, 1500), (2112, 2111), (4096, 2048), (4096, 4095)])
 def test_attention_rounds_carry_at_every_group(size, capacity, ctx):
-    """The carry build in rounds with every GQA group the presets have: pos in a program's first
-    round (ctx 1500) and in a later one (the rest)."""
-    check_fused_attention(build_plan(preset(size), dtype="bfloat16", capacity=capacity, attn_rounds_carry=True), ctx)
+    """The carry build (the default) in rounds with every GQA group the presets have: pos in a
+    program's first round (ctx 1500) and in a later one (the rest)."""
+    plan = build_plan(preset(size), dtype="bfloat16", capacity=capacity)
+    assert [x for x in plan.kernels().values() if x.family == "attention"][0].dims.get("rounds_carry")
+    check_fused_attention(plan, ctx)
 
 
 def check_fused_attention(plan, ctx):

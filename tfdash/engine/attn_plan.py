@@ -21,7 +21,7 @@ def attention_dims(n_heads: int, n_kv_heads: int, head_dim: int, capacity: int, 
                    attn_block: int | None, attn_merge_early: bool, attn_merge_early_group: int | None,
                    early_norm: bool, attn_merge_acq_rel: bool, attn_merge_chunk: int | None,
                    attn_trigger_at: str | None, o_weight_bytes: int, attn_ilp: bool = True,
-                   attn_rounds_carry: bool = False) -> tuple[dict, str]:
+                   attn_rounds_carry: bool = True) -> tuple[dict, str]:
     """(dims, suffix) of the attention launch for build_plan's options of the same names;
     o_weight_bytes, o_proj's weight (attn_trigger_at None: the shape's own trigger point)."""
     from tfdash.kernels.splitkv import MERGE_CHUNK, SPLIT_CAP, grid_splits
@@ -72,9 +72,11 @@ def attention_dims(n_heads: int, n_kv_heads: int, head_dim: int, capacity: int, 
         dims["ilp"] = True
     else:
         sfx += "_ch"  # one chain each (the baseline)
-    if attn_rounds_carry and fused_rope and grid_splits(dims["splits"], dims.get("split_cap", SPLIT_CAP))[1] > 1:
-        dims["rounds_carry"] = True  # in rounds, q roped once and the next round's K/V loaded early;
-        sfx += "_rc"  # without rounds the build is the default's, and so is its name
+    if fused_rope and grid_splits(dims["splits"], dims.get("split_cap", SPLIT_CAP))[1] > 1:
+        if attn_rounds_carry:  # in rounds, q roped once and the next round's K/V loaded early
+            dims["rounds_carry"] = True
+        else:
+            sfx += "_er"  # each round ropes q and loads its K/V at its start (the baseline)
     if attn_min_blocks is not None:
         if not 1 <= attn_min_blocks <= 16:
             raise TfdashError(f"attn_min_blocks={attn_min_blocks} must be 1 to 16 blocks per SM")

@@ -165,7 +165,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                attn_merge_acq_rel: bool = True, attn_merge_chunk: int | None = None,
                attn_trigger_at: str | None = None, attn_merge_early_group: int | None = None,
                gate_up_silu: bool = True, qkv_trigger_first: bool | None = None,
-               ring_in_graph: bool = True, attn_ilp: bool = True, attn_rounds_carry: bool = False) -> StepPlan:
+               ring_in_graph: bool = True, attn_ilp: bool = True, attn_rounds_carry: bool = True) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -218,8 +218,8 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     order); False: one chain each (the baseline, a kernel named _ch).
     `attn_rounds_carry`: where attention's programs take the cache's blocks in rounds (a cache past
     SPLIT_CAP blocks), a program norms and rotates q once, in its first round, and loads its next
-    round's K/V once its values are done, under its arrival and merge (a kernel named _rc); False:
-    every round ropes q again and loads its K/V at its start (the baseline).
+    round's K/V once its values are done, under its arrival and merge; False: every round ropes q
+    again and loads its K/V at its start (the baseline, a kernel named _er).
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import paired as gemv_paired
