@@ -387,8 +387,8 @@ if [ "$what" = land23 ]; then
 fi
 if [ "$what" = land27 ]; then
   # attention's rounds carrying q and the next round's K/V by default: A/B against the baseline
-  # (tilelang-eachround) at 4096 new tokens, 1.7B then 0.6B, 2 rounds (its kernel tests ran as
-  # tilelang-carry, the same kernels: session 27's next27)
+  # (tilelang-eachround) at 4096 new tokens, 1.7B then 0.6B, 2 rounds (its kernel tests ran on the
+  # same kernels at commit 70529b6, where the carry was a bench backend)
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
   timeout 100 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b \
     --variants tilelang-eachround 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
@@ -399,8 +399,8 @@ if [ "$what" = land27 ]; then
   done
 fi
 if [ "$what" = next28 ]; then
-  # what session 27 leaves: every attention kernel test and the engine's steps on the carry default
-  # (TESTS_K to narrow), then GEMV grids re-checked on today's plan at 1.7B, 2048 new tokens, 4
+  # what session 27 leaves: every attention kernel test (the carry against torch and bit for bit
+  # against tilelang-eachround) and the engine's steps, past 2048 positions too (TESTS_K to narrow), then GEMV grids re-checked on today's plan at 1.7B, 2048 new tokens, 4
   # rounds: qkv_proj, o_proj or down at one block an SM, so more of the next kernel's blocks are
   # resident early under PDL (qkv at one block an SM lost 2.8 % on session 5's plan)
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }

@@ -55,11 +55,11 @@ class Settings:
                          "interleaves; off: one chain each (bench backend tilelang-chains, the A/B "
                          "baseline; benchmarks/ has the measured difference)"),
         "attn_rounds_carry": Knob("TFDASH_ATTN_ROUNDS_CARRY", True,
-                                  "past 2048 positions attention's programs take the cache's blocks in rounds: "
-                                  "each program norms and rotates q once, in its first round, and loads its next "
-                                  "round's K/V under this round's arrival and merge; off: every round does both "
-                                  "at its start (bench backend tilelang-eachround, the A/B baseline; benchmarks/ "
-                                  "has the measured difference)"),
+                                  "past split_cap x block positions (2048 by default) the fused attention's "
+                                  "programs take the cache's blocks in rounds: each program norms and rotates q "
+                                  "once, in its first round, and loads its next round's K/V under this round's "
+                                  "arrival and merge; off: every round does both at its start (bench backend "
+                                  "tilelang-eachround, the A/B baseline; benchmarks/ has the measured difference)"),
         "overlap_windows": Knob("TFDASH_OVERLAP_WINDOWS", False,
                                 "CUPTI profile windows start and finish with steps in flight instead of "
                                 "draining around them (Generation's `overlaps`). Off: measured on the H200 it "

@@ -86,6 +86,19 @@ def test_step_matches_reference(state, ctx):
     check_step(CFG, ref, eng, truth, ctx)
 
 
+@pytest.mark.parametrize("ctx", [1500, 2100])
+def test_step_in_rounds_matches_reference(state, ctx):
+    """At the bench's 2112 positions (33 blocks on 32 programs a kv head) attention's programs take
+    the blocks in rounds: pos in program 0's first round (ctx 1500) and in its second (2100)."""
+    _, weights, _, _, _, _ = state
+    plan = build_plan(CFG, dtype="bfloat16", capacity=2112)
+    assert next(x for x in plan.kernels().values() if x.family == "attention").dims.get("rounds_carry")
+    ref, eng = Runtime(plan, weights, DEV), TilelangRuntime(plan, weights, DEV)
+    eng.capture()
+    check_step(CFG, ref, eng, None, ctx)
+    del ref, eng
+
+
 @pytest.mark.parametrize("ctx", [0, 1, 1024])
 def test_every_size_step_matches_reference(sized, ctx):
     cfg, _, _, ref, eng, truth = sized

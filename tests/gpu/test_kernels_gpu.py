@@ -354,19 +354,45 @@ def test_attention_grid_rounds(capacity, ctx, cap, carry):
     """Programs looping over their blocks: 2112 positions (33 blocks) on 32 programs, on 33 (cap 40)
     and on 16 (three rounds for program 0, two for the others at ctx 2111); 8192 (128 blocks) on 32
     programs in four rounds; each round roping q and loading its K/V (the baseline), or q roped once
-    and the next round's K/V loaded under this one's merge (carry, the default)."""
-    check_fused_attention(build_plan(CFG, dtype="bfloat16", capacity=capacity, attn_split_cap=cap,
-                                     attn_rounds_carry=carry), ctx)
+    and the next round's K/V loaded under this one's merge (carry, the default), bit for bit the
+    baseline's."""
+    plan = build_plan(CFG, dtype="bfloat16", capacity=capacity, attn_split_cap=cap, attn_rounds_carry=carry)
+    check_fused_attention(plan, ctx)
+    baseline = build_plan(CFG, dtype="bfloat16", capacity=capacity, attn_split_cap=cap, attn_rounds_carry=False)
+    if carry and set(baseline.kernels()) != set(plan.kernels()):  # cap 40: one round, one build
+        check_same_bits(plan, baseline, ctx)
 
 
 @pytest.mark.parametrize("size", ["qwen3-0.6b", "qwen3-4b", "qwen3-14b", "qwen3-32b"])
 @pytest.mark.parametrize("capacity,ctx", [(2112, 1500), (2112, 2111), (4096, 2048), (4096, 4095)])
 def test_attention_rounds_carry_at_every_group(size, capacity, ctx):
     """The carry build (the default) in rounds with every GQA group the presets have: pos in a
-    program's first round (ctx 1500) and in a later one (the rest)."""
+    program's first round (ctx 1500) and in a later one (the rest), against torch and bit for bit
+    against the baseline's (tilelang-eachround)."""
     plan = build_plan(preset(size), dtype="bfloat16", capacity=capacity)
     assert [x for x in plan.kernels().values() if x.family == "attention"][0].dims.get("rounds_carry")
     check_fused_attention(plan, ctx)
+    check_same_bits(plan, build_plan(preset(size), dtype="bfloat16", capacity=capacity, attn_rounds_carry=False), ctx)
+
+
+def check_same_bits(plan, baseline, ctx):
+    """Two builds of one attention that differ only in when they load and rope, on the same inputs:
+    the same out, the same appended k and v, and the same partials of every block with work."""
+    from tfdash.kernels.splitkv import splits_used
+
+    [a, b] = [next(x for x in p.kernels().values() if x.family == "attention") for p in (plan, baseline)]
+    assert a.kernel != b.kernel, "the same build twice"
+    base = operands(a, ctx, plan)
+    for role in ("out", "part", "ml"):
+        poison(base[role])
+    x, y = ({r: t.clone() for r, t in base.items()} for _ in range(2))
+    run_tilelang(a, x)
+    run_tilelang(b, y)
+    used = splits_used(a.dims, ctx)
+    for role in ("out", "k_cache", "v_cache"):
+        assert torch.equal(x[role], y[role]), role
+    for role in ("part", "ml"):
+        assert torch.equal(x[role][:, :used], y[role][:, :used]), role
 
 
 def check_fused_attention(plan, ctx):

@@ -216,10 +216,10 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     `attn_ilp`: attention's score and value phases as independent chains (tfdash.kernels.attn_dots:
     each dot product and each head's sum in 4 accumulators, the same products summed in another
     order); False: one chain each (the baseline, a kernel named _ch).
-    `attn_rounds_carry`: where attention's programs take the cache's blocks in rounds (a cache past
-    SPLIT_CAP blocks), a program norms and rotates q once, in its first round, and loads its next
-    round's K/V once its values are done, under its arrival and merge; False: every round ropes q
-    again and loads its K/V at its start (the baseline, a kernel named _er).
+    `attn_rounds_carry`: where the fused attention's programs take the cache's blocks in rounds (a
+    cache past split_cap blocks), a program norms and rotates q once, in its first round, and loads
+    its next round's K/V once its values are done, under its arrival and merge; False: every round
+    ropes q again and loads its K/V at its start (the baseline, a kernel named _er).
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import paired as gemv_paired

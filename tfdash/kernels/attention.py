@@ -118,11 +118,14 @@ def tilelang_attention(dims):
     """Grid (programs, kv heads), at most split_cap programs (default SPLIT_CAP), each taking the
     cache's blocks px, px + programs, ... in rounds (splitkv.grid_splits); block = head_dim
     threads, any GQA group of 1 to MAX_GROUP q heads (the phases that hand each thread one
-    (head, element) loop over heads in passes). Every phase below runs once per active block.
+    (head, element) loop over heads in passes). Every phase below runs once per active block;
+    with `rounds_carry` (fused, in rounds) the rope runs once a program, in its first round, and a
+    round's K/V loads are issued after the round before it's values, under its merge.
 
     rope    (fused_rope) every block norms and rotates its group's q heads from qkv into shared
-            memory; the block holding position pos also norms and rotates this step's k in the
-            same passes, and appends k and v to the cache, keeping both on chip for its own use
+            memory; the block holding position pos (with rounds_carry: the program one of whose
+            rounds holds it) also norms and rotates this step's k in the same passes, and appends
+            k and v to the cache, keeping both on chip for its own use
             (tfdash.kernels.rope.fused_rope_macro)
     scores  lanes split a key row 8 ways (16 dims, two 16-byte loads each) and 4 positions per
             warp instruction; an xor-shuffle over the 8 lanes finishes each dot product
@@ -194,7 +197,7 @@ def tilelang_attention(dims):
             else:
                 vv[j] = T.cast(0, dt)
         # K prefetch: every key row this thread scores, before any barrier, so the loads overlap
-        # the rope phase (this step's own key is swapped in later)
+        # the rope phase or (a later round's, carried) the merge (this step's own key is swapped in later)
         for it in T.unroll(iters):
             for c in T.vectorized(DC):
                 kall[it, c] = k_cache[g, T.min(bx * B + warp * (iters * 4) + it * 4 + pi, C - 1), dc * DC + c]

@@ -63,7 +63,7 @@ def scores_macro(T, group: int, iters: int, DC: int, B: int, fused: bool, scale:
 
 def values_macro(T, group: int, B: int, fused: bool):
     """part[h, bx, tx] = sum_j p_s[hh, j] * v[j, tx] for each head hh of the group (h its q head).
-    Fused, the block holding this step's position `last` prefetched a zero there (load_v), so the
+    Fused, the block holding this step's position `last` prefetched a zero there (load_kv), so the
     sum runs over vv as it is and adds p[last] * vcur (this step's own v) once after it."""
 
     @T.macro

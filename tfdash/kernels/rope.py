@@ -110,7 +110,8 @@ def fused_rope_macro(T, group: int, n_heads: int, n_kv: int, D: int, dt: str, ep
     """The fused attention's q/k norm, RoPE and KV append, as a tilelang macro over its buffers.
 
     Every block norms and rotates its group's q heads into q_s. The block holding position pos
-    (`mine`) also takes this kv head's k, as head `group` of the same passes (so its norm shares
+    (`mine`; in rounds with the attention's rounds_carry, the program one of whose rounds holds it,
+    in its first round) also takes this kv head's k, as head `group` of the same passes (so its norm shares
     the q heads' one barrier), writes it to k_s and the cache, and appends v (v_s and the cache).
     Thread tx owns the pair (i, i + D/2), i = tx % (D/2), of head rp * 2 + tx // (D/2) in pass rp;
     the norm weights and this position's cos/sin (w, rope_weights_macro) are the same in every

@@ -41,8 +41,9 @@ PLAN_VARIANTS = {
     # attention's score and value phases each as one chain of dependent instructions (a dot
     # product's 16 FMAs, a branch to store it, then the next), where the default interleaves them
     "tilelang-chains": {"attn_ilp": False},
-    # where attention's programs take the cache's blocks in rounds (past 2048 positions), every round
-    # ropes q and loads its K/V at its start, where the default ropes q once and loads ahead
+    # where attention's programs take the cache's blocks in rounds (past 2048 positions at the default
+    # split cap), every round ropes q and loads its K/V at its start, where the default ropes q once
+    # and loads ahead
     "tilelang-eachround": {"attn_rounds_carry": False},
 }
 
