@@ -120,7 +120,7 @@ def tilelang_attention(dims):
     threads, any GQA group of 1 to MAX_GROUP q heads (the phases that hand each thread one
     (head, element) loop over heads in passes). Every phase below runs once per active block;
     with `rounds_carry` (fused, in rounds) the rope runs once a program, in its first round, and a
-    round's K/V loads are issued after the round before it's values, under its merge.
+    round's K/V loads are issued after the values of the round before it, under its merge.
 
     rope    (fused_rope) every block norms and rotates its group's q heads from qkv into shared
             memory; the block holding position pos (with rounds_carry: the program one of whose
