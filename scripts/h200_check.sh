@@ -3,7 +3,7 @@
 #   run with carry [".gpu"]:  bash scripts/h200_check.sh [tests|diag|bench|profile|app|all] [extra bench args]
 #   (all = tests, diag, bench; engine = bench, headless run, GPU tests; observe = issues 5 and 6 (+ bench); dash = app + tty; profile = scripts/gpu_profile_check.py; app = scripts/gpu_app_check.py;
 #    counters = tfdash counters on one layer plus embed, lm_head and argmax (issue 17);
-#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; tables = the GEMV table's 0.6B and 4B entries in the default plan; tails = GEMV grids that spread rows unevenly over warps (4B o_proj and down, 0.6B gate_up), tails14 = the same for 14B; live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick; where = per-op exclusive us against each op's floor at 0.6B and 4B (scripts/kernel_times.py --model); inflight = GEMVs with more loads in flight a lane at 4B, 0.6B and 1.7B; confirm = session 11's 4B and 0.6B table entries tested and benched; inflight14 = the same for 14B; next = what session 11 leaves (the early_norm and acqrel variants tested and A/B'd at 1.7B, 0.6B and 4B; since on by default); inflight32 = 32B's qkv_proj and gate_up at 4B's and 14B's settings; land12 = the GPU suite on session 12's defaults with the 1.7B headline bench; probe = the phases alone at 1.7B and 0.6B, ctx 1024 and 256; land14 = session 14's default tested with the 1.7B headline bench; land15 = session 15's defaults (4B's and 8B's late merge, 0.6B's late trigger) tested and A/B'd; silu16 = gate_up making silu(g) * u, tested and A/B'd at 1.7B and 4B; tune16 = 4B's down settings with it, and 0.6B's and 8B's A/B; land16 = session 16's defaults tested, the 1.7B headline and 4B's A/B; sweep16 = 0.6B's and 1.7B's GEMV settings without down's silu, 14B's A/B; next17 = per-op times on today's plan at 0.6B, 1.7B and 4B; next18 = the qkv GEMV letting attention launch at its start, tested and A/B'd; land18 = it by default at 0.6B and 1.7B, tested, the 1.7B headline and 0.6B's A/B against it off, 8B's with it on; land19 = argmax storing the token into the pinned ring from inside the graph by default: tested, the 1.7B headline with torch-compile and 0.6B's A/B against the copy after the replay; next20 = lm_head's last block feeding the token (tilelang-amaxfold) tested and A/B'd at 0.6B and 1.7B, each step's time over a generation; next20b = the 1.7B A/Bs of the ring and the qkv trigger with rotating order and either peer built first; land20 = lm_head feeding the token by default: the 1.7B headline against the argmax launch and torch-compile, lm_head's kernel tests at every size, the 1.7B step against the reference; land20b = the 1.7B A/B with either plan built first, every size's step against the reference; order = the default plan built five times in one process, weights and state swapped between them, each engine's tok/s; next21 = what session 20 leaves: graphs taking turns on one state tested, the state split into the KV cache and the rest, the 1.7B headline on one state with the ring copy and qkv trigger A/Bs; land23 = attention's phases as independent chains by default: tested at every size, the 1.7B and 0.6B A/Bs against tilelang-chains, every attention kernel test and the steps; land27 = attention's rounds carrying q and the next round's K/V by default, A/B'd against tilelang-eachround at 4096 new tokens (1.7B, 0.6B); next28 = attention's kernel tests and the engine's steps on the carry default; next28b = qkv_proj, o_proj and down at one block an SM A/B'd at 1.7B with the dashboard's 4096-position cache beside them; curve = a generation's step times against back-to-back replays by position (scripts/step_curve.py); sass = attention's SASS and where its warps stall (scripts/kernel_sass.py under ncu); same3 = three backends of the one default plan at 1.7B, built in turn on one state: is the first built slowest)
+#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; tables = the GEMV table's 0.6B and 4B entries in the default plan; tails = GEMV grids that spread rows unevenly over warps (4B o_proj and down, 0.6B gate_up), tails14 = the same for 14B; live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick; where = per-op exclusive us against each op's floor at 0.6B and 4B (scripts/kernel_times.py --model); inflight = GEMVs with more loads in flight a lane at 4B, 0.6B and 1.7B; confirm = session 11's 4B and 0.6B table entries tested and benched; inflight14 = the same for 14B; next = what session 11 leaves (the early_norm and acqrel variants tested and A/B'd at 1.7B, 0.6B and 4B; since on by default); inflight32 = 32B's qkv_proj and gate_up at 4B's and 14B's settings; land12 = the GPU suite on session 12's defaults with the 1.7B headline bench; probe = the phases alone at 1.7B and 0.6B, ctx 1024 and 256; land14 = session 14's default tested with the 1.7B headline bench; land15 = session 15's defaults (4B's and 8B's late merge, 0.6B's late trigger) tested and A/B'd; silu16 = gate_up making silu(g) * u, tested and A/B'd at 1.7B and 4B; tune16 = 4B's down settings with it, and 0.6B's and 8B's A/B; land16 = session 16's defaults tested, the 1.7B headline and 4B's A/B; sweep16 = 0.6B's and 1.7B's GEMV settings without down's silu, 14B's A/B; next17 = per-op times on today's plan at 0.6B, 1.7B and 4B; next18 = the qkv GEMV letting attention launch at its start, tested and A/B'd; land18 = it by default at 0.6B and 1.7B, tested, the 1.7B headline and 0.6B's A/B against it off, 8B's with it on; land19 = argmax storing the token into the pinned ring from inside the graph by default: tested, the 1.7B headline with torch-compile and 0.6B's A/B against the copy after the replay; next20 = lm_head's last block feeding the token (tilelang-amaxfold) tested and A/B'd at 0.6B and 1.7B, each step's time over a generation; next20b = the 1.7B A/Bs of the ring and the qkv trigger with rotating order and either peer built first; land20 = lm_head feeding the token by default: the 1.7B headline against the argmax launch and torch-compile, lm_head's kernel tests at every size, the 1.7B step against the reference; land20b = the 1.7B A/B with either plan built first, every size's step against the reference; order = which part of the state (the KV cache or the small buffers) carries the ~1.7 % between identical engines (scripts/placement.py); land23 = attention's phases as independent chains by default: tested at every size, the 1.7B and 0.6B A/Bs against tilelang-chains, every attention kernel test and the steps; land27 = attention's rounds carrying q and the next round's K/V by default, A/B'd against tilelang-eachround at 4096 new tokens (1.7B, 0.6B); next29 = what session 28 leaves: the carry's every-group test at 4096 positions, then which part of the state carries the 1.7 % between identical engines; curve = a generation's step times against back-to-back replays by position (scripts/step_curve.py); sass = attention's SASS and where its warps stall (scripts/kernel_sass.py under ncu); same3 = three backends of the one default plan at 1.7B, built in turn on one state: is the first built slowest)
 # Needs the offline bundle (../shared/gpu-bundle .gpu/site.tar.xz). The tilelang kernel cache
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
@@ -344,28 +344,13 @@ if [ "$what" = land20 ] || [ "$what" = land20b ]; then
   fi
 fi
 if [ "$what" = order ]; then
-  # whether an engine's speed depends on where its weights or its cache and scratch landed: the
-  # default plan built five times in one process (scripts/build_order.py; about 4 minutes fresh)
+  # which part of an engine's state carries the ~1.7 % between identical engines: runtimes on one
+  # plan's weights with their own small state, and with their own KV cache (scripts/placement.py;
+  # about 4 minutes fresh), MODEL=... TRIES=... ROUNDS=... to change
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  timeout 280 python3 scripts/build_order.py --model ${MODEL:-qwen3-1.7b} --rounds ${ROUNDS:-3} 2>&1 \
-    | grep --line-buffered -v "TileLang:" > "$R/build_order.log"
-  tail -12 "$R/build_order.log" | cut -c1-160; pack
-fi
-if [ "$what" = next21 ]; then
-  # what session 20 leaves (about 8 minutes on a fresh machine): the GPU test of graphs taking
-  # turns on one state (as the bench's tilelang backends now run), which of the state's buffers
-  # carries the 1 % between identical engines (scripts/build_order.py: the KV cache or the rest),
-  # then the 1.7B headline on one state: the default against the ring copied after the replay and
-  # attention launched at qkv's start, with torch-compile
-  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  timeout 150 python3 -m pytest -m gpu tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
-    -k "one_state or ring" 2>&1 | grep -v "TileLang:" > "$R/tests.log"
-  grep -E "^(FAILED|ERROR)|passed|failed" "$R/tests.log" | cut -c1-200 | tail -4; pack
-  timeout 200 python3 scripts/build_order.py --model qwen3-1.7b --rounds 3 2>&1 \
-    | grep --line-buffered -v "TileLang:" > "$R/build_order.log"; tail -5 "$R/build_order.log" | cut -c1-160; pack
-  timeout 300 python3 -m tfdash bench --backends tilelang-graph,tilelang-ringcopy,torch-compile \
-    --gemv qkv_proj:trigger_first=1 --json "$R/bench-qwen3-1.7b.json" 2>&1 | grep -v "TileLang:" \
-    > "$R/bench-qwen3-1.7b.log"; tail -6 "$R/bench-qwen3-1.7b.log" | cut -c1-160; pack
+  timeout 400 python3 scripts/placement.py --model ${MODEL:-qwen3-1.7b} --tries ${TRIES:-3} --rounds ${ROUNDS:-2} 2>&1 \
+    | grep --line-buffered -v "TileLang:" > "$R/placement.log"
+  tail -12 "$R/placement.log" | cut -c1-160; pack
 fi
 if [ "$what" = land23 ]; then
   # attention's score and value phases as independent chains by default: the kernel against its torch
@@ -398,28 +383,19 @@ if [ "$what" = land27 ]; then
       --json "$R/bench-4096-$m.json" 2>&1 | grep -v "TileLang:" > "$R/bench-4096-$m.log"; tail -3 "$R/bench-4096-$m.log" | cut -c1-160; pack
   done
 fi
-if [ "$what" = next28 ]; then
-  # what session 27 leaves (1 of 2): every attention kernel test (the carry against torch and bit
-  # for bit against tilelang-eachround) and the engine's steps, past 2048 positions too (TESTS_K to
-  # narrow; TESTS_TIMEOUT past 420 s on a fresh machine if the kernel tests run out of time)
+if [ "$what" = next29 ]; then
+  # what session 28 leaves (about 6 minutes on a fresh machine): the carry's every-group test at
+  # 4096 positions (against torch and bit for bit against tilelang-eachround; a cut left 7 of 8
+  # unrun), named one by one (-v) so a cut still says what passed; then which part of the state
+  # carries the ~1.7 % between identical engines (scripts/placement.py)
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  timeout 150 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b,qwen3-4b,qwen3-8b,qwen3-14b,qwen3-32b \
-    2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
-  timeout ${TESTS_TIMEOUT:-420} python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py tests/gpu/test_engine_gpu.py -q -rA \
-    -p no:cacheprovider -k "${TESTS_K:-attention or step_matches or same_bits}" 2>&1 | grep -v "TileLang:" > "$R/tests.log"
-  grep -E "^(FAILED|ERROR|E  )|passed|failed|error" "$R/tests.log" | cut -c1-200 | tail -6; pack
-fi
-if [ "$what" = next28b ]; then
-  # (2 of 2) GEMV grids re-checked on today's plan at 1.7B, 2048 new tokens, 4 rounds: qkv_proj,
-  # o_proj or down at one block an SM, so more of the next kernel's blocks are resident early under
-  # PDL (qkv at one block an SM lost 2.8 % on session 5's plan), and the dashboard's 4096-position
-  # cache (its attention now the carry build) against the run-sized one
-  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  timeout 120 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b --gemv qkv_proj:blocks_per_sm=1 \
-    --gemv o_proj:blocks_per_sm=1 --gemv down:blocks_per_sm=1 2>&1 | grep -v "TileLang:" | tail -1
-  timeout 240 python3 -m tfdash bench --rounds 4 --backends tilelang-graph --gemv qkv_proj:blocks_per_sm=1 \
-    --gemv o_proj:blocks_per_sm=1 --gemv down:blocks_per_sm=1 --also-capacity 4096 --json "$R/bench-grids.json" 2>&1 \
-    | grep -v "TileLang:" > "$R/bench-grids.log"; tail -7 "$R/bench-grids.log" | cut -c1-160; pack
+  timeout ${TESTS_TIMEOUT:-240} python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py -v -p no:cacheprovider \
+    -k "rounds_carry_at_every_group and 4096" 2>&1 | grep -v "TileLang:" > "$R/tests.log"
+  echo "tests: $(grep -c ' PASSED' "$R/tests.log") passed, $(grep -c ' FAILED' "$R/tests.log") failed"
+  grep -E " FAILED|^E  " "$R/tests.log" | cut -c1-200 | head -6; pack
+  timeout 330 python3 scripts/placement.py --model qwen3-1.7b --tries 3 --rounds 2 2>&1 \
+    | grep --line-buffered -v "TileLang:" > "$R/placement.log"
+  tail -9 "$R/placement.log" | cut -c1-160; pack
 fi
 if [ "$what" = curve ]; then
   # does the decode loop cost the GPU time: a generation's ring-event step times against back-to-back

@@ -1,0 +1,80 @@
+"""Where an engine's state lands and what that costs it. Identical engines of one plan measured up
+to about 1.7 % apart on the H200, and swapping weights and state between them showed the state
+carries it. This splits the state: engine A, then `--tries` runtimes on A's weights and KV cache
+with their own small state (activations, tables, partials and counters: S1, S2, ...) and as many on
+A's weights and small state with their own KV cache (C1, C2, ...), all alive at once so each lands
+elsewhere. Each generates `--tokens` new tokens in turn over rounds, each round starting one runtime
+later. The spread within S and within C says which part carries it; each buffer's offset in its
+2 MiB page is printed beside, so a pattern in the fast ones can show.
+
+    python scripts/placement.py --model qwen3-1.7b [--tries 3] [--rounds 2] [--tokens 2048]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+
+CACHE = ("k_cache", "v_cache")
+PAGE = 1 << 21  # the driver maps device memory in 2 MiB pages: offsets below that are the layout's own
+
+
+def spread(rates: dict[str, list[float]], prefix: str) -> str:
+    med = {n: statistics.median(v) for n, v in rates.items() if n.startswith(prefix)}
+    if not med:
+        return f"{prefix}: none"
+    lo, hi = min(med.values()), max(med.values())
+    return f"{prefix}: {lo:.1f} to {hi:.1f} tok/s ({(hi - lo) / lo * 100:.2f} % apart) over {len(med)} runtimes"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", default="qwen3-1.7b")
+    ap.add_argument("--tries", type=int, default=3, help="runtimes with their own small state, and with their own cache")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--tokens", type=int, default=2048)
+    a = ap.parse_args(argv)
+    if a.tries < 1 or a.rounds < 1 or a.tokens < 1:
+        ap.error("--tries, --rounds and --tokens must be at least 1")
+    from tfdash.engine import load_engine
+    from tfdash.engine.decode import Generation
+    from tfdash.engine.runtime import TilelangRuntime, state_buffers
+
+    eng = load_engine(model=a.model, device="cuda", capacity=a.tokens + 64)
+    plan = eng.plan
+    weights = {n: eng.runtime.bufs[n] for n, s in plan.buffers.items() if s.kind == "weight"}
+    base = state_buffers(eng.runtime)
+    cache = {n: base[n] for n in CACHE}
+    small = {n: t for n, t in base.items() if n not in CACHE}
+    peers = {"A": eng.runtime}
+    for i in range(1, a.tries + 1):
+        peers[f"S{i}"] = TilelangRuntime(plan, {**weights, **cache}, "cuda", pdl=True)
+    for i in range(1, a.tries + 1):
+        peers[f"C{i}"] = TilelangRuntime(plan, {**weights, **small}, "cuda", pdl=True)
+    for name, rt in peers.items():  # where each runtime's state landed: offsets in a 2 MiB page
+        own = {n: t for n, t in state_buffers(rt).items() if n not in rt.shared or name == "A"}
+        print(f"state {name}: " + " ".join(f"{n}+{t.data_ptr() % PAGE:#x}" for n, t in own.items()), flush=True)
+    ids = eng.encode("Write a detailed explanation of how a GPU executes a matrix multiplication.")
+    for rt in peers.values():
+        rt.capture(ids)
+    rates: dict[str, list[float]] = {name: [] for name in peers}
+    names = list(peers)
+    for r in range(a.rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            gen = Generation(peers[name], ids, a.tokens, eng.tokenizer)
+            for _ in gen:
+                pass
+            steps = list(gen.stats.step_ns)
+            rates[name].append(gen.stats.tok_per_s)
+            print(f"round {r} {name}: tok/s {gen.stats.tok_per_s:.1f}, step mean "
+                  f"{statistics.mean(steps) / 1e3:.2f} us p50 {statistics.median(steps) / 1e3:.2f} us", flush=True)
+    for name, v in rates.items():
+        print(f"{name}: median {statistics.median(v):.1f} tok/s over {len(v)} rounds of {a.tokens} new tokens")
+    print(spread(rates, "S"), "(own small state; A's weights and cache)")
+    print(spread(rates, "C"), "(own KV cache; A's weights and small state)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
