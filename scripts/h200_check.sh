@@ -15,6 +15,19 @@ export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 TILELANG_CACHE_DIR=$PWD/.tlc
 export TFDASH_CACHE_DIR=$PWD/.tlcache/tfdash
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUT/gpu.txt"
 python3 -c "import torch, tilelang; print('torch', torch.__version__, 'tilelang', tilelang.__version__)" 2>&1 | tail -1
+# gpu_shards N LOG PYTEST_ARGS...: the GPU tests in N processes side by side (TFDASH_TEST_SHARD,
+# tests/conftest.py), each naming its tests one by one (-v) in LOG-i.log so a cut still says what
+# passed; prints the totals. The processes compile their kernels on the machine's 16 cores at once.
+gpu_shards() {
+  local n=$1 log=$2; shift 2
+  for i in $(seq 0 $((n - 1))); do
+    TFDASH_TEST_SHARD=$i/$n python3 -m pytest -m gpu -v -p no:cacheprovider "$@" 2>&1 | grep -v "TileLang:" > "$log-$i.log" &
+  done
+  wait
+  echo "tests: $(cat "$log"-*.log | grep -c ' PASSED') passed, $(cat "$log"-*.log | grep -c ' FAILED') failed," \
+    "$(cat "$log"-*.log | grep -c ' ERROR') errors"
+  cat "$log"-*.log | grep -E " (FAILED|ERROR)|^E  " | cut -c1-200 | head -8
+}
 if [ "$what" = tests ] || [ "$what" = all ]; then
   python3 -m pytest -m gpu tests/gpu -q -rA -p no:cacheprovider --junitxml="$OUT/gpu-tests.xml" ${TESTS_K:+-k "$TESTS_K"} 2>&1 \
     | grep -v "TileLang:" | tee "$OUT/gpu-tests.log" | tail -40
@@ -389,10 +402,8 @@ if [ "$what" = next29 ]; then
   # unrun), named one by one (-v) so a cut still says what passed; then which part of the state
   # carries the ~1.7 % between identical engines (scripts/placement.py)
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  timeout ${TESTS_TIMEOUT:-240} python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py -v -p no:cacheprovider \
-    -k "rounds_carry_at_every_group and 4096" 2>&1 | grep -v "TileLang:" > "$R/tests.log"
-  echo "tests: $(grep -c ' PASSED' "$R/tests.log") passed, $(grep -c ' FAILED' "$R/tests.log") failed"
-  grep -E " FAILED|^E  " "$R/tests.log" | cut -c1-200 | head -6; pack
+  export -f gpu_shards; timeout ${TESTS_TIMEOUT:-240} bash -c 'gpu_shards 4 "$0/tests" tests/gpu/test_kernels_gpu.py \
+    -k "rounds_carry_at_every_group and 4096"' "$R"; pack
   timeout 330 python3 scripts/placement.py --model qwen3-1.7b --tries 3 --rounds 2 2>&1 \
     | grep --line-buffered -v "TileLang:" > "$R/placement.log"
   tail -9 "$R/placement.log" | cut -c1-160; pack

@@ -127,6 +127,24 @@ def _kernel_builds():
     return _KERNEL_BUILDS[0]
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """TFDASH_TEST_SHARD=i/n keeps the i-th of n contiguous slices of the selected tests (after -m
+    and -k), so that n processes on one GPU machine compile their kernels side by side; contiguous,
+    so the cases of one test, which share their kernels, mostly stay in one process."""
+    shard = os.environ.get("TFDASH_TEST_SHARD")
+    if not shard:
+        return
+    try:
+        i, n = (int(x) for x in shard.split("/"))
+        assert 0 <= i < n
+    except (ValueError, AssertionError):
+        raise pytest.UsageError(f"TFDASH_TEST_SHARD={shard!r}: expected i/n with 0 <= i < n") from None
+    lo, hi = len(items) * i // n, len(items) * (i + 1) // n
+    config.hook.pytest_deselected(items=items[:lo] + items[hi:])
+    items[:] = items[lo:hi]
+
+
 def pytest_collection_finish(session):
     """Queue every sm_90a build the selected tests read (a test module's `builds_read_by(item)`
     gives a test's builds as (launch, compile_one options, ptxas too)) and start them now, in two
