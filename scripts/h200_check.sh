@@ -108,7 +108,11 @@ if [ "$what" = final ]; then
   # and the profiler's own GPU tests
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
   python3 scripts/precompile.py 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
-  for t in tests/gpu/test_kernels_gpu.py tests/gpu/test_engine_gpu.py "tests/gpu/test_continuous_gpu.py tests/gpu/test_counters_gpu.py tests/test_profiling_gpu.py"; do
+  # the kernel tests (small buffers) in 4 processes side by side; the engines one at a time (32B's
+  # weights take half the GPU)
+  export -f gpu_shards; timeout ${TESTS_TIMEOUT:-300} bash -c 'gpu_shards 4 "$0/kernels" tests/gpu/test_kernels_gpu.py' "$R"
+  pack
+  for t in tests/gpu/test_engine_gpu.py "tests/gpu/test_continuous_gpu.py tests/gpu/test_counters_gpu.py tests/test_profiling_gpu.py"; do
     n=$(basename "${t%% *}" .py)
     timeout ${TESTS_TIMEOUT:-300} python3 -m pytest -m gpu $t -q -rA -p no:cacheprovider --junitxml="$R/$n.xml" 2>&1 \
       | grep -v "TileLang:" > "$R/$n.log"; echo "$n: $(grep -E "passed|failed" "$R/$n.log" | tail -1)"; grep -E "^(FAILED|ERROR)" "$R/$n.log" | cut -c1-200 | head -8; pack
