@@ -4,20 +4,13 @@ ptxas reports them for sm_90a at 1.7B."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "residency.py"
+from fixtures.scripts import load_script
 
 
 @pytest.fixture(scope="module")
 def res():
-    spec = importlib.util.spec_from_file_location("residency", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("residency")
 
 
 def test_registers_are_given_a_warp_at_a_time(res):

@@ -4,22 +4,16 @@ timing under the real app."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 from fixtures.appkit import isolated_config  # noqa: F401  (a fixture)
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "sim_dashboard_overhead.py"
+from fixtures.scripts import load_script
 
 
 @pytest.fixture(scope="module")
 def sim():
-    spec = importlib.util.spec_from_file_location("sim_dashboard_overhead", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("sim_dashboard_overhead")
 
 
 def test_the_simulated_device_paces_the_steps_and_its_records_are_measured(sim, tmp_path, isolated_config):
