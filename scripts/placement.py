@@ -31,7 +31,8 @@ def spread(rates: dict[str, list[float]], prefix: str) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="qwen3-1.7b")
-    ap.add_argument("--tries", type=int, default=3, help="runtimes with their own small state, and with their own cache")
+    ap.add_argument("--tries", type=int, default=3,
+                    help="runtimes with their own small state, and as many with their own cache")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--tokens", type=int, default=2048)
     a = ap.parse_args(argv)

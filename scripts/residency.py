@@ -2,9 +2,10 @@
 kernel's blocks launch early and stream their weights (or K/V) before their grid dependency, but
 only where they fit beside the blocks of the kernel still running: an SM has 65536 registers
 (allocated a warp at a time, 256 at once), 2048 threads, 32 blocks and 228 KiB of shared memory.
-For each launch of the first layer (and the next layer's first, the step's tail) this prints its registers a thread, its blocks
-an SM alone (its grid's own cap too), and how many blocks of the launch after it fit beside that
-many of its own: 0 means the next kernel's early loads wait for this one's blocks to leave.
+For each launch of the first layer (with the next layer's first, and the step's tail) this prints
+its registers a thread, its blocks an SM alone (its grid's own cap too), and how many blocks of the
+launch after it fit beside that many of its own: 0 means the next kernel's early loads wait for
+this one's blocks to leave.
 
     python scripts/residency.py --model qwen3-1.7b [--capacity 2112] [--gemv down:seg=24] [--variant NAME]
 """
