@@ -17,8 +17,7 @@ copy bandwidth.
     tilelang-unfused q/k norm + RoPE + KV append in a launch of its own (the fusion A/B)
     tilelang-gu1     gate_up's grid at one block per SM, so all of down's blocks can be resident
                      early under PDL (the grid A/B)
-    tilelang-latekv  attention reads the KV cache after its grid dependency, not before it (the
-                     KV-prefetch A/B)
+    tilelang-latekv  attention reads the KV cache after its grid dependency, not before it (the KV-prefetch A/B)
     tilelang-lateres o_proj and down read their residual after their grid dependency (the A/B)
     tilelang-otlate  gate_up launches after o_proj's grid dependency, not at o_proj's start (the
                      trigger A/B: TFDASH_O_PROJ_TRIGGER_FIRST)
@@ -38,6 +37,7 @@ copy bandwidth.
                      argmax stores it there from inside the graph (TFDASH_RING_IN_GRAPH)
     tilelang-chains  attention's score and value phases each one chain, not interleaved (TFDASH_ATTN_ILP)
     tilelang-eachround attention's rounds each rope q and load K/V at their start (TFDASH_ATTN_ROUNDS_CARRY)
+    tilelang-hs2/4   a kv head's q heads over 2/4 rows of attention programs, one program a cache block
     tilelang[OP:K=V] a GEMV launch-settings variant (--gemv), the sweep behind the GEMV table
     tilelang@N       tilelang-graph with an N-position KV cache (--also-capacity N), against the run-sized one
     torch-compile    the same plan's torch spelling through torch.compile (inductor, autotuned,
