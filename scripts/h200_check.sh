@@ -15,17 +15,19 @@ export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 TILELANG_CACHE_DIR=$PWD/.tlc
 export TFDASH_CACHE_DIR=$PWD/.tlcache/tfdash
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUT/gpu.txt"
 python3 -c "import torch, tilelang; print('torch', torch.__version__, 'tilelang', tilelang.__version__)" 2>&1 | tail -1
-# gpu_shards N LOG PYTEST_ARGS...: the GPU tests in N processes side by side (TFDASH_TEST_SHARD,
-# tests/conftest.py), each naming its tests one by one (-v) in LOG-i.log so a cut still says what
-# passed; prints the totals. The processes compile their kernels on the machine's 16 cores at once.
+# gpu_shards N LOG SECONDS PYTEST_ARGS...: the GPU tests in N processes side by side (TFDASH_TEST_SHARD,
+# tests/conftest.py), each under its own timeout and naming its tests one by one (-v, written line by
+# line to LOG-i.log) so a cut still says what passed; then the totals. The processes compile their
+# kernels on the machine's 16 cores at once.
 gpu_shards() {
-  local n=$1 log=$2; shift 2
+  local n=$1 log=$2 secs=$3; shift 3
   for i in $(seq 0 $((n - 1))); do
-    TFDASH_TEST_SHARD=$i/$n python3 -m pytest -m gpu -v -p no:cacheprovider "$@" 2>&1 | grep -v "TileLang:" > "$log-$i.log" &
+    TFDASH_TEST_SHARD=$i/$n timeout "$secs" python3 -m pytest -m gpu -v -p no:cacheprovider "$@" 2>&1 \
+      | grep --line-buffered -v "TileLang:" > "$log-$i.log" &
   done
   wait
   echo "tests: $(cat "$log"-*.log | grep -c ' PASSED') passed, $(cat "$log"-*.log | grep -c ' FAILED') failed," \
-    "$(cat "$log"-*.log | grep -c ' ERROR') errors"
+    "$(cat "$log"-*.log | grep -c ' ERROR') errors$(grep -L -E '[0-9]+ (passed|failed)' "$log"-*.log | sed 's/^/; cut: /' | tr -d '\n')"
   cat "$log"-*.log | grep -E " (FAILED|ERROR)|^E  " | cut -c1-200 | head -8
 }
 if [ "$what" = tests ] || [ "$what" = all ]; then
@@ -110,8 +112,7 @@ if [ "$what" = final ]; then
   python3 scripts/precompile.py 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
   # the kernel tests (small buffers) in 4 processes side by side; the engines one at a time (32B's
   # weights take half the GPU)
-  export -f gpu_shards; timeout ${TESTS_TIMEOUT:-300} bash -c 'gpu_shards 4 "$0/kernels" tests/gpu/test_kernels_gpu.py' "$R"
-  pack
+  gpu_shards 4 "$R/kernels" ${TESTS_TIMEOUT:-300} tests/gpu/test_kernels_gpu.py; pack
   for t in tests/gpu/test_engine_gpu.py "tests/gpu/test_continuous_gpu.py tests/gpu/test_counters_gpu.py tests/test_profiling_gpu.py"; do
     n=$(basename "${t%% *}" .py)
     timeout ${TESTS_TIMEOUT:-300} python3 -m pytest -m gpu $t -q -rA -p no:cacheprovider --junitxml="$R/$n.xml" 2>&1 \
@@ -409,16 +410,15 @@ if [ "$what" = next29 ]; then
   # blocks (tilelang-b32sc64), 16 programs a kv head (tilelang-sc16), and at 1.7B down holding its
   # whole 6144-long row in registers (--gemv down:seg=24: 128 registers, still 2 blocks an SM)
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  export -f gpu_shards; timeout ${TESTS_TIMEOUT:-270} bash -c 'gpu_shards 4 "$0/tests" tests/gpu/test_kernels_gpu.py \
-    tests/gpu/test_engine_gpu.py -k "(rounds_carry_at_every_group and 4096) or head_split or 32_position_blocks \
-    or plan_variants_decode"' "$R"; pack
+  gpu_shards 4 "$R/tests" ${TESTS_TIMEOUT:-220} tests/gpu/test_kernels_gpu.py tests/gpu/test_engine_gpu.py \
+    -k "(rounds_carry_at_every_group and 4096) or head_split or 32_position_blocks or plan_variants_decode"; pack
   V=tilelang-graph,tilelang-sc40,tilelang-hs2,tilelang-b32sc64,tilelang-sc16
-  timeout 120 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b --variants ${V#tilelang-graph,} \
+  timeout 100 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b --variants ${V#tilelang-graph,} \
     2>&1 | grep -v "TileLang:" | tail -1
-  timeout 60 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b --gemv down:seg=24 2>&1 | grep -v "TileLang:" | tail -1
-  timeout 140 python3 -m tfdash bench --rounds 3 --backends $V --gemv down:seg=24 \
+  timeout 50 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b --gemv down:seg=24 2>&1 | grep -v "TileLang:" | tail -1
+  timeout 130 python3 -m tfdash bench --rounds 3 --backends $V --gemv down:seg=24 \
     --json "$R/bench-1.7b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-1.7b.log"; tail -8 "$R/bench-1.7b.log" | cut -c1-150; pack
-  timeout 90 python3 -m tfdash bench --model qwen3-0.6b --rounds 3 --backends $V \
+  timeout 80 python3 -m tfdash bench --model qwen3-0.6b --rounds 3 --backends $V \
     --json "$R/bench-0.6b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-0.6b.log"; tail -7 "$R/bench-0.6b.log" | cut -c1-150; pack
 fi
 if [ "$what" = next29b ]; then

@@ -23,14 +23,23 @@ BENCH_CAPACITY = 2112  # a 12-token prompt + 2048 new tokens, in whole attention
 def plans(sizes, only_default=False, variants=(), gemv=()):
     from tfdash.engine.config import preset
     from tfdash.engine.plan import build_plan
+    from tfdash.errors import TfdashError
     from tfdash.profiling.variants import PLAN_VARIANTS
+
+    def variant(cfg, cap, options):
+        """A variant's plan, or None where it does not apply to the shape (a head split that does
+        not divide its GQA group): the bench refuses that peer in one line; nothing to build."""
+        try:
+            return build_plan(cfg, capacity=cap, **options)
+        except TfdashError:
+            return None
 
     for name in sizes:
         cfg = preset(name)
         for cap in (4096, BENCH_CAPACITY, 1280, 2048):
             yield build_plan(cfg, capacity=cap)
             for v in variants:  # named plan variants at every size asked (a bench's peers)
-                yield build_plan(cfg, capacity=cap, **PLAN_VARIANTS[v])
+                yield variant(cfg, cap, PLAN_VARIANTS[v])
         for spec in gemv:  # bench --gemv peers, at the bench's capacity
             from tfdash.profiling.variants import gemv_variant
 
@@ -40,7 +49,7 @@ def plans(sizes, only_default=False, variants=(), gemv=()):
         if name == "qwen3-1.7b":  # the A/B variants the bench and the bit-for-bit test build
             for cap in (BENCH_CAPACITY, 2048, 4096):
                 for options in PLAN_VARIANTS.values():
-                    yield build_plan(cfg, capacity=cap, **options)
+                    yield variant(cfg, cap, options)
                 yield build_plan(cfg, capacity=cap, attn_kv_early=False, early_residual=False)
         if name in ("qwen3-1.7b", "qwen3-32b"):
             yield build_plan(cfg, capacity=4096, fused_rope=False)
@@ -53,7 +62,7 @@ def plans(sizes, only_default=False, variants=(), gemv=()):
 
 def distinct(sizes, only_default=False, variants=(), gemv=()):
     seen = {}
-    for plan in plans(sizes, only_default, variants, gemv):
+    for plan in filter(None, plans(sizes, only_default, variants, gemv)):
         for launch in plan.kernels().values():
             key = (launch.kernel, tuple(sorted((k, str(v)) for k, v in launch.dims.items())))
             seen.setdefault(key, (launch.family, launch.kernel, dict(launch.dims)))

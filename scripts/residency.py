@@ -5,7 +5,9 @@ only where they fit beside the blocks of the kernel still running: an SM has 655
 For each launch of the first layer (with the next layer's first, and the step's tail) this prints
 its registers a thread, its blocks an SM alone (its grid's own cap too), and how many blocks of the
 launch after it fit beside that many of its own: 0 means the next kernel's early loads wait for
-this one's blocks to leave.
+this one's blocks to leave. It counts registers over the whole SM, as CUDA's occupancy does for
+blocks of a multiple of 4 warps (the GEMVs and attention: 256 and 128 threads); smaller blocks and mixes
+of kernels are placed per quarter of the SM in hardware, so there the count is an upper bound.
 
     python scripts/residency.py --model qwen3-1.7b [--capacity 2112] [--gemv down:seg=24] [--variant NAME]
 """
