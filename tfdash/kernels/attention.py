@@ -386,7 +386,7 @@ def geometry(dims, ctx_len: int = 0) -> Geometry:
     S = splits_used(dims, ctx_len)
     programs, _ = grid_splits(dims["splits"], dims.get("split_cap", SPLIT_CAP))
     return Geometry((programs, dims["n_kv_heads"] * head_split(dims)), dims["head_dim"], None, S, "cache block",
-                    programs, "program", "kv head")
+                    programs, "program", "kv head" if head_split(dims) == 1 else "kv head share")
 
 
 FAMILY = register(Family(
