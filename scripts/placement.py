@@ -72,6 +72,8 @@ def main(argv=None) -> int:
                   f"{statistics.mean(steps) / 1e3:.2f} us p50 {statistics.median(steps) / 1e3:.2f} us", flush=True)
     for name, v in rates.items():
         print(f"{name}: median {statistics.median(v):.1f} tok/s over {len(v)} rounds of {a.tokens} new tokens")
+    a_lo, a_hi = min(rates["A"]), max(rates["A"])  # the noise floor: one runtime, round to round
+    print(f"A: {a_lo:.1f} to {a_hi:.1f} tok/s ({(a_hi - a_lo) / a_lo * 100:.2f} % apart) over its {a.rounds} rounds")
     print(spread(rates, "S"), "(own small state; A's weights and cache)")
     print(spread(rates, "C"), "(own KV cache; A's weights and small state)")
     return 0
