@@ -1,11 +1,12 @@
-"""Where an engine's state lands and what that costs it. Identical engines of one plan measured up
-to about 1.7 % apart on the H200, and swapping weights and state between them showed the state
-carries it. This splits the state: engine A, then `--tries` runtimes on A's weights and KV cache
-with their own small state (activations, tables, partials and counters: S1, S2, ...) and as many on
-A's weights and small state with their own KV cache (C1, C2, ...), all alive at once so each lands
-elsewhere. Each generates `--tokens` new tokens in turn over rounds, each round starting one runtime
-later. The spread within S and within C says which part carries it; each buffer's offset in its
-2 MiB page is printed beside, so a pattern in the fast ones can show.
+"""Where an engine's small state lands and what that costs it. Identical engines of one plan measured
+up to about 1.7 % apart on the H200; runtimes sharing engine A's weights and KV cache with their own
+small state (activations, tables, partials and counters) spread about as far, ones with their own
+KV cache did not. This builds engine A, then `--tries` runtimes on A's weights and cache with their
+own small state where the caching allocator puts each buffer (S1, S2, ...) and as many with it in one
+arena from a 2 MiB page boundary (R1, R2, ...: the `state_arena` setting), all alive at once so each
+lands elsewhere. Each generates `--tokens` new tokens in turn over rounds, each round starting one
+runtime later. The spread within S against within R, and R's level against S's, say whether the
+arena pins the step's speed; each buffer's offset in its 2 MiB page is printed beside.
 
     python scripts/placement.py --model qwen3-1.7b [--tries 3] [--rounds 2] [--tokens 2048]
 """
@@ -17,7 +18,6 @@ import statistics
 import sys
 
 CACHE = ("k_cache", "v_cache")
-PAGE = 1 << 21  # the driver maps device memory in 2 MiB pages: offsets below that are the layout's own
 
 
 def spread(rates: dict[str, list[float]], prefix: str) -> str:
@@ -32,7 +32,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="qwen3-1.7b")
     ap.add_argument("--tries", type=int, default=3,
-                    help="runtimes with their own small state, and as many with their own cache")
+                    help="runtimes with their own small state scattered, and as many with it in an arena")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--tokens", type=int, default=2048)
     a = ap.parse_args(argv)
@@ -40,19 +40,20 @@ def main(argv=None) -> int:
         ap.error("--tries, --rounds and --tokens must be at least 1")
     from tfdash.engine import load_engine
     from tfdash.engine.decode import Generation
+    from tfdash.engine.memory import PAGE
     from tfdash.engine.runtime import TilelangRuntime, state_buffers
+    from tfdash.settings import SETTINGS
 
     eng = load_engine(model=a.model, device="cuda", capacity=a.tokens + 64)
     plan = eng.plan
     weights = {n: eng.runtime.bufs[n] for n, s in plan.buffers.items() if s.kind == "weight"}
     base = state_buffers(eng.runtime)
     cache = {n: base[n] for n in CACHE}
-    small = {n: t for n, t in base.items() if n not in CACHE}
     peers = {"A": eng.runtime}
-    for i in range(1, a.tries + 1):
-        peers[f"S{i}"] = TilelangRuntime(plan, {**weights, **cache}, "cuda", pdl=True)
-    for i in range(1, a.tries + 1):
-        peers[f"C{i}"] = TilelangRuntime(plan, {**weights, **small}, "cuda", pdl=True)
+    for prefix, arena in (("S", False), ("R", True)):
+        with SETTINGS.override(state_arena=arena):
+            for i in range(1, a.tries + 1):
+                peers[f"{prefix}{i}"] = TilelangRuntime(plan, {**weights, **cache}, "cuda", pdl=True)
     for name, rt in peers.items():  # where each runtime's state landed: offsets in a 2 MiB page
         own = {n: t for n, t in state_buffers(rt).items() if n not in rt.shared or name == "A"}
         print(f"state {name}: " + " ".join(f"{n}+{t.data_ptr() % PAGE:#x}" for n, t in own.items()), flush=True)
@@ -60,22 +61,24 @@ def main(argv=None) -> int:
     for rt in peers.values():
         rt.capture(ids)
     rates: dict[str, list[float]] = {name: [] for name in peers}
+    tokens: dict[str, list[int]] = {}
     names = list(peers)
     for r in range(a.rounds):
         for name in names[r % len(names):] + names[:r % len(names)]:
             gen = Generation(peers[name], ids, a.tokens, eng.tokenizer)
-            for _ in gen:
-                pass
+            tokens[name] = [e.token_id for e in gen]
             steps = list(gen.stats.step_ns)
             rates[name].append(gen.stats.tok_per_s)
             print(f"round {r} {name}: tok/s {gen.stats.tok_per_s:.1f}, step mean "
                   f"{statistics.mean(steps) / 1e3:.2f} us p50 {statistics.median(steps) / 1e3:.2f} us", flush=True)
     for name, v in rates.items():
         print(f"{name}: median {statistics.median(v):.1f} tok/s over {len(v)} rounds of {a.tokens} new tokens")
+    odd = [n for n, t in tokens.items() if t != tokens["A"]]
+    print(f"tokens: {len(tokens) - len(odd)} of {len(tokens)} runtimes decode A's" + (f"; not {odd}" if odd else ""))
     a_lo, a_hi = min(rates["A"]), max(rates["A"])  # the noise floor: one runtime, round to round
     print(f"A: {a_lo:.1f} to {a_hi:.1f} tok/s ({(a_hi - a_lo) / a_lo * 100:.2f} % apart) over its {a.rounds} rounds")
-    print(spread(rates, "S"), "(own small state; A's weights and cache)")
-    print(spread(rates, "C"), "(own KV cache; A's weights and small state)")
+    print(spread(rates, "S"), "(own small state where the allocator puts it; A's weights and cache)")
+    print(spread(rates, "R"), "(own small state in one arena; A's weights and cache)")
     return 0
 
 

@@ -38,6 +38,7 @@ from typing import Callable, Iterable
 
 import torch
 
+from tfdash.engine.memory import carve
 from tfdash.engine.plan import TOKEN_RING, StepPlan
 from tfdash.engine.token_ring import TokenRing, device_view
 from tfdash.kernels.base import family
@@ -89,6 +90,7 @@ class Runtime(TokenRing):
     def _allocate(self, weights):
         plan, dev = self.plan, self.device
         bufs: dict[str, torch.Tensor] = {}
+        small: dict[str, tuple] = {}
         shared = set()
         for name, spec in plan.buffers.items():
             if spec.parent is not None:
@@ -106,8 +108,11 @@ class Runtime(TokenRing):
                 if tuple(t.shape) != spec.shape:
                     raise ValueError(f"weight {name} has shape {tuple(t.shape)}, plan wants {spec.shape}")
                 bufs[name] = t.to(device=dev, dtype=_torch_dtype(spec.dtype)).contiguous()
-            else:
+            elif spec.kind == "cache" or not SETTINGS.state_arena:
                 bufs[name] = torch.zeros(spec.shape, dtype=_torch_dtype(spec.dtype), device=dev)
+            else:
+                small[name] = (spec.shape, _torch_dtype(spec.dtype))
+        bufs.update(carve(small, dev))  # the small state at fixed offsets in one allocation
         for name, spec in plan.buffers.items():
             if spec.parent is not None:
                 bufs[name] = bufs[spec.parent][spec.index]
