@@ -3,12 +3,13 @@ up to about 1.7 % apart on the H200; runtimes sharing engine A's weights and KV 
 small state (activations, tables, partials and counters) spread about as far, ones with their own
 KV cache did not. This builds engine A, then `--tries` runtimes on A's weights and cache with their
 own small state where the caching allocator puts each buffer (S1, S2, ...) and as many with it in one
-arena from a 2 MiB page boundary (R1, R2, ...: the `state_arena` setting), all alive at once so each
+arena from a 2 MiB page boundary (R512-1, R512-2, ...: the `state_arena` setting, each buffer at a
+multiple of `--align` bytes), all alive at once so each
 lands elsewhere. Each generates `--tokens` new tokens in turn over rounds, each round starting one
 runtime later. The spread within S against within R, and R's level against S's, say whether the
 arena pins the step's speed; each buffer's offset in its 2 MiB page is printed beside.
 
-    python scripts/placement.py --model qwen3-1.7b [--tries 3] [--rounds 2] [--tokens 2048]
+    python scripts/placement.py --model qwen3-1.7b [--tries 3] [--rounds 2] [--tokens 2048] [--align 512,4096]
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ def main(argv=None) -> int:
     ap.add_argument("--tries", type=int, default=3,
                     help="runtimes with their own small state scattered, and as many with it in an arena")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--align", type=lambda v: [int(x) for x in v.split(",")], default=[512],
+                    help="arenas to try, by each buffer's alignment in bytes (comma-separated)")
     ap.add_argument("--tokens", type=int, default=2048)
     a = ap.parse_args(argv)
     if a.tries < 1 or a.rounds < 1 or a.tokens < 1:
@@ -50,8 +53,8 @@ def main(argv=None) -> int:
     base = state_buffers(eng.runtime)
     cache = {n: base[n] for n in CACHE}
     peers = {"A": eng.runtime}
-    for prefix, arena in (("S", False), ("R", True)):
-        with SETTINGS.override(state_arena=arena):
+    for prefix, align in [("S", 0)] + [(f"R{n}-", n) for n in a.align]:
+        with SETTINGS.override(state_arena=align):
             for i in range(1, a.tries + 1):
                 peers[f"{prefix}{i}"] = TilelangRuntime(plan, {**weights, **cache}, "cuda", pdl=True)
     for name, rt in peers.items():  # where each runtime's state landed: offsets in a 2 MiB page
@@ -78,7 +81,8 @@ def main(argv=None) -> int:
     a_lo, a_hi = min(rates["A"]), max(rates["A"])  # the noise floor: one runtime, round to round
     print(f"A: {a_lo:.1f} to {a_hi:.1f} tok/s ({(a_hi - a_lo) / a_lo * 100:.2f} % apart) over its {a.rounds} rounds")
     print(spread(rates, "S"), "(own small state where the allocator puts it; A's weights and cache)")
-    print(spread(rates, "R"), "(own small state in one arena; A's weights and cache)")
+    for n in a.align:
+        print(spread(rates, f"R{n}-"), f"(own small state in one arena, {n}-byte aligned; A's weights and cache)")
     return 0
 
 

@@ -108,14 +108,14 @@ def test_a_generation_shortens_the_switch_interval_and_restores_it():
 
 
 def test_carve_lays_the_buffers_out_in_order_zeroed_and_apart():
-    from tfdash.engine.memory import ARENA_ALIGN, carve
+    from tfdash.engine.memory import carve
 
-    got = carve({"a": ((3,), torch.int32), "b": ((2, 5), torch.float32), "c": ((7,), torch.bfloat16)}, "cpu")
+    got = carve({"a": ((3,), torch.int32), "b": ((2, 5), torch.float32), "c": ((7,), torch.bfloat16)}, "cpu", 256)
     assert [tuple(t.shape) for t in got.values()] == [(3,), (2, 5), (7,)]
     assert [t.dtype for t in got.values()] == [torch.int32, torch.float32, torch.bfloat16]
     assert all(t.is_contiguous() and not t.any() for t in got.values())
     base = got["a"].data_ptr()
-    assert [t.data_ptr() - base for t in got.values()] == [0, ARENA_ALIGN, 2 * ARENA_ALIGN]
+    assert [t.data_ptr() - base for t in got.values()] == [0, 256, 512]
     got["b"].fill_(1.0)  # apart: writing one leaves its neighbours zero
     assert not got["a"].any() and not got["c"].any()
 
@@ -128,8 +128,9 @@ def test_a_runtime_with_its_state_in_an_arena_decodes_the_same():
     eng = micro_engine(capacity=128)
     rt = eng.runtime
     weights = {n: rt.bufs[n] for n, s in rt.plan.buffers.items() if s.kind == "weight"}
-    with SETTINGS.override(state_arena=True):
-        arena = make_runtime(rt.backend, rt.plan, weights, "cpu")
+    with SETTINGS.override(state_arena=0):
+        rt = make_runtime(rt.backend, rt.plan, weights, "cpu")
+    arena = make_runtime(rt.backend, rt.plan, weights, "cpu")  # the default
     x, q = arena.bufs["x"], arena.bufs["q"]
     assert x.untyped_storage().data_ptr() == q.untyped_storage().data_ptr()  # one allocation
     assert rt.bufs["x"].untyped_storage().data_ptr() != rt.bufs["q"].untyped_storage().data_ptr()

@@ -49,11 +49,12 @@ class Settings:
                               "follows a replay; off: a 4-byte copy-engine copy after each replay (bench "
                               "backend tilelang-ringcopy, the A/B baseline; benchmarks/ has the measured "
                               "difference)"),
-        "state_arena": Knob("TFDASH_STATE_ARENA", False,
+        "state_arena": Knob("TFDASH_STATE_ARENA", 512,
                             "a runtime's small state (activations, rope tables, attention's partials and "
                             "counters) in one allocation from a 2 MiB page boundary, each buffer at a fixed "
-                            "offset; off: each buffer wherever the caching allocator puts it "
-                            "(scripts/placement.py measures both)"),
+                            "offset, a multiple of this many bytes; 0: each buffer wherever the caching "
+                            "allocator puts it, which spread identical runtimes' speed (scripts/placement.py "
+                            "measures both)"),
         "attn_ilp": Knob("TFDASH_ATTN_ILP", True,
                          "attention's score and value phases as independent chains of instructions (4 "
                          "accumulators a sum, no branch between the dot products), which the scheduler "

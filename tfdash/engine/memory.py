@@ -13,12 +13,11 @@ from tfdash.errors import CapacityError
 ITEMSIZE = {"bfloat16": 2, "float16": 2, "float32": 4}
 GIB = float(1 << 30)
 PAGE = 1 << 21  # the driver maps device memory in 2 MiB pages
-ARENA_ALIGN = 512  # each buffer's start in an arena: the caching allocator's own granule
 
 
-def carve(specs, device):
-    """Zeroed tensors for `specs` ({name: (shape, torch dtype)}), laid out in their order in one
-    allocation that starts on a 2 MiB page boundary on a GPU. A step's small state (activations,
+def carve(specs, device, align=512):
+    """Zeroed tensors for `specs` ({name: (shape, torch dtype)}), laid out in their order, each at a
+    multiple of `align` bytes, in one allocation that starts on a 2 MiB page boundary on a GPU. A step's small state (activations,
     tables, partials and counters, about 1.5 MiB at 1.7B) then lands at the same offsets in every
     process and runtime, in as few pages as it can, instead of wherever the caching allocator's
     free blocks happen to be."""
@@ -29,7 +28,7 @@ def carve(specs, device):
     for name, (shape, dtype) in specs.items():
         offsets[name] = total
         nbytes = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
-        total += -(-nbytes // ARENA_ALIGN) * ARENA_ALIGN
+        total += -(-nbytes // align) * align
     pad = PAGE if dev.type == "cuda" else 0
     raw = torch.zeros(total + pad, dtype=torch.uint8, device=dev)
     start = (-raw.data_ptr()) % PAGE if pad else 0

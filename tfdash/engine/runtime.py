@@ -108,11 +108,11 @@ class Runtime(TokenRing):
                 if tuple(t.shape) != spec.shape:
                     raise ValueError(f"weight {name} has shape {tuple(t.shape)}, plan wants {spec.shape}")
                 bufs[name] = t.to(device=dev, dtype=_torch_dtype(spec.dtype)).contiguous()
-            elif spec.kind == "cache" or not SETTINGS.state_arena:
+            elif spec.kind == "cache" or SETTINGS.state_arena <= 0:
                 bufs[name] = torch.zeros(spec.shape, dtype=_torch_dtype(spec.dtype), device=dev)
             else:
                 small[name] = (spec.shape, _torch_dtype(spec.dtype))
-        bufs.update(carve(small, dev))  # the small state at fixed offsets in one allocation
+        bufs.update(carve(small, dev, SETTINGS.state_arena))  # the small state at fixed offsets in one allocation
         for name, spec in plan.buffers.items():
             if spec.parent is not None:
                 bufs[name] = bufs[spec.parent][spec.index]
