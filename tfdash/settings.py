@@ -49,7 +49,7 @@ class Settings:
                               "follows a replay; off: a 4-byte copy-engine copy after each replay (bench "
                               "backend tilelang-ringcopy, the A/B baseline; benchmarks/ has the measured "
                               "difference)"),
-        "state_arena": Knob("TFDASH_STATE_ARENA", 512,
+        "state_arena": Knob("TFDASH_STATE_ARENA", 4096,
                             "a runtime's small state (activations, rope tables, attention's partials and "
                             "counters) in one allocation from a 2 MiB page boundary, each buffer at a fixed "
                             "offset, a multiple of this many bytes; 0: each buffer wherever the caching "
