@@ -7,9 +7,12 @@ arena from a 2 MiB page boundary (R512-1, R512-2, ...: the `state_arena` setting
 multiple of `--align` bytes), all alive at once so each
 lands elsewhere. Each generates `--tokens` new tokens in turn over rounds, each round starting one
 runtime later. The spread within S against within R, and R's level against S's, say whether the
-arena pins the step's speed; each buffer's offset in its 2 MiB page is printed beside.
+arena pins the step's speed; each buffer's offset in its 2 MiB page is printed beside. `--weights`
+adds runtimes with their own copy of the weights, tensor by tensor (V1, ...) and packed in one
+allocation (P1, ...), to ask the same of the weights.
 
     python scripts/placement.py --model qwen3-1.7b [--tries 3] [--rounds 2] [--tokens 2048] [--align 512,4096]
+        [--weights]
 """
 
 from __future__ import annotations
@@ -35,6 +38,9 @@ def main(argv=None) -> int:
     ap.add_argument("--tries", type=int, default=3,
                     help="runtimes with their own small state scattered, and as many with it in an arena")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--weights", action="store_true",
+                    help="also runtimes with their own weights: cloned tensor by tensor (V), and packed in one "
+                         "4 KiB-aligned allocation in the plan's order (P)")
     ap.add_argument("--align", type=lambda v: [int(x) for x in v.split(",")], default=[512],
                     help="arenas to try, by each buffer's alignment in bytes (comma-separated)")
     ap.add_argument("--tokens", type=int, default=2048)
@@ -57,6 +63,17 @@ def main(argv=None) -> int:
         with SETTINGS.override(state_arena=align):
             for i in range(1, a.tries + 1):
                 peers[f"{prefix}{i}"] = TilelangRuntime(plan, {**weights, **cache}, "cuda", pdl=True)
+    if a.weights:  # own weights: each tensor cloned where the allocator puts it (V), or packed in launch order (P)
+        from tfdash.engine.memory import carve
+
+        for i in range(1, a.tries + 1):
+            peers[f"V{i}"] = TilelangRuntime(plan, {**{n: t.clone() for n, t in weights.items()}, **cache},
+                                             "cuda", pdl=True)
+        for i in range(1, a.tries + 1):
+            packed = carve({n: (tuple(t.shape), t.dtype) for n, t in weights.items()}, "cuda", 4096)
+            for n, t in packed.items():
+                t.copy_(weights[n])
+            peers[f"P{i}"] = TilelangRuntime(plan, {**packed, **cache}, "cuda", pdl=True)
     for name, rt in peers.items():  # where each runtime's state landed: offsets in a 2 MiB page
         own = {n: t for n, t in state_buffers(rt).items() if n not in rt.shared or name == "A"}
         print(f"state {name}: " + " ".join(f"{n}+{t.data_ptr() % PAGE:#x}" for n, t in own.items()), flush=True)
@@ -81,6 +98,9 @@ def main(argv=None) -> int:
     a_lo, a_hi = min(rates["A"]), max(rates["A"])  # the noise floor: one runtime, round to round
     print(f"A: {a_lo:.1f} to {a_hi:.1f} tok/s ({(a_hi - a_lo) / a_lo * 100:.2f} % apart) over its {a.rounds} rounds")
     print(spread(rates, "S"), "(own small state where the allocator puts it; A's weights and cache)")
+    if a.weights:
+        print(spread(rates, "V"), "(own weights, each tensor where the allocator puts it)")
+        print(spread(rates, "P"), "(own weights packed in one allocation)")
     for n in a.align:
         print(spread(rates, f"R{n}-"), f"(own small state in one arena, {n}-byte aligned; A's weights and cache)")
     return 0
