@@ -45,8 +45,7 @@ def probed_runtime(plan, weights):
     probe_launch = dataclasses.replace(launch, kernel=launch.kernel + "_probe", dims={**launch.dims, "probe": True})
     kernel = compile_one(probe_launch)
     programs, _ = grid_splits(launch.dims["splits"], launch.dims.get("split_cap", 32))
-    rows = launch.dims["n_kv_heads"] * launch.dims.get("head_split", 1)  # the grid's rows of programs
-    stamps = torch.zeros((rows, programs, len(PROBE_PHASES)), dtype=torch.int64, device="cuda")
+    stamps = torch.zeros((launch.dims["n_kv_heads"], programs, len(PROBE_PHASES)), dtype=torch.int64, device="cuda")
     rt.kernels[launch.kernel] = lambda *args: kernel(*args, stamps)
     rt.launch_fns = [rt._launch_fn(i) for i in range(len(plan.launches))]  # bound at construction: again
     rt.capture()

@@ -27,8 +27,8 @@ def plans(sizes, only_default=False, variants=(), gemv=()):
     from tfdash.profiling.variants import PLAN_VARIANTS
 
     def variant(cfg, cap, options):
-        """A variant's plan, or None where it does not apply to the shape (a head split that does
-        not divide its GQA group): the bench refuses that peer in one line; nothing to build."""
+        """A variant's plan, or None where build_plan refuses its options for the shape: the bench
+        refuses that peer in one line; nothing to build."""
         try:
             return build_plan(cfg, capacity=cap, **options)
         except TfdashError:

@@ -36,9 +36,7 @@ QTFIRST = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, qkv_
 RINGCOPY = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, ring_in_graph=False)  # argmax_feed
 CHAINS = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_ilp=False)  # one chain a phase
 EACHROUND = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_rounds_carry=False)  # _er
-# tilelang-hs2 at the bench's 2112 positions: two rows of 33 programs a kv head
-HS2 = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=2112, attn_head_split=2, attn_split_cap=40)
-KERNELS = {**EACHROUND.kernels(), **HS2.kernels(),
+KERNELS = {**EACHROUND.kernels(),
            **CHAINS.kernels(), **RINGCOPY.kernels(), **QTFIRST.kernels(), **DOWNSILU.kernels(), **FENCED.kernels(), **LATENORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
            **MLATE.kernels(), **UNFUSED_MLATE.kernels(), **PLAN.kernels()}  # every kernel the plan variants launch
 
@@ -68,11 +66,9 @@ def builds_read_by(item) -> list:
            "test_rounds_carry_ropes_q_once_and_loads_the_next_round_early": ["attn_rope_decode_me_er",
                                                                              "attn_rope_decode_me"],
            "test_ptxas_facts_of_a_kernel": ["gemv_down_residual"],
-           "test_head_split_fits_four_blocks_an_sm": ["attn_rope_decode_sc40_me_hs2"],
            "test_attention_probe_build_stamps_each_phase": ["attn_rope_decode_me"],
            "test_interleaved_value_phase_adds_this_steps_v_with_one_explicit_fma": list(FMA_BUILDS)}
-    ptxas = item.originalname in ("test_rounds_carry_ropes_q_once_and_loads_the_next_round_early",
-                                  "test_head_split_fits_four_blocks_an_sm")
+    ptxas = item.originalname == "test_rounds_carry_ropes_q_once_and_loads_the_next_round_early"
     out = [(KERNELS[n], {}, ptxas) for n in one.get(item.originalname, ())]
     if item.originalname == "test_gemv_blocks_fit_on_an_sm_as_planned":
         out.append((KERNELS[p["name"]], {}, True))
@@ -233,21 +229,6 @@ def test_rounds_carry_ropes_q_once_and_loads_the_next_round_early(fresh_cache):
     assert "r == 0" not in base
     res = fresh_cache.resources(KERNELS["attn_rope_decode_me"])
     assert res.spill_stores == 0 and res.spill_loads == 0, res
-
-
-@pytest.mark.slow
-def test_head_split_fits_four_blocks_an_sm(fresh_cache):
-    """tilelang-hs2 at 2112 positions: 33 x 16 = 528 blocks of 128 threads, one wave only at four
-    blocks an SM, so at most 128 registers a thread and no spills; its K/V loads and this step's
-    k/v append index kv head blockIdx.y >> 1, its arrival counter its own row blockIdx.y."""
-    launch = KERNELS["attn_rope_decode_sc40_me_hs2"]
-    res = fresh_cache.resources(launch)
-    assert res.registers <= 128 and res.spill_stores == res.spill_loads == 0, res
-    src = compiled(fresh_cache, "attn_rope_decode_sc40_me_hs2").source
-    lines = [ln for ln in src.splitlines() if re.search(r"[kv]_cache[\[ ]", ln) and "blockIdx" in ln]
-    assert len(lines) >= 4  # the V and K loads, this step's v and k appended
-    assert all(re.search(r"blockIdx\.y\)+ >> (\(int64_t\))?1\)", ln) for ln in lines), lines
-    assert "sem[((int)blockIdx.y)]" in src
 
 
 # -- every preset ---------------------------------------------------------------------------

@@ -335,28 +335,3 @@ def test_gate_up_silu_decodes_the_same_bits_on_cpu():
             rt.step()
         outs.append((rt.bufs["out_tokens"][:12].clone(), rt.bufs["logits"].clone()))
     assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
-
-
-@pytest.mark.parametrize("name,split", [("qwen3-1.7b", 2), ("qwen3-4b", 4), ("qwen3-14b", 5)])
-def test_a_head_split_gives_attention_rows_of_programs(name, split):
-    """attn_head_split: a kv head's q heads over that many rows of attention programs, its own
-    kernel (_hsN) with a grid and an arrival counter a row, its merge set for the heads a program
-    holds; the same bytes as the default; a split that does not divide the GQA group is refused in
-    one line."""
-    from tfdash.engine.config import preset
-    from tfdash.errors import TfdashError
-    from tfdash.kernels.base import family
-
-    cfg = preset(name)
-    plan, base = build_plan(cfg, capacity=2112, attn_head_split=split), build_plan(cfg, capacity=2112)
-    [la] = [x for x in plan.kernels().values() if x.family == "attention"]
-    [la0] = [x for x in base.kernels().values() if x.family == "attention"]
-    assert la.kernel.endswith(f"_hs{split}") and la.dims["head_split"] == split
-    # the merge's settings follow the q heads a program holds: at most 2 merge early, 32 at once
-    assert la.dims.get("merge_early") and la.dims.get("merge_chunk") == 32
-    assert plan.buffers["attn_sem"].shape == (cfg.num_kv_heads * split,)
-    programs = family("attention").geometry(la0.dims).grid[0]
-    assert family("attention").geometry(la.dims).grid == (programs, cfg.num_kv_heads * split)
-    assert la.cost(1024).bytes_read == la0.cost(1024).bytes_read
-    with pytest.raises(TfdashError, match=f"attn_head_split=3 must divide the GQA group of {split}"):
-        build_plan(cfg, capacity=2112, attn_head_split=3)

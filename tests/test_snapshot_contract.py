@@ -209,6 +209,7 @@ def test_an_older_snapshot_of_an_ab_variant_still_rebuilds_by_search(recorded):
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_tagged": True, "attn_merge_speculate": True}, None),
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_once": True}, None),  # arriving once, removed
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_idle_exit": True}, None),  # idle exit, removed
+    ({"fused_rope": True, "o_proj_trigger_first": True, "attn_head_split": 2}, None),  # the head split, removed
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_early": True, "early_norm": True,
       "oproj_merges": False},  # recorded while o_proj merging was a variant: attention merged
      {"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_early": True, "early_norm": True,
@@ -229,7 +230,8 @@ def test_an_older_snapshot_of_an_ab_variant_still_rebuilds_by_search(recorded):
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_early": True, "early_norm": True,
       "ring_in_graph": True, "attn_ilp": True, "attn_merge_spin": False,  # chains interleaved: kept; spin off: dropped
       "attn_merge_tagged": False, "attn_merge_speculate": False,  # recorded while the tagged merge was a variant
-      "attn_merge_once": False, "attn_idle_exit": False},  # and arriving once and the idle exit
+      "attn_merge_once": False, "attn_idle_exit": False,  # and arriving once and the idle exit
+      "attn_head_split": 1},  # and the head split
      {"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_early": True, "early_norm": True,
       "attn_merge_acq_rel": False, "attn_merge_chunk": 16, "attn_merge_early_group": 4, "attn_trigger_at": "dependency",
       "gate_up_silu": False, "qkv_trigger_first": False, "ring_in_graph": True, "attn_ilp": True,

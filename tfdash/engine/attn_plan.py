@@ -21,15 +21,12 @@ def attention_dims(n_heads: int, n_kv_heads: int, head_dim: int, capacity: int, 
                    attn_block: int | None, attn_merge_early: bool, attn_merge_early_group: int | None,
                    early_norm: bool, attn_merge_acq_rel: bool, attn_merge_chunk: int | None,
                    attn_trigger_at: str | None, o_weight_bytes: int, attn_ilp: bool = True,
-                   attn_rounds_carry: bool = True, attn_head_split: int = 1) -> tuple[dict, str]:
+                   attn_rounds_carry: bool = True) -> tuple[dict, str]:
     """(dims, suffix) of the attention launch for build_plan's options of the same names;
     o_weight_bytes, o_proj's weight (attn_trigger_at None: the shape's own trigger point)."""
     from tfdash.kernels.splitkv import MERGE_CHUNK, SPLIT_CAP, grid_splits
 
     group = n_heads // n_kv_heads
-    if attn_head_split < 1 or group % attn_head_split:
-        raise TfdashError(f"attn_head_split={attn_head_split} must divide the GQA group of {group} q heads")
-    heads = group // attn_head_split  # q heads a program holds in registers: the merge's settings follow them
     block = ATTN_BLOCK if attn_block is None else attn_block
     if block < 1:
         raise TfdashError(f"attn_block={block} must be positive")
@@ -42,7 +39,7 @@ def attention_dims(n_heads: int, n_kv_heads: int, head_dim: int, capacity: int, 
         dims["split_cap"] = attn_split_cap
         sfx += f"_sc{attn_split_cap}"
     early_group = MERGE_EARLY_GROUP if attn_merge_early_group is None else attn_merge_early_group
-    if attn_merge_early and heads <= early_group:
+    if attn_merge_early and group <= early_group:
         dims["merge_early"] = True
         sfx += "_me"
     if attn_merge_acq_rel:
@@ -54,7 +51,7 @@ def attention_dims(n_heads: int, n_kv_heads: int, head_dim: int, capacity: int, 
             dims["early_norm"] = True
         else:
             sfx += "_ln"
-    wide = WIDE_MERGE_CHUNK if heads <= WIDE_MERGE_GROUP else MERGE_CHUNK
+    wide = WIDE_MERGE_CHUNK if group <= WIDE_MERGE_GROUP else MERGE_CHUNK
     chunk = wide if attn_merge_chunk is None else attn_merge_chunk
     if not 1 <= chunk <= 64:
         raise TfdashError(f"attn_merge_chunk={chunk} must be 1 to 64 partials")
@@ -80,9 +77,6 @@ def attention_dims(n_heads: int, n_kv_heads: int, head_dim: int, capacity: int, 
             dims["rounds_carry"] = True
         else:
             sfx += "_er"  # each round ropes q and loads its K/V at its start (the baseline)
-    if attn_head_split != 1:  # a kv head's q heads over that many rows of programs
-        dims["head_split"] = attn_head_split
-        sfx += f"_hs{attn_head_split}"
     if attn_min_blocks is not None:
         if not 1 <= attn_min_blocks <= 16:
             raise TfdashError(f"attn_min_blocks={attn_min_blocks} must be 1 to 16 blocks per SM")

@@ -165,8 +165,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                attn_merge_acq_rel: bool = True, attn_merge_chunk: int | None = None,
                attn_trigger_at: str | None = None, attn_merge_early_group: int | None = None,
                gate_up_silu: bool = True, qkv_trigger_first: bool | None = None,
-               ring_in_graph: bool = True, attn_ilp: bool = True, attn_rounds_carry: bool = True,
-               attn_head_split: int = 1) -> StepPlan:
+               ring_in_graph: bool = True, attn_ilp: bool = True, attn_rounds_carry: bool = True) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -221,8 +220,6 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     cache past split_cap blocks), a program norms and rotates q once, in its first round, and loads
     its next round's K/V once its values are done, under its arrival and merge; False: every round
     ropes q again and loads its K/V at its start (the baseline, a kernel named _er).
-    `attn_head_split`: attention's programs for a kv head are that many rows, each with that share
-    of its q heads (it must divide the GQA group), each loading the kv head's K/V (a kernel _hsN).
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import paired as gemv_paired
@@ -253,7 +250,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         attn_merge_early_group=attn_merge_early_group,
         early_norm=early_norm, attn_merge_acq_rel=attn_merge_acq_rel, attn_merge_chunk=attn_merge_chunk,
         attn_trigger_at=attn_trigger_at, o_weight_bytes=H * cfg.q_size * DTYPE_BYTES[dtype], attn_ilp=attn_ilp,
-        attn_rounds_carry=attn_rounds_carry, attn_head_split=attn_head_split)
+        attn_rounds_carry=attn_rounds_carry)
     if qkv_trigger_first is None:
         qkv_trigger_first = cfg.qkv_size * H * DTYPE_BYTES[dtype] <= QKV_TRIGGER_FIRST_MAX_BYTES
     if qkv_trigger_first:
@@ -288,7 +285,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     buf("rope_sin", (C, D // 2), dtype, "table")
     buf("attn_part", (nH, splits, D), "float32", "scratch")  # split-KV partial outputs
     buf("attn_ml", (nH, splits, 2), "float32", "scratch")  # split-KV (max, sum) pairs
-    buf("attn_sem", (nKV * attn_dims.get("head_split", 1),), "int32", "scratch")  # a merge's arrivals, a row
+    buf("attn_sem", (nKV,), "int32", "scratch")  # arrival counters for the in-kernel merge
 
     buf("embed", (V, H), dtype, "weight")
     buf("final_norm", (H,), dtype, "weight")

@@ -20,7 +20,7 @@ REMOVED_OPTIONS = {"down_smem_prefetch": False, "attn_k_apart": False, "attn_tri
                    "attn_signal": False, "argmax_in_lm_head": False, "oproj_merges": False,
                    "attn_merge_spin": False, "attn_rope_warp": False,
                    "attn_merge_tagged": False, "attn_merge_speculate": False,
-                   "attn_merge_once": False, "attn_idle_exit": False}
+                   "attn_merge_once": False, "attn_idle_exit": False, "attn_head_split": 1}
 
 
 def recorded_options(options: Mapping[str, object]) -> dict | None:

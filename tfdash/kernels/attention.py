@@ -57,12 +57,6 @@ TRIGGER_POINTS = ("dependency", "values")  # where a block may let o_proj launch
 MAX_GROUP = 8  # q heads per kv head it holds in registers (Qwen3 dense: 2, 4, 5, 8)
 
 
-def head_split(dims) -> int:
-    """Programs a kv head's q heads are split over (1 unless dims say): each of them takes
-    group / head_split of the q heads and loads the kv head's K/V itself."""
-    return int(dims.get("head_split", 1))
-
-
 def supported(dims) -> str | None:
     """Why the tilelang kernel cannot run these dims, or None when it can."""
     D, nH, nKV, B = dims["head_dim"], dims["n_heads"], dims["n_kv_heads"], dims["block"]
@@ -73,8 +67,6 @@ def supported(dims) -> str | None:
                 f"of 1 to {MAX_GROUP} query heads per kv head)")
     if B % 32 or D % B:
         return f"attention block {B} (must be a multiple of 32 that divides head_dim={D})"
-    if head_split(dims) < 1 or (nH // nKV) % head_split(dims):
-        return f"head_split={head_split(dims)} (must divide the GQA group of {nH // nKV} q heads)"
     return None
 
 
@@ -84,7 +76,7 @@ def smem_bytes(dims) -> int:
     splits rounded to 32) and a few reduction slots."""
     nH, nKV, D, B, S = dims["n_heads"], dims["n_kv_heads"], dims["head_dim"], dims["block"], dims["splits"]
     es = DTYPE_BYTES[dims["dtype"]]
-    group = nH // nKV // head_split(dims)
+    group = nH // nKV
     passes = max(-(-(group * B) // D), fused_passes(group, D))
     return 2 * group * B * 4 + (group + 2) * D * es + group * (-(-S // 32) * 32) * 4 + (passes * D // 32 + 1) * 4
 
@@ -128,9 +120,7 @@ def tilelang_attention(dims):
     threads, any GQA group of 1 to MAX_GROUP q heads (the phases that hand each thread one
     (head, element) loop over heads in passes). Every phase below runs once per active block;
     with `rounds_carry` (fused, in rounds) the rope runs once a program, in its first round, and a
-    round's K/V loads are issued after the values of the round before it, under its merge. With
-    `head_split` (head_split()) a kv head's row of programs is that many rows, each with its share
-    of the q heads and the kv head's K/V: shorter chains a warp, the same arithmetic a head.
+    round's K/V loads are issued after the values of the round before it, under its merge.
 
     rope    (fused_rope) every block norms and rotates its group's q heads from qkv into shared
             memory; the block holding position pos (with rounds_carry: the program one of whose
@@ -164,8 +154,7 @@ def tilelang_attention(dims):
     # next round's K/V loads once its values are done, so they stream under its arrival and merge
     carry = R > 1 and bool(dims.get("fused_rope")) and bool(dims.get("rounds_carry"))
     fused, eps, min_blocks = bool(dims.get("fused_rope")), float(dims.get("eps", 1e-6)), int(dims.get("min_blocks", 0))
-    HS = head_split(dims)  # program rows g: kv head g // HS, q heads g * group .. (g + 1) * group - 1
-    nKVp, group = nKV * HS, nH // nKV // HS
+    group = nH // nKV
     threads = D  # thread tx owns dim tx in the value phase and the merge
     warps = threads // 32
     if supported(dims):  # the plan's check (engine.compile.unsupported) says it in one line first
@@ -217,8 +206,7 @@ def tilelang_attention(dims):
 
     @T.macro
     def body(qkv, q_norm, k_norm, cos, sin, q, k_cache, v_cache, pos, out, part, ml, sem, probe=None):
-        with T.Kernel(SG, nKVp, threads=threads, **launch_kw) as (px, g):
-            kvh = g // HS if HS > 1 else g  # the kv head whose K/V this program reads
+        with T.Kernel(SG, nKV, threads=threads, **launch_kw) as (px, g):
             if min_blocks:  # __launch_bounds__(threads, min_blocks): a register budget a thread
                 T.annotate_min_blocks_per_sm(min_blocks)
             tx = T.get_thread_binding(0)
@@ -272,7 +260,7 @@ def tilelang_attention(dims):
                 bx = px + r * SG
                 last = n - 1 - bx * B  # this step's own position within the block (< B in the last block)
                 if bx < n_active and (r == 0 if carry else True):  # carry: later rounds' loads come earlier
-                    load_kv(k_cache, v_cache, kall, vv, kvh, bx, n, tx, warp, pi, dc)
+                    load_kv(k_cache, v_cache, kall, vv, g, bx, n, tx, warp, pi, dc)
                 if probed:
                     stamp(probe, px, g, tx, "issued")
                 if early:
@@ -284,8 +272,8 @@ def tilelang_attention(dims):
                 if bx < n_active:
                     if fused:  # q/k norm, RoPE and KV append (tfdash.kernels.rope.fused_rope_macro); carry: once
                         if r == 0 if carry else True:
-                            rope(qkv, q_norm, k_norm, cos, sin, k_cache, v_cache, q_s, k_s, v_s, red_s, w, g, kvh, n,
-                                 tx, lane, warp, (n_active - 1) % SG == px if carry else bx == n_active - 1)
+                            rope(qkv, q_norm, k_norm, cos, sin, k_cache, v_cache, q_s, k_s, v_s, red_s, w, g, n, tx,
+                                 lane, warp, (n_active - 1) % SG == px if carry else bx == n_active - 1)
                         for hh2 in T.unroll(group):
                             for c in T.vectorized(DC):
                                 qv[hh2, c] = q_s[hh2, dc * DC + c]
@@ -336,7 +324,7 @@ def tilelang_attention(dims):
                     if pdl and trigger_at == "values":
                         T.pdl_trigger()
                     if carry and bx + SG < n_active:  # the next round's K/V stream under this one's merge
-                        load_kv(k_cache, v_cache, kall, vv, kvh, bx + SG, n, tx, warp, pi, dc)
+                        load_kv(k_cache, v_cache, kall, vv, g, bx + SG, n, tx, warp, pi, dc)
                     # the last split of this kv head to arrive merges (tfdash.kernels.splitkv)
                     merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active)
                     if probed:
@@ -352,8 +340,8 @@ def tilelang_attention(dims):
             cos: T.Tensor((C, half), dt), sin: T.Tensor((C, half), dt),
             k_cache: T.Tensor((nKV, C, D), dt), v_cache: T.Tensor((nKV, C, D), dt), pos: T.Tensor((1,), "int32"),
             out: T.Tensor((nH * D,), dt), part: T.Tensor((nH, S, D), "float32"),
-            ml: T.Tensor((nH, S, 2), "float32"), sem: T.Tensor((nKVp,), "int32"),
-            probe: T.Tensor((nKVp, SG, len(PROBE_PHASES)), "int64"),
+            ml: T.Tensor((nH, S, 2), "float32"), sem: T.Tensor((nKV,), "int32"),
+            probe: T.Tensor((nKV, SG, len(PROBE_PHASES)), "int64"),
         ):
             body(qkv, q_norm, k_norm, cos, sin, None, k_cache, v_cache, pos, out, part, ml, sem, probe)
     elif fused:
@@ -364,7 +352,7 @@ def tilelang_attention(dims):
             cos: T.Tensor((C, half), dt), sin: T.Tensor((C, half), dt),
             k_cache: T.Tensor((nKV, C, D), dt), v_cache: T.Tensor((nKV, C, D), dt), pos: T.Tensor((1,), "int32"),
             out: T.Tensor((nH * D,), dt), part: T.Tensor((nH, S, D), "float32"),
-            ml: T.Tensor((nH, S, 2), "float32"), sem: T.Tensor((nKVp,), "int32"),
+            ml: T.Tensor((nH, S, 2), "float32"), sem: T.Tensor((nKV,), "int32"),
         ):
             body(qkv, q_norm, k_norm, cos, sin, None, k_cache, v_cache, pos, out, part, ml, sem)
     else:
@@ -373,7 +361,7 @@ def tilelang_attention(dims):
         def attn_decode(
             q: T.Tensor((nH * D,), dt), k_cache: T.Tensor((nKV, C, D), dt), v_cache: T.Tensor((nKV, C, D), dt),
             pos: T.Tensor((1,), "int32"), out: T.Tensor((nH * D,), dt), part: T.Tensor((nH, S, D), "float32"),
-            ml: T.Tensor((nH, S, 2), "float32"), sem: T.Tensor((nKVp,), "int32"),
+            ml: T.Tensor((nH, S, 2), "float32"), sem: T.Tensor((nKV,), "int32"),
         ):
             body(None, None, None, None, None, q, k_cache, v_cache, pos, out, part, ml, sem)
 
@@ -385,8 +373,8 @@ def geometry(dims, ctx_len: int = 0) -> Geometry:
     with work in them (the kernel's loop also runs the skipped rounds over the blocks past ctx_len)."""
     S = splits_used(dims, ctx_len)
     programs, _ = grid_splits(dims["splits"], dims.get("split_cap", SPLIT_CAP))
-    return Geometry((programs, dims["n_kv_heads"] * head_split(dims)), dims["head_dim"], None, S, "cache block",
-                    programs, "program", "kv head" if head_split(dims) == 1 else "kv head share")
+    return Geometry((programs, dims["n_kv_heads"]), dims["head_dim"], None, S, "cache block", programs, "program",
+                    "kv head")
 
 
 FAMILY = register(Family(

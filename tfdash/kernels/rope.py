@@ -115,17 +115,14 @@ def fused_rope_macro(T, group: int, n_heads: int, n_kv: int, D: int, dt: str, ep
     the q heads' one barrier), writes it to k_s and the cache, and appends v (v_s and the cache).
     Thread tx owns the pair (i, i + D/2), i = tx % (D/2), of head rp * 2 + tx // (D/2) in pass rp;
     the norm weights and this position's cos/sin (w, rope_weights_macro) are the same in every
-    pass. `g`: the program's q heads are g * group .. (g + 1) * group - 1; `kv`: its kv head (g,
-    unless the attention splits a kv head's q heads over programs). `preloaded`: the caller
-    loaded w already (before its grid dependency)."""
+    pass. `preloaded`: the caller loaded w already (before its grid dependency)."""
     half, warps = D // 2, D // 32
     hw = half // 32  # warps per head
     RP = fused_passes(group, D)
     load = rope_weights_macro(T, D)
 
     @T.macro
-    def rope(qkv, q_norm, k_norm, cos, sin, k_cache, v_cache, q_s, k_s, v_s, red_s, w, g, kv, n, tx, lane, warp,
-             mine):
+    def rope(qkv, q_norm, k_norm, cos, sin, k_cache, v_cache, q_s, k_s, v_s, red_s, w, g, n, tx, lane, warp, mine):
         xa = T.alloc_local((RP,), dt)
         xb = T.alloc_local((RP,), dt)
         ssq = T.alloc_var("float32")
@@ -135,15 +132,15 @@ def fused_rope_macro(T, group: int, n_heads: int, n_kv: int, D: int, dt: str, ep
         if not preloaded:
             load(q_norm, k_norm, cos, sin, w, n, tx)
         if mine:
-            vx = qkv[(n_heads + n_kv + kv) * D + tx]
+            vx = qkv[(n_heads + n_kv + g) * D + tx]
         for rp in T.unroll(RP):
             if (rp * D + tx) // half < group:
                 xa[rp] = qkv[(g * group + (rp * D + tx) // half) * D + i]
                 xb[rp] = qkv[(g * group + (rp * D + tx) // half) * D + half + i]
             else:
                 if (rp * D + tx) // half == group and mine:
-                    xa[rp] = qkv[(n_heads + kv) * D + i]
-                    xb[rp] = qkv[(n_heads + kv) * D + half + i]
+                    xa[rp] = qkv[(n_heads + g) * D + i]
+                    xb[rp] = qkv[(n_heads + g) * D + half + i]
                 else:
                     xa[rp] = T.cast(0, dt)
                     xb[rp] = T.cast(0, dt)
@@ -154,7 +151,7 @@ def fused_rope_macro(T, group: int, n_heads: int, n_kv: int, D: int, dt: str, ep
                 red_s[rp * warps + warp] = ssq
         if mine:
             v_s[tx] = vx
-            v_cache[kv, n - 1, tx] = vx
+            v_cache[g, n - 1, tx] = vx
         T.sync_threads()
         for rp in T.unroll(RP):
             if (rp * D + tx) // half <= group:
@@ -172,8 +169,8 @@ def fused_rope_macro(T, group: int, n_heads: int, n_kv: int, D: int, dt: str, ep
                     if mine:
                         k_s[i] = ra
                         k_s[half + i] = rb
-                        k_cache[kv, n - 1, i] = ra
-                        k_cache[kv, n - 1, half + i] = rb
+                        k_cache[g, n - 1, i] = ra
+                        k_cache[g, n - 1, half + i] = rb
         T.sync_threads()
 
     return rope

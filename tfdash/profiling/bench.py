@@ -37,7 +37,6 @@ copy bandwidth.
                      argmax stores it there from inside the graph (TFDASH_RING_IN_GRAPH)
     tilelang-chains  attention's score and value phases each one chain, not interleaved (TFDASH_ATTN_ILP)
     tilelang-eachround attention's rounds each rope q and load K/V at their start (TFDASH_ATTN_ROUNDS_CARRY)
-    tilelang-hs2/4   a kv head's q heads over 2/4 rows of attention programs, one program a cache block
     tilelang[OP:K=V] a GEMV launch-settings variant (--gemv), the sweep behind the GEMV table
     tilelang@N       tilelang-graph with an N-position KV cache (--also-capacity N), against the run-sized one
     torch-compile    the same plan's torch spelling through torch.compile (inductor, autotuned,

@@ -45,13 +45,6 @@ PLAN_VARIANTS = {
     # split cap), every round ropes q and loads its K/V at its start, where the default ropes q once
     # and loads ahead
     "tilelang-eachround": {"attn_rounds_carry": False},
-    # a kv head's q heads split over 2 (4) rows of attention programs, each loading its K/V: half
-    # (a quarter) of the score, value and merge chains a warp, twice (four times) the blocks; on a
-    # program a cache block (split cap 40: no rounds loop at the bench's 2112 positions) the build
-    # takes 128 registers a thread, so 1.7B's 528 blocks fit on the SMs at once (tilelang-sc40 is
-    # that grid without the split)
-    "tilelang-hs2": {"attn_head_split": 2, "attn_split_cap": 40},
-    "tilelang-hs4": {"attn_head_split": 4, "attn_split_cap": 40},
 }
 
 
