@@ -51,6 +51,7 @@ def plans(sizes, only_default=False, variants=(), gemv=()):
                 for options in PLAN_VARIANTS.values():
                     yield variant(cfg, cap, options)
                 yield build_plan(cfg, capacity=cap, attn_kv_early=False, early_residual=False)
+            yield build_plan(cfg, capacity=4096, attn_block=32, attn_split_cap=64)  # 32-position blocks
         if name in ("qwen3-1.7b", "qwen3-32b"):
             yield build_plan(cfg, capacity=4096, fused_rope=False)
     if only_default:

@@ -365,9 +365,9 @@ def test_attention_grid_stops_growing_with_the_capacity():
 def test_attention_split_cap_is_a_plan_variant():
     from tfdash.profiling.variants import PLAN_VARIANTS
 
-    plan = build_plan(preset("qwen3-1.7b"), capacity=2112, **PLAN_VARIANTS["tilelang-sc16"])
+    plan = build_plan(preset("qwen3-1.7b"), capacity=2112, **PLAN_VARIANTS["tilelang-sc24"])
     [kernel] = {x.kernel for x in plan.launches if x.family == "attention"}
-    assert kernel == "attn_rope_decode_sc16_me" and plan.ops()["attention"][0].dims["split_cap"] == 16
+    assert kernel == "attn_rope_decode_sc24_me" and plan.ops()["attention"][0].dims["split_cap"] == 24
     with pytest.raises(TfdashError, match="attn_split_cap"):
         build_plan(preset("qwen3-1.7b"), attn_split_cap=0)
 

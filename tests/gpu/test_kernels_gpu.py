@@ -315,11 +315,10 @@ def test_attention_variants(variant, ctx):
     check_fused_attention(build_plan(CFG, dtype="bfloat16", capacity=4096, **PLAN_VARIANTS[variant]), ctx)
 
 
-@pytest.mark.parametrize("variant", ["tilelang-b32sc64"])
 @pytest.mark.parametrize("ctx", [0, 31, 32, 1023, 1024, 2100, 4095])
-def test_attention_with_32_position_blocks(variant, ctx):
-    """Splits of 32 positions: 128 at capacity 4096, on 64 programs (two rounds)."""
-    check_fused_attention(build_plan(CFG, dtype="bfloat16", capacity=4096, **PLAN_VARIANTS[variant]), ctx)
+def test_attention_with_32_position_blocks(ctx):
+    """Splits of 32 positions (attn_block): 128 at capacity 4096, on 64 programs (two rounds)."""
+    check_fused_attention(build_plan(CFG, dtype="bfloat16", capacity=4096, attn_block=32, attn_split_cap=64), ctx)
 
 
 @pytest.mark.parametrize("variant", [None, "tilelang-mc16"])

@@ -21,12 +21,11 @@ copy bandwidth.
     tilelang-lateres o_proj and down read their residual after their grid dependency (the A/B)
     tilelang-otlate  gate_up launches after o_proj's grid dependency, not at o_proj's start (the
                      trigger A/B: TFDASH_O_PROJ_TRIGGER_FIRST)
-    tilelang-sc16/24/40 attention's grid at most 16/24/40 programs per kv head (the default: 32),
-                     each looping over its blocks of the cache (the split-cap A/B); tilelang-scall:
-                     one program a block, however large the cache (the grid before the cap)
+    tilelang-sc24    attention's grid at most 24 programs per kv head (the default: 32), each
+                     looping over its blocks of the cache (the split-cap A/B); tilelang-scall: one
+                     program a block, however large the cache (the grid before the cap)
     tilelang-mlate   attention's merge loads its partials after the (max, sum) pairs, not beside
                      them (the merge A/B: TFDASH_ATTN_MERGE_EARLY)
-    tilelang-b32sc64 32-position splits on 64 programs per kv head (tfdash.profiling.variants)
     tilelang-tdep    attention lets o_proj launch at its grid dependency where the shape's own
                      waits for its values (0.6B; TFDASH_ATTN_TRIGGER_AT)
     tilelang-meg4    groups of 4 q heads merge early, as the plan before did (4B, 8B)

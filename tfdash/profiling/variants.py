@@ -10,13 +10,8 @@ PLAN_VARIANTS = {
     "tilelang-gu1": {"gemv_blocks_per_sm": {"gate_up": 1}},
     "tilelang-latekv": {"attn_kv_early": False},
     "tilelang-lateres": {"early_residual": False},
-    "tilelang-sc16": {"attn_split_cap": 16},
     "tilelang-sc24": {"attn_split_cap": 24},
-    "tilelang-sc40": {"attn_split_cap": 40},
     "tilelang-scall": {"attn_split_cap": 1 << 20},
-    # 32 positions a split (half the K/V prefetch registers, twice the splits) on 64 programs a kv
-    # head: one round up to 2048 positions
-    "tilelang-b32sc64": {"attn_block": 32, "attn_split_cap": 64},
     "tilelang-otlate": {"o_proj_trigger_first": False},  # gate_up launches after o_proj's grid dependency
     "tilelang-mlate": {"attn_merge_early": False},  # the merge loads partials after (max, sum)
     # norm weights (and attention's cos/sin) read after the grid dependency, not before it
