@@ -3,7 +3,7 @@
 #   run with carry [".gpu"]:  bash scripts/h200_check.sh [tests|diag|bench|profile|app|all] [extra bench args]
 #   (all = tests, diag, bench; engine = bench, headless run, GPU tests; observe = issues 5 and 6 (+ bench); dash = app + tty; profile = scripts/gpu_profile_check.py; app = scripts/gpu_app_check.py;
 #    counters = tfdash counters on one layer plus embed, lm_head and argmax (issue 17);
-#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; tables = the GEMV table's 0.6B and 4B entries in the default plan; tails = GEMV grids that spread rows unevenly over warps (4B o_proj and down, 0.6B gate_up), tails14 = the same for 14B; live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick; where = per-op exclusive us against each op's floor at 0.6B and 4B (scripts/kernel_times.py --model); inflight = GEMVs with more loads in flight a lane at 4B, 0.6B and 1.7B; confirm = session 11's 4B and 0.6B table entries tested and benched; inflight14 = the same for 14B; next = what session 11 leaves (the early_norm and acqrel variants tested and A/B'd at 1.7B, 0.6B and 4B; since on by default); inflight32 = 32B's qkv_proj and gate_up at 4B's and 14B's settings; land12 = the GPU suite on session 12's defaults with the 1.7B headline bench; probe = the phases alone at 1.7B and 0.6B, ctx 1024 and 256; land14 = session 14's default tested with the 1.7B headline bench; land15 = session 15's defaults (4B's and 8B's late merge, 0.6B's late trigger) tested and A/B'd; silu16 = gate_up making silu(g) * u, tested and A/B'd at 1.7B and 4B; tune16 = 4B's down settings with it, and 0.6B's and 8B's A/B; land16 = session 16's defaults tested, the 1.7B headline and 4B's A/B; sweep16 = 0.6B's and 1.7B's GEMV settings without down's silu, 14B's A/B; next17 = per-op times on today's plan at 0.6B, 1.7B and 4B; next18 = the qkv GEMV letting attention launch at its start, tested and A/B'd; land18 = it by default at 0.6B and 1.7B, tested, the 1.7B headline and 0.6B's A/B against it off, 8B's with it on; land19 = argmax storing the token into the pinned ring from inside the graph by default: tested, the 1.7B headline with torch-compile and 0.6B's A/B against the copy after the replay; next20 = lm_head's last block feeding the token (tilelang-amaxfold) tested and A/B'd at 0.6B and 1.7B, each step's time over a generation; next20b = the 1.7B A/Bs of the ring and the qkv trigger with rotating order and either peer built first; land20 = lm_head feeding the token by default: the 1.7B headline against the argmax launch and torch-compile, lm_head's kernel tests at every size, the 1.7B step against the reference; land20b = the 1.7B A/B with either plan built first, every size's step against the reference; order = which part of the state (the KV cache or the small buffers) carries the ~1.7 % between identical engines (scripts/placement.py); land23 = attention's phases as independent chains by default: tested at every size, the 1.7B and 0.6B A/Bs against tilelang-chains, every attention kernel test and the steps; land27 = attention's rounds carrying q and the next round's K/V by default, A/B'd against tilelang-eachround at 4096 new tokens (1.7B, 0.6B); next29 = what session 28 leaves: its tests, then the head split, 32-position blocks, 16 programs and down's whole row in registers A/B'd at 1.7B and 0.6B; next29b = runtimes' small state scattered against in one arena (scripts/placement.py); arena29 = the same against arenas by alignment (ALIGNS=512,4096,...; PLACE=--weights adds own weights, scattered and packed); land29 = the 4 KiB arena by default: the 1.7B steps tested, 1.7B and 0.6B benched; curve = a generation's step times against back-to-back replays by position (scripts/step_curve.py); sass = attention's SASS and where its warps stall (scripts/kernel_sass.py under ncu); same3 = three backends of the one default plan at 1.7B, built in turn on one state: is the first built slowest)
+#    final = the whole GPU suite at every size; headline = the README's bench table on today's plan (1.7B with torch-compile, then 0.6B, 4B, 8B); overhead = the dashboard against headless with each run's stalls, continuous and windows timing; tables = the GEMV table's 0.6B and 4B entries in the default plan; tails = GEMV grids that spread rows unevenly over warps (4B o_proj and down, 0.6B gate_up), tails14 = the same for 14B; live = the dashboard's A/B, counters and rates keys (scripts/gpu_live_check.py); features = session 5's feature checks; sizes = precompile + kernel and engine GPU tests at every Qwen3 size; sizebench = bench per size, SIZES="..." to pick; where = per-op exclusive us against each op's floor at 0.6B and 4B (scripts/kernel_times.py --model); inflight = GEMVs with more loads in flight a lane at 4B, 0.6B and 1.7B; confirm = session 11's 4B and 0.6B table entries tested and benched; inflight14 = the same for 14B; next = what session 11 leaves (the early_norm and acqrel variants tested and A/B'd at 1.7B, 0.6B and 4B; since on by default); inflight32 = 32B's qkv_proj and gate_up at 4B's and 14B's settings; land12 = the GPU suite on session 12's defaults with the 1.7B headline bench; probe = the phases alone at 1.7B and 0.6B, ctx 1024 and 256; land14 = session 14's default tested with the 1.7B headline bench; land15 = session 15's defaults (4B's and 8B's late merge, 0.6B's late trigger) tested and A/B'd; silu16 = gate_up making silu(g) * u, tested and A/B'd at 1.7B and 4B; tune16 = 4B's down settings with it, and 0.6B's and 8B's A/B; land16 = session 16's defaults tested, the 1.7B headline and 4B's A/B; sweep16 = 0.6B's and 1.7B's GEMV settings without down's silu, 14B's A/B; next17 = per-op times on today's plan at 0.6B, 1.7B and 4B; next18 = the qkv GEMV letting attention launch at its start, tested and A/B'd; land18 = it by default at 0.6B and 1.7B, tested, the 1.7B headline and 0.6B's A/B against it off, 8B's with it on; land19 = argmax storing the token into the pinned ring from inside the graph by default: tested, the 1.7B headline with torch-compile and 0.6B's A/B against the copy after the replay; order = which part of the state (the KV cache or the small buffers) carries the ~1.7 % between identical engines (scripts/placement.py); land23 = attention's phases as independent chains by default: tested at every size, the 1.7B and 0.6B A/Bs against tilelang-chains, every attention kernel test and the steps; land27 = attention's rounds carrying q and the next round's K/V by default, A/B'd against tilelang-eachround at 4096 new tokens (1.7B, 0.6B); arena29 = runtimes' small state scattered against in arenas by alignment (scripts/placement.py; ALIGNS=512,4096,...; PLACE=--weights adds own weights, scattered and packed); land29 = the 4 KiB arena by default: the 1.7B steps tested, 1.7B and 0.6B benched; curve = a generation's step times against back-to-back replays by position (scripts/step_curve.py); sass = attention's SASS and where its warps stall (scripts/kernel_sass.py under ncu); same3 = three backends of the one default plan at 1.7B, built in turn on one state: is the first built slowest)
 # Needs the offline bundle (../shared/gpu-bundle .gpu/site.tar.xz). The tilelang kernel cache
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
@@ -306,61 +306,6 @@ if [ "$what" = land19 ]; then
   timeout 120 python3 -m tfdash bench --model qwen3-0.6b --backends tilelang-graph,tilelang-ringcopy \
     --json "$R/bench-qwen3-0.6b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-qwen3-0.6b.log"; tail -4 "$R/bench-qwen3-0.6b.log" | cut -c1-160; pack
 fi
-if [ "$what" = next20 ] || [ "$what" = next20b ]; then
-  # what session 19 leaves. next20: lm_head's last block feeding the token (tilelang-amaxfold, no
-  # argmax launch) tested bit for bit against the default graph and A/B'd at 0.6B and 1.7B, and each
-  # step's time over a generation for both ring plans (scripts/step_tail.py) (about 8 minutes).
-  # next20b: lm_head's kernels against torch at every size (the feed among them), then at 1.7B, where
-  # the bench's first peer carried a tail of slow steps and each round now starts one backend later:
-  # the ring A/B with either peer built first, 6 rounds (each place 3 times), and the qkv trigger's
-  # A/B the same way (about 8 minutes)
-  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  if [ "$what" = next20 ]; then
-    timeout 240 python3 -m pytest -m gpu tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
-      -k "test_plan_variants_decode_the_same_bits" 2>&1 | grep -v "TileLang:" > "$R/tests.log"
-    grep -E "^(FAILED|ERROR)|passed|failed" "$R/tests.log" | cut -c1-200 | tail -4; pack
-    for m in qwen3-0.6b qwen3-1.7b; do
-      timeout 120 python3 -m tfdash bench --model $m --backends tilelang-graph,tilelang-amaxfold --rounds 4 \
-        --json "$R/bench-$m-amaxfold.json" 2>&1 | grep -v "TileLang:" > "$R/bench-$m-amaxfold.log"
-      tail -3 "$R/bench-$m-amaxfold.log" | cut -c1-150; pack
-    done
-    timeout 120 python3 scripts/step_tail.py --model qwen3-1.7b --rounds 4 2>&1 | grep -v "TileLang:" > "$R/step_tail.log"
-    tail -8 "$R/step_tail.log" | cut -c1-220; pack
-  else
-    timeout 200 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py -q -rA -p no:cacheprovider -k "lm_head" 2>&1 \
-      | grep -v "TileLang:" > "$R/kernel-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/kernel-tests.log" | tail -4; pack
-    for order in tilelang-graph,tilelang-ringcopy tilelang-ringcopy,tilelang-graph; do
-      timeout 150 python3 -m tfdash bench --backends $order --rounds 6 --json "$R/bench-1.7b-$order.json" 2>&1 \
-        | grep -v "TileLang:" > "$R/bench-1.7b-$order.log"; tail -3 "$R/bench-1.7b-$order.log" | cut -c1-150; pack
-    done
-    timeout 150 python3 -m tfdash bench --backends tilelang-graph --gemv qkv_proj:trigger_first=1 --rounds 6 \
-      --json "$R/bench-1.7b-qkv.json" 2>&1 | grep -v "TileLang:" > "$R/bench-1.7b-qkv.log"; tail -3 "$R/bench-1.7b-qkv.log" | cut -c1-150; pack
-  fi
-fi
-if [ "$what" = land20 ] || [ "$what" = land20b ]; then
-  # land20: lm_head's last block feeding the token by default: the 1.7B headline bench with the
-  # plan that launches argmax apart and torch-compile, then lm_head's kernel tests at every size and
-  # the 1.7B step against the reference (about 9 minutes). land20b: the 1.7B A/B with either plan built first (the bench's
-  # first-built engine measured about 1 % slower), then every size's step against the reference
-  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  if [ "$what" = land20 ]; then
-    timeout 270 python3 -m tfdash bench --backends tilelang-graph,tilelang-argmax,torch-compile \
-      --json "$R/bench-qwen3-1.7b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-qwen3-1.7b.log"; tail -5 "$R/bench-qwen3-1.7b.log" | cut -c1-160; pack
-    timeout 150 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py -q -rA -p no:cacheprovider -k "lm_head" 2>&1 \
-      | grep -v "TileLang:" > "$R/kernel-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/kernel-tests.log" | tail -4; pack
-    timeout 150 python3 -m pytest -m gpu tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
-      -k "test_step_matches_reference or ring" 2>&1 | grep -v "TileLang:" > "$R/engine-tests.log"
-    grep -E "^(FAILED|ERROR)|passed|failed" "$R/engine-tests.log" | cut -c1-200 | tail -4; pack
-  else
-    for order in tilelang-graph,tilelang-argmax tilelang-argmax,tilelang-graph; do
-      timeout 130 python3 -m tfdash bench --backends $order --rounds 4 --json "$R/bench-1.7b-$order.json" 2>&1 \
-        | grep -v "TileLang:" > "$R/bench-1.7b-$order.log"; tail -3 "$R/bench-1.7b-$order.log" | cut -c1-150; pack
-    done
-    timeout 270 python3 -m pytest -m gpu tests/gpu/test_engine_gpu.py -q -rA -p no:cacheprovider \
-      -k "test_every_size_step_matches_reference" 2>&1 | grep -v "TileLang:" > "$R/size-tests.log"
-    grep -E "^(FAILED|ERROR)|passed|failed" "$R/size-tests.log" | cut -c1-200 | tail -8; pack
-  fi
-fi
 if [ "$what" = order ]; then
   # which part of an engine's state carries the ~1.7 % between identical engines: runtimes on one
   # plan's weights with their own small state, and with their own KV cache (scripts/placement.py;
@@ -401,26 +346,6 @@ if [ "$what" = land27 ]; then
       --json "$R/bench-4096-$m.json" 2>&1 | grep -v "TileLang:" > "$R/bench-4096-$m.log"; tail -3 "$R/bench-4096-$m.log" | cut -c1-160; pack
   done
 fi
-if [ "$what" = next29 ]; then
-  # what session 28 leaves (1 of 2, about 9 minutes on a fresh machine): the tests in 4 processes,
-  # each test named as it passes (the carry's every-group test at 4096 positions, a cut left 7 of 8
-  # unrun; the head split against torch and bit for bit against its grid unsplit, and its 1.7B
-  # graph; 32-position blocks), then A/Bs at 1.7B and 0.6B: a kv head's q heads over two rows of
-  # programs (tilelang-hs2, on one program a block; tilelang-sc40 is that grid unsplit), 32-position
-  # blocks (tilelang-b32sc64), 16 programs a kv head (tilelang-sc16), and at 1.7B down holding its
-  # whole 6144-long row in registers (--gemv down:seg=24: 128 registers, still 2 blocks an SM)
-  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  gpu_shards 4 "$R/tests" ${TESTS_TIMEOUT:-220} tests/gpu/test_kernels_gpu.py tests/gpu/test_engine_gpu.py \
-    -k "(rounds_carry_at_every_group and 4096) or head_split or 32_position_blocks or plan_variants_decode"; pack
-  V=tilelang-graph,tilelang-sc40,tilelang-hs2,tilelang-b32sc64,tilelang-sc16
-  timeout 100 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b --variants ${V#tilelang-graph,} \
-    2>&1 | grep -v "TileLang:" | tail -1
-  timeout 50 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b --gemv down:seg=24 2>&1 | grep -v "TileLang:" | tail -1
-  timeout 130 python3 -m tfdash bench --rounds 3 --backends $V --gemv down:seg=24 \
-    --json "$R/bench-1.7b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-1.7b.log"; tail -8 "$R/bench-1.7b.log" | cut -c1-150; pack
-  timeout 80 python3 -m tfdash bench --model qwen3-0.6b --rounds 3 --backends $V \
-    --json "$R/bench-0.6b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-0.6b.log"; tail -7 "$R/bench-0.6b.log" | cut -c1-150; pack
-fi
 if [ "$what" = arena29 ]; then
   # scattered small state against arenas aligning each buffer to 512 B, 4 KiB and 64 KiB (about 3 minutes;
   # MODEL= and ALIGNS= pick others)
@@ -442,16 +367,6 @@ if [ "$what" = land29 ]; then
     timeout 60 python3 -m tfdash bench --model $m --rounds 3 --backends tilelang-graph --json "$R/bench-$m.json" 2>&1 \
       | grep -v "TileLang:" > "$R/bench-$m.log"; tail -2 "$R/bench-$m.log" | cut -c1-150; pack
   done
-fi
-if [ "$what" = next29b ]; then
-  # (2 of 2, about 4 minutes on a fresh machine) runtimes with their own small state where the
-  # allocator puts it against ones with it in one arena (scripts/placement.py): does the arena pin
-  # the ~1.7 % between identical engines
-  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  timeout 60 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b 2>&1 | grep -v "TileLang:" | tail -1
-  timeout 300 python3 scripts/placement.py --model qwen3-1.7b --tries 3 --rounds 2 2>&1 \
-    | grep --line-buffered -v "TileLang:" > "$R/placement.log"
-  tail -10 "$R/placement.log" | cut -c1-160; pack
 fi
 if [ "$what" = curve ]; then
   # does the decode loop cost the GPU time: a generation's ring-event step times against back-to-back
@@ -512,21 +427,6 @@ if [ "$what" = speed ]; then
   timeout 330 python3 -m tfdash bench --model qwen3-1.7b --backends tilelang-graph,torch-compile --also-capacity 4096 \
     --gemv qkv_proj:blocks_per_sm=1 --gemv qkv_proj:rows=1 --gemv o_proj:rows=1 --json "$R/bench-1.7b.json" 2>&1 \
     | grep -v "TileLang:" > "$R/bench-1.7b.log"; tail -9 "$R/bench-1.7b.log" | cut -c1-170; pack
-fi
-if [ "$what" = splitcap ]; then
-  # the attention split-cap A/B at 1.7B, 0.6B and 4B, the loop's GPU tests, then the 32B step tests
-  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b,qwen3-4b 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
-  timeout 100 python3 -m pytest -m gpu tests/gpu/test_kernels_gpu.py -q -rA -p no:cacheprovider -k "grid_rounds or attention_with_fused_rope" 2>&1 \
-    | grep -v "TileLang:" > "$R/attn-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/attn-tests.log" | cut -c1-200 | tail -6; pack
-  timeout 120 python3 -m tfdash bench --model qwen3-1.7b --backends tilelang-graph,tilelang-sc16,tilelang-sc24,tilelang-sc40 \
-    --also-capacity 4096 --json "$R/bench-1.7b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-1.7b.log"; tail -7 "$R/bench-1.7b.log" | cut -c1-150; pack
-  for m in qwen3-0.6b qwen3-4b; do
-    timeout 100 python3 -m tfdash bench --model $m --backends tilelang-graph,tilelang-sc16,tilelang-sc40 --json "$R/bench-$m.json" 2>&1 \
-      | grep -v "TileLang:" > "$R/bench-$m.log"; tail -4 "$R/bench-$m.log" | cut -c1-150; pack
-  done
-  timeout 130 python3 -m pytest -m gpu tests/gpu/test_engine_gpu.py -q -rA -s -p no:cacheprovider -k "every_size and 32b" 2>&1 \
-    | grep -v "TileLang:" > "$R/engine-32b.log"; grep -E "^(FAILED|ERROR)|passed|failed|cosine" "$R/engine-32b.log" | cut -c1-200; pack
 fi
 if [ "$what" = counters ]; then
   # Nsight Compute inside one replay of the 1.7B step at ctx_len 512: launches 0-5 and 141-142, two ncu runs

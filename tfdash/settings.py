@@ -134,7 +134,7 @@ class Settings:
         "attn_split_cap": Knob("TFDASH_ATTN_SPLIT_CAP", 32,
                                "programs per kv head in attention's grid at most; each loops over its "
                                "64-position blocks of the KV cache, so a larger cache launches no more "
-                               "(bench backends tilelang-sc16/24/40/all)"),
+                               "(bench backends tilelang-sc24/all)"),
     }
 
     def __init__(self):
