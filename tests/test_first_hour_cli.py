@@ -1,7 +1,7 @@
 """What a new user meets first on the command line: `tfdash open` without a terminal, the help
 and version without torch, the backends listed, exports that follow the umask, the bandwidth
 probe's line only when it probes, `analyze`'s default model said out loud, torch's CPU threads
-chosen on purpose and shown, and a checkpoint's header."""
+chosen on purpose and shown, a bad knob's one line, and a checkpoint's header."""
 
 from __future__ import annotations
 
@@ -122,6 +122,19 @@ def test_analyze_without_model_says_what_it_prices(capsys):
 
 
 # -- torch's CPU threads --------------------------------------------------------------------------
+@pytest.mark.parametrize("env, says", [("TFDASH_STATE_ARENA=abc", "want a whole number (default 4096)"),
+                                       ("TFDASH_STATE_ARENA=100", "want 0 (no arena) or a multiple of 512")])
+def test_a_bad_knob_is_one_line(capsys, monkeypatch, env, says):
+    from tfdash.cli import main
+
+    name, _, value = env.partition("=")
+    monkeypatch.setenv(name, value)
+    code = main(["--headless", "--model", "qwen3-tiny", "--device", "cpu", "--max-new-tokens", "2"])
+    err = capsys.readouterr().err
+    assert code != 0 and f"{name}" in err and says in err and "Traceback" not in err
+    assert len([ln for ln in err.splitlines() if "error" in ln]) == 1
+
+
 def test_choose_threads_leaves_cores_spare():
     from tfdash.engine.threads import MAX_AUTO, choose_threads
 

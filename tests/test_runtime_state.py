@@ -110,14 +110,24 @@ def test_a_generation_shortens_the_switch_interval_and_restores_it():
 def test_carve_lays_the_buffers_out_in_order_zeroed_and_apart():
     from tfdash.engine.memory import carve
 
-    got = carve({"a": ((3,), torch.int32), "b": ((2, 5), torch.float32), "c": ((7,), torch.bfloat16)}, "cpu", 256)
+    got = carve({"a": ((3,), torch.int32), "b": ((2, 5), torch.float32), "c": ((7,), torch.bfloat16)}, "cpu", 512)
     assert [tuple(t.shape) for t in got.values()] == [(3,), (2, 5), (7,)]
     assert [t.dtype for t in got.values()] == [torch.int32, torch.float32, torch.bfloat16]
     assert all(t.is_contiguous() and not t.any() for t in got.values())
     base = got["a"].data_ptr()
-    assert [t.data_ptr() - base for t in got.values()] == [0, 256, 512]
+    assert [t.data_ptr() - base for t in got.values()] == [0, 512, 1024]
     got["b"].fill_(1.0)  # apart: writing one leaves its neighbours zero
     assert not got["a"].any() and not got["c"].any()
+    assert carve({}, "cpu", 4096) == {}
+
+
+@pytest.mark.parametrize("align", [-512, 100, 768])
+def test_an_arena_alignment_the_kernels_cannot_take_is_one_line(align):
+    from tfdash.engine.memory import carve
+    from tfdash.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=f"TFDASH_STATE_ARENA={align}: want 0"):
+        carve({"a": ((3,), torch.int32)}, "cpu", align)
 
 
 def test_a_runtime_with_its_state_in_an_arena_decodes_the_same():

@@ -28,7 +28,12 @@ class Knob:
         if isinstance(self.default, bool):
             return raw.strip().lower() not in ("0", "false", "no", "off", "")
         if isinstance(self.default, int):
-            return int(raw)
+            try:
+                return int(raw)
+            except ValueError:
+                from tfdash.errors import ConfigError
+
+                raise ConfigError(f"{self.env}={raw!r}: want a whole number (default {self.default})") from None
         return raw
 
 

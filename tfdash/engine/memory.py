@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from tfdash.engine.config import ModelConfig
-from tfdash.errors import CapacityError
+from tfdash.errors import CapacityError, ConfigError
 
 ITEMSIZE = {"bfloat16": 2, "float16": 2, "float32": 4}
 GIB = float(1 << 30)
@@ -17,12 +17,17 @@ PAGE = 1 << 21  # the driver maps device memory in 2 MiB pages
 
 def carve(specs, device, align=512):
     """Zeroed tensors for `specs` ({name: (shape, torch dtype)}), laid out in their order, each at a
-    multiple of `align` bytes, in one allocation that starts on a 2 MiB page boundary on a GPU. A step's small state (activations,
-    tables, partials and counters, about 1.5 MiB at 1.7B) then lands at the same offsets in every
-    process and runtime, in as few pages as it can, instead of wherever the caching allocator's
+    multiple of `align` bytes, in one allocation that starts on a 2 MiB page boundary on a GPU. A
+    step's small state (activations, tables, partials and counters, under 2 MiB at 1.7B) then lands
+    at the same offsets in every process and runtime instead of wherever the caching allocator's
     free blocks happen to be."""
     import torch
 
+    if not specs:
+        return {}
+    if align <= 0 or align % 512:
+        raise ConfigError(f"TFDASH_STATE_ARENA={align}: want 0 (no arena) or a multiple of 512 bytes, the caching "
+                          "allocator's own granule, which the kernels' vector loads may rely on")
     dev = torch.device(device)
     offsets, total = {}, 0
     for name, (shape, dtype) in specs.items():
