@@ -4,7 +4,9 @@
     torch-graph      the same torch ops captured once into a CUDA graph (cuBLAS GEMVs); the peer
     tilelang-graph   every launch a tilelang kernel, the whole step captured into one CUDA graph
 
-Every buffer is allocated once at a fixed address from the plan's BufferSpecs. A step reads the
+Every buffer is allocated once at a fixed address from the plan's BufferSpecs; the small state
+(activations, tables, scratch) is carved from one page-aligned arena (`memory.carve`,
+`TFDASH_STATE_ARENA`), so its layout is the same in every runtime and process. A step reads the
 token in `tok` at position `pos` and leaves the next token in `tok` and pos + 1 in `pos`, so
 stepping needs no host round trip. The plan's argmax stores each token into a pinned host ring slot
 from inside the step (`ring_in_graph`; a plan without it gets a copy after the step), and an event
