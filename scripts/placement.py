@@ -9,10 +9,11 @@ lands elsewhere. Each generates `--tokens` new tokens in turn over rounds, each 
 runtime later. The spread within S against within R, and R's level against S's, say whether the
 arena pins the step's speed; each buffer's offset in its 2 MiB page is printed beside. `--weights`
 adds runtimes with their own copy of the weights, tensor by tensor (V1, ...) and packed in one
-allocation (P1, ...), to ask the same of the weights.
+allocation (P1, ...), to ask the same of the weights; `--modules` adds runtimes that load every
+kernel's code again from a copy of its library (K1, ...), to ask it of where the code lands.
 
     python scripts/placement.py --model qwen3-1.7b [--tries 3] [--rounds 2] [--tokens 2048] [--align 512,4096]
-        [--weights]
+        [--weights] [--modules]
 """
 
 from __future__ import annotations
@@ -20,8 +21,42 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import tempfile
+from pathlib import Path
 
 CACHE = ("k_cache", "v_cache")
+
+
+def reloaded(kernel, where: Path):
+    """`kernel` again through a copy of its library at a new path: the CUDA runtime registers the
+    copy's device code as another module, so its code lands elsewhere in device memory. A probe of
+    tilelang's cython adapter: what it sets up mirrors the adapter's own load from its disk cache."""
+    import copy
+    import ctypes
+    import shutil
+
+    from tilelang.jit.adapter.cython import adapter as cy
+
+    a = kernel.adapter
+    src = Path(a.lib_generator.libpath or "")
+    if not src.is_file():
+        raise SystemExit(f"placement.py: {kernel} has no library on disk to copy ({src}); precompile first")
+    dst = where / f"{len(list(where.iterdir()))}-{src.name}"
+    shutil.copy(src, dst)
+    b = copy.copy(a)
+    b.lib = ctypes.CDLL(str(dst))
+    b.lib.get_last_error.restype = ctypes.c_char_p
+    if b.lib.init() != 0:
+        raise SystemExit(f"placement.py: reloading {src.name}: {b.lib.get_last_error().decode()}")
+    w = cy.CythonKernelWrapper(a.result_idx, a.params, b.lib, *cy._device_providers())
+    for name in ("dynamic_symbolic_map", "dynamic_symbolic_sources", "buffer_dtype_map", "static_shape_map",
+                 "static_strides_map", "static_contiguous_list", "buffer_device_map", "ptr_map"):
+        getattr(w, f"set_{name}")(getattr(a, name))
+    b.cython_wrapper = w
+    b._post_init()
+    k = copy.copy(kernel)
+    k.adapter, k.torch_function = b, b.func
+    return k
 
 
 def spread(rates: dict[str, list[float]], prefix: str) -> str:
@@ -41,6 +76,8 @@ def main(argv=None) -> int:
     ap.add_argument("--weights", action="store_true",
                     help="also runtimes with their own weights: cloned tensor by tensor (V), and packed in one "
                          "4 KiB-aligned allocation in the plan's order (P)")
+    ap.add_argument("--modules", action="store_true",
+                    help="also runtimes that load every kernel's code again, from a copy of its library (K)")
     ap.add_argument("--align", type=lambda v: [int(x) for x in v.split(",")], default=[512],
                     help="arenas to try, by each buffer's alignment in bytes (comma-separated)")
     ap.add_argument("--tokens", type=int, default=2048)
@@ -74,6 +111,13 @@ def main(argv=None) -> int:
             for n, t in packed.items():
                 t.copy_(weights[n])
             peers[f"P{i}"] = TilelangRuntime(plan, {**packed, **cache}, "cuda", pdl=True)
+    if a.modules:  # own small state (in the default arena) and its own load of every kernel's code
+        where = Path(tempfile.mkdtemp(prefix="tfdash-modules-"))
+        for i in range(1, a.tries + 1):
+            rt = TilelangRuntime(plan, {**weights, **cache}, "cuda", pdl=True)
+            rt.kernels = {n: reloaded(k, where) for n, k in rt.kernels.items()}
+            rt.launch_fns = [rt._launch_fn(j) for j in range(len(plan.launches))]
+            peers[f"K{i}"] = rt
     for name, rt in peers.items():  # where each runtime's state landed: offsets in a 2 MiB page
         own = {n: t for n, t in state_buffers(rt).items() if n not in rt.shared or name == "A"}
         print(f"state {name}: " + " ".join(f"{n}+{t.data_ptr() % PAGE:#x}" for n, t in own.items()), flush=True)
@@ -101,6 +145,8 @@ def main(argv=None) -> int:
     if a.weights:
         print(spread(rates, "V"), "(own weights, each tensor where the allocator puts it)")
         print(spread(rates, "P"), "(own weights packed in one allocation)")
+    if a.modules:
+        print(spread(rates, "K"), "(own small state in the default arena, own load of the kernels' code)")
     for n in a.align:
         print(spread(rates, f"R{n}-"), f"(own small state in one arena, {n}-byte aligned; A's weights and cache)")
     return 0
