@@ -15,6 +15,7 @@
 #                                (MODEL=, ALIGNS=512,4096,...; PLACE=--weights own weights, scattered and
 #                                packed; PLACE=--modules own loads of the kernels' code; TAIL= lines shown)
 #   procs                        the default plan in N processes, arena against scattered (MODEL=, N=)
+#   next30                       arena29 with PLACE=--modules ALIGNS=4096, then procs (one call)
 #   land29                       the 1.7B steps tested, then 1.7B and 0.6B benched
 #   profile, observe, app, dash  the profiler, the dashboard (mid-run SVG, snapshot, A/B) and a real pty
 #   live, overhead, features     the dashboard's keys; its cost against headless; session 5's features
@@ -23,8 +24,11 @@
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
 what=${1:-all}; shift || true
-MODES=" tests diag bench all headless engine final sizes sizebench headline where probe sass curve same3 arena29 procs land29 profile observe app dash live overhead features counters "
+MODES=" tests diag bench all headless engine final sizes sizebench headline where probe sass curve same3 arena29 procs next30 land29 profile observe app dash live overhead features counters "
 case "$MODES" in *" $what "*) ;; *) echo "h200_check.sh: unknown mode '$what' (modes:$MODES)" >&2; exit 2 ;; esac
+if [ "$what" = next30 ]; then  # what session 29 leaves, in one call (about 6 minutes): arena29's modules and procs
+  N=${N:-4} PLACE=${PLACE:---modules} ALIGNS=${ALIGNS:-4096} TAIL=${TAIL:-12}
+fi
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 tar -C /tmp -xJf .gpu/site.tar.xz
 [ -f .gpu/cupti.tar.xz ] && tar -C /tmp -xJf .gpu/cupti.tar.xz  # cupti-python, for the continuous-timing tests
@@ -145,19 +149,19 @@ if [ "$what" = probe ]; then
       --out "$R/phases-$m-$c.json" 2>&1 | grep -v "TileLang:\|compiled" > "$R/phases-$m-$c.log"; tail -11 "$R/phases-$m-$c.log" | cut -c1-160; pack
   done; done
 fi
-if [ "$what" = arena29 ]; then
+if [ "$what" = arena29 ] || [ "$what" = next30 ]; then
   # scattered small state against arenas aligning each buffer to 512 B, 4 KiB and 64 KiB (about 3 minutes;
   # MODEL= and ALIGNS= pick others)
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
   timeout 60 python3 scripts/precompile.py --only-default --sizes ${MODEL:-qwen3-1.7b} 2>&1 | grep -v "TileLang:" | tail -1
-  timeout 300 python3 scripts/placement.py --model ${MODEL:-qwen3-1.7b} --tries 2 --rounds 2 --align ${ALIGNS:-512,4096,65536} $PLACE 2>&1 \
+  timeout 300 python3 scripts/placement.py --model ${MODEL:-qwen3-1.7b} --tries 2 --rounds 2 --align ${ALIGNS:-512,4096,65536} ${PLACE:-} 2>&1 \
     | grep --line-buffered -v "TileLang:" > "$R/placement.log"
   tail -${TAIL:-8} "$R/placement.log" | cut -c1-160; pack
 fi
-if [ "$what" = procs ]; then
+if [ "$what" = procs ] || [ "$what" = next30 ]; then
   # the same default plan in N processes one after another on one machine, with the small state in its
   # 4 KiB arena and scattered (TFDASH_STATE_ARENA=0), alternating: does the arena also pin the spread
-  # between processes, which placement.py's runtimes in one process cannot show (about 6 minutes
+  # between processes, which placement.py's runtimes in one process cannot show (about 4 minutes
   # for N=4 at 1.7B; MODEL=, N=)
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
   timeout 60 python3 scripts/precompile.py --only-default --sizes ${MODEL:-qwen3-1.7b} 2>&1 | grep -v "TileLang:" | tail -1
