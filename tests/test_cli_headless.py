@@ -392,3 +392,14 @@ def test_bench_errors_are_one_line(argv, needles):
     r = run_tfdash("bench", *argv, timeout=120)
     assert r.rc == 2
     assert_one_line_error(r.stderr, *needles)
+
+
+def test_a_bench_record_names_the_knobs_it_ran_under(monkeypatch):
+    from tfdash.profiling.bench import _host_meta
+    from tfdash.settings import SETTINGS
+
+    monkeypatch.setenv("TFDASH_STATE_ARENA", "0")
+    with SETTINGS.override(depth=7):
+        got = _host_meta()["settings"]
+    assert got["state_arena"] == 0 and got["depth"] == 7 and got["pdl"] is True
+    assert set(got) == set(SETTINGS.KNOBS)

@@ -162,6 +162,11 @@ class Settings:
         finally:
             self._overrides = old
 
+    def values(self) -> dict:
+        """Every knob's value in effect (environment and overrides included), by name: what a
+        recorded result ran under."""
+        return {name: getattr(self, name) for name in type(self).KNOBS}
+
     def describe(self) -> str:
         lines = []
         for name, k in type(self).KNOBS.items():

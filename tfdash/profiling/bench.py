@@ -55,6 +55,7 @@ import time
 
 from tfdash.errors import TfdashError, UnsupportedShape
 from tfdash.profiling.variants import GEMV_OPS, PLAN_VARIANTS, gemv_variant
+from tfdash.settings import SETTINGS
 
 BACKENDS = ("tilelang-graph", "tilelang-nopdl", *PLAN_VARIANTS, "torch-compile", "torch-graph", "hf-compile")
 DEFAULT_BACKENDS = "tilelang-graph,torch-compile,torch-graph"
@@ -200,7 +201,7 @@ def _host_meta() -> dict:
     import torch
 
     meta = {"host": platform.node(), "python": platform.python_version(), "torch": torch.__version__,
-            "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+            "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "settings": SETTINGS.values()}
     if torch.cuda.is_available():
         meta["gpu"] = torch.cuda.get_device_name()
         meta["cuda"] = torch.version.cuda
