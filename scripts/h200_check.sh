@@ -169,9 +169,10 @@ if [ "$what" = procs ] || [ "$what" = next30 ]; then
     for arena in 4096 0; do
       TFDASH_STATE_ARENA=$arena timeout 60 python3 -m tfdash bench --model ${MODEL:-qwen3-1.7b} --rounds 2 \
         --backends tilelang-graph --json "$R/bench-$arena-$i.json" 2>&1 | grep -v "TileLang:" > "$R/bench-$arena-$i.log"
-      echo "arena $arena process $i: $(grep '^tilelang-graph' "$R/bench-$arena-$i.log" | awk '{print $2}') tok/s"
+      echo "arena $arena process $i: $(grep '^tilelang-graph' "$R/bench-$arena-$i.log" | awk '{print $2}') tok/s" \
+        | tee -a "$R/procs.txt"; pack  # packed after each, so a cut keeps what ran
     done
-  done | tee "$R/procs.txt"; pack
+  done
 fi
 if [ "$what" = land29 ]; then
   # the 4 KiB arena by default (about 4 minutes): the 1.7B steps against the reference, the ring and

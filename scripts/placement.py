@@ -19,6 +19,9 @@ kernel's code again from a copy of its library (K1, ...), to ask it of where the
 from __future__ import annotations
 
 import argparse
+import atexit
+import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -33,7 +36,6 @@ def reloaded(kernel, where: Path):
     tilelang's cython adapter: what it sets up mirrors the adapter's own load from its disk cache."""
     import copy
     import ctypes
-    import shutil
 
     from tilelang.jit.adapter.cython import adapter as cy
 
@@ -44,6 +46,8 @@ def reloaded(kernel, where: Path):
     dst = where / f"{len(list(where.iterdir()))}-{src.name}"
     shutil.copy(src, dst)
     b = copy.copy(a)
+    b.lib_generator = copy.copy(a.lib_generator)
+    b.lib_generator.libpath = str(dst)  # what the copy reports as its library is the copy
     b.lib = ctypes.CDLL(str(dst))
     b.lib.get_last_error.restype = ctypes.c_char_p
     if b.lib.init() != 0:
@@ -57,6 +61,17 @@ def reloaded(kernel, where: Path):
     k = copy.copy(kernel)
     k.adapter, k.torch_function = b, b.func
     return k
+
+
+def aligns(text: str) -> list[int]:
+    """`--align 512,4096` -> [512, 4096]; each a positive multiple of 512 (what `carve` takes)."""
+    try:
+        got = [int(x) for x in text.split(",")]
+    except ValueError:
+        got = []
+    if not got or any(n <= 0 or n % 512 for n in got):
+        raise argparse.ArgumentTypeError(f"{text!r}: want positive multiples of 512, comma-separated")
+    return got
 
 
 def spread(rates: dict[str, list[float]], prefix: str) -> str:
@@ -78,17 +93,19 @@ def main(argv=None) -> int:
                          "4 KiB-aligned allocation in the plan's order (P)")
     ap.add_argument("--modules", action="store_true",
                     help="also runtimes that load every kernel's code again, from a copy of its library (K)")
-    ap.add_argument("--align", type=lambda v: [int(x) for x in v.split(",")], default=[512],
+    ap.add_argument("--align", type=aligns, default=None,
                     help="arenas to try, by each buffer's alignment in bytes (comma-separated)")
     ap.add_argument("--tokens", type=int, default=2048)
     a = ap.parse_args(argv)
+    from tfdash.settings import SETTINGS
+
+    a.align = a.align or [SETTINGS.state_arena or 4096]  # the default arena unless told
     if a.tries < 1 or a.rounds < 1 or a.tokens < 1:
         ap.error("--tries, --rounds and --tokens must be at least 1")
     from tfdash.engine import load_engine
     from tfdash.engine.decode import Generation
     from tfdash.engine.memory import PAGE
     from tfdash.engine.runtime import TilelangRuntime, state_buffers
-    from tfdash.settings import SETTINGS
 
     eng = load_engine(model=a.model, device="cuda", capacity=a.tokens + 64)
     plan = eng.plan
@@ -112,12 +129,16 @@ def main(argv=None) -> int:
                 t.copy_(weights[n])
             peers[f"P{i}"] = TilelangRuntime(plan, {**packed, **cache}, "cuda", pdl=True)
     if a.modules:  # own small state (in the default arena) and its own load of every kernel's code
-        where = Path(tempfile.mkdtemp(prefix="tfdash-modules-"))
+        where = Path(tempfile.mkdtemp(prefix="tfdash-modules-", dir=os.environ.get("TILELANG_CACHE_DIR")))
+        atexit.register(shutil.rmtree, where, True)
         for i in range(1, a.tries + 1):
             rt = TilelangRuntime(plan, {**weights, **cache}, "cuda", pdl=True)
             rt.kernels = {n: reloaded(k, where) for n, k in rt.kernels.items()}
             rt.launch_fns = [rt._launch_fn(j) for j in range(len(plan.launches))]
             peers[f"K{i}"] = rt
+            base_libs = {n: k.adapter.lib._handle for n, k in eng.runtime.kernels.items()}
+            own = {n for n, k in rt.kernels.items() if k.adapter.lib._handle != base_libs[n]}
+            print(f"K{i}: {len(own)} of {len(rt.kernels)} kernels through their own library", flush=True)
     for name, rt in peers.items():  # where each runtime's state landed: offsets in a 2 MiB page
         own = {n: t for n, t in state_buffers(rt).items() if n not in rt.shared or name == "A"}
         print(f"state {name}: " + " ".join(f"{n}+{t.data_ptr() % PAGE:#x}" for n, t in own.items()), flush=True)

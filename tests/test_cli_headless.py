@@ -394,12 +394,20 @@ def test_bench_errors_are_one_line(argv, needles):
     assert_one_line_error(r.stderr, *needles)
 
 
-def test_a_bench_record_names_the_knobs_it_ran_under(monkeypatch):
-    from tfdash.profiling.bench import _host_meta
+def test_the_knobs_a_record_names_are_the_ones_in_effect(monkeypatch):
     from tfdash.settings import SETTINGS
 
     monkeypatch.setenv("TFDASH_STATE_ARENA", "0")
+    monkeypatch.setenv("TFDASH_CONTINUOUS_STEPS", " ")  # blank: the default
     with SETTINGS.override(depth=7):
-        got = _host_meta()["settings"]
-    assert got["state_arena"] == 0 and got["depth"] == 7 and got["pdl"] is True
+        got = SETTINGS.values()
+    assert got["state_arena"] == 0 and got["depth"] == 7 and got["pdl"] is True and got["continuous_steps"] == 256
     assert set(got) == set(SETTINGS.KNOBS)
+
+
+def test_bench_says_a_bad_knob_in_one_line_before_any_work():
+    from conftest import assert_one_line_error, run_tfdash
+
+    r = run_tfdash("bench", timeout=120, env={"TFDASH_CONTINUOUS_STEPS": "abc"})
+    assert r.rc != 0
+    assert_one_line_error(r.stderr, "TFDASH_CONTINUOUS_STEPS='abc': want a whole number")

@@ -124,10 +124,18 @@ def test_carve_lays_the_buffers_out_in_order_zeroed_and_apart():
 @pytest.mark.parametrize("align", [-512, 100, 768])
 def test_an_arena_alignment_the_kernels_cannot_take_is_one_line(align):
     from tfdash.engine.memory import carve
+    from tfdash.engine.runtime import make_runtime
     from tfdash.errors import ConfigError
+    from tfdash.settings import SETTINGS
 
     with pytest.raises(ConfigError, match=f"TFDASH_STATE_ARENA={align}: want 0"):
         carve({"a": ((3,), torch.int32)}, "cpu", align)
+    with pytest.raises(ConfigError, match=f"TFDASH_STATE_ARENA={align}: want 0"):
+        carve({}, "cpu", align)  # nothing to carve is no excuse
+    rt = micro_engine(capacity=128).runtime
+    weights = {n: rt.bufs[n] for n, s in rt.plan.buffers.items() if s.kind == "weight"}
+    with SETTINGS.override(state_arena=align), pytest.raises(ConfigError, match="want 0"):
+        make_runtime(rt.backend, rt.plan, weights, "cpu")  # a negative one is not taken for 0
 
 
 def test_a_runtime_with_its_state_in_an_arena_decodes_the_same():

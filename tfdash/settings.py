@@ -28,6 +28,8 @@ class Knob:
         if isinstance(self.default, bool):
             return raw.strip().lower() not in ("0", "false", "no", "off", "")
         if isinstance(self.default, int):
+            if not raw.strip():
+                return self.default
             try:
                 return int(raw)
             except ValueError:

@@ -15,7 +15,7 @@ GIB = float(1 << 30)
 PAGE = 1 << 21  # the driver maps device memory in 2 MiB pages
 
 
-def carve(specs, device, align=512):
+def carve(specs, device, align=4096):
     """Zeroed tensors for `specs` ({name: (shape, torch dtype)}), laid out in their order, each at a
     multiple of `align` bytes, in one allocation that starts on a 2 MiB page boundary on a GPU. A
     step's small state (activations, tables, partials and counters, under 2 MiB at 1.7B) then lands
@@ -23,16 +23,16 @@ def carve(specs, device, align=512):
     free blocks happen to be."""
     import torch
 
-    if not specs:
-        return {}
     if align <= 0 or align % 512:
         raise ConfigError(f"TFDASH_STATE_ARENA={align}: want 0 (no arena) or a multiple of 512 bytes, the caching "
                           "allocator's own granule, which the kernels' vector loads may rely on")
+    if not specs:
+        return {}
     dev = torch.device(device)
     offsets, total = {}, 0
     for name, (shape, dtype) in specs.items():
         offsets[name] = total
-        nbytes = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+        nbytes = math.prod(shape) * dtype.itemsize
         total += -(-nbytes // align) * align
     pad = PAGE if dev.type == "cuda" else 0
     raw = torch.zeros(total + pad, dtype=torch.uint8, device=dev)
@@ -40,7 +40,7 @@ def carve(specs, device, align=512):
     out = {}
     for name, (shape, dtype) in specs.items():
         at = start + offsets[name]
-        nbytes = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+        nbytes = math.prod(shape) * dtype.itemsize
         out[name] = raw[at:at + nbytes].view(dtype).view(shape)
     return out
 

@@ -6,7 +6,8 @@
 
 Every buffer is allocated once at a fixed address from the plan's BufferSpecs; the small state
 (activations, tables, scratch) is carved from one page-aligned arena (`memory.carve`,
-`TFDASH_STATE_ARENA`), so its layout is the same in every runtime and process. A step reads the
+`TFDASH_STATE_ARENA`), so its layout is the same in every process, and in every runtime that
+carves all of it (one sharing another's state carves only what it does not share). A step reads the
 token in `tok` at position `pos` and leaves the next token in `tok` and pos + 1 in `pos`, so
 stepping needs no host round trip. The plan's argmax stores each token into a pinned host ring slot
 from inside the step (`ring_in_graph`; a plan without it gets a copy after the step), and an event
@@ -93,6 +94,7 @@ class Runtime(TokenRing):
         plan, dev = self.plan, self.device
         bufs: dict[str, torch.Tensor] = {}
         small: dict[str, tuple] = {}
+        align = SETTINGS.state_arena  # 0: no arena
         shared = set()
         for name, spec in plan.buffers.items():
             if spec.parent is not None:
@@ -110,11 +112,12 @@ class Runtime(TokenRing):
                 if tuple(t.shape) != spec.shape:
                     raise ValueError(f"weight {name} has shape {tuple(t.shape)}, plan wants {spec.shape}")
                 bufs[name] = t.to(device=dev, dtype=_torch_dtype(spec.dtype)).contiguous()
-            elif spec.kind == "cache" or SETTINGS.state_arena <= 0:
+            elif spec.kind == "cache" or align == 0:
                 bufs[name] = torch.zeros(spec.shape, dtype=_torch_dtype(spec.dtype), device=dev)
             else:
                 small[name] = (spec.shape, _torch_dtype(spec.dtype))
-        bufs.update(carve(small, dev, SETTINGS.state_arena))  # the small state at fixed offsets in one allocation
+        if align:  # the small state at fixed offsets in one allocation (a bad value is one line)
+            bufs.update(carve(small, dev, align))
         for name, spec in plan.buffers.items():
             if spec.parent is not None:
                 bufs[name] = bufs[spec.parent][spec.index]

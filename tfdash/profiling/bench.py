@@ -201,7 +201,7 @@ def _host_meta() -> dict:
     import torch
 
     meta = {"host": platform.node(), "python": platform.python_version(), "torch": torch.__version__,
-            "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "settings": SETTINGS.values()}
+            "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
     if torch.cuda.is_available():
         meta["gpu"] = torch.cuda.get_device_name()
         meta["cuda"] = torch.version.cuda
@@ -229,6 +229,7 @@ def main(argv: list[str]) -> int:
         raise TfdashError("--rounds and --max-new-tokens must be at least 1")
     if args.capacity is not None and args.capacity < 1:
         raise TfdashError(f"--capacity {args.capacity} must be positive")
+    settings = SETTINGS.values()  # every knob read now: a bad one is one line before any work, and recorded
     wanted = [b.strip() for b in args.backends.split(",") if b.strip()]
     unknown = set(wanted) - set(BACKENDS)
     if unknown:
@@ -388,7 +389,7 @@ def main(argv: list[str]) -> int:
     if args.json:
         from tfdash.profiling.files import write_json_atomic
 
-        payload = {"schema": SCHEMA, "command": "tfdash bench " + " ".join(argv), **_host_meta(),
+        payload = {"schema": SCHEMA, "command": "tfdash bench " + " ".join(argv), **_host_meta(), "settings": settings,
                    "model": cfg.to_dict(), "checkpoint": args.ckpt or "random", "prompt": args.prompt,
                    "prompt_tokens": len(ids), "new_tokens": args.max_new_tokens, "capacity": capacity,
                    "launches_per_step": len(plan), "generation_bytes": gen_bytes,
