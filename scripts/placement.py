@@ -3,14 +3,14 @@ up to about 1.7 % apart on the H200; runtimes sharing engine A's weights and KV 
 small state (activations, tables, partials and counters) spread about as far, ones with their own
 KV cache did not. This builds engine A, then `--tries` runtimes on A's weights and cache with their
 own small state where the caching allocator puts each buffer (S1, S2, ...) and as many with it in one
-arena from a 2 MiB page boundary (R512-1, R512-2, ...: the `state_arena` setting, each buffer at a
-multiple of `--align` bytes), all alive at once so each
-lands elsewhere. Each generates `--tokens` new tokens in turn over rounds, each round starting one
-runtime later. The spread within S against within R, and R's level against S's, say whether the
-arena pins the step's speed; each buffer's offset in its 2 MiB page is printed beside. `--weights`
-adds runtimes with their own copy of the weights, tensor by tensor (V1, ...) and packed in one
-allocation (P1, ...), to ask the same of the weights; `--modules` adds runtimes that load every
-kernel's code again from a copy of its library (K1, ...), to ask it of where the code lands.
+arena from a 2 MiB page boundary (R4096-1, R4096-2, ...: the `state_arena` setting, each buffer at a
+multiple of `--align` bytes), all alive at once so each lands elsewhere. Each generates `--tokens`
+new tokens in turn over rounds, each round starting one runtime later. The spread within S against
+within R, and R's level against S's, say whether the arena pins the step's speed; each buffer's
+offset in its 2 MiB page is printed beside. `--weights` adds runtimes with their own copy of the
+weights, tensor by tensor (V1, ...) and packed in one allocation (P1, ...), to ask the same of the
+weights; `--modules` adds runtimes that load every kernel's code again from a copy of its library
+(K1, ...), to ask it of where the code lands.
 
     python scripts/placement.py --model qwen3-1.7b [--tries 3] [--rounds 2] [--tokens 2048] [--align 512,4096]
         [--weights] [--modules]
@@ -64,13 +64,15 @@ def reloaded(kernel, where: Path):
 
 
 def aligns(text: str) -> list[int]:
-    """`--align 512,4096` -> [512, 4096]; each a positive multiple of 512 (what `carve` takes)."""
+    """`--align 512,4096` -> [512, 4096]; each a positive multiple of the granule `carve` takes."""
+    from tfdash.engine.memory import GRANULE
+
     try:
         got = [int(x) for x in text.split(",")]
     except ValueError:
         got = []
-    if not got or any(n <= 0 or n % 512 for n in got):
-        raise argparse.ArgumentTypeError(f"{text!r}: want positive multiples of 512, comma-separated")
+    if not got or any(n <= 0 or n % GRANULE for n in got):
+        raise argparse.ArgumentTypeError(f"{text!r}: want positive multiples of {GRANULE}, comma-separated")
     return got
 
 
@@ -131,12 +133,12 @@ def main(argv=None) -> int:
     if a.modules:  # own small state (in the default arena) and its own load of every kernel's code
         where = Path(tempfile.mkdtemp(prefix="tfdash-modules-", dir=os.environ.get("TILELANG_CACHE_DIR")))
         atexit.register(shutil.rmtree, where, True)
+        base_libs = {n: k.adapter.lib._handle for n, k in eng.runtime.kernels.items()}
         for i in range(1, a.tries + 1):
             rt = TilelangRuntime(plan, {**weights, **cache}, "cuda", pdl=True)
             rt.kernels = {n: reloaded(k, where) for n, k in rt.kernels.items()}
             rt.launch_fns = [rt._launch_fn(j) for j in range(len(plan.launches))]
             peers[f"K{i}"] = rt
-            base_libs = {n: k.adapter.lib._handle for n, k in eng.runtime.kernels.items()}
             own = {n for n, k in rt.kernels.items() if k.adapter.lib._handle != base_libs[n]}
             print(f"K{i}: {len(own)} of {len(rt.kernels)} kernels through their own library", flush=True)
     for name, rt in peers.items():  # where each runtime's state landed: offsets in a 2 MiB page

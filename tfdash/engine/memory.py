@@ -13,6 +13,7 @@ from tfdash.errors import CapacityError, ConfigError
 ITEMSIZE = {"bfloat16": 2, "float16": 2, "float32": 4}
 GIB = float(1 << 30)
 PAGE = 1 << 21  # the driver maps device memory in 2 MiB pages
+GRANULE = 512  # the caching allocator's own alignment, which the kernels' vector loads may rely on
 
 
 def carve(specs, device, align=4096):
@@ -23,26 +24,21 @@ def carve(specs, device, align=4096):
     free blocks happen to be."""
     import torch
 
-    if align <= 0 or align % 512:
-        raise ConfigError(f"TFDASH_STATE_ARENA={align}: want 0 (no arena) or a multiple of 512 bytes, the caching "
-                          "allocator's own granule, which the kernels' vector loads may rely on")
+    if align <= 0 or align % GRANULE:
+        raise ConfigError(f"TFDASH_STATE_ARENA={align}: want 0 (no arena) or a multiple of {GRANULE} bytes, the "
+                          "caching allocator's own granule, which the kernels' vector loads may rely on")
     if not specs:
         return {}
     dev = torch.device(device)
-    offsets, total = {}, 0
+    spans, total = {}, 0  # name -> (offset, bytes)
     for name, (shape, dtype) in specs.items():
-        offsets[name] = total
-        nbytes = math.prod(shape) * dtype.itemsize
-        total += -(-nbytes // align) * align
+        spans[name] = (total, math.prod(shape) * dtype.itemsize)
+        total += -(-spans[name][1] // align) * align
     pad = PAGE if dev.type == "cuda" else 0
     raw = torch.zeros(total + pad, dtype=torch.uint8, device=dev)
     start = (-raw.data_ptr()) % PAGE if pad else 0
-    out = {}
-    for name, (shape, dtype) in specs.items():
-        at = start + offsets[name]
-        nbytes = math.prod(shape) * dtype.itemsize
-        out[name] = raw[at:at + nbytes].view(dtype).view(shape)
-    return out
+    return {name: raw[start + at:start + at + nbytes].view(dtype).view(shape)
+            for (name, (shape, dtype)), (at, nbytes) in zip(specs.items(), spans.values())}
 
 
 def kv_bytes(cfg: ModelConfig, capacity: int, dtype: str) -> int:
