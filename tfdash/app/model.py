@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from tfdash.profiling.diff import group_key as aligned_key
 from tfdash.profiling.snapshot import KernelRow, ProfileSnapshot
 from tfdash.units import fmt_bytes, fmt_gap  # noqa: F401  (the screens import them from here)
 
@@ -86,21 +87,12 @@ class TableRow:
         return " ".join((self.label, *self.families, *self.kernels, *self.roles)).lower()
 
 
-def op_of(row: KernelRow) -> str:
-    return row.role.split(".", 1)[1] if row.layer is not None else row.role
-
-
 def group_key(row: KernelRow, group: str) -> tuple[str, str]:
-    """(key, label) of the group a launch belongs to."""
-    if group == "op":
-        return "op:" + op_of(row), op_of(row)
-    if group == "family":
-        return "family:" + row.family, row.family
-    if group == "layer":
-        if row.layer is None:
-            return "layer:-", "outside layers"
-        return f"layer:{row.layer}", f"L{row.layer}"
-    return f"launch:{row.index}", row.role
+    """(key, label) of the group a launch belongs to: the groups `tfdash diff` aligns by, except
+    that ungrouped ("none") is one row per launch rather than per role."""
+    if group == "none":
+        return f"launch:{row.index}", row.role
+    return aligned_key(row, group)
 
 
 def _majority(values: Iterable[str]) -> str:
