@@ -40,6 +40,20 @@ from tfdash.textsafe import KEEP_LAYOUT, visible, visible_content
 
 DRILL_NARROW_W = 140  # below this the instances, operands and sweep panes do not fit side by side
 KIND_SHORT = {"activation": "act", "weight": "weight", "cache": "KV cache", "table": "table"}
+# The instances' columns that go first when the pane is too narrow for all (the last listed first):
+# ← → switch the tabs, so the table is never scrolled sideways and a column is shown whole or not at all.
+INSTANCE_PRIORITY = ("role", "meas", "pred", "base", "delta", "gap", "p90", "gbps")
+
+
+def fit_instances(width: int, columns: tuple, rows: list[list[Text]]) -> set[str]:
+    """The instance columns whose widest cell (or header), with padding, fit `width` less a scrollbar."""
+    if width <= 0:
+        return {key for key, _ in columns}  # not laid out yet: on_resize fits it
+    need = {key: max([len(label)] + [r[i].cell_len for r in rows]) + 2 for i, (key, label) in enumerate(columns)}
+    keep = [k for k in INSTANCE_PRIORITY if k in need]
+    while len(keep) > 1 and sum(need[k] for k in keep) > width - 1:
+        keep.pop()
+    return set(keep)
 
 
 class DrillScreen(CodeTabs, MarginalTab, CountersTab, Screen):
@@ -91,6 +105,8 @@ class DrillScreen(CodeTabs, MarginalTab, CountersTab, Screen):
         snap = self.app.snapshot
         if snap is not None and self.is_current:
             self._summary(snap)
+        if self._members_shown is not None:  # the instances' columns fit the pane's new width
+            self.call_after_refresh(self._instances, self._members_shown[1])
 
     def action_swap(self) -> None:
         self.toggle_class("-swap")
@@ -164,27 +180,32 @@ class DrillScreen(CodeTabs, MarginalTab, CountersTab, Screen):
 
     def _instances(self, members) -> None:
         t = self.query_one("#instances-table", DataTable)
-        t.clear(columns=True)
         base, snap = getattr(self.app, "baseline", None), self.app.snapshot
         against = basemod.index(base, snap.kernels, "none") if base is not None and snap is not None else None
         columns = (("role", "launch"), ("pred", "predicted"), ("meas", "measured"), ("p90", "p90"),
                    ("gap", "gap ×"), ("gbps", "GB/s"))
         if against is not None:
             columns += basemod.COLUMNS[:2]  # baseline, Δ
-        for key, label in columns:
-            t.add_column(Text(label, justify="left" if key == "role" else "right"), key=key)
         colors = self.app.theme_variables
+        rows = []
         for k in members:
             g = k.gap
             extra = []
             if against is not None:
                 extra = [Text(v, justify="right", style=colors.get(f"tf-{lv}", "") if lv else "")
                          for v, lv in basemod.cells(against.get((k.index,)))[:2]]
-            t.add_row(Text(visible(k.role)), Text(fmt_ns(k.predicted_ns), justify="right"),
-                      Text(fmt_ns(k.measured_p50_ns), justify="right"),
-                      Text(fmt_ns(k.measured_p90_ns), justify="right"),
-                      Text(fmt_gap(g), justify="right", style=colors.get(f"tf-{gap_level(g)}", "") if g else ""),
-                      Text(fmt_gbps(k.achieved_gbps, ""), justify="right"), *extra, key=str(k.index))
+            rows.append([Text(visible(k.role)), Text(fmt_ns(k.predicted_ns), justify="right"),
+                         Text(fmt_ns(k.measured_p50_ns), justify="right"),
+                         Text(fmt_ns(k.measured_p90_ns), justify="right"),
+                         Text(fmt_gap(g), justify="right", style=colors.get(f"tf-{gap_level(g)}", "") if g else ""),
+                         Text(fmt_gbps(k.achieved_gbps, ""), justify="right"), *extra])
+        keep = fit_instances(t.size.width, columns, rows)
+        t.clear(columns=True)
+        for key, label in columns:
+            if key in keep:
+                t.add_column(Text(label, justify="left" if key == "role" else "right"), key=key)
+        for k, cells in zip(members, rows):
+            t.add_row(*(c for (key, _), c in zip(columns, cells) if key in keep), key=str(k.index))
         if members:  # the cursor stays on the current launch across rebuilds
             row = next((i for i, k in enumerate(members) if k.index == self.current), 0)
             t.move_cursor(row=row, animate=False)

@@ -1,0 +1,62 @@
+"""What a user sees in terminals of every size: numbers are never cut short, a header names each
+item whole, and what does not fit is left out whole (or wraps between items)."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+from fixtures.appkit import SNAPSHOT, isolated_config, sync  # noqa: F401  (fixture)
+
+from tfdash.app.main import snapshot_app
+from tfdash.app.model import fmt_gap, fmt_gbps, fmt_ns
+from tfdash.profiling.export import load_snapshot
+
+
+def make_app(**kw):
+    return snapshot_app(SNAPSHOT, theme="tfdash-dark", tilelang_source=lambda f: f"def {f}():\n    ...\n", **kw)
+
+
+def screen_text(app) -> str:
+    from rich.console import Console
+
+    w, h = app.size
+    c = Console(width=w, height=h, file=io.StringIO(), force_terminal=True, record=True, legacy_windows=False)
+    c.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    return c.export_text()
+
+
+async def settle(pilot) -> None:
+    for _ in range(3):
+        await pilot.pause()
+        await pilot.wait_for_scheduled_animations()
+
+
+def pane_cells(line: str) -> list[str]:
+    """The cells of one table line inside the first pane on it (between its two borders)."""
+    inner = line.split("│")[1]
+    return [c for c in re.split(r" {2,}", inner.strip()) if c]
+
+
+@pytest.mark.parametrize("size", [(160, 48), (100, 30), (80, 24)])
+@sync
+async def test_the_drill_downs_instances_show_whole_columns(isolated_config, size):
+    """The instances table drops the columns that do not fit (← → switch tabs there, so it cannot
+    be scrolled sideways): each header it shows is whole and each number under it too."""
+    snap = load_snapshot(SNAPSHOT)
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")  # gate_up: 28 instances, L0..L27
+        await settle(pilot)
+        lines = screen_text(app).splitlines()
+    header = next(line for line in lines if "│ launch" in line)
+    shown = pane_cells(header)
+    assert shown[:3] == ["launch", "predicted", "measured"], header
+    assert set(shown) <= {"launch", "predicted", "measured", "p90", "gap ×", "GB/s"}, header
+    k = next(k for k in snap.kernels if k.role == "L0.gate_up")
+    want = {"launch": k.role, "predicted": fmt_ns(k.predicted_ns), "measured": fmt_ns(k.measured_p50_ns),
+            "p90": fmt_ns(k.measured_p90_ns), "gap ×": fmt_gap(k.gap), "GB/s": fmt_gbps(k.achieved_gbps, "")}
+    row = next(line for line in lines if "│ L0.gate_up" in line)
+    assert pane_cells(row) == [want[h] for h in shown], (header, row)
