@@ -60,3 +60,27 @@ async def test_the_drill_downs_instances_show_whole_columns(isolated_config, siz
             "p90": fmt_ns(k.measured_p90_ns), "gap ×": fmt_gap(k.gap), "GB/s": fmt_gbps(k.achieved_gbps, "")}
     row = next(line for line in lines if "│ L0.gate_up" in line)
     assert pane_cells(row) == [want[h] for h in shown], (header, row)
+
+
+@pytest.mark.parametrize("size", [(200, 60), (120, 40), (100, 30), (80, 24)])
+@sync
+async def test_the_header_shows_whole_items(isolated_config, size):
+    """The top bar names the run in items ("143 launches/step", "bfloat16"); what does not fit is
+    left out whole, never a number without its unit."""
+    from tfdash.app.screens.main import describe_run
+
+    snap = load_snapshot(SNAPSHOT)
+    items = describe_run(snap).split(" · ")
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        top = screen_text(app).splitlines()[0]
+        await pilot.press("enter")  # the drill-down's header too
+        await settle(pilot)
+        drill_top = screen_text(app).splitlines()[0]
+    title = top.split("│", 1)[1].split("snapshot · snapshot-1.7b.json")[0].strip()
+    shown = title.split(" · ")
+    assert shown[0] == items[0] and all(s in items for s in shown), top
+    if size[0] >= 200:
+        assert shown == items, top
+    assert "drill-down · op gate_up" in drill_top, drill_top

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Horizontal
@@ -60,10 +61,23 @@ class TopBar(Horizontal):
         yield Static(id="topbar-title")
         yield Static(id="topbar-state")
 
+    _shown: tuple[str, str, str] | None = None
+
     def show(self, title: str, state: str, state_style: str) -> None:
-        set_content(self.query_one("#topbar-title", Static),
-                    Content.assemble((" tfdash ", "bold $text-primary"), ("│ ", "$text-muted"), (title, "")))
+        """`title`'s " · " items that fit beside the state, whole: one that does not fit is left
+        out with those after it, never cut (a "143" without its "launches/step")."""
+        self._shown = (title, state, state_style)
+        room = self.size.width - len(" tfdash │ ") - cell_len(f" {state} ") - 1
+        items = title.split(" · ")
+        while len(items) > 1 and self.size.width and cell_len(" · ".join(items)) > room:
+            items.pop()
+        set_content(self.query_one("#topbar-title", Static), Content.assemble(
+            (" tfdash ", "bold $text-primary"), ("│ ", "$text-muted"), (" · ".join(items), "")))
         set_content(self.query_one("#topbar-state", Static), Content.styled(f" {state} ", state_style))
+
+    def on_resize(self) -> None:
+        if self._shown is not None:
+            self.show(*self._shown)
 
 
 class MainScreen(Screen):
