@@ -84,3 +84,26 @@ async def test_the_header_shows_whole_items(isolated_config, size):
     if size[0] >= 200:
         assert shown == items, top
     assert "drill-down · op gate_up" in drill_top, drill_top
+
+
+@pytest.mark.parametrize("size", [(100, 30), (80, 24), (60, 20)])
+@sync
+async def test_the_timelines_summary_wraps_between_items_and_keeps_its_key(isolated_config, size):
+    """The timeline's summary breaks its line between items (never "0.00" from its "µs") and the
+    key to its glyphs (█ ▒ ·) stays on the screen, with the 8 steps a CPU profile window keeps."""
+    from dataclasses import replace
+
+    snap = load_snapshot(SNAPSHOT)
+    spans = tuple(replace(s, step=1024 + i, start_ns=s.start_ns + i * 2_000_000) for i in range(8)
+                  for s in snap.timeline)
+    app = snapshot_app(replace(snap, timeline=spans), theme="tfdash-dark")
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await pilot.press("T")
+        await settle(pilot)
+        lines = screen_text(app).splitlines()
+    top = lines[1:lines.index(next(line for line in lines if line.startswith("╭")))]
+    assert any("█ alone" in line and "▒ overlapping" in line for line in top), "\n".join(top)
+    for line in top:
+        assert not re.match(r"^\s*(µs|ns|ms)\b", line), "\n".join(top)  # a unit torn from its number
+        assert not re.search(r"\d\s*$", line) or line.rstrip().endswith("kept)"), "\n".join(top)

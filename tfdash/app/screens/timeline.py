@@ -17,34 +17,39 @@ from textual.widgets import Static
 
 from tfdash.app import bindings
 from tfdash.app.screens.main import TopBar
+from tfdash.app.layout import wrap_pairs
 from tfdash.app.timeline_model import StepTimeline, step_timeline, steps
 from tfdash.app.widgets.footer import FitFooter
 from tfdash.app.widgets.panes import set_content
 from tfdash.app.widgets.timeline import TimelineView, fmt_us
 
+WIDE = 118  # from here the summary names its numbers in full
 
-def summary(tl: StepTimeline | None, held: list[int], scale_ns: float, wide: bool = True) -> Content:
+
+def summary(tl: StepTimeline | None, held: list[int], scale_ns: float, width: int = 200) -> Content:
+    """The step's numbers, each with its label and unit on one line (wrap_pairs), then the key to
+    the glyphs. Narrower than WIDE, the long labels go."""
     if tl is None:
         return Content.styled("no kernel spans in this snapshot", "italic $text-muted")
+    wide = width >= WIDE
     where = f" ({held.index(tl.step) + 1} of {len(held)} kept)" if len(held) > 1 else ""
-    return Content.assemble(
-        ("step ", "$text-muted"), (f"{tl.step}", "bold"), (where, "$text-muted"),
-        ("  kernels " if wide else " · ", "$text-muted"), (f"{len(tl.bars)}", "bold"),
-        ("  span ", "$text-muted"), (f"{fmt_us(tl.span_ns)} µs", "bold"),
-        ("  overlapped ", "$text-muted"), (f"{fmt_us(tl.overlap_ns)} µs", "bold $accent"),
-        (f" ({tl.overlapped} kernels start under the one before)" if wide else "", "$text-muted"),
-        ("  gaps ", "$text-muted"), (f"{fmt_us(tl.gap_ns)} µs", "bold $text-warning"),
-        ("  zoom " if wide else " ", "$text-muted"), (f"{fmt_us(scale_ns)} µs/cell", "bold"),
-        ("\n█ ", "bold $text-primary"), ("alone  ", "$text-muted"), ("▒ ", "bold $accent"),
-        ("overlapping the kernel before (PDL)  ", "$text-muted"), ("· ", "bold $text-warning"),
-        ("idle", "$text-muted"))
+    pairs = [[("step ", "$text-muted"), (f"{tl.step}", "bold"), (where, "$text-muted"),
+              ("  kernels " if wide else " · ", "$text-muted"), (f"{len(tl.bars)}", "bold")],
+             [("span ", "$text-muted"), (f"{fmt_us(tl.span_ns)} µs", "bold")],
+             [("overlapped ", "$text-muted"), (f"{fmt_us(tl.overlap_ns)} µs", "bold $accent"),
+              (f" ({tl.overlapped} kernels start under the one before)" if wide else "", "$text-muted")],
+             [("gaps ", "$text-muted"), (f"{fmt_us(tl.gap_ns)} µs", "bold $text-warning")],
+             [("zoom " if wide else "", "$text-muted"), (f"{fmt_us(scale_ns)} µs/cell", "bold")]]
+    return Content.assemble(wrap_pairs(pairs, width), ("\n█ ", "bold $text-primary"), ("alone  ", "$text-muted"),
+                            ("▒ ", "bold $accent"), ("overlapping the kernel before (PDL)  ", "$text-muted"),
+                            ("· ", "bold $text-warning"), ("idle", "$text-muted"))
 
 
 class TimelineScreen(Screen):
     BINDINGS = bindings.TIMELINE
     AUTO_FOCUS = "#timeline-view"
     DEFAULT_CSS = """
-    TimelineScreen #timeline-summary { height: 2; padding: 0 1; }
+    TimelineScreen #timeline-summary { height: auto; padding: 0 1; }
     TimelineScreen #timeline-view { border: round $primary-muted; }
     """
 
@@ -84,7 +89,7 @@ class TimelineScreen(Screen):
     def _summary(self) -> None:
         snap = self.app.snapshot
         set_content(self.query_one("#timeline-summary", Static),
-                    summary(self.view.timeline, steps(snap), self.view.scale, self.size.width >= 120))
+                    summary(self.view.timeline, steps(snap), self.view.scale, self.size.width - 2))
 
     def on_resize(self) -> None:
         self.call_after_refresh(self._summary)
