@@ -264,3 +264,22 @@ async def test_a_warning_from_the_engine_stays_as_a_toast(isolated_config, tiny_
         assert any(n.severity == "warning" and "tilelang is not importable" in n.message for n in app._notifications)
         assert "tilelang is not importable" not in (app.status_note or "")
         await pilot.press("q")
+
+
+@sync
+async def test_space_after_the_run_ended_says_why_nothing_pauses(isolated_config, tiny_engine):
+    """The footer offers space (pause) after the generation is over too: it says there is no run
+    to pause and how to start one, as p does, rather than doing nothing."""
+    from test_first_hour_app import screen_text
+
+    app = live_app(Recorder(tiny_engine, 8), max_new_tokens=8)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.state == "done", what="the run to end")
+        said = []
+        notify = app.notify
+        app.notify = lambda message, **kw: (said.append(str(message)), notify(message, **kw))
+        await pilot.press("space")
+        await pilot.pause()
+        assert said == ["no run in progress to pause (r re-runs)"]
+        assert " done " in screen_text(app).splitlines()[0]  # still over, nothing paused
+        await pilot.press("q")

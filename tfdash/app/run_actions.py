@@ -26,7 +26,10 @@ class RunActions:
         return False
 
     def action_pause(self) -> None:
-        if not self._live_only("pause") or not self.running:
+        if not self._live_only("pause"):
+            return
+        if not self.running:
+            self.notify("no run in progress to pause (r re-runs)", severity="warning", timeout=3)
             return
         paused = not self.source.paused
         self.source.pause(paused)
