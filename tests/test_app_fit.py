@@ -107,3 +107,22 @@ async def test_the_timelines_summary_wraps_between_items_and_keeps_its_key(isola
     for line in top:
         assert not re.match(r"^\s*(µs|ns|ms)\b", line), "\n".join(top)  # a unit torn from its number
         assert not re.search(r"\d\s*$", line) or line.rstrip().endswith("kept)"), "\n".join(top)
+
+
+@pytest.mark.parametrize("size", [(100, 30), (80, 24)])
+@sync
+async def test_the_contended_host_warning_is_read_to_its_end(isolated_config, size):
+    """On a contended CPU host the line under the kernel table says so and what to do about it
+    (--threads N); in a narrow terminal it wraps rather than losing the remedy."""
+    from dataclasses import replace
+
+    snap = load_snapshot(SNAPSHOT)
+    steps = tuple(1_000_000 * (5 if i % 20 == 0 else 1) for i in range(len(snap.step_ns)))  # p99 5× p50
+    cpu = replace(snap, meta=replace(snap.meta, device="cpu", gpu=None), step_ns=steps)
+    app = snapshot_app(cpu, theme="tfdash-dark")
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        shown = screen_text(app)
+    text = " ".join(line.strip("│ ") for line in shown.splitlines())
+    assert "host contended" in text
+    assert "--threads N, or a quieter host" in text, shown
