@@ -231,3 +231,27 @@ def test_a_checkpoints_header_names_it_once_with_its_path_and_dtypes():
     assert "bf16 weights run as f32" in line and "1 thread " in line + " "
     random = describe_run(snap)
     assert random.startswith("qwen3-1.7b · random weights") and "weights run as" not in random
+
+
+# -- stdout gone ----------------------------------------------------------------------------------
+def test_a_reader_that_goes_away_stops_the_run_quietly(tmp_path):
+    """`tfdash --headless | head -c 10`: exit as a tool killed by SIGPIPE does, no traceback."""
+    p = subprocess.Popen([sys.executable, "-m", "tfdash", "--headless", "--max-new-tokens", "2000", "--threads", "1"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO, env=_env(tmp_path))
+    try:
+        assert p.stdout.read(10)
+        p.stdout.close()
+        err = p.stderr.read().decode()
+        rc = p.wait(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert rc == 141 and "Traceback" not in err and "Error" not in err, err
+
+
+def test_a_closed_stdout_is_one_line(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "tfdash", "--headless", "--max-new-tokens", "2"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=REPO, env=_env(tmp_path),
+                       timeout=60, preexec_fn=lambda: os.close(1))
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert p.stderr.strip().splitlines() == ["tfdash: error: stdout is closed; redirect it to a file or /dev/null"]

@@ -161,12 +161,18 @@ def run_dashboard(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if sys.stdout is None:  # started with stdout closed (`>&-`): say so before any work
+        print("tfdash: error: stdout is closed; redirect it to a file or /dev/null", file=sys.stderr)
+        return 2
     try:
         with stop_signals():  # SIGTERM/SIGHUP anywhere: the same clean stop as Ctrl+C
             return _dispatch(argv)
     except TfdashError as e:
         print(f"tfdash: error: {visible(str(e))}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as a tool killed by SIGPIPE does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush cannot fail again
+        return 128 + 13
     except KeyboardInterrupt as e:
         print(f"tfdash: interrupted ({signal_name(e)})", file=sys.stderr)
         return exit_code(e)
