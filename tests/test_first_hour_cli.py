@@ -171,6 +171,19 @@ def test_bad_threads_is_one_line(capsys):
     assert e.value.code == 2 and "must be at least 1" in capsys.readouterr().err
 
 
+def test_too_many_threads_is_one_line_not_a_segfault(capsys):
+    """torch.set_num_threads(100000) kills the process (SIGSEGV); 20000 aborts in libgomp."""
+    from tfdash.cli import main
+    from tfdash.engine.threads import choose_threads
+    from tfdash.errors import ConfigError
+
+    with pytest.raises(SystemExit) as e:
+        main(["--headless", "--threads", "100000", "--max-new-tokens", "0"])  # refused before it can run
+    assert e.value.code == 2 and "--threads: 100000 is more than 1024" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="OMP_NUM_THREADS=100000: at most 1024 threads"):
+        choose_threads(env={"OMP_NUM_THREADS": "100000"})
+
+
 # One decode the way `tfdash --headless [--threads 1]` runs it, in a process of its own (no thread
 # or heap left behind by earlier tests): 16 warm-up tokens, then 512 measured (a p99 over a few
 # steps that a burst of the VM's own steal slows says nothing); its step p50/p99.

@@ -39,6 +39,15 @@ def _positive(v: str) -> int:
     return n
 
 
+def _threads(v: str) -> int:
+    from tfdash.engine.threads import MAX_THREADS
+
+    n = _positive(v)
+    if n > MAX_THREADS:
+        raise argparse.ArgumentTypeError(f"{n} is more than {MAX_THREADS}")
+    return n
+
+
 def _seed(v: str) -> int:
     try:
         n = int(v)
@@ -66,7 +75,7 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     src.add_argument("--backend", choices=("torch-eager", "torch-graph", "tilelang-graph"),
                      help="default: tilelang-graph on CUDA (torch-graph without tilelang), torch-eager on CPU")
     src.add_argument("--seed", type=_seed, default=0, help="seed of the random weights (default 0)")
-    src.add_argument("--threads", type=_positive, default=None, metavar="N",
+    src.add_argument("--threads", type=_threads, default=None, metavar="N",
                      help="CPU: torch's threads (default: OMP_NUM_THREADS, else the cores less one left spare, "
                           "two with the dashboard, at most 8: a busy core stalls every op of a wider pool)")
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 
 MAX_AUTO = 8  # past this, a batch-1 GEMV at these sizes gains nothing from more threads
+MAX_THREADS = 1024  # past this OpenMP fails to start its pool (tens of thousands: a segfault in torch)
 
 
 def available_cores() -> int:
@@ -35,6 +36,10 @@ def choose_threads(requested: int | None = None, ui: bool = False, cores: int | 
     env = os.environ if env is None else env
     omp = env.get("OMP_NUM_THREADS", "").strip()
     if omp.isdigit() and int(omp) >= 1:
+        if int(omp) > MAX_THREADS:
+            from tfdash.errors import ConfigError
+
+            raise ConfigError(f"OMP_NUM_THREADS={omp[:20]}: at most {MAX_THREADS} threads")
         return int(omp), "OMP_NUM_THREADS"
     cores = available_cores() if cores is None else cores
     spare = 2 if ui else 1
