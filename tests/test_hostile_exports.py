@@ -67,6 +67,29 @@ def test_headless_export_to_an_unwritable_place_is_one_line_and_non_zero(tmp_pat
     assert_one_line_error(r.stderr, "--export", "not a writable directory")  # refused before the run
 
 
+def test_an_export_that_fails_after_the_run_keeps_the_report_and_names_the_folder(tmp_path, capsys, monkeypatch):
+    """The disk fills during the run: the top kernels are still printed, the one error line names
+    --export's folder (not the hidden one written first and removed), and the exit is non-zero."""
+    import errno
+
+    from tfdash.cli import main
+    from tfdash.profiling import files
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(files.os, "fsync", full)
+    out_dir = tmp_path / "out"
+    rc = main(["--headless", "--profile", "--export", str(out_dir), "--model", "qwen3-tiny", "--device", "cpu",
+               "--threads", "1", "--max-new-tokens", "8"])
+    out, err = capsys.readouterr()
+    assert rc == 2 and "top 10 kernels by measured time" in out and "wrote " not in out
+    assert "Traceback" not in err
+    assert [ln for ln in err.splitlines() if "error" in ln] == [
+        f"tfdash: error: cannot write {out_dir}/snapshot.json: No space left on device"]
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_save_to_an_unwritable_path_is_refused_before_the_run(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")

@@ -33,7 +33,7 @@ import types
 import typing
 from pathlib import Path
 
-from tfdash.errors import SnapshotError
+from tfdash.errors import SnapshotError, TfdashError
 from tfdash.profiling.csv_export import CSV_COLUMNS, kernel_csv, write_kernel_csv  # noqa: F401  (re-exported)
 from tfdash.profiling.files import fresh_directory, move_into, write_json_atomic, write_text_atomic
 from tfdash.profiling.snapshot import SCHEMA, VERSION, ProfileSnapshot
@@ -369,6 +369,8 @@ def export_all(snap: ProfileSnapshot, directory) -> dict[str, Path]:
         write_chrome_trace(snap, tmp / "trace.json")
         write_kernel_csv(snap, tmp / "kernels.csv")
         move_into(tmp, d)
+    except TfdashError as e:  # name the folder asked for, not the hidden one that is removed below
+        raise TfdashError(str(e).replace(str(tmp), str(d))) from None
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)

@@ -163,12 +163,19 @@ def report(session: Session, args, profile: bool, steps: int, out) -> None:
     if profile:
         for line in roofline_lines(snap):
             print(visible(line), file=out)
+    failed = None
     if getattr(args, "export", None):
+        from tfdash.errors import TfdashError
         from tfdash.profiling.export import export_all
 
-        paths = export_all(snap, args.export)
-        print("wrote " + ", ".join(str(p) for p in paths.values()), file=out)
+        try:
+            paths = export_all(snap, args.export)
+            print("wrote " + ", ".join(str(p) for p in paths.values()), file=out)
+        except TfdashError as e:  # the report still ends with the top kernels; then the error, non-zero
+            failed = e
     if profile:
         for line in top_kernels(snap):
             print(visible(line), file=out)
     out.flush()
+    if failed is not None:
+        raise failed
