@@ -87,6 +87,28 @@ def test_not_a_terminal_falls_back_to_headless(capsys, monkeypatch):
     assert parse_summary(out)["new"] == 3
 
 
+def test_save_is_honoured_headless(capsys, monkeypatch, tmp_path):
+    """`tfdash --save run.json > log`: stdout is not a terminal, so the run is headless; the
+    snapshot is written all the same (it was silently dropped), and a bad path refused first."""
+    from tfdash.profiling.export import load_snapshot
+
+    monkeypatch.delenv("TFDASH_FORCE_TUI", raising=False)
+    save = tmp_path / "run.json"
+    rc, out, err = cli(capsys, "--max-new-tokens", "3", "--device", "cpu", "--save", str(save))
+    assert rc == 0, err
+    assert f"wrote {save}" in out and load_snapshot(save).new_tokens == 3
+    rc, out, err = cli(capsys, "--headless", "--max-new-tokens", "3", "--device", "cpu", "--save", str(tmp_path))
+    assert rc == 2 and out == ""
+    assert_one_line_error(err, "--save", "is a directory")
+
+
+def test_headless_only_options_are_not_dropped_by_the_dashboard(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("TFDASH_FORCE_TUI", "1")
+    rc, out, err = cli(capsys, "--device", "cpu", "--export", str(tmp_path / "out"), "--profile")
+    assert rc == 2 and list(tmp_path.iterdir()) == []
+    assert_one_line_error(err, "--profile, --export: with --headless only", "--save PATH")
+
+
 def test_version_and_help(capsys):
     r = run_tfdash("--version")
     assert r.rc == 0 and r.stdout.strip() == f"tfdash {__version__}"

@@ -106,7 +106,7 @@ def run_parser() -> argparse.ArgumentParser:
     p.add_argument("--export", metavar="DIR", help="headless: write snapshot JSON, Chrome trace and CSV here")
     p.add_argument("--ab", metavar="VARIANT", help="headless: A/B a plan variant against the running plan on the "
                    "generation (a `tfdash bench` variant, e.g. tilelang-lateres, or a GEMV spec down:seg=8)")
-    p.add_argument("--save", metavar="PATH", help="dashboard: write the final profile snapshot here on quit")
+    p.add_argument("--save", metavar="PATH", help="write the final profile snapshot here (the dashboard: on quit)")
     add_run_args(p)
     return p
 
@@ -123,10 +123,12 @@ def run_headless(args) -> int:
     from tfdash.engine import load_engine
 
     max_new = args.max_new_tokens or (1024 if getattr(args, "ab", None) else 256)  # --ab: room for its windows
-    if getattr(args, "export", None):
-        from tfdash.profiling.files import check_writable_dir
+    from tfdash.profiling.files import check_writable_dir, check_writable_file
 
+    if getattr(args, "export", None):
         check_writable_dir(args.export, "--export")
+    if getattr(args, "save", None):  # headless too: the final snapshot, as the dashboard writes it on quit
+        check_writable_file(args.save, "--save")
     eng = load_engine(ckpt=args.ckpt, model=args.model, device=args.device, dtype=args.dtype,
                       backend=args.backend, prompt=args.prompt, max_new_tokens=max_new, seed=args.seed,
                       threads=getattr(args, "threads", None))
@@ -137,7 +139,7 @@ def run_headless(args) -> int:
     note = eng.fallback or fallback_note(eng.device, eng.backend, args.backend)
     if note:
         print(f"tfdash: {visible(note)}", file=sys.stderr)
-    if getattr(args, "profile", False) or getattr(args, "export", None) or getattr(args, "ab", None):
+    if any(getattr(args, k, None) for k in ("profile", "export", "ab", "save")):
         from tfdash.profiling.headless import profile_run
 
         return profile_run(eng, args, max_new)
@@ -215,6 +217,10 @@ def _dispatch(argv: list[str]) -> int:
     if not sys.stdout.isatty() and not os.environ.get("TFDASH_FORCE_TUI"):
         print("tfdash: stdout is not a terminal; running --headless", file=sys.stderr)
         return run_headless(args)
+    headless_only = [f"--{k}" for k in ("profile", "export", "ab") if getattr(args, k)]
+    if headless_only:  # never silently dropped: the dashboard does these with its keys
+        raise TfdashError(f"{', '.join(headless_only)}: with --headless only (the dashboard: p profiles, e exports, "
+                          "a A/Bs, --save PATH writes the snapshot on quit)")
     return run_dashboard(args)
 
 

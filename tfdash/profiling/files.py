@@ -35,6 +35,16 @@ def check_writable_dir(directory, what: str) -> None:
         raise TfdashError(f"{what} {d}: cannot write there ({parent} is not a writable directory)")
 
 
+def check_writable_file(path, what: str) -> None:
+    """`path` can be written as a file (checked before a run, so nothing measured is lost to it)."""
+    f = Path(path).expanduser()
+    if f.is_dir():
+        raise TfdashError(f"{what} {f}: is a directory; give a file name")
+    parent = next((p for p in (f.parent, *f.parent.parents) if p.exists()), None)
+    if parent is None or not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise TfdashError(f"{what} {f}: cannot write there ({parent} is not a writable directory)")
+
+
 def fresh_directory(directory) -> Path:
     """A new empty folder beside `directory`, to write a set of files into before they are moved
     into place together (see `move_into`). The caller removes it on failure."""

@@ -17,7 +17,9 @@ for it); the exit code is then 128 + the signal.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
+from tfdash.errors import TfdashError
 from tfdash.stats import step_ms, summary
 from tfdash.profiling.session import Session, Status, TokenBatch
 from tfdash.profiling.snapshot import KernelRow, ProfileSnapshot
@@ -164,15 +166,16 @@ def report(session: Session, args, profile: bool, steps: int, out) -> None:
         for line in roofline_lines(snap):
             print(visible(line), file=out)
     failed = None
-    if getattr(args, "export", None):
-        from tfdash.errors import TfdashError
-        from tfdash.profiling.export import export_all
+    try:
+        from tfdash.profiling.export import export_all, write_snapshot
 
-        try:
+        if getattr(args, "export", None):
             paths = export_all(snap, args.export)
             print("wrote " + ", ".join(str(p) for p in paths.values()), file=out)
-        except TfdashError as e:  # the report still ends with the top kernels; then the error, non-zero
-            failed = e
+        if getattr(args, "save", None):
+            print(f"wrote {write_snapshot(snap, Path(args.save).expanduser())}", file=out)
+    except TfdashError as e:  # the report still ends with the top kernels; then the error, non-zero
+        failed = e
     if profile:
         for line in top_kernels(snap):
             print(visible(line), file=out)
