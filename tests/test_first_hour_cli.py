@@ -268,3 +268,18 @@ def test_a_closed_stdout_is_one_line(tmp_path):
                        timeout=60, preexec_fn=lambda: os.close(1))
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert p.stderr.strip().splitlines() == ["tfdash: error: stdout is closed; redirect it to a file or /dev/null"]
+
+
+# -- outputs checked before the work ------------------------------------------------------------
+@pytest.mark.parametrize("cmd", [["bench", "--model", "qwen3-tiny"], ["counters", "--all"],
+                                 ["analyze", "--model", "qwen3-tiny"]])
+def test_a_json_that_cannot_be_written_is_refused_before_the_work(capsys, tmp_path, cmd):
+    """bench and counters measure for minutes, a long sweep too: a --json under a file was found
+    only at the end (and bench and counters first said they need a GPU, hiding it)."""
+    from tfdash.cli import main
+
+    blocker = tmp_path / "file"
+    blocker.write_text("a file, not a folder")
+    assert main([*cmd, "--json", str(blocker / "out.json")]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and f"tfdash: error: --json {blocker / 'out.json'}: cannot write there" in err

@@ -67,6 +67,10 @@ def main(argv: list[str]) -> int:
         sw = _dim(args.sweep) if args.sweep else None
     except argparse.ArgumentTypeError as e:
         p.error(str(e))
+    if args.json:  # before a sweep that may take minutes
+        from tfdash.profiling.files import check_writable_file
+
+        check_writable_file(args.json, "--json")
     cfg = load_config(args.ckpt) if args.ckpt else preset(args.model or "qwen3-1.7b")
     target = resolve_target(args.target)
     capacity = args.capacity if args.capacity is not None else cfg.max_position_embeddings

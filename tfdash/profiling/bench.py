@@ -54,6 +54,7 @@ import sys
 import time
 
 from tfdash.errors import TfdashError, UnsupportedShape
+from tfdash.profiling.files import check_writable_file, write_json_atomic
 from tfdash.profiling.variants import GEMV_OPS, PLAN_VARIANTS, gemv_variant
 from tfdash.settings import SETTINGS
 
@@ -224,11 +225,12 @@ def main(argv: list[str]) -> int:
     from tfdash.engine.runtime import TilelangRuntime, state_buffers
 
     args = parser().parse_args(argv)
-    # the arguments first (a typo is worth saying on any machine), then the device
+    # the arguments first (a typo is worth saying on any machine; --json's file too), then the device
     if args.rounds < 1 or args.max_new_tokens < 1:
         raise TfdashError("--rounds and --max-new-tokens must be at least 1")
     if args.capacity is not None and args.capacity < 1:
         raise TfdashError(f"--capacity {args.capacity} must be positive")
+    check_writable_file(args.json, "--json")
     settings = SETTINGS.values()  # every knob read now: a bad one is one line before any work, and recorded
     wanted = [b.strip() for b in args.backends.split(",") if b.strip()]
     unknown = set(wanted) - set(BACKENDS)
@@ -387,8 +389,6 @@ def main(argv: list[str]) -> int:
                      f"{summary['tilelang-graph']['tok_per_s_median'] / summary[best_peer]['tok_per_s_median']:.2f}x")
     print("\n".join(lines))
     if args.json:
-        from tfdash.profiling.files import write_json_atomic
-
         payload = {"schema": SCHEMA, "command": "tfdash bench " + " ".join(argv), **_host_meta(), "settings": settings,
                    "model": cfg.to_dict(), "checkpoint": args.ckpt or "random", "prompt": args.prompt,
                    "prompt_tokens": len(ids), "new_tokens": args.max_new_tokens, "capacity": capacity,

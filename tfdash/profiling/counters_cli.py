@@ -111,6 +111,10 @@ def into_snapshot(path: str, plan, counters: dict[int, Counters]) -> None:
 def main(argv: list[str]) -> int:
     p = parser()
     args = p.parse_args(argv)
+    if args.json:  # so is a --json that cannot be written
+        from tfdash.profiling.files import check_writable_file
+
+        check_writable_file(args.json, "--json")
     if args.snapshot:  # a snapshot that cannot take the counters is said before minutes of profiling
         from tfdash.profiling.export import load_snapshot
 

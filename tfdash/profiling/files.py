@@ -36,7 +36,10 @@ def check_writable_dir(directory, what: str) -> None:
 
 
 def check_writable_file(path, what: str) -> None:
-    """`path` can be written as a file (checked before a run, so nothing measured is lost to it)."""
+    """`path` can be written as a file (checked before a run, so nothing measured is lost to it);
+    None (an output not asked for) passes."""
+    if path is None:
+        return
     f = Path(path).expanduser()
     if f.is_dir():
         raise TfdashError(f"{what} {f}: is a directory; give a file name")
