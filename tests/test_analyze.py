@@ -486,3 +486,15 @@ def test_cli_reads_shape_from_checkpoint(ckpt_factory, capsys):
     rc, out, err = analyze_cli(capsys, "--ckpt", str(ckpt.path), "--dim", "ctx_len=256")
     assert rc == 2
     assert_one_line_error(err, "ctx_len=256", "max_position_embeddings=256")
+
+
+def test_analyze_prices_the_plan_the_knobs_make(capsys, monkeypatch):
+    """Under TFDASH_GATE_UP_SILU=0 the engine runs gemv_gate_up; analyze priced the default plan's
+    gemv_gate_up_silu, and took a bad plan knob without a word."""
+    monkeypatch.setenv("TFDASH_GATE_UP_SILU", "0")
+    rc, out, _ = analyze_cli(capsys, "--model", "qwen3-tiny")
+    assert rc == 0 and "= gemv_gate_up(" in out and "gemv_gate_up_silu" not in out
+    monkeypatch.setenv("TFDASH_ATTN_SPLIT_CAP", "-3")
+    rc, out, err = analyze_cli(capsys, "--model", "qwen3-tiny")
+    assert rc == 2 and out == ""
+    assert_one_line_error(err, "attn_split_cap=-3 must be at least 1")

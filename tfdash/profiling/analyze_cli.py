@@ -56,7 +56,7 @@ def default_model_note() -> str:
 
 def main(argv: list[str]) -> int:
     from tfdash.engine.config import load_config, preset
-    from tfdash.engine.plan import build_plan
+    from tfdash.engine import plan_for
     from tfdash.profiling.analyze import analyze, render_sweep, render_text, sweep, to_json
     from tfdash.profiling.targets import resolve_target
 
@@ -76,7 +76,7 @@ def main(argv: list[str]) -> int:
     capacity = args.capacity if args.capacity is not None else cfg.max_position_embeddings
     if capacity > cfg.max_position_embeddings:
         raise TfdashError(f"--capacity {capacity} is past max_position_embeddings={cfg.max_position_embeddings}")
-    plan = build_plan(cfg, dtype=args.dtype, capacity=capacity)
+    plan = plan_for(cfg, args.dtype, capacity)  # the plan the engine runs: the TFDASH_* plan knobs in effect
     if sw is not None:
         parts = sw.split(":")
         if len(parts) != 3:
