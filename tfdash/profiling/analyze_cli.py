@@ -84,8 +84,12 @@ def main(argv: list[str]) -> int:
         a, b, step = (_int(x, "--sweep") for x in parts)
         plan.check_ctx(a)
         plan.check_ctx(b)
-        rows = sweep(plan, target, a, b, step)
-        sys.stdout.write(render_sweep(rows))
+        def show(row):  # each row as it is priced, under the header (render_sweep's first two lines)
+            lines = render_sweep([row]).splitlines(keepends=True)
+            sys.stdout.write("".join(lines if row.ctx_len == a else lines[2:]))
+            sys.stdout.flush()
+
+        rows = sweep(plan, target, a, b, step, each=show)
         payload = {"schema": "tfdash.analysis-sweep/1", "reports": [to_json(r) for r in rows]}
     else:
         ctx = _int(dim, "--dim ctx_len") if dim is not None else 0
