@@ -146,3 +146,15 @@ def test_open_of_a_bad_snapshot_is_one_line(tmp_path):
     assert r.rc == 2
     assert_one_line_error(r.stderr, str(p))
 
+
+
+def test_open_of_an_export_folder_names_the_snapshot_in_it(tmp_path, snap, capsys):
+    """`tfdash --headless --export out` then `tfdash open out`: it said "no such snapshot file"."""
+    from tfdash.cli import main
+
+    export_all(snap, tmp_path / "out")
+    assert main(["open", str(tmp_path / "out")]) == 2
+    assert_one_line_error(capsys.readouterr().err, f"{tmp_path / 'out'}: is a directory",
+                          f"{tmp_path / 'out' / 'snapshot.json'} is the snapshot in it")
+    assert main(["open", str(SNAPSHOT), "--baseline", str(tmp_path)]) == 2
+    assert_one_line_error(capsys.readouterr().err, f"--baseline {tmp_path}: is a directory, not a snapshot file")

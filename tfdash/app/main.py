@@ -204,11 +204,9 @@ def open_parser() -> argparse.ArgumentParser:
 
 def open_main(argv: list[str]) -> int:
     args = open_parser().parse_args(argv)
-    path = Path(args.snapshot)
-    if not path.is_file():
-        raise TfdashError(f"{path}: no such snapshot file")
-    if args.baseline is not None and not Path(args.baseline).is_file():
-        raise TfdashError(f"--baseline {args.baseline}: no such snapshot file")
+    path = _snapshot_file(Path(args.snapshot), "")
+    if args.baseline is not None:
+        _snapshot_file(Path(args.baseline), "--baseline ")
     # load (and refuse) both files before anything is printed: a bad file is its one error line
     app = snapshot_app(path, baseline=args.baseline, export_dir=args.export_dir)
     if not sys.stdout.isatty() and not os.environ.get("TFDASH_FORCE_TUI"):
@@ -223,6 +221,15 @@ def open_main(argv: list[str]) -> int:
     with app_signals(app):
         app.run()
     return exit_status(app)
+
+
+def _snapshot_file(path: Path, what: str) -> Path:
+    if path.is_dir():  # an --export folder, most likely: name the file it holds
+        inside = f"; {path / 'snapshot.json'} is the snapshot in it" if (path / "snapshot.json").is_file() else ""
+        raise TfdashError(f"{what}{path}: is a directory, not a snapshot file{inside}")
+    if not path.is_file():
+        raise TfdashError(f"{what}{path}: no such snapshot file")
+    return path
 
 
 def snapshot_summary(snap: ProfileSnapshot, path: Path) -> str:
