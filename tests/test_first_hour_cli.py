@@ -123,7 +123,8 @@ def test_analyze_without_model_says_what_it_prices(capsys):
 
 # -- torch's CPU threads --------------------------------------------------------------------------
 @pytest.mark.parametrize("env, says", [("TFDASH_STATE_ARENA=abc", "want a whole number (default 4096)"),
-                                       ("TFDASH_STATE_ARENA=100", "want 0 (no arena) or a multiple of 512")])
+                                       ("TFDASH_STATE_ARENA=100", "want 0 (no arena) or a multiple of 512"),
+                                       ("TFDASH_ATTN_ILP=of", "want on or off")])  # was silently on
 def test_a_bad_knob_is_one_line(capsys, monkeypatch, env, says):
     from tfdash.cli import main
 

@@ -12,7 +12,7 @@ import os
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-
+ON, OFF = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
 
 
 @dataclass(frozen=True)
@@ -25,16 +25,19 @@ class Knob:
         raw = os.environ.get(self.env)
         if raw is None:
             return self.default
+        from tfdash.errors import ConfigError
+
         if isinstance(self.default, bool):
-            return raw.strip().lower() not in ("0", "false", "no", "off", "")
+            word = raw.strip().lower()
+            if word not in (*ON, *OFF):  # a typo (TFDASH_PDL=of) is not silently "on"
+                raise ConfigError(f"{self.env}={raw[:40]!r}: want on or off (1/0, true/false, yes/no)")
+            return word in ON
         if isinstance(self.default, int):
             if not raw.strip():
                 return self.default
             try:
                 return int(raw)
             except ValueError:
-                from tfdash.errors import ConfigError
-
                 raise ConfigError(f"{self.env}={raw!r}: want a whole number (default {self.default})") from None
         return raw
 
