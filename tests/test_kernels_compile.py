@@ -36,7 +36,8 @@ QTFIRST = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, qkv_
 RINGCOPY = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, ring_in_graph=False)  # argmax_feed
 CHAINS = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_ilp=False)  # one chain a phase
 EACHROUND = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_rounds_carry=False)  # _er
-KERNELS = {**EACHROUND.kernels(),
+Q8HEAD = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, lm_head_q8=True)  # lm_head_q8, pick
+KERNELS = {**Q8HEAD.kernels(), **EACHROUND.kernels(),
            **CHAINS.kernels(), **RINGCOPY.kernels(), **QTFIRST.kernels(), **DOWNSILU.kernels(), **FENCED.kernels(), **LATENORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
            **MLATE.kernels(), **UNFUSED_MLATE.kernels(), **PLAN.kernels()}  # every kernel the plan variants launch
 
@@ -67,8 +68,10 @@ def builds_read_by(item) -> list:
                                                                              "attn_rope_decode_me"],
            "test_ptxas_facts_of_a_kernel": ["gemv_down_residual"],
            "test_attention_probe_build_stamps_each_phase": ["attn_rope_decode_me"],
-           "test_interleaved_value_phase_adds_this_steps_v_with_one_explicit_fma": list(FMA_BUILDS)}
-    ptxas = item.originalname == "test_rounds_carry_ropes_q_once_and_loads_the_next_round_early"
+           "test_interleaved_value_phase_adds_this_steps_v_with_one_explicit_fma": list(FMA_BUILDS),
+           "test_int8_head_fits_its_grid_and_dots_four_bytes_an_instruction": ["lm_head_q8", "lm_head_pick"]}
+    ptxas = item.originalname in ("test_rounds_carry_ropes_q_once_and_loads_the_next_round_early",
+                                  "test_int8_head_fits_its_grid_and_dots_four_bytes_an_instruction")
     out = [(KERNELS[n], {}, ptxas) for n in one.get(item.originalname, ())]
     if item.originalname == "test_gemv_blocks_fit_on_an_sm_as_planned":
         out.append((KERNELS[p["name"]], {}, True))
@@ -304,3 +307,15 @@ def test_attention_probe_build_stamps_each_phase(fresh_cache):
     assert "%globaltimer" in src and src.count("= tfd_globaltimer()") == len(PROBE_PHASES) - 1
     assert re.search(rf"probe\[[^\]]*\+ {len(PROBE_PHASES) - 1}\)\] = \(\(int64_t\)\(\(int\*\)flag_s\)\[0\]\)", src)
     assert "globaltimer" not in compiled(fresh_cache, "attn_rope_decode_me").source
+
+
+@pytest.mark.slow
+def test_int8_head_fits_its_grid_and_dots_four_bytes_an_instruction(fresh_cache):
+    """lm_head_q8's grid plans BLOCKS_PER_SM blocks an SM (its registers must let them fit), its dot
+    products are dp4a on packed int8, and the pick's warps take their rows by ballot."""
+    from tfdash.kernels.lm_head_q8 import BLOCKS_PER_SM, THREADS
+
+    q8 = compiled(fresh_cache, "lm_head_q8")
+    assert fresh_cache.resources(KERNELS["lm_head_q8"]).registers * THREADS * BLOCKS_PER_SM <= 65536
+    assert "__dp4a(" in q8.source
+    assert "__ballot_sync(" in compiled(fresh_cache, "lm_head_pick").source

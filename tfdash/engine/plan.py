@@ -19,6 +19,8 @@ them, the attention merge inside the attention launch):
     L{i}.gate_up               h = silu(g) * u, g|u = W_gu @ rmsnorm(x)
     L{i}.down                  x += W_down @ h
     lm_head                    logits = E @ rmsnorm(x) (f32), and a (max, index) per block
+                               (lm_head_q8: bounds through an int8 E, then lm_head_pick: the
+                               exact logits that may be the max; tfdash.engine.head_plan)
     argmax                     next = argmax over those; feed prompt or next; pos += 1
 """
 
@@ -165,7 +167,8 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                attn_merge_acq_rel: bool = True, attn_merge_chunk: int | None = None,
                attn_trigger_at: str | None = None, attn_merge_early_group: int | None = None,
                gate_up_silu: bool = True, qkv_trigger_first: bool | None = None,
-               ring_in_graph: bool = True, attn_ilp: bool = True, attn_rounds_carry: bool = True) -> StepPlan:
+               ring_in_graph: bool = True, attn_ilp: bool = True, attn_rounds_carry: bool = True,
+               lm_head_q8: bool = False) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -220,6 +223,8 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     cache past split_cap blocks), a program norms and rotates q once, in its first round, and loads
     its next round's K/V once its values are done, under its arrival and merge; False: every round
     ropes q again and loads its K/V at its start (the baseline, a kernel named _er).
+    `lm_head_q8`: the lm_head bounds every logit through an int8 copy of its weight and computes
+    exactly only the rows that may hold the argmax (tfdash.engine.head_plan); False: the GEMV.
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import paired as gemv_paired
@@ -370,17 +375,9 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                  w=p + "w_gu", out="gu")
             gemv(p + "down", i, "gemv_down_silu_residual" + res_sfx, H, I, "silu_mul", "residual", dtype, extra=res,
                  x="gu", w=p + "w_down", out="x")
-    from tfdash.kernels.gemv import grid_size
+    from tfdash.engine.head_plan import head_launches
 
-    head_kernel, head_dims = gemv_kernel("lm_head", "gemv_lm_head", V, H, "rmsnorm", "store", "float32",
-                                         extra={"argmax": True})
-    head_blocks = grid_size(V, H, head_dims["blocks_per_sm"], head_dims["rows"])
-    buf("argmax_part", (head_blocks, 2), "float32", "scratch")  # per-block (max, index) of the logits
-    launch("lm_head", None, "gemv", head_kernel, head_dims,
-           x="x", norm_w="final_norm", w=head, out="logits", amax="argmax_part")
-    ring = {"ring": TOKEN_RING} if ring_in_graph else {}
-    launch("argmax", None, "argmax", "argmax_feed" + ("_ring" if ring else ""),
-           dict(V=V, capacity=C, blocks=head_blocks, **ring), logits="logits", amax="argmax_part", prompt="prompt",
-           prompt_len="prompt_len", pos="pos", tok="tok", out_tokens="out_tokens", **({"ring": "ring"} if ring else {}))
-
-    return StepPlan(cfg, dtype, C, MappingProxyType(buffers), tuple(launches), MappingProxyType({"options": options}))
+    derived = head_launches(cfg, dtype, C, head, buf, launch, gemv_kernel, TOKEN_RING if ring_in_graph else 0,
+                            lm_head_q8)
+    meta = {"options": options, **({"derived": MappingProxyType(derived)} if derived else {})}
+    return StepPlan(cfg, dtype, C, MappingProxyType(buffers), tuple(launches), MappingProxyType(meta))

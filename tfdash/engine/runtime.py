@@ -96,6 +96,7 @@ class Runtime(TokenRing):
         small: dict[str, tuple] = {}
         align = SETTINGS.state_arena  # 0: no arena
         shared = set()
+        derived, missing = plan.meta.get("derived", {}), []
         for name, spec in plan.buffers.items():
             if spec.parent is not None:
                 continue
@@ -107,6 +108,8 @@ class Runtime(TokenRing):
             elif name == "ring":  # the token ring the plan's argmax stores into: pinned host memory
                 self._plan_ring = torch.zeros(spec.shape, dtype=torch.int32, pin_memory=self.cuda)
                 bufs[name] = device_view(self._plan_ring, dev) if self.cuda else self._plan_ring
+            elif spec.kind == "weight" and name not in weights and name in derived:
+                missing.append(name)  # made from another weight below (the int8 lm_head's copy)
             elif spec.kind == "weight":
                 t = weights[name]
                 if tuple(t.shape) != spec.shape:
@@ -116,6 +119,10 @@ class Runtime(TokenRing):
                 bufs[name] = torch.zeros(spec.shape, dtype=_torch_dtype(spec.dtype), device=dev)
             else:
                 small[name] = (spec.shape, _torch_dtype(spec.dtype))
+        if missing:
+            from tfdash.engine.head_plan import derived_weights
+
+            bufs.update(derived_weights(derived, bufs, missing))
         if align:  # the small state at fixed offsets in one allocation (a bad value is one line)
             bufs.update(carve(small, dev, align))
         for name, spec in plan.buffers.items():

@@ -1,0 +1,88 @@
+"""The int8-bounded lm_head on the CPU: its quantization, the bound every logit must keep, the plan
+that runs it, and its torch spelling decoding the default plan's tokens (tfdash.kernels.lm_head_q8)."""
+
+import math
+
+import pytest
+import torch
+
+from tfdash.engine.config import preset
+from tfdash.engine.plan import build_plan
+from tfdash.engine.plan_options import recorded_options
+from tfdash.engine.runtime import make_runtime
+from tfdash.engine.weights import load_weights
+from tfdash.kernels.lm_head_q8 import QG, bound, quantize_h, quantize_rows
+
+
+def test_quantize_rows_packs_int8_and_bounds_its_error():
+    gen = torch.Generator().manual_seed(0)
+    w = (torch.randn(300, 512, generator=gen) / math.sqrt(512)).to(torch.bfloat16)
+    w[7] = 0  # an all-zero row: scale 0, no error
+    q, meta = quantize_rows(w, rows=128)  # several row blocks
+    assert q.dtype == torch.int32 and q.shape == (300, 128) and meta.shape == (300, 4)
+    q8 = q.view(torch.int8).view(300, 512).double()
+    assert q8.abs().max() <= 127
+    deq = q8 * meta[:, :1].double()
+    err, nrm = (w.double() - deq).norm(dim=1), deq.norm(dim=1)
+    assert bool((meta[:, 1].double() >= err).all()) and bool((meta[:, 2].double() >= nrm).all())
+    assert bool((meta[:, 1].double() <= err * (1 + 1e-6) + 1e-30).all())  # rounded up, not padded
+    assert meta[7].abs().sum() == 0 and q8[7].abs().sum() == 0
+    assert (w.double() - deq).abs().max() <= meta[:, 0].max().item() / 2 + 1e-6
+
+
+@pytest.mark.parametrize("outliers", [False, True], ids=["plain", "outliers"])
+def test_every_logit_is_within_its_bound(outliers):
+    gen = torch.Generator().manual_seed(1)
+    V, K = 4096, 1024
+    w = (torch.randn(V, K, generator=gen) * (3 / math.sqrt(K))).to(torch.bfloat16)
+    h = torch.randn(K, generator=gen)
+    if outliers:  # a few large dims, as trained models' hidden states have
+        h = h * torch.where(torch.rand(K, generator=gen) < 0.01, 50.0, 1.0)
+    h = h.to(torch.bfloat16)
+    q, meta = quantize_rows(w)
+    r, t, hn, dn = quantize_h(h)
+    d = (q.view(torch.int8).view(V, -1, QG).int() * r.view(-1, QG).int()).sum(-1)
+    a = (d.float() * t).sum(-1) * meta[:, 0]
+    b = bound(meta, a, hn, dn)
+    exact = w.double() @ h.double()
+    assert bool(((exact - a.double()).abs() <= b.double()).all())
+    L = (a - b).max()
+    cand = a + b >= L
+    assert bool(cand[exact.argmax()])
+    assert cand.sum() < V // 20  # the bound rules out most rows
+
+
+def test_the_plan_reads_the_int8_head_and_picks():
+    cfg = preset("qwen3-1.7b")
+    base, plan = build_plan(cfg, capacity=64), build_plan(cfg, capacity=64, lm_head_q8=True)
+    assert [launch.op for launch in plan.launches[-3:]] == ["lm_head", "lm_head_pick", "argmax"]
+    assert [launch.family for launch in plan.launches[-3:]] == ["lm_head_q8", "lm_head_pick", "argmax"]
+    assert plan.launches[-1].dims["blocks"] == plan.buffers["argmax_part"].shape[0]
+    assert plan.buffers["head_q8"].shape == (cfg.vocab_size, cfg.hidden_size // 4)
+    assert dict(plan.meta["derived"]) == {"head_q8": "embed", "head_q8_meta": "embed"}
+    assert "derived" not in base.meta and base.launches[-2].kernel == "gemv_lm_head"
+    # the head's bytes a step: int8 and four floats a row, against bf16 (the candidates are a guess)
+    head = plan.launches[-3].cost(0)
+    assert head.read_by_kind("weight") == cfg.vocab_size * (cfg.hidden_size + 16) + 2 * cfg.hidden_size
+    assert head.read_by_kind("weight") < base.launches[-2].cost(0).read_by_kind("weight") * 0.51
+    assert recorded_options(plan.meta["options"]) == dict(plan.meta["options"])
+    assert recorded_options({k: v for k, v in base.meta["options"].items() if k != "lm_head_q8"})["lm_head_q8"] is False
+    untied = build_plan(preset("qwen3-8b"), capacity=64, lm_head_q8=True)
+    assert dict(untied.meta["derived"]) == {"head_q8": "lm_head", "head_q8_meta": "lm_head"}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_torch_runtime_decodes_the_default_tokens(dtype):
+    cfg = preset("qwen3-tiny")
+    weights = load_weights(cfg, None, getattr(torch, dtype), "cpu", 0)
+    out = []
+    for q8 in (False, True):
+        rt = make_runtime("torch-eager", build_plan(cfg, dtype=dtype, capacity=128, lm_head_q8=q8), weights, "cpu")
+        rt.reset([1, 2, 3, 4])
+        for _ in range(40):
+            rt.step()
+        out.append(rt.bufs["out_tokens"][:43].tolist())
+        if q8:  # the derived weights were made from the head, not given
+            assert "head_q8" not in weights and rt.bufs["head_q8"].shape == (cfg.vocab_size, cfg.hidden_size // 4)
+            assert int((rt.bufs["logits"] > -float("inf")).sum()) < cfg.vocab_size // 10
+    assert out[0] == out[1]
