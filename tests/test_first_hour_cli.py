@@ -123,17 +123,38 @@ def test_analyze_without_model_says_what_it_prices(capsys):
 
 # -- torch's CPU threads --------------------------------------------------------------------------
 @pytest.mark.parametrize("env, says", [("TFDASH_STATE_ARENA=abc", "want a whole number (default 4096)"),
-                                       ("TFDASH_STATE_ARENA=100", "want 0 (no arena) or a multiple of 512"),
-                                       ("TFDASH_ATTN_ILP=of", "want on or off")])  # was silently on
-def test_a_bad_knob_is_one_line(capsys, monkeypatch, env, says):
+                                       ("TFDASH_STATE_ARENA=100", "want 0 (off) or a multiple of 512"),
+                                       ("TFDASH_ATTN_ILP=of", "want on or off"),  # was silently on
+                                       # knobs only CUDA reads: passed silently on CPU
+                                       ("TFDASH_DEPTH=abc", "want a whole number (default 48)"),
+                                       ("TFDASH_DEPTH=0", "want 1 to 63"), ("TFDASH_DEPTH=64", "want 1 to 63"),
+                                       ("TFDASH_CONTINUOUS_STEPS=-1", "want at least 2"),
+                                       ("TFDASH_TIMING=bogus", "want auto, continuous, windows"),
+                                       ("TFDASH_OVERLAP_WINDOWS=x", "want on or off")])
+@pytest.mark.parametrize("mode", [["--headless"], []])
+def test_a_bad_knob_is_one_line(capsys, monkeypatch, env, says, mode):
+    from tfdash import cli
     from tfdash.cli import main
 
     name, _, value = env.partition("=")
     monkeypatch.setenv(name, value)
-    code = main(["--headless", "--model", "qwen3-tiny", "--device", "cpu", "--max-new-tokens", "2"])
-    err = capsys.readouterr().err
+    monkeypatch.setenv("TFDASH_FORCE_TUI", "1")  # the dashboard: checked before it starts (stubbed here)
+    monkeypatch.setattr(cli, "run_dashboard", lambda args: 0)
+    code = main([*mode, "--model", "qwen3-tiny", "--device", "cpu", "--max-new-tokens", "2"])
+    out, err = capsys.readouterr()
     assert code != 0 and f"{name}" in err and says in err and "Traceback" not in err
-    assert len([ln for ln in err.splitlines() if "error" in ln]) == 1
+    assert len([ln for ln in err.splitlines() if "error" in ln]) == 1 and out == ""
+
+
+def test_knob_ranges_are_the_codes():
+    from tfdash.engine.memory import GRANULE
+    from tfdash.engine.runtime import RING
+    from tfdash.profiling.session_timing import MODES
+    from tfdash.settings import SETTINGS
+
+    assert SETTINGS.KNOBS["depth"].high == RING - 1  # Generation keeps at most RING - 1 steps in flight
+    assert set(SETTINGS.KNOBS["timing"].choices) == set(MODES)
+    assert SETTINGS.KNOBS["state_arena"].multiple == GRANULE  # the arena's check at allocation (memory.carve)
 
 
 def test_choose_threads_leaves_cores_spare():

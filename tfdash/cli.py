@@ -212,6 +212,9 @@ def _dispatch(argv: list[str]) -> int:
 
         return open_main(argv)
     args = run_parser().parse_args(argv)
+    from tfdash.settings import SETTINGS
+
+    SETTINGS.values()  # every knob read now, as bench does: a bad one (even one only CUDA reads) is one line
     if args.headless:
         return run_headless(args)
     if not sys.stdout.isatty() and not os.environ.get("TFDASH_FORCE_TUI"):

@@ -20,6 +20,10 @@ class Knob:
     env: str
     default: object
     help: str
+    low: int | None = None  # a whole-number knob's least value
+    high: int | None = None  # and its greatest
+    multiple: int = 0  # a whole-number knob that is 0 (off) or a positive multiple of this
+    choices: tuple[str, ...] = ()  # a word knob's values
 
     def read(self):
         raw = os.environ.get(self.env)
@@ -36,9 +40,19 @@ class Knob:
             if not raw.strip():
                 return self.default
             try:
-                return int(raw)
+                n = int(raw)
             except ValueError:
-                raise ConfigError(f"{self.env}={raw!r}: want a whole number (default {self.default})") from None
+                raise ConfigError(f"{self.env}={raw[:40]!r}: want a whole number (default {self.default})") from None
+            if self.multiple and (n < 0 or n % self.multiple):
+                raise ConfigError(f"{self.env}={n}: want 0 (off) or a multiple of {self.multiple} "
+                                  f"(default {self.default})")
+            if (self.low is not None and n < self.low) or (self.high is not None and n > self.high):
+                want = (f"{self.low} to {self.high}" if self.low is not None and self.high is not None
+                        else f"at least {self.low}" if self.low is not None else f"at most {self.high}")
+                raise ConfigError(f"{self.env}={n}: want {want} (default {self.default})")
+            return n
+        if self.choices and raw not in self.choices:
+            raise ConfigError(f"{self.env}={raw[:40]!r}: want {', '.join(self.choices)} (default {self.default})")
         return raw
 
 
@@ -49,10 +63,10 @@ class Settings:
                     "and launches through tilelang's cython launcher, so each GEMV streams its first "
                     "weights while the kernel before it drains; off: kernels without PDL instructions, "
                     "plain launches through tvm_ffi"),
-        "depth": Knob("TFDASH_DEPTH", 48, "decode steps the host keeps in flight ahead of the GPU (CUDA; at most "
+        "depth": Knob("TFDASH_DEPTH", 48, "decode steps the host keeps in flight ahead of the GPU (CUDA; 1 to "
                       "63, the token ring's size less one): tens of ms of GPU work on the H200, enough to ride out "
-                      "the host stalls a drawing dashboard causes in the same process and the profiler's stop at the end "
-                      "of a window"),
+                      "the host stalls a drawing dashboard causes in the same process and the profiler's stop at "
+                      "the end of a window", low=1, high=63),
         "ring_in_graph": Knob("TFDASH_RING_IN_GRAPH", True,
                               "argmax stores each token into the host's pinned token ring (slot pos % 64) "
                               "through the ring's device address from inside the step's graph, so no copy "
@@ -64,7 +78,7 @@ class Settings:
                             "counters) in one allocation from a 2 MiB page boundary, each buffer at a fixed "
                             "offset, a multiple of this many bytes; 0: each buffer wherever the caching "
                             "allocator puts it, which spread identical runtimes' speed (scripts/placement.py "
-                            "measures both)"),
+                            "measures both)", multiple=512),  # tfdash.engine.memory.GRANULE
         "attn_ilp": Knob("TFDASH_ATTN_ILP", True,
                          "attention's score and value phases as independent chains of instructions (4 "
                          "accumulators a sum, no branch between the dot products), which the scheduler "
@@ -86,10 +100,11 @@ class Settings:
                        "kernels from CUPTI activity records consumed in C (tfdash.profiling.cupti_ring, built "
                        "on first use with the system C compiler against the CUDA toolkit's cupti.h) on a "
                        "CUDA-graph engine; else profile windows, saying why), "
-                       "continuous (the same), windows (profile windows only, as on `p`)"),
+                       "continuous (the same), windows (profile windows only, as on `p`)",
+                       choices=("auto", "continuous", "windows")),
         "continuous_steps": Knob("TFDASH_CONTINUOUS_STEPS", 256,
                                  "continuous timing: the kernel table's p50/p90 are over this many latest steps "
-                                 "(a ring of steps x launches int64, fixed at the start)"),
+                                 "(a ring of steps x launches int64, fixed at the start; at least 2)", low=2),
         "attn_kv_early": Knob("TFDASH_ATTN_KV_EARLY", True,
                               "the fused attention reads pos and the KV cache rows before its grid dependency "
                               "(they were written by earlier steps), so the K/V stream overlaps the qkv GEMV's "
@@ -130,7 +145,8 @@ class Settings:
                                 "dependency) or values (once their values are done, so o_proj's and gate_up's "
                                 "weight prefetch meets attention's merge, not its K/V loads); empty: the shape's "
                                 "own, values where o_proj's weight is at most 4 MiB (0.6B), else dependency "
-                                "(bench backend tilelang-tdep, the A/B baseline; benchmarks/ has the measured difference)"),
+                                "(bench backend tilelang-tdep, the A/B baseline; benchmarks/ has the measured "
+                                "difference)"),
         "gate_up_silu": Knob("TFDASH_GATE_UP_SILU", True,
                              "gate_up's epilogue makes silu(g) * u (a warp pairs each gate row with its up "
                              "row), so down reads the intermediate as it is; off: down's every block makes all "
