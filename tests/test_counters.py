@@ -127,6 +127,18 @@ def test_cli_on_a_cpu_host_is_one_line():
     assert line.startswith("tfdash: error: counters need an NVIDIA GPU") and "Traceback" not in r.stderr
 
 
+@pytest.mark.parametrize("argv, says", [(["--ctx", "-1"], "--ctx -1 must be 0 or more"),
+                                        (["--timeout", "0"], "--timeout 0 must be a positive number of seconds"),
+                                        (["--timeout", "nan"], "--timeout nan must be a positive number of seconds")])
+def test_bad_arguments_are_said_before_the_host(capsys, argv, says):
+    """Argument mistakes first, on any machine (as bench): they were hidden behind "needs a GPU"."""
+    from tfdash.cli import main
+
+    assert main(["counters", "--all", *argv]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.strip().splitlines() == [f"tfdash: error: {says}"]
+
+
 def test_missing_ncu_is_one_line(monkeypatch, tmp_path):
     monkeypatch.setenv("TFDASH_NCU", str(tmp_path / "no-ncu"))
     with pytest.raises(cmod.CountersUnavailable, match="Nsight Compute \\(ncu\\) not found"):

@@ -111,6 +111,11 @@ def into_snapshot(path: str, plan, counters: dict[int, Counters]) -> None:
 def main(argv: list[str]) -> int:
     p = parser()
     args = p.parse_args(argv)
+    # the arguments first (a typo is worth saying on any machine, as bench does), then the host
+    if args.ctx < 0:
+        raise TfdashError(f"--ctx {args.ctx} must be 0 or more")
+    if not 0 < args.timeout < float("inf"):
+        raise TfdashError(f"--timeout {args.timeout:g} must be a positive number of seconds")
     if args.json:  # so is a --json that cannot be written
         from tfdash.profiling.files import check_writable_file
 
