@@ -31,7 +31,8 @@ def test_rates_leave_out_held_time_and_the_first_token():
     whole, decode = rates(new_tokens=11, wall_ns=3_000_000_000, held_ns=1_000_000_000, ttft_ns=500_000_000)
     assert whole == pytest.approx(11 / 2.0)  # 2 s of run time, not 3 s of wall time
     assert decode == pytest.approx(10 / 1.5)  # the 10 tokens after the first, over the time after it
-    assert rates(1, 10**9, 0, 10**9)[1] is None  # one token: no decode-only rate
+    assert rates(1, 10**9, 0, 10**9)[1] is None  # one token: no decode-only rate, and the summary says why
+    assert "decode-only - (one new token);" in GenerationStats(3, new_tokens=1, wall_ns=10**9, ttft_ns=10**9).summary()
 
 
 def test_ttft_and_decode_rate_of_a_generation(eng):
@@ -44,6 +45,27 @@ def test_ttft_and_decode_rate_of_a_generation(eng):
     line = st.summary()
     assert f"time to first token {st.ttft_ns / 1e6:.1f} ms" in line
     assert f"decode-only {st.decode_tok_per_s:.1f} tok/s" in line and "paused" not in line
+
+
+@pytest.mark.parametrize("new", [2, 3])
+def test_a_short_runs_decode_rate_is_its_steps(eng, monkeypatch, new):
+    """`--max-new-tokens 2` said 9000+ tok/s at 4 ms a step: two CPU steps ran before the first token
+    was stamped, so time to first token took the decode step and decode-only had next to no time."""
+    import time
+
+    step, slow_ns = eng.runtime.step, 20_000_000
+
+    def slow_step():
+        step()
+        time.sleep(slow_ns / 1e9)
+
+    monkeypatch.setattr(eng.runtime, "step", slow_step)
+    gen = eng.generate([5, 6, 7], new)
+    list(gen)
+    st = gen.stats
+    assert st.wall_ns - st.ttft_ns >= (new - 1) * slow_ns  # every decode step after the first token is in it
+    assert st.ttft_ns < 4 * slow_ns  # the prompt walk's 2 steps and the first token's: 3, not 4
+    assert st.decode_tok_per_s <= 1e9 / slow_ns
 
 
 def test_a_pause_is_held_time_not_run_time(eng):

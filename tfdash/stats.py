@@ -83,7 +83,7 @@ def summary(tok_per_s: float, new_tokens: int, wall_ns: int, held_ns: int, ttft_
     """The one-line report of a generation (headless, the engine's own summary)."""
     held = f", paused {held_ns / 1e9:.3f} s not counted" if held_ns > 0 else ""
     first = f"{ttft_ns / 1e6:.1f} ms" if ttft_ns else "-"
-    dec = f"{decode:.1f} tok/s" if decode is not None else "-"
+    dec = f"{decode:.1f} tok/s" if decode is not None else "- (one new token)" if new_tokens == 1 else "-"
     p50 = "-" if p50_ms is None or p50_ms != p50_ms else f"{p50_ms:.3f}"
     p99 = "-" if p99_ms is None or p99_ms != p99_ms else f"{p99_ms:.3f}"
     return (f"{tok_per_s:.1f} tok/s over the whole generation ({new_tokens} new tokens in "

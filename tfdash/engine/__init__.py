@@ -93,11 +93,13 @@ class Engine:
     def generate(self, prompt: str | list[int], max_new_tokens: int, stop=None, ignore_eos: bool = False,
                  depth: int | None = None, keep: int | None = None) -> Generation:
         """A generation on this engine: EOS ends it unless ignore_eos or the weights are random;
-        `depth` steps in flight (default: SETTINGS.depth on CUDA, 2 on the synchronous CPU)."""
+        `depth` steps in flight (default: SETTINGS.depth on CUDA; 1 on CPU, whose steps are synchronous:
+        with more, a token was stamped only after the next step ran, so time to first token took a decode
+        step and decode-only tok/s lost one)."""
         from tfdash.settings import SETTINGS
 
         ids = self.encode(prompt) if isinstance(prompt, str) else list(prompt)
-        depth = depth or (SETTINGS.depth if self.runtime.cuda else 2)
+        depth = depth or (SETTINGS.depth if self.runtime.cuda else 1)
         eos = () if (ignore_eos or self.random_weights) else self.config.eos_token_ids
         return Generation(self.runtime, ids, max_new_tokens, self.tokenizer, eos_ids=eos, depth=depth, stop=stop,
                           keep=keep)
@@ -121,7 +123,8 @@ class EngineChoice:
         cfg = self.config
         if capacity is not None:
             if capacity > cfg.max_position_embeddings:
-                raise CapacityError(f"capacity {capacity} is past max_position_embeddings={cfg.max_position_embeddings}")
+                raise CapacityError(f"capacity {capacity} is past "
+                                    f"max_position_embeddings={cfg.max_position_embeddings}")
             return capacity
         need = 4096
         if prompt is not None and max_new_tokens is not None:
