@@ -70,6 +70,13 @@ def test_bench_help_lists_the_backends(capsys):
     text = re.sub(r"-\s+", "-", " ".join(parser().format_help().split()))  # argparse may wrap at a hyphen
     for b in BACKENDS:
         assert b in text
+    assert "Needs a CUDA device" in text
+    from tfdash.defaults import DEFAULT_PROMPT
+
+    for flag, default in (("--max-new-tokens N", "(default 2048)"), ("--seed SEED", "(default 0)"),
+                          ("--prompt PROMPT", f"(default: {DEFAULT_PROMPT!r})")):
+        said = text.split(f" {flag} ", 1)[1].split(" --", 1)[0]  # the option's own help
+        assert said.strip() and default in said, (flag, said)
 
 
 def test_exports_follow_the_umask(tmp_path):

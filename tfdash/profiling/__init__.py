@@ -24,7 +24,8 @@
                export.py         its JSON (with a validating loader), Chrome trace and CSV
                files.py          atomic writes
     commands   headless.py       `tfdash --headless`; analyze_cli.py `tfdash analyze`;
-               bench.py          `tfdash bench`; overhead.py what profiling windows cost
+               bench.py          `tfdash bench` (bench_args.py its command line); overhead.py what
+                                 profiling windows cost
 
 The runtime owns the step's state and its graphs (tfdash.engine.runtime): measuring code asks it
 to hold and restore pos/tok or to capture a variant, and never writes its buffers itself.

@@ -46,7 +46,6 @@ copy bandwidth.
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import platform
 import statistics
@@ -54,47 +53,12 @@ import sys
 import time
 
 from tfdash.errors import TfdashError, UnsupportedShape
+from tfdash.profiling.bench_args import BACKENDS, DEFAULT_BACKENDS, check_numbers, parser  # noqa: F401 (re-exported)
 from tfdash.profiling.files import check_writable_file, write_json_atomic
-from tfdash.profiling.variants import GEMV_OPS, PLAN_VARIANTS, gemv_variant
+from tfdash.profiling.variants import PLAN_VARIANTS, gemv_variant
 from tfdash.settings import SETTINGS
 
-BACKENDS = ("tilelang-graph", "tilelang-nopdl", *PLAN_VARIANTS, "torch-compile", "torch-graph", "hf-compile")
-DEFAULT_BACKENDS = "tilelang-graph,torch-compile,torch-graph"
-
 SCHEMA = "tfdash.bench/1"
-
-
-def parser() -> argparse.ArgumentParser:
-    from tfdash.defaults import PRESET_NAMES
-
-    from tfdash.defaults import DEFAULT_PROMPT
-
-    p = argparse.ArgumentParser(prog="tfdash bench", description="tok/s of the tilelang graph engine and its "
-                                "peers, alternating in one process over several rounds.")
-    src = p.add_mutually_exclusive_group()
-    src.add_argument("--ckpt", metavar="DIR", help="a Qwen3 checkpoint (default: random weights)")
-    src.add_argument("--model", metavar="PRESET", default=None, help="a preset: " + ", ".join(PRESET_NAMES)
-                     + " (default: qwen3-1.7b)")
-    p.add_argument("--max-new-tokens", type=int, default=2048, metavar="N")
-    p.add_argument("--prompt", default=DEFAULT_PROMPT)
-    p.add_argument("--rounds", type=int, default=3, help="alternations of all backends (default 3)")
-    p.add_argument("--backends", default=DEFAULT_BACKENDS,
-                   help="comma-separated, from: " + ", ".join(BACKENDS) + " (default: %(default)s; "
-                        "hf-compile only where transformers is installed)")
-    p.add_argument("--gemv", action="append", default=[], metavar="OP:KEY=V[,KEY=V][+OP:...]",
-                   help="a GEMV launch-settings variant as one more tilelang peer (repeatable; OP one of "
-                        f"{', '.join(GEMV_OPS)}; KEY rows, seg, blocks_per_sm, min_blocks (__launch_bounds__' "
-                        "blocks per SM) or trigger_first=1), e.g. down:seg=8,blocks_per_sm=1, or several "
-                        "ops joined by +: the sweep that decides an entry of the GEMV table")
-    p.add_argument("--json", metavar="OUT", help="write every round and the summary as JSON")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--capacity", type=int, default=None, metavar="N",
-                   help="KV cache positions (default: just enough for the run; the dashboard uses 4096). "
-                        "Attention's grid covers the capacity, so it moves tok/s")
-    p.add_argument("--also-capacity", type=int, action="append", default=[], metavar="N",
-                   help="one more tilelang-graph peer whose KV cache holds N positions (repeatable), "
-                        "e.g. 4096, the dashboard's: what a larger cache costs, in the same process")
-    return p
 
 
 def launches_per_step(name, peer, plan):
@@ -226,10 +190,7 @@ def main(argv: list[str]) -> int:
 
     args = parser().parse_args(argv)
     # the arguments first (a typo is worth saying on any machine; --json's file too), then the device
-    if args.rounds < 1 or args.max_new_tokens < 1:
-        raise TfdashError("--rounds and --max-new-tokens must be at least 1")
-    if args.capacity is not None and args.capacity < 1:
-        raise TfdashError(f"--capacity {args.capacity} must be positive")
+    check_numbers(args)
     check_writable_file(args.json, "--json")
     settings = SETTINGS.values()  # every knob read now: a bad one is one line before any work, and recorded
     wanted = [b.strip() for b in args.backends.split(",") if b.strip()]
@@ -241,10 +202,7 @@ def main(argv: list[str]) -> int:
         name, options = gemv_variant(spec)
         variants[name] = options
         wanted.append(name)
-    for n in args.also_capacity:
-        if n < 1:
-            raise TfdashError(f"--also-capacity {n} must be positive")
-        wanted.append(f"tilelang@{n}")
+    wanted += [f"tilelang@{n}" for n in args.also_capacity]
     from tfdash.engine.compile import unsupported
     from tfdash.engine.config import load_config, preset
 
