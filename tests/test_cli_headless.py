@@ -400,7 +400,8 @@ def test_the_torch_fallback_on_cuda_is_named(monkeypatch):
 @pytest.mark.parametrize("argv, needles", [
     (["--backends", "tilelang-graph,nope"], ["unknown backend(s): nope", "tilelang-latekv"]),
     (["--capacity", "0"], ["--capacity 0 must be positive"]),
-    (["--rounds", "0"], ["--rounds"]),
+    (["--rounds", "0"], ["--rounds 0 must be at least 1"]),  # it named --max-new-tokens too
+    (["--max-new-tokens", "-2"], ["--max-new-tokens -2 must be at least 1"]),
     ([], ["needs a CUDA device"]),
 ])
 def test_bench_errors_are_one_line(argv, needles):
@@ -414,6 +415,17 @@ def test_bench_errors_are_one_line(argv, needles):
     r = run_tfdash("bench", *argv, timeout=120)
     assert r.rc == 2
     assert_one_line_error(r.stderr, *needles)
+    other = {"--rounds": "--max-new-tokens", "--max-new-tokens": "--rounds"}.get(argv[0] if argv else "")
+    assert other is None or other not in r.stderr  # only the bad one named
+
+
+@pytest.mark.parametrize("cmd", [["--headless"], ["analyze"], ["bench"]])
+def test_an_empty_ckpt_is_its_own_line(capsys, cmd):
+    """`--ckpt ""` said ". has no config.json" (headless), or was no --ckpt at all (analyze and
+    bench priced and ran random weights)."""
+    rc, out, err = cli(capsys, *cmd, "--ckpt", "")
+    assert rc == 2 and out == ""
+    assert err.strip().splitlines() == ["tfdash: error: --ckpt '' is empty: give a checkpoint directory"]
 
 
 def test_the_knobs_a_record_names_are_the_ones_in_effect(monkeypatch):

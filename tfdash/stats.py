@@ -86,6 +86,11 @@ def summary(tok_per_s: float, new_tokens: int, wall_ns: int, held_ns: int, ttft_
     dec = f"{decode:.1f} tok/s" if decode is not None else "- (one new token)" if new_tokens == 1 else "-"
     p50 = "-" if p50_ms is None or p50_ms != p50_ms else f"{p50_ms:.3f}"
     p99 = "-" if p99_ms is None or p99_ms != p99_ms else f"{p99_ms:.3f}"
-    return (f"{tok_per_s:.1f} tok/s over the whole generation ({new_tokens} new tokens in "
+    return (f"{tok_per_s:.1f} tok/s over the whole generation ({tokens(new_tokens, 'new ')} in "
             f"{(wall_ns - held_ns) / 1e9:.3f} s, prompt walk included{held}); time to first token {first}; "
-            f"decode-only {dec}; ms/step p50 {p50} p99 {p99}; prompt {prompt_tokens} tokens, {new_tokens} new")
+            f"decode-only {dec}; ms/step p50 {p50} p99 {p99}; prompt {tokens(prompt_tokens)}, {new_tokens} new")
+
+
+def tokens(n: int, kind: str = "") -> str:
+    """`1 token`, `2 tokens` (`kind`: a word before it, e.g. "new ")."""
+    return f"{n} {kind}token{'' if n == 1 else 's'}"

@@ -18,6 +18,7 @@ from typing import Callable
 from tfdash.app.live import LiveSource, SnapshotSource
 from tfdash.errors import TfdashError
 from tfdash.profiling.snapshot import ProfileSnapshot
+from tfdash.stats import tokens
 from tfdash.textsafe import visible
 
 DASHBOARD_MAX_NEW = 2048  # the dashboard's default generation: the headline tok/s length
@@ -143,7 +144,7 @@ def run_app(args) -> int:
         print(f"tfdash: {guarded.lines} lines of library output during the run are in {guarded.path}")
     snap = app.final_snapshot
     if snap is not None:
-        print(f"tfdash: {snap.new_tokens} new tokens, {snap.tok_per_s:.1f} tok/s over the run"
+        print(f"tfdash: {tokens(snap.new_tokens, 'new ')}, {snap.tok_per_s:.1f} tok/s over the run"
               + (f"; snapshot saved to {visible(str(app.saved))}" if app.saved else ""))
     return exit_status(app)
 

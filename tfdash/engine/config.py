@@ -243,6 +243,8 @@ def _no_constant(name: str):
 def load_config(ckpt_dir: str | Path) -> ModelConfig:
     """Read `ckpt_dir/config.json` into a ModelConfig, refusing what tfdash cannot run. Every
     refusal is one line naming the key, the value and what is accepted."""
+    if ckpt_dir == "":  # Path("") is ".": it said ". has no config.json"
+        raise ConfigError("--ckpt '' is empty: give a checkpoint directory")
     d = Path(ckpt_dir)
     if not d.exists():
         raise ConfigError(f"checkpoint directory {d} does not exist")

@@ -71,7 +71,7 @@ def main(argv: list[str]) -> int:
         from tfdash.profiling.files import check_writable_file
 
         check_writable_file(args.json, "--json")
-    cfg = load_config(args.ckpt) if args.ckpt else preset(args.model or "qwen3-1.7b")
+    cfg = load_config(args.ckpt) if args.ckpt is not None else preset(args.model or "qwen3-1.7b")
     target = resolve_target(args.target)
     capacity = args.capacity if args.capacity is not None else cfg.max_position_embeddings
     if capacity > cfg.max_position_embeddings:

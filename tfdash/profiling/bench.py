@@ -206,7 +206,7 @@ def main(argv: list[str]) -> int:
     from tfdash.engine.compile import unsupported
     from tfdash.engine.config import load_config, preset
 
-    cfg = load_config(args.ckpt) if args.ckpt else preset(args.model or "qwen3-1.7b")
+    cfg = load_config(args.ckpt) if args.ckpt is not None else preset(args.model or "qwen3-1.7b")
     # the shape too is an argument: say it before the device, and before any weight is loaded
     for b in (b for b in wanted if b.startswith("tilelang")):
         why = unsupported(build_plan(cfg, dtype="bfloat16", capacity=64, **variants.get(b, {})))

@@ -48,8 +48,9 @@ def parser() -> argparse.ArgumentParser:
 
 def check_numbers(args) -> None:
     """The counts and sizes, each said on its own."""
-    if args.rounds < 1 or args.max_new_tokens < 1:
-        raise TfdashError("--rounds and --max-new-tokens must be at least 1")
+    for flag, n in (("--rounds", args.rounds), ("--max-new-tokens", args.max_new_tokens)):
+        if n < 1:
+            raise TfdashError(f"{flag} {n} must be at least 1")
     if args.capacity is not None and args.capacity < 1:
         raise TfdashError(f"--capacity {args.capacity} must be positive")
     for n in args.also_capacity:
