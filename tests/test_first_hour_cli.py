@@ -299,6 +299,31 @@ def test_a_closed_stdout_is_one_line(tmp_path):
     assert p.stderr.strip().splitlines() == ["tfdash: error: stdout is closed; redirect it to a file or /dev/null"]
 
 
+@pytest.mark.parametrize("argv, rc", [(["--headless", "--ckpt", "/nowhere"], 2),  # an error line went to stdout
+                                      (["--headless", "--max-new-tokens", "0"], 2),  # argparse's usage too
+                                      (["--headless", "--max-new-tokens", "2", "--threads", "1"], 0)])
+def test_a_closed_stderr_never_writes_into_stdout(tmp_path, argv, rc):
+    """`2>&-`: Python has no sys.stderr, and print(file=None) writes to stdout. The lines are lost
+    instead; the exit status still says what happened."""
+    p = subprocess.run([sys.executable, "-m", "tfdash", *argv], stdout=subprocess.PIPE, text=True, cwd=REPO,
+                       env=_env(tmp_path), timeout=60, preexec_fn=lambda: os.close(2))
+    assert p.returncode == rc
+    assert "tfdash" not in p.stdout and "usage" not in p.stdout  # neither an error nor the description line
+    assert rc or p.stdout.rstrip().splitlines()[-1].endswith("prompt 12 tokens, 2 new")
+
+
+def test_a_stderr_nobody_reads_is_a_quiet_non_zero_exit(tmp_path):
+    """stderr a pipe whose reader went away: the error line failed with a traceback (exit 1)."""
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        p = subprocess.run([sys.executable, "-m", "tfdash", "--headless", "--ckpt", "/nowhere"], stdout=subprocess.PIPE,
+                           stderr=w, text=True, cwd=REPO, env=_env(tmp_path), timeout=60)
+    finally:
+        os.close(w)
+    assert p.returncode == 2 and p.stdout == ""
+
+
 # -- outputs checked before the work ------------------------------------------------------------
 @pytest.mark.parametrize("cmd", [["bench", "--model", "qwen3-tiny"], ["counters", "--all"],
                                  ["analyze", "--model", "qwen3-tiny"]])

@@ -8,7 +8,9 @@
     tfdash diff A.json B.json [...]                   two snapshots compared launch by launch
     tfdash counters (--launch ROLE | --all) [...]     Nsight Compute's counters per launch
 
-Errors a user can act on print one line (`tfdash: error: ...`) and exit 2; never a traceback.
+Errors a user can act on print one line (`tfdash: error: ...`) on stderr and exit 2; never a traceback.
+With stderr closed (`2>&-`) or unread, such lines are lost, never written into stdout's data, and the
+exit status still says what happened.
 Ctrl+C, SIGTERM and SIGHUP stop a run cleanly (what was measured is reported and written) and
 exit 128 + the signal. Untrusted text (the prompt, tokens, paths) is printed with its control
 characters made visible.
@@ -170,22 +172,52 @@ def run_dashboard(args) -> int:
     return run_app(args)
 
 
+def _stderr_closed_to_devnull() -> None:
+    """Started with stderr closed (`2>&-`), Python has no sys.stderr, and print(file=sys.stderr) and
+    argparse's usage then write to stdout, into its data. Point sys.stderr and descriptor 2 (which a
+    later open() would otherwise take, and C libraries write to) at /dev/null: the lines are lost,
+    never mixed into stdout, and the exit status still says what happened."""
+    if sys.stderr is not None:
+        return
+    try:
+        os.fstat(2)
+    except OSError:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        if fd != 2:
+            os.dup2(fd, 2)
+            os.close(fd)
+    sys.stderr = open(os.devnull, "w", encoding="utf-8")
+
+
+def _say(line: str) -> None:
+    """An error line on stderr; a stderr that cannot take it (a closed pipe) loses it quietly."""
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    _stderr_closed_to_devnull()
     if sys.stdout is None:  # started with stdout closed (`>&-`): say so before any work
-        print("tfdash: error: stdout is closed; redirect it to a file or /dev/null", file=sys.stderr)
+        _say("tfdash: error: stdout is closed; redirect it to a file or /dev/null")
         return 2
     try:
         with stop_signals():  # SIGTERM/SIGHUP anywhere: the same clean stop as Ctrl+C
             return _dispatch(argv)
     except TfdashError as e:
-        print(f"tfdash: error: {visible(str(e))}", file=sys.stderr)
+        _say(f"tfdash: error: {visible(str(e))}")
         return 2
     except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as a tool killed by SIGPIPE does
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush cannot fail again
+        for f in (sys.stdout, sys.stderr):  # stdout's reader or stderr's
+            try:
+                f.flush()
+            except (OSError, ValueError):  # this one: /dev/null under it, so the exit's flush cannot fail again
+                os.dup2(os.open(os.devnull, os.O_WRONLY), f.fileno())
         return 128 + 13
     except KeyboardInterrupt as e:
-        print(f"tfdash: interrupted ({signal_name(e)})", file=sys.stderr)
+        _say(f"tfdash: interrupted ({signal_name(e)})")
         return exit_code(e)
 
 
