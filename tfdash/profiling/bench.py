@@ -36,6 +36,7 @@ copy bandwidth.
                      argmax stores it there from inside the graph (TFDASH_RING_IN_GRAPH)
     tilelang-chains  attention's score and value phases each one chain, not interleaved (TFDASH_ATTN_ILP)
     tilelang-eachround attention's rounds each rope q and load K/V at their start (TFDASH_ATTN_ROUNDS_CARRY)
+    tilelang-q8head  the lm_head bounded through an int8 copy, exact logits only where the argmax may be
     tilelang[OP:K=V] a GEMV launch-settings variant (--gemv), the sweep behind the GEMV table
     tilelang@N       tilelang-graph with an N-position KV cache (--also-capacity N), against the run-sized one
     torch-compile    the same plan's torch spelling through torch.compile (inductor, autotuned,
