@@ -159,6 +159,17 @@ def tilelang_lm_head_q8(dims):
     pro_iters = -(-K // (THREADS * VEC))
     q_iters = -(-NG // THREADS)
 
+    @T.macro
+    def load_group(wq, meta, wv, mv, g, lane):
+        """Row group g's int8 words (a lane's 16 bytes of each chunk) and, lane r, row r's (s, e, n)."""
+        for r in T.unroll(R):
+            for c in T.unroll(CH):
+                for j in T.vectorized(4):
+                    wv[r, c * 4 + j] = wq[T.min(g * R + r, N - 1), c * 128 + lane * 4 + j]
+        if lane < R:
+            for j in T.vectorized(META):
+                mv[j] = meta[T.min(g * R + lane, N - 1), j]
+
     @T.prim_func
     def lm_head_q8(x: T.Tensor((K,), dt), norm_w: T.Tensor((K,), dt), wq: T.Tensor((N, W4), "int32"),
                    meta: T.Tensor((N, META), "float32"), h_out: T.Tensor((K,), dt), ub: T.Tensor((N,), "float32"),
@@ -196,13 +207,7 @@ def tilelang_lm_head_q8(dims):
             g0 = bx * warps + warp
             # before the grid dependency: weights, their rows' (s, e, n) and the norm weight
             if g0 < groups:
-                for r in T.unroll(R):
-                    for c in T.unroll(CH):
-                        for j in T.vectorized(4):
-                            wv[r, c * 4 + j] = wq[T.min(g0 * R + r, N - 1), c * 128 + lane * 4 + j]
-                if lane < R:
-                    for j in T.vectorized(META):
-                        mv[j] = meta[T.min(g0 * R + lane, N - 1), j]
+                load_group(wq, meta, wv, mv, g0, lane)
             for it in T.unroll(pro_iters):
                 if (it * THREADS + tx) * VEC < K:
                     for j in T.vectorized(VEC):
@@ -278,13 +283,7 @@ def tilelang_lm_head_q8(dims):
                 g = p * total_warps + bx * warps + warp
                 if g < groups:
                     if p > 0:
-                        for r in T.unroll(R):
-                            for c in T.unroll(CH):
-                                for j in T.vectorized(4):
-                                    wv[r, c * 4 + j] = wq[T.min(g * R + r, N - 1), c * 128 + lane * 4 + j]
-                        if lane < R:
-                            for j in T.vectorized(META):
-                                mv[j] = meta[T.min(g * R + lane, N - 1), j]
+                        load_group(wq, meta, wv, mv, g, lane)
                     for r in T.unroll(R):
                         acc[r] = 0.0
                     for c in T.unroll(CH):
