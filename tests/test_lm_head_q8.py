@@ -86,3 +86,13 @@ def test_torch_runtime_decodes_the_default_tokens(dtype):
             assert "head_q8" not in weights and rt.bufs["head_q8"].shape == (cfg.vocab_size, cfg.hidden_size // 4)
             assert int((rt.bufs["logits"] > -float("inf")).sum()) < cfg.vocab_size // 10
     assert out[0] == out[1]
+
+
+def test_the_knob_builds_the_int8_head(monkeypatch):
+    from tfdash.engine import plan_for
+
+    cfg = preset("qwen3-1.7b")
+    assert plan_for(cfg, "bfloat16", 64).launches[-2].op == "lm_head"
+    monkeypatch.setenv("TFDASH_LM_HEAD_Q8", "1")
+    assert [launch.op for launch in plan_for(cfg, "bfloat16", 64).launches[-3:]] == ["lm_head", "lm_head_pick",
+                                                                                       "argmax"]

@@ -183,7 +183,7 @@ def plan_for(cfg: ModelConfig, dtype: str, capacity: int) -> StepPlan:
                       gate_up_silu=bool(SETTINGS.gate_up_silu),
                       qkv_trigger_first=qkv_trigger_first(str(SETTINGS.qkv_trigger_first)),
                       ring_in_graph=bool(SETTINGS.ring_in_graph), attn_ilp=bool(SETTINGS.attn_ilp),
-                      attn_rounds_carry=bool(SETTINGS.attn_rounds_carry),
+                      attn_rounds_carry=bool(SETTINGS.attn_rounds_carry), lm_head_q8=bool(SETTINGS.lm_head_q8),
                       attn_split_cap=None if cap == SPLIT_CAP else cap)  # the default keeps the kernel's name
 
 
