@@ -126,3 +126,43 @@ async def test_the_contended_host_warning_is_read_to_its_end(isolated_config, si
     text = " ".join(line.strip("│ ") for line in shown.splitlines())
     assert "host contended" in text
     assert "--threads N, or a quieter host" in text, shown
+
+
+def help_rows(text: str) -> list[tuple[str, str]]:
+    """(does, id) of each help row on this screen: "does" joined across its wrapped lines."""
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if re.search(r"where\s+key\s+does\s+id\b", line))
+    header = lines[at]
+    x_does, x_id = header.index("does"), header.index(" id ") + 1
+    rows: list[list[str]] = []
+    for line in lines[at + 1:]:
+        if "esc to close" in line:
+            break
+        end = line.index("│", x_id)  # the help box's right border
+        head, does, bid = line[:x_does], line[x_does:x_id].strip(), re.sub(r"[▁-█]", "", line[x_id:end]).strip()
+        if re.search(r"\w", head.split("│")[-1]):  # where and key: a row starts
+            rows.append([does, bid])
+        elif rows and does and not bid:
+            rows[-1][0] += " " + does
+    return [(d, b) for d, b in rows]  # the last may go on below the screen: seen whole further down
+
+
+@pytest.mark.parametrize("size", [(80, 24), (100, 30)])
+@sync
+async def test_the_help_shows_every_key_its_whole_description_and_its_id(isolated_config, size):
+    """The help's "does" column wraps so that the id (what a keymap names) stays on the screen,
+    whole: walking down the table shows every binding's description and id, none cut."""
+    from tfdash.app import bindings
+
+    want = {(b.tooltip or b.description, b.id) for t in bindings.SCOPES.values() for b in t}
+    app = make_app()
+    seen: set[tuple[str, str]] = set()
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await settle(pilot)
+        for _ in range(len(want)):
+            seen |= set(help_rows(screen_text(app)))
+            await pilot.press("down")
+            await pilot.pause()
+    assert want - seen == set(), sorted(want - seen)[:5]

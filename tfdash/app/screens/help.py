@@ -1,7 +1,13 @@
-"""The help screen (`?`): every key, its binding id, and where to remap it."""
+"""The help screen (`?`): every key, its binding id, and where to remap it.
+
+What each key does wraps within its column, so the id (what a keymap names) stays on the screen
+down to 80 columns; the rows are refitted when the terminal is resized."""
 
 from __future__ import annotations
 
+import textwrap
+
+from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -13,9 +19,14 @@ from tfdash.app import bindings
 from tfdash.app.config import valid_keymap
 from tfdash.textsafe import visible
 
+DOES_MIN_W = 24  # the "does" column never wraps narrower than this
+
 
 class HelpScreen(ModalScreen):
     BINDINGS = bindings.HELP
+
+    _rows: list[tuple[str, str, str, str]] = []
+    _fitted: tuple[int, ...] = ()
 
     def compose(self) -> ComposeResult:
         with Vertical(id="help-box"):
@@ -36,10 +47,35 @@ class HelpScreen(ModalScreen):
             ("\nEvery action is also in the command palette (", "$text-muted"),
             (bindings.describe_key(app.COMMAND_PALETTE_BINDING, app), "bold"),
             (").", "$text-muted")))
+        self._rows = [(scope, visible(bindings.describe_key(bindings.effective_key(b, keymap), app)),
+                       b.tooltip or b.description, b.id or "")
+                      for scope, table in bindings.SCOPES.items() for b in table]
+        self._fill()
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._fill)
+
+    def _widths(self) -> tuple[int, int, int, int]:
+        """where, key, does, id: "does" gets what is left once the others (each padded) and a
+        scrollbar have their width. Fixed widths: the header is laid out with its rows."""
         t = self.query_one("#help-table", DataTable)
-        t.add_columns("where", Text("key", justify="right"), "does", "id")
-        for scope, table in bindings.SCOPES.items():
-            for b in table:
-                key = bindings.describe_key(bindings.effective_key(b, keymap), app)
-                t.add_row(Text(scope, style="dim"), Text(visible(key), style="bold", justify="right"),
-                          b.tooltip or b.description, Text(b.id or "", style="dim"))
+        room = t.size.width or max(self.app.size.width - 8, 0)
+        where, key, bid = (max(cell_len(r[i]) for r in self._rows) for i in (0, 1, 3))
+        pad = 4 * 2 * t.cell_padding + t.styles.scrollbar_size_vertical
+        does = min(max(len(r[2]) for r in self._rows), max(DOES_MIN_W, room - where - key - bid - pad))
+        return where, key, does, bid
+
+    def _fill(self) -> None:
+        widths = self._widths()
+        if widths == self._fitted:
+            return
+        self._fitted = widths
+        t = self.query_one("#help-table", DataTable)
+        row = t.cursor_row
+        t.clear(columns=True)
+        for label, w in zip(("where", Text("key", justify="right"), "does", "id"), widths):
+            t.add_column(label, width=w)
+        for scope, key, does, bid in self._rows:
+            t.add_row(Text(scope, style="dim"), Text(key, style="bold", justify="right"),
+                      "\n".join(textwrap.wrap(does, widths[2])), Text(bid, style="dim"), height=None)
+        t.move_cursor(row=row, animate=False)
