@@ -33,9 +33,9 @@ async def settle(pilot) -> None:
         await pilot.wait_for_scheduled_animations()
 
 
-def pane_cells(line: str) -> list[str]:
-    """The cells of one table line inside the first pane on it (between its two borders)."""
-    inner = line.split("│")[1]
+def pane_cells(line: str, pane: int = 0) -> list[str]:
+    """The cells of one table line inside a pane on it (between its two borders; 0: the first)."""
+    inner = line.split("│")[1 + 2 * pane]
     return [c for c in re.split(r" {2,}", inner.strip()) if c]
 
 
@@ -60,6 +60,42 @@ async def test_the_drill_downs_instances_show_whole_columns(isolated_config, siz
             "p90": fmt_ns(k.measured_p90_ns), "gap ×": fmt_gap(k.gap), "GB/s": fmt_gbps(k.achieved_gbps, "")}
     row = next(line for line in lines if "│ L0.gate_up" in line)
     assert pane_cells(row) == [want[h] for h in shown], (header, row)
+
+
+@pytest.mark.parametrize("size", [(160, 48), (100, 30), (80, 24), (160, 48, 80, 24)])
+@sync
+async def test_the_drill_downs_operands_show_whole_columns(isolated_config, size):
+    """The cost-by-operand table, like the instances beside it, drops the columns that do not fit
+    (the share % right after the operand): each header it shows is whole, and each cell under it;
+    it fits again when the terminal is resized."""
+    from tfdash.app import drill_model
+    from tfdash.app.model import fmt_bytes, fmt_num
+
+    snap = load_snapshot(SNAPSHOT)
+    members = tuple(k.index for k in snap.kernels if k.role.endswith(".down"))
+    ops = drill_model.operand_costs(drill_model.plan_of(snap), members, drill_model.ctx_of(snap))
+    total = sum(o.read + o.written for o in ops)
+    app = make_app()
+    async with app.run_test(size=size[:2]) as pilot:
+        await settle(pilot)
+        await pilot.press("down", "enter")  # down: w, x, out
+        await settle(pilot)
+        if len(size) > 2:
+            await pilot.resize_terminal(*size[2:])
+            await settle(pilot)
+        lines = screen_text(app).splitlines()
+    at = next(i for i, line in enumerate(lines) if "│ operand" in line)
+    shown = pane_cells(lines[at], 1)
+    assert shown[0] == "operand" and "%" in shown, lines[at]
+    assert set(shown) <= {"operand", "kind", "read", "written", "%", "buffer"}, lines[at]
+    short = {"activation": "act", "weight": "weight", "cache": "KV cache", "table": "table"}
+    rows = [line for line in lines[at + 1:at + 1 + len(ops)] if line.startswith("│")]  # 80x24: 2 of 3
+    assert rows
+    for o, line in zip(ops, rows):
+        want = {"operand": o.role, "kind": short.get(o.kind, o.kind), "read": fmt_bytes(o.read) if o.read else "—",
+                "written": fmt_bytes(o.written) if o.written else "—",
+                "%": fmt_num(100 * (o.read + o.written) / total, 1), "buffer": o.buffers}
+        assert pane_cells(line, 1) == [want[h] for h in shown], (lines[at], line)
 
 
 @pytest.mark.parametrize("size", [(200, 60), (120, 40), (100, 30), (80, 24)])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import events, on
 from textual.app import ComposeResult
@@ -40,20 +41,38 @@ from tfdash.textsafe import KEEP_LAYOUT, visible, visible_content
 
 DRILL_NARROW_W = 140  # below this the instances, operands and sweep panes do not fit side by side
 KIND_SHORT = {"activation": "act", "weight": "weight", "cache": "KV cache", "table": "table"}
-# The instances' columns that go first when the pane is too narrow for all (the last listed first):
-# ← → switch the tabs, so the table is never scrolled sideways and a column is shown whole or not at all.
+# The columns that go first when a pane is too narrow for all (the last listed first): ← → switch
+# the tabs, so a table here is never scrolled sideways and a column is shown whole or not at all.
 INSTANCE_PRIORITY = ("role", "meas", "pred", "base", "delta", "gap", "p90", "gbps")
+OPERAND_PRIORITY = ("op", "pct", "read", "written", "kind", "buf")
+OPERAND_COLUMNS = tuple((key, Text(label, justify="right" if key in ("read", "written", "pct") else "left"))
+                        for key, label in (("op", "operand"), ("kind", "kind"), ("read", "read"),
+                                           ("written", "written"), ("pct", "%"), ("buf", "buffer")))
 
 
-def fit_instances(width: int, columns: tuple, rows: list[list[Text]]) -> set[str]:
-    """The instance columns whose widest cell (or header), with padding, fit `width` less a scrollbar."""
+def fit_whole(width: int, columns: tuple, rows: list[list[Text]], priority: tuple[str, ...],
+              scrollbar: int = 1) -> set[str]:
+    """The columns whose widest cell (or header), with padding, fit `width` less a scrollbar."""
     if width <= 0:
         return {key for key, _ in columns}  # not laid out yet: on_resize fits it
-    need = {key: max([len(label)] + [r[i].cell_len for r in rows]) + 2 for i, (key, label) in enumerate(columns)}
-    keep = [k for k in INSTANCE_PRIORITY if k in need]
-    while len(keep) > 1 and sum(need[k] for k in keep) > width - 1:
+    need = {key: max([cell_len(str(label))] + [r[i].cell_len for r in rows]) + 2
+            for i, (key, label) in enumerate(columns)}
+    keep = [k for k in priority if k in need]
+    while len(keep) > 1 and sum(need[k] for k in keep) > width - scrollbar:
         keep.pop()
     return set(keep)
+
+
+def fill_whole(t: DataTable, columns: tuple, rows: list[list[Text]], keys: list, priority: tuple[str, ...],
+               scrollbar: int = 1) -> None:
+    """Fill `t` with the columns (key, header) that fit its width whole (fit_whole)."""
+    keep = fit_whole(t.size.width, columns, rows, priority, scrollbar)
+    t.clear(columns=True)
+    for key, label in columns:
+        if key in keep:
+            t.add_column(label, key=key)
+    for k, cells in zip(keys, rows):
+        t.add_row(*(c for (key, _), c in zip(columns, cells) if key in keep), key=k)
 
 
 class DrillScreen(CodeTabs, MarginalTab, CountersTab, Screen):
@@ -107,9 +126,17 @@ class DrillScreen(CodeTabs, MarginalTab, CountersTab, Screen):
             self._summary(snap)
         if self._members_shown is not None:  # the instances' columns fit the pane's new width
             self.call_after_refresh(self._instances, self._members_shown[1])
+        self._refit_operands()
+
+    def _refit_operands(self) -> None:
+        """The operands' columns fit the pane's width once laid out (a resize, or `v` showing it)."""
+        self._operands_key = None
+        if self.app.snapshot is not None:
+            self.call_after_refresh(self._operands, self.app.snapshot)
 
     def action_swap(self) -> None:
         self.toggle_class("-swap")
+        self._refit_operands()
 
     def on_mount(self) -> None:
         self.query_one("#instances").border_title = "instances"
@@ -199,13 +226,8 @@ class DrillScreen(CodeTabs, MarginalTab, CountersTab, Screen):
                          Text(fmt_ns(k.measured_p90_ns), justify="right"),
                          Text(fmt_gap(g), justify="right", style=colors.get(f"tf-{gap_level(g)}", "") if g else ""),
                          Text(fmt_gbps(k.achieved_gbps, ""), justify="right"), *extra])
-        keep = fit_instances(t.size.width, columns, rows)
-        t.clear(columns=True)
-        for key, label in columns:
-            if key in keep:
-                t.add_column(Text(label, justify="left" if key == "role" else "right"), key=key)
-        for k, cells in zip(members, rows):
-            t.add_row(*(c for (key, _), c in zip(columns, cells) if key in keep), key=str(k.index))
+        columns = tuple((key, Text(label, justify="left" if key == "role" else "right")) for key, label in columns)
+        fill_whole(t, columns, rows, [str(k.index) for k in members], INSTANCE_PRIORITY)
         if members:  # the cursor stays on the current launch across rebuilds
             row = next((i for i, k in enumerate(members) if k.index == self.current), 0)
             t.move_cursor(row=row, animate=False)
@@ -232,16 +254,13 @@ class DrillScreen(CodeTabs, MarginalTab, CountersTab, Screen):
             ("at ctx_len ", "$text-muted"), (f"{ctx:,}", "bold"), ("  Σ ", "$text-muted"),
             (fmt_bytes(total), "bold"), ("\n", ""), (dims, "$text-muted"),
             *((("\n", ""), (geometry, "")) if geometry else ())), KEEP_LAYOUT))
-        t.clear(columns=True)
-        for key, label in (("op", "operand"), ("kind", "kind"), ("read", "read"), ("written", "written"),
-                           ("pct", "%"), ("buf", "buffer")):
-            t.add_column(Text(label, justify="right" if key in ("read", "written", "pct") else "left"), key=key)
-        for o in ops:
-            t.add_row(Text(visible(o.role), style="bold"), KIND_SHORT.get(o.kind, o.kind),
-                      Text(fmt_bytes(o.read) if o.read else "—", justify="right"),
-                      Text(fmt_bytes(o.written) if o.written else "—", justify="right"),
-                      Text(fmt_num(100 * (o.read + o.written) / total, 1), justify="right"),
-                      Text(visible(o.buffers), style="dim"))
+        rows = [[Text(visible(o.role), style="bold"), Text(KIND_SHORT.get(o.kind, o.kind)),
+                 Text(fmt_bytes(o.read) if o.read else "—", justify="right"),
+                 Text(fmt_bytes(o.written) if o.written else "—", justify="right"),
+                 Text(fmt_num(100 * (o.read + o.written) / total, 1), justify="right"),
+                 Text(visible(o.buffers), style="dim")] for o in ops]
+        room = self.query_one("#operands").content_size.height - caption.outer_size.height  # rows with a header
+        fill_whole(t, OPERAND_COLUMNS, rows, [None] * len(rows), OPERAND_PRIORITY, int(len(rows) + 1 > room))
 
     def _sweep_chart(self, snap: ProfileSnapshot) -> None:
         caption = self.query_one("#sweep-caption", Static)
