@@ -202,3 +202,21 @@ async def test_the_help_shows_every_key_its_whole_description_and_its_id(isolate
             await pilot.press("down")
             await pilot.pause()
     assert want - seen == set(), sorted(want - seen)[:5]
+
+
+@sync
+async def test_the_drill_down_of_a_family_names_it_once(isolated_config):
+    """Grouped by family, the drill-down's summary reads "family attention", not "attention
+    family  family attention"."""
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("g")  # op -> family
+        await settle(pilot)
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        lines = screen_text(app).splitlines()
+    family = lines[0].split("drill-down · family ")[1].split()[0]
+    summary = " ".join(lines[1:3])
+    assert summary.split()[:3] == ["family", family, "kernel"], summary
+    assert summary.count("family") == 1, summary

@@ -75,6 +75,23 @@ def fill_whole(t: DataTable, columns: tuple, rows: list[list[Text]], keys: list,
         t.add_row(*(c for (key, _), c in zip(columns, cells) if key in keep), key=k)
 
 
+def summary_pairs(r: TableRow, group: str) -> list[list[tuple[str, str]]]:
+    """The summary's label-value pairs: the row, its family and kernel, its times and share."""
+    head = [(r.label, "bold $text-primary"), (f"  {group}", "$text-muted")]
+    fam = [("family ", "$text-muted"), (", ".join(r.families), "bold")]
+    if group == "family":  # "family attention", not "attention  family  family attention"
+        head, fam = [("family ", "$text-muted"), (r.label, "bold $text-primary")], []
+    pairs = [head, *([fam] if fam else []), [("kernel ", "$text-muted"), (", ".join(r.kernels), "bold")],
+             [(f"{r.count} launch{'es' if r.count != 1 else ''}/step", "$text-muted")],
+             [("predicted ", "$text-muted"), (fmt_ns(r.predicted), "bold")],
+             [("measured ", "$text-muted"), (fmt_ns(r.measured), "bold")]]
+    if r.gap is not None:
+        pairs.append([("gap ", "$text-muted"), (fmt_gap(r.gap), f"bold $tf-{gap_level(r.gap)}")])
+    if r.share is not None:
+        pairs.append([(fmt_num(r.share * 100, 1, " %"), "bold"), (" of the step", "$text-muted")])
+    return pairs
+
+
 class DrillScreen(CodeTabs, MarginalTab, CountersTab, Screen):
     BINDINGS = bindings.DRILL
     AUTO_FOCUS = "#instances-table"
@@ -187,17 +204,7 @@ class DrillScreen(CodeTabs, MarginalTab, CountersTab, Screen):
 
     def _summary(self, snap: ProfileSnapshot) -> None:
         r = self.row
-        fam = ", ".join(r.families)
-        kern = ", ".join(r.kernels)
-        pairs = [[(r.label, "bold $text-primary"), (f"  {self.group}", "$text-muted")],
-                 [("family ", "$text-muted"), (fam, "bold")], [("kernel ", "$text-muted"), (kern, "bold")],
-                 [(f"{r.count} launch{'es' if r.count != 1 else ''}/step", "$text-muted")],
-                 [("predicted ", "$text-muted"), (fmt_ns(r.predicted), "bold")],
-                 [("measured ", "$text-muted"), (fmt_ns(r.measured), "bold")]]
-        if r.gap is not None:
-            pairs.append([("gap ", "$text-muted"), (fmt_gap(r.gap), f"bold $tf-{gap_level(r.gap)}")])
-        if r.share is not None:
-            pairs.append([(fmt_num(r.share * 100, 1, " %"), "bold"), (" of the step", "$text-muted")])
+        pairs = summary_pairs(r, self.group)
         width = max(20, self.size.width - 2)  # its padding
         content = wrap_pairs(pairs, width)
         base = getattr(self.app, "baseline", None)
