@@ -220,3 +220,24 @@ async def test_the_drill_down_of_a_family_names_it_once(isolated_config):
     summary = " ".join(lines[1:3])
     assert summary.split()[:3] == ["family", family, "kernel"], summary
     assert summary.count("family") == 1, summary
+
+
+@sync
+async def test_the_sweep_caption_scales_its_times_as_the_summary_does(isolated_config):
+    """The ctx_len sweep's caption writes a time past 1,000 µs in ms, as the summary above it and
+    every other pane do ("1.408 ms", never "1,408.2 µs")."""
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("g")  # family: gemv, the costliest, takes 1.4 ms a step
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        lines = screen_text(app).splitlines()
+    summary = " ".join(lines[1:3])
+    at = next(i for i, line in enumerate(lines) if "ctx_len sweep" in line)
+    sweep = " ".join(line.split("│")[5].strip() for line in lines[at + 1:at + 5])
+    measured = re.search(r"measured (\S+ (?:ns|µs|ms|s))\b", summary).group(1)
+    assert measured.endswith(" ms"), summary
+    assert f"measured {measured} @ 1,024" in sweep, sweep
+    assert not re.search(r"\d,\d{3}\.\d µs", sweep), sweep

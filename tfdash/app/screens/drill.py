@@ -285,11 +285,14 @@ class DrillScreen(CodeTabs, MarginalTab, CountersTab, Screen):
         mx, my = drill_model.measured_points(self.app.windows, self.row.members)
         ys_us = tuple(y / 1e3 for y in ys)
         my_us = tuple(y / 1e3 for y in my)
+        lo, hi = fmt_ns(ys[0]), fmt_ns(ys[-1])  # scaled as everywhere else (ms from 1,000 µs)
+        if lo.split(" ")[-1] == hi.split(" ")[-1]:
+            lo = lo.rsplit(" ", 1)[0]  # "330.3 → 330.3 µs"
         caption.update(Content.assemble(
-            ("predicted ", "$text-muted"), (f"{ys_us[0]:,.1f}", "bold $text-primary"), (" → ", "$text-muted"),
-            (f"{ys_us[-1]:,.1f} µs", "bold $text-primary"), (f" over ctx 0…{xs[-1]:,}", "$text-muted"),
+            ("predicted ", "$text-muted"), (lo, "bold $text-primary"), (" → ", "$text-muted"),
+            (hi, "bold $text-primary"), (f" over ctx 0…{xs[-1]:,}", "$text-muted"),
             ("\nmeasured ", "$text-muted"),
-            (", ".join(f"{y:,.1f} µs @ {x:,}" for x, y in zip(mx, my_us)) or "not profiled yet",
+            (", ".join(f"{fmt_ns(y)} @ {x:,}" for x, y in zip(mx, my)) or "not profiled yet",
              "bold $text-accent" if mx else "italic $text-muted")))
         lines = [Line(tuple(float(x) for x in xs), ys_us, "primary")]
         if mx:
