@@ -241,3 +241,25 @@ async def test_the_sweep_caption_scales_its_times_as_the_summary_does(isolated_c
     assert measured.endswith(" ms"), summary
     assert f"measured {measured} @ 1,024" in sweep, sweep
     assert not re.search(r"\d,\d{3}\.\d µs", sweep), sweep
+
+
+@pytest.mark.parametrize("size", [(80, 24), (100, 30), (120, 40)])
+@sync
+async def test_the_summary_line_gives_nvmls_reason_whole(isolated_config, size):
+    """Where NVML could not be read, the line under the header says why, whole: at 80 columns
+    the reason goes on a line of its own rather than stopping at "NVML not found:"."""
+    from dataclasses import replace
+
+    why = "NVML not found: libnvidia-ml.so.1 missing (no NVIDIA driver)"
+    snap = load_snapshot(SNAPSHOT)
+    cpu = replace(snap, meta=replace(snap.meta, device="cpu", gpu=None), nvml=(),
+                  unavailable={**snap.unavailable, "nvml": why})
+    app = snapshot_app(cpu, theme="tfdash-dark")
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        lines = screen_text(app).splitlines()
+    top = lines[1:lines.index(next(line for line in lines if line.startswith("╭")))]
+    assert any(why in line for line in top), "\n".join(top)
+    assert any("NVML unavailable:" in line for line in top), "\n".join(top)
+    if size[0] < 116:  # the roofline is summed up there too
+        assert any("roofline 1.748 ms/step" in line for line in top), "\n".join(top)

@@ -2,7 +2,7 @@
 label-value pairs wrapped only between pairs.
 
     size_classes(w, h)      "-narrow" below NARROW_W columns, "-short" below SHORT_H rows
-    pane_summary(snap, ...) one line for the roofline and NVML panes when they are hidden
+    pane_summary(snap, ...) a line (wrapped between items) for the panes that are hidden
     wrap_pairs(pairs, w)    a Content whose lines break between pairs, never inside one
 """
 
@@ -29,54 +29,63 @@ def _last(snap: ProfileSnapshot, name: str) -> float | None:
     return None
 
 
-def nvml_summary(snap: ProfileSnapshot) -> list[tuple[str, str]]:
+def nvml_summary(snap: ProfileSnapshot) -> list[list[tuple[str, str]]]:
+    """Each summary is a list of items (lists of styled parts): a line breaks between items."""
     why = snap.unavailable.get("nvml")
     if why and not snap.nvml:
-        return [("NVML unavailable: ", "bold $text-warning"), (why, "italic $text-muted")]
-    return [("NVML ", "$text-muted"), (fmt_gbps(_last(snap, "dram_gbps")), "bold $text-primary"),
-            ("  ", ""), (fmt_num(_last(snap, "power_w"), 0, " W"), "bold")]
+        return [[("NVML unavailable: ", "bold $text-warning"), (why, "italic $text-muted")]]
+    return [[("NVML ", "$text-muted"), (fmt_gbps(_last(snap, "dram_gbps")), "bold $text-primary"),
+             ("  ", ""), (fmt_num(_last(snap, "power_w"), 0, " W"), "bold")]]
 
 
-def roofline_summary(snap: ProfileSnapshot) -> list[tuple[str, str]]:
+def roofline_summary(snap: ProfileSnapshot) -> list[list[tuple[str, str]]]:
     r = snap.roofline
     if r is None:
-        return [("roofline ", "$text-muted"), ("not profiled yet", "italic $text-muted")]
-    return [("roofline ", "$text-muted"), (fmt_ns(r.measured_step_ns), "bold $text-primary"),
-            ("/step  ", "$text-muted"), (fmt_num(r.pct_ceiling, 1, " %"), "bold $text-primary"),
-            (" of ceiling", "$text-muted")]
+        return [[("roofline ", "$text-muted"), ("not profiled yet", "italic $text-muted")]]
+    return [[("roofline ", "$text-muted"), (fmt_ns(r.measured_step_ns), "bold $text-primary"),
+             ("/step  ", "$text-muted"), (fmt_num(r.pct_ceiling, 1, " %"), "bold $text-primary"),
+             (" of ceiling", "$text-muted")]]
 
 
-def throughput_summary(snap: ProfileSnapshot) -> list[tuple[str, str]]:
-    return [("throughput ", "$text-muted"), (fmt_num(snap.tok_per_s if snap.wall_ns else None), "bold $text-primary"),
-            (" tok/s over the run  ", "$text-muted"), (f"{snap.new_tokens:,}", "bold"), (" tokens", "$text-muted")]
+def throughput_summary(snap: ProfileSnapshot) -> list[list[tuple[str, str]]]:
+    return [[("throughput ", "$text-muted"), (fmt_num(snap.tok_per_s if snap.wall_ns else None), "bold $text-primary"),
+             (" tok/s over the run  ", "$text-muted"), (f"{snap.new_tokens:,}", "bold"), (" tokens", "$text-muted")]]
 
 
 SUMMARIES = {"roofline": roofline_summary, "nvml": nvml_summary, "throughput": throughput_summary}
 
 
-def pane_summary(snap: ProfileSnapshot | None, panes: tuple[str, ...]) -> Content:
-    """One line for the panes that are hidden (`v` swaps which are)."""
+def pane_summary(snap: ProfileSnapshot | None, panes: tuple[str, ...], width: int = 10_000) -> Content:
+    """A line for the panes that are hidden (`v` swaps which are), wrapped between items to `width`."""
     if snap is None or not panes:
         return Content("")
-    parts: list[tuple[str, str]] = []
+    groups: list[list[tuple[str, str]]] = []
+    joins: list[tuple[str, str]] = []
     for name in panes:
-        parts += ([("  │  ", "$text-muted")] if parts else []) + SUMMARIES[name](snap)
-    return Content.assemble(*parts)
+        for i, item in enumerate(SUMMARIES[name](snap)):
+            # An item wider than the line (NVML's reason) puts its last part, whole, on a line of its own.
+            wide = len(item) > 1 and sum(len(t) for t, _ in item) > width
+            split = [item[:-1], item[-1:]] if wide else [item]
+            groups += split
+            joins += [("  │  ", "$text-muted") if i == 0 else ("  ", "")] + [("", "")] * (len(split) - 1)
+    return wrap_pairs(groups, width, joins=joins)
 
 
-def wrap_pairs(pairs: list[list[tuple[str, str]]], width: int, sep: str = "  ") -> Content:
-    """Join groups of styled parts with `sep`, starting a new line before a group that would not
-    fit on the current one."""
+def wrap_pairs(pairs: list[list[tuple[str, str]]], width: int, sep: str = "  ",
+               joins: list[tuple[str, str]] | None = None) -> Content:
+    """Join groups of styled parts with `sep` (or `joins[i]`, a styled part, before group i),
+    starting a new line before a group that would not fit on the current one."""
     lines: list[list[tuple[str, str]]] = [[]]
     used = 0
-    for group in pairs:
+    for i, group in enumerate(pairs):
+        join = joins[i] if joins else (sep, "")
         n = sum(len(text) for text, _ in group)
-        if lines[-1] and used + len(sep) + n > width:
+        if lines[-1] and used + len(join[0]) + n > width:
             lines.append([])
             used = 0
         if lines[-1]:
-            lines[-1].append((sep, ""))
-            used += len(sep)
+            lines[-1].append(join)
+            used += len(join[0])
         lines[-1].extend(group)
         used += n
     return Content("\n").join(Content.assemble(*line) for line in lines)

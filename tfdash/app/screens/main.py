@@ -98,11 +98,9 @@ class MainScreen(Screen):
 
     def on_resize(self, event: events.Resize) -> None:
         classes = size_classes(event.size.width, event.size.height)
-        changed = any(self.has_class(c) != on for c, on in classes.items())
         for c, on in classes.items():
             self.set_class(on, c)
-        if changed:
-            self._summary_line(self.app.snapshot)
+        self._summary_line(self.app.snapshot)  # the panes it stands for, wrapped to the new width
 
     def _summary_line(self, snap: ProfileSnapshot | None) -> None:
         """The hidden panes in one line: roofline and NVML when narrow, NVML when it has nothing."""
@@ -111,7 +109,7 @@ class MainScreen(Screen):
         self.query_one(NvmlPane).set_class(nvml_off, "-unavailable")
         aside = narrow and self.has_class("-aside")
         panes = ("throughput",) if aside else ("roofline", "nvml") if narrow else ("nvml",) if nvml_off else ()
-        line = pane_summary(snap, panes)
+        line = pane_summary(snap, panes, max(20, self.size.width - 2))  # its padding
         set_content(self.query_one("#pane-summary", Static), line)
         self.set_class(bool(line.plain), "-summary")
 
