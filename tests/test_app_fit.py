@@ -263,3 +263,21 @@ async def test_the_summary_line_gives_nvmls_reason_whole(isolated_config, size):
     assert any("NVML unavailable:" in line for line in top), "\n".join(top)
     if size[0] < 116:  # the roofline is summed up there too
         assert any("roofline 1.748 ms/step" in line for line in top), "\n".join(top)
+
+
+@pytest.mark.parametrize("size", [(160, 48), (80, 24)])
+@sync
+async def test_s_sorts_only_by_a_column_on_the_screen(isolated_config, size):
+    """The caption names the column the table is sorted by, and `s` walks only the columns on the
+    screen: at 80 columns not count or bound-by, which the table leaves out for want of width."""
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        for _ in range(12):
+            await pilot.press("s")
+            await settle(pilot)
+            lines = screen_text(app).splitlines()
+            caption = next(line for line in lines if "│ group " in line)
+            header = next(line for line in lines if re.search(r"│ op\s", line))
+            name = re.search(r"sort (.+?) [▼▲]", caption).group(1)
+            assert f"{name} ▼" in header or f"{name} ▲" in header or name == "op", (caption, header)

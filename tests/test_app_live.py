@@ -283,3 +283,35 @@ async def test_space_after_the_run_ended_says_why_nothing_pauses(isolated_config
         assert said == ["no run in progress to pause (r re-runs)"]
         assert " done " in screen_text(app).splitlines()[0]  # still over, nothing paused
         await pilot.press("q")
+
+
+@sync
+async def test_a_rerun_sorts_by_a_column_it_shows(isolated_config, tiny_engine):
+    """Sorted by p90 after a profile window, `r` starts a run with no p90 yet (the column goes):
+    the caption then names the column the table is sorted by, measured, not the hidden p90."""
+    import re
+
+    from test_first_hour_app import screen_text
+
+    def caption_and_header() -> tuple[str, str]:
+        lines = screen_text(app).splitlines()
+        return (next(line for line in lines if "│ group " in line),
+                next(line for line in lines if re.search(r"│ op\s", line)))
+
+    rec = Recorder(tiny_engine, 3000)
+    app = live_app(rec, max_new_tokens=3000)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.new_tokens >= 5, what="tokens")
+        await pilot.press("p")
+        await wait_for(pilot, lambda: app.snapshot.roofline is not None, what="a profile window")
+        await pilot.press("s", "S")  # measured -> p90, then ascending
+        await pilot.pause(0.2)
+        assert "sort p90 ▲" in caption_and_header()[0]
+        await pilot.press("r")
+        await wait_for(pilot, lambda: len(rec.sessions) == 2 and app.state == "running" and app.snapshot.tokens
+                       and app.snapshot.tokens[0].index == 0, what="the re-run's tokens")
+        await pilot.pause(0.3)
+        caption, header = caption_and_header()
+        assert " p90 " not in header and "p90" not in caption, (caption, header)
+        assert "sort measured ▼" in caption and "measured ▼" in header, (caption, header)
+        await pilot.press("q")

@@ -121,7 +121,11 @@ class KernelTable(Vertical):
         return getattr(self.app, "baseline", None)
 
     def next_sort(self) -> str:
-        nxt = cellsmod.next_sort_key(self.sort[0], cellsmod.hidden(self.kernels), self.baseline is not None)
+        """The next column `s` sorts by: one on the screen (the caption names it), not one left out
+        for want of values or of width."""
+        shown = self._shown_columns or SORT_KEYS
+        off = cellsmod.hidden(self.kernels) | {k for k in SORT_KEYS if k not in shown}
+        nxt = cellsmod.next_sort_key(self.sort[0], off, self.baseline is not None)
         self.set_sort(nxt)
         return nxt
 
@@ -171,8 +175,8 @@ class KernelTable(Vertical):
             keep = sel.key if sel else None
         key, desc = self.sort
         base = self._built_for = self.baseline
-        if key not in SORT_KEYS and base is None:
-            key, desc = self.sort = DEFAULT_SORT
+        if (key not in SORT_KEYS and base is None) or key in cellsmod.hidden(self.kernels):
+            key, desc = self.sort = DEFAULT_SORT  # a re-run's first steps have no p90 to sort by
         self.rows = table_rows(self.kernels, self.group, self.sort if key in SORT_KEYS else DEFAULT_SORT,
                                self.filter_text)
         self.against = basemod.index(base, self.kernels, self.group) if base is not None else None
