@@ -281,3 +281,24 @@ async def test_s_sorts_only_by_a_column_on_the_screen(isolated_config, size):
             header = next(line for line in lines if re.search(r"│ op\s", line))
             name = re.search(r"sort (.+?) [▼▲]", caption).group(1)
             assert f"{name} ▼" in header or f"{name} ▲" in header or name == "op", (caption, header)
+
+
+
+@pytest.mark.parametrize("sizes", [((160, 48), (80, 24)), ((80, 24), (120, 40))])
+@sync
+async def test_the_kernel_table_shows_whole_cells_after_a_resize(isolated_config, sizes):
+    """Resized, the kernel table shows the columns that fit the new width with every cell whole
+    (it had drawn them at their headers' widths: "ga" for gate_up, "431" for 431.4 µs)."""
+    snap = load_snapshot(SNAPSHOT)
+    gate_up = [k for k in snap.kernels if k.role.endswith(".gate_up")]
+    p90 = fmt_ns(sum(k.measured_p90_ns for k in gate_up))
+    app = make_app()
+    async with app.run_test(size=sizes[0]) as pilot:
+        await settle(pilot)
+        await pilot.resize_terminal(*sizes[1])
+        await settle(pilot)
+        lines = screen_text(app).splitlines()
+    at = next(i for i, line in enumerate(lines) if re.search(r"│ op\s", line))
+    header, row = pane_cells(lines[at]), pane_cells(lines[at + 1])  # gate_up, the costliest
+    assert row[0] == "gate_up" and len(row) == len(header), (header, row)
+    assert ("p90" in header) == (p90 in row), (header, row)

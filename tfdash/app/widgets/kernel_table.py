@@ -163,6 +163,9 @@ class KernelTable(Vertical):
     def on_resize(self) -> None:
         if self.columns != self._shown_columns:
             self.rebuild()
+            # The DataTable measures its new columns when idle, after this resize has drawn its
+            # rows at their headers' widths ("ga" for gate_up): drawn again once measured.
+            self.call_after_refresh(self.table.notify_style_update)
 
     def rebuild(self) -> None:
         if not self.is_mounted:
