@@ -302,3 +302,27 @@ async def test_the_kernel_table_shows_whole_cells_after_a_resize(isolated_config
     header, row = pane_cells(lines[at]), pane_cells(lines[at + 1])  # gate_up, the costliest
     assert row[0] == "gate_up" and len(row) == len(header), (header, row)
     assert ("p90" in header) == (p90 in row), (header, row)
+
+
+@pytest.mark.parametrize("size", [(60, 20), (40, 15), (100, 23)])
+@sync
+async def test_a_terminal_below_80x24_is_told_the_size_it_needs(isolated_config, size):
+    """Below 80x24 the dashboard and the drill-down are one line that says the size they need,
+    rather than panes run off the edge with numbers cut; resized, the screen comes back as it was."""
+    app = make_app()
+    want = f"tfdash needs at least 80×24 (now {size[0]}×{size[1]})"
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        shown = [line.strip() for line in screen_text(app).splitlines() if line.strip()]
+        assert shown == [want], shown
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot)
+        text = screen_text(app)
+        assert "needs at least" not in text and "╭─ kernels" in text and "gate_up" in text, text
+        await pilot.press("enter")  # the kernel table kept the focus underneath
+        await settle(pilot)
+        assert "drill-down · op gate_up" in screen_text(app).splitlines()[0]
+        await pilot.resize_terminal(*size)
+        await settle(pilot)
+        shown = [line.strip() for line in screen_text(app).splitlines() if line.strip()]
+        assert shown == [want], shown

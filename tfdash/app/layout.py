@@ -4,17 +4,21 @@ label-value pairs wrapped only between pairs.
     size_classes(w, h)      "-narrow" below NARROW_W columns, "-short" below SHORT_H rows
     pane_summary(snap, ...) a line (wrapped between items) for the panes that are hidden
     wrap_pairs(pairs, w)    a Content whose lines break between pairs, never inside one
+    MinSize                 mixed into a screen laid out for MIN_W×MIN_H: smaller, one line says so
 """
 
 from __future__ import annotations
 
+from textual import events
 from textual.content import Content
+from textual.widgets import Static
 
 from tfdash.app.model import fmt_gbps, fmt_ns, fmt_num
 from tfdash.profiling.snapshot import ProfileSnapshot
 
 NARROW_W = 116  # below this the three top panes (30 + 38 + 47 columns) do not fit side by side
 SHORT_H = 32  # below this the top row gives up its charts' room to the kernel table
+MIN_W, MIN_H = 80, 24  # the smallest terminal the dashboard and the drill-down are laid out for
 
 
 def size_classes(width: int, height: int) -> dict[str, bool]:
@@ -89,3 +93,20 @@ def wrap_pairs(pairs: list[list[tuple[str, str]]], width: int, sep: str = "  ",
         lines[-1].extend(group)
         used += n
     return Content("\n").join(Content.assemble(*line) for line in lines)
+
+
+class MinSize:
+    """Mixed into a Screen laid out for MIN_W×MIN_H. In a smaller terminal one line, over the whole
+    screen, says the size it needs (rather than panes cut mid-number); the screen, kept as it was
+    underneath, comes back when the terminal is resized."""
+
+    def _on_mount(self, event: events.Mount) -> None:
+        self.mount(Static(id="too-small"))
+
+    def _on_resize(self, event: events.Resize) -> None:
+        w, h = event.size
+        small = w < MIN_W or h < MIN_H
+        self.set_class(small, "-too-small")
+        if small:
+            self.query_one("#too-small", Static).update(
+                Content.styled(f"tfdash needs at least {MIN_W}×{MIN_H} (now {w}×{h})", "bold"))
