@@ -190,8 +190,8 @@ async def test_drill_into_a_kernel_and_back(isolated_config):
         l3 = [k.index for k in app.snapshot.kernels if k.role == "L3.attention"][0]
         assert app.screen.current == l3
         assert app.screen.query_one("#instances-table").cursor_row == 3
-        kinds = {app.screen.query_one("#operands-table").get_row_at(i)[1]
-                 for i in range(app.screen.query_one("#operands-table").row_count)}
+        kinds = {str(cell) for i in range(app.screen.query_one("#operands-table").row_count)
+                 for cell in app.screen.query_one("#operands-table").get_row_at(i)}
         assert "KV cache" in kinds
         caption = str(app.screen.query_one("#operands-caption").render())
         assert "17 cache blocks over 32 programs a kv head: 1 round, 53% busy" in caption, caption  # ctx 1,024
