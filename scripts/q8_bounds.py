@@ -35,7 +35,7 @@ def main() -> int:
         h = h.to(torch.bfloat16)
         r, t, hn, dn = quantize_h(h)
         a = ((q8 * r.view(-1, QG).int()).sum(-1).float() * t).sum(-1) * meta[:, 0]
-        b = bound(meta, a, hn, dn)
+        b = bound(meta, a, hn, dn, K)
         exact = w.double() @ h.double()
         worst = float(((exact - a.double()).abs() / b.double()).max())
         cand = int((a + b >= (a - b).max()).sum())

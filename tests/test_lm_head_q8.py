@@ -43,7 +43,7 @@ def test_every_logit_is_within_its_bound(outliers):
     r, t, hn, dn = quantize_h(h)
     d = (q.view(torch.int8).view(V, -1, QG).int() * r.view(-1, QG).int()).sum(-1)
     a = (d.float() * t).sum(-1) * meta[:, 0]
-    b = bound(meta, a, hn, dn)
+    b = bound(meta, a, hn, dn, K)
     exact = w.double() @ h.double()
     assert bool(((exact - a.double()).abs() <= b.double()).all())
     L = (a - b).max()
@@ -96,3 +96,15 @@ def test_the_knob_builds_the_int8_head(monkeypatch):
     monkeypatch.setenv("TFDASH_LM_HEAD_Q8", "1")
     assert [launch.op for launch in plan_for(cfg, "bfloat16", 64).launches[-3:]] == ["lm_head", "lm_head_pick",
                                                                                        "argmax"]
+
+
+def test_derived_weights_are_made_from_the_runtimes_own_head():
+    """A runtime derives the int8 copy from the head it holds, in its own dtype, even when handed one
+    (a variant of another dtype would otherwise bound its logits with the other head's errors)."""
+    cfg = preset("qwen3-tiny")
+    weights = load_weights(cfg, None, torch.float32, "cpu", 0)
+    given = {**weights, "head_q8": torch.zeros(cfg.vocab_size, cfg.hidden_size // 4, dtype=torch.int32),
+             "head_q8_meta": torch.zeros(cfg.vocab_size, 4)}
+    rt = make_runtime("torch-eager", build_plan(cfg, dtype="bfloat16", capacity=64, lm_head_q8=True), given, "cpu")
+    q, meta = quantize_rows(rt.bufs["embed"])
+    assert torch.equal(rt.bufs["head_q8"], q) and torch.equal(rt.bufs["head_q8_meta"], meta)

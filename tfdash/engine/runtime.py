@@ -108,8 +108,8 @@ class Runtime(TokenRing):
             elif name == "ring":  # the token ring the plan's argmax stores into: pinned host memory
                 self._plan_ring = torch.zeros(spec.shape, dtype=torch.int32, pin_memory=self.cuda)
                 bufs[name] = device_view(self._plan_ring, dev) if self.cuda else self._plan_ring
-            elif spec.kind == "weight" and name not in weights and name in derived:
-                missing.append(name)  # made from another weight below (the int8 lm_head's copy)
+            elif spec.kind == "weight" and name in derived:
+                missing.append(name)  # made from its source below, always (one given may be of another dtype)
             elif spec.kind == "weight":
                 t = weights[name]
                 if tuple(t.shape) != spec.shape:
