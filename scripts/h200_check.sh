@@ -17,8 +17,8 @@
 #   procs                        the default plan in N processes, arena against scattered (MODEL=, N=)
 #   next30                       arena29 with PLACE=--modules ALIGNS=4096, then procs (one call)
 #   land29                       the 1.7B steps tested, then 1.7B and 0.6B benched
-#   next31                       the int8-bounded lm_head (tilelang-q8head): its GPU tests, per-op times at
-#                                1.7B, then A/B against the default at 1.7B and 0.6B (SIZES= to pick)
+#   next31                       the int8-bounded lm_head (tilelang-q8head): its GPU tests, A/B against the
+#                                default at 1.7B and 0.6B (SIZES= to pick), per-op times at 1.7B
 #   profile, observe, app, dash  the profiler, the dashboard (mid-run SVG, snapshot, A/B) and a real pty
 #   live, overhead, features     the dashboard's keys; its cost against headless; session 5's features
 #   counters                     tfdash counters on one layer plus embed, lm_head and argmax
@@ -190,21 +190,23 @@ if [ "$what" = land29 ]; then
   done
 fi
 if [ "$what" = next31 ]; then
-  # the int8-bounded lm_head (about 9 minutes fresh): its GPU tests (the bounds, the pick bit for bit
-  # against the GEMV, the feed, the 1.7B graph's tokens), per-op times beside the default at 1.7B, then
-  # one process a size: the default against tilelang-q8head, 3 rounds
+  # the int8-bounded lm_head (about 8 minutes fresh): its kernels built in parallel; its GPU tests (the
+  # bounds, the pick bit for bit against the GEMV, ties, the feed, the 1.7B graph's tokens); one process
+  # a size, the default against tilelang-q8head (3 rounds, 1.7B first); per-op times of both at 1.7B
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  timeout 400 python3 -m pytest -m gpu -v -p no:cacheprovider tests/gpu/test_lm_head_q8_gpu.py 2>&1 \
+  timeout 100 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b --variants tilelang-q8head \
+    2>&1 | grep -v "TileLang:" | tail -1
+  timeout 240 python3 -m pytest -m gpu -v -p no:cacheprovider tests/gpu/test_lm_head_q8_gpu.py 2>&1 \
     | grep --line-buffered -v "TileLang:" > "$R/q8-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/q8-tests.log" \
     | cut -c1-200 | tail -8; pack
-  timeout 150 python3 scripts/kernel_times.py --model qwen3-1.7b --variants tilelang-q8head \
-    --out "$R/kernel_times-q8.json" 2>&1 | grep -v "TileLang:\|compiled\|Warn\|_warn" > "$R/kernel_times-q8.log"
-  grep -E "^(lm_head|argmax|replay)" "$R/kernel_times-q8.log"; pack
   for m in ${SIZES:-qwen3-1.7b qwen3-0.6b}; do
-    timeout 120 python3 -m tfdash bench --model $m --rounds 3 --backends tilelang-graph,tilelang-q8head \
+    timeout 90 python3 -m tfdash bench --model $m --rounds 3 --backends tilelang-graph,tilelang-q8head \
       --json "$R/bench-$m-q8.json" 2>&1 | grep -v "TileLang:" > "$R/bench-$m-q8.log"; tail -4 "$R/bench-$m-q8.log" \
       | cut -c1-150; pack
   done
+  timeout 90 python3 scripts/kernel_times.py --model qwen3-1.7b --variants tilelang-q8head \
+    --out "$R/kernel_times-q8.json" 2>&1 | grep -v "TileLang:\|compiled\|Warn\|_warn" > "$R/kernel_times-q8.log"
+  grep -E "^(lm_head|argmax|replay)" "$R/kernel_times-q8.log"; pack
 fi
 if [ "$what" = curve ]; then
   # does the decode loop cost the GPU time: a generation's ring-event step times against back-to-back
