@@ -12,7 +12,7 @@ is built (`derived_weights`), not read from a checkpoint.
 
 from __future__ import annotations
 
-# the weights a runtime makes from another when no one gives them: name -> (what makes them, from)
+# the weights a runtime makes from another of its own: name -> (what makes them, which of its results)
 DERIVED = {"head_q8": ("quantize_rows", 0), "head_q8_meta": ("quantize_rows", 1)}
 
 
