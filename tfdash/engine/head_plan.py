@@ -58,10 +58,10 @@ def head_launches(cfg, dtype, capacity, head, buf, launch, gemv_kernel, ring, lm
     return derived
 
 
-def derived_weights(derived: dict, bufs: dict, missing) -> dict:
-    """The derived weights in `missing` (names), made from the buffers they derive from."""
+def derived_weights(derived: dict, bufs: dict, names) -> dict:
+    """The derived weights `names`, made from the buffers they derive from (`derived`: the plan's)."""
     out, made = {}, {}
-    for name in missing:
+    for name in names:
         how, part = DERIVED[name]
         src = derived[name]
         if (how, src) not in made:

@@ -96,7 +96,7 @@ class Runtime(TokenRing):
         small: dict[str, tuple] = {}
         align = SETTINGS.state_arena  # 0: no arena
         shared = set()
-        derived, missing = plan.meta.get("derived", {}), []
+        derived, to_derive = plan.meta.get("derived", {}), []
         for name, spec in plan.buffers.items():
             if spec.parent is not None:
                 continue
@@ -109,7 +109,7 @@ class Runtime(TokenRing):
                 self._plan_ring = torch.zeros(spec.shape, dtype=torch.int32, pin_memory=self.cuda)
                 bufs[name] = device_view(self._plan_ring, dev) if self.cuda else self._plan_ring
             elif spec.kind == "weight" and name in derived:
-                missing.append(name)  # made from its source below, always (one given may be of another dtype)
+                to_derive.append(name)  # made from its source below, always (one given may be of another dtype)
             elif spec.kind == "weight":
                 t = weights[name]
                 if tuple(t.shape) != spec.shape:
@@ -119,10 +119,10 @@ class Runtime(TokenRing):
                 bufs[name] = torch.zeros(spec.shape, dtype=_torch_dtype(spec.dtype), device=dev)
             else:
                 small[name] = (spec.shape, _torch_dtype(spec.dtype))
-        if missing:
+        if to_derive:
             from tfdash.engine.head_plan import derived_weights
 
-            bufs.update(derived_weights(derived, bufs, missing))
+            bufs.update(derived_weights(derived, bufs, to_derive))
         if align:  # the small state at fixed offsets in one allocation (a bad value is one line)
             bufs.update(carve(small, dev, align))
         for name, spec in plan.buffers.items():

@@ -8,8 +8,6 @@ The argmax launch after it reduces `amax` exactly as it reduces the GEMV's (tfda
 Why no other row can hold the argmax: tfdash.kernels.lm_head_q8.
 """
 
-from __future__ import annotations
-
 import torch
 
 from tfdash.kernels.base import DTYPE_BYTES, Family, Geometry, Operand, make_cost, register

@@ -22,8 +22,6 @@ within K ulps of them), and on CPU the logits a bf16 linear rounds to its dtype 
 logit, which is at most |a_i| + b_i).
 """
 
-from __future__ import annotations
-
 import torch
 
 from tfdash.kernels.base import DTYPE_BYTES, Family, Geometry, Operand, make_cost, register
