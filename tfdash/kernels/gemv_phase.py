@@ -9,6 +9,12 @@ from tfdash.kernels.gemv import CHUNK, THREADS, VEC, launch_settings
 PHASE_BUFFERS = ("h_s", "red_s", "xv", "uv", "nv", "hv", "wv", "acc", "resv", "bv_s", "bi_s")
 
 
+def hf_norm(T, x, rstd, w, dt: str):
+    """One value of HF's RMSNorm in a kernel: weight * (x * rstd).to(dtype), each product rounded
+    to dtype. The GEMVs' rmsnorm prologue and lm_head_q8's h share it, so their h agree bit for bit."""
+    return T.cast(T.cast(T.cast(T.cast(x, "float32") * rstd, dt), "float32") * T.cast(w, "float32"), dt)
+
+
 def gemv_phase(T, dims, grid: int):
     """One GEMV as tilelang pieces over a grid of `grid` blocks of THREADS threads, for the kernel
     to place around its own grid dependency: `alloc()` (inside the kernel) gives its registers
@@ -119,10 +125,7 @@ def gemv_phase(T, dims, grid: int):
                         for j in T.vectorized(VEC):
                             ns.nv[j] = norm_w[(it * THREADS + tx) * VEC + j]
                     for j in T.unroll(VEC):
-                        # HF: weight * (x * rstd).to(dtype), each product rounded to dtype
-                        ns.hv[j] = T.cast(
-                            T.cast(T.cast(T.cast(ns.xv[it * VEC + j], "float32") * rstd, dt), "float32")
-                            * T.cast(ns.nv[(it * VEC if early_norm else 0) + j], "float32"), dt)
+                        ns.hv[j] = hf_norm(T, ns.xv[it * VEC + j], rstd, ns.nv[(it * VEC if early_norm else 0) + j], dt)
                     for j in T.vectorized(VEC):
                         ns.h_s[(it * THREADS + tx) * VEC + j] = ns.hv[j]
         elif prologue == "silu_mul":

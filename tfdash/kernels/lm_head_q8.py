@@ -158,6 +158,8 @@ def tilelang_lm_head_q8(dims):
     warp sums, and lane r bounds row r, stores ub and keeps its best lower bound."""
     import tilelang.language as T
 
+    from tfdash.kernels.gemv_phase import hf_norm
+
     N, K, dt, eps = dims["N"], dims["K"], dims["dtype"], float(dims["eps"])
     pdl = dims.get("pdl", True)
     R, grid = rows_per_warp(K), grid_size(N, K)
@@ -245,8 +247,7 @@ def tilelang_lm_head_q8(dims):
             for it in T.unroll(pro_iters):
                 if (it * THREADS + tx) * VEC < K:
                     for j in T.unroll(VEC):
-                        hv[j] = T.cast(T.cast(T.cast(T.cast(xv[it * VEC + j], "float32") * rstd, dt), "float32")
-                                       * T.cast(nv[it * VEC + j], "float32"), dt)
+                        hv[j] = hf_norm(T, xv[it * VEC + j], rstd, nv[it * VEC + j], dt)
                     for j in T.vectorized(VEC):
                         h_s[(it * THREADS + tx) * VEC + j] = hv[j]
                     if bx == 0:
