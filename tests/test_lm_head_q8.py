@@ -108,3 +108,30 @@ def test_derived_weights_are_made_from_the_runtimes_own_head():
     rt = make_runtime("torch-eager", build_plan(cfg, dtype="bfloat16", capacity=64, lm_head_q8=True), given, "cpu")
     q, meta = quantize_rows(rt.bufs["embed"])
     assert torch.equal(rt.bufs["head_q8"], q) and torch.equal(rt.bufs["head_q8_meta"], meta)
+
+
+def test_the_fit_check_counts_the_int8_copy(monkeypatch):
+    """A run that fits with the bf16 head but not beside its int8 copy is one line naming the copy,
+    before anything is allocated: in the engine's check and in the dashboard's preflight."""
+    from tfdash.app.main import preflight
+    from tfdash.engine import plan_for
+    from tfdash.engine.head_plan import derived_bytes
+    from tfdash.engine.memory import check_fits, kv_bytes, weight_bytes
+    from tfdash.errors import CapacityError
+
+    cfg = preset("qwen3-32b")
+    assert derived_bytes(plan_for(cfg, "bfloat16", 2112)) == 0
+    monkeypatch.setenv("TFDASH_LM_HEAD_Q8", "1")
+    made = derived_bytes(plan_for(cfg, "bfloat16", 2112))
+    assert made == cfg.vocab_size * (cfg.hidden_size + 16)  # an int8 column a byte, four floats a row
+    room = weight_bytes(cfg, "bfloat16") + kv_bytes(cfg, 2112, "bfloat16") + made // 2
+    check_fits(cfg, 2112, "bfloat16", "cuda", available=room)  # the bf16 head alone fits
+    with pytest.raises(CapacityError, match=r"the copies made from them \(0\.73 GiB\)"):
+        check_fits(cfg, 2112, "bfloat16", "cuda", available=room, derived=made)
+    tiny = preset("qwen3-tiny")
+    need = weight_bytes(tiny, "float32") + kv_bytes(tiny, 2112, "float32")
+    monkeypatch.setattr("tfdash.engine.memory.free_bytes", lambda device: need + 1)
+    args = type("Args", (), dict(ckpt=None, model="qwen3-tiny", device="cpu", dtype=None, backend=None,
+                                 prompt="hello", save=None))()
+    with pytest.raises(CapacityError, match="the copies made from them"):
+        preflight(args, 2112 - 64)

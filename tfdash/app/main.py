@@ -110,9 +110,12 @@ def preflight(args, max_new_tokens: int) -> None:
         inventory(Path(args.ckpt), choice.config)  # the tensors on disk against the config (headers only)
     prompt_len = len(choice.tokenizer.encode(args.prompt))
     check_generation(choice.config, capacity, prompt_len, max_new_tokens)
+    from tfdash.engine import plan_for
+    from tfdash.engine.head_plan import derived_bytes
     from tfdash.engine.memory import check_fits
 
-    check_fits(choice.config, capacity, choice.dtype, choice.device)
+    made = derived_bytes(plan_for(choice.config, choice.dtype, capacity))  # the int8 head's copy, where on
+    check_fits(choice.config, capacity, choice.dtype, choice.device, derived=made)
     if getattr(args, "save", None):
         check_save_path(Path(args.save).expanduser())
 

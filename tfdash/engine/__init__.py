@@ -232,12 +232,14 @@ def load_engine(ckpt: str | Path | None = None, model: str | None = None, device
         apply_threads(threads)
     else:
         threads, threads_why = None, ""
+    from tfdash.engine.head_plan import derived_bytes
     from tfdash.engine.memory import allocation_error, check_fits
 
-    check_fits(cfg, plan.capacity, dtype, device)
+    made = derived_bytes(plan)  # every runtime of the plan makes them (the torch spellings read them too)
+    check_fits(cfg, plan.capacity, dtype, device, derived=made)
     try:
         weights = load_weights(cfg, ckpt, torch_dtype(dtype), device, seed)
         runtime = make_runtime(backend, plan, weights, device, progress=progress)
     except (torch.OutOfMemoryError, MemoryError) as e:
-        raise allocation_error(e, cfg, plan.capacity, dtype, device) from None
+        raise allocation_error(e, cfg, plan.capacity, dtype, device, made) from None
     return Engine(cfg, plan, runtime, tokenizer, source, device, backend, seed, threads, threads_why, fallback)

@@ -70,3 +70,9 @@ def derived_weights(derived: dict, bufs: dict, names) -> dict:
             made[how, src] = quantize_rows(bufs[src])
         out[name] = made[how, src][part]
     return out
+
+
+def derived_bytes(plan) -> int:
+    """Device bytes of the weights a runtime of `plan` makes from its own (0 for the GEMV head):
+    what it holds beyond the checkpoint's weights, for the check that a run fits."""
+    return sum(plan.buffers[name].nbytes for name in plan.meta.get("derived", {}))

@@ -66,21 +66,25 @@ def free_bytes(device: str) -> int | None:
     return None
 
 
-def check_fits(cfg: ModelConfig, capacity: int, dtype: str, device: str, available: int | None = None) -> None:
-    """CapacityError with one line when the weights plus the KV cache exceed the free memory."""
+def check_fits(cfg: ModelConfig, capacity: int, dtype: str, device: str, available: int | None = None,
+               derived: int = 0) -> None:
+    """CapacityError with one line when the weights plus the KV cache exceed the free memory.
+    `derived`: bytes of the weights a runtime makes from its own (the plan's `derived_bytes`)."""
     free = free_bytes(device) if available is None else available
     if free is None:
         return
     w, kv = weight_bytes(cfg, dtype), kv_bytes(cfg, capacity, dtype)
-    if w + kv > free:
-        raise CapacityError(f"the weights ({w / GIB:.2f} GiB) and the KV cache for {capacity:,} positions "
-                            f"({kv / GIB:.2f} GiB, {dtype}) need {(w + kv) / GIB:.2f} GiB; {device} has "
+    if w + derived + kv > free:
+        made = f", the copies made from them ({derived / GIB:.2f} GiB)" if derived else ""
+        raise CapacityError(f"the weights ({w / GIB:.2f} GiB){made} and the KV cache for {capacity:,} positions "
+                            f"({kv / GIB:.2f} GiB, {dtype}) need {(w + derived + kv) / GIB:.2f} GiB; {device} has "
                             f"{free / GIB:.2f} GiB free (lower --max-new-tokens or the prompt)")
 
 
-def allocation_error(e: BaseException, cfg: ModelConfig, capacity: int, dtype: str, device: str) -> CapacityError:
+def allocation_error(e: BaseException, cfg: ModelConfig, capacity: int, dtype: str, device: str,
+                     derived: int = 0) -> CapacityError:
     """An allocator's failure as one line naming what was asked for."""
-    need = weight_bytes(cfg, dtype) + kv_bytes(cfg, capacity, dtype)
+    need = weight_bytes(cfg, dtype) + derived + kv_bytes(cfg, capacity, dtype)
     first = str(e).splitlines()[0][:160] if str(e) else type(e).__name__
     return CapacityError(f"cannot allocate the engine on {device}: weights and KV cache for {capacity:,} "
                          f"positions need {need / GIB:.2f} GiB ({first})")
