@@ -6,7 +6,8 @@
 #   headless, engine             a headless run; engine = bench, headless run and GPU tests
 #   final                        the whole GPU suite at every size (kernel tests in 4 processes)
 #   sizes, sizebench             every size compiled and tested; bench per size (SIZES="..." to pick)
-#   headline                     the README's bench table on today's plan (1.7B with torch-compile)
+#   headline                     the README's bench table on today's plan (1.7B with torch-compile;
+#                                BACKENDS17= the 1.7B peers, OTHERS= the other sizes' peers)
 #   where                        per-op exclusive us against each op's floor (SIZES=, VARIANTS=)
 #   probe, sass                  attention's phases alone; its SASS and warp stalls under ncu
 #   curve                        a generation's step times against back-to-back replays by position
@@ -17,8 +18,9 @@
 #   procs                        the default plan in N processes, arena against scattered (MODEL=, N=)
 #   next30                       arena29 with PLACE=--modules ALIGNS=4096, then procs (one call)
 #   land29                       the 1.7B steps tested, then 1.7B and 0.6B benched
-#   next31                       the int8-bounded lm_head (tilelang-q8head): its GPU tests, A/B against the
-#                                default at 1.7B and 0.6B (SIZES= to pick), per-op times at 1.7B
+#   next31                       the int8-bounded lm_head (tilelang-q8head): its kernel tests and the 1.7B
+#                                step against the reference, A/B against the default at 1.7B and 0.6B
+#                                (SIZES= to pick), per-op times at 1.7B
 #   profile, observe, app, dash  the profiler, the dashboard (mid-run SVG, snapshot, A/B) and a real pty
 #   live, overhead, features     the dashboard's keys; its cost against headless; session 5's features
 #   counters                     tfdash counters on one layer plus embed, lm_head and argmax
@@ -199,6 +201,9 @@ if [ "$what" = next31 ]; then
   timeout 240 python3 -m pytest -m gpu -v -p no:cacheprovider tests/gpu/test_lm_head_q8_gpu.py 2>&1 \
     | grep --line-buffered -v "TileLang:" > "$R/q8-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/q8-tests.log" \
     | cut -c1-200 | tail -8; pack
+  timeout 150 python3 -m pytest -m gpu -v -p no:cacheprovider tests/gpu/test_engine_gpu.py -k int8_head_step 2>&1 \
+    | grep --line-buffered -v "TileLang:" > "$R/q8-step-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" \
+    "$R/q8-step-tests.log" | cut -c1-200 | tail -4; pack
   for m in ${SIZES:-qwen3-1.7b qwen3-0.6b}; do
     timeout 90 python3 -m tfdash bench --model $m --rounds 3 --backends tilelang-graph,tilelang-q8head \
       --json "$R/bench-$m-q8.json" 2>&1 | grep -v "TileLang:" > "$R/bench-$m-q8.log"; tail -4 "$R/bench-$m-q8.log" \
@@ -250,7 +255,7 @@ if [ "$what" = headline ]; then
     | sed 's/^1 //' | tr ' ' ',') 2>&1 | grep -v "TileLang:" > "$R/precompile.log"; tail -1 "$R/precompile.log"
   [ "${TESTS:-}" != none ] && timeout 150 python3 -m pytest -m gpu ${TESTS:-tests/gpu/test_kernels_gpu.py::test_attention tests/gpu/test_continuous_gpu.py} -q -rA \
     -p no:cacheprovider 2>&1 | grep -v "TileLang:" > "$R/tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/tests.log" | cut -c1-200 | tail -8; pack
-  [ -z "${NO17:-}" ] && timeout 240 python3 -m tfdash bench --backends tilelang-graph,tilelang-chains,torch-compile \
+  [ -z "${NO17:-}" ] && timeout 240 python3 -m tfdash bench --backends ${BACKENDS17:-tilelang-graph,tilelang-chains,torch-compile} \
     --json "$R/bench-qwen3-1.7b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-qwen3-1.7b.log" && tail -5 "$R/bench-qwen3-1.7b.log" | cut -c1-160; pack
   for m in ${SIZES:-qwen3-0.6b qwen3-4b qwen3-8b}; do
     timeout 330 python3 -m tfdash bench --model "$m" --backends ${OTHERS:-tilelang-graph,tilelang-chains} --json "$R/bench-$m.json" 2>&1 \

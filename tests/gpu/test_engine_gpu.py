@@ -22,6 +22,7 @@ from tfdash.engine.config import preset
 from tfdash.engine.plan import build_plan
 from tfdash.engine.runtime import Runtime, TilelangRuntime
 from tfdash.engine.weights import pack, random_state_dict
+from tfdash.kernels.common import linear_f32
 
 pytestmark = pytest.mark.gpu
 
@@ -86,6 +87,25 @@ def test_step_matches_reference(state, ctx):
     check_step(CFG, ref, eng, truth, ctx)
 
 
+@pytest.fixture(scope="module")
+def int8_head(state):
+    """The 1.7B plan with the int8-bounded lm_head, its reference and captured engine on `state`'s weights."""
+    _, weights, _, _, _, _ = state
+    plan = build_plan(CFG, dtype="bfloat16", capacity=2048, lm_head_q8=True)
+    ref, eng = Runtime(plan, weights, DEV), TilelangRuntime(plan, weights, DEV)
+    eng.capture()
+    yield ref, eng
+    del ref, eng
+    gc.collect()
+    torch.cuda.empty_cache()
+
+
+@pytest.mark.parametrize("ctx", [0, 1, 255, 1024])
+def test_int8_head_step_matches_reference(state, int8_head, ctx):
+    ref, eng = int8_head
+    check_step(CFG, ref, eng, state[5], ctx)
+
+
 @pytest.mark.parametrize("ctx", [1500, 2100])
 def test_step_in_rounds_matches_reference(state, ctx):
     """At the bench's 2112 positions (33 blocks on 32 programs a kv head) attention's programs take
@@ -135,9 +155,10 @@ def check_step(cfg, ref, eng, truth, ctx):
         truth.step()
     torch.cuda.synchronize()
     assert not torch.isnan(eng.bufs["logits"]).any()
-    c = cosine(eng.bufs["logits"], ref.bufs["logits"])
+    ours, theirs = head_logits(eng), head_logits(ref)
+    c = cosine(ours, theirs)
     if truth is not None:
-        c_ours, c_torch = cosine(eng.bufs["logits"], truth.bufs["logits"]), cosine(ref.bufs["logits"], truth.bufs["logits"])
+        c_ours, c_torch = cosine(ours, head_logits(truth)), cosine(theirs, head_logits(truth))
     else:  # no f32 truth fits beside the weights: held to the floor against the bf16 reference alone
         c_ours = c_torch = c
     print(f"{cfg.name} ctx {ctx}: cosine tilelang~torch {c:.6f}, tilelang~f32 {c_ours:.6f}, "
@@ -154,16 +175,43 @@ def check_step(cfg, ref, eng, truth, ctx):
     assert 1 - c_ours <= 1.5 * (1 - c_torch) + 1e-6
     assert int(eng.bufs["pos"]) == ctx + 1
     # the argmax must agree wherever the two spellings' logit difference cannot flip it
-    top2 = torch.topk(ref.bufs["logits"], 2).values
-    noise = (eng.bufs["logits"] - ref.bufs["logits"]).abs().max().item()
+    top2 = torch.topk(theirs, 2).values
+    noise = (ours - theirs).abs().max().item()
     if (top2[0] - top2[1]).item() > 2 * noise:
         assert int(eng.bufs["out_tokens"][ctx]) == int(ref.bufs["out_tokens"][ctx])
+    if "head_h" in eng.bufs:
+        check_int8_head(cfg, eng, ours, ctx)
     # this step's k and v landed in the cache at ctx, as the reference put them
     # (each layer's k and v come from that layer's input, which carries the same bf16 drift as
     # the logits: held to the same floor)
     for name in ("k_cache", "v_cache"):
         a, b = eng.bufs[name][:, :, ctx], ref.bufs[name][:, :, ctx]
         assert 1 - cosine(a, b) <= drift
+
+
+def head_logits(rt):
+    """The step's logits over the whole vocabulary. The int8 head (lm_head_q8) leaves exact logits
+    only where the argmax may be and -inf elsewhere; for it, every row's logit in f32 from the h it
+    stored (the rmsnorm of x in the model dtype, the GEMV's input) and its own head weight."""
+    if "head_h" not in rt.bufs:
+        return rt.bufs["logits"]
+    return linear_f32(rt.bufs["head_h"], rt.bufs[rt.plan.meta["derived"]["head_q8"]])
+
+
+def check_int8_head(cfg, eng, full, ctx):
+    """The int8 head's step: a few rows kept, each kept logit the f32 product of its row and h (in
+    the GEMV's summation order, so within f32 rounding of torch's), and its token the argmax of the
+    kept logits, which is the argmax of every row wherever rounding cannot flip it."""
+    got = eng.bufs["logits"]
+    kept = torch.isfinite(got)
+    assert 0 < int(kept.sum()) < cfg.vocab_size // 30
+    err = (got[kept] - full[kept]).abs().max().item()
+    assert err <= 1e-4 * full.abs().max().item() + 1e-4, err
+    token = int(eng.bufs["out_tokens"][ctx])
+    assert token == int(torch.argmax(got))
+    top2 = torch.topk(full, 2).values
+    if (top2[0] - top2[1]).item() > 2 * err:
+        assert token == int(torch.argmax(full))
 
 
 def test_top1_agreement_with_transformers(state):
