@@ -144,3 +144,22 @@ def test_the_dashboards_throughput_model_carries_ttft_decode_and_pause():
     t = model.throughput(snap)
     assert t.tok_s_run == pytest.approx(3 / 2.0) and t.ttft_ms == pytest.approx(500.0)
     assert t.tok_s_decode == pytest.approx(2 / 1.5) and t.held_s == pytest.approx(1.0)
+
+
+def test_bench_holds_each_backend_to_the_bytes_its_own_plan_moves():
+    """The int8 head reads about half the lm_head's bytes: its GB/s and share of the ceiling are its
+    own plan's bytes over its time, while the torch peers and transformers keep the default plan's."""
+    from types import SimpleNamespace
+
+    from tfdash.engine.config import preset
+    from tfdash.engine.plan import build_plan
+    from tfdash.profiling.bench import bytes_by_peer, generation_bytes
+
+    cfg = preset("qwen3-1.7b")
+    plan, q8 = build_plan(cfg, capacity=2112), build_plan(cfg, capacity=2112, lm_head_q8=True)
+    peers = {"tilelang-graph": SimpleNamespace(plan=plan), "tilelang-q8head": SimpleNamespace(plan=q8),
+             "torch-compile": SimpleNamespace(plan=plan), "hf-compile": object()}
+    got = bytes_by_peer(peers, plan, TARGET, 2059)
+    assert got["tilelang-graph"] == got["torch-compile"] == got["hf-compile"] == generation_bytes(plan, TARGET, 2059)
+    head_saved = 2059 * cfg.vocab_size * (cfg.hidden_size - 16)  # bf16 rows against int8 rows and 16 B of meta
+    assert got["tilelang-graph"] - got["tilelang-q8head"] == pytest.approx(head_saved, rel=0.02)
