@@ -198,6 +198,9 @@ if [ "$what" = next31 ]; then
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
   timeout 100 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b --variants tilelang-q8head \
     2>&1 | grep -v "TileLang:" | tail -1
+  # the kernel tests' own builds at every size (capacity 64: their argmax feed), in parallel, not one by one
+  timeout 90 python3 scripts/precompile.py --only-default --capacities 64 --ops lm_head,lm_head_pick,argmax \
+    --variants tilelang-q8head 2>&1 | grep -v "TileLang:" | tail -1
   timeout 240 python3 -m pytest -m gpu -v -p no:cacheprovider tests/gpu/test_lm_head_q8_gpu.py 2>&1 \
     | grep --line-buffered -v "TileLang:" > "$R/q8-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/q8-tests.log" \
     | cut -c1-200 | tail -8; pack

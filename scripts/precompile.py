@@ -3,6 +3,8 @@ for, in parallel worker processes, into tilelang's disk cache ($TILELANG_CACHE_D
 after it load each kernel instead of compiling it one after another.
 
     python3 scripts/precompile.py [--sizes qwen3-0.6b,...] [--workers 14]
+    python3 scripts/precompile.py --only-default --capacities 64 --ops lm_head,lm_head_pick,argmax \
+        --variants tilelang-q8head       (only those ops' kernels: what one GPU test file builds)
 """
 
 import argparse
@@ -20,7 +22,10 @@ SIZES = "qwen3-0.6b,qwen3-1.7b,qwen3-4b,qwen3-8b,qwen3-14b,qwen3-32b"
 BENCH_CAPACITY = 2112  # a 12-token prompt + 2048 new tokens, in whole attention blocks
 
 
-def plans(sizes, only_default=False, variants=(), gemv=()):
+CAPACITIES = (4096, BENCH_CAPACITY, 1280, 2048)  # the dashboard's, the bench's, the engine tests'
+
+
+def plans(sizes, only_default=False, variants=(), gemv=(), capacities=CAPACITIES):
     from tfdash.engine.config import preset
     from tfdash.engine.plan import build_plan
     from tfdash.errors import TfdashError
@@ -36,7 +41,7 @@ def plans(sizes, only_default=False, variants=(), gemv=()):
 
     for name in sizes:
         cfg = preset(name)
-        for cap in (4096, BENCH_CAPACITY, 1280, 2048):
+        for cap in capacities:
             yield build_plan(cfg, capacity=cap)
             for v in variants:  # named plan variants at every size asked (a bench's peers)
                 yield variant(cfg, cap, PLAN_VARIANTS[v])
@@ -61,10 +66,13 @@ def plans(sizes, only_default=False, variants=(), gemv=()):
         yield build_plan(replace(base, name=f"g{group}-d{d}", num_heads=8 * group, head_dim=d), capacity=4096)
 
 
-def distinct(sizes, only_default=False, variants=(), gemv=()):
+def distinct(sizes, only_default=False, variants=(), gemv=(), capacities=CAPACITIES, ops=()):
+    """One job a distinct kernel (name and dims) of the plans, only the launches of `ops` if given."""
     seen = {}
-    for plan in filter(None, plans(sizes, only_default, variants, gemv)):
+    for plan in filter(None, plans(sizes, only_default, variants, gemv, capacities)):
         for launch in plan.kernels().values():
+            if ops and launch.op not in ops:
+                continue
             key = (launch.kernel, tuple(sorted((k, str(v)) for k, v in launch.dims.items())))
             seen.setdefault(key, (launch.family, launch.kernel, dict(launch.dims)))
     return list(seen.values())
@@ -91,8 +99,13 @@ def main():
                     "to build at every size given as well")
     ap.add_argument("--gemv", action="append", default=[], metavar="SPEC",
                     help="a `tfdash bench --gemv` variant to build at every size given as well (repeatable)")
+    ap.add_argument("--capacities", default=",".join(map(str, CAPACITIES)),
+                    help="KV capacities of the plans (the attention and argmax kernels depend on them)")
+    ap.add_argument("--ops", default="", help="comma-separated ops (lm_head, argmax, ...): only their kernels")
     args = ap.parse_args()
-    jobs = distinct(args.sizes.split(","), args.only_default, [v for v in args.variants.split(",") if v], args.gemv)
+    caps = tuple(int(c) for c in args.capacities.split(",") if c)
+    jobs = distinct(args.sizes.split(","), args.only_default, [v for v in args.variants.split(",") if v], args.gemv,
+                    caps, {o for o in args.ops.split(",") if o})
     t0 = time.perf_counter()
     print(f"# compiling {len(jobs)} kernels on {args.workers} workers", flush=True)
     failed = 0
