@@ -319,3 +319,15 @@ def test_int8_head_fits_its_grid_and_dots_four_bytes_an_instruction(fresh_cache)
     assert fresh_cache.resources(KERNELS["lm_head_q8"]).registers * THREADS * BLOCKS_PER_SM <= 65536
     assert "__dp4a(" in q8.source
     assert "__ballot_sync(" in compiled(fresh_cache, "lm_head_pick").source
+    # under PDL, before its grid dependency each reads only weights (never x, h, ub or lb: the kernel
+    # before it writes them) and writes nothing; it lets the next kernel launch only after it
+    for name, early in (("lm_head_q8", {"wq", "meta", "norm_w"}), ("lm_head_pick", set())):
+        built = compiled(fresh_cache, name)
+        body = built.source[built.source.index("void __launch_bounds__"):]
+        body = body[body.index("{"):]
+        sync = body.index("cudaGridDependencySynchronize();")
+        assert sync < body.index("cudaTriggerProgrammaticLaunchCompletion();")
+        for param in (p.removesuffix("_handle") for p in built.params):
+            if param not in early:
+                assert not re.search(rf"(?<![\w.]){param}(\[| \+ )", body[:sync]), (name, param)
+        assert all(re.search(rf"(?<![\w.]){param}(\[| \+ )", body[:sync]) for param in early), name
