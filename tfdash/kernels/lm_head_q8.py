@@ -18,8 +18,8 @@ A row left out has logit < ub_i < L <= the best candidate's logit, so the argmax
 candidates (lowest index among ties, as the GEMV's partials) is the argmax over every row. `slack`
 covers f32 rounding in a_i, in the norms and in the exact dot products (slack(K), relative to
 (n_i + e_i)(|h| + |dh|): any summation order of K products, as cuBLAS's in the torch runtimes, is
-within K ulps of them), and on CPU the logits a bf16 linear rounds to its dtype (2**-8 of the
-logit, which is at most |a_i| + b_i).
+within K ulps of them), and, in the torch spelling of a bf16 head, the logits linear_f32 may round
+to the dtype (off CUDA, or where torch.mm has no out_dtype: 2**-8 of the logit, at most |a_i| + b_i).
 """
 
 import torch
@@ -104,7 +104,8 @@ def torch_lm_head_q8(dims, bufs):
         a[i:i + 8192] = (d.float() * t).sum(-1)
     meta = bufs["meta"]
     a = a * meta[:, 0]
-    w_rounds = h.dtype != torch.float32 and not h.is_cuda  # linear_f32 rounds to the dtype on CPU
+    # linear_f32 rounds a bf16 head's logits to bf16 on CPU, and on CUDA too where torch.mm has no out_dtype
+    w_rounds = h.dtype != torch.float32
     b = bound(meta, a, hn, dn, dims["K"], rel=2.0 ** -8 if w_rounds else 0.0)
     bufs["ub"].copy_(a + b)
     bufs["lb"].fill_(-float("inf"))
