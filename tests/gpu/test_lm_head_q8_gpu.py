@@ -6,7 +6,7 @@
   leaves are -inf, and its partials give the GEMV's token; the argmax feed then feeds it;
 - a captured 1.7B graph decodes the default graph's tokens.
 At every size: a random h; an h with 1 % of its values 50 times larger (more candidates); and a
-head whose largest logit is held by three identical rows (the lowest index must win).
+head whose largest logit is held by five identical rows (the lowest index must win).
 """
 
 import math
@@ -57,8 +57,9 @@ def test_bounds_pick_and_feed(size, case):
     x = x.to(torch.bfloat16)
     norm_w = (1 + 0.05 * torch.randn(H, device=DEV, generator=gen)).to(torch.bfloat16)
     w = (torch.randn(V, H, device=DEV, generator=gen) * (3 / math.sqrt(H))).to(torch.bfloat16)
-    if case == "tie":  # h's signs (norm_w > 0): the largest logit, three times over
-        w[[100, V // 2, V - 1]] = (torch.sign(x.float()) * (6 / math.sqrt(H))).to(torch.bfloat16)
+    if case == "tie":  # h's signs (norm_w > 0): the largest logit, five times over: after row 100 in its
+        # warp's ballot (101), another warp of its block (250), other blocks (V // 2) and the vocabulary's last row
+        w[[100, 101, 250, V // 2, V - 1]] = (torch.sign(x.float()) * (6 / math.sqrt(H))).to(torch.bfloat16)
     wq, meta = quantize_rows(w)
     nan = float("nan")
     b = {"x": x, "norm_w": norm_w, "wq": wq, "meta": meta, "h_out": torch.full((H,), nan, device=DEV).bfloat16(),
@@ -77,7 +78,7 @@ def test_bounds_pick_and_feed(size, case):
     token = int(torch.argmax(logits_ref).item())
     assert bool((logits_ref <= ub).all()), "an upper bound below the GEMV's own logit"
     if case == "tie":
-        assert token == 100 and logits_ref[100] == logits_ref[V - 1]
+        assert token == 100 and bool((logits_ref[[101, 250, V // 2, V - 1]] == logits_ref[100]).all())
     p = {"w": w, "h": h, "ub": ub, "lb": lb, "logits": torch.full((V,), nan, device=DEV),
          "amax": torch.full(plan.buffers["argmax_part"].shape, nan, device=DEV)}
     run(pick, p)
@@ -86,7 +87,10 @@ def test_bounds_pick_and_feed(size, case):
     cand = logits > -float("inf")
     assert torch.equal(cand, ub >= lb.max()), "the rows computed are not the rows whose bound reaches L"
     assert torch.equal(logits[cand], logits_ref[cand]), "a candidate's logit is not the GEMV's, bit for bit"
-    assert cand.sum().item() < V // 30, f"{cand.sum().item()} candidates of {V}"
+    # the bound's width grows as sqrt(K) against a fixed spread of these logits: on CPU with this recipe, 8B's
+    # outliers left 4261 candidates (its largest logit 2 sigma low) and 14B's 2165; plain h at most 719
+    limit = V // 10 if case == "outliers" else V // 30
+    assert cand.sum().item() < limit, f"{cand.sum().item()} candidates of {V}"
     best = int(part[:, 1][part[:, 0] == part[:, 0].max()].min().item())
     assert best == token
     ops = {"logits": logits, "amax": part, "prompt": torch.zeros(64, dtype=torch.int32, device=DEV),
