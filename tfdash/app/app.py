@@ -31,6 +31,7 @@ from textual.screen import Screen
 
 from tfdash.app import bindings
 from tfdash.app.compare import CompareActions
+from tfdash.app.layout import MinSizeGuard
 from tfdash.app.config import Config, keymap_problems, load_config, save_config, valid_keymap
 from tfdash.app.exports import ExportActions
 from tfdash.app.live import Source
@@ -44,7 +45,7 @@ from tfdash.themes import CSS_PATH, DARK, DEFAULT_THEME, register_themes
 from tfdash.themes import offered as offered_themes
 
 
-class TfdashApp(LiveRefresh, RunActions, ExportActions, CompareActions, App[ProfileSnapshot | None]):
+class TfdashApp(MinSizeGuard, LiveRefresh, RunActions, ExportActions, CompareActions, App[ProfileSnapshot | None]):
     CSS_PATH = CSS_PATH
     BINDINGS = bindings.APP
     TITLE = "tfdash"

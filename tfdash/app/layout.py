@@ -1,16 +1,20 @@
-"""How the screens fit a terminal: size classes, a one-line summary for panes that do not fit, and
-label-value pairs wrapped only between pairs.
+"""How the screens fit a terminal: size classes, a one-line summary for panes that do not fit,
+label-value pairs wrapped only between pairs, and the one line that stands for any screen in a
+terminal below the minimum size.
 
     size_classes(w, h)      "-narrow" below NARROW_W columns, "-short" below SHORT_H rows
     pane_summary(snap, ...) a line (wrapped between items) for the panes that are hidden
     wrap_pairs(pairs, w)    a Content whose lines break between pairs, never inside one
-    MinSize                 mixed into a screen laid out for MIN_W×MIN_H: smaller, one line says so
+    fit_min_size(screen, s) below MIN_W×MIN_H, one line over the whole screen says the size needed
+    MinSizeGuard            mixed into the App: every screen it shows is fitted so, dialogs included
 """
 
 from __future__ import annotations
 
 from textual import events
 from textual.content import Content
+from textual.geometry import Size
+from textual.screen import Screen
 from textual.widgets import Static
 
 from tfdash.app.model import fmt_gbps, fmt_ns, fmt_num
@@ -95,18 +99,38 @@ def wrap_pairs(pairs: list[list[tuple[str, str]]], width: int, sep: str = "  ",
     return Content("\n").join(Content.assemble(*line) for line in lines)
 
 
-class MinSize:
-    """Mixed into a Screen laid out for MIN_W×MIN_H. In a smaller terminal one line, over the whole
-    screen, says the size it needs (rather than panes cut mid-number); the screen, kept as it was
-    underneath, comes back when the terminal is resized."""
+def too_small(size: Size) -> bool:
+    return size.width < MIN_W or size.height < MIN_H
+
+
+def fit_min_size(screen: Screen, size: Size) -> None:
+    """Below MIN_W×MIN_H, one line over the whole of `screen` says the size tfdash needs, rather than
+    panes and dialogs cut mid-number; the screen is kept as it was underneath (state, focus, scroll)
+    and comes back whole once the terminal is large enough."""
+    small = too_small(size)
+    found = screen.query("#too-small")
+    if small and not found:
+        screen.mount(Static(id="too-small"))
+        found = screen.query("#too-small")
+    screen.set_class(small, "-too-small")
+    if small:
+        found.first(Static).update(Content.styled(f"tfdash needs at least {MIN_W}×{MIN_H} (now {size.width}×"
+                                                  f"{size.height})", "bold"))
+
+
+class MinSizeGuard:
+    """Mixed into the App, so that every screen it shows is covered below MIN_W×MIN_H: tfdash's
+    own, its dialogs (help, baseline picker, A/B) and Textual's (the command palette). Each screen
+    is fitted when it becomes the current one and all of the stack when the terminal is resized,
+    so a screen popped back to after a resize shows the right thing at once."""
 
     def _on_mount(self, event: events.Mount) -> None:
-        self.mount(Static(id="too-small"))
+        self.screen_change_signal.subscribe(self, self._fit_screen)
+        self._fit_screen(self.screen)
+
+    def _fit_screen(self, screen: Screen) -> None:
+        fit_min_size(screen, self.size)
 
     def _on_resize(self, event: events.Resize) -> None:
-        w, h = event.size
-        small = w < MIN_W or h < MIN_H
-        self.set_class(small, "-too-small")
-        if small:
-            self.query_one("#too-small", Static).update(
-                Content.styled(f"tfdash needs at least {MIN_W}×{MIN_H} (now {w}×{h})", "bold"))
+        for screen in self.screen_stack:
+            fit_min_size(screen, event.size)

@@ -26,7 +26,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
 from tfdash.app import baseline as basemod, bindings, drill_model
-from tfdash.app.layout import SHORT_H, MinSize, wrap_pairs
+from tfdash.app.layout import SHORT_H, wrap_pairs
 from tfdash.app.model import TableRow, fmt_bytes, fmt_gap, fmt_gbps, fmt_ns, fmt_num, gap_level, make_row
 from tfdash.app.screens.drill_code import CodeTabs
 from tfdash.app.screens.drill_counters import CountersTab
@@ -92,7 +92,7 @@ def summary_pairs(r: TableRow, group: str) -> list[list[tuple[str, str]]]:
     return pairs
 
 
-class DrillScreen(MinSize, CodeTabs, MarginalTab, CountersTab, Screen):
+class DrillScreen(CodeTabs, MarginalTab, CountersTab, Screen):
     BINDINGS = bindings.DRILL
     AUTO_FOCUS = "#instances-table"
 

@@ -17,7 +17,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from tfdash.app import bindings
-from tfdash.app.layout import MinSize, pane_summary, size_classes
+from tfdash.app.layout import pane_summary, size_classes
 from tfdash.app.model import contention_note
 from tfdash.app.widgets.continuation import Continuation
 from tfdash.app.widgets.footer import FitFooter
@@ -80,7 +80,7 @@ class TopBar(Horizontal):
             self.show(*self._shown)
 
 
-class MainScreen(MinSize, Screen):
+class MainScreen(Screen):
     BINDINGS = bindings.MAIN
     AUTO_FOCUS = "#kernel-table"
 
