@@ -314,3 +314,31 @@ def test_ab_screen_picture_of_a_recorded_result(isolated_config, tmp_path, snap_
         await settle(pilot)
 
     assert snap_compare(open_app(path), terminal_size=SIZE, run_before=open_ab)
+
+
+@pytest.mark.parametrize("sizes", [((80, 24), (120, 40)), ((160, 48), (100, 30))])
+@sync
+async def test_the_ab_result_is_read_whole_in_a_small_terminal(isolated_config, sizes):
+    """At 80x24 (and 100x30) the A/B's answer is on the screen: the verdict, both sides with whole
+    cells (the range over windows left out where it does not fit) and the first ops; the intro gives
+    up its rows and comes back, with the range, in a larger terminal."""
+    from test_app_fit import screen_text
+
+    r = recorded_ab()
+    app = snapshot_app(dataclasses.replace(load_snapshot(SNAPSHOT), ab=(r,)), theme="tfdash-dark")
+    async with app.run_test(size=sizes[0]) as pilot:
+        await settle(pilot)
+        await pilot.press("a")
+        for size in (*sizes, sizes[0]):
+            await pilot.resize_terminal(*size)
+            await settle(pilot)
+            text = screen_text(app)
+            x = next(line.index("╭─ A/B") for line in text.splitlines() if "╭─ A/B" in line)
+            lines = [line[x + 1:].split("│")[0].strip() for line in text.splitlines() if line[x:x + 1] == "│"]
+            assert any(line.startswith(r["verdict"]) for line in lines), text
+            a = next(line for line in lines if line.startswith("A running plan"))
+            assert f"{r['a']['tok_per_s']:,.1f}" in a and f"{r['a']['step_ns'] / 1e6:.3f}" in a, text
+            assert a.endswith(" 6"), text  # the windows column, whole
+            assert ("768.0 – 768.0" in a) == (size[0] >= 100), text
+            assert ("take turns on this generation" in text) == (size[1] >= 32), text
+            assert any(line.startswith("qk_norm_rope") and "added" in line for line in lines), text

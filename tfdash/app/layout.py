@@ -5,17 +5,20 @@ terminal below the minimum size.
     size_classes(w, h)      "-narrow" below NARROW_W columns, "-short" below SHORT_H rows
     pane_summary(snap, ...) a line (wrapped between items) for the panes that are hidden
     wrap_pairs(pairs, w)    a Content whose lines break between pairs, never inside one
+    fill_whole(table, ...)  a table with the columns that fit its width whole, dropped by priority
     fit_min_size(screen, s) below MIN_W×MIN_H, one line over the whole screen says the size needed
     MinSizeGuard            mixed into the App: every screen it shows is fitted so, dialogs included
 """
 
 from __future__ import annotations
 
+from rich.cells import cell_len
+from rich.text import Text
 from textual import events
 from textual.content import Content
 from textual.geometry import Size
 from textual.screen import Screen
-from textual.widgets import Static
+from textual.widgets import DataTable, Static
 
 from tfdash.app.model import fmt_gbps, fmt_ns, fmt_num
 from tfdash.profiling.snapshot import ProfileSnapshot
@@ -97,6 +100,31 @@ def wrap_pairs(pairs: list[list[tuple[str, str]]], width: int, sep: str = "  ",
         lines[-1].extend(group)
         used += n
     return Content("\n").join(Content.assemble(*line) for line in lines)
+
+
+def fit_whole(width: int, columns: tuple, rows: list[list[Text]], priority: tuple[str, ...],
+              scrollbar: int = 1) -> set[str]:
+    """The columns whose widest cell (or header), with padding, fit `width` less a scrollbar."""
+    if width <= 0:
+        return {key for key, _ in columns}  # not laid out yet: on_resize fits it
+    need = {key: max([cell_len(str(label))] + [r[i].cell_len for r in rows]) + 2
+            for i, (key, label) in enumerate(columns)}
+    keep = [k for k in priority if k in need]
+    while len(keep) > 1 and sum(need[k] for k in keep) > width - scrollbar:
+        keep.pop()
+    return set(keep)
+
+
+def fill_whole(t: DataTable, columns: tuple, rows: list[list[Text]], keys: list, priority: tuple[str, ...],
+               scrollbar: int = 1) -> None:
+    """Fill `t` with the columns (key, header) that fit its width whole (fit_whole)."""
+    keep = fit_whole(t.size.width, columns, rows, priority, scrollbar)
+    t.clear(columns=True)
+    for key, label in columns:
+        if key in keep:
+            t.add_column(label, key=key)
+    for k, cells in zip(keys, rows):
+        t.add_row(*(c for (key, _), c in zip(columns, cells) if key in keep), key=k)
 
 
 def too_small(size: Size) -> bool:

@@ -3,6 +3,9 @@ running plan on the generation in progress (Session.ab, tfdash.profiling.ab), th
 sides: tok/s with its range over the windows, ms/step, the verdict with its spread, whether the
 two sides' tokens agreed, and each op's time in both from one profile window a side.
 
+In a short terminal, once an A/B runs or is shown, the intro gives its rows to the result (the
+verdict's second line says how it was measured) and the variants scroll in what is left.
+
 The A/B runs in a thread worker; its progress arrives as ABProgressed messages (posted from the
 decode thread, which never waits on the screen). Escape cancels it after the window in progress,
 and closes the screen when nothing runs. On a saved snapshot the screen shows the A/Bs it holds.
@@ -21,6 +24,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, ProgressBar, Static
 
 from tfdash.app import bindings
+from tfdash.app.layout import SHORT_H, fill_whole
 from tfdash.profiling.ab import when
 from tfdash.app.messages import ABMeasured, ABProgressed
 from tfdash.app.model import fmt_ns
@@ -31,6 +35,12 @@ def variant_rows() -> list[tuple[str, str]]:
     from tfdash.profiling.ab import VARIANTS
 
     return [(v.name, v.about) for v in VARIANTS.values()]
+
+
+SIDE_COLUMNS = (("side", "side"), ("tok", Text("tok/s", justify="right")),
+                ("range", Text("range over windows", justify="right")), ("ms", Text("ms/step", justify="right")),
+                ("windows", Text("windows", justify="right")))
+SIDE_PRIORITY = ("side", "tok", "ms", "windows", "range")  # the last goes first: the verdict gives the spread
 
 
 def side_cells(label: str, s: dict) -> list[Text]:
@@ -83,6 +93,7 @@ class ABScreen(ModalScreen):
         self.running: str | None = None  # the variant being A/B'd
         self.cancel = threading.Event()
         self.result: dict | None = None
+        self.sides: list[list[Text]] = []  # the cells of A and B, refitted to the width on resize
 
     def compose(self) -> ComposeResult:
         with Vertical(id="ab-box", classes="tf-modal"):
@@ -110,9 +121,7 @@ class ABScreen(ModalScreen):
         t.add_columns("variant (as tfdash bench names it)", "what it changes")
         for name, about in self.variants:
             t.add_row(Text(name, style="bold"), Text(about), key=name)
-        self.query_one("#ab-sides", DataTable).add_columns(
-            "side", Text("tok/s", justify="right"), Text("range over windows", justify="right"),
-            Text("ms/step", justify="right"), Text("windows", justify="right"))
+        self._fill_sides()
         self.query_one("#ab-ops", DataTable).add_columns(
             "op", Text("A", justify="right"), Text("B", justify="right"), Text("Δ", justify="right"),
             Text("Δ %", justify="right"))
@@ -124,6 +133,15 @@ class ABScreen(ModalScreen):
             self._status("pick a variant, ⏎ runs it" if self.app.source.live else
                          "a saved snapshot is read-only: it holds no A/B", "$text-muted")
         t.focus()
+
+    def on_resize(self) -> None:
+        self.set_class(self.app.size.height < SHORT_H, "-short")
+        self.call_after_refresh(self._fill_sides)
+
+    def _fill_sides(self) -> None:
+        """Both sides with the columns that fit the box whole: in 80 columns the range goes."""
+        fill_whole(self.query_one("#ab-sides", DataTable), SIDE_COLUMNS, self.sides, [None] * len(self.sides),
+                   SIDE_PRIORITY, scrollbar=0)
 
     def _status(self, line: str, style: str = "") -> None:
         self.query_one("#ab-status", Static).update(Content.styled(visible(line), style))
@@ -144,6 +162,7 @@ class ABScreen(ModalScreen):
         t = self.query_one("#ab-variants", DataTable)
         name = self.variants[max(0, min(t.cursor_row, len(self.variants) - 1))][0]
         self.running, self.cancel = name, threading.Event()
+        self.add_class("-used")
         bar = self.query_one("#ab-progress", ProgressBar)
         bar.display = True
         bar.update(total=None, progress=0)
@@ -183,17 +202,19 @@ class ABScreen(ModalScreen):
 
     def show_result(self, result: dict, recorded: bool = False) -> None:
         self.result = result
+        self.add_class("-used")
         self.query_one("#ab-verdict", Static).update(verdict_content(result))
-        sides = self.query_one("#ab-sides", DataTable)
         ops = self.query_one("#ab-ops", DataTable)
-        sides.clear()
         ops.clear()
+        self.sides = []
         if "unavailable" in result:
+            self._fill_sides()
             self._status("the A/B did not run", "$text-error")
             return
         what, (na, nb) = str(result.get("what", "?")), result.get("launches", ["?", "?"])
-        sides.add_row(*side_cells(f"A running plan · {na} launches", result.get("a", {})))
-        sides.add_row(*side_cells(f"B {what} · {nb} launches", result.get("b", {})))
+        self.sides = [side_cells(f"A running plan · {na} launches", result.get("a", {})),
+                      side_cells(f"B {what} · {nb} launches", result.get("b", {}))]
+        self._fill_sides()
         for r in result.get("per_op", []):
             ops.add_row(*op_cells(r))
         self._status(f"{'recorded' if recorded else 'done'}: {what} ({result.get('about', '')}) on "

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import time
 
-from rich.cells import cell_len
 from rich.text import Text
 from textual import events, on
 from textual.app import ComposeResult
@@ -26,7 +25,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
 from tfdash.app import baseline as basemod, bindings, drill_model
-from tfdash.app.layout import SHORT_H, wrap_pairs
+from tfdash.app.layout import SHORT_H, fill_whole, wrap_pairs
 from tfdash.app.model import TableRow, fmt_bytes, fmt_gap, fmt_gbps, fmt_ns, fmt_num, gap_level, make_row
 from tfdash.app.screens.drill_code import CodeTabs
 from tfdash.app.screens.drill_counters import CountersTab
@@ -48,31 +47,6 @@ OPERAND_PRIORITY = ("op", "pct", "read", "written", "kind", "buf")
 OPERAND_COLUMNS = tuple((key, Text(label, justify="right" if key in ("read", "written", "pct") else "left"))
                         for key, label in (("op", "operand"), ("kind", "kind"), ("read", "read"),
                                            ("written", "written"), ("pct", "%"), ("buf", "buffer")))
-
-
-def fit_whole(width: int, columns: tuple, rows: list[list[Text]], priority: tuple[str, ...],
-              scrollbar: int = 1) -> set[str]:
-    """The columns whose widest cell (or header), with padding, fit `width` less a scrollbar."""
-    if width <= 0:
-        return {key for key, _ in columns}  # not laid out yet: on_resize fits it
-    need = {key: max([cell_len(str(label))] + [r[i].cell_len for r in rows]) + 2
-            for i, (key, label) in enumerate(columns)}
-    keep = [k for k in priority if k in need]
-    while len(keep) > 1 and sum(need[k] for k in keep) > width - scrollbar:
-        keep.pop()
-    return set(keep)
-
-
-def fill_whole(t: DataTable, columns: tuple, rows: list[list[Text]], keys: list, priority: tuple[str, ...],
-               scrollbar: int = 1) -> None:
-    """Fill `t` with the columns (key, header) that fit its width whole (fit_whole)."""
-    keep = fit_whole(t.size.width, columns, rows, priority, scrollbar)
-    t.clear(columns=True)
-    for key, label in columns:
-        if key in keep:
-            t.add_column(label, key=key)
-    for k, cells in zip(keys, rows):
-        t.add_row(*(c for (key, _), c in zip(columns, cells) if key in keep), key=k)
 
 
 def summary_pairs(r: TableRow, group: str) -> list[list[tuple[str, str]]]:
