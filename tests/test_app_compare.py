@@ -79,6 +79,34 @@ def open_app(path, **kw):
 
 # -- the baseline picker ---------------------------------------------------------------------------
 @sync
+async def test_picker_at_80x24_shows_each_file_and_whether_it_compares_whole(isolated_config, exports):
+    """At 80 columns the picker keeps the file and "against this run" whole (model, dtype and the
+    rest go), and a resize keeps the row under the cursor: Enter then chooses that one."""
+    from test_app_fit import screen_text
+
+    messages = []
+    app = open_app(exports.shown)
+    async with app.run_test(size=(80, 24), message_hook=messages.append) as pilot:
+        await settle(pilot)
+        await pilot.press("b")
+        await settle(pilot)
+        await pilot.press("down")  # the fused_rope=False run of the same model
+        text = screen_text(app)
+        at = next(i for i, line in enumerate(text.splitlines()) if "│  file " in line)
+        header, fp16, unfused = text.splitlines()[at:at + 3]
+        assert "against this run" in header and "model" not in header, text
+        assert exports.fp16.name in fp16 and "dtype: float16 vs bfloat16" in fp16, text
+        assert exports.unfused.name in unfused and "✓ same model and dtype" in unfused, text
+        await pilot.resize_terminal(160, 48)
+        await settle(pilot)
+        assert "│  file " in screen_text(app) and "qwen3-1.7b" in screen_text(app)
+        await pilot.press("enter")
+        await settle(pilot)
+    [chosen] = once(messages, BaselineChosen)
+    assert chosen.label == exports.unfused.name
+
+
+@sync
 async def test_picker_refuses_another_dtype_and_sets_the_baseline(isolated_config, exports):
     messages = []
     app = open_app(exports.shown)

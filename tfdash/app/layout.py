@@ -102,13 +102,17 @@ def wrap_pairs(pairs: list[list[tuple[str, str]]], width: int, sep: str = "  ",
     return Content("\n").join(Content.assemble(*line) for line in lines)
 
 
+def cell_widths(columns: tuple, rows: list[list[Text]]) -> dict[str, int]:
+    """Each column's widest cell or header, in cells."""
+    return {key: max([cell_len(str(label))] + [r[i].cell_len for r in rows]) for i, (key, label) in enumerate(columns)}
+
+
 def fit_whole(width: int, columns: tuple, rows: list[list[Text]], priority: tuple[str, ...],
               scrollbar: int = 1) -> set[str]:
     """The columns whose widest cell (or header), with padding, fit `width` less a scrollbar."""
     if width <= 0:
         return {key for key, _ in columns}  # not laid out yet: on_resize fits it
-    need = {key: max([cell_len(str(label))] + [r[i].cell_len for r in rows]) + 2
-            for i, (key, label) in enumerate(columns)}
+    need = {key: w + 2 for key, w in cell_widths(columns, rows).items()}
     keep = [k for k in priority if k in need]
     while len(keep) > 1 and sum(need[k] for k in keep) > width - scrollbar:
         keep.pop()
@@ -117,12 +121,15 @@ def fit_whole(width: int, columns: tuple, rows: list[list[Text]], priority: tupl
 
 def fill_whole(t: DataTable, columns: tuple, rows: list[list[Text]], keys: list, priority: tuple[str, ...],
                scrollbar: int = 1) -> None:
-    """Fill `t` with the columns (key, header) that fit its width whole (fit_whole)."""
+    """Fill `t` with the columns (key, header) that fit its width whole (fit_whole). Each is
+    given its width: a DataTable measures new columns only when idle, and until then draws them
+    at their headers' widths ("othe" for a file name)."""
     keep = fit_whole(t.size.width, columns, rows, priority, scrollbar)
+    widths = cell_widths(columns, rows)
     t.clear(columns=True)
     for key, label in columns:
         if key in keep:
-            t.add_column(label, key=key)
+            t.add_column(label, key=key, width=widths[key])
     for k, cells in zip(keys, rows):
         t.add_row(*(c for (key, _), c in zip(columns, cells) if key in keep), key=k)
 

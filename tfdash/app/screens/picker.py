@@ -1,5 +1,6 @@
 """The baseline picker (`b`): recent snapshot exports, newest first, each with its model, dtype,
-when it was recorded and its tok/s, and whether it compares with the run on screen. Enter makes
+when it was recorded and its tok/s, and whether it compares with the run on screen (in a narrow
+box the columns that do not fit go, model and dtype first; the rest are whole). Enter makes
 the selected one the baseline (`app.set_baseline`); one of another model or dtype is refused with
 the line `tfdash diff` gives, shown under the list. Every string from a file is Text, never markup.
 """
@@ -17,8 +18,15 @@ from textual.widgets import DataTable, Static
 
 from tfdash.app import bindings
 from tfdash.app.compare import Recent
+from tfdash.app.layout import fill_whole
 from tfdash.app.messages import BaselineChosen
 from tfdash.textsafe import visible
+
+
+COLUMNS = (("file", "file"), ("model", "model"), ("dtype", "dtype"), ("recorded", "recorded"),
+           ("tok", Text("tok/s", justify="right")), ("fit", "against this run"))
+# In a narrow box the last listed go first: which file, and whether it compares, stay.
+PRIORITY = ("file", "fit", "tok", "recorded", "dtype", "model")
 
 
 def row_cells(e: Recent, current) -> list[Text]:
@@ -55,6 +63,7 @@ class PickerScreen(ModalScreen):
     def __init__(self, entries: list[Recent]):
         super().__init__()
         self.entries = entries
+        self.rows: list[list[Text]] = []  # each entry's cells (row_cells), refitted to the width
 
     def compose(self) -> ComposeResult:
         with Vertical(id="picker-box", classes="tf-modal"):
@@ -76,11 +85,20 @@ class PickerScreen(ModalScreen):
             intro += [("\nNo snapshot there yet: ", "$text-warning"), ("e", "bold"),
                       (" writes one, or `tfdash open B.json --baseline A.json` compares two files.", "$text-muted")]
         self.query_one("#picker-intro", Static).update(Content.assemble(*intro))
+        self.rows = [row_cells(e, app.snapshot) for e in self.entries]
+        self._fill()
+        self.query_one("#picker-table", DataTable).focus()
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._fill)
+
+    def _fill(self) -> None:
+        """The columns that fit the box whole, refitted on resize with the cursor kept on its row."""
         t = self.query_one("#picker-table", DataTable)
-        t.add_columns("file", "model", "dtype", "recorded", Text("tok/s", justify="right"), "against this run")
-        for i, e in enumerate(self.entries):
-            t.add_row(*row_cells(e, app.snapshot), key=str(i))
-        t.focus()
+        row = t.cursor_row
+        fill_whole(t, COLUMNS, self.rows, [str(i) for i in range(len(self.rows))], PRIORITY,
+                   int(len(self.rows) + 1 > t.size.height))
+        t.move_cursor(row=row, animate=False)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
