@@ -50,7 +50,8 @@ def _threads(v: str) -> int:
     return n
 
 
-def _seed(v: str) -> int:
+def seed_number(v: str) -> int:
+    """--seed's type in every command: a whole number the weight generators can take."""
     try:
         n = int(v)
     except ValueError:
@@ -76,7 +77,7 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
                      help="default: bfloat16 on CUDA, float32 on CPU")
     src.add_argument("--backend", choices=("torch-eager", "torch-graph", "tilelang-graph"),
                      help="default: tilelang-graph on CUDA (torch-graph without tilelang), torch-eager on CPU")
-    src.add_argument("--seed", type=_seed, default=0, help="seed of the random weights (default 0)")
+    src.add_argument("--seed", type=seed_number, default=0, help="seed of the random weights (default 0)")
     src.add_argument("--threads", type=_threads, default=None, metavar="N",
                      help="CPU: torch's threads (default: OMP_NUM_THREADS, else the cores less one left spare, "
                           "two with the dashboard, at most 8: a busy core stalls every op of a wider pool)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 
+from tfdash.cli import seed_number
 from tfdash.errors import TfdashError
 from tfdash.profiling.variants import GEMV_OPS, PLAN_VARIANTS
 
@@ -36,7 +37,8 @@ def parser() -> argparse.ArgumentParser:
                         "blocks per SM) or trigger_first=1), e.g. down:seg=8,blocks_per_sm=1, or several "
                         "ops joined by +: the sweep that decides an entry of the GEMV table")
     p.add_argument("--json", metavar="OUT", help="write every round and the summary as JSON")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random weights (default %(default)s)")
+    p.add_argument("--seed", type=seed_number, default=0,
+                   help="seed of the random weights (default %(default)s), as the other commands take it")
     p.add_argument("--capacity", type=int, default=None, metavar="N",
                    help="KV cache positions (default: just enough for the run; the dashboard uses 4096). "
                         "Attention's grid covers the capacity, so it moves tok/s")

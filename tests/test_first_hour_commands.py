@@ -1,0 +1,17 @@
+"""Each subcommand as a new user first runs it on a CPU machine: every bad number, file or flag
+is one line and exit 2 before any work, and what a command prints says what it did."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import run_tfdash
+
+
+@pytest.mark.parametrize("cmd", [["--headless"], ["bench"], ["counters", "--all"]])
+def test_a_negative_seed_is_refused_alike_by_every_command(cmd):
+    """bench took `--seed -5` (and went on to say it needs a GPU); the others refused it."""
+    r = run_tfdash(*cmd, "--seed", "-5", timeout=120)
+    assert r.rc == 2 and r.stdout == "" and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines()[-1].endswith("error: argument --seed: -5 is out of range (0..1099511627775)")
+    assert "CUDA" not in r.stderr
+
