@@ -3,6 +3,8 @@ is one line and exit 2 before any work, and what a command prints says what it d
 
 from __future__ import annotations
 
+import types
+
 import pytest
 from conftest import run_tfdash
 
@@ -15,3 +17,13 @@ def test_a_negative_seed_is_refused_alike_by_every_command(cmd):
     assert r.stderr.strip().splitlines()[-1].endswith("error: argument --seed: -5 is out of range (0..1099511627775)")
     assert "CUDA" not in r.stderr
 
+
+def test_the_bench_header_counts_one_in_the_singular():
+    from tfdash.profiling.bench import header_line
+
+    probe = types.SimpleNamespace(bandwidth=4.0e12, method="d2d copy")
+    one = header_line("qwen3-tiny", None, 1, 1, 64, 1, probe)
+    assert "· 1 prompt token + 1 new token · capacity 64 · 1 round ·" in one
+    many = header_line("qwen3-tiny", "/ckpt", 12, 2048, 2080, 3, probe)
+    assert "· 12 prompt tokens + 2048 new tokens · capacity 2080 · 3 rounds ·" in many
+    assert many.startswith("tfdash bench · qwen3-tiny · /ckpt · ") and many.endswith("4.00 TB/s (d2d copy)")

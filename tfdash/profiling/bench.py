@@ -58,8 +58,19 @@ from tfdash.profiling.bench_args import BACKENDS, DEFAULT_BACKENDS, check_number
 from tfdash.profiling.files import check_writable_file, write_json_atomic
 from tfdash.profiling.variants import PLAN_VARIANTS, gemv_variant
 from tfdash.settings import SETTINGS
+from tfdash.stats import tokens
 
 SCHEMA = "tfdash.bench/1"
+
+
+def header_line(model: str, ckpt: str | None, prompt_tokens: int, new_tokens: int, capacity: int, rounds: int,
+                probe) -> str:
+    """The table's first line: what ran, on what, how often, against which ceiling (a count of one
+    is singular: `1 prompt token + 1 new token`, `1 round`)."""
+    return (f"tfdash bench · {model} · {'random weights' if not ckpt else ckpt} · "
+            f"{tokens(prompt_tokens, 'prompt ')} + {tokens(new_tokens, 'new ')} · capacity {capacity} · "
+            f"{rounds} round{'' if rounds == 1 else 's'} · "
+            f"copy ceiling {probe.bandwidth / 1e12:.2f} TB/s ({probe.method})")
 
 
 def launches_per_step(name, peer, plan):
@@ -353,9 +364,7 @@ def main(argv: list[str]) -> int:
                 same += 1
             summary[name]["tokens_equal_to_torch_graph_prefix"] = same
 
-    header = (f"tfdash bench · {cfg.name} · {'random weights' if not args.ckpt else args.ckpt} · "
-              f"{len(ids)} prompt + {args.max_new_tokens} new tokens · capacity {capacity} · {args.rounds} rounds · "
-              f"copy ceiling {probe.bandwidth / 1e12:.2f} TB/s ({probe.method})")
+    header = header_line(cfg.name, args.ckpt, len(ids), args.max_new_tokens, capacity, args.rounds, probe)
     lines = [header, TABLE_HEAD] + [table_row(name, s) for name, s in summary.items()]
     best_peer = max((n for n in summary if not n.startswith("tilelang")), default=None,
                     key=lambda n: summary[n]["tok_per_s_median"])
