@@ -6,7 +6,7 @@ from __future__ import annotations
 import types
 
 import pytest
-from conftest import run_tfdash
+from conftest import assert_one_line_error, run_tfdash
 
 
 @pytest.mark.parametrize("cmd", [["--headless"], ["bench"], ["counters", "--all"]])
@@ -27,3 +27,28 @@ def test_the_bench_header_counts_one_in_the_singular():
     many = header_line("qwen3-tiny", "/ckpt", 12, 2048, 2080, 3, probe)
     assert "· 12 prompt tokens + 2048 new tokens · capacity 2080 · 3 rounds ·" in many
     assert many.startswith("tfdash bench · qwen3-tiny · /ckpt · ") and many.endswith("4.00 TB/s (d2d copy)")
+
+
+@pytest.mark.parametrize("cmd", [["open", "{f}"], ["open", "{snap}", "--baseline", "{f}"], ["diff", "{snap}", "{f}"],
+                                 ["counters", "--all", "--snapshot", "{f}"]])
+def test_a_fifo_where_a_snapshot_belongs_is_refused_without_blocking(tmp_path, cmd):
+    """diff and counters --snapshot opened a FIFO and waited for a writer for ever; open said there
+    was no such file."""
+    import os
+
+    from fixtures.appkit import SNAPSHOT
+
+    fifo = tmp_path / "run.json"
+    os.mkfifo(fifo)
+    r = run_tfdash(*(a.format(f=fifo, snap=SNAPSHOT) for a in cmd), timeout=30)
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, f"{fifo}: not a regular file (a FIFO, device or socket)")
+
+
+@pytest.mark.parametrize("cmd", [["open", "{f}"], ["diff", "{f}", "{f}"]])
+def test_an_empty_snapshot_file_says_it_is_empty(tmp_path, cmd):
+    empty = tmp_path / "run.json"
+    empty.write_text("\n")
+    r = run_tfdash(*(a.format(f=empty) for a in cmd), timeout=30)
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, f"{empty}: is empty, not a snapshot")

@@ -231,6 +231,8 @@ def _snapshot_file(path: Path, what: str) -> Path:
     if path.is_dir():  # an --export folder, most likely: name the file it holds
         inside = f"; {path / 'snapshot.json'} is the snapshot in it" if (path / "snapshot.json").is_file() else ""
         raise TfdashError(f"{what}{path}: is a directory, not a snapshot file{inside}")
+    if path.exists() and not path.is_file():  # a FIFO would block the read; a device is no snapshot
+        raise TfdashError(f"{what}{path}: not a regular file (a FIFO, device or socket); give a snapshot JSON file")
     if not path.is_file():
         raise TfdashError(f"{what}{path}: no such snapshot file")
     return path

@@ -29,6 +29,7 @@ import dataclasses
 import json
 import math
 import shutil
+import stat
 import types
 import typing
 from pathlib import Path
@@ -276,16 +277,20 @@ def load_snapshot(path) -> ProfileSnapshot:
     """Read and validate a snapshot file (see the module docstring)."""
     p = Path(path)
     try:
-        size = p.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise SnapshotError(f"{p}: {size} bytes, larger than any snapshot ({MAX_FILE_BYTES} bytes)")
+        st = p.stat()  # a FIFO or a device is refused before it is opened: opening one may block for ever
+        if stat.S_ISDIR(st.st_mode):
+            raise SnapshotError(f"{p}: is a directory, not a snapshot file")
+        if not stat.S_ISREG(st.st_mode):
+            raise SnapshotError(f"{p}: not a regular file (a FIFO, device or socket); give a snapshot JSON file")
+        if st.st_size > MAX_FILE_BYTES:
+            raise SnapshotError(f"{p}: {st.st_size} bytes, larger than any snapshot ({MAX_FILE_BYTES} bytes)")
         data = p.read_bytes()
     except FileNotFoundError:
         raise SnapshotError(f"{p}: no such file") from None
-    except IsADirectoryError:
-        raise SnapshotError(f"{p}: is a directory, not a snapshot file") from None
     except OSError as e:
         raise SnapshotError(f"{p}: cannot read ({e.strerror or e})") from None
+    if not data.strip():
+        raise SnapshotError(f"{p}: is empty, not a snapshot")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
