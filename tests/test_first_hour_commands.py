@@ -52,3 +52,17 @@ def test_an_empty_snapshot_file_says_it_is_empty(tmp_path, cmd):
     r = run_tfdash(*(a.format(f=empty) for a in cmd), timeout=30)
     assert r.rc == 2 and r.stdout == ""
     assert_one_line_error(r.stderr, f"{empty}: is empty, not a snapshot")
+
+
+@pytest.mark.parametrize("flag", ["--json", "--markdown"])
+def test_a_diff_output_that_cannot_be_written_is_said_as_the_other_commands_say_it(tmp_path, flag):
+    """`diff --json DIR` said "cannot write DIR: Is a directory", a path under a file "File exists"."""
+    from fixtures.appkit import SNAPSHOT
+
+    r = run_tfdash("diff", str(SNAPSHOT), str(SNAPSHOT), flag, str(tmp_path), timeout=60)
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, f"{flag} {tmp_path}: is a directory; give a file name")
+    r = run_tfdash("diff", str(SNAPSHOT), str(SNAPSHOT), flag, f"{SNAPSHOT}/out", timeout=60)
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, f"{flag} {SNAPSHOT}/out: cannot write there",
+                          f"({SNAPSHOT} is not a writable directory)")

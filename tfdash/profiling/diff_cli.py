@@ -180,11 +180,14 @@ def main(argv: list[str]) -> int:
     from pathlib import Path
 
     from tfdash.profiling.export import load_snapshot
-    from tfdash.profiling.files import write_text_atomic
+    from tfdash.profiling.files import check_writable_file, write_text_atomic
 
     args = parser().parse_args(argv)
     if args.top < 0:
         raise TfdashError(f"--top {args.top}: expected 0 (all rows) or more")
+    for flag, out in (("--json", args.json), ("--markdown", args.markdown)):
+        if out not in (None, "-"):  # said as bench and analyze say it, before the snapshots are read
+            check_writable_file(out, flag)
     a, b = load_snapshot(args.a), load_snapshot(args.b)
     d = compare(a, b, group=args.group, force=args.force, a_source=Path(args.a).name, b_source=Path(args.b).name)
     top = args.top or None
