@@ -66,3 +66,35 @@ def test_a_diff_output_that_cannot_be_written_is_said_as_the_other_commands_say_
     assert r.rc == 2 and r.stdout == ""
     assert_one_line_error(r.stderr, f"{flag} {SNAPSHOT}/out: cannot write there",
                           f"({SNAPSHOT} is not a writable directory)")
+
+
+def test_analyze_target_takes_the_files_tfdash_writes(tmp_path):
+    """The README said the bandwidth probe writes a target file: its cache was refused as
+    "unknown field(s) cpu:..."; a snapshot's target too; a folder was "no such file"; a file
+    without a name said "Target.__init__() missing 1 required positional argument"."""
+    import json
+
+    from fixtures.appkit import SNAPSHOT
+
+    probe = {"cpu:Test CPU": {"device": "cpu:Test CPU", "bandwidth": 12.5e9, "nbytes": 1 << 28, "reps": 5,
+                              "seconds": 0.04, "method": "host memcpy", "measured_at": "2026-01-01T00:00:00Z",
+                              "torch_version": "x"}}
+    cache = tmp_path / "bandwidth.json"
+    cache.write_text(json.dumps(probe))
+    r = run_tfdash("analyze", "--model", "qwen3-tiny", "--target", str(cache), timeout=60)
+    assert r.rc == 0, r.stderr
+    assert r.stdout.startswith("# analysis target=cpu-measured (0.01 TB/s probe: host memcpy")
+    r = run_tfdash("analyze", "--model", "qwen3-tiny", "--target", str(SNAPSHOT), timeout=60)
+    name = json.loads(SNAPSHOT.read_text())["target"]["name"]
+    assert r.rc == 0 and r.stdout.startswith(f"# analysis target={name} "), r.stderr
+    probe["cuda:x"] = probe["cpu:Test CPU"]
+    cache.write_text(json.dumps(probe))
+    for target, said in ((cache, "the bandwidth probe's cache holds 2 devices (cpu:Test CPU, cuda:x)"),
+                         (tmp_path, f"--target {tmp_path}: is a directory; give h200 or a target JSON file")):
+        r = run_tfdash("analyze", "--model", "qwen3-tiny", "--target", str(target), timeout=60)
+        assert r.rc == 2 and r.stdout == ""
+        assert_one_line_error(r.stderr, said)
+    (tmp_path / "t.json").write_text('{"bandwidth": 1e12}')
+    r = run_tfdash("analyze", "--model", "qwen3-tiny", "--target", str(tmp_path / "t.json"), timeout=60)
+    assert r.rc == 2
+    assert_one_line_error(r.stderr, f"target file {tmp_path / 't.json'}: missing field(s) name")

@@ -35,7 +35,10 @@ class Target:
         fields = set(cls.__dataclass_fields__)
         unknown = set(d) - fields
         if unknown:
-            raise TfdashError(f"target: unknown field(s) {', '.join(sorted(unknown))}")
+            raise TfdashError(f"unknown field(s) {', '.join(sorted(unknown))}")
+        missing = [k for k in ("name", "bandwidth") if k not in d]
+        if missing:
+            raise TfdashError(f"missing field(s) {', '.join(missing)}")
         t = cls(**d)
 
         def number(v) -> bool:
@@ -71,10 +74,15 @@ TARGETS = {"h200": H200}
 
 
 def resolve_target(spec: str) -> Target:
-    """`h200`, or a JSON file with a Target's fields (e.g. one written by the bandwidth probe)."""
+    """`h200`, or a JSON file that holds a target: a Target's fields; a snapshot or an `analyze
+    --json` report (each records the target it was priced against under "target"); or the
+    bandwidth probe's cache of one device (its measured target)."""
     if spec in TARGETS:
         return TARGETS[spec]
     path = Path(spec)
+    if path.is_dir() or (path.exists() and not path.is_file()):  # a FIFO would block the read
+        what = "is a directory" if path.is_dir() else "not a regular file (a FIFO, device or socket)"
+        raise TfdashError(f"--target {spec}: {what}; give {' or '.join(TARGETS)} or a target JSON file")
     if not path.is_file():
         raise TfdashError(f"unknown target {spec!r}: not one of {', '.join(TARGETS)} and no such file")
     try:
@@ -83,7 +91,28 @@ def resolve_target(spec: str) -> Target:
         raise TfdashError(f"target file {path}: cannot read JSON ({e})") from None
     if not isinstance(raw, dict):
         raise TfdashError(f"target file {path}: expected a JSON object")
+    if isinstance(raw.get("schema"), str) and isinstance(raw.get("target"), dict):  # a snapshot, a report
+        raw = raw["target"]
+    elif raw and all(isinstance(v, dict) and {"device", "bandwidth", "method"} <= set(v) for v in raw.values()):
+        return _probed(path, raw)
     try:
         return Target.from_dict(raw)
-    except TypeError as e:
+    except (TypeError, TfdashError) as e:
         raise TfdashError(f"target file {path}: {e}") from None
+
+
+def _probed(path: Path, cache: dict) -> Target:
+    """The measured target of the bandwidth probe's cache (bandwidth.json), which holds one."""
+    from tfdash.profiling.probe import ProbeResult, measured_target
+
+    if len(cache) != 1:
+        raise TfdashError(f"target file {path}: the bandwidth probe's cache holds {len(cache)} devices "
+                          f"({', '.join(sorted(cache))}); keep one in a copy of it")
+    (key, entry), = cache.items()
+    try:
+        result = ProbeResult(**entry)
+    except TypeError as e:
+        raise TfdashError(f"target file {path}: {key}: {e}") from None
+    if not (isinstance(result.bandwidth, (int, float)) and result.bandwidth > 0):
+        raise TfdashError(f"target file {path}: {key}: bandwidth must be a positive number of bytes/s")
+    return measured_target("cpu" if key.startswith("cpu:") else "cuda", result)
