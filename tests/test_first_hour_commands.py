@@ -98,3 +98,16 @@ def test_analyze_target_takes_the_files_tfdash_writes(tmp_path):
     r = run_tfdash("analyze", "--model", "qwen3-tiny", "--target", str(tmp_path / "t.json"), timeout=60)
     assert r.rc == 2
     assert_one_line_error(r.stderr, f"target file {tmp_path / 't.json'}: missing field(s) name")
+
+
+@pytest.mark.parametrize("variant, said", [
+    ("nope", "no plan variant 'nope' (known: tilelang-unfused"),
+    ("", "no plan variant ''"),
+    ("down:seg=0", "--ab 'down:seg=0': 'seg=0' is not rows=N"),  # it named --gemv, bench's option
+])
+def test_a_headless_ab_typo_is_one_line_before_the_run(variant, said):
+    """`--headless --ab nope` generated every token, then printed "A/B nope: unavailable" and exit 0;
+    `--ab ""` was no A/B at all."""
+    r = run_tfdash("--headless", "--max-new-tokens", "4", "--ab", variant, timeout=120)
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, said)

@@ -132,6 +132,10 @@ def run_headless(args) -> int:
         check_writable_dir(args.export, "--export")
     if getattr(args, "save", None):  # headless too: the final snapshot, as the dashboard writes it on quit
         check_writable_file(args.save, "--save")
+    if getattr(args, "ab", None) is not None:  # a typo in the variant is one line now, not after the generation
+        from tfdash.profiling.ab import resolve
+
+        resolve(args.ab)
     eng = load_engine(ckpt=args.ckpt, model=args.model, device=args.device, dtype=args.dtype,
                       backend=args.backend, prompt=args.prompt, max_new_tokens=max_new, seed=args.seed,
                       threads=getattr(args, "threads", None))

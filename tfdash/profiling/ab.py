@@ -60,15 +60,16 @@ def _variants() -> dict[str, Variant]:
 VARIANTS = _variants()
 
 
-def resolve(name: str) -> Variant:
-    """A variant by its `tfdash bench` name, or a GEMV launch-settings spec ("down:seg=8")."""
+def resolve(name: str, flag: str = "--ab") -> Variant:
+    """A variant by its `tfdash bench` name, or a GEMV launch-settings spec ("down:seg=8"); a bad
+    spec's error names `flag`."""
     name = name.strip()
     if name in VARIANTS:
         return VARIANTS[name]
     if ":" in name:
         from tfdash.profiling.bench import gemv_variant
 
-        label, options = gemv_variant(name.removeprefix("tilelang[").removesuffix("]"))
+        label, options = gemv_variant(name.removeprefix("tilelang[").removesuffix("]"), flag)
         return Variant(label, options)
     raise TfdashError(f"no plan variant {name!r} (known: {', '.join(VARIANTS)}, or a GEMV spec OP:KEY=V)")
 

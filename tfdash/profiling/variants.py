@@ -49,22 +49,23 @@ PLAN_VARIANTS = {
 GEMV_OPS = ("qkv_proj", "o_proj", "gate_up", "down", "lm_head")  # the GEMVs a --gemv variant may set
 
 
-def gemv_variant(spec: str) -> tuple[str, dict]:
+def gemv_variant(spec: str, flag: str = "--gemv") -> tuple[str, dict]:
     """`down:seg=8,blocks_per_sm=1` -> ("tilelang[down:seg=8,blocks_per_sm=1]", build_plan options);
-    `o_proj:blocks_per_sm=1+down:blocks_per_sm=1` sets both ops in one variant."""
+    `o_proj:blocks_per_sm=1+down:blocks_per_sm=1` sets both ops in one variant. A bad spec's error
+    names `flag`, the option it came from."""
     from tfdash.engine.plan import GEMV_KNOB_TAG  # the settings a --gemv variant may set
 
     overrides: dict[str, dict] = {}
     for part in spec.split("+"):
         op, _, rest = part.partition(":")
         if op not in GEMV_OPS or not rest or op in overrides:
-            raise TfdashError(f"--gemv {spec!r}: want OP:KEY=V[,KEY=V][+OP:...] with each OP once, one of "
+            raise TfdashError(f"{flag} {spec!r}: want OP:KEY=V[,KEY=V][+OP:...] with each OP once, one of "
                               f"{', '.join(GEMV_OPS)}")
         settings = {}
         for kv in rest.split(","):
             key, _, value = kv.partition("=")
             if key not in GEMV_KNOB_TAG or not value.isdigit() or int(value) < 1:
-                raise TfdashError(f"--gemv {spec!r}: {kv!r} is not " + ", ".join(f"{k}=N" for k in GEMV_KNOB_TAG)
+                raise TfdashError(f"{flag} {spec!r}: {kv!r} is not " + ", ".join(f"{k}=N" for k in GEMV_KNOB_TAG)
                                   + " (N >= 1)")
             settings[key] = int(value)
         overrides[op] = settings
