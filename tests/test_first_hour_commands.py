@@ -111,3 +111,11 @@ def test_a_headless_ab_typo_is_one_line_before_the_run(variant, said):
     r = run_tfdash("--headless", "--max-new-tokens", "4", "--ab", variant, timeout=120)
     assert r.rc == 2 and r.stdout == ""
     assert_one_line_error(r.stderr, said)
+
+
+@pytest.mark.parametrize("backends", ["", ",", " , "])
+def test_bench_with_no_backend_named_is_one_line(backends):
+    """`bench --backends ""` passed the checks: on a GPU it would load, probe and print an empty table."""
+    r = run_tfdash("bench", "--backends", backends, timeout=120)
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, f"--backends {backends!r} names no backend (known: tilelang-graph")

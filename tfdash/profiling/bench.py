@@ -220,6 +220,8 @@ def main(argv: list[str]) -> int:
     check_writable_file(args.json, "--json")
     settings = SETTINGS.values()  # every knob read now: a bad one is one line before any work, and recorded
     wanted = [b.strip() for b in args.backends.split(",") if b.strip()]
+    if not wanted and not args.gemv and not args.also_capacity:  # else a run that measures nothing
+        raise TfdashError(f"--backends {args.backends!r} names no backend (known: {', '.join(BACKENDS)})")
     unknown = set(wanted) - set(BACKENDS)
     if unknown:
         raise TfdashError(f"unknown backend(s): {', '.join(sorted(unknown))} (known: {', '.join(BACKENDS)})")
