@@ -119,3 +119,11 @@ def test_bench_with_no_backend_named_is_one_line(backends):
     r = run_tfdash("bench", "--backends", backends, timeout=120)
     assert r.rc == 2 and r.stdout == ""
     assert_one_line_error(r.stderr, f"--backends {backends!r} names no backend (known: tilelang-graph")
+
+
+def test_save_and_export_to_the_same_path_is_refused_before_the_run(tmp_path):
+    """The export made the path a folder, then the save failed at the end: exit 2 after the run."""
+    same = tmp_path / "run"
+    r = run_tfdash("--headless", "--max-new-tokens", "3", "--save", str(same), "--export", f"{same}/", timeout=120)
+    assert r.rc == 2 and r.stdout == "" and not same.exists()
+    assert_one_line_error(r.stderr, f"--save {same}: is the --export folder too; give --save a file name")
