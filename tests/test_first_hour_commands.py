@@ -127,3 +127,10 @@ def test_save_and_export_to_the_same_path_is_refused_before_the_run(tmp_path):
     r = run_tfdash("--headless", "--max-new-tokens", "3", "--save", str(same), "--export", f"{same}/", timeout=120)
     assert r.rc == 2 and r.stdout == "" and not same.exists()
     assert_one_line_error(r.stderr, f"--save {same}: is the --export folder too; give --save a file name")
+
+
+def test_a_one_token_profile_counts_one_step_in_the_singular():
+    """`--profile --max-new-tokens 1` said "over 1 steps" twice, as bench said "1 new tokens"."""
+    r = run_tfdash("--headless", "--profile", "--max-new-tokens", "1", "--threads", "1", timeout=120)
+    assert r.rc == 0, r.stderr
+    assert " over 1 step (" in r.stdout and "(p50 over 1 step)" in r.stdout and "1 steps" not in r.stdout

@@ -53,7 +53,7 @@ def roofline_lines(snap: ProfileSnapshot) -> list[str]:
         head = [f"kernel timing: windows ({t.note})"]
     ds = f", {r.pct_datasheet:.1f}% of the {r.datasheet_gbps:.0f} GB/s datasheet" if r.datasheet_gbps else ""
     out = head + [
-           f"roofline @ ctx {r.ctx_len} over {r.steps} steps ({r.timing}): {r.bytes_per_step / 1e6:.2f} MB/step, "
+           f"roofline @ ctx {r.ctx_len} over {_steps(r.steps)} ({r.timing}): {r.bytes_per_step / 1e6:.2f} MB/step, "
            f"step {r.measured_step_ns / 1e3:.1f} us measured vs {r.predicted_step_ns / 1e3:.1f} us ideal; "
            f"{r.achieved_gbps:.1f} GB/s = {r.pct_ceiling:.1f}% of the {r.ceiling_gbps:.1f} GB/s measured "
            f"ceiling{ds}",
@@ -67,6 +67,11 @@ def roofline_lines(snap: ProfileSnapshot) -> list[str]:
     return out
 
 
+def _steps(n: int) -> str:
+    """`1 step`, `10 steps`: a one-token run profiles one step."""
+    return f"{n} step{'' if n == 1 else 's'}"
+
+
 def top_kernels(snap: ProfileSnapshot, n: int = TOP) -> list[str]:
     measured = [k for k in snap.kernels if k.measured_p50_ns is not None]
     if not measured:
@@ -75,7 +80,7 @@ def top_kernels(snap: ProfileSnapshot, n: int = TOP) -> list[str]:
                f"{snap.unavailable.get('kernels', '?')})"
     else:
         rows = sorted(measured, key=lambda k: -(k.measured_p50_ns or 0))[:n]
-        head = f"top {len(rows)} kernels by measured time (p50 over {rows[0].samples} steps)"
+        head = f"top {len(rows)} kernels by measured time (p50 over {_steps(rows[0].samples)})"
     out = [head, f"{'#':>3} {'launch':<18} {'kernel':<26} {'meas us':>9} {'pred us':>9} {'gap x':>7} "
                  f"{'% step':>7}"]
     for k in rows:
