@@ -89,13 +89,19 @@ def test_torch_runtime_decodes_the_default_tokens(dtype):
 
 
 def test_the_knob_builds_the_int8_head(monkeypatch):
-    from tfdash.engine import plan_for
+    """The knob is the tilelang engine's: the torch runtimes keep the GEMV head (their fastest form),
+    so a CPU run with it on builds the same plan as without it."""
+    from tfdash.engine import load_engine, plan_for
 
     cfg = preset("qwen3-1.7b")
     assert plan_for(cfg, "bfloat16", 64).launches[-2].op == "lm_head"
     monkeypatch.setenv("TFDASH_LM_HEAD_Q8", "1")
     assert [launch.op for launch in plan_for(cfg, "bfloat16", 64).launches[-3:]] == ["lm_head", "lm_head_pick",
                                                                                        "argmax"]
+    for backend in ("torch-eager", "torch-graph"):
+        assert "lm_head_pick" not in plan_for(cfg, "bfloat16", 64, backend).ops()
+    eng = load_engine(model="qwen3-tiny", device="cpu", capacity=64)
+    assert eng.backend == "torch-eager" and "lm_head_pick" not in eng.plan.ops() and "head_q8" not in eng.runtime.bufs
 
 
 def test_derived_weights_are_made_from_the_runtimes_own_head():
@@ -111,8 +117,9 @@ def test_derived_weights_are_made_from_the_runtimes_own_head():
 
 
 def test_the_fit_check_counts_the_int8_copy(monkeypatch):
-    """A run that fits with the bf16 head but not beside its int8 copy is one line naming the copy,
-    before anything is allocated: in the engine's check and in the dashboard's preflight."""
+    """A run that fits with the bf16 head but not beside the int8 head's copy is one line naming the
+    copy, before anything is allocated; a torch runtime makes no copy, so the dashboard's preflight
+    on the CPU counts none with the knob on."""
     from tfdash.app.main import preflight
     from tfdash.engine import plan_for
     from tfdash.engine.head_plan import derived_bytes
@@ -128,10 +135,15 @@ def test_the_fit_check_counts_the_int8_copy(monkeypatch):
     check_fits(cfg, 2112, "bfloat16", "cuda", available=room)  # the bf16 head alone fits
     with pytest.raises(CapacityError, match=r"the copies made from them \(0\.73 GiB\)"):
         check_fits(cfg, 2112, "bfloat16", "cuda", available=room, derived=made)
+    from tfdash.engine import choose_engine
+
     tiny = preset("qwen3-tiny")
-    need = weight_bytes(tiny, "float32") + kv_bytes(tiny, 2112, "float32")
+    cap = choose_engine(None, "qwen3-tiny", "cpu").capacity(None, "hello", 2112 - 64)  # what preflight sizes
+    need = weight_bytes(tiny, "float32") + kv_bytes(tiny, cap, "float32")
     monkeypatch.setattr("tfdash.engine.memory.free_bytes", lambda device: need + 1)
     args = type("Args", (), dict(ckpt=None, model="qwen3-tiny", device="cpu", dtype=None, backend=None,
                                  prompt="hello", save=None))()
-    with pytest.raises(CapacityError, match="the copies made from them"):
+    preflight(args, 2112 - 64)  # torch-eager: no copy to count
+    monkeypatch.setattr("tfdash.engine.memory.free_bytes", lambda device: need // 2)
+    with pytest.raises(CapacityError, match="KV cache"):
         preflight(args, 2112 - 64)

@@ -93,7 +93,8 @@ class Settings:
         "lm_head_q8": Knob("TFDASH_LM_HEAD_Q8", False,
                            "the lm_head bounds every logit through an int8 copy of its weight and computes "
                            "exactly only the rows that may hold the argmax: the same tokens from half the head's "
-                           "bytes (bench backend tilelang-q8head; off: the bf16 GEMV)"),
+                           "bytes (bench backend tilelang-q8head; off: the bf16 GEMV). The tilelang engine's only: "
+                           "the torch runtimes keep the GEMV head"),
         "overlap_windows": Knob("TFDASH_OVERLAP_WINDOWS", False,
                                 "CUPTI profile windows start and finish with steps in flight instead of "
                                 "draining around them (Generation's `overlaps`). Off: measured on the H200 it "

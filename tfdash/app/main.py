@@ -114,7 +114,7 @@ def preflight(args, max_new_tokens: int) -> None:
     from tfdash.engine.head_plan import derived_bytes
     from tfdash.engine.memory import check_fits
 
-    made = derived_bytes(plan_for(choice.config, choice.dtype, capacity))  # the int8 head's copy, where on
+    made = derived_bytes(plan_for(choice.config, choice.dtype, capacity, choice.backend))  # the int8 head's copy
     check_fits(choice.config, capacity, choice.dtype, choice.device, derived=made)
     if getattr(args, "save", None):
         check_save_path(Path(args.save).expanduser())

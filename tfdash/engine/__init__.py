@@ -166,9 +166,12 @@ def qkv_trigger_first(value: str) -> bool | None:
     return choice[value.strip().lower()]
 
 
-def plan_for(cfg: ModelConfig, dtype: str, capacity: int) -> StepPlan:
-    """The step plan load_engine builds, with the plan knobs of SETTINGS in effect (a child process
-    with the same environment builds the same plan: `tfdash counters` relies on it)."""
+def plan_for(cfg: ModelConfig, dtype: str, capacity: int, backend: str = "tilelang-graph") -> StepPlan:
+    """The step plan load_engine builds for `backend`, with the plan knobs of SETTINGS in effect (a
+    child process with the same environment builds the same plan: `tfdash counters` relies on it).
+    The int8 head (TFDASH_LM_HEAD_Q8) is the tilelang engine's: the torch runtimes keep the bf16
+    GEMV head, their fastest form (the int8 head's torch spelling is a reference, several times
+    slower)."""
     from tfdash.kernels.splitkv import SPLIT_CAP
     from tfdash.settings import SETTINGS
 
@@ -183,7 +186,8 @@ def plan_for(cfg: ModelConfig, dtype: str, capacity: int) -> StepPlan:
                       gate_up_silu=bool(SETTINGS.gate_up_silu),
                       qkv_trigger_first=qkv_trigger_first(str(SETTINGS.qkv_trigger_first)),
                       ring_in_graph=bool(SETTINGS.ring_in_graph), attn_ilp=bool(SETTINGS.attn_ilp),
-                      attn_rounds_carry=bool(SETTINGS.attn_rounds_carry), lm_head_q8=bool(SETTINGS.lm_head_q8),
+                      attn_rounds_carry=bool(SETTINGS.attn_rounds_carry),
+                      lm_head_q8=bool(SETTINGS.lm_head_q8) and backend == "tilelang-graph",
                       attn_split_cap=None if cap == SPLIT_CAP else cap)  # the default keeps the kernel's name
 
 
@@ -210,7 +214,7 @@ def load_engine(ckpt: str | Path | None = None, model: str | None = None, device
         from tfdash.engine.checkpoint import inventory
 
         inventory(Path(ckpt), cfg)  # the config against the tensors on disk, before anything is sized by it
-    plan = plan_for(cfg, dtype, capacity)
+    plan = plan_for(cfg, dtype, capacity, backend)
     if prompt is not None and max_new_tokens is not None:
         ids = tokenizer.encode(prompt)
         check_generation(cfg, plan.capacity, len(ids), max_new_tokens)
@@ -225,6 +229,7 @@ def load_engine(ckpt: str | Path | None = None, model: str | None = None, device
         if why:
             backend = "torch-graph"
             fallback = f"the tilelang engine cannot run {why}, so the engine is the torch-graph peer"
+            plan = plan_for(cfg, dtype, capacity, backend)
     if not device.startswith("cuda"):
         from tfdash.engine.threads import apply_threads, choose_threads
 

@@ -261,7 +261,10 @@ def main(argv: list[str]) -> int:
     eng0 = load_engine(ckpt=args.ckpt, model=None if args.ckpt else cfg.name, device="cuda", dtype="bfloat16",
                        backend="torch-graph", capacity=capacity, prompt=args.prompt,
                        max_new_tokens=args.max_new_tokens, seed=args.seed)
-    plan = eng0.plan
+    plan = eng0.plan  # the torch peers' (the bf16 GEMV head, their fastest form)
+    from tfdash.engine import plan_for
+
+    engine_plan = plan_for(cfg, "bfloat16", capacity)  # the tilelang engine's: the plan knobs in effect
     peers: dict[str, object] = {}
     weights = {n: eng0.runtime.bufs[n] for n, s in plan.buffers.items() if s.kind == "weight"}
     state: dict = {}  # the first tilelang peer's cache and scratch, which the others run on in turn
@@ -279,9 +282,9 @@ def main(argv: list[str]) -> int:
 
             peers[b] = CompiledGraphRuntime(plan, weights, "cuda")
         elif b == "tilelang-graph":
-            peers[b] = tilelang(plan)
+            peers[b] = tilelang(engine_plan)
         elif b == "tilelang-nopdl":
-            peers[b] = tilelang(plan, pdl=False)
+            peers[b] = tilelang(engine_plan, pdl=False)
         elif b in variants:
             variant = build_plan(cfg, dtype="bfloat16", capacity=capacity, **variants[b])
             peers[b] = tilelang(variant)
@@ -304,7 +307,7 @@ def main(argv: list[str]) -> int:
     probe = probe_bandwidth("cuda")
     target = measured_target("cuda", probe)
     steps = len(ids) - 1 + args.max_new_tokens
-    gen_bytes = generation_bytes(plan, target, steps)
+    gen_bytes = generation_bytes(engine_plan, target, steps)
     peer_bytes = bytes_by_peer(peers, plan, target, steps)
 
     # Warm-up: capture the graphs, compile HF (its first generate compiles for both shapes).
@@ -378,7 +381,7 @@ def main(argv: list[str]) -> int:
         payload = {"schema": SCHEMA, "command": "tfdash bench " + " ".join(argv), **_host_meta(), "settings": settings,
                    "model": cfg.to_dict(), "checkpoint": args.ckpt or "random", "prompt": args.prompt,
                    "prompt_tokens": len(ids), "new_tokens": args.max_new_tokens, "capacity": capacity,
-                   "launches_per_step": len(plan), "generation_bytes": gen_bytes,
+                   "launches_per_step": len(engine_plan), "generation_bytes": gen_bytes,
                    "ceiling": probe.to_dict(), "rounds": rounds, "summary": summary, "errors": errors,
                    "table": lines}
         write_json_atomic(args.json, payload)
