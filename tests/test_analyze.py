@@ -503,16 +503,16 @@ def test_analyze_prices_the_plan_the_knobs_make(capsys, monkeypatch):
 def test_a_sweep_shows_its_rows_as_it_goes(capsys, monkeypatch):
     """At 1.7B a row takes ~10 ms, so the whole context (40,960 rows) took minutes with nothing on
     screen: the header and each row are written as they are priced."""
-    from tfdash.profiling import analyze as analyze_mod
+    from tfdash.profiling import sweep_run
 
-    seen, real = [], analyze_mod.analyze
+    seen, real = [], sweep_run.analyze
 
     def priced(plan, target, ctx):
         if ctx == 2048:  # the last row: the first two are on stdout already
             seen.append(capsys.readouterr().out)
         return real(plan, target, ctx)
 
-    monkeypatch.setattr(analyze_mod, "analyze", priced)
+    monkeypatch.setattr(sweep_run, "analyze", priced)
     rc, out, _ = analyze_cli(capsys, "--model", "qwen3-tiny", "--sweep", "ctx_len=0:2048:1024")
     assert rc == 0 and seen[0].startswith("# sweep target=h200")
     assert [ln.split()[0] for ln in seen[0].splitlines()[2:]] == ["0", "1024"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import types
 
 import pytest
-from conftest import assert_one_line_error, run_tfdash
+from conftest import REPO, assert_one_line_error, run_tfdash
 
 
 @pytest.mark.parametrize("cmd", [["--headless"], ["bench"], ["counters", "--all"]])
@@ -134,3 +134,66 @@ def test_a_one_token_profile_counts_one_step_in_the_singular():
     r = run_tfdash("--headless", "--profile", "--max-new-tokens", "1", "--threads", "1", timeout=120)
     assert r.rc == 0, r.stderr
     assert " over 1 step (" in r.stdout and "(p50 over 1 step)" in r.stdout and "1 steps" not in r.stdout
+
+
+def test_a_sweep_json_too_big_to_load_is_refused_before_any_row(tmp_path):
+    """`--sweep ctx_len=0:40959:1 --json` priced for 15 minutes holding every point (~260 KB of JSON
+    each, 10 GB in all) in memory, then wrote a file no JSON reader loads: now one line with the
+    estimate and a STEP that fits, before the first row."""
+    out = tmp_path / "sweep.json"
+    r = run_tfdash("analyze", "--sweep", "ctx_len=0:40959:1", "--json", str(out), timeout=60)
+    assert r.rc == 2 and r.stdout == "" and not out.exists() and list(tmp_path.iterdir()) == []
+    assert_one_line_error(r.stderr, f"--json {out}: the sweep ctx_len=0:40959:1 is 40960 points of about ",
+                          "GB of JSON (over 1.00 GB, the most a JSON reader loads); take a larger STEP (ctx_len=0:40959:",
+                          "or drop --json for the table alone")
+    step = int(r.stderr.split("take a larger STEP (ctx_len=0:40959:")[1].split(":")[0])
+    assert 2 <= step <= 20
+
+
+def _peak_rss_kb(*args: str) -> int:
+    """The peak resident memory of `python -m tfdash ARGS`, in KB (its own child, alone)."""
+    import subprocess
+    import sys
+
+    code = ("import resource, subprocess, sys; subprocess.run([sys.executable, '-m', 'tfdash', *sys.argv[1:]], "
+            "stdout=subprocess.DEVNULL, check=True); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120,
+                       cwd=REPO)
+    assert p.returncode == 0, p.stderr
+    return int(p.stdout)
+
+
+def test_a_sweep_holds_one_point_in_memory(tmp_path):
+    """Each point was held to the end (as its analysis and its JSON): 150 points of qwen3-1.7b took
+    ~400 MB more than one. Now each is written as it is priced, the file still one JSON document."""
+    import json
+
+    one = _peak_rss_kb("analyze", "--sweep", "ctx_len=0:0:1", "--json", str(tmp_path / "one.json"))
+    many = _peak_rss_kb("analyze", "--sweep", "ctx_len=0:149:1", "--json", str(tmp_path / "many.json"))
+    assert many - one < 100_000, (one, many)
+    reports = json.loads((tmp_path / "many.json").read_text())["reports"]
+    assert [x["ctx_len"] for x in reports] == list(range(150)) and reports[0]["target"]["name"] == "h200"
+
+
+def test_a_long_sweep_says_its_size_up_front_and_its_progress(tmp_path, monkeypatch):
+    """A sweep estimated past LONG_S says its points, time and JSON size before the first row, then
+    how many points are done and left and the time to go, every PROGRESS_S."""
+    import io
+
+    from tfdash.engine.config import preset
+    from tfdash.engine.plan import build_plan
+    from tfdash.profiling import sweep_run
+    from tfdash.profiling.targets import H200
+
+    ticks = iter(range(0, 10**6, 7))  # each clock reading 7 s after the last: a slow machine
+    out, err = io.StringIO(), io.StringIO()
+    plan = build_plan(preset("qwen3-tiny"), "bfloat16", 64)
+    sweep_run.run_sweep(plan, H200, 0, 20, 1, str(tmp_path / "s.json"), out, err, clock=lambda: next(ticks))
+    lines = err.getvalue().splitlines()
+    assert lines[0].startswith("# sweep: 21 points, about 2 min, about ") and lines[0].endswith(
+        " of JSON; progress every 30 s")
+    assert lines[1] == "# sweep: 5/21 points done, 16 left, about 2 min to go"  # 35 s in, 7 s a point
+    assert lines[2:] == ["# sweep: 10/21 points done, 11 left, about 77 s to go",
+                         "# sweep: 15/21 points done, 6 left, about 42 s to go",
+                         "# sweep: 20/21 points done, 1 left, about 7 s to go"]
+    assert len(out.getvalue().splitlines()) == 2 + 21

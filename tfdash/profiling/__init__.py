@@ -22,8 +22,9 @@
                meta.py           the run's metadata (host, versions, the plan's build options)
     snapshot   snapshot.py       ProfileSnapshot: everything on screen, frozen and versioned
                export.py         its JSON (with a validating loader), Chrome trace and CSV
-               files.py          atomic writes
+               files.py          atomic writes (a long file streamed into place)
     commands   headless.py       `tfdash --headless`; analyze_cli.py `tfdash analyze`;
+               sweep_run.py      `analyze --sweep`: rows and JSON points written as priced, its progress
                bench.py          `tfdash bench` (bench_args.py its command line); overhead.py what
                                  profiling windows cost
 

@@ -148,21 +148,21 @@ def analyze(plan: StepPlan, target: Target, ctx_len: int = 0) -> StepAnalysis:
     return StepAnalysis(plan, target, ctx_len, tuple(rows))
 
 
-def sweep(plan: StepPlan, target: Target, start: int, stop: int, step: int, each=None) -> list[StepAnalysis]:
-    """ctx_len = start, start+step, ..., stop (inclusive); `each(row)` as each is done (a long
-    sweep, ~10 ms a row at 1.7B, shows its rows as it goes)."""
+def sweep_points(start: int, stop: int, step: int) -> range:
+    """ctx_len = start, start+step, ..., stop (inclusive), or one clear error for a bad range."""
     from tfdash.errors import TfdashError
 
     if step < 1:
         raise TfdashError(f"sweep step {step} must be at least 1")
     if stop < start:
         raise TfdashError(f"sweep ctx_len={start}:{stop}:{step}: the end {stop} is before the start {start}")
-    rows = []
-    for c in range(start, stop + 1, step):
-        rows.append(analyze(plan, target, c))
-        if each is not None:
-            each(rows[-1])
-    return rows
+    return range(start, stop + 1, step)
+
+
+def sweep(plan: StepPlan, target: Target, start: int, stop: int, step: int) -> list[StepAnalysis]:
+    """The analysis at each point of `sweep_points`, held in a list: for short sweeps. A long one
+    (each row holds every launch's cost) is priced a point at a time by `analyze --sweep`."""
+    return [analyze(plan, target, c) for c in sweep_points(start, stop, step)]
 
 
 # -- text ---------------------------------------------------------------------------------

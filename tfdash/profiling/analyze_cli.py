@@ -58,7 +58,7 @@ def default_model_note() -> str:
 def main(argv: list[str]) -> int:
     from tfdash.engine.config import load_config, preset
     from tfdash.engine import plan_for
-    from tfdash.profiling.analyze import analyze, render_sweep, render_text, sweep, to_json
+    from tfdash.profiling.analyze import analyze, render_text, to_json
     from tfdash.profiling.targets import resolve_target
 
     p = parser()
@@ -85,13 +85,10 @@ def main(argv: list[str]) -> int:
         a, b, step = (_int(x, "--sweep") for x in parts)
         plan.check_ctx(a)
         plan.check_ctx(b)
-        def show(row):  # each row as it is priced, under the header (render_sweep's first two lines)
-            lines = render_sweep([row]).splitlines(keepends=True)
-            sys.stdout.write("".join(lines if row.ctx_len == a else lines[2:]))
-            sys.stdout.flush()
+        from tfdash.profiling.sweep_run import run_sweep
 
-        rows = sweep(plan, target, a, b, step, each=show)
-        payload = {"schema": "tfdash.analysis-sweep/1", "reports": [to_json(r) for r in rows]}
+        run_sweep(plan, target, a, b, step, args.json)  # rows as priced; JSON points streamed into the file
+        payload = None
     else:
         ctx = _int(dim, "--dim ctx_len") if dim is not None else 0
         report = analyze(plan, target, ctx)
@@ -100,7 +97,8 @@ def main(argv: list[str]) -> int:
     if args.json:
         from tfdash.profiling.files import write_json_atomic
 
-        write_json_atomic(args.json, payload)
+        if payload is not None:  # a sweep wrote its file as it went
+            write_json_atomic(args.json, payload)
         print(f"# wrote {args.json}", file=sys.stderr)
     if not args.ckpt and not args.model:  # after the report: an error stays its one line
         print(f"# {default_model_note()}", file=sys.stderr)

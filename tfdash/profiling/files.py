@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 from tfdash.errors import TfdashError
@@ -77,25 +78,48 @@ def move_into(tmp: Path, directory) -> None:
         raise TfdashError(f"cannot write {d}: {e.strerror or e}") from None
 
 
-def write_text_atomic(path, text: str) -> Path:
+@contextmanager
+def atomic_writer(path):
+    """`write(text)` into a file that appears at `path` whole when the block ends, or not at all
+    if it raises: written to a temporary beside it, then renamed. Long outputs are written as they
+    are made (a sweep of thousands of points), never held; only the file's own write errors
+    become "cannot write PATH" (an error of the block's other work stays what it is)."""
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        try:
-            os.fchmod(fd, 0o666 & ~current_umask())  # mkstemp makes 0600; files follow the umask
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
     except OSError as e:
         raise TfdashError(f"cannot write {path}: {e.strerror or e}") from None
-    return path
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+
+            def write(text: str) -> None:
+                try:
+                    f.write(text)
+                except OSError as e:
+                    raise TfdashError(f"cannot write {path}: {e.strerror or e}") from None
+
+            yield write
+            try:
+                os.fchmod(f.fileno(), 0o666 & ~current_umask())  # mkstemp makes 0600; files follow the umask
+                f.flush()
+                os.fsync(f.fileno())
+            except OSError as e:
+                raise TfdashError(f"cannot write {path}: {e.strerror or e}") from None
+        try:
+            os.replace(tmp, path)
+        except OSError as e:
+            raise TfdashError(f"cannot write {path}: {e.strerror or e}") from None
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_text_atomic(path, text: str) -> Path:
+    with atomic_writer(path) as write:
+        write(text)
+    return Path(path)
 
 
 def write_json_atomic(path, payload) -> Path:
