@@ -54,7 +54,8 @@ import sys
 import time
 
 from tfdash.errors import TfdashError, UnsupportedShape
-from tfdash.profiling.bench_args import BACKENDS, DEFAULT_BACKENDS, check_numbers, parser  # noqa: F401 (re-exported)
+from tfdash.profiling.bench_args import (  # noqa: F401 (BACKENDS, DEFAULT_BACKENDS re-exported)
+    BACKENDS, DEFAULT_BACKENDS, check_lengths, check_numbers, parser)
 from tfdash.profiling.files import check_writable_file, write_json_atomic
 from tfdash.profiling.variants import PLAN_VARIANTS, gemv_variant
 from tfdash.settings import SETTINGS
@@ -241,21 +242,10 @@ def main(argv: list[str]) -> int:
         if why:
             raise UnsupportedShape(f"{b}: the tilelang engine cannot run {why}; the torch backends "
                                    f"(--backends torch-compile,torch-graph) can")
+    tok, ids, capacity = check_lengths(args, cfg)  # the prompt and new tokens against each cache
     if not torch.cuda.is_available():
         raise TfdashError("tfdash bench needs a CUDA device (torch.cuda.is_available() is False)")
 
-    from tfdash.engine import choose_engine
-
-    choice = choose_engine(args.ckpt, args.model, "cuda", "bfloat16", "torch-graph")
-    cfg, tok = choice.config, choice.tokenizer
-    ids = tok.encode(args.prompt)
-    # A capacity that just fits: the torch peer masks attention over the whole capacity.
-    capacity = default_capacity(cfg, len(ids) + args.max_new_tokens)
-    if args.capacity is not None:
-        from tfdash.engine.limits import check_generation
-
-        capacity = default_capacity(cfg, args.capacity)  # whole attention blocks
-        check_generation(cfg, capacity, len(ids), args.max_new_tokens)
     print(f"# loading {cfg.name} ({'random weights' if not args.ckpt else args.ckpt}), capacity {capacity}",
           file=sys.stderr)
     eng0 = load_engine(ckpt=args.ckpt, model=None if args.ckpt else cfg.name, device="cuda", dtype="bfloat16",
@@ -288,11 +278,8 @@ def main(argv: list[str]) -> int:
         elif b in variants:
             variant = build_plan(cfg, dtype="bfloat16", capacity=capacity, **variants[b])
             peers[b] = tilelang(variant)
-        elif b.startswith("tilelang@"):
-            from tfdash.engine.limits import check_generation
-
+        elif b.startswith("tilelang@"):  # its capacity checked by check_lengths
             cap = default_capacity(cfg, int(b.partition("@")[2]))
-            check_generation(cfg, cap, len(ids), args.max_new_tokens)
             peers[b] = tilelang(build_plan(cfg, dtype="bfloat16", capacity=cap))
         elif b == "hf-compile":
             try:

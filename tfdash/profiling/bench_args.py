@@ -58,3 +58,24 @@ def check_numbers(args) -> None:
     for n in args.also_capacity:
         if n < 1:
             raise TfdashError(f"--also-capacity {n} must be positive")
+
+
+def check_lengths(args, cfg):
+    """The prompt and --max-new-tokens against the model and each cache, before the device: a
+    typo is said on any machine. Returns the tokenizer, the prompt's ids and the run's capacity."""
+    from tfdash.engine.limits import check_generation, check_prompt_ids, default_capacity
+    from tfdash.engine.tokenizer import StandInTokenizer, load_tokenizer
+
+    tok = load_tokenizer(args.ckpt) if args.ckpt is not None else StandInTokenizer(cfg.vocab_size)
+    ids = tok.encode(args.prompt)
+    # A capacity that just fits (the torch peer masks attention over the whole capacity), or whole
+    # attention blocks of --capacity.
+    capacity = default_capacity(cfg, args.capacity if args.capacity is not None else len(ids) + args.max_new_tokens)
+    check_generation(cfg, capacity, len(ids), args.max_new_tokens)
+    check_prompt_ids(cfg, ids)
+    for n in args.also_capacity:
+        try:
+            check_generation(cfg, default_capacity(cfg, n), len(ids), args.max_new_tokens)
+        except TfdashError as e:
+            raise TfdashError(f"--also-capacity {n}: {e}") from None
+    return tok, ids, capacity
