@@ -212,3 +212,18 @@ def test_bench_lengths_are_checked_before_the_device(argv, said):
     r = run_tfdash("bench", *argv, timeout=120)
     assert r.rc == 2 and r.stdout == ""
     assert_one_line_error(r.stderr, said)
+
+
+@pytest.mark.parametrize("tui", ["", "1"])
+def test_open_refuses_an_export_dir_it_cannot_write_before_it_shows_anything(tmp_path, tui):
+    """`open --export-dir FILE` printed the summary (or opened the dashboard) and the bad folder was
+    found only at the first export; said now as `--headless --export` says it, before either."""
+    from fixtures.appkit import SNAPSHOT
+
+    env = {"TFDASH_FORCE_TUI": tui, "TFDASH_CONFIG_DIR": str(tmp_path)}
+    for where, said in ((SNAPSHOT, f"--export-dir {SNAPSHOT}: exists and is not a directory"),
+                        (f"{SNAPSHOT}/out", f"--export-dir {SNAPSHOT}/out: cannot write there ({SNAPSHOT} is not a "
+                                            "writable directory)")):
+        r = run_tfdash("open", str(SNAPSHOT), "--export-dir", str(where), timeout=60, env=env)
+        assert r.rc == 2 and r.stdout == ""
+        assert_one_line_error(r.stderr, said)

@@ -211,6 +211,10 @@ def open_main(argv: list[str]) -> int:
     path = _snapshot_file(Path(args.snapshot), "")
     if args.baseline is not None:
         _snapshot_file(Path(args.baseline), "--baseline ")
+    if args.export_dir is not None:  # said before the summary or the dashboard, as every output folder is
+        from tfdash.profiling.files import check_writable_dir
+
+        check_writable_dir(args.export_dir, "--export-dir")
     # load (and refuse) both files before anything is printed: a bad file is its one error line
     app = snapshot_app(path, baseline=args.baseline, export_dir=args.export_dir)
     if not sys.stdout.isatty() and not os.environ.get("TFDASH_FORCE_TUI"):
