@@ -227,3 +227,20 @@ def test_open_refuses_an_export_dir_it_cannot_write_before_it_shows_anything(tmp
         r = run_tfdash("open", str(SNAPSHOT), "--export-dir", str(where), timeout=60, env=env)
         assert r.rc == 2 and r.stdout == ""
         assert_one_line_error(r.stderr, said)
+
+
+@pytest.mark.parametrize("cmd", [["analyze"], ["--headless", "--max-new-tokens", "2"]])
+@pytest.mark.parametrize("kind", ["dir", "link", "fifo"])
+def test_a_config_json_that_is_no_file_is_said_as_it_is(tmp_path, cmd, kind):
+    """A folder, a dangling link (a Hugging Face cache whose blob is gone) or a FIFO named
+    config.json was "DIR has no config.json"."""
+    import os
+
+    path = tmp_path / "config.json"
+    said = {"dir": f"{path}: is a directory, not a file",
+            "link": f"{path}: a link to ../blobs/gone, which does not exist",
+            "fifo": f"{path}: not a regular file (a FIFO, device or socket)"}[kind]
+    {"dir": path.mkdir, "link": lambda: path.symlink_to("../blobs/gone"), "fifo": lambda: os.mkfifo(path)}[kind]()
+    r = run_tfdash(*cmd, "--ckpt", str(tmp_path), timeout=120)
+    assert r.rc == 2 and r.stdout == "" and "has no config.json" not in r.stderr
+    assert_one_line_error(r.stderr, said)

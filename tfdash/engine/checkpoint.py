@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from tfdash.engine.config import ModelConfig
+from tfdash.engine.config import ModelConfig, why_not_a_file
 from tfdash.errors import CheckpointError
 from tfdash.textsafe import visible
 
@@ -40,6 +40,8 @@ def regular_file(path: Path) -> int:
     """The size of `path`, which must be a regular file (a symlink to one is fine: the Hugging Face
     cache links into its blobs). A FIFO, a device or a directory is refused before it is opened,
     so nothing blocks on it and nothing of it is read."""
+    if why_not_a_file(path):  # a directory, a FIFO, a dangling link: said as it is
+        raise CheckpointError(why_not_a_file(path))
     try:
         st = path.stat()
     except FileNotFoundError:

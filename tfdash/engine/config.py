@@ -240,6 +240,18 @@ def _no_constant(name: str):
     raise ValueError(f"{name} is not a JSON number")
 
 
+def why_not_a_file(path: Path) -> str | None:
+    """What stands at `path` in place of a readable file, said as it is (None: a regular file, or
+    a link to one). A directory, a FIFO or a dangling link is not "missing"."""
+    if path.is_symlink() and not path.exists():
+        return f"{path}: a link to {visible(str(path.readlink()))}, which does not exist"
+    if path.is_dir():
+        return f"{path}: is a directory, not a file"
+    if path.exists() and not path.is_file():  # reading a FIFO would block
+        return f"{path}: not a regular file (a FIFO, device or socket)"
+    return None if path.exists() else f"{path}: no such file"
+
+
 def load_config(ckpt_dir: str | Path) -> ModelConfig:
     """Read `ckpt_dir/config.json` into a ModelConfig, refusing what tfdash cannot run. Every
     refusal is one line naming the key, the value and what is accepted."""
@@ -251,8 +263,10 @@ def load_config(ckpt_dir: str | Path) -> ModelConfig:
     if not d.is_dir():
         raise ConfigError(f"{d} is not a directory")
     path = d / "config.json"
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         raise ConfigError(f"{d} has no config.json")
+    if why_not_a_file(path):
+        raise ConfigError(why_not_a_file(path))
     raw = _read_json(path)
 
     archs = raw.get("architectures") or []

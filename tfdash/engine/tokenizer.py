@@ -81,7 +81,7 @@ class HFTokenizer:
 
 def load_tokenizer(ckpt_dir: str | Path) -> HFTokenizer:
     path = Path(ckpt_dir) / "tokenizer.json"
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():  # a dangling link: regular_file says so
         raise CheckpointError(f"{ckpt_dir} has no tokenizer.json")
     if regular_file(path) > MAX_TOKENIZER_BYTES:
         raise CheckpointError(f"{path}: larger than any tokenizer ({MAX_TOKENIZER_BYTES} bytes)")
