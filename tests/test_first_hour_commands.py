@@ -244,3 +244,40 @@ def test_a_config_json_that_is_no_file_is_said_as_it_is(tmp_path, cmd, kind):
     r = run_tfdash(*cmd, "--ckpt", str(tmp_path), timeout=120)
     assert r.rc == 2 and r.stdout == "" and "has no config.json" not in r.stderr
     assert_one_line_error(r.stderr, said)
+
+
+@pytest.mark.parametrize("field, value, said", [
+    ("sms", "many", "target x: sms must be a whole number of SMs (0: not known), got 'many'"),
+    ("l2_bytes", -1, "target x: l2_bytes must be a whole number of bytes (0: not known), got -1"),
+    ("smem_per_block", 1.5, "target x: smem_per_block must be a whole number of bytes (0: not known), got 1.5"),
+    ("name", 7, "name must be a non-empty string, got 7"),
+    ("name", "", "name must be a non-empty string, got ''"),
+])
+def test_a_target_files_fields_are_type_checked(tmp_path, field, value, said):
+    """`"sms": "many"` was taken as a target (and a geometry later divided by it)."""
+    import json
+
+    f = tmp_path / "t.json"
+    f.write_text(json.dumps({"name": "x", "bandwidth": 1e12, field: value}))
+    r = run_tfdash("analyze", "--model", "qwen3-tiny", "--target", str(f), timeout=60)
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, f"target file {f}: {said}")
+
+
+def test_an_analyze_sweep_file_is_a_target_when_it_records_one(tmp_path):
+    """A sweep's --json was refused as "unknown field(s) reports, schema"; its points record the
+    target they were priced against."""
+    import json
+
+    base = tmp_path / "target.json"
+    base.write_text(json.dumps({"name": "mine", "bandwidth": 2e12, "sms": 100}))
+    swept = tmp_path / "sweep.json"
+    r = run_tfdash("analyze", "--model", "qwen3-tiny", "--target", str(base), "--sweep", "ctx_len=0:4:2",
+                   "--json", str(swept), timeout=60)
+    assert r.rc == 0, r.stderr
+    r = run_tfdash("analyze", "--model", "qwen3-tiny", "--target", str(swept), timeout=60)
+    assert r.rc == 0 and r.stdout.startswith("# analysis target=mine (2.00 TB/s datasheet) "), r.stderr
+    swept.write_text(json.dumps({"schema": "tfdash.analysis-sweep/1", "reports": []}))
+    r = run_tfdash("analyze", "--model", "qwen3-tiny", "--target", str(swept), timeout=60)
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, f"target file {swept}: a 'tfdash.analysis-sweep/1' file that records no target")

@@ -26,7 +26,8 @@ def parser() -> argparse.ArgumentParser:
     src.add_argument("--ckpt", metavar="DIR", help="read the shape from DIR/config.json (no weights loaded)")
     p.add_argument("--target", default="h200", metavar="h200|FILE",
                    help="h200 (datasheet) or a JSON file: a target's fields, a snapshot or an analyze --json "
-                        "report (the target it was priced against), or the bandwidth probe's bandwidth.json")
+                        "report or sweep (the target it was priced against), or the bandwidth probe's "
+                        "bandwidth.json")
     p.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float16", "float32"))
     p.add_argument("--capacity", type=int, metavar="N",
                    help="KV cache positions (default: max_position_embeddings)")

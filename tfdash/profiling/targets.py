@@ -44,6 +44,18 @@ class Target:
         def number(v) -> bool:
             return isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
 
+        if not (isinstance(t.name, str) and t.name.strip()):
+            raise TfdashError(f"name must be a non-empty string, got {t.name!r}")
+        for key, what in (("sms", "SMs"), ("l2_bytes", "bytes"), ("smem_per_block", "bytes")):
+            v = getattr(t, key)  # geometry divides work by sms; 0 = not known
+            if not (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
+                raise TfdashError(f"target {t.name}: {key} must be a whole number of {what} (0: not known), "
+                                  f"got {v!r}")
+        if not isinstance(t.source, str):
+            raise TfdashError(f"target {t.name}: source must be a string, got {t.source!r}")
+        if not number(t.datasheet_bandwidth):
+            raise TfdashError(f"target {t.name}: datasheet_bandwidth must be a number of bytes/s, "
+                              f"got {t.datasheet_bandwidth!r}")
         if not (number(t.bandwidth) and t.bandwidth > 0):
             raise TfdashError(f"target {t.name}: bandwidth must be a positive number of bytes/s")
         if not (isinstance(t.peak_flops, dict) and all(number(v) for v in t.peak_flops.values())):
@@ -74,9 +86,9 @@ TARGETS = {"h200": H200}
 
 
 def resolve_target(spec: str) -> Target:
-    """`h200`, or a JSON file that holds a target: a Target's fields; a snapshot or an `analyze
-    --json` report (each records the target it was priced against under "target"); or the
-    bandwidth probe's cache of one device (its measured target)."""
+    """`h200`, or a JSON file that holds a target: a Target's fields; a snapshot, an `analyze
+    --json` report or sweep (each records the target it was priced against); or the bandwidth
+    probe's cache of one device (its measured target)."""
     if spec in TARGETS:
         return TARGETS[spec]
     path = Path(spec)
@@ -91,8 +103,8 @@ def resolve_target(spec: str) -> Target:
         raise TfdashError(f"target file {path}: cannot read JSON ({e})") from None
     if not isinstance(raw, dict):
         raise TfdashError(f"target file {path}: expected a JSON object")
-    if isinstance(raw.get("schema"), str) and isinstance(raw.get("target"), dict):  # a snapshot, a report
-        raw = raw["target"]
+    if isinstance(raw.get("schema"), str):  # a snapshot, a report or a sweep: the target it records
+        raw = _recorded(path, raw)
     elif raw and all(isinstance(v, dict) and {"device", "bandwidth", "method"} <= set(v) for v in raw.values()):
         return _probed(path, raw)
     try:
@@ -116,3 +128,17 @@ def _probed(path: Path, cache: dict) -> Target:
     if not (isinstance(result.bandwidth, (int, float)) and result.bandwidth > 0):
         raise TfdashError(f"target file {path}: {key}: bandwidth must be a positive number of bytes/s")
     return measured_target("cpu" if key.startswith("cpu:") else "cuda", result)
+
+
+def _recorded(path: Path, doc: dict) -> dict:
+    """The target a file tfdash wrote was priced against: a snapshot's or an analyze report's
+    "target", an `analyze --sweep --json` file's first point's (every point has the same one)."""
+    target = doc.get("target")
+    reports = doc.get("reports")
+    if target is None and isinstance(reports, list) and reports and isinstance(reports[0], dict):
+        target = reports[0].get("target")
+    if not isinstance(target, dict):
+        raise TfdashError(f"target file {path}: a {doc['schema'][:80]!r} file that records no target; give "
+                          f"{' or '.join(TARGETS)}, a target's fields, a snapshot, an analyze --json report or "
+                          "the bandwidth probe's bandwidth.json")
+    return target
