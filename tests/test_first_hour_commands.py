@@ -281,3 +281,17 @@ def test_an_analyze_sweep_file_is_a_target_when_it_records_one(tmp_path):
     r = run_tfdash("analyze", "--model", "qwen3-tiny", "--target", str(swept), timeout=60)
     assert r.rc == 2 and r.stdout == ""
     assert_one_line_error(r.stderr, f"target file {swept}: a 'tfdash.analysis-sweep/1' file that records no target")
+
+
+@pytest.mark.parametrize("cmd, flag", [(["analyze", "--model", "qwen3-tiny"], "--json"),
+                                       (["--headless", "--max-new-tokens", "2"], "--save"),
+                                       (["diff", "{snap}", "{snap}"], "--markdown")])
+def test_an_output_file_named_with_a_trailing_slash_is_refused(tmp_path, cmd, flag):
+    """`--json out/` (a folder, as the user wrote it) wrote a file named `out`."""
+    from fixtures.appkit import SNAPSHOT
+
+    out = f"{tmp_path}/out/"
+    r = run_tfdash(*(a.format(snap=SNAPSHOT) for a in cmd), flag, out, timeout=120,
+                   env={"TFDASH_CONFIG_DIR": str(tmp_path / "cfg")})
+    assert r.rc == 2 and r.stdout == "" and not (tmp_path / "out").exists()
+    assert_one_line_error(r.stderr, f"{flag} {out}: names a folder (it ends in /); give a file name")

@@ -116,19 +116,10 @@ def preflight(args, max_new_tokens: int) -> None:
 
     made = derived_bytes(plan_for(choice.config, choice.dtype, capacity, choice.backend))  # the int8 head's copy
     check_fits(choice.config, capacity, choice.dtype, choice.device, derived=made)
-    if getattr(args, "save", None):
-        check_save_path(Path(args.save).expanduser())
+    if getattr(args, "save", None):  # checked before the run, so nothing measured is lost to it
+        from tfdash.profiling.files import check_writable_file
 
-
-def check_save_path(path: Path) -> None:
-    """--save's file can be written (checked before the run, so nothing measured is lost to it)."""
-    import os
-
-    if path.is_dir():
-        raise TfdashError(f"--save {path}: is a directory; give a file name")
-    parent = next((p for p in (path.parent, *path.parent.parents) if p.exists()), None)
-    if parent is None or not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-        raise TfdashError(f"--save {path}: cannot write there ({parent} is not a writable directory)")
+        check_writable_file(args.save, "--save")
 
 
 def run_app(args) -> int:

@@ -44,6 +44,8 @@ def check_writable_file(path, what: str) -> None:
     f = Path(path).expanduser()
     if f.is_dir():
         raise TfdashError(f"{what} {f}: is a directory; give a file name")
+    if str(path).endswith(("/", os.sep)):  # Path drops the slash: the file would take the folder's name
+        raise TfdashError(f"{what} {path}: names a folder (it ends in /); give a file name")
     parent = next((p for p in (f.parent, *f.parent.parents) if p.exists()), None)
     if parent is None or not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
         raise TfdashError(f"{what} {f}: cannot write there ({parent} is not a writable directory)")
