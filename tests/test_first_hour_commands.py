@@ -295,3 +295,10 @@ def test_an_output_file_named_with_a_trailing_slash_is_refused(tmp_path, cmd, fl
                    env={"TFDASH_CONFIG_DIR": str(tmp_path / "cfg")})
     assert r.rc == 2 and r.stdout == "" and not (tmp_path / "out").exists()
     assert_one_line_error(r.stderr, f"{flag} {out}: names a folder (it ends in /); give a file name")
+
+
+def test_analyze_operands_with_a_sweep_is_said_not_ignored():
+    """`--sweep ... --operands` printed the sweep's table as if --operands had not been given."""
+    r = run_tfdash("analyze", "--model", "qwen3-tiny", "--sweep", "ctx_len=0:4:1", "--operands", timeout=60)
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, "--operands splits the launches of one step (--dim); a --sweep row is")

@@ -69,6 +69,9 @@ def main(argv: list[str]) -> int:
         sw = _dim(args.sweep) if args.sweep else None
     except argparse.ArgumentTypeError as e:
         p.error(str(e))
+    if args.operands and args.sweep:  # else silently a table without them
+        raise TfdashError("--operands splits the launches of one step (--dim); a --sweep row is a step's totals "
+                          "(its --json has every launch's operands)")
     if args.json:  # before a sweep that may take minutes
         from tfdash.profiling.files import check_writable_file
 
