@@ -203,12 +203,15 @@ def test_a_long_sweep_says_its_size_up_front_and_its_progress(tmp_path, monkeypa
     (["--max-new-tokens", "40960"], "prompt (12 tokens) + max-new-tokens (40960) = 40972 is past "
                                     "max_position_embeddings=40960"),
     (["--model", "qwen3-tiny", "--capacity", "64", "--max-new-tokens", "100"], "past the cache capacity of 64"),
+    (["--capacity", "999999"], "--capacity 999999 is past max_position_embeddings=40960"),
+    (["--model", "qwen3-tiny", "--also-capacity", "8193"], "--also-capacity 8193 is past max_position_embeddings=8192"),
     (["--also-capacity", "8"], "--also-capacity 8: prompt (12 tokens) + max-new-tokens (2048) = 2060 needs 2059 KV "
                                "positions, past the cache capacity of 64"),
 ])
 def test_bench_lengths_are_checked_before_the_device(argv, said):
     """A --max-new-tokens past the model or an --also-capacity too small for the run was said only
-    on a GPU, after "needs a CUDA device" on any other machine."""
+    on a GPU, after "needs a CUDA device" on any other machine; a cache past the model's positions
+    was clamped to them there, its row still named after the number given."""
     r = run_tfdash("bench", *argv, timeout=120)
     assert r.rc == 2 and r.stdout == ""
     assert_one_line_error(r.stderr, said)
