@@ -305,3 +305,15 @@ def test_analyze_operands_with_a_sweep_is_said_not_ignored():
     r = run_tfdash("analyze", "--model", "qwen3-tiny", "--sweep", "ctx_len=0:4:1", "--operands", timeout=60)
     assert r.rc == 2 and r.stdout == ""
     assert_one_line_error(r.stderr, "--operands splits the launches of one step (--dim); a --sweep row is")
+
+
+def test_a_hugging_face_cache_folder_names_the_checkpoint_inside_it(tmp_path):
+    """`--ckpt ~/.cache/huggingface/hub/models--Qwen--Qwen3-1.7B` said only "has no config.json":
+    the checkpoint is its snapshots/HASH folder."""
+    model = tmp_path / "models--Qwen--Qwen3-1.7B"
+    (model / "snapshots" / "abc123").mkdir(parents=True)
+    (model / "snapshots" / "abc123" / "config.json").write_text("{}")
+    r = run_tfdash("analyze", "--ckpt", str(model), timeout=60)
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, f"{model} has no config.json; the Hugging Face cache's checkpoint in it is "
+                                    f"{model / 'snapshots' / 'abc123'}")

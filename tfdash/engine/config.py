@@ -264,7 +264,10 @@ def load_config(ckpt_dir: str | Path) -> ModelConfig:
         raise ConfigError(f"{d} is not a directory")
     path = d / "config.json"
     if not path.exists() and not path.is_symlink():
-        raise ConfigError(f"{d} has no config.json")
+        inside = sorted(p.parent for p in d.glob("snapshots/*/config.json"))  # a Hugging Face cache's model folder
+        hint = f"; the Hugging Face cache's checkpoint in it is {inside[-1]}" if len(inside) == 1 else (
+            f"; it is a Hugging Face cache folder: give one of {', '.join(map(str, inside))}" if inside else "")
+        raise ConfigError(f"{d} has no config.json{hint}")
     if why_not_a_file(path):
         raise ConfigError(why_not_a_file(path))
     raw = _read_json(path)
