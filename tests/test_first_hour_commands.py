@@ -317,3 +317,25 @@ def test_a_hugging_face_cache_folder_names_the_checkpoint_inside_it(tmp_path):
     assert r.rc == 2 and r.stdout == ""
     assert_one_line_error(r.stderr, f"{model} has no config.json; the Hugging Face cache's checkpoint in it is "
                                     f"{model / 'snapshots' / 'abc123'}")
+
+
+def test_a_sweep_json_past_the_free_disk_is_refused_with_a_step_that_fits(tmp_path, monkeypatch):
+    """A sweep that would fill the disk failed at the end, after the whole sweep; now it says so first."""
+    import collections
+
+    from tfdash.engine.config import preset
+    from tfdash.engine.plan import build_plan
+    from tfdash.errors import TfdashError
+    from tfdash.profiling import sweep_run
+    from tfdash.profiling.targets import H200
+
+    usage = collections.namedtuple("usage", "total used free")
+    monkeypatch.setattr(sweep_run.shutil, "disk_usage", lambda where: usage(1, 1, 300_000))
+    plan = build_plan(preset("qwen3-tiny"), "bfloat16", 64)
+    with pytest.raises(TfdashError, match=r"is 11 points of about .* \(over 300.00 KB, free in .*\); take a larger "
+                                          r"STEP \(ctx_len=0:10:2: 6 points, about .*\) or drop --json"):
+        sweep_run.run_sweep(plan, H200, 0, 10, 1, str(tmp_path / "s.json"))
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setattr(sweep_run.shutil, "disk_usage", lambda where: usage(1, 1, 1000))
+    with pytest.raises(TfdashError, match=r"free some space there or drop --json for the table alone"):
+        sweep_run.run_sweep(plan, H200, 0, 10, 1, str(tmp_path / "s.json"))

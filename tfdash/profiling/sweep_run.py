@@ -49,10 +49,11 @@ def _check_size(path: str, a: int, b: int, step: int, n: int, per_point: int) ->
     free = shutil.disk_usage(where).free
     limit, why = min((MAX_JSON_BYTES, "the most a JSON reader loads"), (free, f"free in {where}"))
     if total > limit:
+        narrower = (f"take a larger STEP ({_narrower(a, b, per_point, limit)}) or " if limit >= 2 * per_point
+                    else "free some space there or ")  # not even two points fit
         raise TfdashError(f"--json {path}: the sweep ctx_len={a}:{b}:{step} is {n} points of about "
                           f"{fmt_bytes(per_point)} each, about {fmt_bytes(total)} of JSON (over {fmt_bytes(limit)}, "
-                          f"{why}); take a larger STEP ({_narrower(a, b, per_point, limit)}) or drop --json "
-                          "for the table alone")
+                          f"{why}); {narrower}drop --json for the table alone")
 
 
 def run_sweep(plan, target, a: int, b: int, step: int, json_path: str | None,
