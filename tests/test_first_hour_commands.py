@@ -144,7 +144,8 @@ def test_a_sweep_json_too_big_to_load_is_refused_before_any_row(tmp_path):
     r = run_tfdash("analyze", "--sweep", "ctx_len=0:40959:1", "--json", str(out), timeout=60)
     assert r.rc == 2 and r.stdout == "" and not out.exists() and list(tmp_path.iterdir()) == []
     assert_one_line_error(r.stderr, f"--json {out}: the sweep ctx_len=0:40959:1 is 40960 points of about ",
-                          "GB of JSON (over 1.00 GB, the most a JSON reader loads); take a larger STEP (ctx_len=0:40959:",
+                          "GB of JSON (over 1.00 GB, the most a JSON reader loads); take a larger STEP "
+                          "(ctx_len=0:40959:",
                           "or drop --json for the table alone")
     step = int(r.stderr.split("take a larger STEP (ctx_len=0:40959:")[1].split(":")[0])
     assert 2 <= step <= 20
