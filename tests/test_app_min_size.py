@@ -1,9 +1,12 @@
-"""Below 80x24 every screen the app shows is one line that names the size it needs: the dashboard,
-the drill-down, the timeline, the dialogs over them (help, baseline picker, A/B) and Textual's
-command palette; grown again, each comes back as it was, and a screen returned to after a resize
-shows what fits the terminal now."""
+"""Below 80x24 every screen the app shows is one line that names the size it needs and the key
+that quits: the dashboard, the drill-down, the timeline, the dialogs over them (help, baseline
+picker, A/B) and Textual's command palette. There only the quit keys act; every other key reaches
+nothing, so grown again each screen comes back exactly as it was, and a screen returned to after a
+resize shows what fits the terminal now."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from fixtures.appkit import isolated_config, sync  # noqa: F401  (fixture)
@@ -18,51 +21,62 @@ SCREENS = {
     "a": "╭─ A/B a plan variant",
     "ctrl+p": "Search for commands",
 }
+# keys a user tries on the size line: each would act on the hidden screen (open, close, type, move)
+TRIED = ["enter", "escape", "T", "question_mark", "a", "b", "ctrl+p", "x", "down", "space", "slash"]
 
 
-def wanted(size) -> str:
-    return f"tfdash needs at least 80×24 (now {size[0]}×{size[1]})"
+def wanted(size, quit_key: str = "q") -> list[str]:
+    need = f"tfdash needs at least 80×24 (now {size[0]}×{size[1]})"
+    line = f"{need} · {quit_key} quits"
+    return [line] if len(line) <= size[0] else [need, f"{quit_key} quits"]
 
 
 def shown(app) -> list[str]:
     return [line.strip() for line in screen_text(app).splitlines() if line.strip()]
 
 
-@pytest.mark.parametrize(("key", "size"), [(key, (60, 20)) for key in SCREENS] +
-                         [("question_mark", (79, 24)), ("a", (80, 23))])  # a column or a row short
+@pytest.mark.parametrize("size", [(60, 20), (40, 15), (79, 24), (80, 23)])  # a column or a row short
 @sync
-async def test_every_screen_opened_below_80x24_is_the_size_line(isolated_config, key, size):
-    """Opened in a small terminal, the screen is the one line (not a dialog drawn over it); grown
-    to 80x24 it is whole; shrunk again, the line once more."""
+async def test_below_80x24_keys_reach_nothing_and_the_dashboard_comes_back_as_it_was(isolated_config, size):
+    """On the size line, a key that would open a screen, close one, type into a filter or move the
+    cursor does nothing: the line stays, and grown to 80x24 the dashboard is what it was."""
     app = make_app()
-    async with app.run_test(size=size) as pilot:
+    async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        await pilot.press(key)
-        await settle(pilot)
-        assert shown(app) == [wanted(size)], shown(app)
-        await pilot.resize_terminal(80, 24)
-        await settle(pilot)
-        text = screen_text(app)
-        assert "needs at least" not in text and SCREENS[key] in text, text
+        before = screen_text(app)
         await pilot.resize_terminal(*size)
         await settle(pilot)
-        assert shown(app) == [wanted(size)], shown(app)
+        for key in TRIED:
+            await pilot.press(key)
+            await settle(pilot)
+            assert shown(app) == wanted(size), (key, shown(app))
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot)
+        assert screen_text(app) == before
 
 
 @pytest.mark.parametrize("key", list(SCREENS))
 @sync
 async def test_every_screen_shrunk_below_80x24_is_the_size_line(isolated_config, key):
-    """A screen open at 80x24 when the terminal shrinks is the one line too, and whole again at
-    100x30 with what it showed (the help's rows refitted to the new width)."""
+    """A screen open at 80x24 when the terminal shrinks is the one line too; the keys tried there
+    (esc, Enter, typing) leave it alone, so at 80x24 again it is exactly what it was, and at
+    100x30 whole with what it showed (the help's rows refitted to the new width)."""
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         await pilot.press(key)
         await settle(pilot)
-        assert SCREENS[key] in screen_text(app)
+        before = screen_text(app)
+        assert SCREENS[key] in before
         await pilot.resize_terminal(60, 20)
         await settle(pilot)
-        assert shown(app) == [wanted((60, 20))], shown(app)
+        for tried in TRIED:
+            await pilot.press(tried)
+            await settle(pilot)
+            assert shown(app) == wanted((60, 20)), (tried, shown(app))
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot)
+        assert screen_text(app) == before
         await pilot.resize_terminal(100, 30)
         await settle(pilot)
         text = screen_text(app)
@@ -73,8 +87,9 @@ async def test_every_screen_shrunk_below_80x24_is_the_size_line(isolated_config,
 @pytest.mark.parametrize("key", ["question_mark", "T"])
 @sync
 async def test_the_screen_returned_to_after_a_resize_fits_the_terminal_now(isolated_config, key):
-    """A screen closed (esc) after the terminal shrank leaves the dashboard's size line, not the
-    panes laid out for the old size; one closed after it grew leaves the dashboard whole."""
+    """A screen that closes while the terminal is small (esc does not reach it there: here the app
+    pops it) leaves the dashboard's size line, not the panes laid out for the old size; one closed
+    after the terminal grew leaves the dashboard whole at the new width."""
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
@@ -82,10 +97,14 @@ async def test_the_screen_returned_to_after_a_resize_fits_the_terminal_now(isola
         await settle(pilot)
         await pilot.resize_terminal(60, 20)
         await settle(pilot)
-        await pilot.press("escape")
+        app.pop_screen()
         await settle(pilot)
-        assert shown(app) == [wanted((60, 20))], shown(app)
+        assert shown(app) == wanted((60, 20)), shown(app)
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot)
         await pilot.press(key)
+        await settle(pilot)
+        await pilot.resize_terminal(60, 20)
         await settle(pilot)
         await pilot.resize_terminal(100, 30)
         await settle(pilot)
@@ -93,3 +112,40 @@ async def test_the_screen_returned_to_after_a_resize_fits_the_terminal_now(isola
         await settle(pilot)
         text = screen_text(app)
     assert "needs at least" not in text and "╭─ kernels" in text, text
+    assert len(text.splitlines()[0]) == 100
+
+
+@pytest.mark.parametrize("key", ["", "question_mark", "ctrl+p"])
+@pytest.mark.parametrize("quit_key", ["q", "ctrl+c"])
+@sync
+async def test_below_80x24_the_quit_keys_quit_from_any_screen(isolated_config, key, quit_key):
+    """The size line names q, and q (or ctrl+c) quits from under it, whatever screen is on top:
+    on the help, q does not just close the dialog no one sees; in the palette it is not typed."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        if key:
+            await pilot.press(key)
+            await settle(pilot)
+        await pilot.resize_terminal(60, 20)
+        await settle(pilot)
+        assert shown(app) == wanted((60, 20))
+        await pilot.press(quit_key)
+        await settle(pilot)
+        assert not app.is_running
+    assert app.return_value is not None  # the snapshot it showed, as q returns it at any size
+
+
+@sync
+async def test_below_80x24_a_remapped_quit_key_is_the_one_named_and_the_one_that_acts(isolated_config):
+    (isolated_config / "config.json").write_text(json.dumps({"keymap": {"quit": "x"}}))
+    app = make_app()
+    async with app.run_test(size=(60, 20)) as pilot:
+        await settle(pilot)
+        assert shown(app) == wanted((60, 20), "x")
+        await pilot.press("q")
+        await settle(pilot)
+        assert app.is_running and shown(app) == wanted((60, 20), "x")
+        await pilot.press("x")
+        await settle(pilot)
+        assert not app.is_running

@@ -6,8 +6,9 @@ terminal below the minimum size.
     pane_summary(snap, ...) a line (wrapped between items) for the panes that are hidden
     wrap_pairs(pairs, w)    a Content whose lines break between pairs, never inside one
     fill_whole(table, ...)  a table with the columns that fit its width whole, dropped by priority
-    fit_min_size(screen, s) below MIN_W×MIN_H, one line over the whole screen says the size needed
-    MinSizeGuard            mixed into the App: every screen it shows is fitted so, dialogs included
+    fit_min_size(screen, s) below MIN_W×MIN_H, one line over the whole screen: the size needed, the quit key
+    MinSizeGuard            mixed into the App: every screen it shows is fitted so, dialogs included,
+                            and below the minimum only the quit keys act
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from rich.cells import cell_len
 from rich.text import Text
 from textual import events
 from textual.content import Content
+from textual.binding import Binding
 from textual.geometry import Size
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
@@ -138,10 +140,11 @@ def too_small(size: Size) -> bool:
     return size.width < MIN_W or size.height < MIN_H
 
 
-def fit_min_size(screen: Screen, size: Size) -> None:
-    """Below MIN_W×MIN_H, one line over the whole of `screen` says the size tfdash needs, rather than
-    panes and dialogs cut mid-number; the screen is kept as it was underneath (state, focus, scroll)
-    and comes back whole once the terminal is large enough."""
+def fit_min_size(screen: Screen, size: Size, quit_key: str = "q") -> None:
+    """Below MIN_W×MIN_H, one line over the whole of `screen` says the size tfdash needs and the key
+    that quits (the only one that acts there), rather than panes and dialogs cut mid-number; the screen
+    is kept as it was underneath (state, focus, scroll) and comes back whole once the terminal is
+    large enough."""
     small = too_small(size)
     found = screen.query("#too-small")
     if small and not found:
@@ -149,23 +152,48 @@ def fit_min_size(screen: Screen, size: Size) -> None:
         found = screen.query("#too-small")
     screen.set_class(small, "-too-small")
     if small:
-        found.first(Static).update(Content.styled(f"tfdash needs at least {MIN_W}×{MIN_H} (now {size.width}×"
-                                                  f"{size.height})", "bold"))
+        need, hint = f"tfdash needs at least {MIN_W}×{MIN_H} (now {size.width}×{size.height})", f"{quit_key} quits"
+        line = f"{need} · {hint}" if cell_len(f"{need} · {hint}") <= size.width else f"{need}\n{hint}"
+        found.first(Static).update(Content.styled(line, "bold"))
 
 
 class MinSizeGuard:
     """Mixed into the App, so that every screen it shows is covered below MIN_W×MIN_H: tfdash's
     own, its dialogs (help, baseline picker, A/B) and Textual's (the command palette). Each screen
     is fitted when it becomes the current one and all of the stack when the terminal is resized,
-    so a screen popped back to after a resize shows the right thing at once."""
+    so a screen popped back to after a resize shows the right thing at once.
+
+    Below the minimum the keys, the mouse and pastes do not reach the hidden screen (an Enter would
+    open a drill-down no one sees, a typed letter would go into a hidden filter): only the app's
+    quit keys act, and they quit whatever screen is on top (q closes the help only when it is seen)."""
 
     def _on_mount(self, event: events.Mount) -> None:
         self.screen_change_signal.subscribe(self, self._fit_screen)
         self._fit_screen(self.screen)
 
+    def _quit_keys(self) -> list[str]:
+        """The keys the app binds to quit, with the user's keymap applied; the one the footer shows first."""
+        found = self._bindings.copy()
+        found.apply_keymap(self._keymap)
+        quits = [(not b.show, key) for key, bs in found.key_to_bindings.items() for b in bs
+                 if b.action in ("quit", "app.quit")]
+        return [key for _, key in sorted(quits, key=lambda q: q[0])]  # stable: the app's order otherwise
+
+    def _quit_hint(self) -> str:
+        keys = self._quit_keys()
+        return self.get_key_display(Binding(keys[0], "")) if keys else "ctrl+c"
+
     def _fit_screen(self, screen: Screen) -> None:
-        fit_min_size(screen, self.size)
+        fit_min_size(screen, self.size, self._quit_hint())
 
     def _on_resize(self, event: events.Resize) -> None:
+        hint = self._quit_hint()
         for screen in self.screen_stack:
-            fit_min_size(screen, event.size)
+            fit_min_size(screen, event.size, hint)
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, (events.InputEvent, events.Paste)) and not event.is_forwarded and too_small(self.size):
+            if isinstance(event, events.Key) and event.key in self._quit_keys():
+                await self.run_action("quit")
+            return  # below the minimum nothing else reaches the screen under the size line
+        await super().on_event(event)
