@@ -330,3 +330,41 @@ async def test_a_terminal_below_80x24_is_told_the_size_it_needs(isolated_config,
         await settle(pilot)
         shown = [line.strip() for line in screen_text(app).splitlines() if line.strip()]
         assert shown == want, shown
+
+
+def footer(app) -> str:
+    return screen_text(app).splitlines()[-1]
+
+
+@sync
+async def test_v_is_offered_only_where_a_pane_waits_behind_it(isolated_config):
+    """`v` swaps panes that share a place in a narrow terminal; at a width where every pane is on the
+    screen it is not in the footer or the palette, and pressing it there changes nothing (in the
+    drill-down it no longer swaps, unseen, what a narrower terminal will show)."""
+    app = make_app()
+    async with app.run_test(size=(200, 60)) as pilot:
+        await settle(pilot)
+        assert "v Panes" not in footer(app) and "q Quit" in footer(app)
+        assert not any(c.title.startswith("Panes") for c in app.get_system_commands(app.screen))
+        await pilot.press("enter")
+        await settle(pilot)
+        assert "drill-down · op gate_up" in screen_text(app) and "Sweep/operands" not in footer(app)
+        await pilot.press("v")
+        await pilot.resize_terminal(120, 40)
+        await settle(pilot)
+        text = screen_text(app)
+        assert "v Sweep/operands" in footer(app)
+        assert "╭─ cost by operand" in text and "╭─ ctx_len sweep" not in text, text
+        await pilot.press("escape")
+        await settle(pilot)
+        assert "╭─ kernels" in screen_text(app) and "v Panes" not in footer(app)
+        await pilot.resize_terminal(100, 30)
+        await settle(pilot)
+        assert "v Panes" in footer(app)
+        assert any(c.title == "Panes (v)" for c in app.get_system_commands(app.screen))
+        await pilot.press("v")
+        await settle(pilot)
+        assert "bytes/step" in screen_text(app)  # the roofline pane, in place of the kernel table
+        await pilot.resize_terminal(200, 60)
+        await settle(pilot)
+        assert "v Panes" not in footer(app)

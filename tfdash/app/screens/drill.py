@@ -110,7 +110,9 @@ class DrillScreen(CodeTabs, MarginalTab, CountersTab, Screen):
         yield FitFooter()
 
     def on_resize(self, event: events.Resize) -> None:
-        self.set_class(event.size.width < DRILL_NARROW_W, "-narrow")
+        if self.has_class("-narrow") != (event.size.width < DRILL_NARROW_W):
+            self.set_class(event.size.width < DRILL_NARROW_W, "-narrow")
+            self.refresh_bindings()  # `v` comes into the footer, or leaves it
         self.set_class(event.size.height < SHORT_H, "-short")
         snap = self.app.snapshot
         if snap is not None and self.is_current:
@@ -124,6 +126,10 @@ class DrillScreen(CodeTabs, MarginalTab, CountersTab, Screen):
         self._operands_key = None
         if self.app.snapshot is not None:
             self.call_after_refresh(self._operands, self.app.snapshot)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """`v` (swap) only where the sweep and the operands share a place: in a narrow terminal."""
+        return self.has_class("-narrow") if action == "swap" else True
 
     def action_swap(self) -> None:
         self.toggle_class("-swap")

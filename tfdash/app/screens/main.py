@@ -97,10 +97,18 @@ class MainScreen(Screen):
         yield FitFooter()
 
     def on_resize(self, event: events.Resize) -> None:
+        was_narrow = self.has_class("-narrow")
         classes = size_classes(event.size.width, event.size.height)
         for c, on in classes.items():
             self.set_class(on, c)
+        if self.has_class("-narrow") != was_narrow:
+            self.refresh_bindings()  # `v` comes into the footer, or leaves it
         self._summary_line(self.app.snapshot)  # the panes it stands for, wrapped to the new width
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """`v` (panes) only where it swaps something: in a terminal too narrow for every pane. Elsewhere
+        it is neither in the footer nor in the palette, and the key is left unbound."""
+        return self.has_class("-narrow") if action == "panes" else True
 
     def _summary_line(self, snap: ProfileSnapshot | None) -> None:
         """The hidden panes in one line: roofline and NVML when narrow, NVML when it has nothing."""
@@ -114,9 +122,6 @@ class MainScreen(Screen):
         self.set_class(bool(line.plain), "-summary")
 
     def action_panes(self) -> None:
-        if not self.has_class("-narrow"):
-            self.notify("every pane is on the screen at this width", timeout=2)
-            return
         self.toggle_class("-aside")
         self._summary_line(self.app.snapshot)
 
