@@ -272,3 +272,23 @@ async def test_at_80x24_roofline_and_nvml_are_one_line_and_v_shows_them(isolated
         await pilot.press("v")
         await pilot.pause()
         assert "bytes/step" not in screen_text(app)
+        await pilot.press("down", "enter")  # the kernel table has the focus back, its cursor where it was
+        await pilot.pause()
+        assert "drill-down · op down" in screen_text(app).splitlines()[0]
+
+
+@sync
+async def test_widened_with_the_panes_swapped_the_kernel_table_keeps_its_keys(isolated_config):
+    """`v` in a narrow terminal hides the kernel table (it loses the focus); a terminal widened to show
+    every pane shows it again, and ⏎ and s act on it rather than on nothing."""
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await pilot.press("v")
+        await pilot.pause()
+        await pilot.resize_terminal(160, 48)
+        await pilot.pause()
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "drill-down · op gate_up" in screen_text(app).splitlines()[0]

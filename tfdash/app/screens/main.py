@@ -103,7 +103,16 @@ class MainScreen(Screen):
             self.set_class(on, c)
         if self.has_class("-narrow") != was_narrow:
             self.refresh_bindings()  # `v` comes into the footer, or leaves it
+            self._refocus_table()
         self._summary_line(self.app.snapshot)  # the panes it stands for, wrapped to the new width
+
+    def _refocus_table(self) -> None:
+        """The kernel table takes the focus back once it is shown again (`v` back, or a terminal wide
+        enough for every pane): hidden, it lost the focus, and ⏎, s and / would do nothing."""
+        def focus() -> None:
+            if self.focused is None and not (self.has_class("-narrow") and self.has_class("-aside")):
+                self.query_one("#kernel-table").focus()
+        self.call_after_refresh(focus)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """`v` (panes) only where it swaps something: in a terminal too narrow for every pane. Elsewhere
@@ -123,6 +132,7 @@ class MainScreen(Screen):
 
     def action_panes(self) -> None:
         self.toggle_class("-aside")
+        self._refocus_table()
         self._summary_line(self.app.snapshot)
 
     def on_mount(self) -> None:
