@@ -3,8 +3,11 @@ running plan on the generation in progress (Session.ab, tfdash.profiling.ab), th
 sides: tok/s with its range over the windows, ms/step, the verdict with its spread, whether the
 two sides' tokens agreed, and each op's time in both from one profile window a side.
 
-In a short terminal, once an A/B runs or is shown, the intro gives its rows to the result (the
-verdict's second line says how it was measured) and the variants scroll in what is left.
+Until there is a result the variants have the box below the intro, with one line under them
+(what ⏎ does, or what is running); the sides, the verdict and the per-op table come with a result
+(an A/B that did not run has a verdict only). In a short terminal, once an A/B runs or is shown,
+the intro gives its rows to the result (the verdict's second line says how it was measured) and
+the variants scroll in what is left.
 
 The A/B runs in a thread worker; its progress arrives as ABProgressed messages (posted from the
 decode thread, which never waits on the screen). Escape cancels it after the window in progress,
@@ -202,7 +205,8 @@ class ABScreen(ModalScreen):
 
     def show_result(self, result: dict, recorded: bool = False) -> None:
         self.result = result
-        self.add_class("-used")
+        self.add_class("-used", "-result")
+        self.set_class("unavailable" not in result, "-measured")
         self.query_one("#ab-verdict", Static).update(verdict_content(result))
         ops = self.query_one("#ab-ops", DataTable)
         ops.clear()

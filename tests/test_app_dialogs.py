@@ -1,0 +1,57 @@
+"""The dialogs over the dashboard, as a user meets them at 80x24 and 120x40: what each shows before
+anything is chosen or run, and that the room goes to what there is to read."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from fixtures.appkit import SNAPSHOT, isolated_config, sync  # noqa: F401  (fixture)
+from test_app_fit import make_app, screen_text, settle
+
+from tfdash.app.main import snapshot_app
+from tfdash.profiling.ab import VARIANTS
+from tfdash.profiling.export import load_snapshot
+
+
+def box_lines(text: str, title: str) -> list[str]:
+    """The lines inside the dialog whose top border carries `title`, stripped."""
+    lines = text.splitlines()
+    top = next(i for i, line in enumerate(lines) if title in line)
+    x = lines[top].index("╭")
+    inside = []
+    for line in lines[top + 1:]:
+        if line[x:x + 1] != "│":
+            break
+        inside.append(line[x + 1:].split("│")[0].strip())
+    return inside
+
+
+@pytest.mark.parametrize(("size", "rows"), [((80, 24), 12), ((120, 40), len(VARIANTS))])
+@sync
+async def test_the_ab_dialog_before_a_run_gives_the_variants_the_room(isolated_config, size, rows):
+    """Nothing run yet: no empty "side" or "op" headers under the variants, one line that says what
+    ⏎ does here, and the variants take the rest (all of them in 120x40)."""
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await pilot.press("a")
+        await settle(pilot)
+        inside = box_lines(screen_text(app), "A/B a plan variant")
+    shown = [name for name in VARIANTS if any(line.split(" ")[0] == name for line in inside)]
+    assert len(shown) >= rows, inside
+    assert not any(line.startswith(("side ", "op ")) for line in inside), inside
+    assert [line for line in inside if line][-1] == "a saved snapshot is read-only: it holds no A/B", inside
+
+
+@sync
+async def test_an_ab_that_did_not_run_shows_its_reason_and_no_empty_tables(isolated_config):
+    result = {"what": "tilelang-gu1", "unavailable": "RuntimeError: no GPU"}
+    app = snapshot_app(dataclasses.replace(load_snapshot(SNAPSHOT), ab=(result,)), theme="tfdash-dark")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("a")
+        await settle(pilot)
+        inside = box_lines(screen_text(app), "A/B a plan variant")
+    assert "A/B tilelang-gu1: RuntimeError: no GPU" in inside and "the A/B did not run" in inside, inside
+    assert not any(line.startswith(("side ", "op ")) for line in inside), inside
