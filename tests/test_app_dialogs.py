@@ -18,7 +18,7 @@ def box_lines(text: str, title: str) -> list[str]:
     """The lines inside the dialog whose top border carries `title`, stripped."""
     lines = text.splitlines()
     top = next(i for i, line in enumerate(lines) if title in line)
-    x = lines[top].index("╭")
+    x = lines[top].rindex("╭", 0, lines[top].index(title))
     inside = []
     for line in lines[top + 1:]:
         if line[x:x + 1] != "│":
@@ -55,3 +55,30 @@ async def test_an_ab_that_did_not_run_shows_its_reason_and_no_empty_tables(isola
         inside = box_lines(screen_text(app), "A/B a plan variant")
     assert "A/B tilelang-gu1: RuntimeError: no GPU" in inside and "the A/B did not run" in inside, inside
     assert not any(line.startswith(("side ", "op ")) for line in inside), inside
+
+
+@sync
+async def test_the_picker_with_nothing_to_offer_is_its_hint_and_enter_says_why(isolated_config, tmp_path,
+                                                                                monkeypatch):
+    """No snapshot to pick: no empty table header and no "⏎ compare" on the box; ⏎ says why it does
+    nothing, and the intro's way to get one (esc, then e) is what does it."""
+    monkeypatch.chdir(tmp_path)
+    app = snapshot_app(SNAPSHOT, theme="tfdash-dark", export_dir=tmp_path / "exports")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("b")
+        await settle(pilot)
+        text = screen_text(app)
+        inside = box_lines(text, "baseline snapshot")
+        assert not any(line.startswith("file ") for line in inside), inside
+        assert "⏎ compare" not in text and "x none · esc close" in text, text
+        assert "e on the dashboard (esc closes this) writes" in " ".join(inside), inside
+        await pilot.press("enter")
+        await settle(pilot)
+        inside = box_lines(screen_text(app), "baseline snapshot")
+        assert "no snapshot to compare against yet: esc, then e writes one" in inside, inside
+        await pilot.press("escape", "e", "b")
+        await settle(pilot)
+        inside = box_lines(screen_text(app), "baseline snapshot")
+    assert any(line.startswith("file ") for line in inside), inside
+    assert any(line.startswith("tfdash-") and "same model and dtype" in line for line in inside), inside

@@ -2,7 +2,9 @@
 when it was recorded and its tok/s, and whether it compares with the run on screen (in a narrow
 box the columns that do not fit go, model and dtype first; the rest are whole). Enter makes
 the selected one the baseline (`app.set_baseline`); one of another model or dtype is refused with
-the line `tfdash diff` gives, shown under the list. Every string from a file is Text, never markup.
+the line `tfdash diff` gives, shown under the list. With no snapshot to offer the box is its intro
+alone: how to write one (the dashboard's keys do not act while it is open). Every string from a file
+is Text, never markup.
 """
 
 from __future__ import annotations
@@ -81,13 +83,19 @@ class PickerScreen(ModalScreen):
         intro = [("Snapshots in ", "$text-muted"), (where, "bold"), (", newest first. ", "$text-muted")]
         intro += [("Now against ", "$text-muted"), (visible(base.label), "bold")] if base else \
             [("No baseline now.", "$text-muted")]
-        if not self.entries:
+        if not self.entries:  # no table, no ⏎: what to do instead (the dashboard's keys do not act in here)
+            self.add_class("-empty")
+            box.border_subtitle = "x none · esc close"
             intro += [("\nNo snapshot there yet: ", "$text-warning"), ("e", "bold"),
-                      (" writes one, or `tfdash open B.json --baseline A.json` compares two files.", "$text-muted")]
+                      (" on the dashboard (esc closes this) writes one, or `tfdash open B.json --baseline A.json` "
+                       "compares two files.", "$text-muted")]
         self.query_one("#picker-intro", Static).update(Content.assemble(*intro))
         self.rows = [row_cells(e, app.snapshot) for e in self.entries]
         self._fill()
-        self.query_one("#picker-table", DataTable).focus()
+        t = self.query_one("#picker-table", DataTable)
+        t.display = bool(self.entries)  # an empty table would be a header, and take ⏎ to do nothing with it
+        t.can_focus = bool(self.entries)
+        self.set_focus(t if self.entries else None)  # (the screen's auto-focus gave it the focus already)
 
     def on_resize(self) -> None:
         self.call_after_refresh(self._fill)
@@ -110,6 +118,7 @@ class PickerScreen(ModalScreen):
     def action_choose(self) -> None:
         t = self.query_one("#picker-table", DataTable)
         if not self.entries:
+            self._say("no snapshot to compare against yet: esc, then e writes one")
             return
         chosen = self.entries[max(0, min(t.cursor_row, len(self.entries) - 1))]
         line = self.app.set_baseline(chosen)
