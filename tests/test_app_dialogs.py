@@ -82,3 +82,20 @@ async def test_the_picker_with_nothing_to_offer_is_its_hint_and_enter_says_why(i
         inside = box_lines(screen_text(app), "baseline snapshot")
     assert any(line.startswith("file ") for line in inside), inside
     assert any(line.startswith("tfdash-") and "same model and dtype" in line for line in inside), inside
+
+
+@pytest.mark.parametrize(("key", "keys"), [("a", ["⏎ Run", "esc Cancel/Close"]),
+                                           ("b", ["esc Close", "x No baseline"]), ("question_mark", ["esc Close"])])
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+@sync
+async def test_a_dialogs_footer_names_its_own_keys_not_the_dashboards(isolated_config, key, keys, size):
+    """Over the dashboard a dialog takes the keys: its footer names those (⏎ too, where a table has
+    the focus), not the dashboard's s, g or q, which do nothing while it is open."""
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await pilot.press(key)
+        await settle(pilot)
+        footer = screen_text(app).splitlines()[-1]
+    assert all(k in footer for k in keys), footer
+    assert not any(k in footer for k in ("s Sort", "g Group", "q Quit", "Drill in")), footer

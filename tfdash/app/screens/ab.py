@@ -27,6 +27,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, ProgressBar, Static
 
 from tfdash.app import bindings
+from tfdash.app.widgets.footer import FitFooter
 from tfdash.app.layout import SHORT_H, fill_whole
 from tfdash.profiling.ab import when
 from tfdash.app.messages import ABMeasured, ABProgressed
@@ -107,6 +108,7 @@ class ABScreen(ModalScreen):
             yield DataTable(id="ab-sides", cursor_type="none")
             yield Static(id="ab-verdict")
             yield DataTable(id="ab-ops", cursor_type="none", zebra_stripes=True)
+        yield FitFooter()  # its own keys: the dashboard's footer underneath names keys that do not act here
 
     def on_mount(self) -> None:
         box = self.query_one("#ab-box")

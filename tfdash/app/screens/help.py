@@ -16,6 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from tfdash.app import bindings
+from tfdash.app.widgets.footer import FitFooter
 from tfdash.app.config import valid_keymap
 from tfdash.textsafe import visible
 
@@ -32,6 +33,7 @@ class HelpScreen(ModalScreen):
         with Vertical(id="help-box"):
             yield Static(id="help-intro")
             yield DataTable(id="help-table", cursor_type="row", zebra_stripes=True)
+        yield FitFooter()  # its own keys: the dashboard's footer underneath names keys that do not act here
 
     def on_mount(self) -> None:
         box = self.query_one("#help-box")

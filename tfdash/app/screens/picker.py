@@ -19,6 +19,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from tfdash.app import bindings
+from tfdash.app.widgets.footer import FitFooter
 from tfdash.app.compare import Recent
 from tfdash.app.layout import fill_whole
 from tfdash.app.messages import BaselineChosen
@@ -72,6 +73,7 @@ class PickerScreen(ModalScreen):
             yield Static(id="picker-intro")
             yield DataTable(id="picker-table", cursor_type="row", zebra_stripes=True)
             yield Static(id="picker-status")
+        yield FitFooter()  # its own keys: the dashboard's footer underneath names keys that do not act here
 
     def on_mount(self) -> None:
         box = self.query_one("#picker-box")
