@@ -368,3 +368,16 @@ async def test_v_is_offered_only_where_a_pane_waits_behind_it(isolated_config):
         await pilot.resize_terminal(200, 60)
         await settle(pilot)
         assert "v Panes" not in footer(app)
+
+
+@sync
+async def test_at_80x24_the_drill_downs_footer_keeps_v_which_shows_the_sweep(isolated_config):
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert "v Sweep/operands" in footer(app) and "╭─ ctx_len sweep" not in screen_text(app)
+        await pilot.press("v")
+        await settle(pilot)
+        assert "╭─ ctx_len sweep" in screen_text(app)

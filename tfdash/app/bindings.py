@@ -55,6 +55,9 @@ DRILL = [
             tooltip="Back to the dashboard"),
     Binding("m", "marginal", "Marginal", id="drill.marginal",
             tooltip="Measure the in-graph marginal cost of the selected launch"),
+    # v before 1-3 (←→ reach those tabs too): an 80-column footer keeps it
+    Binding("v", "swap", "Sweep/operands", id="drill.swap",
+            tooltip="In a narrow terminal: the ctx_len sweep in place of the cost by operand, and back"),
     Binding("1", "show_tab('tilelang')", "tilelang", id="drill.tab.tilelang",
             tooltip="Show the kernel's tilelang source"),
     Binding("2", "show_tab('cuda')", "CUDA", id="drill.tab.cuda",
@@ -65,8 +68,6 @@ DRILL = [
             tooltip="Show Nsight Compute's counters of the launch"),
     Binding("n", "counters", "Counters", id="drill.counters", show=False,
             tooltip="Measure the selected launch's hardware counters with Nsight Compute (in a child process)"),
-    Binding("v", "swap", "Sweep/operands", id="drill.swap",
-            tooltip="In a narrow terminal: the ctx_len sweep in place of the cost by operand, and back"),
     Binding("left", "step_tab(-1)", "Tabs", id="drill.tab.prev", key_display="←→", priority=True,
             tooltip="The previous source tab"),
     Binding("right", "step_tab(1)", "Tab", id="drill.tab.next", key_display="→", show=False, priority=True,
