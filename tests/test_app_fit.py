@@ -381,3 +381,18 @@ async def test_at_80x24_the_drill_downs_footer_keeps_v_which_shows_the_sweep(iso
         await pilot.press("v")
         await settle(pilot)
         assert "╭─ ctx_len sweep" in screen_text(app)
+
+
+@sync
+async def test_the_kernel_table_shows_whole_cells_while_a_filter_is_typed(isolated_config):
+    """The rows a filter leaves are redrawn at their columns' widths as each letter is typed (they
+    were drawn at the headers' widths: "ga" for gate_up, "3,36" for 3,367)."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"gate")
+        await settle(pilot)
+        lines = screen_text(app).splitlines()
+    row = lines[next(i for i, line in enumerate(lines) if re.search(r"│ op\s", line)) + 1]
+    assert pane_cells(row)[:2] == ["gate_up", "330.3 µs"] and "3,367" in row, row
+    assert any("filter gate  1 row · 143 launches" in line for line in lines), lines

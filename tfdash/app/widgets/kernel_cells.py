@@ -117,7 +117,7 @@ def caption(group: str, sort: tuple[str, bool], filter_text: str, rows: list, ke
              ("  sort ", "$text-muted"), (f"{header} {'▼' if desc else '▲'}", "bold $text-accent")]
     if filter_text:
         parts += [("  filter ", "$text-muted"), (filter_text, "bold $text-warning")]
-    parts += [("  ", ""), (f"{len(rows)} rows · {len(kernels)} launches", "$text-muted")]
+    parts += [("  ", ""), (f"{len(rows)} row{'' if len(rows) == 1 else 's'} · {len(kernels)} launches", "$text-muted")]
     if against is not None:
         parts += [("  vs ", "$text-muted"), (baseline.label, "bold")]
         gone = against.removed

@@ -163,9 +163,6 @@ class KernelTable(Vertical):
     def on_resize(self) -> None:
         if self.columns != self._shown_columns:
             self.rebuild()
-            # The DataTable measures its new columns when idle, after this resize has drawn its
-            # rows at their headers' widths ("ga" for gate_up): drawn again once measured.
-            self.call_after_refresh(self.table.notify_style_update)
 
     def rebuild(self) -> None:
         if not self.is_mounted:
@@ -201,6 +198,9 @@ class KernelTable(Vertical):
                 if r.key == keep:
                     t.move_cursor(row=i, animate=False)
                     break
+        # The DataTable measures its new columns when idle, after it has drawn the rows at their
+        # headers' widths ("ga" for gate_up, while a filter is typed): drawn again once measured.
+        self.call_after_refresh(t.notify_style_update)
         self._caption()
 
     def _caption(self) -> None:
