@@ -292,3 +292,20 @@ async def test_widened_with_the_panes_swapped_the_kernel_table_keeps_its_keys(is
         await pilot.press("enter")
         await pilot.pause()
         assert "drill-down · op gate_up" in screen_text(app).splitlines()[0]
+
+
+@sync
+async def test_with_the_kernel_table_swapped_out_its_keys_leave_the_footer(isolated_config):
+    """`v` puts the roofline and NVML where the kernel table was: s, / and g leave the footer (they
+    would sort or group a table no one sees) and come back with it, the sort as it was."""
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await pilot.press("v")
+        await pilot.pause()
+        footer = screen_text(app).splitlines()[-1]
+        assert "v Panes" in footer and not any(k in footer for k in ("s Sort", "/ Filter", "g Group")), footer
+        await pilot.press("s", "g", "v")
+        await pilot.pause()
+        text = screen_text(app)
+    assert "s Sort" in text.splitlines()[-1] and "group op  sort measured ▼" in text, text

@@ -115,9 +115,16 @@ class MainScreen(Screen):
         self.call_after_refresh(focus)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """`v` (panes) only where it swaps something: in a terminal too narrow for every pane. Elsewhere
-        it is neither in the footer nor in the palette, and the key is left unbound."""
-        return self.has_class("-narrow") if action == "panes" else True
+        """`v` (panes) only where it swaps something: in a terminal too narrow for every pane; the
+        table's keys (sort, filter, group, drill) only while the table is on the screen (`v` can
+        put the roofline and NVML in its place). Elsewhere a key is neither in the footer nor in the
+        palette, and is left unbound rather than changing what no one sees."""
+        narrow = self.has_class("-narrow")
+        if action == "panes":
+            return narrow
+        if action in ("sort", "reverse", "filter", "group", "drill"):
+            return not (narrow and self.has_class("-aside"))
+        return True
 
     def _summary_line(self, snap: ProfileSnapshot | None) -> None:
         """The hidden panes in one line: roofline and NVML when narrow, NVML when it has nothing."""
@@ -132,6 +139,7 @@ class MainScreen(Screen):
 
     def action_panes(self) -> None:
         self.toggle_class("-aside")
+        self.refresh_bindings()  # the table's keys leave the footer with it, and come back
         self._refocus_table()
         self._summary_line(self.app.snapshot)
 
