@@ -197,7 +197,7 @@ class TfdashApp(MinSizeGuard, LiveRefresh, RunActions, ExportActions, CompareAct
                 if not b.id or b.id in seen or b.id in ("interrupt", "help.close"):
                     continue
                 if target.check_action(b.action.split("(")[0], ()) is False:
-                    continue  # nothing to do here (`v` in a terminal wide enough for every pane)
+                    continue  # nothing to act on here (`v` with every pane shown, `s` with the table swapped out)
                 seen.add(b.id)
                 key = bindings.describe_key(bindings.effective_key(b, self._keymap), self)
                 yield SystemCommand(f"{b.description} ({key})", b.tooltip or b.description,
