@@ -21,6 +21,9 @@
 #   next31                       the int8-bounded lm_head (tilelang-q8head): its kernel tests and the 1.7B
 #                                step against the reference, A/B against the default at 1.7B and 0.6B
 #                                (SIZES= to pick), per-op times at 1.7B
+#   next32                       the int8 head as the default: its 1.7B engine GPU tests, issue 12's bench
+#                                (default backends, tilelang-bf16head, --also-capacity 4096), the torch-compile
+#                                peer's traceback where it fails, the profiler's accounting on the new plan
 #   profile, observe, app, dash  the profiler, the dashboard (mid-run SVG, snapshot, A/B) and a real pty
 #   live, overhead, features     the dashboard's keys; its cost against headless; session 5's features
 #   counters                     tfdash counters on one layer plus embed, lm_head and argmax
@@ -28,7 +31,7 @@
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
 what=${1:-all}; shift || true
-MODES=" tests diag bench all headless engine final sizes sizebench headline where probe sass curve same3 arena29 procs next30 next31 land29 profile observe app dash live overhead features counters "
+MODES=" tests diag bench all headless engine final sizes sizebench headline where probe sass curve same3 arena29 procs next30 next31 next32 land29 profile observe app dash live overhead features counters "
 case "$MODES" in *" $what "*) ;; *) echo "h200_check.sh: unknown mode '$what' (modes:$MODES)" >&2; exit 2 ;; esac
 if [ "$what" = next30 ]; then  # what session 29 leaves, in one call (about 6 minutes): arena29's modules and procs
   N=${N:-4} PLACE=${PLACE:---modules} ALIGNS=${ALIGNS:-4096} TAIL=${TAIL:-12}
@@ -215,6 +218,27 @@ if [ "$what" = next31 ]; then
   timeout 90 python3 scripts/kernel_times.py --model qwen3-1.7b --variants tilelang-q8head \
     --out "$R/kernel_times-q8.json" 2>&1 | grep -v "TileLang:\|compiled\|Warn\|_warn" > "$R/kernel_times-q8.log"
   grep -E "^(lm_head|argmax|replay)" "$R/kernel_times-q8.log"; pack
+fi
+if [ "$what" = next32 ]; then
+  # the int8 head as the engine's default (about 8 minutes fresh): its 1.7B GPU tests (the step against the
+  # reference, its tokens against the GEMV head's graph); issue 12's bench (`tfdash bench --rounds 3`,
+  # default backends, the bf16 head as the A/B baseline, a 4096-position cache beside); where the
+  # torch-compile peer fails to warm up, the profiler's accounting and then scripts/compile_probe.py's traceback
+  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  timeout 120 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b --variants tilelang-bf16head 2>&1 \
+    | grep -v "TileLang:" | tail -1
+  timeout 150 python3 -m pytest -m gpu -v -p no:cacheprovider tests/gpu/test_engine_gpu.py -k int8_head 2>&1 \
+    | grep --line-buffered -v "TileLang:" > "$R/q8-engine-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" \
+    "$R/q8-engine-tests.log" | cut -c1-200 | tail -4; pack
+  timeout 300 python3 -m tfdash bench --rounds 3 --backends tilelang-graph,tilelang-bf16head,torch-compile,torch-graph \
+    --also-capacity 4096 --json "$R/bench-qwen3-1.7b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-qwen3-1.7b.log"
+  grep -E "failed|^tilelang|^torch|/" "$R/bench-qwen3-1.7b.log" | grep -v "^# round" | cut -c1-160; pack
+  timeout 120 python3 scripts/gpu_profile_check.py --skip nvml,marginal,overhead --out "$R/profile_check.json" 2>&1 \
+    | grep -v "TileLang:" > "$R/profile_check.log"; tail -8 "$R/profile_check.log" | cut -c1-160; pack
+  if grep -q "torch-compile failed" "$R/bench-qwen3-1.7b.log"; then
+    timeout 150 python3 scripts/compile_probe.py --model qwen3-0.6b 2>&1 | grep -v "TileLang:" > "$R/compile_probe.log"
+    grep -E "^==" "$R/compile_probe.log"; tail -6 "$R/compile_probe.log" | cut -c1-200; pack
+  fi
 fi
 if [ "$what" = curve ]; then
   # does the decode loop cost the GPU time: a generation's ring-event step times against back-to-back

@@ -17,10 +17,11 @@ import sys
 
 import torch
 
+from tfdash.engine import plan_for
 from tfdash.engine.config import preset
-from tfdash.engine.plan import build_plan
 from tfdash.engine.runtime import TilelangRuntime
 from tfdash.engine.weights import pack, random_state_dict
+from tfdash.profiling.ab import Variant, variant_plan
 from tfdash.profiling.analyze import analyze
 from tfdash.profiling.targets import H200
 
@@ -107,7 +108,7 @@ def main():
     ceiling = probe_bandwidth("cuda").bandwidth  # bytes/s: each op's floor is its bytes at the copy ceiling
     cfg = preset(args.model)
     weights = pack(cfg, random_state_dict(cfg, torch.bfloat16, "cuda", 0))
-    plan = build_plan(cfg, "bfloat16", capacity=2048)
+    plan = plan_for(cfg, "bfloat16", capacity=2048)  # the engine's (the plan knobs in effect)
     a = analyze(plan, H200, CTX)
     bytes_by_kernel: dict[str, int] = {}
     count: dict[str, int] = {}
@@ -121,7 +122,7 @@ def main():
     out["variants"] = {}
     per_launch = {op: b / sum(1 for la in plan.launches if la.op == op) for op, b in op_bytes.items()}
     for v in names:
-        vplan = build_plan(cfg, "bfloat16", capacity=2048, **PLAN_VARIANTS[v])
+        vplan = variant_plan(plan, Variant(v, dict(PLAN_VARIANTS[v])))[0]  # as the bench builds it
         out["variants"][v] = measure(vplan, weights)
         for r in analyze(vplan, H200, CTX).rows:  # ops only a variant has (a fused launch) get their floor too
             per_launch.setdefault(r.launch.op, r.cost.bytes)

@@ -4,7 +4,7 @@ after it load each kernel instead of compiling it one after another.
 
     python3 scripts/precompile.py [--sizes qwen3-0.6b,...] [--workers 14]
     python3 scripts/precompile.py --only-default --capacities 64 --ops lm_head,lm_head_pick,argmax \
-        --variants tilelang-q8head       (only those ops' kernels: what one GPU test file builds)
+        --variants tilelang-bf16head     (only those ops' kernels: what one GPU test file builds)
 """
 
 import argparse
@@ -26,29 +26,33 @@ CAPACITIES = (4096, BENCH_CAPACITY, 1280, 2048)  # the dashboard's, the bench's,
 
 
 def plans(sizes, only_default=False, variants=(), gemv=(), capacities=CAPACITIES):
+    from tfdash.engine import plan_for
     from tfdash.engine.config import preset
     from tfdash.engine.plan import build_plan
     from tfdash.errors import TfdashError
+    from tfdash.profiling.ab import Variant, variant_plan
     from tfdash.profiling.variants import PLAN_VARIANTS
 
     def variant(cfg, cap, options):
-        """A variant's plan, or None where build_plan refuses its options for the shape: the bench
-        refuses that peer in one line; nothing to build."""
+        """A variant's plan (the engine's with its options over them, as the bench builds it), or
+        None where build_plan refuses its options for the shape: the bench refuses that peer in one
+        line; nothing to build."""
         try:
-            return build_plan(cfg, capacity=cap, **options)
+            return variant_plan(plan_for(cfg, "bfloat16", cap), Variant("", dict(options)))[0]
         except TfdashError:
             return None
 
     for name in sizes:
         cfg = preset(name)
         for cap in capacities:
-            yield build_plan(cfg, capacity=cap)
+            yield plan_for(cfg, "bfloat16", cap)  # the engine's and the bench's
+            yield build_plan(cfg, capacity=cap)  # the GPU tests' (build_plan's defaults: the GEMV head)
             for v in variants:  # named plan variants at every size asked (a bench's peers)
                 yield variant(cfg, cap, PLAN_VARIANTS[v])
         for spec in gemv:  # bench --gemv peers, at the bench's capacity
             from tfdash.profiling.variants import gemv_variant
 
-            yield build_plan(cfg, capacity=BENCH_CAPACITY, **gemv_variant(spec)[1])
+            yield variant(cfg, BENCH_CAPACITY, gemv_variant(spec)[1])
         if only_default:
             continue
         if name == "qwen3-1.7b":  # the A/B variants the bench and the bit-for-bit test build

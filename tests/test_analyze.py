@@ -346,7 +346,8 @@ def test_cli_default_and_dim(capsys):
     rc, out, err = analyze_cli(capsys)
     assert rc == 0, err
     first = out.splitlines()[0]
-    assert "model=qwen3-1.7b" in first and "ctx_len=0" in first and f"launches={LAUNCHES_17}" in first
+    # the engine's plan: the int8 head's pick beside build_plan's launches
+    assert "model=qwen3-1.7b" in first and "ctx_len=0" in first and f"launches={LAUNCHES_17 + 1}" in first
     assert "capacity=40960" in first  # default: max_position_embeddings
     rc, out, _ = analyze_cli(capsys, "--dim", "ctx_len=1024")
     assert rc == 0

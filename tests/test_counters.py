@@ -84,8 +84,9 @@ def test_records_map_onto_the_plan(plan):
 def test_selection_and_segments(plan):
     one_layer = cmod.select(plan, every=True, layers={0})
     assert [plan.launches[i].role for i in one_layer] == ["embed", "L0.qkv_proj", "L0.attention", "L0.o_proj",
-                                                          "L0.gate_up", "L0.down", "lm_head", "argmax"]
-    assert cmod.segments(one_layer) == [(0, 5), (141, 142)]
+                                                          "L0.gate_up", "L0.down", "lm_head", "lm_head_pick",
+                                                          "argmax"]  # the engine's int8 head: its pick too
+    assert cmod.segments(one_layer) == [(0, 5), (141, 143)]
     assert len(cmod.select(plan, ["down"])) == 28
     assert cmod.select(plan, ["L3.*"]) == list(range(16, 21))
     with pytest.raises(TfdashError, match="no launch of the step matches"):

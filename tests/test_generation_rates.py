@@ -147,8 +147,9 @@ def test_the_dashboards_throughput_model_carries_ttft_decode_and_pause():
 
 
 def test_bench_holds_each_backend_to_the_bytes_its_own_plan_moves():
-    """The int8 head reads about half the lm_head's bytes: its GB/s and share of the ceiling are its
-    own plan's bytes over its time, while the torch peers and transformers keep the default plan's."""
+    """The engine's int8 head reads about half the lm_head's bytes: its GB/s and share of the ceiling
+    are its own plan's bytes over its time, while the bf16-head variant, the torch peers and
+    transformers keep the bf16 head's."""
     from types import SimpleNamespace
 
     from tfdash.engine.config import preset
@@ -157,9 +158,20 @@ def test_bench_holds_each_backend_to_the_bytes_its_own_plan_moves():
 
     cfg = preset("qwen3-1.7b")
     plan, q8 = build_plan(cfg, capacity=2112), build_plan(cfg, capacity=2112, lm_head_q8=True)
-    peers = {"tilelang-graph": SimpleNamespace(plan=plan), "tilelang-q8head": SimpleNamespace(plan=q8),
+    peers = {"tilelang-graph": SimpleNamespace(plan=q8), "tilelang-bf16head": SimpleNamespace(plan=plan),
              "torch-compile": SimpleNamespace(plan=plan), "hf-compile": object()}
     got = bytes_by_peer(peers, plan, TARGET, 2059)
-    assert got["tilelang-graph"] == got["torch-compile"] == got["hf-compile"] == generation_bytes(plan, TARGET, 2059)
+    assert got["tilelang-bf16head"] == got["torch-compile"] == got["hf-compile"] == generation_bytes(plan, TARGET, 2059)
     head_saved = 2059 * cfg.vocab_size * (cfg.hidden_size - 16)  # bf16 rows against int8 rows and 16 B of meta
-    assert got["tilelang-graph"] - got["tilelang-q8head"] == pytest.approx(head_saved, rel=0.02)
+    assert got["tilelang-bf16head"] - got["tilelang-graph"] == pytest.approx(head_saved, rel=0.02)
+
+
+def test_a_peers_failure_names_its_cause_on_one_line():
+    """torch.compile wraps the compiler's error under a line that only introduces it; the bench's one
+    line carries the cause too, so a peer that fails to warm up says why."""
+    from tfdash.profiling.bench import said
+
+    wrapped = RuntimeError("backend='inductor' raised:\nCalledProcessError: gcc failed\n\nSet TORCH_LOGS=+dynamo")
+    assert said(wrapped) == "backend='inductor' raised: CalledProcessError: gcc failed"
+    assert said(ValueError("plain\nsecond")) == "plain" and said(ValueError("")) == ""
+    assert len(said(ValueError("x" * 900))) == 300

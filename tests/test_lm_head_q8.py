@@ -89,19 +89,23 @@ def test_torch_runtime_decodes_the_default_tokens(dtype):
 
 
 def test_the_knob_builds_the_int8_head(monkeypatch):
-    """The knob is the tilelang engine's: the torch runtimes keep the GEMV head (their fastest form),
-    so a CPU run with it on builds the same plan as without it."""
+    """The knob (on by default) is the tilelang engine's: the torch runtimes keep the GEMV head (their
+    fastest form), so a CPU run builds the same plan either way; a shape the int8 kernels do not take
+    keeps the GEMV head too, where the knob would otherwise make the whole engine fall back."""
     from tfdash.engine import load_engine, plan_for
 
     cfg = preset("qwen3-1.7b")
-    assert plan_for(cfg, "bfloat16", 64).launches[-2].op == "lm_head"
-    monkeypatch.setenv("TFDASH_LM_HEAD_Q8", "1")
     assert [launch.op for launch in plan_for(cfg, "bfloat16", 64).launches[-3:]] == ["lm_head", "lm_head_pick",
                                                                                        "argmax"]
     for backend in ("torch-eager", "torch-graph"):
         assert "lm_head_pick" not in plan_for(cfg, "bfloat16", 64, backend).ops()
+    tiny = preset("qwen3-tiny")  # hidden 256: the int8 kernels want a multiple of 512
+    assert "lm_head_pick" not in plan_for(tiny, "bfloat16", 64).ops()
+    assert plan_for(tiny, "bfloat16", 64).meta["options"]["lm_head_q8"] is False
     eng = load_engine(model="qwen3-tiny", device="cpu", capacity=64)
     assert eng.backend == "torch-eager" and "lm_head_pick" not in eng.plan.ops() and "head_q8" not in eng.runtime.bufs
+    monkeypatch.setenv("TFDASH_LM_HEAD_Q8", "0")
+    assert plan_for(cfg, "bfloat16", 64).launches[-2].op == "lm_head"
 
 
 def test_derived_weights_are_made_from_the_runtimes_own_head():
@@ -127,6 +131,7 @@ def test_the_fit_check_counts_the_int8_copy(monkeypatch):
     from tfdash.errors import CapacityError
 
     cfg = preset("qwen3-32b")
+    monkeypatch.setenv("TFDASH_LM_HEAD_Q8", "0")
     assert derived_bytes(plan_for(cfg, "bfloat16", 2112)) == 0
     monkeypatch.setenv("TFDASH_LM_HEAD_Q8", "1")
     made = derived_bytes(plan_for(cfg, "bfloat16", 2112))
@@ -147,3 +152,19 @@ def test_the_fit_check_counts_the_int8_copy(monkeypatch):
     monkeypatch.setattr("tfdash.engine.memory.free_bytes", lambda device: need // 2)
     with pytest.raises(CapacityError, match="KV cache"):
         preflight(args, 2112 - 64)
+
+
+def test_a_bench_variant_is_the_engines_plan_with_its_options_over_them():
+    """The bench, the precompile script and kernel_times build a variant over the engine's plan (the
+    int8 head in it), so each variant differs from tilelang-graph in its own options alone; the
+    bf16-head variant is the engine's plan with the GEMV head."""
+    from tfdash.engine import plan_for
+    from tfdash.profiling.ab import Variant, variant_plan
+    from tfdash.profiling.variants import PLAN_VARIANTS
+
+    engine = plan_for(preset("qwen3-1.7b"), "bfloat16", 2112)
+    for name in ("tilelang-chains", "tilelang-bf16head"):
+        plan, options = variant_plan(engine, Variant(name, dict(PLAN_VARIANTS[name])))
+        changed = {k for k, v in options.items() if engine.meta["options"][k] != v}
+        assert changed == set(PLAN_VARIANTS[name]), name
+        assert ("lm_head_pick" in plan.ops()) == (name != "tilelang-bf16head")

@@ -90,11 +90,12 @@ class Settings:
                                   "once, in its first round, and loads its next round's K/V under this round's "
                                   "arrival and merge; off: every round does both at its start (bench backend "
                                   "tilelang-eachround, the A/B baseline; benchmarks/ has the measured difference)"),
-        "lm_head_q8": Knob("TFDASH_LM_HEAD_Q8", False,
+        "lm_head_q8": Knob("TFDASH_LM_HEAD_Q8", True,
                            "the lm_head bounds every logit through an int8 copy of its weight and computes "
                            "exactly only the rows that may hold the argmax: the same tokens from half the head's "
-                           "bytes (bench backend tilelang-q8head; off: the bf16 GEMV). The tilelang engine's only: "
-                           "the torch runtimes keep the GEMV head"),
+                           "bytes; off: the bf16 GEMV (bench backend tilelang-bf16head, the A/B baseline; "
+                           "benchmarks/ has the measured difference). The tilelang engine's only: the torch "
+                           "runtimes keep the GEMV head"),
         "overlap_windows": Knob("TFDASH_OVERLAP_WINDOWS", False,
                                 "CUPTI profile windows start and finish with steps in flight instead of "
                                 "draining around them (Generation's `overlaps`). Off: measured on the H200 it "

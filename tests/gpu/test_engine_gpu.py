@@ -340,6 +340,19 @@ def test_plan_variants_decode_the_same_bits(state):
         del variant
 
 
+def test_int8_head_decodes_the_gemv_heads_tokens(state, int8_head):
+    """The engine's default head (an int8 copy bounds every logit, then the exact logits of the rows
+    that may hold the argmax) decodes the GEMV head's tokens over a 64-token generation through its
+    captured graph, and every logit it keeps is the GEMV's bit for bit, the argmax's among them."""
+    _, _, _, _, eng, _ = state
+    base_tokens, base_logits = decode_steps(eng)
+    tokens, logits = decode_steps(int8_head[1])
+    assert torch.equal(tokens, base_tokens)
+    kept = torch.isfinite(logits)
+    assert kept[base_logits.argmax()] and kept.sum() < logits.numel() // 10
+    assert torch.equal(logits[kept], base_logits[kept])
+
+
 def test_graphs_taking_turns_on_one_state_decode_as_alone(state):
     """state_buffers, as the bench's tilelang peers run: a second captured runtime on the engine's
     weights, cache, activations and scratch (its own token ring) decodes, taking turns with the

@@ -171,12 +171,13 @@ def plan_for(cfg: ModelConfig, dtype: str, capacity: int, backend: str = "tilela
     child process with the same environment builds the same plan: `tfdash counters` relies on it).
     The int8 head (TFDASH_LM_HEAD_Q8) is the tilelang engine's: the torch runtimes keep the bf16
     GEMV head, their fastest form (the int8 head's torch spelling is a reference, several times
-    slower)."""
+    slower), and so does a shape its kernels do not take (a hidden size not a multiple of 512)."""
+    from tfdash.engine.head_plan import q8_unsupported
     from tfdash.kernels.splitkv import SPLIT_CAP
     from tfdash.settings import SETTINGS
 
     cap = int(SETTINGS.attn_split_cap)
-    return build_plan(cfg, dtype=dtype, capacity=capacity, attn_kv_early=bool(SETTINGS.attn_kv_early),
+    plan = build_plan(cfg, dtype=dtype, capacity=capacity, attn_kv_early=bool(SETTINGS.attn_kv_early),
                       early_residual=bool(SETTINGS.early_residual),
                       o_proj_trigger_first=bool(SETTINGS.o_proj_trigger_first),
                       attn_merge_early=bool(SETTINGS.attn_merge_early), early_norm=bool(SETTINGS.early_norm),
@@ -189,6 +190,9 @@ def plan_for(cfg: ModelConfig, dtype: str, capacity: int, backend: str = "tilela
                       attn_rounds_carry=bool(SETTINGS.attn_rounds_carry),
                       lm_head_q8=bool(SETTINGS.lm_head_q8) and backend == "tilelang-graph",
                       attn_split_cap=None if cap == SPLIT_CAP else cap)  # the default keeps the kernel's name
+    if plan.meta["options"]["lm_head_q8"] and q8_unsupported(plan):
+        plan = build_plan(cfg, **{**plan.meta["options"], "lm_head_q8": False})
+    return plan
 
 
 def load_engine(ckpt: str | Path | None = None, model: str | None = None, device: str | None = None,

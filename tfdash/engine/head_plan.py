@@ -1,7 +1,9 @@
 """The end of the step plan: the lm_head and the argmax that feeds the next step, in one of two forms.
 
-    the GEMV (the default)       lm_head: logits = W @ rmsnorm(x) (f32), a (max, index) per block
+    the GEMV                     lm_head: logits = W @ rmsnorm(x) (f32), a (max, index) per block
+                                 (build_plan's default, and the torch runtimes')
     lm_head_q8=True              lm_head: every row's logit bounded through an int8 copy of W
+                                 (the tilelang engine's, where its kernels take the shape: plan_for)
                                  lm_head_pick: the exact logits of the rows the bounds leave, and
                                  their (max, index) per block (tfdash.kernels.lm_head_q8)
     then                         argmax: next = argmax over the partials; feed prompt or next; pos += 1
@@ -76,3 +78,17 @@ def derived_bytes(plan) -> int:
     """Device bytes of the weights a runtime of `plan` makes from its own (0 for the GEMV head):
     what it holds beyond the checkpoint's weights, for the check that a run fits."""
     return sum(plan.buffers[name].nbytes for name in plan.meta.get("derived", {}))
+
+
+def q8_unsupported(plan) -> str | None:
+    """Why the tilelang kernels of the int8 head cannot run `plan`'s shape, or None (and None for
+    the GEMV head)."""
+    from tfdash.kernels.base import family
+
+    for launch in plan.launches:
+        fam = family(launch.family)
+        if launch.family in ("lm_head_q8", "lm_head_pick") and fam.supported:
+            why = fam.supported(launch.dims)
+            if why:
+                return why
+    return None

@@ -36,7 +36,7 @@ share of the measured cold copy bandwidth.
                      argmax stores it there from inside the graph (TFDASH_RING_IN_GRAPH)
     tilelang-chains  attention's score and value phases each one chain, not interleaved (TFDASH_ATTN_ILP)
     tilelang-eachround attention's rounds each rope q and load K/V at their start (TFDASH_ATTN_ROUNDS_CARRY)
-    tilelang-q8head  the lm_head bounded through an int8 copy, exact logits only where the argmax may be
+    tilelang-bf16head the lm_head as the bf16 GEMV, not bounded through its int8 copy (TFDASH_LM_HEAD_Q8)
     tilelang[OP:K=V] a GEMV launch-settings variant (--gemv), the sweep behind the GEMV table
     tilelang@N       tilelang-graph with an N-position KV cache (--also-capacity N), against the run-sized one
     torch-compile    the same plan's torch spelling through torch.compile (inductor, autotuned,
@@ -106,6 +106,16 @@ def count_graph_kernels(graph) -> int:
         lib.cuGraphNodeGetType(ctypes.c_void_p(node), ctypes.byref(kinds))
         kernels += kinds.value == 0  # CU_GRAPH_NODE_TYPE_KERNEL
     return kernels
+
+
+def said(e: BaseException, width: int = 300) -> str:
+    """An exception's message on one line: its first line, and where that only introduces the cause
+    (torch.compile's "backend='inductor' raised:"), the cause's line after it."""
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    if not lines:
+        return ""
+    text = lines[0] + (f" {lines[1]}" if lines[0].endswith(":") and len(lines) > 1 else "")
+    return text[:width]
 
 
 def generation_bytes(plan, target, steps: int) -> int:
@@ -214,6 +224,7 @@ def main(argv: list[str]) -> int:
     from tfdash.engine.limits import default_capacity
     from tfdash.engine.plan import build_plan
     from tfdash.engine.runtime import TilelangRuntime, state_buffers
+    from tfdash.profiling.ab import Variant, variant_plan
 
     args = parser().parse_args(argv)
     # the arguments first (a typo is worth saying on any machine; --json's file too), then the device
@@ -275,12 +286,11 @@ def main(argv: list[str]) -> int:
             peers[b] = tilelang(engine_plan)
         elif b == "tilelang-nopdl":
             peers[b] = tilelang(engine_plan, pdl=False)
-        elif b in variants:
-            variant = build_plan(cfg, dtype="bfloat16", capacity=capacity, **variants[b])
-            peers[b] = tilelang(variant)
+        elif b in variants:  # the engine's plan with the variant's options over its own
+            peers[b] = tilelang(variant_plan(engine_plan, Variant(b, variants[b]))[0])
         elif b.startswith("tilelang@"):  # its capacity checked by check_lengths
             cap = default_capacity(cfg, int(b.partition("@")[2]))
-            peers[b] = tilelang(build_plan(cfg, dtype="bfloat16", capacity=cap))
+            peers[b] = tilelang(build_plan(cfg, **{**engine_plan.meta["options"], "capacity": cap}))
         elif b == "hf-compile":
             try:
                 from tfdash.profiling.hf_peer import HFPeer
@@ -310,7 +320,7 @@ def main(argv: list[str]) -> int:
                 for _ in Generation(peer, ids, 16, tok):
                     pass
         except Exception as e:
-            errors_warm[name] = f"warm-up: {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
+            errors_warm[name] = f"warm-up: {type(e).__name__}: {said(e)}"
             print(f"# {name} failed to warm up: {errors_warm[name]}", file=sys.stderr)
             del peers[name]
             continue
@@ -328,7 +338,7 @@ def main(argv: list[str]) -> int:
                 row, toks = _one_round(name, peer, ids, args.max_new_tokens, tok, r)
                 row["position"] = position
             except Exception as e:  # one failing peer must not lose the others' numbers
-                errors[name] = f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
+                errors[name] = f"{type(e).__name__}: {said(e)}"
                 print(f"# {name} failed: {errors[name]}", file=sys.stderr)
                 continue
             row["achieved_gbps"] = peer_bytes[name] / row["wall_s"] / 1e9

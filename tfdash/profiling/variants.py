@@ -40,9 +40,9 @@ PLAN_VARIANTS = {
     # split cap), every round ropes q and loads its K/V at its start, where the default ropes q once
     # and loads ahead
     "tilelang-eachround": {"attn_rounds_carry": False},
-    # the lm_head bounds every logit through an int8 copy of its weight and computes exactly only the
-    # rows that may hold the argmax: the same token from half the head's bytes
-    "tilelang-q8head": {"lm_head_q8": True},
+    # the lm_head as the bf16 GEMV, where the default bounds every logit through an int8 copy of its
+    # weight and computes exactly only the rows that may hold the argmax
+    "tilelang-bf16head": {"lm_head_q8": False},
 }
 
 
