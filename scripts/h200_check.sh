@@ -18,7 +18,7 @@
 #   procs                        the default plan in N processes, arena against scattered (MODEL=, N=)
 #   next30                       arena29 with PLACE=--modules ALIGNS=4096, then procs (one call)
 #   land29                       the 1.7B steps tested, then 1.7B and 0.6B benched
-#   next31                       the int8-bounded lm_head (tilelang-q8head): its kernel tests and the 1.7B
+#   next31                       the int8 head (the default; tilelang-bf16head): its kernel tests and the 1.7B
 #                                step against the reference, A/B against the default at 1.7B and 0.6B
 #                                (SIZES= to pick), per-op times at 1.7B
 #   next32                       the int8 head as the default: its 1.7B engine GPU tests, issue 12's bench
@@ -197,13 +197,13 @@ fi
 if [ "$what" = next31 ]; then
   # the int8-bounded lm_head (about 8 minutes fresh): its kernels built in parallel; its GPU tests (the
   # bounds, the pick bit for bit against the GEMV, ties, the feed, the 1.7B graph's tokens); one process
-  # a size, the default against tilelang-q8head (3 rounds, 1.7B first); per-op times of both at 1.7B
+  # a size, the default against tilelang-bf16head (3 rounds, 1.7B first); per-op times of both at 1.7B
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  timeout 100 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b --variants tilelang-q8head \
+  timeout 100 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b --variants tilelang-bf16head \
     2>&1 | grep -v "TileLang:" | tail -1
   # the kernel tests' own builds at every size (capacity 64: their argmax feed), in parallel, not one by one
   timeout 90 python3 scripts/precompile.py --only-default --capacities 64 --ops lm_head,lm_head_pick,argmax \
-    --variants tilelang-q8head 2>&1 | grep -v "TileLang:" | tail -1
+    --variants tilelang-bf16head 2>&1 | grep -v "TileLang:" | tail -1
   timeout 240 python3 -m pytest -m gpu -v -p no:cacheprovider tests/gpu/test_lm_head_q8_gpu.py 2>&1 \
     | grep --line-buffered -v "TileLang:" > "$R/q8-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/q8-tests.log" \
     | cut -c1-200 | tail -8; pack
@@ -211,11 +211,11 @@ if [ "$what" = next31 ]; then
     | grep --line-buffered -v "TileLang:" > "$R/q8-step-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" \
     "$R/q8-step-tests.log" | cut -c1-200 | tail -4; pack
   for m in ${SIZES:-qwen3-1.7b qwen3-0.6b}; do
-    timeout 90 python3 -m tfdash bench --model $m --rounds 3 --backends tilelang-graph,tilelang-q8head \
+    timeout 90 python3 -m tfdash bench --model $m --rounds 3 --backends tilelang-graph,tilelang-bf16head \
       --json "$R/bench-$m-q8.json" 2>&1 | grep -v "TileLang:" > "$R/bench-$m-q8.log"; tail -4 "$R/bench-$m-q8.log" \
       | cut -c1-150; pack
   done
-  timeout 90 python3 scripts/kernel_times.py --model qwen3-1.7b --variants tilelang-q8head \
+  timeout 90 python3 scripts/kernel_times.py --model qwen3-1.7b --variants tilelang-bf16head \
     --out "$R/kernel_times-q8.json" 2>&1 | grep -v "TileLang:\|compiled\|Warn\|_warn" > "$R/kernel_times-q8.log"
   grep -E "^(lm_head|argmax|replay)" "$R/kernel_times-q8.log"; pack
 fi
