@@ -54,7 +54,7 @@ def check_writable_file(path, what: str) -> None:
 def fresh_directory(directory) -> Path:
     """A new empty folder beside `directory`, to write a set of files into before they are moved
     into place together (see `move_into`). The caller removes it on failure."""
-    d = Path(directory)
+    d = Path(directory).expanduser()
     try:
         d.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{d.name}.", dir=d.parent))
@@ -66,7 +66,7 @@ def fresh_directory(directory) -> Path:
 
 def move_into(tmp: Path, directory) -> None:
     """Move every file of `tmp` into `directory` (renamed whole when it does not exist yet)."""
-    d = Path(directory)
+    d = Path(directory).expanduser()
     try:
         if not d.exists():
             os.rename(tmp, d)
@@ -85,8 +85,10 @@ def atomic_writer(path):
     """`write(text)` into a file that appears at `path` whole when the block ends, or not at all
     if it raises: written to a temporary beside it, then renamed. Long outputs are written as they
     are made (a sweep of thousands of points), never held; only the file's own write errors
-    become "cannot write PATH" (an error of the block's other work stays what it is)."""
-    path = Path(path)
+    become "cannot write PATH" (an error of the block's other work stays what it is). A leading
+    `~` is the user's home, as the checks before the work read it (`--json=~/x` reaches us unexpanded
+    by the shell)."""
+    path = Path(path).expanduser()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
@@ -121,7 +123,7 @@ def atomic_writer(path):
 def write_text_atomic(path, text: str) -> Path:
     with atomic_writer(path) as write:
         write(text)
-    return Path(path)
+    return Path(path).expanduser()
 
 
 def write_json_atomic(path, payload) -> Path:
