@@ -81,10 +81,17 @@ def run_sweep(plan, target, a: int, b: int, step: int, json_path: str | None,
         return
     from tfdash.profiling.files import atomic_writer
 
+    stopped = None
     with atomic_writer(Path(json_path).expanduser()) as write:
         write(f'{{\n "schema": "{SCHEMA}",\n "reports": [\n' + ",\n".join(head_json))
-        _rows(plan, target, points, head, out, err, clock, t0, write)
-        write("\n ]\n}\n")
+        try:
+            _rows(plan, target, points, head, out, err, clock, t0, write)
+        except KeyboardInterrupt as e:  # Ctrl-C keeps the points priced so far, a whole file
+            stopped = e
+        write("\n ]" + (',\n "interrupted": true' if stopped else "") + "\n}\n")
+    if stopped is not None:
+        print(f"# sweep interrupted: {json_path} has the points priced before it", file=err, flush=True)
+        raise stopped
 
 
 def _rows(plan, target, points: range, head: list, out, err, clock, t0: float, write) -> None:
