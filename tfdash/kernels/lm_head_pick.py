@@ -6,6 +6,12 @@
 
 The argmax launch after it reduces `amax` exactly as it reduces the GEMV's (tfdash.kernels.argmax).
 Why no other row can hold the argmax: tfdash.kernels.lm_head_q8.
+
+Two tilelang forms of the same arithmetic (dims["ahead"], build_plan's lm_head_pick_ahead): the
+first walks a warp's rows in rounds of 32, each waiting on its own ub load, and reads one candidate
+row at a time; `ahead` issues every round's ub load with h's and lb's, runs twice the blocks (half
+the rows a warp, so the slowest warp meets fewer candidates) and, where a lane's share of two rows
+fits its registers, loads two candidate rows before summing either.
 """
 
 import torch
@@ -15,6 +21,10 @@ from tfdash.kernels.common import linear_f32
 
 THREADS = 256
 SMS = 132  # one block an SM: a warp scans a slice of the rows, 32 at a time
+AHEAD_BLOCKS_PER_SM = 2  # the ahead form's blocks an SM: half the rows a warp
+# the ahead form loads two candidate rows at once where a lane loads at most this many 16 bytes of each
+# (20 in flight, as one row of K=5120): its registers still fit two blocks an SM
+PAIR_MAX_CHK = 10
 EXPECTED_CANDIDATES = 64  # rows a step reads in full, for the cost model (the bounds decide, per step)
 VEC = 8  # bf16 per 16-byte load: the GEMV's lane layout, so each dot product sums in its order
 
@@ -34,7 +44,13 @@ def torch_lm_head_pick(dims, bufs):
 
 
 def grid_size(dims) -> int:
-    return SMS
+    return SMS * (AHEAD_BLOCKS_PER_SM if dims.get("ahead") else 1)
+
+
+def rows_at_once(dims) -> int:
+    """Candidate rows a warp of the ahead form loads before summing any: two where a lane's share of
+    both stays in its registers at two blocks an SM, else one."""
+    return 2 if dims["K"] // (32 * VEC) <= PAIR_MAX_CHK else 1
 
 
 def rows_per_warp(dims) -> int:
@@ -57,7 +73,8 @@ def cost(dims, ctx_len=0):
 
 def geometry(dims, ctx_len: int = 0) -> Geometry:
     grid = grid_size(dims)
-    return Geometry((grid,), THREADS, 1, dims["N"], "row", grid * (THREADS // 32), "warp")
+    per_sm = AHEAD_BLOCKS_PER_SM if dims.get("ahead") else 1
+    return Geometry((grid,), THREADS, per_sm, dims["N"], "row", grid * (THREADS // 32), "warp")
 
 
 def supported(dims):
@@ -71,7 +88,9 @@ def tilelang_lm_head_pick(dims):
     every lower bound; then each warp walks its slice 32 rows at a time: a ballot of the rows whose
     ub reaches L, -inf stored for the rest, and for each row of the ballot (the same for the whole
     warp) the warp's dot product over it, lane layout and order as the GEMV's, then the warps'
-    (max, lowest index)."""
+    (max, lowest index). dims["ahead"]: tilelang_lm_head_pick_ahead."""
+    if dims.get("ahead"):
+        return tilelang_lm_head_pick_ahead(dims)
     import tilelang.language as T
 
     N, K, G1, dt = dims["N"], dims["K"], dims["lb_blocks"], dims["dtype"]
@@ -160,6 +179,123 @@ def tilelang_lm_head_pick(dims):
                 amax[bx, 1] = T.cast(best_i, "float32")
 
     return lm_head_pick
+
+
+def tilelang_lm_head_pick_ahead(dims):
+    """The same rows, logits and partials as tilelang_lm_head_pick, with fewer waits a warp: two
+    blocks an SM (half the rows a warp); after the grid dependency every round's ub value of the
+    lane is loaded beside h (into shared memory) and the lower bounds (each warp reduces all of
+    them to L itself: one barrier, for h); then each round's ballot, with -inf stored for the rows
+    it leaves, and the warp takes its candidates in increasing row order, `rows_at_once` of them a
+    time: both rows' loads issued before either sum. Each dot product is tilelang_lm_head_pick's
+    (the GEMV's lane layout and order), and strictly greater keeps the lowest index."""
+    import tilelang.language as T
+
+    N, K, G1, dt = dims["N"], dims["K"], dims["lb_blocks"], dims["dtype"]
+    pdl = dims.get("pdl", True)
+    grid, per, GR = grid_size(dims), rows_per_warp(dims), rows_at_once(dims)
+    warps = THREADS // 32
+    rounds = -(-per // 32)
+    CHK = K // (32 * VEC)
+    h_iters = -(-K // (THREADS * VEC))
+    l_iters = -(-G1 // 32)
+
+    @T.prim_func
+    def lm_head_pick_ahead(w: T.Tensor((N, K), dt), h: T.Tensor((K,), dt), ub: T.Tensor((N,), "float32"),
+                           lb: T.Tensor((G1,), "float32"), logits: T.Tensor((N,), "float32"),
+                           amax: T.Tensor((grid, 2), "float32")):
+        with T.Kernel(grid, threads=THREADS) as bx:
+            T.annotate_min_blocks_per_sm(AHEAD_BLOCKS_PER_SM)  # __launch_bounds__: registers for two blocks
+            tx = T.get_thread_binding(0)
+            lane = tx % 32
+            warp = tx // 32
+            first = (bx * warps + warp) * per  # the warp's first row
+            h_s = T.alloc_shared((K,), dt)
+            red_v = T.alloc_shared((warps,), "float32")
+            red_i = T.alloc_shared((warps,), "int32")
+            ubv = T.alloc_local((rounds,), "float32")  # every index a constant: registers
+            masks = T.alloc_local((rounds,), "uint32")
+            rows = T.alloc_local((GR,), "int32")
+            wv = T.alloc_local((GR, CHK * VEC), dt)
+            hv = T.alloc_local((VEC,), dt)
+            acc = T.alloc_local((GR,), "float32")
+            L = T.alloc_var("float32")
+            best_v = T.alloc_var("float32")
+            best_i = T.alloc_var("int32")
+            left = T.alloc_var("int32")
+            off = T.alloc_var("int32")
+            if pdl:
+                T.pdl_sync()
+                T.pdl_trigger()
+            for rd in T.unroll(rounds, explicit=True):  # independent loads, in flight together
+                ubv[rd] = ub[T.min(first + rd * 32 + lane, N - 1)]
+            for it in T.unroll(h_iters):
+                if (it * THREADS + tx) * VEC < K:
+                    for j in T.vectorized(VEC):
+                        h_s[(it * THREADS + tx) * VEC + j] = h[(it * THREADS + tx) * VEC + j]
+            L = -T.infinity("float32")
+            for it in T.unroll(l_iters, explicit=True):
+                if it * 32 + lane < G1:
+                    L = T.max(L, lb[it * 32 + lane])
+            L = T.warp_reduce_max(L)
+            T.sync_threads()
+            best_v = -T.infinity("float32")
+            best_i = N
+            left = 0
+            for rd in T.unroll(rounds, explicit=True):
+                masks[rd] = T.call_extern("uint32", "__ballot_sync", T.uint32(0xFFFFFFFF), T.cast(
+                    rd * 32 + lane < per and first + rd * 32 + lane < N and ubv[rd] >= L, "int32"))
+                if rd * 32 + lane < per and first + rd * 32 + lane < N and \
+                        ((masks[rd] >> T.cast(lane, "uint32")) & T.uint32(1)) == T.uint32(0):
+                    logits[first + rd * 32 + lane] = -T.infinity("float32")
+                left += T.call_extern("int32", "__popc", masks[rd])
+            for _ in T.serial((left + GR - 1) // GR):  # the same for every lane of the warp
+                for g in T.unroll(GR, explicit=True):  # rows[g]: the lowest bit left over the rounds, or -1
+                    off = -1
+                    for rd in T.unroll(rounds, explicit=True):
+                        if off < 0 and masks[rd] != T.uint32(0):
+                            off = rd * 32 + T.call_extern("int32", "__ffs", T.cast(masks[rd], "int32")) - 1
+                            masks[rd] = masks[rd] & (masks[rd] - T.uint32(1))
+                    rows[g] = T.if_then_else(off >= 0, first + off, -1)
+                # a row left over (-1) loads the first again. rows[0] >= 0 always (the loop's count), but
+                # nvcc cannot tell: the loads become a basic block of their own, all issued before any sum
+                # waits on one (in one block with the sums, ptxas interleaves them, a wait each)
+                if rows[0] >= 0:
+                    for g in T.unroll(GR, explicit=True):
+                        for c in T.unroll(CHK):
+                            for j in T.vectorized(VEC):
+                                wv[g, c * VEC + j] = w[T.if_then_else(rows[g] >= 0, rows[g], rows[0]),
+                                                       c * 32 * VEC + lane * VEC + j]
+                for g in T.unroll(GR, explicit=True):
+                    acc[g] = 0.0
+                for c in T.unroll(CHK):
+                    for j in T.vectorized(VEC):
+                        hv[j] = h_s[c * 32 * VEC + lane * VEC + j]
+                    for g in T.unroll(GR, explicit=True):
+                        for j in T.unroll(VEC):
+                            acc[g] += T.cast(wv[g, c * VEC + j], "float32") * T.cast(hv[j], "float32")
+                for g in T.unroll(GR, explicit=True):
+                    acc[g] = T.warp_reduce_sum(acc[g])
+                for g in T.unroll(GR, explicit=True):  # in increasing row order
+                    if rows[g] >= 0:
+                        if lane == 0:
+                            logits[rows[g]] = acc[g]
+                        if acc[g] > best_v:
+                            best_v = acc[g]
+                            best_i = rows[g]
+            if lane == 0:
+                red_v[warp] = best_v
+                red_i[warp] = best_i
+            T.sync_threads()
+            if tx == 0:
+                for i in T.serial(warps):
+                    if red_v[i] > best_v or (red_v[i] == best_v and red_i[i] < best_i):
+                        best_v = red_v[i]
+                        best_i = red_i[i]
+                amax[bx, 0] = best_v
+                amax[bx, 1] = T.cast(best_i, "float32")
+
+    return lm_head_pick_ahead
 
 
 FAMILY = register(Family(
