@@ -168,7 +168,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                attn_trigger_at: str | None = None, attn_merge_early_group: int | None = None,
                gate_up_silu: bool = True, qkv_trigger_first: bool | None = None,
                ring_in_graph: bool = True, attn_ilp: bool = True, attn_rounds_carry: bool = True,
-               lm_head_q8: bool = False) -> StepPlan:
+               lm_head_q8: bool = False, lm_head_pick_ahead: bool = False) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -225,6 +225,9 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     ropes q again and loads its K/V at its start (the baseline, a kernel named _er).
     `lm_head_q8`: the lm_head bounds every logit through an int8 copy of its weight and computes
     exactly only the rows that may hold the argmax (tfdash.engine.head_plan); False: the GEMV.
+    `lm_head_pick_ahead` (with lm_head_q8): the pick loads every round's bounds at its start, runs two
+    blocks an SM and reads candidate rows two at a time where they fit (a kernel named _ahead, the
+    same logits and token); False: the baseline.
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import paired as gemv_paired
@@ -378,6 +381,6 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     from tfdash.engine.head_plan import head_launches
 
     derived = head_launches(cfg, dtype, C, head, buf, launch, gemv_kernel, TOKEN_RING if ring_in_graph else 0,
-                            lm_head_q8)
+                            lm_head_q8, lm_head_pick_ahead)
     meta = {"options": options, **({"derived": MappingProxyType(derived)} if derived else {})}
     return StepPlan(cfg, dtype, C, MappingProxyType(buffers), tuple(launches), MappingProxyType(meta))

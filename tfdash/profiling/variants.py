@@ -43,6 +43,9 @@ PLAN_VARIANTS = {
     # the lm_head as the bf16 GEMV, where the default bounds every logit through an int8 copy of its
     # weight and computes exactly only the rows that may hold the argmax
     "tilelang-bf16head": {"lm_head_q8": False},
+    # the int8 head's pick loading every round's bounds at its start, at two blocks an SM, and two
+    # candidate rows at once where they fit (build_plan's lm_head_pick_ahead): the same logits and token
+    "tilelang-pickahead": {"lm_head_pick_ahead": True},
 }
 
 
