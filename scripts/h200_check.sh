@@ -24,6 +24,9 @@
 #   next32                       the int8 head as the default: its 1.7B engine GPU tests, issue 12's bench
 #                                (default backends, tilelang-bf16head, --also-capacity 4096), the torch-compile
 #                                peer's traceback where it fails, the profiler's accounting on the new plan
+#   next33                       the int8 head's pick in its ahead form (tilelang-pickahead): the int8 head's
+#                                kernel tests (both pick forms), A/B against the default at 1.7B and 0.6B
+#                                (SIZES= to pick), per-op times at 1.7B
 #   profile, observe, app, dash  the profiler, the dashboard (mid-run SVG, snapshot, A/B) and a real pty
 #   live, overhead, features     the dashboard's keys; its cost against headless; session 5's features
 #   counters                     tfdash counters on one layer plus embed, lm_head and argmax
@@ -31,7 +34,7 @@
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
 what=${1:-all}; shift || true
-MODES=" tests diag bench all headless engine final sizes sizebench headline where probe sass curve same3 arena29 procs next30 next31 next32 land29 profile observe app dash live overhead features counters "
+MODES=" tests diag bench all headless engine final sizes sizebench headline where probe sass curve same3 arena29 procs next30 next31 next32 next33 land29 profile observe app dash live overhead features counters "
 case "$MODES" in *" $what "*) ;; *) echo "h200_check.sh: unknown mode '$what' (modes:$MODES)" >&2; exit 2 ;; esac
 if [ "$what" = next30 ]; then  # what session 29 leaves, in one call (about 6 minutes): arena29's modules and procs
   N=${N:-4} PLACE=${PLACE:---modules} ALIGNS=${ALIGNS:-4096} TAIL=${TAIL:-12}
@@ -218,6 +221,28 @@ if [ "$what" = next31 ]; then
   timeout 90 python3 scripts/kernel_times.py --model qwen3-1.7b --variants tilelang-bf16head \
     --out "$R/kernel_times-q8.json" 2>&1 | grep -v "TileLang:\|compiled\|Warn\|_warn" > "$R/kernel_times-q8.log"
   grep -E "^(lm_head|argmax|replay)" "$R/kernel_times-q8.log"; pack
+fi
+if [ "$what" = next33 ]; then
+  # the pick's ahead form (about 9 minutes fresh): the int8 head's kernels for its GPU tests (capacity 64: their
+  # argmax feed), then the bench's at 1.7B and 0.6B, built in parallel; its GPU tests (the bounds, both pick
+  # forms bit for bit against the GEMV, ties, the feed, the 1.7B graph's tokens); one process a size, the
+  # default against tilelang-pickahead (3 rounds, 1.7B first); per-op times of both at 1.7B
+  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  timeout 90 python3 scripts/precompile.py --only-default --capacities 64 --ops lm_head,lm_head_pick,argmax \
+    --variants tilelang-pickahead 2>&1 | grep -v "TileLang:" | tail -1
+  timeout 100 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b --variants tilelang-pickahead \
+    2>&1 | grep -v "TileLang:" | tail -1
+  timeout 300 python3 -m pytest -m gpu -v -p no:cacheprovider tests/gpu/test_lm_head_q8_gpu.py 2>&1 \
+    | grep --line-buffered -v "TileLang:" > "$R/q8-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/q8-tests.log" \
+    | cut -c1-200 | tail -8; pack
+  for m in ${SIZES:-qwen3-1.7b qwen3-0.6b}; do
+    timeout 90 python3 -m tfdash bench --model $m --rounds 3 --backends tilelang-graph,tilelang-pickahead \
+      --json "$R/bench-$m-pickahead.json" 2>&1 | grep -v "TileLang:" > "$R/bench-$m-pickahead.log"
+    tail -4 "$R/bench-$m-pickahead.log" | cut -c1-150; pack
+  done
+  timeout 90 python3 scripts/kernel_times.py --model qwen3-1.7b --variants tilelang-pickahead \
+    --out "$R/kernel_times-pickahead.json" 2>&1 | grep -v "TileLang:\|compiled\|Warn\|_warn" > "$R/kernel_times-pickahead.log"
+  grep -E "^(lm_head|argmax|replay)" "$R/kernel_times-pickahead.log"; pack
 fi
 if [ "$what" = next32 ]; then
   # the int8 head as the engine's default (about 8 minutes fresh): its 1.7B GPU tests (the step against the

@@ -3,10 +3,12 @@
 - every bound holds: each row's exact logit (f64, from the h the kernel stored) is at most its ub,
   and the best lower bound is at most the largest logit;
 - every logit the pick computes is the lm_head GEMV's logit for that row bit for bit, the rows it
-  leaves are -inf, and its partials give the GEMV's token; the argmax feed then feeds it;
+  leaves are -inf, and its partials give the GEMV's token; the argmax feed then feeds it; for both
+  forms of the pick (lm_head_pick and its ahead form, build_plan's lm_head_pick_ahead: its own grid
+  and partials);
 - a captured 1.7B graph decodes the default graph's tokens.
 At every size: a random h; an h with 1 % of its values 50 times larger (more candidates); and a
-head whose largest logit is held by five identical rows (the lowest index must win).
+head whose largest logit is held by six identical rows (the lowest index must win).
 """
 
 import math
@@ -42,14 +44,18 @@ def run(launch, bufs):
     torch.cuda.synchronize()
 
 
+@pytest.mark.parametrize("ahead", [False, True], ids=["pick", "ahead"])
 @pytest.mark.parametrize("case", ["plain", "outliers", "tie"])
 @pytest.mark.parametrize("size", SIZES)
-def test_bounds_pick_and_feed(size, case):
+def test_bounds_pick_and_feed(size, case, ahead):
     cfg = preset(size)
     V, H = cfg.vocab_size, cfg.hidden_size
-    plan = build_plan(cfg, dtype="bfloat16", capacity=64, lm_head_q8=True)
+    plan = build_plan(cfg, dtype="bfloat16", capacity=64, lm_head_q8=True, lm_head_pick_ahead=ahead)
     gemv = build_plan(cfg, dtype="bfloat16", capacity=64).ops()["lm_head"][0]
     q8, pick, feed = plan.ops()["lm_head"][0], plan.ops()["lm_head_pick"][0], plan.ops()["argmax"][0]
+    assert pick.kernel == ("lm_head_pick_ahead" if ahead else "lm_head_pick")
+    blocks = family("lm_head_pick").geometry(pick.dims).grid[0]  # the pick's grid: a partial a block
+    assert feed.dims["blocks"] == plan.buffers["argmax_part"].shape[0] == blocks
     gen = torch.Generator(device=DEV).manual_seed(V + H)
     x = torch.randn(H, device=DEV, generator=gen)
     if case == "outliers":
@@ -57,9 +63,11 @@ def test_bounds_pick_and_feed(size, case):
     x = x.to(torch.bfloat16)
     norm_w = (1 + 0.05 * torch.randn(H, device=DEV, generator=gen)).to(torch.bfloat16)
     w = (torch.randn(V, H, device=DEV, generator=gen) * (3 / math.sqrt(H))).to(torch.bfloat16)
-    if case == "tie":  # h's signs (norm_w > 0): the largest logit, five times over: after row 100 in its
-        # warp's ballot (101), another warp of its block (250), other blocks (V // 2) and the vocabulary's last row
-        w[[100, 101, 250, V // 2, V - 1]] = (torch.sign(x.float()) * (6 / math.sqrt(H))).to(torch.bfloat16)
+    if case == "tie":  # h's signs (norm_w > 0): the largest logit, six times over: after row 100 in its
+        # warp's ballot (101; for the ahead form the same pair where no other candidate comes between), its
+        # warp's next round (104, ahead; the same round otherwise), another warp of its block (250), other
+        # blocks (V // 2) and the vocabulary's last row
+        w[[100, 101, 104, 250, V // 2, V - 1]] = (torch.sign(x.float()) * (6 / math.sqrt(H))).to(torch.bfloat16)
     wq, meta = quantize_rows(w)
     nan = float("nan")
     b = {"x": x, "norm_w": norm_w, "wq": wq, "meta": meta, "h_out": torch.full((H,), nan, device=DEV).bfloat16(),
@@ -78,7 +86,7 @@ def test_bounds_pick_and_feed(size, case):
     token = int(torch.argmax(logits_ref).item())
     assert bool((logits_ref <= ub).all()), "an upper bound below the GEMV's own logit"
     if case == "tie":
-        assert token == 100 and bool((logits_ref[[101, 250, V // 2, V - 1]] == logits_ref[100]).all())
+        assert token == 100 and bool((logits_ref[[101, 104, 250, V // 2, V - 1]] == logits_ref[100]).all())
     p = {"w": w, "h": h, "ub": ub, "lb": lb, "logits": torch.full((V,), nan, device=DEV),
          "amax": torch.full(plan.buffers["argmax_part"].shape, nan, device=DEV)}
     run(pick, p)
@@ -87,6 +95,8 @@ def test_bounds_pick_and_feed(size, case):
     cand = logits > -float("inf")
     assert torch.equal(cand, ub >= lb.max()), "the rows computed are not the rows whose bound reaches L"
     assert torch.equal(logits[cand], logits_ref[cand]), "a candidate's logit is not the GEMV's, bit for bit"
+    # the whole output at once: the GEMV's logit where the bound reaches L, -inf elsewhere
+    assert torch.equal(logits, torch.where(ub >= lb.max(), logits_ref, torch.full_like(logits_ref, -float("inf"))))
     # the bound's width grows as sqrt(K) against a fixed spread of these logits: on CPU with this recipe, 8B's
     # outliers left 4261 candidates (its largest logit 2 sigma low) and 14B's 2165; plain h at most 719
     limit = V // 10 if case == "outliers" else V // 30
