@@ -223,15 +223,17 @@ if [ "$what" = next31 ]; then
   grep -E "^(lm_head|argmax|replay)" "$R/kernel_times-q8.log"; pack
 fi
 if [ "$what" = next33 ]; then
-  # the pick's ahead form (about 9 minutes fresh): the int8 head's kernels for its GPU tests (capacity 64: their
-  # argmax feed), then the bench's at 1.7B and 0.6B, built in parallel; its GPU tests (the bounds, both pick
-  # forms bit for bit against the GEMV, ties, the feed, the 1.7B graph's tokens); one process a size, the
-  # default against tilelang-pickahead (3 rounds, 1.7B first); per-op times of both at 1.7B
+  # the pick's ahead form (about 9 minutes fresh): the int8 head's kernels for its GPU tests (capacity 64:
+  # their argmax feed), the bench's at 1.7B and 0.6B and the graph test's, built in parallel; its GPU tests
+  # (the bounds, both pick forms bit for bit against the GEMV, ties, the feed, the 1.7B graph's tokens); one
+  # process a size, the default against tilelang-pickahead (3 rounds, 1.7B first); per-op times of both at 1.7B
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
   timeout 90 python3 scripts/precompile.py --only-default --capacities 64 --ops lm_head,lm_head_pick,argmax \
     --variants tilelang-pickahead 2>&1 | grep -v "TileLang:" | tail -1
   timeout 100 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b --variants tilelang-pickahead \
     2>&1 | grep -v "TileLang:" | tail -1
+  timeout 60 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b --capacities 512 \
+    --variants tilelang-pickahead 2>&1 | grep -v "TileLang:" | tail -1  # the graph test's three plans
   timeout 300 python3 -m pytest -m gpu -v -p no:cacheprovider tests/gpu/test_lm_head_q8_gpu.py 2>&1 \
     | grep --line-buffered -v "TileLang:" > "$R/q8-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/q8-tests.log" \
     | cut -c1-200 | tail -8; pack

@@ -143,16 +143,17 @@ def test_torch_spelling_picks_the_kernels_token():
 
 
 def test_graph_decodes_the_default_tokens():
-    """A captured 1.7B graph with the int8-bounded head decodes the default graph's 200-position
-    prompt walk and 64 new tokens: the same tokens."""
+    """A captured 1.7B graph with the int8-bounded head (either pick form) decodes the default graph's
+    200-position prompt walk and 64 new tokens: the same tokens."""
     from tfdash.engine.runtime import TilelangRuntime
     from tfdash.engine.weights import pack, random_state_dict
 
     cfg = preset("qwen3-1.7b")
     weights = pack(cfg, random_state_dict(cfg, torch.bfloat16, DEV, seed=0))
     out = []
-    for q8 in (False, True):
-        rt = TilelangRuntime(build_plan(cfg, dtype="bfloat16", capacity=512, lm_head_q8=q8), weights, DEV)
+    for q8, ahead in ((False, False), (True, False), (True, True)):
+        rt = TilelangRuntime(build_plan(cfg, dtype="bfloat16", capacity=512, lm_head_q8=q8, lm_head_pick_ahead=ahead),
+                             weights, DEV)
         rt.capture()
         prompt = [11, 22, 33, 44, 55] * 40
         rt.reset(prompt)
@@ -161,4 +162,4 @@ def test_graph_decodes_the_default_tokens():
         torch.cuda.synchronize()
         out.append(rt.bufs["out_tokens"][:len(prompt) - 1 + 64].clone())
         del rt
-    assert torch.equal(out[0], out[1])
+    assert torch.equal(out[0], out[1]) and torch.equal(out[0], out[2])
