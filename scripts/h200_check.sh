@@ -22,7 +22,7 @@
 #                                step against the reference, A/B against the default at 1.7B and 0.6B
 #                                (SIZES= to pick), per-op times at 1.7B
 #   next32                       the int8 head as the default: its 1.7B engine GPU tests, issue 12's bench
-#                                (default backends, tilelang-bf16head, --also-capacity 4096), the torch-compile
+#                                (default backends, tilelang-bf16head, --also-capacity 4096; BACKENDS32= others), the torch-compile
 #                                peer's traceback where it fails, the profiler's accounting on the new plan
 #   next33                       the int8 head's pick in its ahead form (tilelang-pickahead): the int8 head's
 #                                kernel tests (both pick forms), A/B against the default at 1.7B and 0.6B
@@ -257,7 +257,7 @@ if [ "$what" = next32 ]; then
   timeout 150 python3 -m pytest -m gpu -v -p no:cacheprovider tests/gpu/test_engine_gpu.py -k int8_head 2>&1 \
     | grep --line-buffered -v "TileLang:" > "$R/q8-engine-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" \
     "$R/q8-engine-tests.log" | cut -c1-200 | tail -4; pack
-  timeout 300 python3 -m tfdash bench --rounds 3 --backends tilelang-graph,tilelang-bf16head,torch-compile,torch-graph \
+  timeout 300 python3 -m tfdash bench --rounds 3 --backends ${BACKENDS32:-tilelang-graph,tilelang-bf16head,torch-compile,torch-graph} \
     --also-capacity 4096 --json "$R/bench-qwen3-1.7b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-qwen3-1.7b.log"
   grep -E "failed|^tilelang|^torch|/" "$R/bench-qwen3-1.7b.log" | grep -v "^# round" | cut -c1-160; pack
   timeout 120 python3 scripts/gpu_profile_check.py --skip nvml,marginal,overhead --out "$R/profile_check.json" 2>&1 \
