@@ -81,3 +81,29 @@ def test_a_queued_warning_is_never_superseded_by_a_status_line():
 
     assert EngineStatus("capturing").can_replace(EngineStatus(""))  # a newer line replaces an older
     assert not EngineStatus("warning: tilelang is missing").can_replace(EngineStatus(""))
+
+
+@sync
+async def test_a_saved_snapshots_marginal_tab_offers_no_key_it_cannot_keep(isolated_config):
+    """A saved snapshot has no engine to double a launch in: its marginal tab says it shows what its
+    run measured, where a live run's offers m; pressing m there still says why, in one line."""
+    from tfdash.app.live import SnapshotSource
+
+    for source, offers in ((SnapshotSource(load_snapshot(SNAPSHOT)), False), (MeasuringSource(), True)):
+        app = TfdashApp(source, tilelang_source=lambda fam: "# stand-in\n", cuda_source=lambda launch: "// stand-in\n")
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause(0.2)
+            await pilot.press("enter", "down")
+            await pilot.pause()
+            app.screen.query_one("TabbedContent").active = "marginal"
+            await pilot.pause()
+            body = str(app.screen.query_one("#marginal-body").render())
+            assert ("Press m to measure it" in body) is offers, body
+            assert ("A saved snapshot shows what its run measured" in body) is not offers, body
+            if not offers:
+                assert "not measured in this snapshot's run" in body, body
+                await pilot.press("m")
+                await app.workers.wait_for_complete()
+                await pilot.pause()
+                assert "a saved snapshot has no live session to measure" in str(
+                    app.screen.query_one("#marginal-body").render())

@@ -57,14 +57,17 @@ class MarginalTab:
         role = self._current_role()
         snap = self.app.snapshot
         recorded = drill_model.marginal_for(snap, [role], []) if snap is not None else []
+        live = self.app.source.live
         out: list = [("in-graph marginal cost of ", "$text-muted"), (role, "bold $text-primary"),
-                     (": the step time with this launch doubled, minus the plain step time. Press ", "$text-muted"),
-                     ("m", "bold $accent"), (" to measure it.\n\n", "$text-muted")]
+                     (": the step time with this launch doubled, minus the plain step time.", "$text-muted")]
+        # a saved snapshot has no engine to double a launch in: it shows what its run measured
+        out += [(" Press ", "$text-muted"), ("m", "bold $accent"), (" to measure it.\n\n", "$text-muted")] if live \
+            else [(" A saved snapshot shows what its run measured (m in a live run).\n\n", "$text-muted")]
         mine = self._marginal.get(role)
         # A measurement of this session is in the snapshot too, once the app has taken one: once.
         results = recorded + ([mine] if mine is not None and mine not in recorded else [])
         if not results:
-            out.append(("not measured yet", "italic $text-muted"))
+            out.append(("not measured yet" if live else "not measured in this snapshot's run", "italic $text-muted"))
         for res in results:
             for k, v in res.items():
                 value = fmt_ns(v) if k.endswith("_ns") and isinstance(v, (int, float)) else str(v)
