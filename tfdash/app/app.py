@@ -124,6 +124,14 @@ class TfdashApp(MinSizeGuard, LiveRefresh, RunActions, ExportActions, CompareAct
             self.notify(f"theme {self._theme_from_config!r} is not one of tfdash's themes "
                         f"({', '.join(self.available_themes)}); using {DEFAULT_THEME}",
                         title="config", severity="warning", timeout=8)
+        if self.export_dir is None and self.config.export_dir:  # said now, not when a run's export fails
+            from tfdash.profiling.files import check_writable_dir
+
+            try:
+                check_writable_dir(self.config.export_dir, f"export_dir in {self.config.path}:")
+            except TfdashError as e:
+                self.notify(f"{e}; exports will fail until it is fixed (or pass --export-dir)", title="config",
+                            severity="warning", timeout=8)
         if not self.source.live:
             self.state = "snapshot"
             self._apply(self.source.snapshot())

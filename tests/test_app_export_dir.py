@@ -1,0 +1,39 @@
+"""A config file's export_dir that cannot be written is said when the dashboard opens, not when the
+first export of a long run fails; --export-dir, which the CLI checks itself, takes its place."""
+
+import json
+
+from fixtures.appkit import SNAPSHOT, isolated_config, sync  # noqa: F401  (fixture)
+
+from tfdash.app.main import snapshot_app
+
+
+def config_warnings(app) -> list[str]:
+    return [n.message for n in app._notifications if n.title == "config" and "export_dir" in n.message]
+
+
+@sync
+async def test_an_unwritable_export_dir_is_said_at_start(isolated_config, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    (isolated_config / "config.json").write_text(json.dumps({"export_dir": str(blocker / "profiles")}))
+    app = snapshot_app(SNAPSHOT)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        [line] = config_warnings(app)
+        assert str(isolated_config / "config.json") in line and str(blocker) in line
+        assert line.endswith("exports will fail until it is fixed (or pass --export-dir)")
+    app = snapshot_app(SNAPSHOT, export_dir=tmp_path / "given")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert config_warnings(app) == []
+
+
+@sync
+async def test_a_writable_export_dir_says_nothing(isolated_config, tmp_path):
+    (isolated_config / "config.json").write_text(json.dumps({"export_dir": str(tmp_path / "new" / "profiles")}))
+    app = snapshot_app(SNAPSHOT)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert config_warnings(app) == []
+        assert not (tmp_path / "new").exists()  # checked, not made, until an export
