@@ -252,7 +252,7 @@ if [ "$what" = next32 ]; then
   # default backends, the bf16 head as the A/B baseline, a 4096-position cache beside); where the
   # torch-compile peer fails to warm up, the profiler's accounting and then scripts/compile_probe.py's traceback
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  timeout 120 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b --variants tilelang-bf16head 2>&1 \
+  timeout 120 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b --variants tilelang-bf16head,tilelang-pickahead 2>&1 \
     | grep -v "TileLang:" | tail -1
   timeout 150 python3 -m pytest -m gpu -v -p no:cacheprovider tests/gpu/test_engine_gpu.py -k int8_head 2>&1 \
     | grep --line-buffered -v "TileLang:" > "$R/q8-engine-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" \
