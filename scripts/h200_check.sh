@@ -247,7 +247,7 @@ if [ "$what" = next33 ]; then
   grep -E "^(lm_head|argmax|replay)" "$R/kernel_times-pickahead.log"; pack
 fi
 if [ "$what" = next32 ]; then
-  # the int8 head as the engine's default (about 8 minutes fresh): its 1.7B GPU tests (the step against the
+  # the int8 head as the engine's default (about 8 minutes fresh): its 1.7B GPU tests (top-1 against transformers, the step against the
   # reference, its tokens against the GEMV head's graph); issue 12's bench (`tfdash bench --rounds 3`,
   # default backends, the bf16 head as the A/B baseline, a 4096-position cache beside); where the
   # torch-compile peer fails to warm up, the profiler's accounting and then scripts/compile_probe.py's traceback

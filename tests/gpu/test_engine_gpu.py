@@ -219,6 +219,11 @@ def test_top1_agreement_with_transformers(state):
     assert top1_agreement(CFG, sd, eng, 256)[0] >= 0.99
 
 
+def test_int8_head_top1_agreement_with_transformers(state, int8_head):
+    """The engine's default head, teacher-forced over the same 256 positions as the GEMV head."""
+    assert top1_agreement(CFG, state[0], int8_head[1], 256)[0] >= 0.99
+
+
 def top1_agreement(cfg_, sd, eng, n, ref=None):
     """Share of n teacher-forced positions where the graph's argmax equals transformers' on
     the same random weights."""
