@@ -49,20 +49,23 @@ def main(argv=None) -> int:
     import tilelang
 
     from tfdash.engine.compile import build
+    from tfdash.engine import plan_for
     from tfdash.engine.config import preset
-    from tfdash.engine.plan import build_plan
     from tfdash.engine.ptxas import resource_usage
     from tfdash.kernels.base import family
+    from tfdash.profiling.ab import Variant, variant_plan
     from tfdash.profiling.variants import PLAN_VARIANTS, gemv_variant
 
     opts = dict(PLAN_VARIANTS[a.variant]) if a.variant else {}
     for spec in a.gemv:
         opts.setdefault("gemv_overrides", {}).update(gemv_variant(spec)[1]["gemv_overrides"])
-    plan = build_plan(preset(a.model), dtype="bfloat16", capacity=a.capacity, **opts)
+    # the engine's plan (the int8 head with the knobs' defaults), the variant's options over it, as the bench builds it
+    plan = variant_plan(plan_for(preset(a.model), "bfloat16", a.capacity), Variant(a.variant, opts))[0]
     # the first layer and the next layer's first launch, then the last layer's last and the step's
     # tail, in order (the layers between repeat the first's kernels)
-    first = [x for x in plan.launches if x.layer in (None, 0) and x.index < plan.launches[-1].index - 2]
-    order = first + list(plan.launches[len(first):len(first) + 1]) + list(plan.launches[-3:])
+    last = max(i for i, x in enumerate(plan.launches) if x.layer is not None)  # the last layer's last launch
+    first = [x for x in plan.launches[:last] if x.layer in (None, 0)]
+    order = first + list(plan.launches[len(first):len(first) + 1]) + list(plan.launches[last:])
     seen: dict[str, tuple] = {}
     rows = []
     for launch in order:
