@@ -1,7 +1,9 @@
 """Why the torch-compile peer fails to warm up, with the whole traceback: first torch.compile of a
 small function on the device in the same mode (is inductor itself working on this machine?), then
 the bench's peer itself (CompiledGraphRuntime over the torch-graph engine's plan and weights, its
-graph captured and replayed), each in its own try that prints the error's last lines.
+graph captured and replayed), each in its own try that prints the error's last lines. Where the
+peer fails, it is tried again without one ingredient at a time: the state arena, the token ring in
+its graph, inductor's autotuning.
 
     python3 scripts/compile_probe.py [--model qwen3-1.7b] [--capacity 2112] [--lines 40]
 """
@@ -42,14 +44,17 @@ def main() -> int:
         x, w = torch.randn(1, 256, device="cuda"), torch.randn(256, 256, device="cuda")
         torch.testing.assert_close(f(x, w), torch.nn.functional.silu(x @ w).sum(), rtol=1e-3, atol=1e-2)
 
-    def peer():
+    def peer(mode=MODE, **knobs):
         from tfdash.engine import load_engine
         from tfdash.engine.compiled import CompiledGraphRuntime
+        from tfdash.settings import SETTINGS
 
-        eng = load_engine(model=args.model, device="cuda", dtype="bfloat16", backend="torch-graph",
-                          capacity=args.capacity)
-        weights = {n: eng.runtime.bufs[n] for n, s in eng.plan.buffers.items() if s.kind == "weight"}
-        rt = CompiledGraphRuntime(eng.plan, weights, "cuda")
+        torch._dynamo.reset()  # a failed attempt's traces go with it
+        with SETTINGS.override(**knobs):
+            eng = load_engine(model=args.model, device="cuda", dtype="bfloat16", backend="torch-graph",
+                              capacity=args.capacity)
+            weights = {n: eng.runtime.bufs[n] for n, s in eng.plan.buffers.items() if s.kind == "weight"}
+            rt = CompiledGraphRuntime(eng.plan, weights, "cuda", mode=mode)
         rt.capture([1, 2, 3])
         rt.reset([1, 2, 3])
         for _ in range(4):
@@ -58,7 +63,12 @@ def main() -> int:
         print(f"   compile and capture {rt.compile_s:.1f} s", flush=True)
 
     ok = attempt(f"torch.compile(mode={MODE!r}) of a small function", small, args.lines)
-    ok = attempt(f"the torch-compile peer at {args.model}, capacity {args.capacity}", peer, args.lines) and ok
+    at = f"at {args.model}, capacity {args.capacity}"
+    if not attempt(f"the torch-compile peer {at}", peer, args.lines):
+        ok = False  # which ingredient: the state arena, the in-graph token ring, inductor's autotuning
+        attempt(f"the peer {at}, its state scattered (state_arena=0)", lambda: peer(state_arena=0), args.lines)
+        attempt(f"the peer {at}, no ring in its graph", lambda: peer(ring_in_graph=False), args.lines)
+        attempt(f"the peer {at}, inductor's default mode", lambda: peer(mode=None), args.lines)
     return 0 if ok else 1
 
 

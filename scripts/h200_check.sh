@@ -263,7 +263,7 @@ if [ "$what" = next32 ]; then
   timeout 120 python3 scripts/gpu_profile_check.py --skip nvml,marginal,overhead --out "$R/profile_check.json" 2>&1 \
     | grep -v "TileLang:" > "$R/profile_check.log"; tail -8 "$R/profile_check.log" | cut -c1-160; pack
   if grep -q "torch-compile failed" "$R/bench-qwen3-1.7b.log"; then
-    timeout 150 python3 scripts/compile_probe.py --model qwen3-0.6b 2>&1 | grep -v "TileLang:" > "$R/compile_probe.log"
+    timeout 280 python3 scripts/compile_probe.py --model qwen3-0.6b 2>&1 | grep -v "TileLang:" > "$R/compile_probe.log"
     grep -E "^==" "$R/compile_probe.log"; tail -6 "$R/compile_probe.log" | cut -c1-200; pack
   fi
 fi
