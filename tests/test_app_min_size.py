@@ -149,3 +149,24 @@ async def test_below_80x24_a_remapped_quit_key_is_the_one_named_and_the_one_that
         await pilot.press("x")
         await settle(pilot)
         assert not app.is_running
+
+
+@sync
+async def test_a_toast_raised_below_80x24_waits_for_the_terminal_to_grow(isolated_config):
+    """A toast raised on the size line (an export's result, an engine's warning) would cover it; it
+    is held, not dropped, and shows once the terminal is 80x24 again."""
+    app = make_app()
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.resize_terminal(40, 15)
+        await settle(pilot)
+        app.notify("exported to /tmp/x.json", title="export")
+        await settle(pilot)
+        assert not app.screen.query("Toast")
+        assert shown(app) == wanted((40, 15)), shown(app)
+        assert app.unseen_toasts() == ["export: exported to /tmp/x.json"]  # printed if it quits here
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot)
+        text = screen_text(app)
+    assert "exported to /tmp/x.json" in text, text
+    assert app.unseen_toasts() == []

@@ -165,7 +165,9 @@ class MinSizeGuard:
 
     Below the minimum the keys, the mouse and pastes do not reach the hidden screen (an Enter would
     open a drill-down no one sees, a typed letter would go into a hidden filter): only the app's
-    quit keys act, and they quit whatever screen is on top (q closes the help only when it is seen)."""
+    quit keys act, and they quit whatever screen is on top (q closes the help only when it is seen).
+    A toast raised there would cover the line, so it is held and shown once the terminal is large
+    enough, in the order raised."""
 
     def _on_mount(self, event: events.Mount) -> None:
         self.screen_change_signal.subscribe(self, self._fit_screen)
@@ -190,6 +192,20 @@ class MinSizeGuard:
         hint = self._quit_hint()
         for screen in self.screen_stack:
             fit_min_size(screen, event.size, hint)
+        held = self.__dict__.pop("_held_toasts", []) if not too_small(event.size) else []
+        for message, kwargs in held:  # past the check: self.size is still the old size here
+            super().notify(message, **kwargs)
+
+    def unseen_toasts(self) -> list[str]:
+        """The toasts still held (the app quit on the size line), as lines to print after it."""
+        held = self.__dict__.get("_held_toasts", [])
+        return [f"{kw.get('title') or kw.get('severity', 'note')}: {m}" for m, kw in held]
+
+    def notify(self, message: str, **kwargs) -> None:
+        if too_small(self.size):
+            self.__dict__.setdefault("_held_toasts", []).append((message, kwargs))
+            return
+        super().notify(message, **kwargs)
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, (events.InputEvent, events.Paste)) and not event.is_forwarded and too_small(self.size):

@@ -134,6 +134,8 @@ def run_app(args) -> int:
                        save_path=getattr(args, "save", None))
         with app_signals(app):
             app.run()
+    for line in app.unseen_toasts():  # raised while the terminal was too small to show them
+        print(f"tfdash: {line}", file=sys.stderr)
     if guarded.lines:
         print(f"tfdash: {guarded.lines} lines of library output during the run are in {guarded.path}")
     snap = app.final_snapshot
