@@ -21,12 +21,12 @@
 #   next31                       the int8 head (the default; tilelang-bf16head): its kernel tests and the 1.7B
 #                                step against the reference, A/B against the default at 1.7B and 0.6B
 #                                (SIZES= to pick), per-op times at 1.7B
-#   next32                       the int8 head as the default: its 1.7B engine GPU tests, issue 12's bench
-#                                (default backends, tilelang-bf16head, --also-capacity 4096; BACKENDS32= others), the torch-compile
-#                                peer's traceback where it fails, the profiler's accounting on the new plan
-#   next33                       the int8 head's pick in its ahead form (tilelang-pickahead): the int8 head's
-#                                kernel tests (both pick forms), A/B against the default at 1.7B and 0.6B
-#                                (SIZES= to pick), per-op times at 1.7B
+#   next32                       issue 12's bench on the default plan (default backends, tilelang-pickfirst,
+#                                --also-capacity 4096; BACKENDS32= others), the int8 head's 1.7B engine GPU tests,
+#                                the profiler's accounting, the torch-compile peer's traceback where it fails
+#   next33                       the int8 head's pick, ahead form (the default) against tilelang-pickfirst: the
+#                                int8 head's kernel tests (both pick forms), A/B at 1.7B and 0.6B (SIZES= to
+#                                pick), per-op times at 1.7B
 #   profile, observe, app, dash  the profiler, the dashboard (mid-run SVG, snapshot, A/B) and a real pty
 #   live, overhead, features     the dashboard's keys; its cost against headless; session 5's features
 #   counters                     tfdash counters on one layer plus embed, lm_head and argmax
@@ -226,41 +226,41 @@ if [ "$what" = next33 ]; then
   # the pick's ahead form (about 9 minutes fresh): the int8 head's kernels for its GPU tests (capacity 64:
   # their argmax feed), the bench's at 1.7B and 0.6B and the graph test's, built in parallel; its GPU tests
   # (the bounds, both pick forms bit for bit against the GEMV, ties, the feed, the 1.7B graph's tokens); one
-  # process a size, the default against tilelang-pickahead (3 rounds, 1.7B first); per-op times of both at 1.7B
+  # process a size, the default against tilelang-pickfirst (3 rounds, 1.7B first); per-op times of both at 1.7B
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
   timeout 90 python3 scripts/precompile.py --only-default --capacities 64 --ops lm_head,lm_head_pick,argmax \
-    --variants tilelang-pickahead 2>&1 | grep -v "TileLang:" | tail -1
-  timeout 100 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b --variants tilelang-pickahead \
+    --variants tilelang-pickfirst 2>&1 | grep -v "TileLang:" | tail -1
+  timeout 100 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b --variants tilelang-pickfirst \
     2>&1 | grep -v "TileLang:" | tail -1
   timeout 60 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b --capacities 512 \
-    --variants tilelang-pickahead 2>&1 | grep -v "TileLang:" | tail -1  # the graph test's three plans
+    --variants tilelang-pickfirst 2>&1 | grep -v "TileLang:" | tail -1  # the graph test's three plans
   timeout 300 python3 -m pytest -m gpu -v -p no:cacheprovider tests/gpu/test_lm_head_q8_gpu.py 2>&1 \
     | grep --line-buffered -v "TileLang:" > "$R/q8-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/q8-tests.log" \
     | cut -c1-200 | tail -8; pack
   for m in ${SIZES:-qwen3-1.7b qwen3-0.6b}; do
-    timeout 90 python3 -m tfdash bench --model $m --rounds 3 --backends tilelang-graph,tilelang-pickahead \
-      --json "$R/bench-$m-pickahead.json" 2>&1 | grep -v "TileLang:" > "$R/bench-$m-pickahead.log"
-    tail -4 "$R/bench-$m-pickahead.log" | cut -c1-150; pack
+    timeout 90 python3 -m tfdash bench --model $m --rounds 3 --backends tilelang-graph,tilelang-pickfirst \
+      --json "$R/bench-$m-pickfirst.json" 2>&1 | grep -v "TileLang:" > "$R/bench-$m-pickfirst.log"
+    tail -4 "$R/bench-$m-pickfirst.log" | cut -c1-150; pack
   done
-  timeout 90 python3 scripts/kernel_times.py --model qwen3-1.7b --variants tilelang-pickahead \
-    --out "$R/kernel_times-pickahead.json" 2>&1 | grep -v "TileLang:\|compiled\|Warn\|_warn" > "$R/kernel_times-pickahead.log"
-  grep -E "^(lm_head|argmax|replay)" "$R/kernel_times-pickahead.log"; pack
+  timeout 90 python3 scripts/kernel_times.py --model qwen3-1.7b --variants tilelang-pickfirst \
+    --out "$R/kernel_times-pickfirst.json" 2>&1 | grep -v "TileLang:\|compiled\|Warn\|_warn" > "$R/kernel_times-pickfirst.log"
+  grep -E "^(lm_head|argmax|replay)" "$R/kernel_times-pickfirst.log"; pack
 fi
 if [ "$what" = next32 ]; then
-  # the int8 head as the engine's default (about 8 minutes fresh): its 1.7B GPU tests (top-1 against transformers, the step against the
-  # reference, its tokens against the GEMV head's graph); issue 12's bench (`tfdash bench --rounds 3`,
-  # default backends, the bf16 head as the A/B baseline, a 4096-position cache beside); where the
-  # torch-compile peer fails to warm up, the profiler's accounting and then scripts/compile_probe.py's traceback
+  # issue 12 on the default plan (about 9 minutes fresh): its bench first (`tfdash bench --rounds 3`,
+  # default backends, tilelang-pickfirst as the A/B baseline, a 4096-position cache beside); then the int8 head's 1.7B
+  # engine GPU tests (top-1 against transformers, the step against the reference, its tokens against the GEMV
+  # head's graph); then the profiler's accounting; where the torch-compile peer fails, compile_probe's traceback
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  timeout 120 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b --variants tilelang-bf16head,tilelang-pickahead 2>&1 \
+  timeout 120 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b --variants tilelang-pickfirst 2>&1 \
     | grep -v "TileLang:" | tail -1
+  timeout 330 python3 -m tfdash bench --rounds 3 --backends ${BACKENDS32:-tilelang-graph,tilelang-pickfirst,torch-compile,torch-graph} \
+    --also-capacity 4096 --json "$R/bench-qwen3-1.7b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-qwen3-1.7b.log"
+  grep -E "failed|^tilelang|^torch|/" "$R/bench-qwen3-1.7b.log" | grep -v "^# round" | cut -c1-160; pack
   timeout 150 python3 -m pytest -m gpu -v -p no:cacheprovider tests/gpu/test_engine_gpu.py -k int8_head 2>&1 \
     | grep --line-buffered -v "TileLang:" > "$R/q8-engine-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" \
     "$R/q8-engine-tests.log" | cut -c1-200 | tail -4; pack
-  timeout 300 python3 -m tfdash bench --rounds 3 --backends ${BACKENDS32:-tilelang-graph,tilelang-bf16head,torch-compile,torch-graph} \
-    --also-capacity 4096 --json "$R/bench-qwen3-1.7b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-qwen3-1.7b.log"
-  grep -E "failed|^tilelang|^torch|/" "$R/bench-qwen3-1.7b.log" | grep -v "^# round" | cut -c1-160; pack
-  timeout 120 python3 scripts/gpu_profile_check.py --skip nvml,marginal,overhead --out "$R/profile_check.json" 2>&1 \
+  timeout 100 python3 scripts/gpu_profile_check.py --skip nvml,marginal,overhead --out "$R/profile_check.json" 2>&1 \
     | grep -v "TileLang:" > "$R/profile_check.log"; tail -8 "$R/profile_check.log" | cut -c1-160; pack
   if grep -q "torch-compile failed" "$R/bench-qwen3-1.7b.log"; then
     timeout 280 python3 scripts/compile_probe.py --model qwen3-0.6b 2>&1 | grep -v "TileLang:" > "$R/compile_probe.log"

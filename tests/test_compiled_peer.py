@@ -33,3 +33,28 @@ def test_sdpa_attention_matches_the_reference(ctx, fused):
     torch.testing.assert_close(fast["out"], ref["out"], rtol=1e-4, atol=1e-5)
     if fused:  # both appended this step's k and v at ctx
         torch.testing.assert_close(fast["k_cache"], ref["k_cache"])
+
+
+def test_the_compiled_step_builds_through_aot_autograd_in_bf16_with_the_state_arena_on(one_thread):
+    """aot_autograd (under inductor) refuses a step that writes views of one allocation in different
+    dtypes, which the engine's state arena is in bf16; the peer's state is its own tensors, so the
+    traced step builds and decodes the tokens of the same step traced without aot_autograd."""
+    from tfdash.engine import load_engine
+    from tfdash.engine.compiled import CompiledRuntime
+    from tfdash.settings import SETTINGS
+
+    eng = load_engine(model="qwen3-tiny", device="cpu", dtype="bfloat16")
+    weights = {n: eng.runtime.bufs[n] for n, s in eng.plan.buffers.items() if s.kind == "weight"}
+    tokens = {}
+    with SETTINGS.override(state_arena=4096):
+        for backend in ("eager", "aot_eager"):  # dynamo's trace alone, then through aot_autograd
+            rt = CompiledRuntime(eng.plan, weights, "cpu", mode=None, backend=backend)
+            assert len({b.untyped_storage().data_ptr() for n, b in rt.bufs.items()
+                        if eng.plan.buffers[n].kind not in ("weight", "cache")
+                        and eng.plan.buffers[n].parent is None}) > 1
+            rt.reset([1, 2, 3])
+            tokens[backend] = []
+            for _ in range(4):
+                rt.step()
+                tokens[backend].append(int(rt.bufs["tok"]))
+    assert tokens["aot_eager"] == tokens["eager"]

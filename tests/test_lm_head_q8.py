@@ -195,11 +195,12 @@ def test_a_bench_variant_is_the_engines_plan_with_its_options_over_them():
     from tfdash.profiling.variants import PLAN_VARIANTS
 
     engine = plan_for(preset("qwen3-1.7b"), "bfloat16", 2112)
-    for name in ("tilelang-chains", "tilelang-bf16head", "tilelang-pickahead"):
+    assert engine.ops()["lm_head_pick"][0].kernel == "lm_head_pick_ahead"
+    for name in ("tilelang-chains", "tilelang-bf16head", "tilelang-pickfirst"):
         plan, options = variant_plan(engine, Variant(name, dict(PLAN_VARIANTS[name])))
         changed = {k for k, v in options.items() if engine.meta["options"][k] != v}
         assert changed == set(PLAN_VARIANTS[name]), name
         assert ("lm_head_pick" in plan.ops()) == (name != "tilelang-bf16head")
-        if name == "tilelang-pickahead":
-            assert plan.ops()["lm_head_pick"][0].kernel == "lm_head_pick_ahead"
-            assert plan.ops()["argmax"][0].dims["blocks"] == 2 * engine.ops()["argmax"][0].dims["blocks"]
+        if name == "tilelang-pickfirst":
+            assert plan.ops()["lm_head_pick"][0].kernel == "lm_head_pick"
+            assert 2 * plan.ops()["argmax"][0].dims["blocks"] == engine.ops()["argmax"][0].dims["blocks"]

@@ -177,6 +177,7 @@ def plan_for(cfg: ModelConfig, dtype: str, capacity: int, backend: str = "tilela
     from tfdash.settings import SETTINGS
 
     cap = int(SETTINGS.attn_split_cap)
+    q8 = bool(SETTINGS.lm_head_q8) and backend == "tilelang-graph"
     plan = build_plan(cfg, dtype=dtype, capacity=capacity, attn_kv_early=bool(SETTINGS.attn_kv_early),
                       early_residual=bool(SETTINGS.early_residual),
                       o_proj_trigger_first=bool(SETTINGS.o_proj_trigger_first),
@@ -188,10 +189,10 @@ def plan_for(cfg: ModelConfig, dtype: str, capacity: int, backend: str = "tilela
                       qkv_trigger_first=qkv_trigger_first(str(SETTINGS.qkv_trigger_first)),
                       ring_in_graph=bool(SETTINGS.ring_in_graph), attn_ilp=bool(SETTINGS.attn_ilp),
                       attn_rounds_carry=bool(SETTINGS.attn_rounds_carry),
-                      lm_head_q8=bool(SETTINGS.lm_head_q8) and backend == "tilelang-graph",
+                      lm_head_q8=q8, lm_head_pick_ahead=q8 and bool(SETTINGS.lm_head_pick_ahead),
                       attn_split_cap=None if cap == SPLIT_CAP else cap)  # the default keeps the kernel's name
     if plan.meta["options"]["lm_head_q8"] and q8_unsupported(plan):
-        plan = build_plan(cfg, **{**plan.meta["options"], "lm_head_q8": False})
+        plan = build_plan(cfg, **{**plan.meta["options"], "lm_head_q8": False, "lm_head_pick_ahead": False})
     return plan
 
 

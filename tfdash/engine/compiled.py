@@ -18,7 +18,7 @@ import time
 
 import torch
 
-from tfdash.engine.runtime import GraphRuntime
+from tfdash.engine.runtime import GraphRuntime, Runtime
 
 MODE = "max-autotune-no-cudagraphs"  # inductor's autotuned kernels; the graph is ours
 
@@ -55,16 +55,18 @@ def compile_step(runtime, mode: str | None = MODE, fullgraph: bool = True, backe
     runtime.run_launch = lambda i: eager[i]()
 
 
-class CompiledGraphRuntime(GraphRuntime):
-    """The compiled step captured into one CUDA graph. The first capture compiles (its time is
-    `compile_s`: inductor's autotuning, then the capture)."""
+class CompiledRuntime(Runtime):
+    """The plan's torch spelling, attention as SDPA, compiled into one function of the whole step.
+    Its state buffers are each their own tensor, as a torch user allocates them: aot_autograd
+    refuses a step that writes views of one allocation in different dtypes (the engine's state
+    arena), "input mutations on views with different dtypes"."""
 
-    backend = "torch-compile"
+    backend = "torch-compiled"
+    scatter_state = True
 
-    def __init__(self, plan, weights, device="cuda", mode: str = MODE):
+    def __init__(self, plan, weights, device="cuda", mode: str | None = MODE, backend: str = "inductor"):
         super().__init__(plan, weights, device)
-        compile_step(self, mode)
-        self.compile_s: float | None = None
+        compile_step(self, mode, backend=backend)
 
     def _launch_fn(self, i):
         launch = self.plan.launches[i]
@@ -72,6 +74,17 @@ class CompiledGraphRuntime(GraphRuntime):
             return super()._launch_fn(i)
         dims, args = launch.dims, self.launch_args[i]
         return lambda: sdpa_attention(dims, args)
+
+
+class CompiledGraphRuntime(CompiledRuntime, GraphRuntime):
+    """The compiled step captured into one CUDA graph. The first capture compiles (its time is
+    `compile_s`: inductor's autotuning, then the capture)."""
+
+    backend = "torch-compile"
+
+    def __init__(self, plan, weights, device="cuda", mode: str | None = MODE):
+        super().__init__(plan, weights, device, mode)
+        self.compile_s: float | None = None
 
     def capture(self, warmup_prompt: list[int] | None = None) -> None:
         t = time.perf_counter()

@@ -78,6 +78,7 @@ class Runtime(TokenRing):
     methods (begin, enqueue, ready, wait, token, step_ns) are TokenRing's."""
 
     backend = "torch-eager"
+    scatter_state = False  # True: each state buffer its own allocation, whatever TFDASH_STATE_ARENA says
 
     def __init__(self, plan: StepPlan, weights: dict[str, torch.Tensor], device="cpu"):
         self.plan = plan
@@ -94,7 +95,7 @@ class Runtime(TokenRing):
         plan, dev = self.plan, self.device
         bufs: dict[str, torch.Tensor] = {}
         small: dict[str, tuple] = {}
-        align = SETTINGS.state_arena  # 0: no arena
+        align = 0 if self.scatter_state else SETTINGS.state_arena  # 0: no arena
         shared = set()
         derived, to_derive = plan.meta.get("derived", {}), []
         for name, spec in plan.buffers.items():
