@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,12 +37,26 @@ def check_writable_dir(directory, what: str) -> None:
         raise TfdashError(f"{what} {d}: cannot write there ({parent} is not a writable directory)")
 
 
+def is_stream(path) -> bool:
+    """`path` is (or links to) a device, pipe or terminal (/dev/stdout, /dev/null, a FIFO): written
+    in place, since there is no file to replace."""
+    try:
+        mode = os.stat(Path(path).expanduser()).st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
 def check_writable_file(path, what: str) -> None:
     """`path` can be written as a file (checked before a run, so nothing measured is lost to it);
     None (an output not asked for) passes."""
     if path is None:
         return
     f = Path(path).expanduser()
+    if is_stream(f):
+        if not os.access(f, os.W_OK):
+            raise TfdashError(f"{what} {f}: cannot write there (permission denied)")
+        return
     if f.is_dir():
         raise TfdashError(f"{what} {f}: is a directory; give a file name")
     if str(path).endswith(("/", os.sep)):  # Path drops the slash: the file would take the folder's name
@@ -87,11 +102,17 @@ def atomic_writer(path):
     are made (a sweep of thousands of points), never held; only the file's own write errors
     become "cannot write PATH" (an error of the block's other work stays what it is). A leading
     `~` is the user's home, as the checks before the work read it (`--json=~/x` reaches us unexpanded
-    by the shell)."""
+    by the shell). A symlink keeps pointing where it did, at the new file; a device, pipe or
+    terminal (`--json /dev/stdout`) is written in place, never replaced by a file."""
     path = Path(path).expanduser()
+    if is_stream(path):
+        with _stream_writer(path) as write:
+            yield write
+        return
+    target = Path(os.path.realpath(path))  # a symlink's file, so the link stays one
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     except OSError as e:
         raise TfdashError(f"cannot write {path}: {e.strerror or e}") from None
     try:
@@ -111,13 +132,39 @@ def atomic_writer(path):
             except OSError as e:
                 raise TfdashError(f"cannot write {path}: {e.strerror or e}") from None
         try:
-            os.replace(tmp, path)
+            os.replace(tmp, target)
         except OSError as e:
             raise TfdashError(f"cannot write {path}: {e.strerror or e}") from None
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+@contextmanager
+def _stream_writer(path: Path):
+    try:
+        f = open(path, "w", encoding="utf-8")
+    except OSError as e:
+        raise TfdashError(f"cannot write {path}: {e.strerror or e}") from None
+
+    def write(text: str) -> None:
+        try:
+            f.write(text)
+        except OSError as e:
+            raise TfdashError(f"cannot write {path}: {e.strerror or e}") from None
+
+    try:
+        yield write
+        try:
+            f.flush()
+        except OSError as e:
+            raise TfdashError(f"cannot write {path}: {e.strerror or e}") from None
+    finally:
+        try:
+            f.close()
+        except OSError:
+            pass  # its error, if any, was the flush's
 
 
 def write_text_atomic(path, text: str) -> Path:
