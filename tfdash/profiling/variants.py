@@ -42,7 +42,7 @@ PLAN_VARIANTS = {
     "tilelang-eachround": {"attn_rounds_carry": False},
     # the lm_head as the bf16 GEMV, where the default bounds every logit through an int8 copy of its
     # weight and computes exactly only the rows that may hold the argmax
-    "tilelang-bf16head": {"lm_head_q8": False, "lm_head_pick_ahead": False},
+    "tilelang-bf16head": {"lm_head_q8": False},
     # the int8 head's pick taking its bounds a round at a time, at one block an SM, where the default
     # loads every round's bounds at its start, runs two blocks an SM and two candidate rows at once
     # where they fit (build_plan's lm_head_pick_ahead): the same logits and token
