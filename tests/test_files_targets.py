@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 
+from tfdash.errors import TfdashError
 from tfdash.profiling.files import check_writable_file, write_json_atomic
 
 
@@ -56,3 +57,69 @@ def test_analyze_json_to_a_pipe_prints_the_json_there(tmp_path):
     assert r.returncode == 0, r.stderr
     assert t.got and json.loads(t.got[0])["model"]["name"] == "qwen3-tiny"
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_json_to_dev_stdout_redirected_to_a_file_keeps_what_was_printed_around_it(tmp_path):
+    """`tfdash analyze --json /dev/stdout > out.txt`: /dev/stdout leads (/proc/self/fd/1) to out.txt,
+    a regular file; it is written through the descriptor the shell opened, after the report, so the
+    report and the JSON are both in out.txt (out.txt replaced by a new file would lose the report
+    printed to the old one before it and after it)."""
+    out = tmp_path / "out.txt"
+    with open(out, "w") as f:
+        r = subprocess.run([sys.executable, "-m", "tfdash", "analyze", "--model", "qwen3-tiny",
+                            "--json", "/dev/stdout"], stdout=f, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    report, brace, rest = text.partition("\n{")
+    assert report.strip() and brace, text[:300]
+    assert json.loads(brace.lstrip("\n") + rest)["model"]["name"] == "qwen3-tiny"
+
+
+def test_json_to_dev_stdout_appends_to_a_file_opened_for_appending(tmp_path):
+    """`>> log` keeps the log's earlier lines: the write goes through the shell's descriptor, not a
+    new file over the log."""
+    log = tmp_path / "log.txt"
+    log.write_text("earlier\n")
+    code = ("import sys; from tfdash.profiling.files import check_writable_file, write_json_atomic\n"
+            "print('before', flush=True); check_writable_file('/dev/stdout', '--json')\n"
+            "write_json_atomic('/dev/stdout', {'a': 1}); print('after')")
+    with open(log, "a") as f:
+        r = subprocess.run([sys.executable, "-c", code], stdout=f, stderr=subprocess.PIPE, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert log.read_text() == 'earlier\nbefore\n{\n "a": 1\n}\nafter\n'
+
+
+def test_a_closed_stdout_is_refused_before_the_work(tmp_path):
+    """`--json /dev/stdout` with stdout closed (`>&-`) is a one-line error before the run, not a
+    failure at its end."""
+    code = ("import os; from tfdash.errors import TfdashError; from tfdash.profiling.files import check_writable_file\n"
+            "os.close(1)\n"
+            "try:\n    check_writable_file('/dev/stdout', '--json')\nexcept TfdashError as e:\n"
+            "    os.write(2, str(e).encode())")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "--json /dev/stdout: cannot write there" in r.stderr, r.stderr
+
+
+def test_a_symlink_whose_file_cannot_be_made_is_refused_before_the_work(tmp_path):
+    """The link's own folder is writable, but the file it names is under a plain file: checked
+    where the write will go (the link's target), so it fails before a run, not after it."""
+    (tmp_path / "plain").write_text("")
+    link = tmp_path / "out.json"
+    link.symlink_to(tmp_path / "plain" / "out.json")
+    try:
+        check_writable_file(link, "--json")
+    except TfdashError as e:
+        assert str(e).startswith(f"--json {link}: cannot write there"), e
+    else:
+        raise AssertionError("a link into a plain file passed the check")
+
+
+def test_a_loop_of_symlinks_is_refused_before_the_work(tmp_path):
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    try:
+        check_writable_file(tmp_path / "a", "--json")
+    except TfdashError as e:
+        assert "loop" in str(e), e
+    else:
+        raise AssertionError("a loop of links passed the check")

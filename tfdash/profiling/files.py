@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
+import re
 import stat
+import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,9 +41,31 @@ def check_writable_dir(directory, what: str) -> None:
         raise TfdashError(f"{what} {d}: cannot write there ({parent} is not a writable directory)")
 
 
+# a descriptor of this process named as a path: /dev/stdout leads to /proc/self/fd/1
+_FD_PATH = re.compile(r"/(?:dev/fd|proc/(?:self|thread-self|(\d+))/fd)/(\d+)")
+
+
+def own_fd(path) -> int | None:
+    """The descriptor of this process that `path` names, through its links (/dev/stdout, /dev/fd/1,
+    /proc/self/fd/1), or None. Written through it, not reopened: a `> out.txt` redirection keeps
+    the file the shell opened (and what was printed to it), at its offset, and `>>` keeps appending."""
+    p = os.path.abspath(Path(path).expanduser())
+    for _ in range(40):  # the kernel's own limit on links followed
+        m = _FD_PATH.fullmatch(p)
+        if m:
+            return int(m.group(2)) if m.group(1) in (None, str(os.getpid())) else None
+        try:
+            p = os.path.normpath(os.path.join(os.path.dirname(p), os.readlink(p)))
+        except OSError:  # not a link (or not one that can be read): a path of its own
+            return None
+    return None
+
+
 def is_stream(path) -> bool:
-    """`path` is (or links to) a device, pipe or terminal (/dev/stdout, /dev/null, a FIFO): written
-    in place, since there is no file to replace."""
+    """`path` is (or links to) a device, pipe or terminal (/dev/null, a FIFO), or one of this
+    process's descriptors (/dev/stdout): written in place, since there is no file to replace."""
+    if own_fd(path) is not None:
+        return True
     try:
         mode = os.stat(Path(path).expanduser()).st_mode
     except OSError:
@@ -53,15 +79,31 @@ def check_writable_file(path, what: str) -> None:
     if path is None:
         return
     f = Path(path).expanduser()
+    fd = own_fd(f)
+    if fd is not None:
+        try:
+            writable = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE != os.O_RDONLY
+        except OSError:
+            raise TfdashError(f"{what} {f}: cannot write there (descriptor {fd} is not open)") from None
+        if not writable:
+            raise TfdashError(f"{what} {f}: cannot write there (descriptor {fd} is open for reading only)")
+        return
     if is_stream(f):
         if not os.access(f, os.W_OK):
             raise TfdashError(f"{what} {f}: cannot write there (permission denied)")
         return
-    if f.is_dir():
+    if f.is_symlink():  # the file it names is the one written (atomic_writer): checked there
+        try:
+            os.stat(f)
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise TfdashError(f"{what} {f}: cannot write there (a loop of symlinks)") from None
+    target = Path(os.path.realpath(f)) if f.is_symlink() else f
+    if target.is_dir():
         raise TfdashError(f"{what} {f}: is a directory; give a file name")
     if str(path).endswith(("/", os.sep)):  # Path drops the slash: the file would take the folder's name
         raise TfdashError(f"{what} {path}: names a folder (it ends in /); give a file name")
-    parent = next((p for p in (f.parent, *f.parent.parents) if p.exists()), None)
+    parent = next((p for p in (target.parent, *target.parent.parents) if p.exists()), None)
     if parent is None or not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
         raise TfdashError(f"{what} {f}: cannot write there ({parent} is not a writable directory)")
 
@@ -106,7 +148,7 @@ def atomic_writer(path):
     terminal (`--json /dev/stdout`) is written in place, never replaced by a file."""
     path = Path(path).expanduser()
     if is_stream(path):
-        with _stream_writer(path) as write:
+        with _stream_writer(path, own_fd(path)) as write:
             yield write
         return
     target = Path(os.path.realpath(path))  # a symlink's file, so the link stays one
@@ -142,9 +184,14 @@ def atomic_writer(path):
 
 
 @contextmanager
-def _stream_writer(path: Path):
+def _stream_writer(path: Path, fd: int | None):
+    """Write to `path` in place; through a copy of descriptor `fd` where it names one of ours. What
+    was printed before goes first (sys.stdout may be holding it in its buffer)."""
     try:
-        f = open(path, "w", encoding="utf-8")
+        for std in (sys.stdout, sys.stderr):
+            if std is not None:
+                std.flush()
+        f = open(path, "w", encoding="utf-8") if fd is None else os.fdopen(os.dup(fd), "w", encoding="utf-8")
     except OSError as e:
         raise TfdashError(f"cannot write {path}: {e.strerror or e}") from None
 
