@@ -170,3 +170,44 @@ async def test_a_toast_raised_below_80x24_waits_for_the_terminal_to_grow(isolate
         text = screen_text(app)
     assert "exported to /tmp/x.json" in text, text
     assert app.unseen_toasts() == []
+
+
+@sync
+async def test_a_toast_shown_before_the_terminal_shrinks_does_not_cover_the_size_line(isolated_config):
+    """A toast already up when the terminal goes below 80x24 is hidden with the screen under the
+    line, as one raised there is held: the line stays whole, its quit key readable."""
+    app = make_app()
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await settle(pilot)
+        app.notify("exported to /tmp/a-rather-long-name-of-a-file.json", title="export", timeout=30)
+        await settle(pilot)
+        await pilot.resize_terminal(40, 15)
+        await settle(pilot)
+        assert shown(app) == wanted((40, 15)), shown(app)
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot)
+        text = screen_text(app)
+    assert "a-rather-long-name" in text, text  # still within its timeout: shown again
+
+
+@sync
+async def test_toasts_held_through_a_long_stay_below_80x24_are_a_few_the_warnings_kept(isolated_config):
+    """A live run's profile window raises a toast every few seconds: held through a long stay on the
+    size line they would come back as a wall of toasts (and lines printed after the app). The last
+    few are kept, an error or a warning before any note."""
+    from tfdash.app.layout import HELD_TOASTS
+
+    app = make_app()
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.resize_terminal(40, 15)
+        await settle(pilot)
+        app.notify("the engine failed", title="engine", severity="error")
+        for i in range(3 * HELD_TOASTS):
+            app.notify(f"{i} steps at ctx_len {i}", title="profile window", timeout=4)
+        held = app.unseen_toasts()
+        assert len(held) == HELD_TOASTS and held[0] == "engine: the engine failed", held
+        assert held[-1] == f"profile window: {3 * HELD_TOASTS - 1} steps at ctx_len {3 * HELD_TOASTS - 1}"
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot)
+        assert len(app.screen.query("Toast")) == HELD_TOASTS

@@ -157,6 +157,9 @@ def fit_min_size(screen: Screen, size: Size, quit_key: str = "q") -> None:
         found.first(Static).update(Content.styled(line, "bold"))
 
 
+HELD_TOASTS = 8  # a long stay below the minimum (a profile window's toast every few seconds) holds no pile
+
+
 class MinSizeGuard:
     """Mixed into the App, so that every screen it shows is covered below MIN_W×MIN_H: tfdash's
     own, its dialogs (help, baseline picker, A/B) and Textual's (the command palette). Each screen
@@ -167,7 +170,8 @@ class MinSizeGuard:
     open a drill-down no one sees, a typed letter would go into a hidden filter): only the app's
     quit keys act, and they quit whatever screen is on top (q closes the help only when it is seen).
     A toast raised there would cover the line, so it is held and shown once the terminal is large
-    enough, in the order raised."""
+    enough, in the order raised: the last HELD_TOASTS of them, a note dropped before a warning or
+    an error. One already up is hidden under the line (app.tcss)."""
 
     def _on_mount(self, event: events.Mount) -> None:
         self.screen_change_signal.subscribe(self, self._fit_screen)
@@ -203,7 +207,11 @@ class MinSizeGuard:
 
     def notify(self, message: str, **kwargs) -> None:
         if too_small(self.size):
-            self.__dict__.setdefault("_held_toasts", []).append((message, kwargs))
+            held = self.__dict__.setdefault("_held_toasts", [])
+            held.append((message, kwargs))
+            if len(held) > HELD_TOASTS:  # the oldest note goes first, then the oldest of any
+                notes = [i for i, (_, kw) in enumerate(held) if kw.get("severity", "information") == "information"]
+                del held[notes[0] if notes else 0]
             return
         super().notify(message, **kwargs)
 
