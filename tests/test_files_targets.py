@@ -59,20 +59,19 @@ def test_analyze_json_to_a_pipe_prints_the_json_there(tmp_path):
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
 
-def test_json_to_dev_stdout_redirected_to_a_file_keeps_what_was_printed_around_it(tmp_path):
+def test_json_to_dev_stdout_redirected_to_a_file_is_written_into_the_shells_file(tmp_path):
     """`tfdash analyze --json /dev/stdout > out.txt`: /dev/stdout leads (/proc/self/fd/1) to out.txt,
-    a regular file; it is written through the descriptor the shell opened, after the report, so the
-    report and the JSON are both in out.txt (out.txt replaced by a new file would lose the report
-    printed to the old one before it and after it)."""
+    a regular file; the JSON goes through the descriptor the shell opened, so out.txt is that same
+    file (not a new one renamed over it) and holds the JSON alone, the table having gone to stderr."""
     out = tmp_path / "out.txt"
     with open(out, "w") as f:
+        inode = os.fstat(f.fileno()).st_ino
         r = subprocess.run([sys.executable, "-m", "tfdash", "analyze", "--model", "qwen3-tiny",
                             "--json", "/dev/stdout"], stdout=f, stderr=subprocess.PIPE, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    text = out.read_text()
-    report, brace, rest = text.partition("\n{")
-    assert report.strip() and brace, text[:300]
-    assert json.loads(brace.lstrip("\n") + rest)["model"]["name"] == "qwen3-tiny"
+    assert os.stat(out).st_ino == inode
+    assert json.loads(out.read_text())["model"]["name"] == "qwen3-tiny"
+    assert "# analysis target=" in r.stderr
 
 
 def test_json_to_dev_stdout_appends_to_a_file_opened_for_appending(tmp_path):
@@ -123,3 +122,12 @@ def test_a_loop_of_symlinks_is_refused_before_the_work(tmp_path):
         assert "loop" in str(e), e
     else:
         raise AssertionError("a loop of links passed the check")
+
+
+def test_analyze_json_to_stdout_is_the_json_alone():
+    """`tfdash analyze --json /dev/stdout | jq`: stdout holds the JSON alone, the table goes to stderr."""
+    r = subprocess.run([sys.executable, "-m", "tfdash", "analyze", "--model", "qwen3-tiny", "--json", "/dev/stdout"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["model"]["name"] == "qwen3-tiny"
+    assert "# analysis target=" in r.stderr

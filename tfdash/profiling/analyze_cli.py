@@ -82,6 +82,10 @@ def main(argv: list[str]) -> int:
     if capacity > cfg.max_position_embeddings:
         raise TfdashError(f"--capacity {capacity} is past max_position_embeddings={cfg.max_position_embeddings}")
     plan = plan_for(cfg, args.dtype, capacity)  # the plan the engine runs: the TFDASH_* plan knobs in effect
+    from tfdash.profiling.files import own_fd
+
+    # --json /dev/stdout: stdout is the JSON alone (for a pipe into jq), the table goes to stderr
+    out = sys.stderr if args.json and own_fd(args.json) == 1 else sys.stdout
     if sw is not None:
         parts = sw.split(":")
         if len(parts) != 3:
@@ -91,12 +95,12 @@ def main(argv: list[str]) -> int:
         plan.check_ctx(b)
         from tfdash.profiling.sweep_run import run_sweep
 
-        run_sweep(plan, target, a, b, step, args.json)  # rows as priced; JSON points streamed into the file
+        run_sweep(plan, target, a, b, step, args.json, out=out)  # rows as priced; JSON points streamed into the file
         payload = None
     else:
         ctx = _int(dim, "--dim ctx_len") if dim is not None else 0
         report = analyze(plan, target, ctx)
-        sys.stdout.write(render_text(report, operands=args.operands))
+        out.write(render_text(report, operands=args.operands))
         payload = to_json(report)
     if args.json:
         from tfdash.profiling.files import write_json_atomic
