@@ -147,8 +147,9 @@ def atomic_writer(path):
     by the shell). A symlink keeps pointing where it did, at the new file; a device, pipe or
     terminal (`--json /dev/stdout`) is written in place, never replaced by a file."""
     path = Path(path).expanduser()
-    if is_stream(path):
-        with _stream_writer(path, own_fd(path)) as write:
+    own = own_fd(path)
+    if own is not None or is_stream(path):
+        with _stream_writer(path, own) as write:
             yield write
         return
     target = Path(os.path.realpath(path))  # a symlink's file, so the link stays one
@@ -159,14 +160,7 @@ def atomic_writer(path):
         raise TfdashError(f"cannot write {path}: {e.strerror or e}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-
-            def write(text: str) -> None:
-                try:
-                    f.write(text)
-                except OSError as e:
-                    raise TfdashError(f"cannot write {path}: {e.strerror or e}") from None
-
-            yield write
+            yield _writer(f, path)
             try:
                 os.fchmod(f.fileno(), 0o666 & ~current_umask())  # mkstemp makes 0600; files follow the umask
                 f.flush()
@@ -183,6 +177,18 @@ def atomic_writer(path):
         raise
 
 
+def _writer(f, path):
+    """`write(text)` into the open file `f`, its errors one line that names `path`."""
+
+    def write(text: str) -> None:
+        try:
+            f.write(text)
+        except OSError as e:
+            raise TfdashError(f"cannot write {path}: {e.strerror or e}") from None
+
+    return write
+
+
 @contextmanager
 def _stream_writer(path: Path, fd: int | None):
     """Write to `path` in place; through a copy of descriptor `fd` where it names one of ours. What
@@ -194,15 +200,8 @@ def _stream_writer(path: Path, fd: int | None):
         f = open(path, "w", encoding="utf-8") if fd is None else os.fdopen(os.dup(fd), "w", encoding="utf-8")
     except OSError as e:
         raise TfdashError(f"cannot write {path}: {e.strerror or e}") from None
-
-    def write(text: str) -> None:
-        try:
-            f.write(text)
-        except OSError as e:
-            raise TfdashError(f"cannot write {path}: {e.strerror or e}") from None
-
     try:
-        yield write
+        yield _writer(f, path)
         try:
             f.flush()
         except OSError as e:
