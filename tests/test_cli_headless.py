@@ -24,7 +24,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 SUMMARY = re.compile(
     r"(?P<tps>[\d.]+) tok/s over the whole generation \((?P<new>\d+) new tokens in (?P<wall>[\d.]+) s, "
-    r"prompt walk included(, paused (?P<held>[\d.]+) s not counted)?\); "
+    r"prompt included(, paused (?P<held>[\d.]+) s not counted)?\); "
     r"time to first token (?P<ttft>[\d.]+) ms; decode-only (?P<decode>[\d.]+) tok/s; "
     r"ms/step p50 (?P<p50>[\d.]+) p99 (?P<p99>[\d.]+); "
     r"prompt (?P<prompt>\d+) tokens, (?P<new2>\d+) new(; |$)", re.M)
@@ -294,9 +294,10 @@ def test_generation_yields_exactly_max_new_tokens(tiny_engine):
     assert all(0 <= t < eng.config.vocab_size for t in gen.tokens)
     s = gen.stats
     assert (s.prompt_tokens, s.new_tokens, s.stopped) == (5, 20, "")
-    assert len(s.step_ns) == 5 - 1 + 20  # the prompt walk's steps are timed too
+    assert s.prefill_positions == 5 - 1 and s.prefill_ns > 0  # the prompt but its last in one chunk
+    assert len(s.step_ns) == 20  # the chunk is no step; the prompt's last position is the first
     assert all(ns > 0 for ns in s.step_ns)
-    assert [e.step_ns for e in events] == list(s.step_ns)[4:]
+    assert [e.step_ns for e in events] == list(s.step_ns)
     elapsed = [e.elapsed_ns for e in events]
     assert elapsed == sorted(elapsed) and elapsed[-1] == s.wall_ns
     assert s.tok_per_s == pytest.approx(20 / (s.wall_ns / 1e9))

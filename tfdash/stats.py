@@ -56,12 +56,14 @@ class GenerationStats(Rates):
     prompt_tokens: int
     new_tokens: int = 0
     wall_ns: int = 0  # since the generation began, held time included
-    step_ns: array = field(default_factory=lambda: array("q"))  # every step, prompt walk included
+    step_ns: array = field(default_factory=lambda: array("q"))  # every step, a prompt walk's included
     stopped: str = ""  # "", "eos", "cancelled"
     paused_ns: int = 0  # wall time inside profiling windows' start/finish (drains, CUPTI set-up)
-    steps: int = 0  # steps completed, prompt walk included (step_ns may keep only the last ones)
+    steps: int = 0  # steps completed, a prompt walk's included (step_ns may keep only the last ones)
     ttft_ns: int = 0  # run time (held time left out) until the first new token was harvested
     held_ns: int = 0  # wall time the generation was held (paused); not run time
+    prefill_positions: int = 0  # prompt positions taken in chunks before the first step (0: walked)
+    prefill_ns: int = 0  # their device time (CPU: host time), once the first token is harvested
 
     @property
     def ms_per_step_p50(self) -> float:
@@ -87,7 +89,7 @@ def summary(tok_per_s: float, new_tokens: int, wall_ns: int, held_ns: int, ttft_
     p50 = "-" if p50_ms is None or p50_ms != p50_ms else f"{p50_ms:.3f}"
     p99 = "-" if p99_ms is None or p99_ms != p99_ms else f"{p99_ms:.3f}"
     return (f"{tok_per_s:.1f} tok/s over the whole generation ({tokens(new_tokens, 'new ')} in "
-            f"{(wall_ns - held_ns) / 1e9:.3f} s, prompt walk included{held}); time to first token {first}; "
+            f"{(wall_ns - held_ns) / 1e9:.3f} s, prompt included{held}); time to first token {first}; "
             f"decode-only {dec}; ms/step p50 {p50} p99 {p99}; prompt {tokens(prompt_tokens)}, {new_tokens} new")
 
 

@@ -171,8 +171,11 @@ def plan_for(cfg: ModelConfig, dtype: str, capacity: int, backend: str = "tilela
     child process with the same environment builds the same plan: `tfdash counters` relies on it).
     The int8 head (TFDASH_LM_HEAD_Q8) is the tilelang engine's: the torch runtimes keep the bf16
     GEMV head, their fastest form (the int8 head's torch spelling is a reference, several times
-    slower), and so does a shape its kernels do not take (a hidden size not a multiple of 512)."""
+    slower), and so does a shape its kernels do not take (a hidden size not a multiple of 512).
+    The prompt is taken in chunks (TFDASH_PREFILL) by every backend, except where the tilelang
+    prompt kernels cannot take the shape: there the step walks it."""
     from tfdash.engine.head_plan import q8_unsupported
+    from tfdash.engine.prefill_plan import ROWS, prefill_unsupported
     from tfdash.kernels.splitkv import SPLIT_CAP
     from tfdash.settings import SETTINGS
 
@@ -190,9 +193,12 @@ def plan_for(cfg: ModelConfig, dtype: str, capacity: int, backend: str = "tilela
                       ring_in_graph=bool(SETTINGS.ring_in_graph), attn_ilp=bool(SETTINGS.attn_ilp),
                       attn_rounds_carry=bool(SETTINGS.attn_rounds_carry),
                       lm_head_q8=q8, lm_head_pick_ahead=q8 and bool(SETTINGS.lm_head_pick_ahead),
-                      attn_split_cap=None if cap == SPLIT_CAP else cap)  # the default keeps the kernel's name
+                      attn_split_cap=None if cap == SPLIT_CAP else cap,  # the default keeps the kernel's name
+                      prefill_rows=ROWS if SETTINGS.prefill else 0)
     if plan.meta["options"]["lm_head_q8"] and q8_unsupported(plan):
         plan = build_plan(cfg, **{**plan.meta["options"], "lm_head_q8": False, "lm_head_pick_ahead": False})
+    if backend == "tilelang-graph" and plan.meta["options"]["prefill_rows"] and prefill_unsupported(plan):
+        plan = build_plan(cfg, **{**plan.meta["options"], "prefill_rows": 0})  # the step walks the prompt
     return plan
 
 

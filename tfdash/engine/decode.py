@@ -1,8 +1,11 @@
 """The decode loop: a generator of token events that the CLI, the profiler and the app consume.
 
-    prefill   the same captured step walks the prompt one position at a time (no host round trip:
-              the argmax launch feeds the next prompt token while any remain)
-    decode    each further step's argmax is the next token
+    prefill   the prompt's positions but its last, in chunks through the prompt's plan
+              (`Runtime.take_prompt`), where the plan has one; else the captured step walks them one
+              position at a time (no host round trip: the argmax launch feeds the next prompt token
+              while any remain)
+    decode    the step at the prompt's last position, whose argmax is the first new token; each
+              further step's argmax is the next token
 
 The host keeps up to `depth` steps in flight and harvests ring slots whose events completed.
 
@@ -105,8 +108,10 @@ class Generation:
 
     def __init__(self, runtime: Runtime, prompt_ids: list[int], max_new_tokens: int, tokenizer,
                  eos_ids=(), depth: int = 16, stop: threading.Event | None = None,
-                 keep: int | None = None):
-        """`keep`: remember only the last `keep` tokens and step times (a bounded run; None keeps all)."""
+                 keep: int | None = None, prefill: bool = True):
+        """`keep`: remember only the last `keep` tokens and step times (a bounded run; None keeps all).
+        `prefill=False`: the steps walk the prompt even where the plan could take it in chunks (each
+        prompt position's prediction lands in `out_tokens`, as a teacher-forced check reads them)."""
         plan = runtime.plan
         check_generation(plan.config, plan.capacity, len(prompt_ids), max_new_tokens)
         check_prompt_ids(plan.config, prompt_ids)
@@ -127,6 +132,7 @@ class Generation:
         self._pending: deque = deque()  # windows waiting for the next step boundary
         self._resume = threading.Event()  # clear: hold at the next step boundary (see pause)
         self._resume.set()
+        self.prefill = prefill
         self._n_prompt = len(self.prompt_ids)
         self._total = self._n_prompt - 1 + max_new_tokens  # steps to run
         self._step = 0  # the next step to enqueue
@@ -188,6 +194,7 @@ class Generation:
         rt, stats = self.runtime, self.stats
         rt.reset(self.prompt_ids)
         self._t0 = time.perf_counter_ns()
+        self._take_prompt()
         rt.begin()
         try:
             while True:
@@ -225,6 +232,14 @@ class Generation:
                 self._bracket(w.finish, rt, self._win_left > 0 or self._harvested < self._win_last)
             while self._pending:
                 self._pending.popleft().cancel("the generation ended before the window could run")
+
+    def _take_prompt(self) -> None:
+        """The prompt's positions but its last in chunks, where the runtime can: the steps start at
+        the last one (step s still runs at position s). Its time is in the wall time and TTFT, and
+        in `stats.prefill_ns` once the first token is harvested; not in any step's."""
+        if self.prefill:
+            taken = self.runtime.take_prompt(self.prompt_ids)
+            self._step = self.step_index = self.stats.prefill_positions = taken
 
     def _paused(self) -> bool:
         return not self._resume.is_set() and self._win is None
@@ -304,6 +319,8 @@ class Generation:
         stats.wall_ns = time.perf_counter_ns() - self._t0
         if stats.new_tokens == 1:
             stats.ttft_ns = stats.wall_ns - stats.held_ns
+            if stats.prefill_positions:
+                stats.prefill_ns = rt.prefill.elapsed_ns()
         text = self.decoder.push(tok)
         self._trim_decoder()
         return TokenEvent(stats.new_tokens - 1, tok, text, dt, stats.wall_ns)

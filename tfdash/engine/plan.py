@@ -168,7 +168,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                attn_trigger_at: str | None = None, attn_merge_early_group: int | None = None,
                gate_up_silu: bool = True, qkv_trigger_first: bool | None = None,
                ring_in_graph: bool = True, attn_ilp: bool = True, attn_rounds_carry: bool = True,
-               lm_head_q8: bool = False, lm_head_pick_ahead: bool = False) -> StepPlan:
+               lm_head_q8: bool = False, lm_head_pick_ahead: bool = False, prefill_rows: int = 0) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -228,6 +228,9 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     `lm_head_pick_ahead` (with lm_head_q8): the pick loads every round's bounds at its start, runs two
     blocks an SM and reads candidate rows two at a time where they fit (a kernel named _ahead, the
     same logits and token); False: the baseline.
+    `prefill_rows`: the runtime takes a prompt's positions but its last that many at a time, through the
+    prompt's plan (tfdash.engine.prefill_plan; the step's launches are the same); 0: the step walks the
+    prompt one position at a time (the baseline).
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import paired as gemv_paired
@@ -246,6 +249,8 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         raise TfdashError(f"trigger_first on {', '.join(early)}: the kernel after it reads activations before its "
                           f"grid dependency (allowed on {', '.join(TRIGGER_FIRST_OPS)})")
     cfg.validate()
+    if prefill_rows not in (0, 16):
+        raise TfdashError(f"prefill_rows={prefill_rows} must be 0 (the step walks the prompt) or 16")
     if capacity < 1:
         raise CapacityError(f"capacity={capacity} must be positive")
     H, D, I, V, L = cfg.hidden_size, cfg.head_dim, cfg.intermediate_size, cfg.vocab_size, cfg.num_layers

@@ -89,6 +89,16 @@ class Runtime(TokenRing):
         self.launch_args = [self._resolve(launch) for launch in plan.launches]
         self.launch_fns: list[Callable[[], None]] = [self._launch_fn(i) for i in range(len(plan.launches))]
         self._ring_init()
+        self.prefill = self._make_prefill()
+
+    def _make_prefill(self):
+        """The runtime of the prompt's plan where the plan asks for one (build_plan's prefill_rows)."""
+        rows = dict(self.plan.meta.get("options", {})).get("prefill_rows", 0)
+        if not rows:
+            return None
+        from tfdash.engine.prefill import Prefill
+
+        return Prefill(self, rows, progress=getattr(self, "_progress", None))
 
     # -- buffers -------------------------------------------------------------------------
     def _allocate(self, weights):
@@ -161,6 +171,17 @@ class Runtime(TokenRing):
         b["tok"].fill_(int(prompt_ids[0]))
         b["pos"].zero_()
         b["out_tokens"].zero_()
+
+    def take_prompt(self, prompt_ids: list[int]) -> int:
+        """After `reset`, with a prompt plan: enqueue the prompt's positions but its last in chunks
+        and leave tok = its last token, pos = its last position, so the next step's argmax is the
+        first new token. Returns the positions taken (0: none, the steps walk the prompt)."""
+        if self.prefill is None or len(prompt_ids) < 2:
+            return 0
+        n = self.prefill.enqueue(prompt_ids)
+        self.bufs["tok"].fill_(int(prompt_ids[-1]))
+        self.bufs["pos"].fill_(n)
+        return n
 
     def step(self) -> None:
         """One decode step, enqueued on the current stream (eager: run every launch)."""
@@ -301,6 +322,8 @@ class GraphRuntime(Runtime):
         Runtime.reset(self, warmup_prompt or [0, 0])
         self.warm_up(2)
         self.graph = self._capture(lambda: Runtime.step(self))
+        if self.prefill is not None:
+            self.prefill.capture()
 
     @property
     def needs_capture(self) -> bool:
@@ -342,6 +365,7 @@ class TilelangRuntime(GraphRuntime):
 
         self.pdl = SETTINGS.pdl if pdl is None else pdl
         self.kernels = compile_plan(plan, progress=progress, pdl=self.pdl)
+        self._progress = progress  # for the prompt plan's kernels (_make_prefill)
         super().__init__(plan, weights, device)
 
     def _launch_fn(self, i, args=None):

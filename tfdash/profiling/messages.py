@@ -33,12 +33,12 @@ class Status:
 
 @dataclass(frozen=True)
 class TokenBatch:
-    """Tokens harvested since the last batch, the steps that made them (prompt walk included),
+    """Tokens harvested since the last batch, the steps that made them (a prompt walk's included),
     and the run so far."""
 
     kind: ClassVar[str] = "tokens"
     tokens: tuple[TokenRecord, ...]
-    step_ns: tuple[int, ...]  # the steps completed since the previous batch (prompt walk included)
+    step_ns: tuple[int, ...]  # the steps completed since the previous batch (a prompt walk's included)
     new_tokens: int
     wall_ns: int
     tok_per_s: float

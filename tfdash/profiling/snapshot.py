@@ -260,7 +260,7 @@ class ProfileSnapshot(Rates):
     schema: str = SCHEMA
     version: int = VERSION
     target: dict | None = None  # Target.to_dict() of the ceiling the predictions use
-    steps: int = 0  # steps run, prompt walk included (step_ns keeps only the last ones)
+    steps: int = 0  # steps run, a prompt walk's included (step_ns keeps only the last ones)
     paused_ns: int = 0  # wall time spent in profiling set-up/tear-down and marginal measurements
     profile_windows: int = 0  # profile windows completed so far
     timeline: tuple[KernelSpan, ...] = ()  # the latest window's kernels (last few steps)

@@ -47,7 +47,13 @@ PLAN_VARIANTS = {
     # loads every round's bounds at its start, runs two blocks an SM and two candidate rows at once
     # where they fit (build_plan's lm_head_pick_ahead): the same logits and token
     "tilelang-pickfirst": {"lm_head_pick_ahead": False},
+    # the decode step walks the prompt one position a step, where the default takes its positions but
+    # the last 16 at a time through the prompt's plan (build_plan's prefill_rows)
+    "tilelang-walk": {"prefill_rows": 0},
 }
+# variants whose decode step is the default's: only a generation from its start (the bench) tells
+# them apart, so the live A/B, which continues the running generation, does not offer them
+BENCH_ONLY = ("tilelang-walk",)
 
 
 GEMV_OPS = ("qkv_proj", "o_proj", "gate_up", "down", "lm_head")  # the GEMVs a --gemv variant may set

@@ -1,0 +1,79 @@
+"""Taking a prompt in chunks before the decode steps: the runtime of the prompt's plan.
+
+    pf = Prefill(rt)           the chunk plan's runtime over rt's weights, cache, RoPE tables and
+                               prompt (tfdash.engine.prefill_plan), its own rows
+    n = pf.enqueue(ids)        positions 0 .. len(ids) - 2, `rows` a chunk, enqueued on the stream
+    pf.elapsed_ns()            their device time (read once a later step has completed)
+
+A tilelang runtime replays one captured graph a chunk: the chunk's start and count are device
+scalars set before each replay, so one graph serves every chunk of every prompt. The torch
+runtimes run the chunk plan's torch spellings eagerly (they read the start and count on the host).
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+
+class Prefill:
+    def __init__(self, rt, rows: int, progress=None):
+        from tfdash.engine.prefill_plan import build_prefill_plan
+        from tfdash.engine.runtime import Runtime, make_runtime
+
+        plan = build_prefill_plan(rt.plan, rows)
+        given = {n: rt.bufs[n] for n, s in plan.buffers.items() if s.parent is None and n in rt.bufs}
+        self.tilelang = rt.backend == "tilelang-graph"
+        self.rows, self.cuda = rows, rt.cuda
+        # no PDL: the chunk's kernels wait for the one before them to finish, as a plain stream does
+        self.runtime = make_runtime("tilelang-graph" if self.tilelang else "torch-eager", plan, given, rt.device,
+                                    progress=progress, pdl=False)
+        self._eager = lambda: Runtime.step(self.runtime)
+        self.graph = None
+        self._ns = 0
+        if self.cuda:
+            self._start, self._end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+    @property
+    def plan(self):
+        return self.runtime.plan
+
+    def capture(self) -> None:
+        """Capture one chunk (tilelang on CUDA): warmed up and captured with a count of 0, so
+        neither writes a cache row."""
+        if not (self.tilelang and self.cuda) or self.graph is not None:
+            return
+        rt = self.runtime
+        rt.bufs["pf_start"].zero_()
+        rt.bufs["pf_count"].zero_()
+        rt.warm_up(1)
+        self.graph = rt._capture(self._eager)
+
+    def enqueue(self, prompt_ids) -> int:
+        """Positions 0 .. len - 2 of the prompt (already in the shared `prompt` buffer), a chunk
+        at a time; returns how many."""
+        n = len(prompt_ids) - 1
+        if n < 1:
+            return 0
+        self.capture()
+        b = self.runtime.bufs
+        t = time.perf_counter_ns()
+        if self.cuda:
+            self._start.record()
+        for start in range(0, n, self.rows):
+            b["pf_start"].fill_(start)
+            b["pf_count"].fill_(min(self.rows, n - start))
+            (self.graph.replay if self.graph is not None else self._eager)()
+        if self.cuda:
+            self._end.record()
+        else:
+            self._ns = time.perf_counter_ns() - t
+        return n
+
+    def elapsed_ns(self) -> int:
+        """The last `enqueue`'s device time (CPU: its host time); on CUDA, waits for its end."""
+        if not self.cuda:
+            return self._ns
+        self._end.synchronize()
+        return int(self._start.elapsed_time(self._end) * 1e6)
