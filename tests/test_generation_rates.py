@@ -166,6 +166,27 @@ def test_bench_holds_each_backend_to_the_bytes_its_own_plan_moves():
     assert got["tilelang-bf16head"] - got["tilelang-graph"] == pytest.approx(head_saved, rel=0.02)
 
 
+def test_a_prompt_taken_in_chunks_is_held_to_its_chunks_bytes():
+    """With prefill_rows, the 11 positions before a 12-token prompt's last move one chunk's bytes
+    (the body's weights once, not eleven steps' worth); the steps from the last position on are the
+    walk's, and a one-token prompt is the walk exactly."""
+    from tfdash.engine.config import preset
+    from tfdash.engine.plan import build_plan
+    from tfdash.engine.prefill_plan import build_prefill_plan
+    from tfdash.profiling.analyze import analyze
+    from tfdash.profiling.bench import generation_bytes
+
+    cfg = preset("qwen3-1.7b")
+    walk, chunked = build_plan(cfg, capacity=2112), build_plan(cfg, capacity=2112, prefill_rows=16)
+    steps = 11 + 2048
+    saved = generation_bytes(walk, TARGET, steps, 12) - generation_bytes(chunked, TARGET, steps, 12)
+    eleven = sum(analyze(walk, TARGET, p).bytes for p in range(11))
+    chunk = sum(launch.cost(0).bytes for launch in build_prefill_plan(chunked).launches)
+    assert saved == eleven - chunk and 9 * chunk < eleven  # eleven steps' bytes, less the one chunk's
+    assert generation_bytes(chunked, TARGET, 2048, 1) == generation_bytes(walk, TARGET, 2048, 1)
+    assert generation_bytes(walk, TARGET, steps, 12) == generation_bytes(walk, TARGET, steps)
+
+
 def test_a_peers_failure_names_its_cause_on_one_line():
     """torch.compile wraps the compiler's error under a line that only introduces it; the bench's one
     line carries the cause too, so a peer that fails to warm up says why."""

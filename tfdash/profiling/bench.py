@@ -39,6 +39,8 @@ share of the measured cold copy bandwidth.
     tilelang-bf16head the lm_head as the bf16 GEMV, not bounded through its int8 copy (TFDASH_LM_HEAD_Q8)
     tilelang-pickfirst the int8 head's pick a round of bounds at a time, one block an SM, where the
                      default loads them ahead (TFDASH_LM_HEAD_PICK_AHEAD)
+    tilelang-walk    the decode step walks the prompt a position a step, where the default takes it
+                     16 positions a chunk first (TFDASH_PREFILL)
     tilelang[OP:K=V] a GEMV launch-settings variant (--gemv), the sweep behind the GEMV table
     tilelang@N       tilelang-graph with an N-position KV cache (--also-capacity N), against the run-sized one
     torch-compile    the same plan's torch spelling through torch.compile (inductor, autotuned,
@@ -120,16 +122,27 @@ def said(e: BaseException, width: int = 300) -> str:
     return text[:width]
 
 
-def generation_bytes(plan, target, steps: int) -> int:
-    """Bytes the analyzer says every step of the generation moves: step p runs at ctx_len p."""
+def generation_bytes(plan, target, steps: int, prompt_tokens: int = 0) -> int:
+    """Bytes the analyzer says the generation moves: step p runs at ctx_len p. A plan that takes
+    the prompt in chunks (build_plan's prefill_rows) runs no step before the prompt's last
+    position: its chunks' launches move their own bytes instead (each weight once a chunk)."""
     from tfdash.profiling.analyze import analyze
 
     b0 = analyze(plan, target, 0).bytes
     b1 = analyze(plan, target, 1).bytes
-    return steps * b0 + (b1 - b0) * steps * (steps - 1) // 2
+    rows = dict(plan.meta.get("options", {})).get("prefill_rows", 0)
+    first = prompt_tokens - 1 if rows and prompt_tokens > 1 else 0  # the positions taken in chunks
+    positions = steps * (steps - 1) // 2 - first * (first - 1) // 2  # the sum of the steps' ctx_len
+    chunks = 0
+    if first:
+        from tfdash.engine.prefill_plan import build_prefill_plan
+
+        pf = build_prefill_plan(plan, rows)
+        chunks = sum(launch.cost(start).bytes for start in range(0, first, rows) for launch in pf.launches)
+    return (steps - first) * b0 + (b1 - b0) * positions + chunks
 
 
-def bytes_by_peer(peers: dict, plan, target, steps: int) -> dict[str, int]:
+def bytes_by_peer(peers: dict, plan, target, steps: int, prompt_tokens: int = 0) -> dict[str, int]:
     """Each peer's generation bytes by the plan it runs (`peer.plan`; the default plan for the torch
     and transformers peers), so a variant that moves fewer bytes (the int8 head) is held to its own
     bytes, not credited with the default's."""
@@ -138,7 +151,7 @@ def bytes_by_peer(peers: dict, plan, target, steps: int) -> dict[str, int]:
     for name, peer in peers.items():
         p = getattr(peer, "plan", None) or plan
         if id(p) not in made:
-            made[id(p)] = generation_bytes(p, target, steps)
+            made[id(p)] = generation_bytes(p, target, steps, prompt_tokens)
         out[name] = made[id(p)]
     return out
 
@@ -306,8 +319,8 @@ def main(argv: list[str]) -> int:
     probe = probe_bandwidth("cuda")
     target = measured_target("cuda", probe)
     steps = len(ids) - 1 + args.max_new_tokens
-    gen_bytes = generation_bytes(engine_plan, target, steps)
-    peer_bytes = bytes_by_peer(peers, plan, target, steps)
+    gen_bytes = generation_bytes(engine_plan, target, steps, len(ids))
+    peer_bytes = bytes_by_peer(peers, plan, target, steps, len(ids))
 
     # Warm-up: capture the graphs, compile HF (its first generate compiles for both shapes).
     print("# warm-up (graph capture, torch.compile)", file=sys.stderr)
