@@ -71,24 +71,30 @@ def plans(sizes, only_default=False, variants=(), gemv=(), capacities=CAPACITIES
 
 
 def distinct(sizes, only_default=False, variants=(), gemv=(), capacities=CAPACITIES, ops=()):
-    """One job a distinct kernel (name and dims) of the plans, only the launches of `ops` if given."""
+    """One job a distinct kernel (name and dims) of the plans, only the launches of `ops` if given;
+    with a plan that takes prompts in chunks, its prompt plan's kernels too (built without PDL, as
+    the runtime builds them)."""
+    from tfdash.engine.prefill_plan import build_prefill_plan
+
     seen = {}
     for plan in filter(None, plans(sizes, only_default, variants, gemv, capacities)):
-        for launch in plan.kernels().values():
+        rows = dict(plan.meta.get("options", {})).get("prefill_rows", 0)
+        prompt = build_prefill_plan(plan, rows).kernels().values() if rows and not ops else ()
+        for launch, pdl in [*((x, True) for x in plan.kernels().values()), *((x, False) for x in prompt)]:
             if ops and launch.op not in ops:
                 continue
-            key = (launch.kernel, tuple(sorted((k, str(v)) for k, v in launch.dims.items())))
-            seen.setdefault(key, (launch.family, launch.kernel, dict(launch.dims)))
+            key = (launch.kernel, tuple(sorted((k, str(v)) for k, v in launch.dims.items())), pdl)
+            seen.setdefault(key, (launch.family, launch.kernel, dict(launch.dims), pdl))
     return list(seen.values())
 
 
 def compile_job(job):
     from tfdash.engine.compile import compile_one
 
-    fam, kernel, dims = job
+    fam, kernel, dims, pdl = job
     t = time.perf_counter()
     try:
-        compile_one(SimpleNamespace(family=fam, kernel=kernel, dims=MappingProxyType(dims)))
+        compile_one(SimpleNamespace(family=fam, kernel=kernel, dims=MappingProxyType(dims)), pdl=None if pdl else False)
     except Exception as e:  # tvm's errors do not pickle: one would break the pool for every job
         raise RuntimeError(f"{type(e).__name__}: {str(e).strip().splitlines()[-1][:300]}") from None
     return kernel, time.perf_counter() - t
@@ -106,10 +112,13 @@ def main():
     ap.add_argument("--capacities", default=",".join(map(str, CAPACITIES)),
                     help="KV capacities of the plans (the attention and argmax kernels depend on them)")
     ap.add_argument("--ops", default="", help="comma-separated ops (lm_head, argmax, ...): only their kernels")
+    ap.add_argument("--prompt", action="store_true", help="only the prompt plans' kernels (tests/gpu/test_prefill_gpu.py)")
     args = ap.parse_args()
     caps = tuple(int(c) for c in args.capacities.split(",") if c)
     jobs = distinct(args.sizes.split(","), args.only_default, [v for v in args.variants.split(",") if v], args.gemv,
                     caps, {o for o in args.ops.split(",") if o})
+    if args.prompt:
+        jobs = [j for j in jobs if not j[3]]
     t0 = time.perf_counter()
     print(f"# compiling {len(jobs)} kernels on {args.workers} workers", flush=True)
     failed = 0
