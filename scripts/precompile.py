@@ -112,7 +112,8 @@ def main():
     ap.add_argument("--capacities", default=",".join(map(str, CAPACITIES)),
                     help="KV capacities of the plans (the attention and argmax kernels depend on them)")
     ap.add_argument("--ops", default="", help="comma-separated ops (lm_head, argmax, ...): only their kernels")
-    ap.add_argument("--prompt", action="store_true", help="only the prompt plans' kernels (tests/gpu/test_prefill_gpu.py)")
+    ap.add_argument("--prompt", action="store_true",
+                    help="only the prompt plans' kernels (tests/gpu/test_prefill_gpu.py)")
     args = ap.parse_args()
     caps = tuple(int(c) for c in args.capacities.split(",") if c)
     jobs = distinct(args.sizes.split(","), args.only_default, [v for v in args.variants.split(",") if v], args.gemv,

@@ -149,7 +149,8 @@ def tilelang_rmsnorm(dims):
             rstd = T.alloc_var("float32")
             ssq = 0.0
             for j in T.unroll(per):
-                xs[j] = T.if_then_else(j * threads + tx < H, T.cast(x[m, T.min(j * threads + tx, H - 1)], "float32"), 0.0)
+                xs[j] = T.if_then_else(j * threads + tx < H,
+                                       T.cast(x[m, T.min(j * threads + tx, H - 1)], "float32"), 0.0)
                 ssq += xs[j] * xs[j]
             ssq = T.warp_reduce_sum(ssq)
             if tx % 32 == 0:
@@ -204,9 +205,8 @@ def tilelang_gemm(dims):
                                                  + T.cast(T.cast(acc[i, j], dt), "float32"), dt)
                 elif silu:
                     g = T.cast(T.cast(acc[i, j], dt), "float32")
-                    out[i, bx * bn + j] = T.cast(
-                        T.cast(T.cast(g / (1.0 + T.exp(-g)), dt), "float32") * T.cast(T.cast(acc_u[i, j], dt), "float32"),
-                        dt)
+                    u = T.cast(T.cast(acc_u[i, j], dt), "float32")
+                    out[i, bx * bn + j] = T.cast(T.cast(T.cast(g / (1.0 + T.exp(-g)), dt), "float32") * u, dt)
                 else:
                     out[i, bx * bn + j] = T.cast(acc[i, j], dt)
 
@@ -214,7 +214,8 @@ def tilelang_gemm(dims):
 
 
 register(Family(name="rows_embed", roles=("prompt", "start", "count", "table", "out"), cost=cost_embed,
-                torch=torch_embed, tilelang=tilelang_embed, describe="x[m] = E[prompt[start + m]], a chunk of the prompt"))
+                torch=torch_embed, tilelang=tilelang_embed,
+                describe="x[m] = E[prompt[start + m]], a chunk of the prompt"))
 register(Family(name="rows_rmsnorm", roles=("x", "w", "out"), cost=cost_rmsnorm, torch=torch_rmsnorm,
                 tilelang=tilelang_rmsnorm, describe="out[m] = rmsnorm(x[m]) * w, each row of a prompt chunk"))
 register(Family(name="rows_gemm", roles=("x", "w", "out"), cost=cost_gemm, torch=torch_gemm, tilelang=tilelang_gemm,

@@ -95,7 +95,8 @@ def tilelang_rope(dims):
     norm is a warp reduction. Rows past count exit."""
     import tilelang.language as T
 
-    M, nH, nKV, D, C, dt = dims["M"], dims["n_heads"], dims["n_kv_heads"], dims["head_dim"], dims["capacity"], dims["dtype"]
+    M, nH, nKV, D, C, dt = (dims["M"], dims["n_heads"], dims["n_kv_heads"], dims["head_dim"], dims["capacity"],
+                            dims["dtype"])
     eps = float(dims["eps"])
     half = D // 2
     per = half // 32
@@ -169,7 +170,8 @@ def tilelang_attention(dims):
     q.K^T and P.V), masking positions past each row's own."""
     import tilelang.language as T
 
-    M, nH, nKV, D, C, dt = dims["M"], dims["n_heads"], dims["n_kv_heads"], dims["head_dim"], dims["capacity"], dims["dtype"]
+    M, nH, nKV, D, C, dt = (dims["M"], dims["n_heads"], dims["n_kv_heads"], dims["head_dim"], dims["capacity"],
+                            dims["dtype"])
     group = nH // nKV
     bkv = BLOCK_KV
     scale = 1.0 / math.sqrt(D) * 1.44269504  # exp2 of log2(e) * s
@@ -199,9 +201,11 @@ def tilelang_attention(dims):
             T.fill(m_new, neg)
             for kb in T.serial(T.ceildiv(n, bkv)):
                 for j, d in T.Parallel(bkv, D):
-                    ks[j, d] = T.if_then_else(kb * bkv + j < n, k_cache[g, T.min(kb * bkv + j, C - 1), d], T.cast(0, dt))
+                    ks[j, d] = T.if_then_else(kb * bkv + j < n, k_cache[g, T.min(kb * bkv + j, C - 1), d],
+                                              T.cast(0, dt))
                 for j, d in T.Parallel(bkv, D):
-                    vs[j, d] = T.if_then_else(kb * bkv + j < n, v_cache[g, T.min(kb * bkv + j, C - 1), d], T.cast(0, dt))
+                    vs[j, d] = T.if_then_else(kb * bkv + j < n, v_cache[g, T.min(kb * bkv + j, C - 1), d],
+                                              T.cast(0, dt))
                 T.clear(s)
                 T.gemm(qs, ks, s, transpose_B=True)
                 for i, j in T.Parallel(M, bkv):

@@ -133,12 +133,10 @@ def generation_bytes(plan, target, steps: int, prompt_tokens: int = 0) -> int:
     rows = dict(plan.meta.get("options", {})).get("prefill_rows", 0)
     first = prompt_tokens - 1 if rows and prompt_tokens > 1 else 0  # the positions taken in chunks
     positions = steps * (steps - 1) // 2 - first * (first - 1) // 2  # the sum of the steps' ctx_len
-    chunks = 0
-    if first:
-        from tfdash.engine.prefill_plan import build_prefill_plan
+    from tfdash.engine.prefill_plan import build_prefill_plan
 
-        pf = build_prefill_plan(plan, rows)
-        chunks = sum(launch.cost(start).bytes for start in range(0, first, rows) for launch in pf.launches)
+    pf = build_prefill_plan(plan, rows).launches if first else ()
+    chunks = sum(launch.cost(start).bytes for start in range(0, first, rows or 1) for launch in pf)
     return (steps - first) * b0 + (b1 - b0) * positions + chunks
 
 
