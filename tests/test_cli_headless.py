@@ -294,10 +294,10 @@ def test_generation_yields_exactly_max_new_tokens(tiny_engine):
     assert all(0 <= t < eng.config.vocab_size for t in gen.tokens)
     s = gen.stats
     assert (s.prompt_tokens, s.new_tokens, s.stopped) == (5, 20, "")
-    assert s.prefill_positions == 5 - 1 and s.prefill_ns > 0  # the prompt but its last in one chunk
-    assert len(s.step_ns) == 20  # the chunk is no step; the prompt's last position is the first
+    assert s.prefill_positions == 5 and s.prefill_ns > 0  # the prompt in one chunk, then the head
+    assert len(s.step_ns) == 19  # the chunk and the head are no step: the first token is theirs
     assert all(ns > 0 for ns in s.step_ns)
-    assert [e.step_ns for e in events] == list(s.step_ns)
+    assert [e.step_ns for e in events] == [s.prefill_ns, *s.step_ns]
     elapsed = [e.elapsed_ns for e in events]
     assert elapsed == sorted(elapsed) and elapsed[-1] == s.wall_ns
     assert s.tok_per_s == pytest.approx(20 / (s.wall_ns / 1e9))

@@ -167,9 +167,9 @@ def test_bench_holds_each_backend_to_the_bytes_its_own_plan_moves():
 
 
 def test_a_prompt_taken_in_chunks_is_held_to_its_chunks_bytes():
-    """With prefill_rows, the 11 positions before a 12-token prompt's last move one chunk's bytes
-    (the body's weights once, not eleven steps' worth); the steps from the last position on are the
-    walk's, and a one-token prompt is the walk exactly."""
+    """With prefill_rows, a 12-token prompt moves one chunk's bytes (the body's weights once, not
+    twelve steps' worth) and the head's on its last position; the steps after it are the walk's,
+    and a one-token prompt is the walk exactly."""
     from tfdash.engine.config import preset
     from tfdash.engine.plan import build_plan
     from tfdash.engine.prefill_plan import build_prefill_plan
@@ -180,9 +180,10 @@ def test_a_prompt_taken_in_chunks_is_held_to_its_chunks_bytes():
     walk, chunked = build_plan(cfg, capacity=2112), build_plan(cfg, capacity=2112, prefill_rows=16)
     steps = 11 + 2048
     saved = generation_bytes(walk, TARGET, steps, 12) - generation_bytes(chunked, TARGET, steps, 12)
-    eleven = sum(analyze(walk, TARGET, p).bytes for p in range(11))
+    twelve = sum(analyze(walk, TARGET, p).bytes for p in range(12))
     chunk = sum(launch.cost(0).bytes for launch in build_prefill_plan(chunked).launches)
-    assert saved == eleven - chunk and 9 * chunk < eleven  # eleven steps' bytes, less the one chunk's
+    head = sum(x.cost(11).bytes for x in walk.launches if x.role in ("lm_head", "argmax"))
+    assert saved == twelve - chunk - head and 9 * chunk < twelve  # twelve steps' bytes, less one chunk's
     assert generation_bytes(chunked, TARGET, 2048, 1) == generation_bytes(walk, TARGET, 2048, 1)
     assert generation_bytes(walk, TARGET, steps, 12) == generation_bytes(walk, TARGET, steps)
 

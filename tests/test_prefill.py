@@ -38,8 +38,8 @@ def _prompt(n: int) -> list[int]:
 
 @pytest.mark.parametrize("n", [2, 16, 17, 40])
 def test_chunks_leave_the_walks_cache_and_tokens(n):
-    """Prompts of one position, one whole chunk, a chunk and one, and three chunks: the cache rows
-    of positions 0 .. n-2 match the walk's, and the tokens generated after them are the same."""
+    """Prompts of two positions, one whole chunk, a chunk and one, and three chunks: the cache rows
+    of every prompt position match the walk's, and the tokens generated after them are the same."""
     walk, chunks = _runtime(0), _runtime(ROWS)
     ids = _prompt(n)
     tok = StandInTokenizer(TINY.vocab_size)
@@ -50,10 +50,12 @@ def test_chunks_leave_the_walks_cache_and_tokens(n):
     for name in ("k_cache", "v_cache"):
         want, got = walk.bufs[name][:, :, :n], chunks.bufs[name][:, :, :n]
         assert torch.allclose(got, want, atol=1e-4, rtol=1e-4), (name, (got - want).abs().max())
-    assert b.stats.prefill_positions == n - 1 and a.stats.prefill_positions == 0
+    assert b.stats.prefill_positions == n and a.stats.prefill_positions == 0
     assert b.stats.prefill_ns > 0 and a.stats.prefill_ns == 0
-    assert b.stats.steps == 6 and a.stats.steps == n - 1 + 6  # the chunks are no step
+    assert b.stats.steps == 5 and a.stats.steps == n - 1 + 6  # the chunks and the head are no step
     assert b.stats.new_tokens == a.stats.new_tokens == 6
+    assert int(chunks.bufs["out_tokens"][n - 1]) == ta[0]  # the head stored the first token as the step does
+    assert int(chunks.bufs["pos"][0]) == int(walk.bufs["pos"][0]) == n - 1 + 6
 
 
 def test_generation_can_still_walk_a_prompt_plan():
@@ -67,6 +69,17 @@ def test_generation_can_still_walk_a_prompt_plan():
     assert int(rt.bufs["out_tokens"][0]) != 0 or int(rt.bufs["out_tokens"][1]) != 0
 
 
+def test_the_first_token_is_the_prompt_time_and_the_steps_follow():
+    """The first token's step time is the chunks' and the head's; the step at the prompt's last
+    position never ran; every later step is timed, and a headless profile of the run is the walk's."""
+    rt = _runtime(ROWS)
+    g = Generation(rt, _prompt(20), 4, StandInTokenizer(TINY.vocab_size))
+    events = list(g)
+    assert events[0].step_ns == g.stats.prefill_ns > 0
+    assert [e.step_ns for e in events[1:]] == list(g.stats.step_ns) and len(g.stats.step_ns) == 3
+    assert g.stats.ttft_ns >= g.stats.prefill_ns
+
+
 def test_one_position_prompt_has_nothing_to_take():
     rt = _runtime(ROWS)
     g = Generation(rt, [5], 3, StandInTokenizer(TINY.vocab_size))
@@ -77,8 +90,8 @@ def test_prompt_plan_shares_the_decode_plans_weights_and_cache():
     plan = build_plan(preset("qwen3-8b"), capacity=256, prefill_rows=ROWS)
     pf = build_prefill_plan(plan)
     L = plan.config.num_layers
-    assert len(pf) == 1 + 8 * (L - 1) + 3  # the last layer stops at its KV append
-    assert pf.launches[-1].role == f"L{L - 1}.qk_norm_rope"
+    assert len(pf) == 1 + 8 * L + 1  # embed, the layers, the last row into the step's x
+    assert pf.launches[-1].role == "last" and pf.launches[-1].args["out"] == "x"
     for name, spec in pf.buffers.items():
         if name in plan.buffers:
             assert plan.buffers[name] == spec, name
@@ -89,10 +102,8 @@ def test_prompt_plan_shares_the_decode_plans_weights_and_cache():
     assert weights <= set(plan.buffers) and "lm_head" not in weights
     # one chunk streams the body's weights once: the cost model's weight bytes say so
     read = sum(launch.cost(0).read_by_kind("weight") for launch in pf.launches)
-    last = plan.config.num_layers - 1
-    skipped = sum(plan.buffers[f"L{last}.{n}"].nbytes for n in ("w_o", "mlp_norm", "w_gu", "w_down"))
     body = sum(s.nbytes for n, s in plan.buffers.items() if s.kind == "weight" and n.startswith("L"))
-    assert read == body - skipped + ROWS * plan.config.hidden_size * 2  # + the chunk's embedding rows
+    assert read == body + ROWS * plan.config.hidden_size * 2  # + the chunk's embedding rows
 
 
 def test_prefill_rows_other_than_a_tile_refuse_in_one_line():

@@ -62,7 +62,7 @@ class GenerationStats(Rates):
     steps: int = 0  # steps completed, a prompt walk's included (step_ns may keep only the last ones)
     ttft_ns: int = 0  # run time (held time left out) until the first new token was harvested
     held_ns: int = 0  # wall time the generation was held (paused); not run time
-    prefill_positions: int = 0  # prompt positions taken in chunks before the first step (0: walked)
+    prefill_positions: int = 0  # prompt positions taken in chunks, the head on the last (0: walked)
     prefill_ns: int = 0  # their device time (CPU: host time), once the first token is harvested
 
     @property

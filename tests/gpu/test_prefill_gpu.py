@@ -103,6 +103,9 @@ def test_rmsnorm_and_embed(size):
     embed = plan.launches[0]
     a, b, _ = both(plan, embed, 100, 5, ["out"])
     assert torch.equal(b["out"], a["out"])  # a gather: bit for bit, zeros past the count
+    last = plan.launches[-1]
+    a, b, base = both(plan, last, 0, 5, ["out"])
+    assert torch.equal(b["out"], base["rows"][4]) and torch.equal(a["out"], b["out"])
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -145,11 +148,11 @@ def test_engine_takes_the_prompt_in_chunks_as_the_step_walks_it(size, n):
     tok = StandInTokenizer(cfg.vocab_size)
     walked = Generation(rt, ids, 8, tok, prefill=False)
     want = [e.token_id for e in walked]
-    caches = {c: rt.bufs[c][:, :, :n - 1].clone() for c in ("k_cache", "v_cache")}
+    caches = {c: rt.bufs[c][:, :, :n].clone() for c in ("k_cache", "v_cache")}
     chunked = Generation(rt, ids, 8, tok)
     got = [e.token_id for e in chunked]
-    assert chunked.stats.prefill_positions == n - 1 and chunked.stats.steps == 8
+    assert chunked.stats.prefill_positions == n and chunked.stats.steps == 7  # the first token is the head's
     assert chunked.stats.prefill_ns > 0
     for c, want_c in caches.items():
-        assert rel_err(rt.bufs[c][:, :, :n - 1], want_c) < 2e-2, c
+        assert rel_err(rt.bufs[c][:, :, :n], want_c) < 2e-2, c
     assert got[0] == want[0], (got, want)  # random weights: later tokens may part on a near tie

@@ -1,11 +1,10 @@
 """The decode loop: a generator of token events that the CLI, the profiler and the app consume.
 
-    prefill   the prompt's positions but its last, in chunks through the prompt's plan
-              (`Runtime.take_prompt`), where the plan has one; else the captured step walks them one
-              position at a time (no host round trip: the argmax launch feeds the next prompt token
-              while any remain)
-    decode    the step at the prompt's last position, whose argmax is the first new token; each
-              further step's argmax is the next token
+    prefill   the prompt in chunks through the prompt's plan, then the step's head alone on its
+              last position, whose argmax is the first new token (`Runtime.take_prompt`), where the
+              plan has one; else the captured step walks the prompt one position at a time (no
+              host round trip: the argmax launch feeds the next prompt token while any remain)
+    decode    each further step's argmax is the next token
 
 The host keeps up to `depth` steps in flight and harvests ring slots whose events completed.
 
@@ -93,12 +92,16 @@ class steady_host:
         return False
 
 
+def _no_step() -> None:
+    """A step_fn that launches nothing: `enqueue` then only puts the token in its slot and marks it."""
+
+
 @dataclass(frozen=True)
 class TokenEvent:
     index: int  # 0-based among generated tokens
     token_id: int
     text: str  # the text this token adds to the stream (may be "" mid-character)
-    step_ns: int  # time of the step that produced it
+    step_ns: int  # time of the step that produced it (the first token of a prompt taken in chunks: theirs)
     elapsed_ns: int  # wall time since the generation began
 
 
@@ -133,6 +136,7 @@ class Generation:
         self._resume = threading.Event()  # clear: hold at the next step boundary (see pause)
         self._resume.set()
         self.prefill = prefill
+        self._head = -1  # the slot-step whose token the prompt's chunks and the head made (no step)
         self._n_prompt = len(self.prompt_ids)
         self._total = self._n_prompt - 1 + max_new_tokens  # steps to run
         self._step = 0  # the next step to enqueue
@@ -234,12 +238,18 @@ class Generation:
                 self._pending.popleft().cancel("the generation ended before the window could run")
 
     def _take_prompt(self) -> None:
-        """The prompt's positions but its last in chunks, where the runtime can: the steps start at
-        the last one (step s still runs at position s). Its time is in the wall time and TTFT, and
-        in `stats.prefill_ns` once the first token is harvested; not in any step's."""
-        if self.prefill:
-            taken = self.runtime.take_prompt(self.prompt_ids)
-            self._step = self.step_index = self.stats.prefill_positions = taken
+        """The prompt in chunks and the head on its last position, where the runtime can: their token
+        goes through the ring slot of that position like a step's, and the steps start one past it
+        (step s still runs at position s). Their time is in the wall time, the TTFT and, once the
+        token is harvested, `stats.prefill_ns`; they are no step (no step time, no window holds them)."""
+        rt, n = self.runtime, self._n_prompt
+        rt.begin()
+        if self.prefill and rt.take_prompt(self.prompt_ids):
+            rt.enqueue((n - 1) % RING, _no_step)  # the head's token into the ring slot, and its event
+            self._head = n - 1
+            self._inflight.append(n - 1)
+            self._step = self.step_index = n
+            self.stats.prefill_positions = n
 
     def _paused(self) -> bool:
         return not self._resume.is_set() and self._win is None
@@ -304,10 +314,13 @@ class Generation:
         rt, stats = self.runtime, self.stats
         slot = s % RING
         rt.wait(slot)
-        dt = rt.step_ns(slot)
         self._harvested = s
-        stats.step_ns.append(dt)
-        stats.steps += 1
+        if s == self._head:  # the prompt's chunks and the head: the first token, no step
+            dt = stats.prefill_ns = rt.prefill.elapsed_ns()
+        else:
+            dt = rt.step_ns(slot)
+            stats.step_ns.append(dt)
+            stats.steps += 1
         w = self._win
         if w is not None and self._win_first <= s <= self._win_last:
             w.on_step(dt)
@@ -319,8 +332,6 @@ class Generation:
         stats.wall_ns = time.perf_counter_ns() - self._t0
         if stats.new_tokens == 1:
             stats.ttft_ns = stats.wall_ns - stats.held_ns
-            if stats.prefill_positions:
-                stats.prefill_ns = rt.prefill.elapsed_ns()
         text = self.decoder.push(tok)
         self._trim_decoder()
         return TokenEvent(stats.new_tokens - 1, tok, text, dt, stats.wall_ns)

@@ -2,8 +2,9 @@
 
     pf = Prefill(rt)           the chunk plan's runtime over rt's weights, cache, RoPE tables and
                                prompt (tfdash.engine.prefill_plan), its own rows
-    n = pf.enqueue(ids)        positions 0 .. len(ids) - 2, `rows` a chunk, enqueued on the stream
-    pf.elapsed_ns()            their device time (read once a later step has completed)
+    pf.enqueue(ids, then)      every position of the prompt, `rows` a chunk, then `then()` (the step's
+                               head on the last row), enqueued on the stream
+    pf.elapsed_ns()            their device time (waits for them)
 
 A tilelang runtime replays one captured graph a chunk: the chunk's start and count are device
 scalars set before each replay, so one graph serves every chunk of every prompt. The torch
@@ -15,6 +16,36 @@ from __future__ import annotations
 import time
 
 import torch
+
+
+class PromptChunks:
+    """The prompt half of a Runtime (a mixin, as TokenRing is): it reads the runtime's `plan`,
+    `bufs`, `launch_fns` and `prefill`."""
+
+    def _make_prefill(self):
+        """The runtime of the prompt's plan where the plan asks for one (build_plan's prefill_rows)."""
+        rows = dict(self.plan.meta.get("options", {})).get("prefill_rows", 0)
+        return Prefill(self, rows, progress=getattr(self, "_progress", None)) if rows else None
+
+    def take_prompt(self, prompt_ids: list[int]) -> bool:
+        """After `reset`, with a prompt plan: enqueue every prompt position in chunks, then the step's
+        head on the last one (`head_step` at pos = its position), which leaves the first new token in
+        tok (and its out_tokens and ring slot) and pos one past the prompt, as the step there would.
+        False: nothing taken (no prompt plan, or one position: the steps walk the prompt)."""
+        if self.prefill is None or len(prompt_ids) < 2:
+            return False
+        self.bufs["pos"].fill_(len(prompt_ids) - 1)
+        self.prefill.enqueue(prompt_ids, then=self.head_step)
+        return True
+
+    def head_step(self) -> None:
+        """The step's launches after its last layer (lm_head and argmax) alone, on the residual in x."""
+        for i in self.head_launches:
+            self.launch_fns[i]()
+
+    @property
+    def head_launches(self) -> list[int]:
+        return [launch.index for launch in self.plan.launches if launch.layer is None and launch.index > 0]
 
 
 class Prefill:
@@ -50,12 +81,10 @@ class Prefill:
         rt.warm_up(1)
         self.graph = rt._capture(self._eager)
 
-    def enqueue(self, prompt_ids) -> int:
-        """Positions 0 .. len - 2 of the prompt (already in the shared `prompt` buffer), a chunk
-        at a time; returns how many."""
-        n = len(prompt_ids) - 1
-        if n < 1:
-            return 0
+    def enqueue(self, prompt_ids, then=None) -> None:
+        """Every position of the prompt (already in the shared `prompt` buffer), a chunk at a time,
+        then `then()`; their time is `elapsed_ns`."""
+        n = len(prompt_ids)
         self.capture()
         b = self.runtime.bufs
         t = time.perf_counter_ns()
@@ -65,11 +94,12 @@ class Prefill:
             b["pf_start"].fill_(start)
             b["pf_count"].fill_(min(self.rows, n - start))
             (self.graph.replay if self.graph is not None else self._eager)()
+        if then is not None:
+            then()
         if self.cuda:
             self._end.record()
         else:
             self._ns = time.perf_counter_ns() - t
-        return n
 
     def elapsed_ns(self) -> int:
         """The last `enqueue`'s device time (CPU: its host time); on CUDA, waits for its end."""

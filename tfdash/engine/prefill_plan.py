@@ -2,10 +2,10 @@
 
 The decode step walks a prompt one position a step, streaming every weight once a position. A
 chunk streams them once for up to `rows` positions, through tensor-core GEMMs (tfdash.kernels.rows)
-and a causal attention over the cache (tfdash.kernels.rows_attention). What a chunk leaves is its
-positions' K/V in the cache, which is all the decode step needs of them: the prompt's last
-position is still the decode step's, whose argmax is the first new token. So the last layer stops
-at its KV append, and nothing takes the lm_head.
+and a causal attention over the cache (tfdash.kernels.rows_attention). A chunk leaves its
+positions' K/V in the cache, and its last row's residual in the decode step's `x`: the runtime then
+runs the step's head launches alone on it (`Runtime.head_step`: lm_head, argmax), whose token is
+the first new one, as the step at the prompt's last position would have made it.
 
     embed                 x[m] = E[prompt[start + m]]
     L{i}.attn_norm        xn = rmsnorm(x)
@@ -16,6 +16,7 @@ at its KV append, and nothing takes the lm_head.
     L{i}.mlp_norm         xn = rmsnorm(x)
     L{i}.gate_up          h = silu(g) * u, g|u = xn @ W_gu^T
     L{i}.down             x += h @ W_down^T
+    last                  x_step = x[count - 1]  (the decode step's residual: its head reads it)
 
 Its buffers that the decode plan has too (the weights, the cache, the RoPE tables, the prompt) are
 the decode runtime's own tensors; its own are the chunk's rows and the chunk's `pf_start` and
@@ -50,7 +51,7 @@ def build_prefill_plan(plan: StepPlan, rows: int = ROWS) -> StepPlan:
         kernel = f"rows_gemm_{role.split('.', 1)[1]}"
         launch(role, layer, "rows_gemm", kernel, dict(N=N, K=K, epilogue=epilogue), **args)
 
-    for name in ("prompt", "embed", "rope_cos", "rope_sin", "k_cache", "v_cache"):
+    for name in ("prompt", "embed", "rope_cos", "rope_sin", "k_cache", "v_cache", "x"):
         s = plan.buffers[name]
         buf(name, s.shape, s.dtype, s.kind)
     buf("pf_start", (1,), "int32", "activation")
@@ -79,8 +80,6 @@ def build_prefill_plan(plan: StepPlan, rows: int = ROWS) -> StepPlan:
         launch(p + "qk_norm_rope", i, "rows_rope", "rows_rope", dict(heads, eps=eps), qkv="pf_qkv",
                q_norm=p + "q_norm", k_norm=p + "k_norm", cos="rope_cos", sin="rope_sin", q="pf_q",
                k_cache=p + "k_cache", v_cache=p + "v_cache", **chunk)
-        if i == L - 1:
-            break  # the last layer's K/V is all a later position reads of it
         launch(p + "attention", i, "rows_attention", "rows_attention", heads, q="pf_q", k_cache=p + "k_cache",
                v_cache=p + "v_cache", out="pf_attn", **chunk)
         gemm(p + "o_proj", i, H, cfg.q_size, "residual", x="pf_attn", w=p + "w_o", out="pf_x")
@@ -88,6 +87,7 @@ def build_prefill_plan(plan: StepPlan, rows: int = ROWS) -> StepPlan:
                w=p + "mlp_norm", out="pf_xn")
         gemm(p + "gate_up", i, 2 * I, H, "silu_mul", x="pf_xn", w=p + "w_gu", out="pf_h")
         gemm(p + "down", i, H, I, "residual", x="pf_h", w=p + "w_down", out="pf_x")
+    launch("last", None, "rows_last", "rows_last", dict(H=H), rows="pf_x", count="pf_count", out="x")
     return StepPlan(cfg, dt, C, MappingProxyType(buffers), tuple(launches),
                     MappingProxyType({"prefill_rows": rows}))
 

@@ -22,6 +22,8 @@ releases it).
 
 The runtime owns that state and every graph of it; profiling asks, never pokes the buffers:
 
+    rt.take_prompt(ids)            after `reset`: the prompt in chunks, then the step's head on its
+                                   last position (the plan's prefill_rows; tfdash.engine.prefill)
     with rt.held(): ...            pos/tok (and what a capture moves) restored on exit
     rt.set_position(ctx)           the next step runs at ctx_len = ctx
     rt.ensure_captured()           capture the step now if it is a graph runtime and has not been
@@ -43,6 +45,7 @@ import torch
 
 from tfdash.engine.memory import carve
 from tfdash.engine.plan import TOKEN_RING, StepPlan
+from tfdash.engine.prefill import PromptChunks
 from tfdash.engine.token_ring import TokenRing, device_view
 from tfdash.kernels.base import family
 from tfdash.kernels.rope import rope_tables
@@ -73,9 +76,10 @@ class VariantGraph:
         self.graph.replay()
 
 
-class Runtime(TokenRing):
+class Runtime(TokenRing, PromptChunks):
     """Buffers and eager stepping; subclasses add capture and tilelang kernels. The token ring's
-    methods (begin, enqueue, ready, wait, token, step_ns) are TokenRing's."""
+    methods (begin, enqueue, ready, wait, token, step_ns) are TokenRing's; taking a prompt in
+    chunks (take_prompt, head_step) is PromptChunks'."""
 
     backend = "torch-eager"
     scatter_state = False  # True: each state buffer its own allocation, whatever TFDASH_STATE_ARENA says
@@ -90,15 +94,6 @@ class Runtime(TokenRing):
         self.launch_fns: list[Callable[[], None]] = [self._launch_fn(i) for i in range(len(plan.launches))]
         self._ring_init()
         self.prefill = self._make_prefill()
-
-    def _make_prefill(self):
-        """The runtime of the prompt's plan where the plan asks for one (build_plan's prefill_rows)."""
-        rows = dict(self.plan.meta.get("options", {})).get("prefill_rows", 0)
-        if not rows:
-            return None
-        from tfdash.engine.prefill import Prefill
-
-        return Prefill(self, rows, progress=getattr(self, "_progress", None))
 
     # -- buffers -------------------------------------------------------------------------
     def _allocate(self, weights):
@@ -171,17 +166,6 @@ class Runtime(TokenRing):
         b["tok"].fill_(int(prompt_ids[0]))
         b["pos"].zero_()
         b["out_tokens"].zero_()
-
-    def take_prompt(self, prompt_ids: list[int]) -> int:
-        """After `reset`, with a prompt plan: enqueue the prompt's positions but its last in chunks
-        and leave tok = its last token, pos = its last position, so the next step's argmax is the
-        first new token. Returns the positions taken (0: none, the steps walk the prompt)."""
-        if self.prefill is None or len(prompt_ids) < 2:
-            return 0
-        n = self.prefill.enqueue(prompt_ids)
-        self.bufs["tok"].fill_(int(prompt_ids[-1]))
-        self.bufs["pos"].fill_(n)
-        return n
 
     def step(self) -> None:
         """One decode step, enqueued on the current stream (eager: run every launch)."""
@@ -314,7 +298,7 @@ class GraphRuntime(Runtime):
 
     def __init__(self, plan, weights, device="cuda"):
         super().__init__(plan, weights, device)
-        self.graph = None
+        self.graph = self.head_graph = None
 
     def capture(self, warmup_prompt: list[int] | None = None) -> None:
         """Warm up, then capture one step. The warm-up steps move pos and tok; `reset` restores
@@ -324,6 +308,7 @@ class GraphRuntime(Runtime):
         self.graph = self._capture(lambda: Runtime.step(self))
         if self.prefill is not None:
             self.prefill.capture()
+            self.head_graph = self._capture(lambda: Runtime.head_step(self))
 
     @property
     def needs_capture(self) -> bool:
@@ -353,6 +338,11 @@ class GraphRuntime(Runtime):
         if self.graph is None:
             raise RuntimeError("reset() (or capture()) the graph runtime before stepping it")
         self.graph.replay()
+
+    def head_step(self) -> None:
+        """The head's launches replayed from their own graph where captured (with the step's), else
+        eagerly (a runtime sharing another's state captures only its step)."""
+        (self.head_graph.replay if self.head_graph is not None else super().head_step)()
 
 
 class TilelangRuntime(GraphRuntime):

@@ -6,6 +6,7 @@ never stored where a decode step reads it.
 
     rows_embed    x[m] = E[prompt[start + m]]  (m < count; later rows zero)
     rows_rmsnorm  out[m] = rmsnorm(x[m]) * w
+    rows_last     out = x[count - 1]  (the chunk's last row, for the decode step's head)
     rows_gemm     out[m] (=|+=) W @ x[m]    for all M rows at once: W streams once a chunk,
                   through the tensor cores, where the decode GEMV streams it once a token
 
@@ -36,6 +37,12 @@ def torch_embed(dims, bufs):
     out[:count].copy_(bufs["table"].index_select(0, ids))
 
 
+def torch_last(dims, bufs):
+    count = int(bufs["count"][0])
+    if count > 0:
+        bufs["out"].copy_(bufs["rows"][count - 1])
+
+
 def torch_rmsnorm(dims, bufs):
     bufs["out"].copy_(rmsnorm(bufs["x"], bufs["w"], dims["eps"]))
 
@@ -56,6 +63,12 @@ def cost_embed(dims, ctx_len=0):
     M, H, es = dims["M"], dims["H"], DTYPE_BYTES[dims["dtype"]]
     return make_cost({}, {}, [Operand("prompt", "activation", 4 * M, 0), Operand("table", "weight", M * H * es, 0),
                               Operand("out", "activation", 0, M * H * es)])
+
+
+def cost_last(dims, ctx_len=0):
+    H, es = dims["H"], DTYPE_BYTES[dims["dtype"]]
+    return make_cost({}, {}, [Operand("rows", "activation", H * es, 0), Operand("count", "activation", 4, 0),
+                              Operand("out", "activation", 0, H * es)])
 
 
 def cost_rmsnorm(dims, ctx_len=0):
@@ -129,6 +142,28 @@ def tilelang_embed(dims):
                             live, table[t, (it * threads + tx) * vec + j], T.cast(0, dt))
 
     return rows_embed
+
+
+def tilelang_last(dims):
+    """One block copies row count - 1 (a count of 0, as at capture, copies nothing)."""
+    import tilelang.language as T
+
+    M, H, dt = dims["M"], dims["H"], dims["dtype"]
+    threads, vec = 128, 8
+    iters = -(-H // (threads * vec))
+
+    @T.prim_func
+    def rows_last(rows: T.Tensor((M, H), dt), count: T.Tensor((1,), "int32"), out: T.Tensor((H,), dt)):
+        with T.Kernel(1, threads=threads) as _:
+            tx = T.get_thread_binding(0)
+            m = count[0] - 1
+            if m >= 0:
+                for it in T.unroll(iters):
+                    if (it * threads + tx) * vec < H:
+                        for j in T.vectorized(vec):
+                            out[(it * threads + tx) * vec + j] = rows[m, (it * threads + tx) * vec + j]
+
+    return rows_last
 
 
 def tilelang_rmsnorm(dims):
@@ -216,6 +251,8 @@ def tilelang_gemm(dims):
 register(Family(name="rows_embed", roles=("prompt", "start", "count", "table", "out"), cost=cost_embed,
                 torch=torch_embed, tilelang=tilelang_embed,
                 describe="x[m] = E[prompt[start + m]], a chunk of the prompt"))
+register(Family(name="rows_last", roles=("rows", "count", "out"), cost=cost_last, torch=torch_last,
+                tilelang=tilelang_last, describe="x = rows[count - 1], a prompt chunk's last row for the step's head"))
 register(Family(name="rows_rmsnorm", roles=("x", "w", "out"), cost=cost_rmsnorm, torch=torch_rmsnorm,
                 tilelang=tilelang_rmsnorm, describe="out[m] = rmsnorm(x[m]) * w, each row of a prompt chunk"))
 register(Family(name="rows_gemm", roles=("x", "w", "out"), cost=cost_gemm, torch=torch_gemm, tilelang=tilelang_gemm,

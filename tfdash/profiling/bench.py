@@ -124,20 +124,21 @@ def said(e: BaseException, width: int = 300) -> str:
 
 def generation_bytes(plan, target, steps: int, prompt_tokens: int = 0) -> int:
     """Bytes the analyzer says the generation moves: step p runs at ctx_len p. A plan that takes
-    the prompt in chunks (build_plan's prefill_rows) runs no step before the prompt's last
-    position: its chunks' launches move their own bytes instead (each weight once a chunk)."""
+    the prompt in chunks (build_plan's prefill_rows) runs no step on the prompt: its chunks' launches
+    (each weight once a chunk) and the head's on the last position move their own bytes instead."""
     from tfdash.profiling.analyze import analyze
 
     b0 = analyze(plan, target, 0).bytes
     b1 = analyze(plan, target, 1).bytes
     rows = dict(plan.meta.get("options", {})).get("prefill_rows", 0)
-    first = prompt_tokens - 1 if rows and prompt_tokens > 1 else 0  # the positions taken in chunks
+    first = prompt_tokens if rows and prompt_tokens > 1 else 0  # the positions taken in chunks
     positions = steps * (steps - 1) // 2 - first * (first - 1) // 2  # the sum of the steps' ctx_len
     from tfdash.engine.prefill_plan import build_prefill_plan
 
     pf = build_prefill_plan(plan, rows).launches if first else ()
+    head = [x for x in plan.launches if x.layer is None and x.index > 0] if first else ()
     chunks = sum(launch.cost(start).bytes for start in range(0, first, rows or 1) for launch in pf)
-    return (steps - first) * b0 + (b1 - b0) * positions + chunks
+    return (steps - first) * b0 + (b1 - b0) * positions + chunks + sum(x.cost(first - 1).bytes for x in head)
 
 
 def bytes_by_peer(peers: dict, plan, target, steps: int, prompt_tokens: int = 0) -> dict[str, int]:
