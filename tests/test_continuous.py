@@ -82,6 +82,20 @@ def test_statistics_land_on_the_right_launches(plan):
     assert sweep[1].kernel_ns == tuple(percentile(sy.excl[128:256, i], 50) for i in range(len(names)))
 
 
+def test_a_prompt_taken_in_chunks_starts_the_index_past_it(plan):
+    """The chunks' kernels are no plan kernel's and the head's run in a graph of their own, so
+    the first whole step is the one past the prompt: it is indexed there (its ctx_len)."""
+    names = tilelang_names(plan)
+    head = [r for r in rows(synth(plan, 1)) if r[0] in ("gemv_lm_head_kernel", "argmax_feed_ring_kernel")]
+    assert len(head) == 2
+    prompt = [("rows_gemm_qkv_proj_kernel", 1, 2, GRAPH + 5)] + [(r[0], r[1], r[2], GRAPH + 6) for r in head]
+    sy = synth(plan, 40, t0=1_000_000)
+    t, _ = timed(plan, batches(prompt + rows(sy)), first_index=12)
+    v = t.view()
+    assert t.mapper.steps == 40 and (v.first_step, v.last_step) == (12, 51)
+    assert names[0] and t.mapper.ignored == len(prompt)
+
+
 def test_memory_is_flat_over_a_20k_step_stream(plan):
     tracemalloc.start()
     try:

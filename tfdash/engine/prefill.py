@@ -32,11 +32,15 @@ class PromptChunks:
         head on the last one (`head_step` at pos = its position), which leaves the first new token in
         tok (and its out_tokens and ring slot) and pos one past the prompt, as the step there would.
         False: nothing taken (no prompt plan, or one position: the steps walk the prompt)."""
-        if self.prefill is None or len(prompt_ids) < 2:
+        if not self.first_step(prompt_ids):
             return False
         self.bufs["pos"].fill_(len(prompt_ids) - 1)
         self.prefill.enqueue(prompt_ids, then=self.head_step)
         return True
+
+    def first_step(self, prompt_ids) -> int:
+        """The position of a generation's first step: past the prompt where `take_prompt` takes it."""
+        return len(prompt_ids) if self.prefill is not None and len(prompt_ids) > 1 else 0
 
     def head_step(self) -> None:
         """The step's launches after its last layer (lm_head and argmax) alone, on the residual in x."""

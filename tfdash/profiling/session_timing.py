@@ -21,8 +21,8 @@ def start_timing(s: "Session") -> None:
     """Start continuous timing on the session's runtime when its mode asks for it."""
     if s.timing_mode == "windows":
         return
-    timing, note = start_continuous(s.runtime, s.timer, s._make_source(s.runtime), s._post,
-                                    on_change=s._touch, **s._cont_kw)
+    timing, note = start_continuous(s.runtime, s.timer, s._make_source(s.runtime), s._post, on_change=s._touch,
+                                    first_index=s.runtime.first_step(s.prompt_ids), **s._cont_kw)
     with s._lock:
         s.continuous, s.timing_note = timing, note
         s._version += 1

@@ -33,11 +33,12 @@ FALLBACK = "per-kernel times come from profile windows"
 
 class ContinuousTiming:
     def __init__(self, source: RecordSource, names, keep: int = 256, bucket: int = 128,
-                 require_graph: bool = True, on_change=None, on_steps=None):
+                 require_graph: bool = True, on_change=None, on_steps=None, first_index: int = 0):
         """`on_change()`: after each batch that measured steps (the Session's next snapshot is a
-        new one). `on_steps(Steps)`: every step as measured (a check script keeps them all)."""
+        new one). `on_steps(Steps)`: every step as measured (a check script keeps them all).
+        `first_index`: the generation's first step (its ctx_len: past a prompt taken in chunks)."""
         self.source = source
-        self.mapper = StepMapper(names, require_graph)
+        self.mapper = StepMapper(names, require_graph, first_index)
         self.stats = ContinuousStats(names, self.mapper.kernel_names, self.mapper.owner, keep, bucket)
         self.on_change, self.on_steps = on_change, on_steps
         self._lock = threading.Lock()
