@@ -228,9 +228,9 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     `lm_head_pick_ahead` (with lm_head_q8): the pick loads every round's bounds at its start, runs two
     blocks an SM and reads candidate rows two at a time where they fit (a kernel named _ahead, the
     same logits and token); False: the baseline.
-    `prefill_rows`: the runtime takes a prompt's positions but its last that many at a time, through the
-    prompt's plan (tfdash.engine.prefill_plan; the step's launches are the same); 0: the step walks the
-    prompt one position at a time (the baseline).
+    `prefill_rows`: the runtime takes a prompt that many positions at a time, through the prompt's plan
+    (tfdash.engine.prefill_plan), then the step's head alone on its last position (the step's launches
+    are the same); 0: the step walks the prompt one position at a time (the baseline).
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import paired as gemv_paired

@@ -47,8 +47,8 @@ PLAN_VARIANTS = {
     # loads every round's bounds at its start, runs two blocks an SM and two candidate rows at once
     # where they fit (build_plan's lm_head_pick_ahead): the same logits and token
     "tilelang-pickfirst": {"lm_head_pick_ahead": False},
-    # the decode step walks the prompt one position a step, where the default takes its positions but
-    # the last 16 at a time through the prompt's plan (build_plan's prefill_rows)
+    # the decode step walks the prompt one position a step, where the default takes it 16 positions
+    # at a time through the prompt's plan, then the step's head on its last (build_plan's prefill_rows)
     "tilelang-walk": {"prefill_rows": 0},
 }
 # variants whose decode step is the default's: only a generation from its start (the bench) tells
