@@ -149,7 +149,8 @@ def builds_read_by(item) -> list:
     """The builds a test here reads (conftest queues them before any test runs)."""
     if item.originalname != "test_every_preset_prompt_kernel_compiles_for_sm90a" or needs_nvcc.args[0]:
         return []
-    return [(EVERY[item.callspec.params["key"]], {"pdl": False}, False)]
+    launch = EVERY[item.callspec.params["key"]]
+    return [(launch, {"pdl": False}, launch.family == "rows_gemm")]
 
 
 @needs_nvcc
@@ -168,3 +169,15 @@ def test_every_preset_prompt_kernel_compiles_for_sm90a(key, kernel_builds):
     assert sorted(p.removesuffix("_handle").removesuffix("_desc") for p in built.params) == sorted(roles)
     if launch.family in ("rows_gemm", "rows_attention"):
         assert "mma_sync" in built.source or "wgmma" in built.source
+    if launch.family == "rows_gemm":
+        from tfdash.kernels.rows import block_n, gemm_threads
+
+        # no register reallocation between producer and consumer warps: it took 240 registers a
+        # consumer thread (one block an SM), and setmaxnreg wants whole warpgroups (bn = 16 has two
+        # consumer warps)
+        assert "setmaxnreg" not in built.source
+        out_n = launch.dims["N"] // (2 if launch.dims["epilogue"] == "silu_mul" else 1)
+        threads = 2 * gemm_threads(block_n(out_n))  # the producer warps beside the consumers
+        regs = kernel_builds.resources(launch).registers
+        assert regs * threads * 2 <= 65536, regs  # two blocks an SM, where their shared memory allows
+        assert family("rows_gemm").cost(launch.dims).smem <= 227 * 1024

@@ -45,7 +45,7 @@ class PromptChunks:
     def head_step(self) -> None:
         """The step's launches after its last layer (lm_head and argmax) alone, on the residual in x."""
         for i in self.head_launches:
-            self.launch_fns[i]()
+            self.run_launch(i)  # launch i alone (a compiled runtime's launch_fns is its whole step)
 
     @property
     def head_launches(self) -> list[int]:
@@ -83,7 +83,7 @@ class Prefill:
         rt.bufs["pf_start"].zero_()
         rt.bufs["pf_count"].zero_()
         rt.warm_up(1)
-        self.graph = rt._capture(self._eager)
+        self.graph = rt._capture(self._eager, thread_local=True)  # maybe lazily, with the app's threads about
 
     def enqueue(self, prompt_ids, then=None) -> None:
         """Every position of the prompt (already in the shared `prompt` buffer), a chunk at a time,

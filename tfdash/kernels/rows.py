@@ -218,6 +218,10 @@ def tilelang_gemm(dims):
     @T.prim_func
     def rows_gemm(x: T.Tensor((M, K), dt), w: T.Tensor((N, K), dt), out: T.Tensor((M, out_n), dt)):
         with T.Kernel(out_n // bn, threads=gemm_threads(bn)) as bx:
+            # no register reallocation between the producer and consumer warps: it would take 240
+            # registers a consumer thread (one block an SM), and a consumer group of two warps
+            # (bn = 16) is not the whole warpgroup that setmaxnreg wants
+            T.disable_warp_group_reg_alloc()
             xs = T.alloc_shared((M, bk), dt)
             ws = T.alloc_shared((bn, bk), dt)
             us = T.alloc_shared((bn, bk), dt)
