@@ -58,3 +58,21 @@ def test_the_compiled_step_builds_through_aot_autograd_in_bf16_with_the_state_ar
                 rt.step()
                 tokens[backend].append(int(rt.bufs["tok"]))
     assert tokens["aot_eager"] == tokens["eager"]
+
+
+def test_the_compiled_peer_takes_a_prompt_in_chunks_and_makes_the_eager_tokens():
+    """The peer's launch list is its one compiled step, so the head that follows a prompt's chunks
+    runs its launches one by one (run_launch), eagerly; its tokens are the eager runtime's."""
+    from tfdash.engine.compiled import CompiledRuntime
+    from tfdash.engine.decode import Generation
+    from tfdash.engine.tokenizer import StandInTokenizer
+
+    cfg = preset("qwen3-tiny")
+    plan = build_plan(cfg, dtype="float32", capacity=64, prefill_rows=16)
+    weights = pack(cfg, random_state_dict(cfg, torch.float32, seed=2))
+    peer = CompiledRuntime(plan, weights, "cpu", mode=None, backend="eager")
+    assert len(peer.launch_fns) == 1 and peer.prefill is not None
+    tok = StandInTokenizer(cfg.vocab_size)
+    got = Generation(peer, [1, 2, 3, 4, 5], 4, tok)
+    want = [e.token_id for e in Generation(Runtime(plan, weights, "cpu"), [1, 2, 3, 4, 5], 4, tok)]
+    assert [e.token_id for e in got] == want and got.stats.prefill_positions == 5
