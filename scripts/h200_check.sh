@@ -31,6 +31,7 @@
 #                                issue 12's bench (default backends, tilelang-walk, --also-capacity 4096;
 #                                BACKENDS34= others; the prompt walked where its tests failed), the int8 head's
 #                                1.7B engine tests, the profiler's accounting, compile_probe where the peer fails
+#   next34b                      next34's tail alone (the int8 head's engine tests, the profiler's accounting)
 #   profile, observe, app, dash  the profiler, the dashboard (mid-run SVG, snapshot, A/B) and a real pty
 #   live, overhead, features     the dashboard's keys; its cost against headless; session 5's features
 #   counters                     tfdash counters on one layer plus embed, lm_head and argmax
@@ -38,7 +39,7 @@
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
 what=${1:-all}; shift || true
-MODES=" tests diag bench all headless engine final sizes sizebench headline where probe sass curve same3 arena29 procs next30 next31 next32 next33 next34 land29 profile observe app dash live overhead features counters "
+MODES=" tests diag bench all headless engine final sizes sizebench headline where probe sass curve same3 arena29 procs next30 next31 next32 next33 next34 next34b land29 profile observe app dash live overhead features counters "
 case "$MODES" in *" $what "*) ;; *) echo "h200_check.sh: unknown mode '$what' (modes:$MODES)" >&2; exit 2 ;; esac
 if [ "$what" = next30 ]; then  # what session 29 leaves, in one call (about 6 minutes): arena29's modules and procs
   N=${N:-4} PLACE=${PLACE:---modules} ALIGNS=${ALIGNS:-4096} TAIL=${TAIL:-12}
@@ -271,12 +272,27 @@ if [ "$what" = next32 ]; then
     grep -E "^==" "$R/compile_probe.log"; tail -6 "$R/compile_probe.log" | cut -c1-200; pack
   fi
 fi
+# issue12_tail R: the int8 head's 1.7B engine GPU tests (the step against the reference at ctx 0, 1, 255, 1024;
+# top-1 against transformers; its tokens against the GEMV head's), the profiler's accounting, and where the bench's
+# torch-compile peer failed, compile_probe's traceback
+issue12_tail() {
+  local R=$1
+  timeout 150 python3 -m pytest -m gpu -v -p no:cacheprovider tests/gpu/test_engine_gpu.py -k int8_head 2>&1 \
+    | grep --line-buffered -v "TileLang:" > "$R/q8-engine-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" \
+    "$R/q8-engine-tests.log" | cut -c1-200 | tail -4; pack
+  timeout 100 python3 scripts/gpu_profile_check.py --skip nvml,marginal,overhead --out "$R/profile_check.json" 2>&1 \
+    | grep -v "TileLang:" > "$R/profile_check.log"; tail -8 "$R/profile_check.log" | cut -c1-160; pack
+  if grep -qs "torch-compile failed" "$R/bench-qwen3-1.7b.log"; then
+    timeout 280 python3 scripts/compile_probe.py --model qwen3-0.6b 2>&1 | grep -v "TileLang:" > "$R/compile_probe.log"
+    grep -E "^==" "$R/compile_probe.log"; tail -6 "$R/compile_probe.log" | cut -c1-200; pack
+  fi
+}
 if [ "$what" = next34 ]; then
-  # the prompt taken in chunks, then issue 12 (about 10 minutes fresh): the prompt kernels of every size and
-  # the 1.7B bench's kernels built in parallel; the prompt kernels against their torch spellings and the engine
-  # taking a prompt against walking it; the bench (`tfdash bench --rounds 3`, default backends, tilelang-walk
-  # as the A/B baseline, a 4096-position cache beside; with TFDASH_PREFILL=0 where the prompt tests failed);
-  # the int8 head's 1.7B engine tests; the profiler's accounting; compile_probe where torch-compile fails
+  # the prompt taken in chunks, then issue 12 (about 9 minutes fresh; past the call's 10 the tail is cut: run
+  # next34b): the prompt kernels of every size and the 1.7B and 8B engines' kernels built in parallel; the prompt
+  # kernels against their torch spellings and the engine taking a prompt against walking it; the bench (`tfdash
+  # bench --rounds 3`, default backends, tilelang-walk as the A/B baseline, a 4096-position cache beside; with
+  # TFDASH_PREFILL=0 where the prompt tests failed); then issue12_tail
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
   timeout 120 python3 scripts/precompile.py --prompt --capacities 4096 2>&1 | grep -v "TileLang:" | tail -1
   timeout 150 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-8b 2>&1 | grep -v "TileLang:" | tail -1
@@ -289,15 +305,13 @@ if [ "$what" = next34 ]; then
     --backends ${BACKENDS34:-tilelang-graph,tilelang-walk,torch-compile,torch-graph} --also-capacity 4096 \
     --json "$R/bench-qwen3-1.7b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-qwen3-1.7b.log"
   grep -E "failed|^tilelang|^torch|/" "$R/bench-qwen3-1.7b.log" | grep -v "^# round" | cut -c1-160; pack
-  timeout 150 python3 -m pytest -m gpu -v -p no:cacheprovider tests/gpu/test_engine_gpu.py -k int8_head 2>&1 \
-    | grep --line-buffered -v "TileLang:" > "$R/q8-engine-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" \
-    "$R/q8-engine-tests.log" | cut -c1-200 | tail -4; pack
-  timeout 100 python3 scripts/gpu_profile_check.py --skip nvml,marginal,overhead --out "$R/profile_check.json" 2>&1 \
-    | grep -v "TileLang:" > "$R/profile_check.log"; tail -8 "$R/profile_check.log" | cut -c1-160; pack
-  if grep -q "torch-compile failed" "$R/bench-qwen3-1.7b.log"; then
-    timeout 280 python3 scripts/compile_probe.py --model qwen3-0.6b 2>&1 | grep -v "TileLang:" > "$R/compile_probe.log"
-    grep -E "^==" "$R/compile_probe.log"; tail -6 "$R/compile_probe.log" | cut -c1-200; pack
-  fi
+  issue12_tail "$R"
+fi
+if [ "$what" = next34b ]; then
+  # what next34 leaves when its call is cut (about 5 minutes fresh): the 1.7B kernels built, then issue12_tail
+  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  timeout 120 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b 2>&1 | grep -v "TileLang:" | tail -1
+  issue12_tail "$R"
 fi
 if [ "$what" = curve ]; then
   # does the decode loop cost the GPU time: a generation's ring-event step times against back-to-back
