@@ -131,3 +131,15 @@ def test_analyze_json_to_stdout_is_the_json_alone():
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["model"]["name"] == "qwen3-tiny"
     assert "# analysis target=" in r.stderr
+
+
+def test_commands_print_their_table_to_stderr_where_the_json_is_stdout(tmp_path):
+    """analyze, bench and counters print their table through table_stream: with `--json /dev/stdout`
+    (or /dev/fd/1) stdout carries the JSON alone; any other target leaves the table on stdout."""
+    import sys
+
+    from tfdash.profiling.files import table_stream
+
+    assert table_stream("/dev/stdout") is sys.stderr and table_stream("/dev/fd/1") is sys.stderr
+    assert table_stream(str(tmp_path / "b.json")) is sys.stdout and table_stream(None) is sys.stdout
+    assert table_stream("/dev/stderr") is sys.stdout  # the JSON on stderr: stdout keeps the table

@@ -82,10 +82,9 @@ def main(argv: list[str]) -> int:
     if capacity > cfg.max_position_embeddings:
         raise TfdashError(f"--capacity {capacity} is past max_position_embeddings={cfg.max_position_embeddings}")
     plan = plan_for(cfg, args.dtype, capacity)  # the plan the engine runs: the TFDASH_* plan knobs in effect
-    from tfdash.profiling.files import own_fd
+    from tfdash.profiling.files import table_stream
 
-    # --json /dev/stdout: stdout is the JSON alone (for a pipe into jq), the table goes to stderr
-    out = sys.stderr if args.json and own_fd(args.json) == 1 else sys.stdout
+    out = table_stream(args.json)  # --json /dev/stdout: the table to stderr
     if sw is not None:
         parts = sw.split(":")
         if len(parts) != 3:

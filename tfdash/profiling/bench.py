@@ -60,7 +60,7 @@ import time
 from tfdash.errors import TfdashError, UnsupportedShape
 from tfdash.profiling.bench_args import (  # noqa: F401 (BACKENDS, DEFAULT_BACKENDS re-exported)
     BACKENDS, DEFAULT_BACKENDS, check_lengths, check_numbers, parser)
-from tfdash.profiling.files import check_writable_file, write_json_atomic
+from tfdash.profiling.files import check_writable_file, table_stream, write_json_atomic
 from tfdash.profiling.variants import PLAN_VARIANTS, gemv_variant
 from tfdash.settings import SETTINGS
 from tfdash.stats import tokens
@@ -387,7 +387,7 @@ def main(argv: list[str]) -> int:
     if "tilelang-graph" in summary and best_peer:
         lines.append(f"tilelang-graph / {best_peer} (the strongest peer here): "
                      f"{summary['tilelang-graph']['tok_per_s_median'] / summary[best_peer]['tok_per_s_median']:.2f}x")
-    print("\n".join(lines))
+    print("\n".join(lines), file=table_stream(args.json))  # --json /dev/stdout: stdout is the JSON alone
     if args.json:
         payload = {"schema": SCHEMA, "command": "tfdash bench " + " ".join(argv), **_host_meta(), "settings": settings,
                    "model": cfg.to_dict(), "checkpoint": args.ckpt or "random", "prompt": args.prompt,

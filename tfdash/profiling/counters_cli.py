@@ -132,9 +132,10 @@ def main(argv: list[str]) -> int:
     print(f"tfdash counters: {len(req.indices)} launches of {plan.config.name} at ctx_len {args.ctx}",
           file=sys.stderr)
     counters = measure(req, progress=lambda s: print(f"tfdash counters: {s}", file=sys.stderr, flush=True))
-    sys.stdout.write(render(plan, counters, args.ctx))
+    from tfdash.profiling.files import table_stream, write_json_atomic
+
+    table_stream(args.json).write(render(plan, counters, args.ctx))  # --json /dev/stdout: the JSON alone
     if args.json:
-        from tfdash.profiling.files import write_json_atomic
 
         write_json_atomic(args.json, to_json(plan, counters, args.ctx))
         print(f"# wrote {args.json}", file=sys.stderr)

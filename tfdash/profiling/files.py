@@ -61,6 +61,14 @@ def own_fd(path) -> int | None:
     return None
 
 
+def table_stream(json_path):
+    """Where a command prints its table: stderr where `--json` goes to this process's stdout
+    (/dev/stdout), so stdout is the JSON alone, for a pipe into jq; else stdout."""
+    import sys
+
+    return sys.stderr if json_path and own_fd(json_path) == 1 else sys.stdout
+
+
 def is_stream(path) -> bool:
     """`path` is (or links to) a device, pipe or terminal (/dev/null, a FIFO), or one of this
     process's descriptors (/dev/stdout): written in place, since there is no file to replace."""
