@@ -70,7 +70,8 @@ def test_run_with_a_profile_window(tiny, tmp_path):
     batches = [m for m in msgs if isinstance(m, TokenBatch)]
     snap = s.snapshot()
     assert [t for b in batches for t in b.tokens] == list(snap.tokens)
-    assert sum(len(b.step_ns) for b in batches) == len(snap.step_ns) == snap.steps == 1 + 24
+    # the two-token prompt in one chunk and the head: the first token is no step
+    assert sum(len(b.step_ns) for b in batches) == len(snap.step_ns) == snap.steps == 24 - 1
     assert batches[-1].new_tokens == 24 == snap.new_tokens and snap.tok_per_s > 0
     assert msgs[-1].stopped == "" and msgs[-1].new_tokens == 24 and msgs[-1].error is None
 
@@ -79,11 +80,11 @@ def test_run_with_a_profile_window(tiny, tmp_path):
     assert all(k.measured_p50_ns and k.measured_p90_ns >= k.measured_p50_ns and k.samples == 6
                for k in snap.kernels)
     r = snap.roofline
-    assert r.timing == "direct" and r.steps == 6 and r.ctx_len == 3
+    assert r.timing == "direct" and r.steps == 6 and r.ctx_len == 2 + 3  # steps 2..7: past the prompt's chunk
     assert r.kernel_sum_ns == pytest.approx(sum(k.measured_p50_ns for k in snap.kernels))
     assert r.kernel_sum_ns + r.gap_ns == pytest.approx(r.measured_step_ns)
     assert sum(k.share for k in snap.kernels) == pytest.approx(r.kernel_sum_ns / r.measured_step_ns)
-    assert r.bytes_per_step == s.analysis(3).bytes and r.achieved_gbps == pytest.approx(r.bytes_per_step / r.measured_step_ns)
+    assert r.bytes_per_step == s.analysis(5).bytes and r.achieved_gbps == pytest.approx(r.bytes_per_step / r.measured_step_ns)
     assert r.ceiling_gbps == 10.0 and r.datasheet_gbps == 0.0 and r.nvml_gbps is None and r.nvml_source
     assert "kernels" not in snap.unavailable and "roofline" not in snap.unavailable
     assert len(snap.timeline) == 6 * len(tiny.plan) and {sp.step for sp in snap.timeline} == set(range(6))
