@@ -227,6 +227,21 @@ if [ "$what" = next31 ]; then
     --out "$R/kernel_times-q8.json" 2>&1 | grep -v "TileLang:\|compiled\|Warn\|_warn" > "$R/kernel_times-q8.log"
   grep -E "^(lm_head|argmax|replay)" "$R/kernel_times-q8.log"; pack
 fi
+# issue12_tail R: the int8 head's 1.7B engine GPU tests (the step against the reference at ctx 0, 1, 255, 1024;
+# top-1 against transformers; its tokens against the GEMV head's), the profiler's accounting, and where the bench's
+# torch-compile peer failed, compile_probe's traceback
+issue12_tail() {
+  local R=$1
+  timeout 150 python3 -m pytest -m gpu -v -p no:cacheprovider tests/gpu/test_engine_gpu.py -k int8_head 2>&1 \
+    | grep --line-buffered -v "TileLang:" > "$R/q8-engine-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" \
+    "$R/q8-engine-tests.log" | cut -c1-200 | tail -4; pack
+  timeout 100 python3 scripts/gpu_profile_check.py --skip nvml,marginal,overhead --out "$R/profile_check.json" 2>&1 \
+    | grep -v "TileLang:" > "$R/profile_check.log"; tail -8 "$R/profile_check.log" | cut -c1-160; pack
+  if grep -qs "torch-compile failed" "$R/bench-qwen3-1.7b.log"; then
+    timeout 280 python3 scripts/compile_probe.py --model qwen3-0.6b 2>&1 | grep -v "TileLang:" > "$R/compile_probe.log"
+    grep -E "^==" "$R/compile_probe.log"; tail -6 "$R/compile_probe.log" | cut -c1-200; pack
+  fi
+}
 if [ "$what" = next33 ]; then
   # the pick's ahead form (about 9 minutes fresh): the int8 head's kernels for its GPU tests (capacity 64:
   # their argmax feed), the bench's at 1.7B and 0.6B and the graph test's, built in parallel; its GPU tests
@@ -262,31 +277,8 @@ if [ "$what" = next32 ]; then
   timeout 330 python3 -m tfdash bench --rounds 3 --backends ${BACKENDS32:-tilelang-graph,tilelang-pickfirst,torch-compile,torch-graph} \
     --also-capacity 4096 --json "$R/bench-qwen3-1.7b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-qwen3-1.7b.log"
   grep -E "failed|^tilelang|^torch|/" "$R/bench-qwen3-1.7b.log" | grep -v "^# round" | cut -c1-160; pack
-  timeout 150 python3 -m pytest -m gpu -v -p no:cacheprovider tests/gpu/test_engine_gpu.py -k int8_head 2>&1 \
-    | grep --line-buffered -v "TileLang:" > "$R/q8-engine-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" \
-    "$R/q8-engine-tests.log" | cut -c1-200 | tail -4; pack
-  timeout 100 python3 scripts/gpu_profile_check.py --skip nvml,marginal,overhead --out "$R/profile_check.json" 2>&1 \
-    | grep -v "TileLang:" > "$R/profile_check.log"; tail -8 "$R/profile_check.log" | cut -c1-160; pack
-  if grep -q "torch-compile failed" "$R/bench-qwen3-1.7b.log"; then
-    timeout 280 python3 scripts/compile_probe.py --model qwen3-0.6b 2>&1 | grep -v "TileLang:" > "$R/compile_probe.log"
-    grep -E "^==" "$R/compile_probe.log"; tail -6 "$R/compile_probe.log" | cut -c1-200; pack
-  fi
+  issue12_tail "$R"
 fi
-# issue12_tail R: the int8 head's 1.7B engine GPU tests (the step against the reference at ctx 0, 1, 255, 1024;
-# top-1 against transformers; its tokens against the GEMV head's), the profiler's accounting, and where the bench's
-# torch-compile peer failed, compile_probe's traceback
-issue12_tail() {
-  local R=$1
-  timeout 150 python3 -m pytest -m gpu -v -p no:cacheprovider tests/gpu/test_engine_gpu.py -k int8_head 2>&1 \
-    | grep --line-buffered -v "TileLang:" > "$R/q8-engine-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" \
-    "$R/q8-engine-tests.log" | cut -c1-200 | tail -4; pack
-  timeout 100 python3 scripts/gpu_profile_check.py --skip nvml,marginal,overhead --out "$R/profile_check.json" 2>&1 \
-    | grep -v "TileLang:" > "$R/profile_check.log"; tail -8 "$R/profile_check.log" | cut -c1-160; pack
-  if grep -qs "torch-compile failed" "$R/bench-qwen3-1.7b.log"; then
-    timeout 280 python3 scripts/compile_probe.py --model qwen3-0.6b 2>&1 | grep -v "TileLang:" > "$R/compile_probe.log"
-    grep -E "^==" "$R/compile_probe.log"; tail -6 "$R/compile_probe.log" | cut -c1-200; pack
-  fi
-}
 if [ "$what" = next34 ]; then
   # the prompt taken in chunks, then issue 12 (about 9 minutes fresh; past the call's 10 the tail is cut: run
   # next34b): the prompt kernels of every size and the 1.7B and 8B engines' kernels built in parallel; the prompt
