@@ -211,17 +211,17 @@ class Runtime(TokenRing, PromptChunks):
         generation or a window would reset the prompt, pos and tok under it). True when it did."""
         return False
 
-    def warm_up(self, steps: int = 1, prologue: Callable[[], None] | None = None) -> None:
-        """Eager steps on a side stream from the calling thread, before a capture: library handles
-        (cuBLAS's are per thread), tilelang modules and the allocator must exist before it. They
-        move pos and tok (hold them, or `reset`, around it)."""
+    def warm_up(self, steps: int = 1, prologue: Callable[[], None] | None = None, body=None) -> None:
+        """Eager steps (or `body`s) on a side stream from the calling thread, before a capture: library
+        handles (cuBLAS's are per thread), tilelang modules and the allocator must exist before it.
+        They move pos and tok (hold them, or `reset`, around it)."""
         s = torch.cuda.Stream(self.device)
         s.wait_stream(torch.cuda.current_stream(self.device))
         with torch.cuda.stream(s):
             for _ in range(steps):
                 if prologue is not None:
                     prologue()
-                Runtime.step(self)
+                (body or (lambda: Runtime.step(self)))()
         torch.cuda.current_stream(self.device).wait_stream(s)
         torch.cuda.synchronize(self.device)
 
@@ -308,7 +308,8 @@ class GraphRuntime(Runtime):
         self.graph = self._capture(lambda: Runtime.step(self))
         if self.prefill is not None:
             self.prefill.capture()
-            self.head_graph = self._capture(lambda: Runtime.head_step(self))
+            self.warm_up(1, body=self._head_alone)  # a compiled step never ran the head's launches alone
+            self.head_graph = self._capture(self._head_alone)
 
     @property
     def needs_capture(self) -> bool:
@@ -342,7 +343,10 @@ class GraphRuntime(Runtime):
     def head_step(self) -> None:
         """The head's launches replayed from their own graph where captured (with the step's), else
         eagerly (a runtime sharing another's state captures only its step)."""
-        (self.head_graph.replay if self.head_graph is not None else super().head_step)()
+        (self.head_graph.replay if self.head_graph is not None else self._head_alone)()
+
+    def _head_alone(self) -> None:
+        Runtime.head_step(self)
 
 
 class TilelangRuntime(GraphRuntime):
