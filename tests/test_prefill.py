@@ -1,8 +1,9 @@
 """The prompt taken in chunks (build_plan's prefill_rows, tfdash.engine.prefill_plan) on the CPU.
 
 The chunk plan's torch spellings must leave the same KV cache as the decode step walking the prompt,
-the same tokens after it, and the generation's accounting must say what it took; every preset's
-prompt kernels compile for sm_90a. The tilelang kernels against these spellings are tests/gpu's.
+the same tokens after it, and the generation's accounting must say what it took; each structure of
+prompt kernel any preset builds compiles for sm_90a. The tilelang kernels against these spellings
+are tests/gpu's.
 """
 
 import dataclasses
@@ -130,17 +131,30 @@ def test_walk_is_a_bench_backend():
     assert PLAN_VARIANTS["tilelang-walk"] == {"prefill_rows": 0}
 
 
-# -- every preset's prompt kernels for sm_90a --------------------------------------------------
-SIMPLE = ("rows_embed", "rows_rmsnorm", "rows_last")  # a row copied or normed: the smallest and largest H
+# -- the prompt kernels for sm_90a: each structure any preset builds -----------------------------
+def structure(launch, size: str):
+    """What makes two prompt kernels build differently beyond their loop counts: a GEMM's N tile
+    and epilogue, attention's and rope's GQA group; a row copied or normed at the smallest and the
+    largest hidden size."""
+    d = launch.dims
+    if launch.family == "rows_gemm":
+        from tfdash.kernels.rows import block_n
+
+        return launch.family, block_n(d["N"] // (2 if d["epilogue"] == "silu_mul" else 1)), d["epilogue"]
+    if launch.family in ("rows_rope", "rows_attention"):
+        return launch.family, d["n_heads"] // d["n_kv_heads"]
+    return (launch.family, size) if size in ("qwen3-0.6b", "qwen3-32b") else None
 
 
 def _every_prompt_kernel():
+    """One of each structure the chunks build at any size (every size's prompt plan read)."""
     out = {}
     for size in PRESETS:
         plan = build_plan(preset(size), dtype="bfloat16", capacity=4096, prefill_rows=ROWS)
         if prefill_unsupported(plan) is None:  # qwen3-tiny's head_dim 64: the engine walks its prompt
             for name, launch in build_prefill_plan(plan).kernels().items():
-                if launch.family not in SIMPLE or size in ("qwen3-0.6b", "qwen3-32b"):
+                key = structure(launch, size)
+                if key is not None and key not in {structure(v, k.split(":")[0]) for k, v in out.items()}:
                     out[f"{size}:{name}"] = launch
     return out
 
