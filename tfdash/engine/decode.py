@@ -243,7 +243,7 @@ class Generation:
         (step s still runs at position s). Their time is in the wall time, the TTFT and, once the
         token is harvested, `stats.prefill_ns`; they are no step (no step time, no window holds them)."""
         rt, n = self.runtime, self._n_prompt
-        rt.begin()
+        rt.begin()  # the ring's chain starts here (`_run` begins again after, so step times leave this out)
         if self.prefill and rt.take_prompt(self.prompt_ids):
             rt.enqueue((n - 1) % RING, _no_step)  # the head's token into the ring slot, and its event
             self._head = n - 1

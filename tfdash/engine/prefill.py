@@ -70,10 +70,6 @@ class Prefill:
         if self.cuda:
             self._start, self._end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
 
-    @property
-    def plan(self):
-        return self.runtime.plan
-
     def capture(self) -> None:
         """Capture one chunk (tilelang on CUDA): warmed up and captured with a count of 0, so
         neither writes a cache row."""

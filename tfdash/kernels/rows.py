@@ -15,7 +15,6 @@ epilogue: "store"; "residual" (the product rounded to the dtype before the add);
 gate rows n0.. and their up rows I + n0.., so the product is made where both are in registers).
 """
 
-import torch
 import torch.nn.functional as F
 
 from tfdash.kernels.base import DTYPE_BYTES, SHORT_DTYPE, Family, Geometry, Operand, make_cost, register

@@ -16,7 +16,7 @@ import torch
 
 from tfdash.kernels.base import DTYPE_BYTES, Family, Operand, make_cost, register
 from tfdash.kernels.common import rmsnorm
-from tfdash.kernels.rope import apply_rope
+from tfdash.kernels.rope import apply_rope, rope_pair
 
 BLOCK_KV = 64  # cache positions a step of the attention's loop stages
 ATTN_THREADS = 128
@@ -134,17 +134,9 @@ def tilelang_rope(dims):
                     for j in T.unroll(per):
                         wa[j] = T.if_then_else(head < nH, q_norm[lane * per + j], k_norm[lane * per + j])
                         wb[j] = T.if_then_else(head < nH, q_norm[half + lane * per + j], k_norm[half + lane * per + j])
-                    for j in T.unroll(per):
-                        na = T.cast(T.cast(T.cast(T.cast(a[j], "float32") * rstd, dt), "float32")
-                                    * T.cast(wa[j], "float32"), dt)
-                        nb = T.cast(T.cast(T.cast(T.cast(b[j], "float32") * rstd, dt), "float32")
-                                    * T.cast(wb[j], "float32"), dt)
-                        c = T.cast(cos[p, lane * per + j], "float32")
-                        sn = T.cast(sin[p, lane * per + j], "float32")
-                        ra[j] = T.cast(T.cast(T.cast(T.cast(na, "float32") * c, dt), "float32")
-                                       - T.cast(T.cast(T.cast(nb, "float32") * sn, dt), "float32"), dt)
-                        rb[j] = T.cast(T.cast(T.cast(T.cast(nb, "float32") * c, dt), "float32")
-                                       + T.cast(T.cast(T.cast(na, "float32") * sn, dt), "float32"), dt)
+                    for j in T.unroll(per):  # HF's norm and rotate-half, rounded as rope.py's
+                        ra[j], rb[j] = rope_pair(T, dt, a[j], b[j], wa[j], wb[j], cos[p, lane * per + j],
+                                                 sin[p, lane * per + j], rstd)
                     if head < nH:
                         for j in T.vectorized(per):
                             q[m, head * D + lane * per + j] = ra[j]
