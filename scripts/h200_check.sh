@@ -18,20 +18,8 @@
 #   procs                        the default plan in N processes, arena against scattered (MODEL=, N=)
 #   next30                       arena29 with PLACE=--modules ALIGNS=4096, then procs (one call)
 #   land29                       the 1.7B steps tested, then 1.7B and 0.6B benched
-#   next31                       the int8 head (the default; tilelang-bf16head): its kernel tests and the 1.7B
-#                                step against the reference, A/B against the default at 1.7B and 0.6B
-#                                (SIZES= to pick), per-op times at 1.7B
-#   next32                       issue 12's bench on the default plan (default backends, tilelang-pickfirst,
-#                                --also-capacity 4096; BACKENDS32= others), the int8 head's 1.7B engine GPU tests,
-#                                the profiler's accounting, the torch-compile peer's traceback where it fails
-#   next33                       the int8 head's pick, ahead form (the default) against tilelang-pickfirst: the
-#                                int8 head's kernel tests (both pick forms), A/B at 1.7B and 0.6B (SIZES= to
-#                                pick), per-op times at 1.7B
-#   next34                       the prompt in chunks: its kernel tests at every size and the engine's, then
-#                                issue 12's bench (default backends, tilelang-walk, --also-capacity 4096;
-#                                BACKENDS34= others; the prompt walked where its tests failed), the int8 head's
-#                                1.7B engine tests, the profiler's accounting, compile_probe where the peer fails
-#   next34b                      next34's tail alone (the int8 head's engine tests, the profiler's accounting)
+#   next35                       issue 12's bench at 1.7B (torch-compile and torch-graph peers, --also-capacity 4096;
+#                                BACKENDS35= others), the 0.6B default alone, the int8 head's kernel tests
 #   profile, observe, app, dash  the profiler, the dashboard (mid-run SVG, snapshot, A/B) and a real pty
 #   live, overhead, features     the dashboard's keys; its cost against headless; session 5's features
 #   counters                     tfdash counters on one layer plus embed, lm_head and argmax
@@ -39,7 +27,7 @@
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
 what=${1:-all}; shift || true
-MODES=" tests diag bench all headless engine final sizes sizebench headline where probe sass curve same3 arena29 procs next30 next31 next32 next33 next34 next34b land29 profile observe app dash live overhead features counters "
+MODES=" tests diag bench all headless engine final sizes sizebench headline where probe sass curve same3 arena29 procs next30 next35 land29 profile observe app dash live overhead features counters "
 case "$MODES" in *" $what "*) ;; *) echo "h200_check.sh: unknown mode '$what' (modes:$MODES)" >&2; exit 2 ;; esac
 if [ "$what" = next30 ]; then  # what session 29 leaves, in one call (about 6 minutes): arena29's modules and procs
   N=${N:-4} PLACE=${PLACE:---modules} ALIGNS=${ALIGNS:-4096} TAIL=${TAIL:-12}
@@ -202,108 +190,25 @@ if [ "$what" = land29 ]; then
       | grep -v "TileLang:" > "$R/bench-$m.log"; tail -2 "$R/bench-$m.log" | cut -c1-150; pack
   done
 fi
-if [ "$what" = next31 ]; then
-  # the int8-bounded lm_head (about 8 minutes fresh): its kernels built in parallel; its GPU tests (the
-  # bounds, the pick bit for bit against the GEMV, ties, the feed, the 1.7B graph's tokens); one process
-  # a size, the default against tilelang-bf16head (3 rounds, 1.7B first); per-op times of both at 1.7B
+if [ "$what" = next35 ]; then
+  # issue 12's and issue 11's bars (about 7 minutes fresh; meant for an H200: the GPU's name is printed first):
+  # the 1.7B and 0.6B default kernels and the int8 head's kernel tests' built in parallel; issue 12's bench
+  # (`tfdash bench --rounds 3`, the torch-compile and torch-graph peers, a 4096-position cache beside;
+  # BACKENDS35= others); the 0.6B default alone (issue 11's share); the int8 head's kernel tests (the one
+  # pick form at every size, its logits and token the GEMV's bit for bit)
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  timeout 100 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b --variants tilelang-bf16head \
-    2>&1 | grep -v "TileLang:" | tail -1
-  # the kernel tests' own builds at every size (capacity 64: their argmax feed), in parallel, not one by one
-  timeout 90 python3 scripts/precompile.py --only-default --capacities 64 --ops lm_head,lm_head_pick,argmax \
-    --variants tilelang-bf16head 2>&1 | grep -v "TileLang:" | tail -1
-  timeout 240 python3 -m pytest -m gpu -v -p no:cacheprovider tests/gpu/test_lm_head_q8_gpu.py 2>&1 \
-    | grep --line-buffered -v "TileLang:" > "$R/q8-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/q8-tests.log" \
-    | cut -c1-200 | tail -8; pack
-  timeout 150 python3 -m pytest -m gpu -v -p no:cacheprovider tests/gpu/test_engine_gpu.py -k int8_head_step 2>&1 \
-    | grep --line-buffered -v "TileLang:" > "$R/q8-step-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" \
-    "$R/q8-step-tests.log" | cut -c1-200 | tail -4; pack
-  for m in ${SIZES:-qwen3-1.7b qwen3-0.6b}; do
-    timeout 90 python3 -m tfdash bench --model $m --rounds 3 --backends tilelang-graph,tilelang-bf16head \
-      --json "$R/bench-$m-q8.json" 2>&1 | grep -v "TileLang:" > "$R/bench-$m-q8.log"; tail -4 "$R/bench-$m-q8.log" \
-      | cut -c1-150; pack
-  done
-  timeout 90 python3 scripts/kernel_times.py --model qwen3-1.7b --variants tilelang-bf16head \
-    --out "$R/kernel_times-q8.json" 2>&1 | grep -v "TileLang:\|compiled\|Warn\|_warn" > "$R/kernel_times-q8.log"
-  grep -E "^(lm_head|argmax|replay)" "$R/kernel_times-q8.log"; pack
-fi
-# issue12_tail R: the int8 head's 1.7B engine GPU tests (the step against the reference at ctx 0, 1, 255, 1024;
-# top-1 against transformers; its tokens against the GEMV head's), the profiler's accounting, and where the bench's
-# torch-compile peer failed, compile_probe's traceback
-issue12_tail() {
-  local R=$1
-  timeout 150 python3 -m pytest -m gpu -v -p no:cacheprovider tests/gpu/test_engine_gpu.py -k int8_head 2>&1 \
-    | grep --line-buffered -v "TileLang:" > "$R/q8-engine-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" \
-    "$R/q8-engine-tests.log" | cut -c1-200 | tail -4; pack
-  timeout 100 python3 scripts/gpu_profile_check.py --skip nvml,marginal,overhead --out "$R/profile_check.json" 2>&1 \
-    | grep -v "TileLang:" > "$R/profile_check.log"; tail -8 "$R/profile_check.log" | cut -c1-160; pack
-  if grep -qs "torch-compile failed" "$R/bench-qwen3-1.7b.log"; then
-    timeout 280 python3 scripts/compile_probe.py --model qwen3-0.6b 2>&1 | grep -v "TileLang:" > "$R/compile_probe.log"
-    grep -E "^==" "$R/compile_probe.log"; tail -6 "$R/compile_probe.log" | cut -c1-200; pack
-  fi
-}
-if [ "$what" = next33 ]; then
-  # the pick's ahead form (about 9 minutes fresh): the int8 head's kernels for its GPU tests (capacity 64:
-  # their argmax feed), the bench's at 1.7B and 0.6B and the graph test's, built in parallel; its GPU tests
-  # (the bounds, both pick forms bit for bit against the GEMV, ties, the feed, the 1.7B graph's tokens); one
-  # process a size, the default against tilelang-pickfirst (3 rounds, 1.7B first); per-op times of both at 1.7B
-  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  timeout 90 python3 scripts/precompile.py --only-default --capacities 64 --ops lm_head,lm_head_pick,argmax \
-    --variants tilelang-pickfirst 2>&1 | grep -v "TileLang:" | tail -1
-  timeout 100 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b --variants tilelang-pickfirst \
-    2>&1 | grep -v "TileLang:" | tail -1
-  timeout 60 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b --capacities 512 \
-    --variants tilelang-pickfirst 2>&1 | grep -v "TileLang:" | tail -1  # the graph test's three plans
-  timeout 300 python3 -m pytest -m gpu -v -p no:cacheprovider tests/gpu/test_lm_head_q8_gpu.py 2>&1 \
-    | grep --line-buffered -v "TileLang:" > "$R/q8-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/q8-tests.log" \
-    | cut -c1-200 | tail -8; pack
-  for m in ${SIZES:-qwen3-1.7b qwen3-0.6b}; do
-    timeout 90 python3 -m tfdash bench --model $m --rounds 3 --backends tilelang-graph,tilelang-pickfirst \
-      --json "$R/bench-$m-pickfirst.json" 2>&1 | grep -v "TileLang:" > "$R/bench-$m-pickfirst.log"
-    tail -4 "$R/bench-$m-pickfirst.log" | cut -c1-150; pack
-  done
-  timeout 90 python3 scripts/kernel_times.py --model qwen3-1.7b --variants tilelang-pickfirst \
-    --out "$R/kernel_times-pickfirst.json" 2>&1 | grep -v "TileLang:\|compiled\|Warn\|_warn" > "$R/kernel_times-pickfirst.log"
-  grep -E "^(lm_head|argmax|replay)" "$R/kernel_times-pickfirst.log"; pack
-fi
-if [ "$what" = next32 ]; then
-  # issue 12 on the default plan (about 9 minutes fresh): its bench first (`tfdash bench --rounds 3`,
-  # default backends, tilelang-pickfirst as the A/B baseline, a 4096-position cache beside); then the int8 head's 1.7B
-  # engine GPU tests (top-1 against transformers, the step against the reference, its tokens against the GEMV
-  # head's graph); then the profiler's accounting; where the torch-compile peer fails, compile_probe's traceback
-  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  timeout 120 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b --variants tilelang-pickfirst 2>&1 \
-    | grep -v "TileLang:" | tail -1
-  timeout 330 python3 -m tfdash bench --rounds 3 --backends ${BACKENDS32:-tilelang-graph,tilelang-pickfirst,torch-compile,torch-graph} \
+  timeout 120 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b 2>&1 | grep -v "TileLang:" | tail -1
+  timeout 330 python3 -m tfdash bench --rounds 3 --backends ${BACKENDS35:-tilelang-graph,torch-compile,torch-graph} \
     --also-capacity 4096 --json "$R/bench-qwen3-1.7b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-qwen3-1.7b.log"
   grep -E "failed|^tilelang|^torch|/" "$R/bench-qwen3-1.7b.log" | grep -v "^# round" | cut -c1-160; pack
-  issue12_tail "$R"
-fi
-if [ "$what" = next34 ]; then
-  # the prompt taken in chunks, then issue 12 (about 9 minutes fresh; past the call's 10 the tail is cut: run
-  # next34b): the prompt kernels of every size and the 1.7B and 8B engines' kernels built in parallel; the prompt
-  # kernels against their torch spellings and the engine taking a prompt against walking it; the bench (`tfdash
-  # bench --rounds 3`, default backends, tilelang-walk as the A/B baseline, a 4096-position cache beside; with
-  # TFDASH_PREFILL=0 where the prompt tests failed); then issue12_tail
-  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  timeout 120 python3 scripts/precompile.py --prompt --capacities 4096 2>&1 | grep -v "TileLang:" | tail -1
-  timeout 150 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-8b 2>&1 | grep -v "TileLang:" | tail -1
-  timeout 240 python3 -m pytest -m gpu -v -p no:cacheprovider tests/gpu/test_prefill_gpu.py 2>&1 \
-    | grep --line-buffered -v "TileLang:" > "$R/prefill-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" \
-    "$R/prefill-tests.log" | cut -c1-200 | tail -8; pack
-  walk=1; grep -qE "FAILED|ERROR|^E " "$R/prefill-tests.log" || ! grep -q " passed" "$R/prefill-tests.log" || walk=0
-  [ $walk = 1 ] && echo "prompt tests failed: the bench walks the prompt (TFDASH_PREFILL=0)"
-  TFDASH_PREFILL=$((1 - walk)) timeout 330 python3 -m tfdash bench --rounds 3 \
-    --backends ${BACKENDS34:-tilelang-graph,tilelang-walk,torch-compile,torch-graph} --also-capacity 4096 \
-    --json "$R/bench-qwen3-1.7b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-qwen3-1.7b.log"
-  grep -E "failed|^tilelang|^torch|/" "$R/bench-qwen3-1.7b.log" | grep -v "^# round" | cut -c1-160; pack
-  issue12_tail "$R"
-fi
-if [ "$what" = next34b ]; then
-  # what next34 leaves when its call is cut (about 5 minutes fresh): the 1.7B kernels built, then issue12_tail
-  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  timeout 120 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b 2>&1 | grep -v "TileLang:" | tail -1
-  issue12_tail "$R"
+  timeout 90 python3 -m tfdash bench --model qwen3-0.6b --rounds 3 --backends tilelang-graph \
+    --json "$R/bench-qwen3-0.6b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-qwen3-0.6b.log"
+  grep -E "failed|^tilelang" "$R/bench-qwen3-0.6b.log" | grep -v "^# round" | cut -c1-160; pack
+  timeout 90 python3 scripts/precompile.py --only-default --capacities 64 --ops lm_head,lm_head_pick,argmax 2>&1 \
+    | grep -v "TileLang:" | tail -1
+  timeout 150 python3 -m pytest -m gpu -v -p no:cacheprovider tests/gpu/test_lm_head_q8_gpu.py 2>&1 \
+    | grep --line-buffered -v "TileLang:" > "$R/q8-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/q8-tests.log" \
+    | cut -c1-200 | tail -8; pack
 fi
 if [ "$what" = curve ]; then
   # does the decode loop cost the GPU time: a generation's ring-event step times against back-to-back

@@ -152,7 +152,7 @@ def test_engine_takes_the_prompt_in_chunks_as_the_step_walks_it(size, n):
     from tfdash.engine.weights import pack, random_state_dict
 
     cfg = preset(size)
-    plan = plan_for(cfg, "bfloat16", CAP)  # the engine's own plan (its kernels precompiled by next34)
+    plan = plan_for(cfg, "bfloat16", CAP)  # the engine's own plan (its kernels built by scripts/precompile.py --only-default)
     assert plan.meta["options"]["prefill_rows"] == ROWS
     weights = pack(cfg, random_state_dict(cfg, torch.bfloat16, DEV, seed=0, gain=0.5))
     rt = TilelangRuntime(plan, weights, DEV, progress=lambda *a: None)
