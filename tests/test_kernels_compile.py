@@ -37,10 +37,10 @@ RINGCOPY = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, rin
 CHAINS = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_ilp=False)  # one chain a phase
 EACHROUND = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_rounds_carry=False)  # _er
 Q8HEAD = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, lm_head_q8=True)  # lm_head_q8, pick
-# the pick's ahead form (lm_head_pick_ahead), at 1.7B (two rows at once) and 32B (one row, the largest K)
-AHEAD = {size: build_plan(preset(size), dtype="bfloat16", capacity=4096, lm_head_q8=True,
-                          lm_head_pick_ahead=True).ops()["lm_head_pick"][0] for size in ("qwen3-1.7b", "qwen3-32b")}
-KERNELS = {**Q8HEAD.kernels(), "lm_head_pick_ahead": AHEAD["qwen3-1.7b"], **EACHROUND.kernels(),
+# the int8 head's pick at 1.7B (two rows at once) and 32B (one row, the largest K)
+PICK = {size: build_plan(preset(size), dtype="bfloat16", capacity=4096, lm_head_q8=True).ops()["lm_head_pick"][0]
+        for size in ("qwen3-1.7b", "qwen3-32b")}
+KERNELS = {**Q8HEAD.kernels(), **EACHROUND.kernels(),
            **CHAINS.kernels(), **RINGCOPY.kernels(), **QTFIRST.kernels(), **DOWNSILU.kernels(), **FENCED.kernels(), **LATENORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
            **MLATE.kernels(), **UNFUSED_MLATE.kernels(), **PLAN.kernels()}  # every kernel the plan variants launch
 
@@ -72,13 +72,12 @@ def builds_read_by(item) -> list:
            "test_ptxas_facts_of_a_kernel": ["gemv_down_residual"],
            "test_attention_probe_build_stamps_each_phase": ["attn_rope_decode_me"],
            "test_interleaved_value_phase_adds_this_steps_v_with_one_explicit_fma": list(FMA_BUILDS),
-           "test_int8_head_fits_its_grid_and_dots_four_bytes_an_instruction": ["lm_head_q8", "lm_head_pick",
-                                                                                "lm_head_pick_ahead"]}
+           "test_int8_head_fits_its_grid_and_dots_four_bytes_an_instruction": ["lm_head_q8", "lm_head_pick"]}
     ptxas = item.originalname in ("test_rounds_carry_ropes_q_once_and_loads_the_next_round_early",
                                   "test_int8_head_fits_its_grid_and_dots_four_bytes_an_instruction")
     out = [(KERNELS[n], {}, ptxas) for n in one.get(item.originalname, ())]
-    if item.originalname == "test_pick_ahead_fits_two_blocks_and_loads_its_bounds_before_its_first_ballot":
-        out.append((AHEAD[p["size"]], {}, True))
+    if item.originalname == "test_pick_fits_two_blocks_and_loads_its_bounds_before_its_first_ballot":
+        out.append((PICK[p["size"]], {}, True))
     if item.originalname == "test_gemv_blocks_fit_on_an_sm_as_planned":
         out.append((KERNELS[p["name"]], {}, True))
     elif item.originalname == "test_without_pdl_the_kernels_carry_no_grid_dependency":
@@ -327,8 +326,7 @@ def test_int8_head_fits_its_grid_and_dots_four_bytes_an_instruction(fresh_cache)
     assert "__ballot_sync(" in compiled(fresh_cache, "lm_head_pick").source
     # under PDL, before its grid dependency each reads only weights (never x, h, ub or lb: the kernel
     # before it writes them) and writes nothing; it lets the next kernel launch only after it
-    for name, early in (("lm_head_q8", {"wq", "meta", "norm_w"}), ("lm_head_pick", set()),
-                        ("lm_head_pick_ahead", set())):
+    for name, early in (("lm_head_q8", {"wq", "meta", "norm_w"}), ("lm_head_pick", set())):
         built = compiled(fresh_cache, name)
         body = built.source[built.source.index("void __launch_bounds__"):]
         body = body[body.index("{"):]
@@ -341,23 +339,23 @@ def test_int8_head_fits_its_grid_and_dots_four_bytes_an_instruction(fresh_cache)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("size", sorted(AHEAD))
-def test_pick_ahead_fits_two_blocks_and_loads_its_bounds_before_its_first_ballot(size, fresh_cache):
-    """The pick's ahead form plans AHEAD_BLOCKS_PER_SM blocks an SM: its registers (for two candidate
+@pytest.mark.parametrize("size", sorted(PICK))
+def test_pick_fits_two_blocks_and_loads_its_bounds_before_its_first_ballot(size, fresh_cache):
+    """The int8 head's pick plans BLOCKS_PER_SM blocks an SM: its registers (for two candidate
     rows at once at 1.7B, one row of the largest K at 32B) and shared memory let them fit, spilling
     nothing. After its grid dependency it loads every round's ub value, unrolled, before its first
     ballot (no round waits on its own load), and only then the candidates' rows."""
     from tfdash.kernels.base import family
-    from tfdash.kernels.lm_head_pick import AHEAD_BLOCKS_PER_SM, THREADS, rows_at_once, rows_per_warp
+    from tfdash.kernels.lm_head_pick import BLOCKS_PER_SM, THREADS, rows_at_once, rows_per_warp
 
-    launch = AHEAD[size]
+    launch = PICK[size]
     built = fresh_cache.get(launch, pdl=True, backend="tvm_ffi")
     res = fresh_cache.resources(launch)
-    assert res.registers * THREADS * AHEAD_BLOCKS_PER_SM <= 65536, f"{size}: {res.registers} registers a thread"
+    assert res.registers * THREADS * BLOCKS_PER_SM <= 65536, f"{size}: {res.registers} registers a thread"
     assert res.spill_stores == 0 and res.spill_loads == 0 and res.stack == 0, res
-    assert (family(launch.family).cost(launch.dims).smem + res.static_smem) * AHEAD_BLOCKS_PER_SM <= 227 * 1024
+    assert (family(launch.family).cost(launch.dims).smem + res.static_smem) * BLOCKS_PER_SM <= 227 * 1024
     assert rows_at_once(launch.dims) == (2 if size == "qwen3-1.7b" else 1)
-    body = built.source[built.source.index(f"__launch_bounds__({THREADS}, {AHEAD_BLOCKS_PER_SM})"):]
+    body = built.source[built.source.index(f"__launch_bounds__({THREADS}, {BLOCKS_PER_SM})"):]
     sync, ballot = body.index("cudaGridDependencySynchronize();"), body.index("__ballot_sync(")
     ub_loads = [m.start() for m in re.finditer(r"= ub\[", body)]
     assert len(ub_loads) == -(-rows_per_warp(launch.dims) // 32) >= 3  # one a round, each its own statement

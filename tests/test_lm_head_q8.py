@@ -72,34 +72,54 @@ def test_the_plan_reads_the_int8_head_and_picks():
 
 
 @pytest.mark.parametrize("size", ["qwen3-0.6b", "qwen3-1.7b", "qwen3-32b"])
-def test_the_pick_ahead_option_builds_its_kernel_and_sizes_the_partials_by_its_grid(size):
-    """lm_head_pick_ahead names the pick's ahead form (its own kernel, so both coexist in a cache) at
-    two blocks an SM; the argmax's partials and its launch follow the pick's grid; nothing else
-    changes, and without the int8 head the option changes nothing."""
+def test_the_pick_runs_two_blocks_an_sm_and_the_partials_follow_its_grid(size):
+    """The pick (one kernel, lm_head_pick) plans BLOCKS_PER_SM blocks an SM; the argmax's partials
+    and its launch follow the pick's grid, not the GEMV head's; two candidate rows at once only
+    where a lane's share of both fits its registers."""
     from tfdash.kernels.base import family
-    from tfdash.kernels.lm_head_pick import AHEAD_BLOCKS_PER_SM, SMS, THREADS, grid_size, rows_at_once, rows_per_warp
+    from tfdash.kernels.lm_head_pick import BLOCKS_PER_SM, SMS, THREADS, grid_size, rows_at_once, rows_per_warp
 
     cfg = preset(size)
-    base, plan = (build_plan(cfg, capacity=64, lm_head_q8=True, lm_head_pick_ahead=a) for a in (False, True))
+    base, plan = build_plan(cfg, capacity=64), build_plan(cfg, capacity=64, lm_head_q8=True)
     pick, argmax = plan.ops()["lm_head_pick"][0], plan.ops()["argmax"][0]
-    assert pick.kernel == "lm_head_pick_ahead" and pick.dims["ahead"] is True
-    assert base.ops()["lm_head_pick"][0].kernel == "lm_head_pick" and "ahead" not in base.ops()["lm_head_pick"][0].dims
-    assert grid_size(pick.dims) == AHEAD_BLOCKS_PER_SM * SMS == 2 * grid_size(base.ops()["lm_head_pick"][0].dims)
+    assert pick.kernel == "lm_head_pick" and set(pick.dims) == {"N", "K", "lb_blocks", "dtype"}
+    assert grid_size(pick.dims) == BLOCKS_PER_SM * SMS == 2 * SMS
     assert argmax.dims["blocks"] == plan.buffers["argmax_part"].shape[0] == grid_size(pick.dims)
-    assert base.ops()["argmax"][0].dims["blocks"] == base.buffers["argmax_part"].shape[0] == SMS
+    assert base.ops()["argmax"][0].dims["blocks"] == base.buffers["argmax_part"].shape[0]  # the GEMV's grid
     geo = family(pick.family).geometry(pick.dims)
-    assert geo.grid == (grid_size(pick.dims),) and geo.blocks_per_sm == AHEAD_BLOCKS_PER_SM
+    assert geo.grid == (grid_size(pick.dims),) and geo.blocks_per_sm == BLOCKS_PER_SM
     assert geo.workers * rows_per_warp(pick.dims) >= cfg.vocab_size and geo.threads == THREADS
-    # the cost model: the same bytes read (the candidates are a guess either way)
-    assert pick.cost(0).read_by_kind("weight") == base.ops()["lm_head_pick"][0].cost(0).read_by_kind("weight")
     assert rows_at_once(pick.dims) == (2 if cfg.hidden_size <= 2560 else 1)
-    assert [(la.role, la.kernel) for la in plan.launches[:-2]] == [(la.role, la.kernel) for la in base.launches[:-2]]
-    assert plan.meta["options"]["lm_head_pick_ahead"] is True and recorded_options(plan.meta["options"]) == \
-        dict(plan.meta["options"])
-    assert recorded_options({k: v for k, v in base.meta["options"].items() if k != "lm_head_pick_ahead"}) == \
-        dict(base.meta["options"])
-    gemv = build_plan(cfg, capacity=64, lm_head_pick_ahead=True)
-    assert gemv.to_dict() == build_plan(cfg, capacity=64).to_dict()
+    assert [(la.role, la.kernel) for la in plan.launches[:-3]] == [(la.role, la.kernel) for la in base.launches[:-2]]
+
+
+ABSENT = object()
+
+
+@pytest.mark.parametrize(("recorded", "ran"), [
+    ({"lm_head_q8": True}, True),  # recorded by this version: the pick it builds
+    ({"lm_head_q8": True, "lm_head_pick_ahead": True}, True),  # the pick this version builds
+    ({"lm_head_q8": True, "lm_head_pick_ahead": True, "prefill_rows": ABSENT}, True),  # before the prompt's chunks
+    ({"lm_head_q8": True, "lm_head_pick_ahead": False}, False),  # the pick's first form, removed
+    ({"lm_head_q8": True, "lm_head_pick_ahead": False, "prefill_rows": ABSENT}, False),
+    ({"lm_head_q8": True, "prefill_rows": ABSENT}, False),  # before the ahead form (and the chunks): the first ran
+    ({"lm_head_q8": False, "lm_head_pick_ahead": False}, True),  # the GEMV head: the pick's form meant nothing
+    ({"lm_head_q8": False, "lm_head_pick_ahead": True}, True),
+    ({"lm_head_q8": ABSENT, "prefill_rows": ABSENT}, True),  # before the int8 head
+])
+def test_a_recorded_pick_form_rebuilds_only_the_pick_this_version_builds(recorded, ran):
+    """Snapshots recorded while the pick had two forms (build_plan's lm_head_pick_ahead), or before
+    its ahead form, rebuild where the form that ran is the one left, and name no plan where the
+    first form ran. (ABSENT: an option the recording has not.)"""
+    cfg = preset("qwen3-tiny")
+    options = {**build_plan(cfg, capacity=64).meta["options"], **recorded}
+    options = recorded_options({k: v for k, v in options.items() if v is not ABSENT})
+    if not ran:
+        assert options is None
+        return
+    q8 = recorded["lm_head_q8"] is True
+    assert options is not None and "lm_head_pick_ahead" not in options and options["lm_head_q8"] is q8
+    assert build_plan(cfg, **options).to_dict() == build_plan(cfg, capacity=64, lm_head_q8=q8).to_dict()
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
@@ -107,9 +127,8 @@ def test_torch_runtime_decodes_the_default_tokens(dtype):
     cfg = preset("qwen3-tiny")
     weights = load_weights(cfg, None, getattr(torch, dtype), "cpu", 0)
     out = []
-    for q8, ahead in ((False, False), (True, False), (True, True)):  # ahead: the pick's grid, its partials
-        rt = make_runtime("torch-eager", build_plan(cfg, dtype=dtype, capacity=128, lm_head_q8=q8,
-                                                    lm_head_pick_ahead=ahead), weights, "cpu")
+    for q8 in (False, True):
+        rt = make_runtime("torch-eager", build_plan(cfg, dtype=dtype, capacity=128, lm_head_q8=q8), weights, "cpu")
         rt.reset([1, 2, 3, 4])
         for _ in range(40):
             rt.step()
@@ -117,7 +136,7 @@ def test_torch_runtime_decodes_the_default_tokens(dtype):
         if q8:  # the derived weights were made from the head, not given
             assert "head_q8" not in weights and rt.bufs["head_q8"].shape == (cfg.vocab_size, cfg.hidden_size // 4)
             assert int((rt.bufs["logits"] > -float("inf")).sum()) < cfg.vocab_size // 10
-    assert out[0] == out[1] == out[2]
+    assert out[0] == out[1]
 
 
 def test_the_knob_builds_the_int8_head(monkeypatch):
@@ -195,12 +214,9 @@ def test_a_bench_variant_is_the_engines_plan_with_its_options_over_them():
     from tfdash.profiling.variants import PLAN_VARIANTS
 
     engine = plan_for(preset("qwen3-1.7b"), "bfloat16", 2112)
-    assert engine.ops()["lm_head_pick"][0].kernel == "lm_head_pick_ahead"
-    for name in ("tilelang-chains", "tilelang-bf16head", "tilelang-pickfirst"):
+    assert engine.ops()["lm_head_pick"][0].kernel == "lm_head_pick"
+    for name in ("tilelang-chains", "tilelang-bf16head"):
         plan, options = variant_plan(engine, Variant(name, dict(PLAN_VARIANTS[name])))
         changed = {k for k, v in options.items() if engine.meta["options"][k] != v}
         assert changed == set(PLAN_VARIANTS[name]), name
         assert ("lm_head_pick" in plan.ops()) == (name != "tilelang-bf16head")
-        if name == "tilelang-pickfirst":
-            assert plan.ops()["lm_head_pick"][0].kernel == "lm_head_pick"
-            assert 2 * plan.ops()["argmax"][0].dims["blocks"] == engine.ops()["argmax"][0].dims["blocks"]

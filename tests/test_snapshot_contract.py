@@ -152,7 +152,8 @@ def test_options_recorded_before_a_knob_changed_rebuild_the_plan_that_ran(varian
     assert plan.to_dict() == ran.to_dict() != eng.plan.to_dict()
     [att] = [la for la in plan.launches if la.op == "attention" and la.layer == 0]
     assert att.kernel == "attn_decode" and "merge_early" not in att.dims and "k_apart" not in att.dims
-    for removed in ({"down_smem_prefetch": True}, {"attn_trigger_first": True}, {"fused_rope": True}):
+    for removed in ({"down_smem_prefetch": True}, {"attn_trigger_first": True}, {"fused_rope": True},
+                    {"lm_head_q8": True, "lm_head_pick_ahead": False}):  # the int8 head's first pick
         gone = dataclasses.replace(snap, meta=dataclasses.replace(snap.meta, plan_options=dict(old, **removed)))
         assert drill_model.plan_of(gone) is None, removed  # fused and k apart: a plan no longer built
 
@@ -180,18 +181,16 @@ def test_an_older_snapshot_of_an_ab_variant_still_rebuilds_by_search(recorded):
     ({"fused_rope": True}, None),  # before o_proj_trigger_first: the fused attention normed k apart
     ({"fused_rope": False}, {"fused_rope": False, "o_proj_trigger_first": False, "attn_merge_early": False, "early_norm": False, "attn_merge_acq_rel": False, "attn_merge_chunk": 16, "attn_merge_early_group": 4, "attn_trigger_at": "dependency",
       "gate_up_silu": False, "qkv_trigger_first": False,
-      "ring_in_graph": False, "attn_ilp": False, "attn_rounds_carry": False, "lm_head_q8": False,
-      "lm_head_pick_ahead": False}),
+      "ring_in_graph": False, "attn_ilp": False, "attn_rounds_carry": False, "lm_head_q8": False}),
     ({"fused_rope": False, "o_proj_trigger_first": True, "attn_k_apart": True},
      {"fused_rope": False, "o_proj_trigger_first": True, "attn_merge_early": False, "early_norm": False, "attn_merge_acq_rel": False, "attn_merge_chunk": 16, "attn_merge_early_group": 4, "attn_trigger_at": "dependency",
       "gate_up_silu": False, "qkv_trigger_first": False,
       "ring_in_graph": False, "attn_ilp": False,
-      "attn_rounds_carry": False, "lm_head_q8": False, "lm_head_pick_ahead": False}),  # unfused: k_apart meant nothing
+      "attn_rounds_carry": False, "lm_head_q8": False}),  # unfused: k_apart meant nothing
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_k_apart": False, "attn_trigger_first": False},
      {"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_early": False, "early_norm": False, "attn_merge_acq_rel": False, "attn_merge_chunk": 16, "attn_merge_early_group": 4, "attn_trigger_at": "dependency",
       "gate_up_silu": False, "qkv_trigger_first": False,
-      "ring_in_graph": False, "attn_ilp": False, "attn_rounds_carry": False, "lm_head_q8": False,
-      "lm_head_pick_ahead": False}),
+      "ring_in_graph": False, "attn_ilp": False, "attn_rounds_carry": False, "lm_head_q8": False}),
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_k_apart": True}, None),
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_trigger_first": True}, None),
     ({"fused_rope": True, "o_proj_trigger_first": True, "down_smem_prefetch": True}, None),
@@ -200,8 +199,7 @@ def test_an_older_snapshot_of_an_ab_variant_still_rebuilds_by_search(recorded):
     ({"fused_rope": True, "o_proj_trigger_first": False, "attn_merge_early": True},
      {"fused_rope": True, "o_proj_trigger_first": False, "attn_merge_early": True, "early_norm": False, "attn_merge_acq_rel": False, "attn_merge_chunk": 16, "attn_merge_early_group": 4, "attn_trigger_at": "dependency",
       "gate_up_silu": False, "qkv_trigger_first": False,
-      "ring_in_graph": False, "attn_ilp": False, "attn_rounds_carry": False, "lm_head_q8": False,
-      "lm_head_pick_ahead": False}),
+      "ring_in_graph": False, "attn_ilp": False, "attn_rounds_carry": False, "lm_head_q8": False}),
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_cluster": 16}, None),  # the cluster merge, removed
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_kv_smem": True}, None),  # K/V in shared memory, removed
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_signal": True}, None),  # o_proj on a count, removed
@@ -214,24 +212,32 @@ def test_an_older_snapshot_of_an_ab_variant_still_rebuilds_by_search(recorded):
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_once": True}, None),  # arriving once, removed
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_idle_exit": True}, None),  # idle exit, removed
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_head_split": 2}, None),  # the head split, removed
+    # the int8 head's pick in its first form, removed (recorded off, or before the ahead form and prefill_rows)
+    ({"fused_rope": True, "o_proj_trigger_first": True, "lm_head_q8": True, "lm_head_pick_ahead": False}, None),
+    ({"fused_rope": True, "o_proj_trigger_first": True, "lm_head_q8": True}, None),
+    ({"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_early": True, "early_norm": True,
+      "lm_head_q8": True, "lm_head_pick_ahead": True},  # the pick's ahead form: the one this version builds
+     {"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_early": True, "early_norm": True,
+      "attn_merge_acq_rel": False, "attn_merge_chunk": 16, "attn_merge_early_group": 4, "attn_trigger_at": "dependency",
+      "gate_up_silu": False, "qkv_trigger_first": False, "ring_in_graph": False, "attn_ilp": False,
+      "attn_rounds_carry": False, "lm_head_q8": True}),
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_early": True, "early_norm": True,
       "oproj_merges": False},  # recorded while o_proj merging was a variant: attention merged
      {"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_early": True, "early_norm": True,
       "attn_merge_acq_rel": False, "attn_merge_chunk": 16, "attn_merge_early_group": 4, "attn_trigger_at": "dependency",
       "gate_up_silu": False, "qkv_trigger_first": False, "ring_in_graph": False, "attn_ilp": False,
-      "attn_rounds_carry": False, "lm_head_q8": False, "lm_head_pick_ahead": False}),
+      "attn_rounds_carry": False, "lm_head_q8": False}),
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_early": True, "early_norm": True,
       "argmax_in_lm_head": False},  # recorded while lm_head feeding was a variant: the argmax launch ran
      {"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_early": True, "early_norm": True,
       "attn_merge_acq_rel": False, "attn_merge_chunk": 16, "attn_merge_early_group": 4, "attn_trigger_at": "dependency",
       "gate_up_silu": False, "qkv_trigger_first": False, "ring_in_graph": False, "attn_ilp": False,
-      "attn_rounds_carry": False, "lm_head_q8": False, "lm_head_pick_ahead": False}),
+      "attn_rounds_carry": False, "lm_head_q8": False}),
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_early": True, "early_norm": True},
      {"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_early": True, "early_norm": True,
       "attn_merge_acq_rel": False, "attn_merge_chunk": 16, "attn_merge_early_group": 4, "attn_trigger_at": "dependency",
       "gate_up_silu": False, "qkv_trigger_first": False,
-      "ring_in_graph": False, "attn_ilp": False, "attn_rounds_carry": False, "lm_head_q8": False,
-      "lm_head_pick_ahead": False}),
+      "ring_in_graph": False, "attn_ilp": False, "attn_rounds_carry": False, "lm_head_q8": False}),
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_early": True, "early_norm": True,
       "ring_in_graph": True, "attn_ilp": True, "attn_merge_spin": False,  # chains interleaved: kept; spin off: dropped
       "attn_merge_tagged": False, "attn_merge_speculate": False,  # recorded while the tagged merge was a variant
@@ -240,7 +246,7 @@ def test_an_older_snapshot_of_an_ab_variant_still_rebuilds_by_search(recorded):
      {"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_early": True, "early_norm": True,
       "attn_merge_acq_rel": False, "attn_merge_chunk": 16, "attn_merge_early_group": 4, "attn_trigger_at": "dependency",
       "gate_up_silu": False, "qkv_trigger_first": False, "ring_in_graph": True, "attn_ilp": True,
-      "attn_rounds_carry": False, "lm_head_q8": False, "lm_head_pick_ahead": False}),
+      "attn_rounds_carry": False, "lm_head_q8": False}),
 ])
 def test_recorded_options_name_the_plan_that_ran_or_none(recorded_as, want):
     from tfdash.engine.plan_options import recorded_options

@@ -96,12 +96,6 @@ class Settings:
                            "bytes; off: the bf16 GEMV (bench backend tilelang-bf16head, the A/B baseline; "
                            "benchmarks/ has the measured difference). The tilelang engine's only: the torch "
                            "runtimes keep the GEMV head"),
-        "lm_head_pick_ahead": Knob("TFDASH_LM_HEAD_PICK_AHEAD", True,
-                                   "with the int8 head: its pick loads every round's bounds at its start, "
-                                   "runs two blocks an SM and two candidate rows at once where they fit; off: "
-                                   "the bounds a round at a time, one block an SM (bench backend "
-                                   "tilelang-pickfirst, the A/B baseline; benchmarks/ has the measured "
-                                   "difference)"),
         "prefill": Knob("TFDASH_PREFILL", True,
                         "a prompt is taken 16 positions at a time (tensor-core GEMMs that stream each weight "
                         "once a chunk, a causal attention over the cache), then the step's lm_head and argmax "

@@ -192,11 +192,11 @@ def plan_for(cfg: ModelConfig, dtype: str, capacity: int, backend: str = "tilela
                       qkv_trigger_first=qkv_trigger_first(str(SETTINGS.qkv_trigger_first)),
                       ring_in_graph=bool(SETTINGS.ring_in_graph), attn_ilp=bool(SETTINGS.attn_ilp),
                       attn_rounds_carry=bool(SETTINGS.attn_rounds_carry),
-                      lm_head_q8=q8, lm_head_pick_ahead=q8 and bool(SETTINGS.lm_head_pick_ahead),
+                      lm_head_q8=q8,
                       attn_split_cap=None if cap == SPLIT_CAP else cap,  # the default keeps the kernel's name
                       prefill_rows=ROWS if SETTINGS.prefill else 0)
     if plan.meta["options"]["lm_head_q8"] and q8_unsupported(plan):
-        plan = build_plan(cfg, **{**plan.meta["options"], "lm_head_q8": False, "lm_head_pick_ahead": False})
+        plan = build_plan(cfg, **{**plan.meta["options"], "lm_head_q8": False})
     if backend == "tilelang-graph" and plan.meta["options"]["prefill_rows"] and prefill_unsupported(plan):
         plan = build_plan(cfg, **{**plan.meta["options"], "prefill_rows": 0})  # the step walks the prompt
     return plan

@@ -5,9 +5,8 @@
     lm_head_q8=True              lm_head: every row's logit bounded through an int8 copy of W
                                  (the tilelang engine's, where its kernels take the shape: plan_for)
                                  lm_head_pick: the exact logits of the rows the bounds leave, and
-                                 their (max, index) per block (tfdash.kernels.lm_head_q8)
-    + lm_head_pick_ahead=True    lm_head_pick in its ahead form: ub loaded ahead, two blocks an SM
-                                 (tfdash.kernels.lm_head_pick)
+                                 their (max, index) per block (tfdash.kernels.lm_head_q8,
+                                 tfdash.kernels.lm_head_pick)
     then                         argmax: next = argmax over the partials; feed prompt or next; pos += 1
 
 The int8 copy and its per-row scales and error norms are weights derived from W when a runtime
@@ -20,12 +19,10 @@ from __future__ import annotations
 DERIVED = {"head_q8": ("quantize_rows", 0), "head_q8_meta": ("quantize_rows", 1)}
 
 
-def head_launches(cfg, dtype, capacity, head, buf, launch, gemv_kernel, ring, lm_head_q8: bool,
-                  pick_ahead: bool = False) -> dict:
+def head_launches(cfg, dtype, capacity, head, buf, launch, gemv_kernel, ring, lm_head_q8: bool) -> dict:
     """Adds the lm_head's buffers and launches and the argmax's through build_plan's `buf`, `launch`
-    and `gemv_kernel`; returns what plan.meta records of them (the derived weights' source).
-    `pick_ahead` (with lm_head_q8): the pick's ahead form (tfdash.kernels.lm_head_pick), a kernel
-    named lm_head_pick_ahead, its grid (and so the argmax's partials) twice the first form's."""
+    and `gemv_kernel`; returns what plan.meta records of them (the derived weights' source). The
+    argmax's partials follow the grid of the launch before it: the pick's or the GEMV's."""
     V, H, C = cfg.vocab_size, cfg.hidden_size, capacity
     if lm_head_q8:
         from tfdash.kernels.lm_head_pick import grid_size as pick_grid
@@ -41,10 +38,10 @@ def head_launches(cfg, dtype, capacity, head, buf, launch, gemv_kernel, ring, lm
         dims = dict(N=V, K=H, eps=cfg.rms_norm_eps)
         launch("lm_head", None, "lm_head_q8", "lm_head_q8", dims, x="x", norm_w="final_norm", wq="head_q8",
                meta="head_q8_meta", h_out="head_h", ub="head_ub", lb="head_lb")
-        pick = dict(N=V, K=H, lb_blocks=g1, **({"ahead": True} if pick_ahead else {}))
+        pick = dict(N=V, K=H, lb_blocks=g1)
         blocks = pick_grid(pick)
         buf("argmax_part", (blocks, 2), "float32", "scratch")
-        launch("lm_head_pick", None, "lm_head_pick", "lm_head_pick" + ("_ahead" if pick_ahead else ""), pick,
+        launch("lm_head_pick", None, "lm_head_pick", "lm_head_pick", pick,
                w=head, h="head_h", ub="head_ub", lb="head_lb", logits="logits", amax="argmax_part")
         derived = {"head_q8": head, "head_q8_meta": head}
     else:

@@ -168,7 +168,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                attn_trigger_at: str | None = None, attn_merge_early_group: int | None = None,
                gate_up_silu: bool = True, qkv_trigger_first: bool | None = None,
                ring_in_graph: bool = True, attn_ilp: bool = True, attn_rounds_carry: bool = True,
-               lm_head_q8: bool = False, lm_head_pick_ahead: bool = False, prefill_rows: int = 0) -> StepPlan:
+               lm_head_q8: bool = False, prefill_rows: int = 0) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -225,9 +225,6 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     ropes q again and loads its K/V at its start (the baseline, a kernel named _er).
     `lm_head_q8`: the lm_head bounds every logit through an int8 copy of its weight and computes
     exactly only the rows that may hold the argmax (tfdash.engine.head_plan); False: the GEMV.
-    `lm_head_pick_ahead` (with lm_head_q8): the pick loads every round's bounds at its start, runs two
-    blocks an SM and reads candidate rows two at a time where they fit (a kernel named _ahead, the
-    same logits and token); False: the baseline.
     `prefill_rows`: the runtime takes a prompt that many positions at a time, through the prompt's plan
     (tfdash.engine.prefill_plan), then the step's head alone on its last position (the step's launches
     are the same); 0: the step walks the prompt one position at a time (the baseline).
@@ -385,7 +382,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                  x="gu", w=p + "w_down", out="x")
     from tfdash.engine.head_plan import head_launches
 
-    derived = head_launches(cfg, dtype, C, head, buf, launch, gemv_kernel, TOKEN_RING if ring_in_graph else 0,
-                            lm_head_q8, lm_head_pick_ahead)
+    ring = TOKEN_RING if ring_in_graph else 0
+    derived = head_launches(cfg, dtype, C, head, buf, launch, gemv_kernel, ring, lm_head_q8)
     meta = {"options": options, **({"derived": MappingProxyType(derived)} if derived else {})}
     return StepPlan(cfg, dtype, C, MappingProxyType(buffers), tuple(launches), MappingProxyType(meta))

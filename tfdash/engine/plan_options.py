@@ -13,15 +13,15 @@ ADDED_OPTIONS = {"o_proj_trigger_first": False, "attn_merge_early": False, "earl
                  "attn_merge_chunk": 16, "attn_merge_early_group": 4,
                  "attn_trigger_at": "dependency", "gate_up_silu": False,
                  "qkv_trigger_first": False, "ring_in_graph": False,
-                 "attn_ilp": False, "attn_rounds_carry": False, "lm_head_q8": False,
-                 "lm_head_pick_ahead": False}
+                 "attn_ilp": False, "attn_rounds_carry": False, "lm_head_q8": False}
 REMOVED_OPTIONS = {"down_smem_prefetch": False, "attn_k_apart": False, "attn_trigger_first": False,
                    "mlp_fused": False, "o_proj_l2_mb": 0, "o_proj_l2_skip": 0, "attn_cluster": 0,
                    "attn_k_first": False, "attn_warp_softmax": False, "attn_kv_smem": False,
                    "attn_signal": False, "argmax_in_lm_head": False, "oproj_merges": False,
                    "attn_merge_spin": False, "attn_rope_warp": False,
                    "attn_merge_tagged": False, "attn_merge_speculate": False,
-                   "attn_merge_once": False, "attn_idle_exit": False, "attn_head_split": 1}
+                   "attn_merge_once": False, "attn_idle_exit": False, "attn_head_split": 1,
+                   "lm_head_pick_ahead": True}
 
 
 def recorded_options(options: Mapping[str, object]) -> dict | None:
@@ -32,6 +32,10 @@ def recorded_options(options: Mapping[str, object]) -> dict | None:
         return None  # recorded before attn_k_apart existed: the fused attention normed k apart
     if out.get("fused_rope") is False:
         out.pop("attn_k_apart", None)  # unfused, the rope launch norms k: k_apart changed nothing
+    if not out.get("lm_head_q8"):
+        out.pop("lm_head_pick_ahead", None)  # the GEMV head: the pick's form changed nothing
+    elif "prefill_rows" not in out:  # recorded before prefill_rows, which came after the pick's ahead form
+        out.setdefault("lm_head_pick_ahead", False)  # and before that form too: the pick's first form ran
     for name, before in ADDED_OPTIONS.items():
         out.setdefault(name, before)
     for name, built in REMOVED_OPTIONS.items():

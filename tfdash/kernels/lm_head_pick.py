@@ -7,11 +7,10 @@
 The argmax launch after it reduces `amax` exactly as it reduces the GEMV's (tfdash.kernels.argmax).
 Why no other row can hold the argmax: tfdash.kernels.lm_head_q8.
 
-Two tilelang forms of the same arithmetic (dims["ahead"], build_plan's lm_head_pick_ahead): the
-first walks a warp's rows in rounds of 32, each waiting on its own ub load, and reads one candidate
-row at a time; `ahead` issues every round's ub load with h's and lb's, runs twice the blocks (half
-the rows a warp, so the slowest warp meets fewer candidates) and, where a lane's share of two rows
-fits its registers, loads two candidate rows before summing either.
+The tilelang kernel keeps a warp's waits few: after the grid dependency it issues every round's
+ub load together with h's and lb's, so no round's ballot waits on its own load; it runs two blocks
+an SM, so a warp scans fewer rows and the slowest meets fewer candidates; and where a lane's share
+of two rows fits its registers, it loads two candidate rows before summing either.
 """
 
 import torch
@@ -20,9 +19,9 @@ from tfdash.kernels.base import DTYPE_BYTES, Family, Geometry, Operand, make_cos
 from tfdash.kernels.common import linear_f32
 
 THREADS = 256
-SMS = 132  # one block an SM: a warp scans a slice of the rows, 32 at a time
-AHEAD_BLOCKS_PER_SM = 2  # the ahead form's blocks an SM: half the rows a warp
-# the ahead form loads two candidate rows at once where a lane loads at most this many 16 bytes of each
+SMS = 132  # a warp scans a slice of the rows, 32 at a time
+BLOCKS_PER_SM = 2  # resident blocks an SM (__launch_bounds__): more warps, each scanning fewer rows
+# the kernel loads two candidate rows at once where a lane loads at most this many 16 bytes of each
 # (20 in flight, as one row of K=5120): its registers still fit two blocks an SM
 PAIR_MAX_CHK = 10
 EXPECTED_CANDIDATES = 64  # rows a step reads in full, for the cost model (the bounds decide, per step)
@@ -44,11 +43,11 @@ def torch_lm_head_pick(dims, bufs):
 
 
 def grid_size(dims) -> int:
-    return SMS * (AHEAD_BLOCKS_PER_SM if dims.get("ahead") else 1)
+    return SMS * BLOCKS_PER_SM
 
 
 def rows_at_once(dims) -> int:
-    """Candidate rows a warp of the ahead form loads before summing any: two where a lane's share of
+    """Candidate rows a warp loads before summing any: two where a lane's share of
     both stays in its registers at two blocks an SM, else one."""
     return 2 if dims["K"] // (32 * VEC) <= PAIR_MAX_CHK else 1
 
@@ -73,8 +72,7 @@ def cost(dims, ctx_len=0):
 
 def geometry(dims, ctx_len: int = 0) -> Geometry:
     grid = grid_size(dims)
-    per_sm = AHEAD_BLOCKS_PER_SM if dims.get("ahead") else 1
-    return Geometry((grid,), THREADS, per_sm, dims["N"], "row", grid * (THREADS // 32), "warp")
+    return Geometry((grid,), THREADS, BLOCKS_PER_SM, dims["N"], "row", grid * (THREADS // 32), "warp")
 
 
 def supported(dims):
@@ -84,111 +82,13 @@ def supported(dims):
 
 
 def tilelang_lm_head_pick(dims):
-    """Block: 256 threads, one an SM. After the grid dependency: h into shared memory and L from
-    every lower bound; then each warp walks its slice 32 rows at a time: a ballot of the rows whose
-    ub reaches L, -inf stored for the rest, and for each row of the ballot (the same for the whole
-    warp) the warp's dot product over it, lane layout and order as the GEMV's, then the warps'
-    (max, lowest index). dims["ahead"]: tilelang_lm_head_pick_ahead."""
-    if dims.get("ahead"):
-        return tilelang_lm_head_pick_ahead(dims)
-    import tilelang.language as T
-
-    N, K, G1, dt = dims["N"], dims["K"], dims["lb_blocks"], dims["dtype"]
-    pdl = dims.get("pdl", True)
-    grid, per = grid_size(dims), rows_per_warp(dims)
-    warps = THREADS // 32
-    rounds = -(-per // 32)
-    CHK = K // (32 * VEC)
-    h_iters = -(-K // (THREADS * VEC))
-    l_iters = -(-G1 // THREADS)
-
-    @T.prim_func
-    def lm_head_pick(w: T.Tensor((N, K), dt), h: T.Tensor((K,), dt), ub: T.Tensor((N,), "float32"),
-                     lb: T.Tensor((G1,), "float32"), logits: T.Tensor((N,), "float32"),
-                     amax: T.Tensor((grid, 2), "float32")):
-        with T.Kernel(grid, threads=THREADS) as bx:
-            tx = T.get_thread_binding(0)
-            lane = tx % 32
-            warp = tx // 32
-            h_s = T.alloc_shared((K,), dt)
-            red_v = T.alloc_shared((warps,), "float32")
-            red_i = T.alloc_shared((warps,), "int32")
-            wv = T.alloc_local((CHK * VEC,), dt)
-            hv = T.alloc_local((VEC,), dt)
-            L = T.alloc_var("float32")
-            acc = T.alloc_var("float32")
-            best_v = T.alloc_var("float32")
-            best_i = T.alloc_var("int32")
-            mask = T.alloc_var("int32")
-            row = T.alloc_var("int32")
-            if pdl:
-                T.pdl_sync()
-                T.pdl_trigger()
-            for it in T.unroll(h_iters):
-                if (it * THREADS + tx) * VEC < K:
-                    for j in T.vectorized(VEC):
-                        h_s[(it * THREADS + tx) * VEC + j] = h[(it * THREADS + tx) * VEC + j]
-            L = -T.infinity("float32")
-            for it in T.unroll(l_iters):
-                if it * THREADS + tx < G1:
-                    L = T.max(L, lb[it * THREADS + tx])
-            L = T.warp_reduce_max(L)
-            if lane == 0:
-                red_v[warp] = L
-            T.sync_threads()
-            for i in T.unroll(warps):
-                L = T.max(L, red_v[i])
-            T.sync_threads()
-            best_v = -T.infinity("float32")
-            best_i = N
-            for rd in T.serial(rounds):
-                row = (bx * warps + warp) * per + rd * 32 + lane
-                mask = T.call_extern("int32", "__ballot_sync", T.uint32(0xFFFFFFFF), T.cast(
-                    rd * 32 + lane < per and row < N and ub[T.min(row, N - 1)] >= L, "int32"))
-                if rd * 32 + lane < per and row < N and ((mask >> lane) & 1) == 0:
-                    logits[row] = -T.infinity("float32")
-                for k in T.serial(32):
-                    if ((mask >> k) & 1) == 1:  # the same for every lane: the warp takes row k of the 32
-                        row = (bx * warps + warp) * per + rd * 32 + k
-                        for c in T.unroll(CHK):
-                            for j in T.vectorized(VEC):
-                                wv[c * VEC + j] = w[row, c * 32 * VEC + lane * VEC + j]
-                        acc = 0.0
-                        for c in T.unroll(CHK):
-                            for j in T.vectorized(VEC):
-                                hv[j] = h_s[c * 32 * VEC + lane * VEC + j]
-                            for j in T.unroll(VEC):
-                                acc += T.cast(wv[c * VEC + j], "float32") * T.cast(hv[j], "float32")
-                        acc = T.warp_reduce_sum(acc)
-                        if lane == 0:
-                            logits[row] = acc
-                        # rows come in increasing order: strictly greater keeps the lowest index
-                        if acc > best_v:
-                            best_v = acc
-                            best_i = row
-            if lane == 0:
-                red_v[warp] = best_v
-                red_i[warp] = best_i
-            T.sync_threads()
-            if tx == 0:
-                for i in T.serial(warps):
-                    if red_v[i] > best_v or (red_v[i] == best_v and red_i[i] < best_i):
-                        best_v = red_v[i]
-                        best_i = red_i[i]
-                amax[bx, 0] = best_v
-                amax[bx, 1] = T.cast(best_i, "float32")
-
-    return lm_head_pick
-
-
-def tilelang_lm_head_pick_ahead(dims):
-    """The same rows, logits and partials as tilelang_lm_head_pick, with fewer waits a warp: two
-    blocks an SM (half the rows a warp); after the grid dependency every round's ub value of the
-    lane is loaded beside h (into shared memory) and the lower bounds (each warp reduces all of
-    them to L itself: one barrier, for h); then each round's ballot, with -inf stored for the rows
-    it leaves, and the warp takes its candidates in increasing row order, `rows_at_once` of them a
-    time: both rows' loads issued before either sum. Each dot product is tilelang_lm_head_pick's
-    (the GEMV's lane layout and order), and strictly greater keeps the lowest index."""
+    """Block: 256 threads, BLOCKS_PER_SM an SM (__launch_bounds__). After the grid dependency each
+    lane loads its ub value of every round (independent loads, in flight together) beside h (into
+    shared memory) and the lower bounds (each warp reduces all of them to L itself: one barrier, for
+    h); then each round's ballot of the rows whose ub reaches L, with -inf stored for the rows it
+    leaves, and the warp takes its candidates in increasing row order, `rows_at_once` of them a
+    time: both rows' loads issued before either sum. Each dot product keeps the GEMV's lane layout
+    and order; the warps' (max, lowest index) follow, strictly greater keeping the lowest index."""
     import tilelang.language as T
 
     N, K, G1, dt = dims["N"], dims["K"], dims["lb_blocks"], dims["dtype"]
@@ -201,11 +101,11 @@ def tilelang_lm_head_pick_ahead(dims):
     l_iters = -(-G1 // 32)
 
     @T.prim_func
-    def lm_head_pick_ahead(w: T.Tensor((N, K), dt), h: T.Tensor((K,), dt), ub: T.Tensor((N,), "float32"),
-                           lb: T.Tensor((G1,), "float32"), logits: T.Tensor((N,), "float32"),
-                           amax: T.Tensor((grid, 2), "float32")):
+    def lm_head_pick(w: T.Tensor((N, K), dt), h: T.Tensor((K,), dt), ub: T.Tensor((N,), "float32"),
+                     lb: T.Tensor((G1,), "float32"), logits: T.Tensor((N,), "float32"),
+                     amax: T.Tensor((grid, 2), "float32")):
         with T.Kernel(grid, threads=THREADS) as bx:
-            T.annotate_min_blocks_per_sm(AHEAD_BLOCKS_PER_SM)  # __launch_bounds__: registers for two blocks
+            T.annotate_min_blocks_per_sm(BLOCKS_PER_SM)  # __launch_bounds__: registers for two blocks
             tx = T.get_thread_binding(0)
             lane = tx % 32
             warp = tx // 32
@@ -295,7 +195,7 @@ def tilelang_lm_head_pick_ahead(dims):
                 amax[bx, 0] = best_v
                 amax[bx, 1] = T.cast(best_i, "float32")
 
-    return lm_head_pick_ahead
+    return lm_head_pick
 
 
 FAMILY = register(Family(

@@ -37,8 +37,6 @@ share of the measured cold copy bandwidth.
     tilelang-chains  attention's score and value phases each one chain, not interleaved (TFDASH_ATTN_ILP)
     tilelang-eachround attention's rounds each rope q and load K/V at their start (TFDASH_ATTN_ROUNDS_CARRY)
     tilelang-bf16head the lm_head as the bf16 GEMV, not bounded through its int8 copy (TFDASH_LM_HEAD_Q8)
-    tilelang-pickfirst the int8 head's pick a round of bounds at a time, one block an SM, where the
-                     default loads them ahead (TFDASH_LM_HEAD_PICK_AHEAD)
     tilelang-walk    the decode step walks the prompt a position a step, where the default takes it
                      16 positions a chunk first (TFDASH_PREFILL)
     tilelang[OP:K=V] a GEMV launch-settings variant (--gemv), the sweep behind the GEMV table

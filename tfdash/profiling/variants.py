@@ -43,10 +43,6 @@ PLAN_VARIANTS = {
     # the lm_head as the bf16 GEMV, where the default bounds every logit through an int8 copy of its
     # weight and computes exactly only the rows that may hold the argmax
     "tilelang-bf16head": {"lm_head_q8": False},
-    # the int8 head's pick taking its bounds a round at a time, at one block an SM, where the default
-    # loads every round's bounds at its start, runs two blocks an SM and two candidate rows at once
-    # where they fit (build_plan's lm_head_pick_ahead): the same logits and token
-    "tilelang-pickfirst": {"lm_head_pick_ahead": False},
     # the decode step walks the prompt one position a step, where the default takes it 16 positions
     # at a time through the prompt's plan, then the step's head on its last (build_plan's prefill_rows)
     "tilelang-walk": {"prefill_rows": 0},
