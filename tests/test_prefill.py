@@ -125,12 +125,6 @@ def test_plan_for_takes_prompts_in_chunks_unless_told_or_unsupported(monkeypatch
     assert plan_for(odd, "bfloat16", 64).meta["options"]["prefill_rows"] == 0  # the step walks it
 
 
-def test_walk_is_a_bench_backend():
-    from tfdash.profiling.variants import PLAN_VARIANTS
-
-    assert PLAN_VARIANTS["tilelang-walk"] == {"prefill_rows": 0}
-
-
 # -- the prompt kernels for sm_90a: each structure any preset builds -----------------------------
 def structure(launch, size: str):
     """What makes two prompt kernels build differently beyond their loop counts: a GEMM's N tile

@@ -100,7 +100,7 @@ class Settings:
                         "a prompt is taken 16 positions at a time (tensor-core GEMMs that stream each weight "
                         "once a chunk, a causal attention over the cache), then the step's lm_head and argmax "
                         "alone on its last position make the first token; off: the decode step walks the "
-                        "prompt one position a step (bench backend tilelang-walk, the A/B baseline)"),
+                        "prompt one position a step"),
         "overlap_windows": Knob("TFDASH_OVERLAP_WINDOWS", False,
                                 "CUPTI profile windows start and finish with steps in flight instead of "
                                 "draining around them (Generation's `overlaps`). Off: measured on the H200 it "

@@ -50,9 +50,9 @@ class Variant:
 
 
 def _variants() -> dict[str, Variant]:
-    from tfdash.profiling.variants import BENCH_ONLY, PLAN_VARIANTS
+    from tfdash.profiling.variants import PLAN_VARIANTS
 
-    out = {name: Variant(name, dict(opts)) for name, opts in PLAN_VARIANTS.items() if name not in BENCH_ONLY}
+    out = {name: Variant(name, dict(opts)) for name, opts in PLAN_VARIANTS.items()}
     out["tilelang-nopdl"] = Variant("tilelang-nopdl", {}, {"pdl": False})
     return out
 

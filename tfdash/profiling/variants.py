@@ -43,13 +43,7 @@ PLAN_VARIANTS = {
     # the lm_head as the bf16 GEMV, where the default bounds every logit through an int8 copy of its
     # weight and computes exactly only the rows that may hold the argmax
     "tilelang-bf16head": {"lm_head_q8": False},
-    # the decode step walks the prompt one position a step, where the default takes it 16 positions
-    # at a time through the prompt's plan, then the step's head on its last (build_plan's prefill_rows)
-    "tilelang-walk": {"prefill_rows": 0},
 }
-# variants whose decode step is the default's: only a generation from its start (the bench) tells
-# them apart, so the live A/B, which continues the running generation, does not offer them
-BENCH_ONLY = ("tilelang-walk",)
 
 
 GEMV_OPS = ("qkv_proj", "o_proj", "gate_up", "down", "lm_head")  # the GEMVs a --gemv variant may set
