@@ -27,7 +27,7 @@ SUMMARY = re.compile(
     r"prompt included(, paused (?P<held>[\d.]+) s not counted)?\); "
     r"time to first token (?P<ttft>[\d.]+) ms; decode-only (?P<decode>[\d.]+) tok/s; "
     r"ms/step p50 (?P<p50>[\d.]+) p99 (?P<p99>[\d.]+); "
-    r"prompt (?P<prompt>\d+) tokens, (?P<new2>\d+) new(; |$)", re.M)
+    r"prompt (?P<prompt>\d+) tokens( taken in chunks in (?P<prefill>[\d.]+) ms)?, (?P<new2>\d+) new(; |$)", re.M)
 
 
 def parse_summary(stdout: str) -> dict:
@@ -57,6 +57,7 @@ def test_headless_default_runs_fast_on_cpu():
     assert 0 < s["p50"] <= s["p99"]
     assert s["tps"] == pytest.approx(64 / s["wall"], rel=0.02, abs=0.1)
     assert 0 < s["wall"] < r.wall_s
+    assert 0 < s["prefill"] <= s["ttft"]  # the prompt's chunks and the first token's head: part of the TTFT
     assert r.stdout.startswith(DEFAULT_PROMPT)
     continuation = r.stdout[len(DEFAULT_PROMPT):r.stdout.index("\n")]
     assert len(continuation.split()) >= 32  # readable pseudo-words, not an empty stream

@@ -81,6 +81,40 @@ def test_the_first_token_is_the_prompt_time_and_the_steps_follow():
     assert g.stats.ttft_ns >= g.stats.prefill_ns
 
 
+def test_the_snapshot_and_the_summary_say_how_the_prompt_was_taken(tmp_path):
+    """A session's snapshot keeps the prompt's chunked positions and their time through a saved file,
+    and the summary line names them; a walked prompt's says nothing more; a file written before the
+    fields existed loads with them 0."""
+    import json
+
+    from tfdash.engine import Engine
+    from tfdash.profiling import probe
+    from tfdash.profiling.export import load_snapshot, write_snapshot
+    from tfdash.profiling.headless import summary_line
+    from tfdash.profiling.session import Session
+
+    target = dataclasses.replace(probe.CPU, name="cpu-test", bandwidth=10e9, source="test: 10 GB/s")
+    snaps = {}
+    for rows in (ROWS, 0):
+        rt = _runtime(rows)
+        eng = Engine(TINY, rt.plan, rt, StandInTokenizer(TINY.vocab_size), "random", "cpu", "torch-eager")
+        s = Session(eng, "w1 w2 w3 w4 w5 w6 w7", 6, target=target, nvml=False, ignore_eos=True, profile_every=0)
+        s.run()
+        write_snapshot(s.snapshot(), tmp_path / f"run{rows}.json")
+        snaps[rows] = load_snapshot(tmp_path / f"run{rows}.json")
+    chunked, walked = snaps[ROWS], snaps[0]
+    assert chunked.prefill_positions == chunked.prompt_tokens > 1 and 0 < chunked.prefill_ns <= chunked.ttft_ns
+    assert walked.prefill_positions == walked.prefill_ns == 0 and walked.ttft_ns > 0
+    assert f"prompt {chunked.prompt_tokens} tokens taken in chunks in {chunked.prefill_ns / 1e6:.2f} ms, 6 new" \
+        in summary_line(chunked)
+    assert f"prompt {walked.prompt_tokens} tokens, 6 new" in summary_line(walked)
+    raw = json.loads((tmp_path / f"run{ROWS}.json").read_text())
+    del raw["prefill_positions"], raw["prefill_ns"]
+    (tmp_path / "v5.json").write_text(json.dumps({**raw, "version": 5}))
+    older = load_snapshot(tmp_path / "v5.json")
+    assert older.prefill_positions == older.prefill_ns == 0 and older.new_tokens == 6
+
+
 def test_one_position_prompt_has_nothing_to_take():
     rt = _runtime(ROWS)
     g = Generation(rt, [5], 3, StandInTokenizer(TINY.vocab_size))

@@ -77,12 +77,15 @@ class GenerationStats(Rates):
 
     def summary(self) -> str:
         return summary(self.tok_per_s, self.new_tokens, self.wall_ns, self.held_ns, self.ttft_ns,
-                       self.decode_tok_per_s, self.ms_per_step_p50, self.ms_per_step_p99, self.prompt_tokens)
+                       self.decode_tok_per_s, self.ms_per_step_p50, self.ms_per_step_p99, self.prompt_tokens,
+                       self.prefill_positions, self.prefill_ns)
 
 
 def summary(tok_per_s: float, new_tokens: int, wall_ns: int, held_ns: int, ttft_ns: int, decode: float | None,
-            p50_ms, p99_ms, prompt_tokens: int) -> str:
-    """The one-line report of a generation (headless, the engine's own summary)."""
+            p50_ms, p99_ms, prompt_tokens: int, prefill_positions: int = 0, prefill_ns: int = 0) -> str:
+    """The one-line report of a generation (headless, the engine's own summary). A prompt taken in
+    chunks says so with the chunks' and the first token's head's time, which is part of the time to
+    first token; a walked prompt's steps are the decode step's, so its line says nothing more."""
     held = f", paused {held_ns / 1e9:.3f} s not counted" if held_ns > 0 else ""
     first = f"{ttft_ns / 1e6:.1f} ms" if ttft_ns else "-"
     dec = f"{decode:.1f} tok/s" if decode is not None else "- (one new token)" if new_tokens == 1 else "-"
@@ -90,7 +93,13 @@ def summary(tok_per_s: float, new_tokens: int, wall_ns: int, held_ns: int, ttft_
     p99 = "-" if p99_ms is None or p99_ms != p99_ms else f"{p99_ms:.3f}"
     return (f"{tok_per_s:.1f} tok/s over the whole generation ({tokens(new_tokens, 'new ')} in "
             f"{(wall_ns - held_ns) / 1e9:.3f} s, prompt included{held}); time to first token {first}; "
-            f"decode-only {dec}; ms/step p50 {p50} p99 {p99}; prompt {tokens(prompt_tokens)}, {new_tokens} new")
+            f"decode-only {dec}; ms/step p50 {p50} p99 {p99}; prompt {tokens(prompt_tokens)}"
+            f"{prompt_chunks(prefill_positions, prefill_ns)}, {new_tokens} new")
+
+
+def prompt_chunks(positions: int, ns: int) -> str:
+    """` taken in chunks in 1.38 ms` for a prompt taken in chunks (its positions, their time), else ``."""
+    return f" taken in chunks in {ns / 1e6:.2f} ms" if positions > 0 and ns > 0 else ""
 
 
 def tokens(n: int, kind: str = "") -> str:

@@ -127,6 +127,8 @@ class SessionState:
     ttft_ns: int = 0
     held_ns: int = 0
     ab: tuple[dict, ...] = ()
+    prefill_positions: int = 0
+    prefill_ns: int = 0
 
 
 class RunRecord:
@@ -141,7 +143,7 @@ class RunRecord:
         self.ab: deque[dict] = deque(maxlen=16)  # A/B results
         self.window_error: str | None = None
         self.n_windows = self.steps_total = self.new_tokens = self.wall_ns = self.paused_ns = 0
-        self.ttft_ns = self.held_ns = 0
+        self.ttft_ns = self.held_ns = self.prefill_positions = self.prefill_ns = 0
 
     def add_window(self, result) -> None:
         if result.ok:
@@ -157,7 +159,7 @@ class RunRecord:
             self.paused_ns, self.steps_total, self.n_windows, target, self.windows[-1] if self.windows else None,
             self.window_error, tuple(self.marginal), tuple(self.history), cuda, backend,
             sampler.series() if sampler else (), sampler.unavailable() if sampler else None, nvml_reason,
-            self.ttft_ns, self.held_ns, tuple(self.ab))
+            self.ttft_ns, self.held_ns, tuple(self.ab), self.prefill_positions, self.prefill_ns)
 
 
 def unavailable_panels(st: SessionState, roof: Roofline | None, spans: tuple,
@@ -200,4 +202,5 @@ def assemble(st: SessionState, rows: tuple[KernelRow, ...], roof: Roofline | Non
         marginal=st.marginal, unavailable=unavailable_panels(st, roof, spans, timing, measured),
         target=jsonable(st.target.to_dict()), steps=st.steps, paused_ns=st.paused_ns,
         profile_windows=st.profile_windows, timeline=spans, windows=windows, ttft_ns=st.ttft_ns,
-        held_ns=st.held_ns, timing=timing, ab=st.ab)
+        held_ns=st.held_ns, timing=timing, ab=st.ab, prefill_positions=st.prefill_positions,
+        prefill_ns=st.prefill_ns)

@@ -5,13 +5,13 @@ Snapshot JSON, schema "tfdash.snapshot" (version: `snapshot.VERSION`; older vers
 (tuples as arrays, nested dataclasses as objects, None as null, floats always finite), with
 "schema" and "version" first:
 
-    {"schema": "tfdash.snapshot", "version": 5,
+    {"schema": "tfdash.snapshot", "version": 6,
      "meta": RunMeta, "tokens": [TokenRecord], "step_ns": [int], "prompt_tokens": int,
      "new_tokens": int, "wall_ns": int, "kernels": [KernelRow], "nvml": [Series],
      "roofline": Roofline | null, "marginal": [object], "unavailable": {panel: reason},
      "target": object | null, "steps": int, "paused_ns": int, "profile_windows": int,
      "timeline": [KernelSpan], "windows": [WindowRecord], "ttft_ns": int, "held_ns": int,
-     "timing": TimingInfo | null, "ab": [object]}
+     "timing": TimingInfo | null, "ab": [object], "prefill_positions": int, "prefill_ns": int}
 
 `schema_doc()` prints every field with its type, generated from the dataclasses themselves.
 `load_snapshot(path)` checks the schema name, the version, every field's type, unknown and

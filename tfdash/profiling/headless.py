@@ -37,7 +37,8 @@ def window_steps(max_new: int) -> int:
 def summary_line(snap: ProfileSnapshot) -> str:
     p50, p99 = step_ms(snap.step_ns)
     return (summary(snap.tok_per_s, snap.new_tokens, snap.wall_ns, snap.held_ns, snap.ttft_ns, snap.decode_tok_per_s,
-                    p50, p99, snap.prompt_tokens) + f"; profiling pauses {snap.paused_ns / 1e6:.1f} ms")
+                    p50, p99, snap.prompt_tokens, snap.prefill_positions, snap.prefill_ns)
+            + f"; profiling pauses {snap.paused_ns / 1e6:.1f} ms")
 
 
 def roofline_lines(snap: ProfileSnapshot) -> list[str]:

@@ -97,6 +97,7 @@ class TokenFeed:
         with s._lock:
             s.rec.wall_ns, s.rec.paused_ns = stats.wall_ns, stats.paused_ns
             s.rec.ttft_ns, s.rec.held_ns = stats.ttft_ns, stats.held_ns
+            s.rec.prefill_positions, s.rec.prefill_ns = stats.prefill_positions, stats.prefill_ns
             s._version += 1
         s._post(TokenBatch(tuple(self.batch), tuple(self.steps), stats.new_tokens, stats.wall_ns, stats.tok_per_s))
         self.batch.clear()

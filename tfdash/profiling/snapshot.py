@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from tfdash.stats import Rates
 
 SCHEMA = "tfdash.snapshot"
-VERSION = 5  # 2: RunMeta.kernels_source; 3: RunMeta.plan_options, windows, ttft_ns, held_ns;
-#              4: RunMeta.threads; 5: timing, KernelRow.measured_last_ns and counters, ab (older
-#              files load with them None / empty / 0)
+VERSION = 6  # 2: RunMeta.kernels_source; 3: RunMeta.plan_options, windows, ttft_ns, held_ns;
+#              4: RunMeta.threads; 5: timing, KernelRow.measured_last_ns and counters, ab;
+#              6: prefill_positions, prefill_ns (older files load with them None / empty / 0)
 
 
 @dataclass(frozen=True)
@@ -269,6 +269,8 @@ class ProfileSnapshot(Rates):
     held_ns: int = 0  # wall time the run was paused by the user: part of wall_ns, not of tok/s
     timing: TimingInfo | None = None  # how the kernels were timed (None: older snapshots, windows)
     ab: tuple[dict, ...] = ()  # live A/Bs of plan variants (tfdash.profiling.ab.summarize), oldest first
+    prefill_positions: int = 0  # prompt positions taken in chunks before the first token (0: walked, or older)
+    prefill_ns: int = 0  # the chunks' and the first token's head's device time (CPU: host time)
 
     @property
     def text(self) -> str:
