@@ -35,3 +35,18 @@ async def test_an_older_snapshot_without_them_says_so(isolated_config):
         text = pane_text(app)
         line = next(x for x in text.splitlines() if "ms to first token" in x)
         assert "—" in line
+
+
+@sync
+async def test_a_prompt_taken_in_chunks_shows_its_part_of_the_first_token(isolated_config):
+    snap = dataclasses.replace(load_snapshot(SNAPSHOT), ttft_ns=3_400_000, prefill_positions=12, prefill_ns=2_125_000)
+    app = snapshot_app(snap)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        lines = pane_text(app).splitlines()
+        at = next(i for i, x in enumerate(lines) if "ms to first token" in x)
+        assert "3.4" in lines[at] and "2.12" in lines[at + 1] and "ms prompt in chunks" in lines[at + 1]
+    app = snapshot_app(dataclasses.replace(snap, prefill_positions=0, prefill_ns=0))  # walked: no such line
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        assert "in chunks" not in pane_text(app) and "ms to first token" in pane_text(app)

@@ -105,11 +105,20 @@ class ThroughputPane(Vertical):
             stat(fmt_num(snap.tok_per_s if snap.wall_ns else None), "tok/s over the run", "bold"),
             stat(fmt_num(getattr(snap, "decode_tok_per_s", None)), "tok/s decode only"),
             stat(fmt_num(snap.ttft_ns / 1e6 if getattr(snap, "ttft_ns", 0) else None, 1), "ms to first token"),
+            *prompt_chunks(snap),
             stat(fmt_num(p50, 3), "ms/step p50"),
             stat(fmt_num(p99, 3), "ms/step p99"),
             stat(f"{snap.new_tokens:,}", f"tokens{total}"),
             Content.assemble(*key("$primary", "ms/step"), *key("$success", "p50")),
         ))
+
+
+def prompt_chunks(snap) -> tuple:
+    """The line for a prompt taken in chunks (their time, part of the time to first token); none for a
+    walked prompt or a snapshot from before it was kept."""
+    if not getattr(snap, "prefill_positions", 0) or not getattr(snap, "prefill_ns", 0):
+        return ()
+    return (stat(fmt_num(snap.prefill_ns / 1e6, 2), "ms prompt in chunks"),)
 
 
 class GapBar(Widget):
