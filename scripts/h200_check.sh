@@ -213,6 +213,12 @@ if [ "$what" = next35 ]; then
     --json "$R/bench-qwen3-0.6b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-qwen3-0.6b.log"
   grep -E "failed|^tilelang" "$R/bench-qwen3-0.6b.log" | grep -v "^# round" | cut -c1-160; pack
   grep -q H200 "$OUT/gpu.txt" && q8tests
+  # the correctness ladder of the default (int8 head) plan and the profiler's accounting, where time is left
+  timeout 200 python3 -m pytest -m gpu -v -p no:cacheprovider tests/gpu/test_engine_gpu.py -k int8_head 2>&1 \
+    | grep --line-buffered -v "TileLang:" > "$R/q8-engine-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" \
+    "$R/q8-engine-tests.log" | cut -c1-200 | tail -8; pack
+  timeout 150 python3 scripts/gpu_profile_check.py --out "$R/profile_check.json" 2>&1 | grep -v "TileLang:" \
+    > "$R/profile_check.log"; grep -E "FAIL|ERROR|sum of kernels|checks" "$R/profile_check.log" | cut -c1-160 | tail -6; pack
 fi
 if [ "$what" = curve ]; then
   # does the decode loop cost the GPU time: a generation's ring-event step times against back-to-back
