@@ -20,6 +20,7 @@
 #   land29                       the 1.7B steps tested, then 1.7B and 0.6B benched
 #   next35                       issue 12's bench at 1.7B (torch-compile and torch-graph peers, --also-capacity 4096;
 #                                BACKENDS35= others), the 0.6B default alone, the int8 head's kernel tests
+#   ladder                       the default 1.7B plan's correctness ladder and the profiler's accounting
 #   profile, observe, app, dash  the profiler, the dashboard (mid-run SVG, snapshot, A/B) and a real pty
 #   live, overhead, features     the dashboard's keys; its cost against headless; session 5's features
 #   counters                     tfdash counters on one layer plus embed, lm_head and argmax
@@ -27,7 +28,7 @@
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
 what=${1:-all}; shift || true
-MODES=" tests diag bench all headless engine final sizes sizebench headline where probe sass curve same3 arena29 procs next30 next35 land29 profile observe app dash live overhead features counters "
+MODES=" tests diag bench all headless engine final sizes sizebench headline where probe sass curve same3 arena29 procs next30 next35 ladder land29 profile observe app dash live overhead features counters "
 case "$MODES" in *" $what "*) ;; *) echo "h200_check.sh: unknown mode '$what' (modes:$MODES)" >&2; exit 2 ;; esac
 if [ "$what" = next30 ]; then  # what session 29 leaves, in one call (about 6 minutes): arena29's modules and procs
   N=${N:-4} PLACE=${PLACE:---modules} ALIGNS=${ALIGNS:-4096} TAIL=${TAIL:-12}
@@ -213,7 +214,11 @@ if [ "$what" = next35 ]; then
     --json "$R/bench-qwen3-0.6b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-qwen3-0.6b.log"
   grep -E "failed|^tilelang" "$R/bench-qwen3-0.6b.log" | grep -v "^# round" | cut -c1-160; pack
   grep -q H200 "$OUT/gpu.txt" && q8tests
-  # the correctness ladder of the default (int8 head) plan and the profiler's accounting, where time is left
+fi
+if [ "$what" = ladder ]; then
+  # the correctness ladder of the default (int8 head) 1.7B plan (the step against the reference at ctx 0, 1,
+  # 255 and 1024, top-1 against transformers over 256 positions) and the profiler's accounting (about 4 minutes)
+  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
   timeout 200 python3 -m pytest -m gpu -v -p no:cacheprovider tests/gpu/test_engine_gpu.py -k int8_head 2>&1 \
     | grep --line-buffered -v "TileLang:" > "$R/q8-engine-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" \
     "$R/q8-engine-tests.log" | cut -c1-200 | tail -8; pack
