@@ -16,6 +16,7 @@ import argparse
 import dataclasses
 import json
 import statistics
+import sys
 
 import torch
 
@@ -90,12 +91,18 @@ def main():
     ap.add_argument("--variants", default="", help="plan variants (tfdash.profiling.variants) probed beside the default")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    from tfdash.profiling.variants import PLAN_VARIANTS
+    from tfdash.errors import TfdashError
+    from tfdash.profiling.variants import PLAN_VARIANTS, variant_names
+
+    try:  # before any weight reaches the GPU
+        names = variant_names(args.variants)
+    except TfdashError as e:
+        sys.exit(f"attn_phases.py: {e}")
 
     cfg = preset(args.model)
     weights = pack(cfg, random_state_dict(cfg, torch.bfloat16, "cuda", seed=0))
     result = {"model": args.model, "ctx": args.ctx, "capacity": CAPACITY, "phases": PROBE_PHASES, "plans": {}}
-    for name in ["default"] + [v for v in args.variants.split(",") if v]:
+    for name in ["default"] + names:
         plan = build_plan(cfg, "bfloat16", capacity=CAPACITY, **({} if name == "default" else PLAN_VARIANTS[name]))
         plain = TilelangRuntime(plan, weights, "cuda")
         plain.capture()

@@ -101,7 +101,13 @@ def main():
     ap.add_argument("--variants", default="", help="comma-separated plan variants (tfdash.profiling.variants) "
                     "measured after the default plan, each the same way")
     args = ap.parse_args()
-    from tfdash.profiling.variants import PLAN_VARIANTS
+    from tfdash.errors import TfdashError
+    from tfdash.profiling.variants import PLAN_VARIANTS, variant_names
+
+    try:  # before the probe and the weights
+        names = variant_names(args.variants)
+    except TfdashError as e:
+        sys.exit(f"kernel_times.py: {e}")
 
     from tfdash.profiling.probe import probe_bandwidth
 
@@ -118,7 +124,6 @@ def main():
         count[r.launch.kernel] = count.get(r.launch.kernel, 0) + 1
         op_bytes[r.launch.op] = op_bytes.get(r.launch.op, 0) + r.cost.bytes
     out = {"model": args.model, "ctx": CTX, "ceiling_bytes_per_s": ceiling, "op_bytes": op_bytes, "analysis_bytes": a.bytes, "launches": len(plan), "pdl": measure(plan, weights)}
-    names = [v for v in args.variants.split(",") if v]
     out["variants"] = {}
     per_launch = {op: b / sum(1 for la in plan.launches if la.op == op) for op, b in op_bytes.items()}
     for v in names:

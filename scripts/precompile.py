@@ -115,8 +115,15 @@ def main():
     ap.add_argument("--prompt", action="store_true",
                     help="only the prompt plans' kernels (tests/gpu/test_prefill_gpu.py)")
     args = ap.parse_args()
+    from tfdash.errors import TfdashError
+    from tfdash.profiling.variants import variant_names
+
+    try:
+        variants = variant_names(args.variants)
+    except TfdashError as e:
+        sys.exit(f"precompile.py: {e}")
     caps = tuple(int(c) for c in args.capacities.split(",") if c)
-    jobs = distinct(args.sizes.split(","), args.only_default, [v for v in args.variants.split(",") if v], args.gemv,
+    jobs = distinct(args.sizes.split(","), args.only_default, variants, args.gemv,
                     caps, {o for o in args.ops.split(",") if o})
     if args.prompt:
         jobs = [j for j in jobs if not j[3]]

@@ -45,6 +45,13 @@ def main(argv=None) -> int:
     ap.add_argument("--gemv", action="append", default=[], metavar="SPEC", help="as tfdash bench --gemv")
     ap.add_argument("--variant", default="", help="a bench plan variant (tfdash.profiling.variants)")
     a = ap.parse_args(argv)
+    from tfdash.errors import TfdashError
+    from tfdash.profiling.variants import variant_names
+
+    try:
+        variant_names(a.variant)
+    except TfdashError as e:
+        sys.exit(f"residency.py: {e}")
     os.environ.setdefault("TILELANG_CACHE_DIR", os.path.expanduser("~/.cache/tfdash-residency"))
     import tilelang
 

@@ -167,6 +167,16 @@ def test_gemv_specs_and_bench_names_resolve():
     assert ab.VARIANTS["tilelang-gu1"].about == "gemv_blocks_per_sm.gate_up=1"
 
 
+def test_scripts_name_their_variants_through_one_checked_list():
+    from tfdash.profiling.variants import variant_names
+
+    assert variant_names(" tilelang-bf16head,,tilelang-gu1 ") == ["tilelang-bf16head", "tilelang-gu1"]
+    assert variant_names("") == []
+    # a removed variant (decided and gone) is one line naming the known ones, never a KeyError
+    with pytest.raises(TfdashError, match=r"no plan variant 'tilelang-pickfirst', 'nope' \(known: .*tilelang-bf16head"):
+        variant_names("tilelang-bf16head,tilelang-pickfirst,nope")
+
+
 def test_headless_ab_prints_the_table(capsys, monkeypatch, tmp_path):
     """`tfdash --headless --ab VARIANT`: a generation too short for the A/B, so it runs right after
     it, from where it stopped, and the table says so; --export keeps it in the snapshot."""

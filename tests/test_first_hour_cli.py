@@ -153,6 +153,22 @@ def test_a_bad_knob_is_one_line(capsys, monkeypatch, env, says, mode):
     assert len([ln for ln in err.splitlines() if "error" in ln]) == 1 and out == ""
 
 
+@pytest.mark.parametrize("sub", [[], ["analyze"]])
+def test_a_removed_knob_is_one_warning_and_the_run_goes_on(capsys, monkeypatch, sub):
+    from tfdash.cli import main
+    from tfdash.settings import REMOVED_KNOBS, SETTINGS
+
+    assert not set(REMOVED_KNOBS) & {k.env for k in SETTINGS.KNOBS.values()}  # removed means not a knob
+    monkeypatch.setenv("TFDASH_LM_HEAD_PICK_AHEAD", "0")  # the pick's first form, gone: it would run the other
+    run = [] if sub else ["--headless", "--device", "cpu", "--max-new-tokens", "2"]
+    code = main([*sub, "--model", "qwen3-tiny", *run])
+    out, err = capsys.readouterr()
+    warned = [ln for ln in err.splitlines() if "warning" in ln]
+    assert code == 0 and out and "Traceback" not in err
+    assert warned == ["tfdash: warning: TFDASH_LM_HEAD_PICK_AHEAD is set but has no effect: the int8 head's "
+                      "pick has one form, the one that loads its bounds ahead"]
+
+
 def test_knob_ranges_are_the_codes():
     from tfdash.engine.memory import GRANULE
     from tfdash.engine.runtime import RING

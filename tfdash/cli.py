@@ -231,6 +231,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _dispatch(argv: list[str]) -> int:
+    from tfdash.settings import removed_in_env
+
+    for line in removed_in_env():  # a knob that changes nothing any more is worth a line, never silence
+        _say(f"tfdash: warning: {visible(line)}")
     if argv and argv[0] in SUBCOMMANDS:
         cmd = argv.pop(0)
         if cmd == "analyze":

@@ -56,6 +56,22 @@ class Knob:
         return raw
 
 
+# knobs that were measured, decided and removed: still set in a user's environment they change nothing,
+# which `removed_in_env` says rather than running silently as if they did
+REMOVED_KNOBS = {
+    "TFDASH_LM_HEAD_PICK_AHEAD": "the int8 head's pick has one form, the one that loads its bounds ahead",
+    "TFDASH_OPROJ_MERGES": "attention merges its own partials; o_proj merging them lost and was removed",
+    "TFDASH_RING_COPY": "argmax stores each token into the host's ring inside the graph (TFDASH_RING_IN_GRAPH)",
+    "TFDASH_ATTN_TRIGGER_FIRST": "where attention lets o_proj launch is TFDASH_ATTN_TRIGGER_AT",
+    "TFDASH_DOWN_SMEM_PREFETCH": "down staging its rows in shared memory lost and was removed",
+}
+
+
+def removed_in_env() -> list[str]:
+    """One line for each removed knob set in the environment: its name and what took its place."""
+    return [f"{env} is set but has no effect: {why}" for env, why in REMOVED_KNOBS.items() if env in os.environ]
+
+
 class Settings:
     KNOBS = {
         "pdl": Knob("TFDASH_PDL", True,

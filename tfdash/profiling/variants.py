@@ -46,6 +46,16 @@ PLAN_VARIANTS = {
 }
 
 
+def variant_names(spec: str) -> list[str]:
+    """The plan variants named in a comma-separated list, in order; a name not among PLAN_VARIANTS
+    (a variant decided and removed, a typo) raises one line naming the known ones."""
+    names = [v.strip() for v in spec.split(",") if v.strip()]
+    unknown = [v for v in names if v not in PLAN_VARIANTS]
+    if unknown:
+        raise TfdashError(f"no plan variant {', '.join(map(repr, unknown))} (known: {', '.join(PLAN_VARIANTS)})")
+    return names
+
+
 GEMV_OPS = ("qkv_proj", "o_proj", "gate_up", "down", "lm_head")  # the GEMVs a --gemv variant may set
 
 
