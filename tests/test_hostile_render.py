@@ -103,6 +103,9 @@ def _doc(**changes) -> str:
     ("kernels__0__predicted_ns", -3.0, "predicted_ns"),
     ("tokens__0__elapsed_ns", -1, "elapsed_ns"),
     ("timeline__0__dur_ns", -1, "dur_ns"),
+    ("ttft_ns", -1, "ttft_ns"),
+    ("prefill_ns", -2_000_000, "prefill_ns"),  # else the Throughput pane read "-2.00 ms prompt in chunks"
+    ("prefill_positions", -12, "prefill_positions"),
 ])
 def test_values_the_screens_cannot_take_are_refused(path, value, needle):
     with pytest.raises(SnapshotError) as e:

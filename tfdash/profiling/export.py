@@ -200,7 +200,8 @@ NON_NEGATIVE = {  # times and sizes: a negative one is a corrupt file, not a mea
     "TimingInfo": ("steps_measured", "steps_dropped", "range_steps", "records", "records_ignored",
                    "host_ns_per_step", "pauses", "bucket_steps"),
     "SlowStep": ("span_ns", "busy_ns"),
-    "ProfileSnapshot": ("prompt_tokens", "new_tokens", "wall_ns", "steps", "paused_ns", "profile_windows"),
+    "ProfileSnapshot": ("prompt_tokens", "new_tokens", "wall_ns", "steps", "paused_ns", "profile_windows", "ttft_ns",
+                        "held_ns", "prefill_positions", "prefill_ns"),
 }
 
 

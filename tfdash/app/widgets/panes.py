@@ -116,7 +116,7 @@ class ThroughputPane(Vertical):
 def prompt_chunks(snap) -> tuple:
     """The line for a prompt taken in chunks (their time, part of the time to first token); none for a
     walked prompt or a snapshot from before it was kept."""
-    if not getattr(snap, "prefill_positions", 0) or not getattr(snap, "prefill_ns", 0):
+    if getattr(snap, "prefill_positions", 0) <= 0 or getattr(snap, "prefill_ns", 0) <= 0:
         return ()
     return (stat(fmt_num(snap.prefill_ns / 1e6, 2), "ms prompt in chunks"),)
 
