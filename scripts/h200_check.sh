@@ -20,6 +20,7 @@
 #   land29                       the 1.7B steps tested, then 1.7B and 0.6B benched
 #   next35                       issue 12's bench at 1.7B (torch-compile and torch-graph peers, --also-capacity 4096;
 #                                BACKENDS35= others), the 0.6B default alone, the int8 head's kernel tests
+#   bar12                        issue 12's bench alone: 1.7B against torch-compile, --also-capacity 4096
 #   ladder                       the default 1.7B plan's correctness ladder and the profiler's accounting
 #   profile, observe, app, dash  the profiler, the dashboard (mid-run SVG, snapshot, A/B) and a real pty
 #   live, overhead, features     the dashboard's keys; its cost against headless; session 5's features
@@ -28,7 +29,7 @@
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
 what=${1:-all}; shift || true
-MODES=" tests diag bench all headless engine final sizes sizebench headline where probe sass curve same3 arena29 procs next30 next35 ladder land29 profile observe app dash live overhead features counters "
+MODES=" tests diag bench all headless engine final sizes sizebench headline where probe sass curve same3 arena29 procs next30 next35 bar12 ladder land29 profile observe app dash live overhead features counters "
 case "$MODES" in *" $what "*) ;; *) echo "h200_check.sh: unknown mode '$what' (modes:$MODES)" >&2; exit 2 ;; esac
 if [ "$what" = next30 ]; then  # what session 29 leaves, in one call (about 6 minutes): arena29's modules and procs
   N=${N:-4} PLACE=${PLACE:---modules} ALIGNS=${ALIGNS:-4096} TAIL=${TAIL:-12}
@@ -214,6 +215,15 @@ if [ "$what" = next35 ]; then
     --json "$R/bench-qwen3-0.6b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-qwen3-0.6b.log"
   grep -E "failed|^tilelang" "$R/bench-qwen3-0.6b.log" | grep -v "^# round" | cut -c1-160; pack
   grep -q H200 "$OUT/gpu.txt" && q8tests
+fi
+if [ "$what" = bar12 ]; then
+  # issue 12's bench alone (about 3 minutes warm): 1.7B's default against the torch-compile peer, a 4096-position cache beside
+  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  timeout 90 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b --capacities 2112,4096 2>&1 \
+    | grep -v "TileLang:" | tail -1
+  timeout 300 python3 -m tfdash bench --rounds 3 --backends tilelang-graph,torch-compile --also-capacity 4096 \
+    --json "$R/bench-qwen3-1.7b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-qwen3-1.7b.log"
+  grep -E "failed|^tilelang|^torch|/" "$R/bench-qwen3-1.7b.log" | grep -v "^# round" | cut -c1-160; pack
 fi
 if [ "$what" = ladder ]; then
   # the correctness ladder of the default (int8 head) 1.7B plan (the step against the reference at ctx 0, 1,
