@@ -22,6 +22,7 @@
 #                                BACKENDS35= others), the 0.6B default alone, the int8 head's kernel tests
 #   bar12                        issue 12's bench alone: 1.7B against torch-compile, --also-capacity 4096
 #   ladder                       the default 1.7B plan's correctness ladder and the profiler's accounting
+#   lowctx                       each launch's exclusive time from ctx 64 and from ctx 600 (MODEL=)
 #   profile, observe, app, dash  the profiler, the dashboard (mid-run SVG, snapshot, A/B) and a real pty
 #   live, overhead, features     the dashboard's keys; its cost against headless; session 5's features
 #   counters                     tfdash counters on one layer plus embed, lm_head and argmax
@@ -29,7 +30,7 @@
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
 what=${1:-all}; shift || true
-MODES=" tests diag bench all headless engine final sizes sizebench headline where probe sass curve same3 arena29 procs next30 next35 bar12 ladder land29 profile observe app dash live overhead features counters "
+MODES=" tests diag bench all headless engine final sizes sizebench headline where probe sass curve same3 arena29 procs next30 next35 bar12 ladder lowctx land29 profile observe app dash live overhead features counters "
 case "$MODES" in *" $what "*) ;; *) echo "h200_check.sh: unknown mode '$what' (modes:$MODES)" >&2; exit 2 ;; esac
 if [ "$what" = next30 ]; then  # what session 29 leaves, in one call (about 6 minutes): arena29's modules and procs
   N=${N:-4} PLACE=${PLACE:---modules} ALIGNS=${ALIGNS:-4096} TAIL=${TAIL:-12}
@@ -224,6 +225,15 @@ if [ "$what" = bar12 ]; then
   timeout 300 python3 -m tfdash bench --rounds 3 --backends tilelang-graph,torch-compile --also-capacity 4096 \
     --json "$R/bench-qwen3-1.7b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-qwen3-1.7b.log"
   grep -E "failed|^tilelang|^torch|/" "$R/bench-qwen3-1.7b.log" | grep -v "^# round" | cut -c1-160; pack
+fi
+if [ "$what" = lowctx ]; then
+  # why a 1.7B step at positions 0-255 took about 20 us more than at 512-767 (scripts/step_curve.py): each launch's
+  # exclusive time from ctx 64 and from ctx 600 (scripts/kernel_times.py --ctx; MODEL= another size; about 2 minutes)
+  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  for c in 64 600; do
+    timeout 200 python3 scripts/kernel_times.py --model "${MODEL:-qwen3-1.7b}" --ctx $c --out "$R/kernel_times-ctx$c.json" \
+      2>&1 | grep -v "TileLang:" > "$R/kernel_times-ctx$c.log"; echo "== ctx $c"; head -12 "$R/kernel_times-ctx$c.log"; pack
+  done
 fi
 if [ "$what" = ladder ]; then
   # the correctness ladder of the default (int8 head) 1.7B plan (the step against the reference at ctx 0, 1,

@@ -1,13 +1,13 @@
 """Where the tilelang step's time goes on the H200 (a diagnostic), for the default plan and each
 plan variant named by --variants (tfdash.profiling.variants).
 
-For each plan: capture the graph, time 200 replays at ctx ~1024 with CUDA events, then profile
+For each plan: capture the graph, time 200 replays from ctx 1024 (--ctx) with CUDA events, then profile
 3 replays under torch.profiler (CUPTI) and report, per kernel name: launches per step, median
 duration, the analyzer's bytes and the achieved GB/s; and over the whole replay: how many kernels
 started before the previous one ended (PDL overlap) and the median start-to-previous-end gap;
 per op, its exclusive time beside its floor (its bytes at the machine's measured copy ceiling).
 
-    python scripts/kernel_times.py [--model qwen3-4b] [--variants tilelang-mlate,...] --out OUT.json
+    python scripts/kernel_times.py [--model qwen3-4b] [--ctx 100] [--variants tilelang-mlate,...] --out OUT.json
 """
 
 import argparse
@@ -26,6 +26,7 @@ from tfdash.profiling.analyze import analyze
 from tfdash.profiling.targets import H200
 
 CTX = 1024
+CAPACITY = 2048  # the plan's KV capacity
 
 
 def replay_times(rt, n=200, ctx=CTX):
@@ -41,10 +42,10 @@ def replay_times(rt, n=200, ctx=CTX):
     return [evs[i].elapsed_time(evs[i + 1]) * 1e3 for i in range(n)]  # us
 
 
-def cupti(rt, plan, reps=3):
+def cupti(rt, plan, reps=3, ctx=CTX):
     from torch.profiler import ProfilerActivity, profile
 
-    rt.bufs["pos"].fill_(CTX)
+    rt.bufs["pos"].fill_(ctx)
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(reps):
@@ -80,13 +81,13 @@ def cupti(rt, plan, reps=3):
             "dur_median_us": {k: statistics.median(v) for k, v in durs.items()}}
 
 
-def measure(plan, weights):
+def measure(plan, weights, ctx=CTX):
     rt = TilelangRuntime(plan, weights, "cuda")
     rt.capture()
-    t = replay_times(rt)
+    t = replay_times(rt, ctx=ctx)
     out = {"replay_us_median": statistics.median(t), "replay_us_min": min(t)}
     try:
-        out["cupti"] = cupti(rt, plan)
+        out["cupti"] = cupti(rt, plan, ctx=ctx)
     except Exception as e:  # keep the timing even if the profiler fails
         out["cupti_error"] = repr(e)
     del rt
@@ -98,12 +99,16 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
     ap.add_argument("--model", default="qwen3-1.7b", help="the preset whose step is timed")
+    ap.add_argument("--ctx", type=int, default=CTX, help="the position each window's replays start from (the "
+                    "step at a short context against a long one)")
     ap.add_argument("--variants", default="", help="comma-separated plan variants (tfdash.profiling.variants) "
                     "measured after the default plan, each the same way")
     args = ap.parse_args()
     from tfdash.errors import TfdashError
     from tfdash.profiling.variants import PLAN_VARIANTS, variant_names
 
+    if not 0 <= args.ctx <= CAPACITY - 210:  # 200 timed replays and 3 profiled ones from it stay in the cache
+        sys.exit(f"kernel_times.py: --ctx {args.ctx}: want 0 to {CAPACITY - 210}")
     try:  # before the probe and the weights
         names = variant_names(args.variants)
     except TfdashError as e:
@@ -114,8 +119,8 @@ def main():
     ceiling = probe_bandwidth("cuda").bandwidth  # bytes/s: each op's floor is its bytes at the copy ceiling
     cfg = preset(args.model)
     weights = pack(cfg, random_state_dict(cfg, torch.bfloat16, "cuda", 0))
-    plan = plan_for(cfg, "bfloat16", capacity=2048)  # the engine's (the plan knobs in effect)
-    a = analyze(plan, H200, CTX)
+    plan = plan_for(cfg, "bfloat16", capacity=CAPACITY)  # the engine's (the plan knobs in effect)
+    a = analyze(plan, H200, args.ctx)
     bytes_by_kernel: dict[str, int] = {}
     count: dict[str, int] = {}
     op_bytes: dict[str, int] = {}
@@ -123,13 +128,13 @@ def main():
         bytes_by_kernel[r.launch.kernel] = r.cost.bytes
         count[r.launch.kernel] = count.get(r.launch.kernel, 0) + 1
         op_bytes[r.launch.op] = op_bytes.get(r.launch.op, 0) + r.cost.bytes
-    out = {"model": args.model, "ctx": CTX, "ceiling_bytes_per_s": ceiling, "op_bytes": op_bytes, "analysis_bytes": a.bytes, "launches": len(plan), "pdl": measure(plan, weights)}
+    out = {"model": args.model, "ctx": args.ctx, "ceiling_bytes_per_s": ceiling, "op_bytes": op_bytes, "analysis_bytes": a.bytes, "launches": len(plan), "pdl": measure(plan, weights, args.ctx)}
     out["variants"] = {}
     per_launch = {op: b / sum(1 for la in plan.launches if la.op == op) for op, b in op_bytes.items()}
     for v in names:
         vplan = variant_plan(plan, Variant(v, dict(PLAN_VARIANTS[v])))[0]  # as the bench builds it
-        out["variants"][v] = measure(vplan, weights)
-        for r in analyze(vplan, H200, CTX).rows:  # ops only a variant has (a fused launch) get their floor too
+        out["variants"][v] = measure(vplan, weights, args.ctx)
+        for r in analyze(vplan, H200, args.ctx).rows:  # ops only a variant has (a fused launch) get their floor too
             per_launch.setdefault(r.launch.op, r.cost.bytes)
     for key in ("pdl",):
         print(f"{key}: replay median {out[key]['replay_us_median']:.1f} us (min {out[key]['replay_us_min']:.1f})")
