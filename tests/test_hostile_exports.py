@@ -67,6 +67,21 @@ def test_headless_export_to_an_unwritable_place_is_one_line_and_non_zero(tmp_pat
     assert_one_line_error(r.stderr, "--export", "not a writable directory")  # refused before the run
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+@pytest.mark.parametrize("flag", ["--export", "--save"])
+def test_a_place_the_permission_bits_allow_but_no_file_can_be_made_is_refused_before_the_run(flag):
+    # /proc's bits say writable to root (CI and the GPU host run as root), yet nothing can be made in it
+    from tfdash.profiling.files import check_writable_dir, check_writable_file
+
+    check = check_writable_dir if flag == "--export" else check_writable_file
+    with pytest.raises(TfdashError, match=f"{flag} /proc/tfdash-x: cannot write there"):
+        check("/proc/tfdash-x", flag)
+    r = run_tfdash("--headless", flag, "/proc/tfdash-x", "--model", "qwen3-tiny", "--device", "cpu",
+                   "--max-new-tokens", "8")
+    assert r.rc == 2 and r.stdout == ""  # no generation printed: refused before the run
+    assert_one_line_error(r.stderr, flag, "not a writable directory")
+
+
 def test_an_export_that_fails_after_the_run_keeps_the_report_and_names_the_folder(tmp_path, capsys, monkeypatch):
     """The disk fills during the run: the top kernels are still printed, the one error line names
     --export's folder (not the hidden one written first and removed), and the exit is non-zero."""
