@@ -88,6 +88,21 @@ def test_not_a_terminal_falls_back_to_headless(capsys, monkeypatch):
     assert parse_summary(out)["new"] == 3
 
 
+def test_a_dumb_terminal_runs_headless(capsys, monkeypatch):
+    import sys
+
+    from tfdash import cli as cli_mod
+
+    monkeypatch.delenv("TFDASH_FORCE_TUI", raising=False)
+    monkeypatch.setenv("TERM", "dumb")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)  # a terminal, but one that cannot draw
+    monkeypatch.setattr(cli_mod, "run_dashboard", lambda args: pytest.fail("drew the dashboard on TERM=dumb"))
+    rc, out, err = cli(capsys, "--max-new-tokens", "3", "--device", "cpu")
+    assert rc == 0
+    assert "TERM=dumb cannot draw the dashboard; running --headless" in err
+    assert parse_summary(out)["new"] == 3
+
+
 def test_save_is_honoured_headless(capsys, monkeypatch, tmp_path):
     """`tfdash --save run.json > log`: stdout is not a terminal, so the run is headless; the
     snapshot is written all the same (it was silently dropped), and a bad path refused first."""

@@ -262,9 +262,13 @@ def _dispatch(argv: list[str]) -> int:
     SETTINGS.values()  # every knob read now, as bench does: a bad one (even one only CUDA reads) is one line
     if args.headless:
         return run_headless(args)
-    if not sys.stdout.isatty() and not os.environ.get("TFDASH_FORCE_TUI"):
-        print("tfdash: stdout is not a terminal; running --headless", file=sys.stderr)
-        return run_headless(args)
+    if not os.environ.get("TFDASH_FORCE_TUI"):
+        if not sys.stdout.isatty():
+            print("tfdash: stdout is not a terminal; running --headless", file=sys.stderr)
+            return run_headless(args)
+        if os.environ.get("TERM") == "dumb":  # an editor's shell buffer: escape codes would be garbage there
+            print("tfdash: TERM=dumb cannot draw the dashboard; running --headless", file=sys.stderr)
+            return run_headless(args)
     headless_only = [f"--{k}" for k in ("profile", "export", "ab") if getattr(args, k)]
     if headless_only:  # never silently dropped: the dashboard does these with its keys
         raise TfdashError(f"{', '.join(headless_only)}: with --headless only (the dashboard: p profiles, e exports, "
