@@ -183,6 +183,29 @@ async def test_a_keymap_holding_an_escape_sequence_is_not_bound(isolated_config)
     assert any("pause" in t and "not a key" in t for t in app.toasts), app.toasts
 
 
+def test_a_run_too_large_for_memory_names_what_would_make_it_fit():
+    from tfdash.engine.config import preset
+    from tfdash.engine.memory import check_fits, kv_bytes, weight_bytes
+    from tfdash.errors import CapacityError
+
+    cfg = preset("qwen3-32b")
+    w = weight_bytes(cfg, "float32")
+
+    def refusal(capacity, free, dtype="float32"):
+        with pytest.raises(CapacityError) as e:
+            check_fits(cfg, capacity, dtype, "cpu", available=free)
+        assert "\n" not in str(e.value)
+        return str(e.value)
+
+    # the weights alone: a shorter run would not help, a smaller model or dtype would
+    assert refusal(4096, w // 2).endswith("(the weights alone do not fit: a smaller --model or --dtype bfloat16)")
+    assert refusal(4096, w // 4, "bfloat16").endswith("(the weights alone do not fit: a smaller --model)")
+    # the cache past the least capacity: a shorter run shrinks it
+    assert refusal(40960, w + kv_bytes(cfg, 4096, "float32")).endswith("(lower --max-new-tokens or the prompt)")
+    # the cache at the least capacity: a shorter run keeps it, so the model is what must change
+    assert refusal(4096, w + 1).endswith("(a smaller --model or --dtype bfloat16)")
+
+
 def test_the_dashboard_refuses_a_run_too_large_for_memory_before_the_screen_opens(monkeypatch):
     from tfdash.app.main import preflight
     from tfdash.cli import run_parser

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from tfdash.engine.config import PRESETS, ModelConfig, load_config, preset
 from tfdash.engine.decode import Generation, GenerationStats, TokenEvent
-from tfdash.engine.limits import check_generation, check_prompt_ids, default_capacity
+from tfdash.engine.limits import LEAST_CAPACITY, check_generation, check_prompt_ids, default_capacity
 from tfdash.engine.plan import StepPlan, build_plan
 from tfdash.defaults import DEFAULT_PROMPT  # noqa: F401  (re-exported)
 from tfdash.errors import CapacityError, TfdashError, UnsupportedShape
@@ -126,7 +126,7 @@ class EngineChoice:
                 raise CapacityError(f"capacity {capacity} is past "
                                     f"max_position_embeddings={cfg.max_position_embeddings}")
             return capacity
-        need = 4096
+        need = LEAST_CAPACITY
         if prompt is not None and max_new_tokens is not None:
             need = max(need, len(self.tokenizer.encode(prompt)) + max_new_tokens)
         return default_capacity(cfg, need)  # may round up past a max_position_embeddings < one block

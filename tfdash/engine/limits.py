@@ -8,6 +8,9 @@ from tfdash.engine.config import ModelConfig
 from tfdash.errors import CapacityError, TfdashError
 
 
+LEAST_CAPACITY = 4096  # positions a run's cache holds at least when none is given: the dashboard's re-runs fit
+
+
 def default_capacity(cfg: ModelConfig, needed: int) -> int:
     """The KV capacity for `needed` positions: rounded up to whole attention blocks."""
     cap = -(-max(needed, 1) // ATTN_BLOCK) * ATTN_BLOCK

@@ -78,7 +78,18 @@ def check_fits(cfg: ModelConfig, capacity: int, dtype: str, device: str, availab
         made = f", the copies made from them ({derived / GIB:.2f} GiB)" if derived else ""
         raise CapacityError(f"the weights ({w / GIB:.2f} GiB){made} and the KV cache for {capacity:,} positions "
                             f"({kv / GIB:.2f} GiB, {dtype}) need {(w + derived + kv) / GIB:.2f} GiB; {device} has "
-                            f"{free / GIB:.2f} GiB free (lower --max-new-tokens or the prompt)")
+                            f"{free / GIB:.2f} GiB free ({_remedy(w + derived > free, capacity, dtype)})")
+
+
+def _remedy(weights_alone: bool, capacity: int, dtype: str) -> str:
+    """What makes a run fit: a shorter cache only where the cache is what does not fit and a shorter
+    run shrinks it (below LEAST_CAPACITY positions it does not)."""
+    smaller = "a smaller --model" + (" or --dtype bfloat16" if dtype == "float32" else "")
+    if weights_alone:
+        return f"the weights alone do not fit: {smaller}"
+    from tfdash.engine.limits import LEAST_CAPACITY
+
+    return "lower --max-new-tokens or the prompt" if capacity > LEAST_CAPACITY else smaller
 
 
 def allocation_error(e: BaseException, cfg: ModelConfig, capacity: int, dtype: str, device: str,
