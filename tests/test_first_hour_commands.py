@@ -14,7 +14,10 @@ def test_a_negative_seed_is_refused_alike_by_every_command(cmd):
     """bench took `--seed -5` (and went on to say it needs a GPU); the others refused it."""
     r = run_tfdash(*cmd, "--seed", "-5", timeout=120)
     assert r.rc == 2 and r.stdout == "" and "Traceback" not in r.stderr
-    assert r.stderr.strip().splitlines()[-1].endswith("error: argument --seed: -5 is out of range (0..1099511627775)")
+    prog = "tfdash" + ("" if cmd[0].startswith("-") else f" {cmd[0]}")
+    # one line, argparse's usage block left out, saying where the help is
+    assert r.stderr.strip().splitlines() == [f"{prog}: error: argument --seed: -5 is out of range (0..1099511627775) "
+                                             f"(see {prog} --help)"]
     assert "CUDA" not in r.stderr
 
 

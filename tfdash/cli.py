@@ -23,6 +23,7 @@ import os
 import sys
 
 from tfdash import __version__
+from tfdash.argparsing import Parser
 from tfdash.errors import TfdashError
 from tfdash.signals import exit_code, finishing, stop_signals
 from tfdash.signals import name as signal_name
@@ -95,7 +96,7 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="tfdash",
         description="A terminal dashboard for batch-1 LLM decode: live tokens, per-kernel time against a "
                     "static cost model, the memory roofline and NVML bandwidth.",

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from tfdash.app.live import LiveSource, SnapshotSource
+from tfdash.argparsing import Parser
 from tfdash.errors import TfdashError
 from tfdash.profiling.snapshot import ProfileSnapshot
 from tfdash.stats import tokens
@@ -188,7 +189,7 @@ def exit_status(app) -> int:
 
 
 def open_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tfdash open",
+    p = Parser(prog="tfdash open",
                                 description="Open a saved profile snapshot in the dashboard, read-only.")
     p.add_argument("snapshot", metavar="SNAPSHOT.json", help="a snapshot written by the dashboard (e) or "
                    "`tfdash --headless --export DIR`")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from tfdash.argparsing import Parser
 from tfdash.errors import TfdashError
 
 
@@ -18,7 +19,7 @@ def _dim(spec: str, name: str = "ctx_len") -> str:
 def parser() -> argparse.ArgumentParser:
     from tfdash.defaults import PRESET_NAMES
 
-    p = argparse.ArgumentParser(prog="tfdash analyze", description="Static cost of one decode step: flops, "
+    p = Parser(prog="tfdash analyze", description="Static cost of one decode step: flops, "
                                 "bytes read and written per launch and operand, ideal time on a target.")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--model", metavar="PRESET", help="a preset: " + ", ".join(PRESET_NAMES)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 
 from tfdash.cli import seed_number
+from tfdash.argparsing import Parser
 from tfdash.errors import TfdashError
 from tfdash.profiling.variants import GEMV_OPS, PLAN_VARIANTS
 
@@ -17,7 +18,7 @@ DEFAULT_BACKENDS = "tilelang-graph,torch-compile,torch-graph"
 def parser() -> argparse.ArgumentParser:
     from tfdash.defaults import DEFAULT_PROMPT, PRESET_NAMES
 
-    p = argparse.ArgumentParser(prog="tfdash bench", description="tok/s of the tilelang graph engine and its "
+    p = Parser(prog="tfdash bench", description="tok/s of the tilelang graph engine and its "
                                 "peers, alternating in one process over several rounds. Needs a CUDA device "
                                 "(the arguments are checked on any machine).")
     src = p.add_mutually_exclusive_group()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from tfdash.argparsing import Parser
 from tfdash.errors import TfdashError
 from tfdash.profiling.counters import DEFAULT_CTX, RUN_TIMEOUT_S, measure, prepare, select
 from tfdash.profiling.snapshot import Counters
@@ -39,7 +40,7 @@ def _layers(text: str) -> set[int]:
 def parser() -> argparse.ArgumentParser:
     from tfdash.cli import add_model_args
 
-    p = argparse.ArgumentParser(prog="tfdash counters", description="Nsight Compute's counters of the step's "
+    p = Parser(prog="tfdash counters", description="Nsight Compute's counters of the step's "
                                 "launches (inside a graph replay) beside the analyzer's bytes.")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--launch", action="append", metavar="ROLE", help="a role (L3.gate_up), an op (down: every "

@@ -16,6 +16,7 @@ import argparse
 import json
 import sys
 
+from tfdash.argparsing import Parser
 from tfdash.errors import TfdashError
 from tfdash.profiling.diff import GROUPS, DiffRow, SnapshotDiff, compare, step_deltas, to_json
 from tfdash.units import fmt_bytes, fmt_gap
@@ -160,7 +161,7 @@ def render_markdown(d: SnapshotDiff, top: int | None = None) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tfdash diff", description="Compare two profile snapshots launch by "
+    p = Parser(prog="tfdash diff", description="Compare two profile snapshots launch by "
                                 "launch: measured, predicted and gap in A and B, Δ = B − A, sorted by |Δ|.")
     p.add_argument("a", metavar="A.json", help="the baseline snapshot")
     p.add_argument("b", metavar="B.json", help="the snapshot compared against it")
