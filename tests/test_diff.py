@@ -96,6 +96,19 @@ def test_every_launch_aligned_and_the_unfused_launches_added(pair, capsys):
     assert d["step"]["pct_ceiling_delta"] == pytest.approx(sb.roofline.pct_ceiling - sa.roofline.pct_ceiling)
 
 
+def test_two_export_folders_are_told_apart_by_their_folders(pair, capsys, tmp_path):
+    # every export writes snapshot.json: by file name alone both sides read "snapshot.json"
+    for side, src in zip("ab", pair):
+        (tmp_path / f"run-{side}").mkdir()
+        (tmp_path / f"run-{side}" / "snapshot.json").write_bytes(src.read_bytes())
+    assert main(["diff", str(tmp_path / "run-a" / "snapshot.json"), str(tmp_path / "run-b" / "snapshot.json")]) == 0
+    head = capsys.readouterr().out.splitlines()[:2]
+    assert head[0].startswith("# A: run-a/snapshot.json (") and head[1].startswith("# B: run-b/snapshot.json (")
+    from tfdash.profiling.export import snapshot_label
+
+    assert snapshot_label(pair[0]) == "fused.json"  # a file of its own name keeps just that
+
+
 def test_the_other_way_round_they_are_removed(pair, capsys):
     a, b = pair
     d = diff_json(capsys, b, a)

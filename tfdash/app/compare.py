@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+from tfdash.profiling.export import snapshot_label
 from tfdash.profiling.snapshot import ProfileSnapshot
 
 RECENT = 20  # snapshot files the picker lists at most (each one is read and validated)
@@ -87,7 +88,7 @@ class CompareActions:
 
     def shown_name(self) -> str:
         path = self.source.path
-        return Path(path).name if path else "this run"
+        return snapshot_label(path) if path else "this run"
 
     def set_baseline(self, chosen: Recent | None) -> str | None:
         """Compare against `chosen` (None: drop the baseline). The one-line refusal `tfdash diff`
@@ -99,13 +100,13 @@ class CompareActions:
             self.baseline = None
         else:
             if chosen.snapshot is None:
-                return f"{chosen.path.name}: {chosen.error}"
+                return f"{snapshot_label(chosen.path)}: {chosen.error}"
             if self.snapshot is None:
                 return "nothing measured yet to compare with: wait for the first tokens"
-            line = refusal(chosen.snapshot, self.snapshot, chosen.path.name, self.shown_name())
+            line = refusal(chosen.snapshot, self.snapshot, snapshot_label(chosen.path), self.shown_name())
             if line:
                 return line
-            self.baseline = Baseline(chosen.snapshot, chosen.path.name)
+            self.baseline = Baseline(chosen.snapshot, snapshot_label(chosen.path))
         self.snapshot = self.snapshot  # every pane draws again, with or without the Δ
         return None
 

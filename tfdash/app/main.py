@@ -42,8 +42,10 @@ def snapshot_app(snapshot: ProfileSnapshot | str | Path, baseline: ProfileSnapsh
         from tfdash.app.baseline import Baseline, check_comparable
 
         base, base_path = _load(baseline)
-        base_label = base_path.name if base_path else "baseline"
-        check_comparable(base, snapshot, base_label, path.name if path else "the snapshot")
+        from tfdash.profiling.export import snapshot_label
+
+        base_label = snapshot_label(base_path) if base_path else "baseline"
+        check_comparable(base, snapshot, base_label, snapshot_label(path) if path else "the snapshot")
         kw["baseline"] = Baseline(base, base_label)
     return TfdashApp(SnapshotSource(snapshot, path), **kw)
 

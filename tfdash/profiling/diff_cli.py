@@ -178,9 +178,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-    from pathlib import Path
-
-    from tfdash.profiling.export import load_snapshot
+    from tfdash.profiling.export import load_snapshot, snapshot_label
     from tfdash.profiling.files import check_writable_file, write_text_atomic
 
     args = parser().parse_args(argv)
@@ -190,7 +188,8 @@ def main(argv: list[str]) -> int:
         if out not in (None, "-"):  # said as bench and analyze say it, before the snapshots are read
             check_writable_file(out, flag)
     a, b = load_snapshot(args.a), load_snapshot(args.b)
-    d = compare(a, b, group=args.group, force=args.force, a_source=Path(args.a).name, b_source=Path(args.b).name)
+    d = compare(a, b, group=args.group, force=args.force, a_source=snapshot_label(args.a),
+                b_source=snapshot_label(args.b))
     top = args.top or None
     if args.json is not None:
         payload = json.dumps(to_json(d), indent=1, allow_nan=False) + "\n"

@@ -366,12 +366,22 @@ def write_chrome_trace(snap: ProfileSnapshot, path) -> Path:
     return write_json_atomic(path, chrome_trace(snap))
 
 
+EXPORT_SNAPSHOT = "snapshot.json"  # the snapshot's name in every export folder
+
+
+def snapshot_label(path) -> str:
+    """How a snapshot file is named beside another (diff, the dashboard's baseline): its file name,
+    with its folder where that name is an export's own, which every export shares."""
+    p = Path(path)
+    return f"{p.parent.name}/{p.name}" if p.name == EXPORT_SNAPSHOT and p.parent.name else p.name
+
+
 def export_all(snap: ProfileSnapshot, directory) -> dict[str, Path]:
     """snapshot.json, trace.json and kernels.csv in `directory` (created if missing)."""
     d = Path(directory)
     tmp = fresh_directory(d)  # all three are written, then moved in: a folder never mixes two runs
     try:
-        write_snapshot(snap, tmp / "snapshot.json")
+        write_snapshot(snap, tmp / EXPORT_SNAPSHOT)
         write_chrome_trace(snap, tmp / "trace.json")
         write_kernel_csv(snap, tmp / "kernels.csv")
         move_into(tmp, d)
@@ -380,4 +390,4 @@ def export_all(snap: ProfileSnapshot, directory) -> dict[str, Path]:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-    return {"snapshot": d / "snapshot.json", "trace": d / "trace.json", "csv": d / "kernels.csv"}
+    return {"snapshot": d / EXPORT_SNAPSHOT, "trace": d / "trace.json", "csv": d / "kernels.csv"}
