@@ -212,6 +212,21 @@ async def test_cpu_gap_is_na_and_small_bandwidth_is_not_zero(isolated_config):
 
 
 @sync
+async def test_a_cpu_run_draws_no_gap_it_did_not_measure(isolated_config):
+    # host timing leaves step - sum of kernels positive too (timer noise, Python between launches): the
+    # line says n/a, and the bar above it drew that noise as a red "gaps" segment
+    snap = cpu_snapshot()
+    snap = dataclasses.replace(snap, roofline=dataclasses.replace(snap.roofline, gap_ns=139_100.0))
+    app = make_app(snap)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        assert "n/a: direct timing, no device idle" in screen_text(app)
+        bar = app.query_one("#roofline-gap")
+        floor, over, gap = bar.parts
+        assert gap == 0.0 and floor > 0 and over > 0
+
+
+@sync
 async def test_a_contended_cpu_run_is_flagged_under_the_kernel_table(isolated_config):
     app = make_app(cpu_snapshot(spread=20.0))
     async with app.run_test(size=SIZE) as pilot:

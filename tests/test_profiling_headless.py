@@ -38,7 +38,9 @@ def test_headless_profile_export(tmp_path, capsys):
     assert any(line.startswith("16 new tokens") or "tok/s over the whole generation (16 new tokens" in line
                for line in lines)
     assert any(line.startswith("roofline @ ctx") for line in lines)
-    assert any("step = sum of kernels" in line for line in lines)
+    # CPU timing is direct: no device idle is measured, so no gap is printed as if it were one
+    step_line = next(line for line in lines if line.startswith("step ") and "sum of kernels" in line)
+    assert step_line.endswith("(direct timing: no device idle, so no gap)") and "+ gap" not in step_line
     assert any(line.startswith("NVML: unavailable (") for line in lines)
     # the report ends with the top kernels by measured time, beside their predictions and gap
     head = next(i for i, line in enumerate(lines) if line.startswith("top 10 kernels by measured time"))

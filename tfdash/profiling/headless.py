@@ -59,7 +59,9 @@ def roofline_lines(snap: ProfileSnapshot) -> list[str]:
            f"{r.achieved_gbps:.1f} GB/s = {r.pct_ceiling:.1f}% of the {r.ceiling_gbps:.1f} GB/s measured "
            f"ceiling{ds}",
            f"step = sum of kernels {r.kernel_sum_ns / 1e3:.1f} us + gap {r.gap_ns / 1e3:.1f} us "
-           f"(launch ramp, bubbles)"]
+           f"(launch ramp, bubbles)" if r.timing != "direct" else
+           f"step {r.measured_step_ns / 1e3:.1f} us, sum of kernels {r.kernel_sum_ns / 1e3:.1f} us "
+           f"(direct timing: no device idle, so no gap)"]
     if r.nvml_gbps is not None:
         out.append(f"NVML DRAM {r.nvml_gbps:.1f} GB/s over the window (x{r.nvml_ratio:.2f} of the "
                    f"predicted {r.achieved_gbps:.1f} GB/s; {r.nvml_source})")

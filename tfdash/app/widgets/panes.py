@@ -182,9 +182,11 @@ class RooflinePane(VerticalScroll):
                 stat(fmt_num(r.pct_datasheet if r.datasheet_gbps else None, 1, " %"), "of datasheet",
                      note=f"{r.datasheet_gbps:,.0f} GB/s" if r.datasheet_gbps else "none for this target"),
             ))
-            gapbar.set_parts(r.floor_ns, r.kernel_sum_ns - r.floor_ns, r.gap_ns)
-            # Direct (host) timing has no device idle to measure: its "gap" is timer noise, not data.
-            if r.timing != "direct" and r.gap_ns >= 0:
+            # Direct (host) timing has no device idle to measure: its "gap" is timer noise, not data,
+            # and the bar draws none, as the line below says
+            measured_gap = r.timing != "direct" and r.gap_ns >= 0
+            gapbar.set_parts(r.floor_ns, r.kernel_sum_ns - r.floor_ns, r.gap_ns if measured_gap else 0.0)
+            if measured_gap:
                 gap = stat(fmt_ns(r.gap_ns), "gaps", note="step − Σ kernels")
             else:
                 why = "direct timing, no device idle" if r.timing == "direct" else "Σ kernels past the step"
