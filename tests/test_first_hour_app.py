@@ -227,6 +227,16 @@ async def test_a_cpu_run_draws_no_gap_it_did_not_measure(isolated_config):
 
 
 @sync
+async def test_an_unprofiled_run_says_which_key_profiles_it_at_80x24(isolated_config):
+    # a short CPU run is over before anyone presses p: below 116 columns the roofline is one line,
+    # and it named no key (the hint in the wide pane's note is not on screen there)
+    app = make_app(dataclasses.replace(cpu_snapshot(), roofline=None))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert "roofline not profiled yet · p profiles" in screen_text(app)
+
+
+@sync
 async def test_a_contended_cpu_run_is_flagged_under_the_kernel_table(isolated_config):
     app = make_app(cpu_snapshot(spread=20.0))
     async with app.run_test(size=SIZE) as pilot:

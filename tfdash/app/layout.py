@@ -54,7 +54,8 @@ def nvml_summary(snap: ProfileSnapshot) -> list[list[tuple[str, str]]]:
 def roofline_summary(snap: ProfileSnapshot) -> list[list[tuple[str, str]]]:
     r = snap.roofline
     if r is None:
-        return [[("roofline ", "$text-muted"), ("not profiled yet", "italic $text-muted")]]
+        return [[("roofline ", "$text-muted"), ("not profiled yet", "italic $text-muted"), (" · ", "$text-muted"),
+                 ("p", "bold $accent"), (" profiles", "$text-muted")]]
     return [[("roofline ", "$text-muted"), (fmt_ns(r.measured_step_ns), "bold $text-primary"),
              ("/step  ", "$text-muted"), (fmt_num(r.pct_ceiling, 1, " %"), "bold $text-primary"),
              (" of ceiling", "$text-muted")]]
