@@ -246,6 +246,20 @@ async def test_a_contended_cpu_run_is_flagged_under_the_kernel_table(isolated_co
 
 
 @sync
+async def test_a_warning_that_arrives_later_wraps_whole_at_80x24(isolated_config):
+    # a live run's total line turns into the warning once its steps spread: one line of text either way,
+    # so the pane kept one row and the warning lost its remedy until the terminal was resized
+    app = make_app(cpu_snapshot())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert "host contended" not in screen_text(app)
+        app.snapshot = cpu_snapshot(spread=20.0)
+        await pilot.pause()
+        text = " ".join(screen_text(app).split())
+        assert "host contended: step p99 is" in text and "or a quieter host" in text
+
+
+@sync
 async def test_times_are_scaled_per_value_and_axes_carry_units(isolated_config):
     import re
 

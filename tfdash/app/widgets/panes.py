@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 
+from rich.cells import cell_len
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.widget import Widget
@@ -41,7 +42,8 @@ class Throttle:
 
 def set_content(widget: Static, content: Content | str) -> None:
     """Update a Static only when what it shows changes, and reflow the layout only when its
-    number of lines changes: a live refresh then repaints a few small regions, nothing more."""
+    number of lines changes, wrapped lines counted at the widget's width (a one-line total that
+    becomes a long warning wraps): a live refresh then repaints a few small regions, nothing more."""
     if isinstance(content, str):
         content = Content(content)
     content = visible_content(content, KEEP_LAYOUT)  # no control from a snapshot reaches the terminal
@@ -49,7 +51,9 @@ def set_content(widget: Static, content: Content | str) -> None:
     old = getattr(widget, "_tf_key", None)
     if key == old:
         return
-    lines = content.plain.count("\n")
+    width = widget.content_size.width
+    lines = sum(max(1, -(-cell_len(line) // width)) for line in content.plain.split("\n")) if width \
+        else content.plain.count("\n")
     layout = old is None or lines != getattr(widget, "_tf_lines", None)
     widget._tf_key, widget._tf_lines = key, lines
     widget.update(content, layout=layout)
