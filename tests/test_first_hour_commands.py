@@ -21,6 +21,19 @@ def test_a_negative_seed_is_refused_alike_by_every_command(cmd):
     assert "CUDA" not in r.stderr
 
 
+def test_help_keeps_every_backend_name_whole(capsys, monkeypatch):
+    # argparse wrapped at hyphens: "tilelang- eachround", "torch- graph" across two lines
+    from tfdash.cli import main
+    from tfdash.profiling.bench import BACKENDS
+
+    monkeypatch.setenv("COLUMNS", "80")
+    with pytest.raises(SystemExit) as e:
+        main(["bench", "--help"])
+    assert e.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert all(f" {name}," in text or f" {name} " in text or f" {name})" in text for name in BACKENDS), text
+
+
 def test_the_bench_header_counts_one_in_the_singular():
     from tfdash.profiling.bench import header_line
 
