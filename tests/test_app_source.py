@@ -84,6 +84,26 @@ def test_a_queued_warning_is_never_superseded_by_a_status_line():
 
 
 @sync
+async def test_a_cpu_runs_marginal_tab_says_it_cannot_before_any_key(isolated_config):
+    """A live run without CUDA graphs has no graph to double a launch in: the tab says so at once,
+    where it offered m and answered "unavailable" only after it was pressed."""
+    import dataclasses
+
+    source = MeasuringSource()
+    why = "marginal cost needs CUDA graphs; this is torch-eager on the CPU"
+    source.snap = dataclasses.replace(source.snap, unavailable={**source.snap.unavailable, "marginal": why})
+    app = TfdashApp(source, tilelang_source=lambda fam: "# stand-in\n", cuda_source=lambda launch: "// stand-in\n")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause(0.2)
+        await pilot.press("enter", "down")
+        await pilot.pause()
+        app.screen.query_one("TabbedContent").active = "marginal"
+        await pilot.pause()
+        body = " ".join(str(app.screen.query_one("#marginal-body").render()).split())
+        assert f"Not in this run: {why}." in body and "Press m" not in body and "not measured yet" not in body
+
+
+@sync
 async def test_a_saved_snapshots_marginal_tab_offers_no_key_it_cannot_keep(isolated_config):
     """A saved snapshot has no engine to double a launch in: its marginal tab says it shows what its
     run measured, where a live run's offers m; pressing m there still says why, in one line."""

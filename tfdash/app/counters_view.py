@@ -71,16 +71,21 @@ def detail(c: Counters) -> list[tuple[str, str]]:
 def counters_content(role: str, current: KernelRow | None, members: Sequence[KernelRow], status: str | None,
                      live: bool) -> Content:
     """The counters tab: the current launch's counters in full, then one line per measured member."""
+    # said at once (no GPU): no key to press, nothing to wait for
+    cannot = bool(status) and status.startswith("unavailable")
     parts: list = [("Nsight Compute's counters of ", "$text-muted"), (role, "bold $text-primary"),
                    (", inside one replay of the step's graph in a child process (the dashboard's engine keeps "
-                    "decoding). Press ", "$text-muted"), ("n", "bold $accent"), (" to measure it.\n\n", "$text-muted")]
+                    "decoding).", "$text-muted")]
+    parts += [("\n\n", "")] if cannot else [(" Press ", "$text-muted"), ("n", "bold $accent"),
+                                              (" to measure it.\n\n", "$text-muted")]
     if status:
         parts += [(status, "bold $text-warning" if status.startswith("unavailable") else "italic $text-accent"),
                   ("\n\n", "")]
     c = current.counters if current is not None else None
     if c is None:
-        parts.append(("not measured yet" + ("" if live else " (a saved snapshot: `tfdash counters --snapshot "
-                                                            "FILE` adds them)"), "italic $text-muted"))
+        if not cannot:
+            parts.append(("not measured yet" + ("" if live else " (a saved snapshot: `tfdash counters --snapshot "
+                                                                "FILE` adds them)"), "italic $text-muted"))
     else:
         parts += [(f"{'at ctx_len':>15}  ", "$text-muted"), (f"{c.ctx_len:,}", "bold"), (f"   {c.kernel}\n", "$text-muted")]
         for label, value in detail(c):

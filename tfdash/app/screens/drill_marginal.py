@@ -60,13 +60,19 @@ class MarginalTab:
         live = self.app.source.live
         out: list = [("in-graph marginal cost of ", "$text-muted"), (role, "bold $text-primary"),
                      (": the step time with this launch doubled, minus the plain step time.", "$text-muted")]
-        # a saved snapshot has no engine to double a launch in: it shows what its run measured
-        out += [(" Press ", "$text-muted"), ("m", "bold $accent"), (" to measure it.\n\n", "$text-muted")] if live \
-            else [(" A saved snapshot shows what its run measured (m in a live run).\n\n", "$text-muted")]
+        # a saved snapshot has no engine to double a launch in: it shows what its run measured; a run
+        # without CUDA graphs has none to double it in either, which is said before any key is pressed
+        why_not = snap.unavailable.get("marginal", "") if snap is not None else ""
+        cannot = live and why_not.startswith("marginal cost needs")
+        if cannot:
+            out += [(" Not in this run: ", "$text-muted"), (why_not, "italic $text-warning"), (".\n\n", "$text-muted")]
+        else:
+            out += [(" Press ", "$text-muted"), ("m", "bold $accent"), (" to measure it.\n\n", "$text-muted")] if live \
+                else [(" A saved snapshot shows what its run measured (m in a live run).\n\n", "$text-muted")]
         mine = self._marginal.get(role)
         # A measurement of this session is in the snapshot too, once the app has taken one: once.
         results = recorded + ([mine] if mine is not None and mine not in recorded else [])
-        if not results:
+        if not results and not cannot:
             out.append(("not measured yet" if live else "not measured in this snapshot's run", "italic $text-muted"))
         for res in results:
             for k, v in res.items():
