@@ -227,6 +227,17 @@ async def test_a_cpu_run_draws_no_gap_it_did_not_measure(isolated_config):
 
 
 @sync
+async def test_no_color_tells_the_roofline_segments_apart_by_shape(isolated_config, monkeypatch):
+    # NO_COLOR made floor, kernels and gaps three greys of one block glyph, and the legend only colour
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        bar = str(app.query_one("#roofline-gap").render()).splitlines()
+        assert {"█", "▒", "░"} <= set(bar[0]) and "█ floor  ▒ kernels over it  ░ gaps" in bar[1]
+
+
+@sync
 async def test_an_unprofiled_run_says_which_key_profiles_it_at_80x24(isolated_config):
     # a short CPU run is over before anyone presses p: below 116 columns the roofline is one line,
     # and it named no key (the hint in the wide pane's note is not on screen there)

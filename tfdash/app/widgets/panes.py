@@ -6,6 +6,7 @@ could not be measured is "—" and the pane says why (the snapshot's `unavailabl
 
 from __future__ import annotations
 
+import os
 import time
 
 from rich.cells import cell_len
@@ -145,15 +146,17 @@ class GapBar(Widget):
 
     def render(self) -> Content:
         w = max(4, self.size.width)
-        legend = Content.assemble(("■", "$tf-good"), (" floor  ", "$text-muted"), ("■", "$tf-fair"),
-                                  (" kernels over it  ", "$text-muted"), ("■", "$tf-poor"), (" gaps", "$text-muted"))
+        # with NO_COLOR the three colours are three greys no one tells apart: three shades of block instead
+        bar, key = (("█", "▒", "░"), ("█", "▒", "░")) if os.environ.get("NO_COLOR") else (("▆",) * 3, ("■",) * 3)
+        legend = Content.assemble((key[0], "$tf-good"), (" floor  ", "$text-muted"), (key[1], "$tf-fair"),
+                                  (" kernels over it  ", "$text-muted"), (key[2], "$tf-poor"), (" gaps", "$text-muted"))
         if not self.parts or sum(self.parts) <= 0:
             return Content.assemble(("─" * w, "$text-muted"), "\n", legend)
         total = sum(self.parts)
         cells = [round(p / total * w) for p in self.parts]
         cells[0] = max(0, w - cells[1] - cells[2])
-        return Content.assemble(("▆" * cells[0], "$tf-good"), ("▆" * cells[1], "$tf-fair"),
-                                ("▆" * cells[2], "$tf-poor"), "\n", legend)
+        return Content.assemble((bar[0] * cells[0], "$tf-good"), (bar[1] * cells[1], "$tf-fair"),
+                                (bar[2] * cells[2], "$tf-poor"), "\n", legend)
 
 
 class RooflinePane(VerticalScroll):
