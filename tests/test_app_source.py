@@ -83,6 +83,16 @@ def test_a_queued_warning_is_never_superseded_by_a_status_line():
     assert not EngineStatus("warning: tilelang is missing").can_replace(EngineStatus(""))
 
 
+async def marginal_tab(app, pilot) -> str:
+    """The drill-down of the second row opened on its marginal tab, as a user gets there: that tab's text."""
+    await pilot.pause(0.2)
+    await pilot.press("enter", "down")
+    await pilot.pause()
+    app.screen.query_one("TabbedContent").active = "marginal"
+    await pilot.pause()
+    return str(app.screen.query_one("#marginal-body").render())
+
+
 @sync
 async def test_a_cpu_runs_marginal_tab_says_it_cannot_before_any_key(isolated_config):
     """A live run without CUDA graphs has no graph to double a launch in: the tab says so at once,
@@ -94,12 +104,7 @@ async def test_a_cpu_runs_marginal_tab_says_it_cannot_before_any_key(isolated_co
     source.snap = dataclasses.replace(source.snap, unavailable={**source.snap.unavailable, "marginal": why})
     app = TfdashApp(source, tilelang_source=lambda fam: "# stand-in\n", cuda_source=lambda launch: "// stand-in\n")
     async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.pause(0.2)
-        await pilot.press("enter", "down")
-        await pilot.pause()
-        app.screen.query_one("TabbedContent").active = "marginal"
-        await pilot.pause()
-        body = " ".join(str(app.screen.query_one("#marginal-body").render()).split())
+        body = " ".join((await marginal_tab(app, pilot)).split())
         assert f"Not in this run: {why}." in body and "Press m" not in body and "not measured yet" not in body
 
 
@@ -112,12 +117,7 @@ async def test_a_saved_snapshots_marginal_tab_offers_no_key_it_cannot_keep(isola
     for source, offers in ((SnapshotSource(load_snapshot(SNAPSHOT)), False), (MeasuringSource(), True)):
         app = TfdashApp(source, tilelang_source=lambda fam: "# stand-in\n", cuda_source=lambda launch: "// stand-in\n")
         async with app.run_test(size=(160, 48)) as pilot:
-            await pilot.pause(0.2)
-            await pilot.press("enter", "down")
-            await pilot.pause()
-            app.screen.query_one("TabbedContent").active = "marginal"
-            await pilot.pause()
-            body = str(app.screen.query_one("#marginal-body").render())
+            body = await marginal_tab(app, pilot)
             assert ("Press m to measure it" in body) is offers, body
             assert ("A saved snapshot shows what its run measured" in body) is not offers, body
             if not offers:
