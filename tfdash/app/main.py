@@ -192,7 +192,7 @@ def exit_status(app) -> int:
 
 def open_parser() -> argparse.ArgumentParser:
     p = Parser(prog="tfdash open",
-                                description="Open a saved profile snapshot in the dashboard, read-only.")
+               description="Open a saved profile snapshot in the dashboard, read-only.")
     p.add_argument("snapshot", metavar="SNAPSHOT.json", help="a snapshot written by the dashboard (e) or "
                    "`tfdash --headless --export DIR`")
     p.add_argument("--baseline", metavar="A.json", help="another snapshot of the same model and dtype: the "

@@ -19,8 +19,9 @@ def _dim(spec: str, name: str = "ctx_len") -> str:
 def parser() -> argparse.ArgumentParser:
     from tfdash.defaults import PRESET_NAMES
 
-    p = Parser(prog="tfdash analyze", description="Static cost of one decode step: flops, "
-                                "bytes read and written per launch and operand, ideal time on a target.")
+    p = Parser(prog="tfdash analyze",
+               description="Static cost of one decode step: flops, "
+                           "bytes read and written per launch and operand, ideal time on a target.")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--model", metavar="PRESET", help="a preset: " + ", ".join(PRESET_NAMES)
                      + " (default: qwen3-1.7b)")

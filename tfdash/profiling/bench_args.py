@@ -18,9 +18,10 @@ DEFAULT_BACKENDS = "tilelang-graph,torch-compile,torch-graph"
 def parser() -> argparse.ArgumentParser:
     from tfdash.defaults import DEFAULT_PROMPT, PRESET_NAMES
 
-    p = Parser(prog="tfdash bench", description="tok/s of the tilelang graph engine and its "
-                                "peers, alternating in one process over several rounds. Needs a CUDA device "
-                                "(the arguments are checked on any machine).")
+    p = Parser(prog="tfdash bench",
+               description="tok/s of the tilelang graph engine and its "
+                           "peers, alternating in one process over several rounds. Needs a CUDA device "
+                           "(the arguments are checked on any machine).")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--ckpt", metavar="DIR", help="a Qwen3 checkpoint (default: random weights)")
     src.add_argument("--model", metavar="PRESET", default=None, help="a preset: " + ", ".join(PRESET_NAMES)

@@ -40,8 +40,9 @@ def _layers(text: str) -> set[int]:
 def parser() -> argparse.ArgumentParser:
     from tfdash.cli import add_model_args
 
-    p = Parser(prog="tfdash counters", description="Nsight Compute's counters of the step's "
-                                "launches (inside a graph replay) beside the analyzer's bytes.")
+    p = Parser(prog="tfdash counters",
+               description="Nsight Compute's counters of the step's "
+                           "launches (inside a graph replay) beside the analyzer's bytes.")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--launch", action="append", metavar="ROLE", help="a role (L3.gate_up), an op (down: every "
                       "layer's) or a glob (L0.*); repeatable")

@@ -161,8 +161,9 @@ def render_markdown(d: SnapshotDiff, top: int | None = None) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = Parser(prog="tfdash diff", description="Compare two profile snapshots launch by "
-                                "launch: measured, predicted and gap in A and B, Δ = B − A, sorted by |Δ|.")
+    p = Parser(prog="tfdash diff",
+               description="Compare two profile snapshots launch by "
+                           "launch: measured, predicted and gap in A and B, Δ = B − A, sorted by |Δ|.")
     p.add_argument("a", metavar="A.json", help="the baseline snapshot")
     p.add_argument("b", metavar="B.json", help="the snapshot compared against it")
     p.add_argument("--group", choices=GROUPS, default="launch", help="one row per launch (default), op, family "
