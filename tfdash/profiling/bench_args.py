@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import argparse
 
-from tfdash.cli import seed_number
 from tfdash.argparsing import Parser
+from tfdash.cli import seed_number
 from tfdash.errors import TfdashError
 from tfdash.profiling.variants import GEMV_OPS, PLAN_VARIANTS
 

@@ -31,8 +31,9 @@ def current_umask() -> int:
 
 
 def _can_create_in(parent: Path) -> bool:
-    """Whether a file or folder can be made in `parent`, tried: permission bits say yes to root on
-    /proc and on a read-only mount, where the write at the end of a run then fails."""
+    """Whether a file or folder can be made in `parent`, tried rather than read from its permission
+    bits, which say yes to root on /proc and on a read-only mount, where the write at the end of a run
+    then fails."""
     try:
         os.rmdir(tempfile.mkdtemp(prefix=".tfdash-probe-", dir=parent))
     except OSError:
@@ -47,7 +48,7 @@ def check_writable_dir(directory, what: str) -> None:
     if d.exists() and not d.is_dir():
         raise TfdashError(f"{what} {d}: exists and is not a directory")
     parent = next((p for p in (d, *d.parents) if p.exists()), None)
-    if parent is None or not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK) or not _can_create_in(parent):
+    if parent is None or not parent.is_dir() or not _can_create_in(parent):
         raise TfdashError(f"{what} {d}: cannot write there ({parent} is not a writable directory)")
 
 
@@ -122,7 +123,7 @@ def check_writable_file(path, what: str) -> None:
     if str(path).endswith(("/", os.sep)):  # Path drops the slash: the file would take the folder's name
         raise TfdashError(f"{what} {path}: names a folder (it ends in /); give a file name")
     parent = next((p for p in (target.parent, *target.parent.parents) if p.exists()), None)
-    if parent is None or not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK) or not _can_create_in(parent):
+    if parent is None or not parent.is_dir() or not _can_create_in(parent):
         raise TfdashError(f"{what} {f}: cannot write there ({parent} is not a writable directory)")
 
 

@@ -53,15 +53,18 @@ def roofline_lines(snap: ProfileSnapshot) -> list[str]:
     elif t is not None and t.note:
         head = [f"kernel timing: windows ({t.note})"]
     ds = f", {r.pct_datasheet:.1f}% of the {r.datasheet_gbps:.0f} GB/s datasheet" if r.datasheet_gbps else ""
+    if r.timing == "direct":  # host timing: no device idle was measured, so no gap is printed as one
+        step_line = (f"step {r.measured_step_ns / 1e3:.1f} us, sum of kernels {r.kernel_sum_ns / 1e3:.1f} us "
+                     f"(direct timing: no device idle, so no gap)")
+    else:
+        step_line = (f"step = sum of kernels {r.kernel_sum_ns / 1e3:.1f} us + gap {r.gap_ns / 1e3:.1f} us "
+                     f"(launch ramp, bubbles)")
     out = head + [
            f"roofline @ ctx {r.ctx_len} over {_steps(r.steps)} ({r.timing}): {r.bytes_per_step / 1e6:.2f} MB/step, "
            f"step {r.measured_step_ns / 1e3:.1f} us measured vs {r.predicted_step_ns / 1e3:.1f} us ideal; "
            f"{r.achieved_gbps:.1f} GB/s = {r.pct_ceiling:.1f}% of the {r.ceiling_gbps:.1f} GB/s measured "
            f"ceiling{ds}",
-           f"step = sum of kernels {r.kernel_sum_ns / 1e3:.1f} us + gap {r.gap_ns / 1e3:.1f} us "
-           f"(launch ramp, bubbles)" if r.timing != "direct" else
-           f"step {r.measured_step_ns / 1e3:.1f} us, sum of kernels {r.kernel_sum_ns / 1e3:.1f} us "
-           f"(direct timing: no device idle, so no gap)"]
+           step_line]
     if r.nvml_gbps is not None:
         out.append(f"NVML DRAM {r.nvml_gbps:.1f} GB/s over the window (x{r.nvml_ratio:.2f} of the "
                    f"predicted {r.achieved_gbps:.1f} GB/s; {r.nvml_source})")

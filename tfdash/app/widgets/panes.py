@@ -147,7 +147,8 @@ class GapBar(Widget):
     def render(self) -> Content:
         w = max(4, self.size.width)
         # with NO_COLOR the three colours are three greys no one tells apart: three shades of block instead
-        bar, key = (("█", "▒", "░"), ("█", "▒", "░")) if os.environ.get("NO_COLOR") else (("▆",) * 3, ("■",) * 3)
+        shades = ("█", "▒", "░")
+        bar, key = (shades, shades) if os.environ.get("NO_COLOR") else (("▆",) * 3, ("■",) * 3)
         legend = Content.assemble((key[0], "$tf-good"), (" floor  ", "$text-muted"), (key[1], "$tf-fair"),
                                   (" kernels over it  ", "$text-muted"), (key[2], "$tf-poor"), (" gaps", "$text-muted"))
         if not self.parts or sum(self.parts) <= 0:
