@@ -228,11 +228,19 @@ if [ "$what" = bar12 ]; then
 fi
 if [ "$what" = lowctx ]; then
   # why a 1.7B step at positions 0-255 took about 20 us more than at 512-767 (scripts/step_curve.py): each launch's
-  # exclusive time from ctx 64 and from ctx 600 (scripts/kernel_times.py --ctx; MODEL= another size; about 2 minutes)
+  # exclusive time from ctx 64 and from ctx 600 (scripts/kernel_times.py --ctx; MODEL= another size; about 5 minutes)
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  # Beside the default, gate_up launched after o_proj's grid dependency (tilelang-otlate) and, in a run of its own,
+  # attention letting o_proj launch after its values (TFDASH_ATTN_TRIGGER_AT=values): if the weight prefetches that
+  # start while the few active attention blocks of a short context run lengthen attention's chain, these two are
+  # faster at ctx 64 and not at 600
   for c in 64 600; do
-    timeout 200 python3 scripts/kernel_times.py --model "${MODEL:-qwen3-1.7b}" --ctx $c --out "$R/kernel_times-ctx$c.json" \
-      2>&1 | grep -v "TileLang:" > "$R/kernel_times-ctx$c.log"; echo "== ctx $c"; head -12 "$R/kernel_times-ctx$c.log"; pack
+    timeout 240 python3 scripts/kernel_times.py --model "${MODEL:-qwen3-1.7b}" --ctx $c --variants tilelang-otlate \
+      --out "$R/kernel_times-ctx$c.json" 2>&1 | grep -v "TileLang:" > "$R/kernel_times-ctx$c.log"
+    echo "== ctx $c"; grep -E "replay|^ *(attention|o_proj|gate_up|qkv_proj|down) " "$R/kernel_times-ctx$c.log" | head -16
+    TFDASH_ATTN_TRIGGER_AT=values timeout 200 python3 scripts/kernel_times.py --model "${MODEL:-qwen3-1.7b}" --ctx $c \
+      --out "$R/kernel_times-ctx$c-tvalues.json" 2>&1 | grep -v "TileLang:" > "$R/kernel_times-ctx$c-tvalues.log"
+    echo "== ctx $c, attention triggering after its values"; grep -E "replay" "$R/kernel_times-ctx$c-tvalues.log" | head -3; pack
   done
 fi
 if [ "$what" = ladder ]; then
