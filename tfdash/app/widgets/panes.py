@@ -95,6 +95,7 @@ class ThroughputPane(Vertical):
                                      stat("—", "tok/s decode only"), stat("—", "ms to first token"),
                                      stat("—", "ms/step p50"), stat("—", "ms/step p99"), stat("—", "tokens")))
             chart.show(Figure())
+            self.border_subtitle = ""
             return
         # the first step times are drawn at once, so no pane shows a p50 while this one says "—"
         if self._slow.due(force=final or (self._pct[0] is None and bool(snap.step_ns))):
@@ -110,20 +111,23 @@ class ThroughputPane(Vertical):
             stat(fmt_num(snap.tok_per_s if snap.wall_ns else None), "tok/s over the run", "bold"),
             stat(fmt_num(getattr(snap, "decode_tok_per_s", None)), "tok/s decode only"),
             stat(fmt_num(snap.ttft_ns / 1e6 if getattr(snap, "ttft_ns", 0) else None, 1), "ms to first token"),
-            *prompt_chunks(snap),
             stat(fmt_num(p50, 3), "ms/step p50"),
             stat(fmt_num(p99, 3), "ms/step p99"),
             stat(f"{snap.new_tokens:,}", f"tokens{total}"),
             Content.assemble(*key("$primary", "ms/step"), *key("$success", "p50")),
         ))
+        chunks = prompt_chunks(snap)
+        if (self.border_subtitle or "") != chunks:  # setting it repaints the whole pane
+            self.border_subtitle = chunks
 
 
-def prompt_chunks(snap) -> tuple:
-    """The line for a prompt taken in chunks (their time, part of the time to first token); none for a
-    walked prompt or a snapshot from before it was kept."""
+def prompt_chunks(snap) -> str:
+    """The pane's subtitle for a prompt taken in chunks (their time, part of the time to first token):
+    in the border it costs no row, where a line of its own pushed the chart's legend out of an 80x24
+    pane. Empty for a walked prompt or a snapshot from before it was kept."""
     if getattr(snap, "prefill_positions", 0) <= 0 or getattr(snap, "prefill_ns", 0) <= 0:
-        return ()
-    return (stat(fmt_num(snap.prefill_ns / 1e6, 2), "ms prompt in chunks"),)
+        return ""
+    return f"{fmt_num(snap.prefill_ns / 1e6, 2)} ms prompt in chunks"
 
 
 class GapBar(Widget):

@@ -1,0 +1,41 @@
+"""What a new user meets first in a small terminal (80x24, 120 columns): every pane keeps its own
+lines whole — the throughput legend, the roofline's notes, the continuation's source, the compare
+view's Δ columns — and advice names only a remedy that applies to the run on screen."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+
+from fixtures.appkit import SNAPSHOT, isolated_config, sync  # noqa: F401  (fixture)
+
+from tfdash.app.main import snapshot_app
+from tfdash.profiling.export import load_snapshot
+
+
+def screen_text(app) -> str:
+    """The screen as plain text, as a user sees it."""
+    from rich.console import Console
+
+    w, h = app.size
+    c = Console(width=w, height=h, file=io.StringIO(), force_terminal=True, record=True, legacy_windows=False)
+    c.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    return c.export_text()
+
+
+async def settle(pilot) -> None:
+    for _ in range(3):
+        await pilot.pause()
+
+
+@sync
+async def test_a_prompt_in_chunks_leaves_the_throughput_legend_on_screen_at_80x24(isolated_config):
+    # its own line under the time to first token was the pane's ninth in eight rows: the legend went
+    snap = dataclasses.replace(load_snapshot(SNAPSHOT), ttft_ns=3_400_000, prefill_positions=12, prefill_ns=2_125_000)
+    app = snapshot_app(snap)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        text = screen_text(app)
+    for line in ("3.4  ms to first token", "ms/step p99", "2,048  tokens", "━ ms/step  ━ p50",
+                 "2.12 ms prompt in chunks"):
+        assert line in text, (line, text)
