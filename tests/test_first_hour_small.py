@@ -39,3 +39,23 @@ async def test_a_prompt_in_chunks_leaves_the_throughput_legend_on_screen_at_80x2
     for line in ("3.4  ms to first token", "ms/step p99", "2,048  tokens", "━ ms/step  ━ p50",
                  "2.12 ms prompt in chunks"):
         assert line in text, (line, text)
+
+
+def no_datasheet():
+    """The recorded snapshot on a target with no datasheet bandwidth (a CPU's)."""
+    snap = load_snapshot(SNAPSHOT)
+    return dataclasses.replace(snap, roofline=dataclasses.replace(snap.roofline, datasheet_gbps=0.0))
+
+
+@sync
+async def test_a_target_without_a_datasheet_says_so_on_one_line(isolated_config):
+    # "none for this target" wrapped its last word onto a line of its own in the 47-column pane
+    for size, keys in (((120, 36), ()), ((116, 30), ()), ((80, 24), ("v",))):
+        app = snapshot_app(no_datasheet())
+        async with app.run_test(size=size) as pilot:
+            await settle(pilot)
+            await pilot.press(*keys)
+            await settle(pilot)
+            text = screen_text(app)
+        line = next(x for x in text.splitlines() if "of datasheet" in x)
+        assert "—  of datasheet  none known" in line, (size, text)

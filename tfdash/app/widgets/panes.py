@@ -192,7 +192,7 @@ class RooflinePane(VerticalScroll):
                 stat(fmt_num(r.pct_ceiling, 1, " %"), "of ceiling", "bold $text-primary",
                      note=f"{r.ceiling_gbps:,.0f} GB/s"),
                 stat(fmt_num(r.pct_datasheet if r.datasheet_gbps else None, 1, " %"), "of datasheet",
-                     note=f"{r.datasheet_gbps:,.0f} GB/s" if r.datasheet_gbps else "none for this target"),
+                     note=f"{r.datasheet_gbps:,.0f} GB/s" if r.datasheet_gbps else "none known"),
             ))
             # Direct (host) timing has no device idle to measure: its "gap" is timer noise, not data,
             # and the bar draws none, as the line below says
