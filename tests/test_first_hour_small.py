@@ -59,3 +59,23 @@ async def test_a_target_without_a_datasheet_says_so_on_one_line(isolated_config)
             text = screen_text(app)
         line = next(x for x in text.splitlines() if "of datasheet" in x)
         assert "—  of datasheet  none known" in line, (size, text)
+
+
+def contended_cpu(threads):
+    """The recorded snapshot as a contended CPU run with `threads` torch threads: p99 20x p50."""
+    snap = load_snapshot(SNAPSHOT)
+    meta = dataclasses.replace(snap.meta, device="cpu", gpu=None, threads=threads)
+    steps = tuple(1_000_000 * (20 if i % 20 == 0 else 1) for i in range(len(snap.step_ns)))
+    return dataclasses.replace(snap, meta=meta, step_ns=steps)
+
+
+@sync
+async def test_the_contended_advice_names_threads_only_for_a_run_with_more_than_one(isolated_config):
+    # a one-thread run was told to try --threads N: it has none to give up
+    for threads, says_threads in ((1, False), (4, True)):
+        app = snapshot_app(contended_cpu(threads))
+        async with app.run_test(size=(160, 48)) as pilot:
+            await settle(pilot)
+            text = screen_text(app)
+        assert "host contended: step p99 is" in text and "quieter host" in text, text
+        assert ("--threads" in text) is says_threads, (threads, text)

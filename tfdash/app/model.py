@@ -225,7 +225,9 @@ CONTENDED_SPREAD = 3.0  # a CPU run whose p99 step is past this many p50s was wa
 
 
 def contention_note(snap: ProfileSnapshot) -> str:
-    """On CPU, when the step times' spread says the host was contended: one line that says so."""
+    """On CPU, when the step times' spread says the host was contended: one line that says so, and
+    what to try. Fewer --threads helps only a run that has more than one: with one, the other
+    processes are the whole cause."""
     import numpy as np
 
     if snap.meta.device != "cpu" or len(snap.step_ns) < 16:
@@ -233,8 +235,9 @@ def contention_note(snap: ProfileSnapshot) -> str:
     p50, p99 = np.percentile(np.asarray(snap.step_ns, dtype=np.float64), [50, 99])
     if p50 <= 0 or p99 <= CONTENDED_SPREAD * p50:
         return ""
+    remedy = "try a quieter host" if getattr(snap.meta, "threads", None) == 1 else "--threads N, or a quieter host"
     return (f"host contended: step p99 is {p99 / p50:.1f}× p50, so these times include waits for a core "
-            "(another process?); --threads N, or a quieter host")
+            f"(another process?); {remedy}")
 
 
 # -- formatting ------------------------------------------------------------------------------
