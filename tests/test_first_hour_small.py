@@ -79,3 +79,38 @@ async def test_the_contended_advice_names_threads_only_for_a_run_with_more_than_
             text = screen_text(app)
         assert "host contended: step p99 is" in text and "quieter host" in text, text
         assert ("--threads" in text) is says_threads, (threads, text)
+
+
+def subtitle(text: str, pane_top: str = "╭─ continuation") -> str:
+    """The continuation pane's bottom border: the line under its top, at the same column."""
+    lines = text.splitlines()
+    top = next(i for i, x in enumerate(lines) if pane_top in x)
+    col = lines[top].index(pane_top)
+    bottom = next(x for x in lines[top + 1:] if x[col:].startswith("╰"))
+    return bottom[col:bottom.index("╯", col) + 1]
+
+
+@sync
+async def test_the_continuation_names_its_weights_whole_at_120_and_80(isolated_config):
+    # "random weights · stand-in vo…" at 120 columns, where the pane is 35 wide
+    for size, want in (((120, 36), "random weights, made-up vocab"), ((80, 24), "random weights · stand-in vocabulary"),
+                       ((160, 48), "random weights · stand-in vocabulary")):
+        app = snapshot_app(SNAPSHOT)
+        async with app.run_test(size=size) as pilot:
+            await settle(pilot)
+            border = subtitle(screen_text(app))
+        assert f"─ {want} ─╯" in border and "…" not in border, (size, border)
+
+
+@sync
+async def test_a_long_checkpoint_path_keeps_its_last_part(isolated_config):
+    snap = load_snapshot(SNAPSHOT)
+    path = "/srv/shared/checkpoints/huggingface/Qwen/Qwen3-1.7B"
+    app = snapshot_app(dataclasses.replace(snap, meta=dataclasses.replace(snap.meta, checkpoint=path)))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        border = subtitle(screen_text(app))
+        assert "╰─ …/huggingface/Qwen/Qwen3-1.7B ─╯" == border, border
+        await pilot.resize_terminal(200, 48)
+        await settle(pilot)
+        assert f"─ {path} ─╯" in subtitle(screen_text(app))

@@ -25,7 +25,6 @@ from tfdash.app.widgets.kernel_cells import timing_label
 from tfdash.app.widgets.kernel_table import KernelTable
 from tfdash.app.widgets.panes import NvmlPane, RooflinePane, ThroughputPane, set_content
 from tfdash.profiling.snapshot import ProfileSnapshot
-from tfdash.textsafe import visible
 
 
 SHORT_DTYPE = {"bfloat16": "bf16", "float16": "f16", "float32": "f32"}
@@ -165,8 +164,7 @@ class MainScreen(Screen):
         cont = self.query_one(Continuation)
         cont.show(snap, running=app.state == "running", note=app.status_note)
         if snap is not None:
-            src = "random weights · stand-in vocabulary" if snap.meta.checkpoint == "random" else snap.meta.checkpoint
-            cont.border_subtitle = Content(visible(src))  # a path is text, never markup
+            cont.set_source(snap.meta.checkpoint)
         self.query_one(ThroughputPane).show(snap, app.max_new_tokens, final=not live)
         base = getattr(app, "baseline", None)
         self.query_one(RooflinePane).show(snap, base.snapshot if base is not None else None)

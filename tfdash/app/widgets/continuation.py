@@ -2,18 +2,40 @@
 
 The pane keeps its own bounded tail of the text (`MAX_CHARS`), appending only the tokens whose
 index it has not shown yet, and draws the last lines that fit -- so a refresh costs the same at
-token 20,000 as at token 20, and never reflows the screen's layout.
+token 20,000 as at token 20, and never reflows the screen's layout. Its bottom border names where
+the weights came from, fitted to the pane's width (fit_source).
 """
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from textual.content import Content
 from textual.widget import Widget
 
 from tfdash.profiling.snapshot import ProfileSnapshot
-from tfdash.textsafe import KEEP_LAYOUT, visible_content
+from tfdash.textsafe import KEEP_LAYOUT, visible, visible_content
 
 MAX_CHARS = 8_000  # the tail kept; older text is in the snapshot and its exports
+# Random weights in words, longest first: the longest that fits the border is shown. The pane is
+# 35 columns at 120 (29 of them for the subtitle), 42 at 80 where roofline and NVML are hidden.
+RANDOM_SOURCE = ("random weights · stand-in vocabulary", "random weights, made-up vocab", "random weights")
+BORDER_CELLS = 6  # "╰─ " and " ─╯" around a subtitle
+
+
+def fit_source(checkpoint: str, width: int) -> str:
+    """Where the weights came from, in `width` cells: random weights in the longest words that fit;
+    a checkpoint's path whole, else its end after "…", from a "/" where one fits (its last part is
+    the model's name). Not laid out yet (`width` <= 0): the whole."""
+    if checkpoint == "random":
+        return next((f for f in RANDOM_SOURCE if cell_len(f) <= width or width <= 0), RANDOM_SOURCE[-1])
+    path = visible(checkpoint)
+    if width <= 1 or cell_len(path) <= width:
+        return path
+    tail = path
+    while tail and cell_len(tail) > width - 1:
+        tail = tail[1:]
+    cut = tail.find("/")
+    return "…" + (tail[cut:] if 0 <= cut < len(tail) - 1 else tail)
 
 
 class Continuation(Widget, can_focus=False):
@@ -31,6 +53,7 @@ class Continuation(Widget, can_focus=False):
         self._note = ""
         self._lines: Content | None = None  # the tail, wrapped for the current size
         self._lines_key = None
+        self._source = ""  # the snapshot's checkpoint ("random" for random weights)
 
     @property
     def text(self) -> str:
@@ -72,6 +95,22 @@ class Continuation(Widget, can_focus=False):
             self._text, self._trimmed, self._last_index = "", False, -1
         if changed:
             self._changed()
+
+    def set_source(self, checkpoint: str) -> None:
+        """The bottom border's subtitle: where the weights came from, fitted to the pane."""
+        if checkpoint != self._source:
+            self._source = checkpoint
+            self._fit_source()
+
+    def on_resize(self) -> None:
+        self._fit_source()
+
+    def _fit_source(self) -> None:
+        if not self._source:
+            return
+        label = fit_source(self._source, self.outer_size.width - BORDER_CELLS)
+        if (self.border_subtitle or "") != Content(label).markup:  # setting it repaints the pane
+            self.border_subtitle = Content(label)  # a path is text, never markup
 
     def _content(self, budget: int) -> Content:
         if not self._prompt and not self._text:
