@@ -32,6 +32,18 @@ def make_app(path, **kw):
     return snapshot_app(path, baseline=SNAPSHOT, theme="tfdash-dark", tilelang_source=fake_tilelang, **kw)
 
 
+def screen_text(app) -> str:
+    """The screen as plain text, as a user sees it."""
+    import io
+
+    from rich.console import Console
+
+    w, h = app.size
+    c = Console(width=w, height=h, file=io.StringIO(), force_terminal=True, record=True, legacy_windows=False)
+    c.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    return c.export_text()
+
+
 def plain(widget) -> str:
     return str(widget.render())
 
@@ -143,6 +155,21 @@ async def test_the_roofline_pane_shows_both_steps(isolated_config, unfused):
         assert fmt_ns(b.roofline.measured_step_ns) in text and fmt_ns(a.roofline.measured_step_ns) in text
         assert f"Δ +{pct:.1f} % vs it" in text
         assert "unfused.json vs snapshot-1.7b.json" in plain(app.screen.query_one("#topbar-state"))
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)])
+@sync
+async def test_the_delta_columns_stay_on_screen_in_a_small_terminal(isolated_config, unfused, size):
+    # the table's own columns took the width first and pushed baseline, Δ and Δ % past the pane's edge
+    gate_up = {r.label: r for r in compare(load_snapshot(SNAPSHOT), load_snapshot(unfused), group="op").rows}["gate_up"]
+    app = make_app(unfused)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        lines = screen_text(app).splitlines()
+    header = next(x for x in lines if "│ op " in x and "measured ▼" in x)
+    row = next(x for x in lines if "│ gate_up " in x)
+    assert "baseline        Δ     Δ %  " in header and "bound by" not in header, header  # bound by gives way
+    assert f"{signed(gate_up.delta_ns)}  {gate_up.delta_pct:.1f} %" in row, row
 
 
 def test_main_screen_with_a_baseline(isolated_config, unfused, snap_compare):

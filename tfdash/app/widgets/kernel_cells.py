@@ -61,6 +61,17 @@ def widths(rows: list[TableRow], group: str, sort_key: str, color: Color) -> dic
     return out
 
 
+def baseline_width(against, rows: list[TableRow], sort_key: str) -> int:
+    """The cells the baseline's Δ columns take (padding and sort mark included), 0 without one: the
+    table's own columns fit in what is left, so a narrow terminal drops those, never the Δ."""
+    if against is None:
+        return 0
+    out = [cell_len(header) + 2 + (2 if key == sort_key else 0) for key, header in basemod.COLUMNS]
+    for r in rows:
+        out = [max(w, cell_len(text) + 2) for w, (text, _) in zip(out, basemod.cells(against.get(r.members)))]
+    return sum(out)
+
+
 def headers(shown: tuple[str, ...], group: str, sort: tuple[str, bool], with_baseline: bool) -> list:
     """(column key, header Text) of the shown columns, then the baseline's Δ columns."""
     key, desc = sort

@@ -152,8 +152,10 @@ class KernelTable(Vertical):
 
     @property
     def columns(self) -> tuple[str, ...]:
-        """The columns that fit the pane, dropped by priority (model.COLUMN_PRIORITY)."""
+        """The columns that fit the pane beside the baseline's Δ columns, dropped by priority
+        (model.COLUMN_PRIORITY)."""
         width = self.size.width - 2 if self.size.width else 10_000  # its scrollbar
+        width -= cellsmod.baseline_width(self.against, self.rows, self.sort[0])
         widths = cellsmod.widths(self.rows, self.group, self.sort[0], self._color)
         hide = cellsmod.hidden(self.kernels)  # meas bytes and p90 exist once there is a value
         for k in hide:
