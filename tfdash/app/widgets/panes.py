@@ -84,6 +84,9 @@ class ThroughputPane(Vertical):
 
     def compose(self):
         yield Static(id="throughput-stats", classes="stats")
+        # the chart's key, a widget of its own so the stylesheet hides it with the chart (a short terminal)
+        yield Static(Content.assemble(*key("$primary", "ms/step"), *key("$success", "p50")), id="throughput-legend",
+                     classes="stats")
         yield Chart(id="throughput-chart")
 
     def show(self, snap: ProfileSnapshot | None, max_new: int | None = None, final: bool = True) -> None:
@@ -114,7 +117,6 @@ class ThroughputPane(Vertical):
             stat(fmt_num(p50, 3), "ms/step p50"),
             stat(fmt_num(p99, 3), "ms/step p99"),
             stat(f"{snap.new_tokens:,}", f"tokens{total}"),
-            Content.assemble(*key("$primary", "ms/step"), *key("$success", "p50")),
         ))
         chunks = prompt_chunks(snap)
         if (self.border_subtitle or "") != chunks:  # setting it repaints the whole pane
