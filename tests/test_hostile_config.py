@@ -197,8 +197,10 @@ def test_a_run_too_large_for_memory_names_what_would_make_it_fit():
         assert "\n" not in str(e.value)
         return str(e.value)
 
-    # the weights alone: a shorter run would not help, a smaller model or dtype would
-    assert refusal(4096, w // 2).endswith("(the weights alone do not fit: a smaller --model or --dtype bfloat16)")
+    # the weights alone: a shorter run would not help, a smaller model would, and bfloat16 where the run fits in it
+    bf16 = weight_bytes(cfg, "bfloat16") + kv_bytes(cfg, 4096, "bfloat16")
+    assert refusal(4096, bf16).endswith("(the weights alone do not fit: a smaller --model or --dtype bfloat16)")
+    assert refusal(4096, bf16 - 1).endswith("(the weights alone do not fit: a smaller --model)")
     assert refusal(4096, w // 4, "bfloat16").endswith("(the weights alone do not fit: a smaller --model)")
     # the cache past the least capacity: a shorter run shrinks it
     assert refusal(40960, w + kv_bytes(cfg, 4096, "float32")).endswith("(lower --max-new-tokens or the prompt)")

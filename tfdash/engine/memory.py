@@ -75,16 +75,18 @@ def check_fits(cfg: ModelConfig, capacity: int, dtype: str, device: str, availab
         return
     w, kv = weight_bytes(cfg, dtype), kv_bytes(cfg, capacity, dtype)
     if w + derived + kv > free:
+        bf16 = weight_bytes(cfg, "bfloat16") + derived + kv_bytes(cfg, capacity, "bfloat16")
         made = f", the copies made from them ({derived / GIB:.2f} GiB)" if derived else ""
         raise CapacityError(f"the weights ({w / GIB:.2f} GiB){made} and the KV cache for {capacity:,} positions "
                             f"({kv / GIB:.2f} GiB, {dtype}) need {(w + derived + kv) / GIB:.2f} GiB; {device} has "
-                            f"{free / GIB:.2f} GiB free ({_remedy(w + derived > free, capacity, dtype)})")
+                            f"{free / GIB:.2f} GiB free ({_remedy(w + derived > free, capacity, dtype, bf16 <= free)})")
 
 
-def _remedy(weights_alone: bool, capacity: int, dtype: str) -> str:
+def _remedy(weights_alone: bool, capacity: int, dtype: str, bf16_fits: bool = False) -> str:
     """What makes a run fit: a shorter cache only where the cache is what does not fit and a shorter
-    run shrinks it (below LEAST_CAPACITY positions it does not)."""
-    smaller = "a smaller --model" + (" or --dtype bfloat16" if dtype == "float32" else "")
+    run shrinks it (below LEAST_CAPACITY positions it does not); bfloat16 only where the run would
+    fit in it (`bf16_fits`: the weights, their copies and the cache at half a float32's bytes)."""
+    smaller = "a smaller --model" + (" or --dtype bfloat16" if dtype == "float32" and bf16_fits else "")
     if weights_alone:
         return f"the weights alone do not fit: {smaller}"
     from tfdash.engine.limits import LEAST_CAPACITY
