@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -205,11 +206,12 @@ def run_tfdash(*args: str, timeout: float = 120, env: dict | None = None) -> Run
 
 
 def assert_one_line_error(stderr: str, *needles: str) -> str:
-    """stderr is exactly one non-empty line, `tfdash: error: ...`, naming each needle; no traceback."""
+    """stderr is exactly one non-empty line, `tfdash: error: ...` (or `tfdash CMD: error: ...`, as a
+    command's parser says a bad argument), naming each needle; no traceback."""
     assert "Traceback" not in stderr, stderr
     lines = [line for line in stderr.splitlines() if line.strip()]
     assert len(lines) == 1, stderr
-    assert lines[0].startswith("tfdash: error: "), stderr
+    assert re.match(r"tfdash( [a-z]+)?: error: ", lines[0]), stderr
     for n in needles:
         assert n in lines[0], (n, lines[0])
     return lines[0]

@@ -434,6 +434,16 @@ def test_bench_errors_are_one_line(argv, needles):
     assert_one_line_error(r.stderr, *needles)
     other = {"--rounds": "--max-new-tokens", "--max-new-tokens": "--rounds"}.get(argv[0] if argv else "")
     assert other is None or other not in r.stderr  # only the bad one named
+    if argv:  # an argument's mistake is said as the parser says its own: the command and where its help is
+        assert r.stderr.startswith("tfdash bench: error: ") and r.stderr.rstrip().endswith("(see tfdash bench --help)")
+
+
+def test_a_mistyped_command_is_named_with_the_commands(capsys):
+    """`tfdash bogus` said "unrecognized arguments: bogus", as if it were a flag's value."""
+    rc, out, err = cli(capsys, "bnech")
+    assert rc == 2 and out == ""
+    assert err.strip().splitlines() == ["tfdash: error: no command 'bnech' (the commands: open, analyze, bench, diff, "
+                                        "counters) (see tfdash --help)"]
 
 
 @pytest.mark.parametrize("cmd", [["--headless"], ["analyze"], ["bench"]])

@@ -24,7 +24,7 @@ import sys
 
 from tfdash import __version__
 from tfdash.argparsing import Parser
-from tfdash.errors import TfdashError
+from tfdash.errors import TfdashError, UsageError
 from tfdash.signals import exit_code, finishing, stop_signals
 from tfdash.signals import name as signal_name
 from tfdash.textsafe import KEEP_LAYOUT, visible
@@ -216,6 +216,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with stop_signals():  # SIGTERM/SIGHUP anywhere: the same clean stop as Ctrl+C
             return _dispatch(argv)
+    except UsageError as e:  # as the parser says its own: the command and its help
+        _say(f"{e.prog}: error: {visible(str(e))} (see {e.prog} --help)")
+        return 2
     except TfdashError as e:
         _say(f"tfdash: error: {visible(str(e))}")
         return 2
@@ -257,6 +260,8 @@ def _dispatch(argv: list[str]) -> int:
         from tfdash.app.main import open_main
 
         return open_main(argv)
+    if argv and not argv[0].startswith("-"):  # the run takes no positional: a word here is a command mistyped
+        raise UsageError(f"no command {argv[0]!r} (the commands: {', '.join(SUBCOMMANDS)})")
     args = run_parser().parse_args(argv)
     from tfdash.settings import SETTINGS
 

@@ -5,6 +5,15 @@ class TfdashError(Exception):
     """An error the user can act on (bad input, missing file, capacity). Never a traceback."""
 
 
+class UsageError(TfdashError):
+    """A bad argument that the command's own checks found after parsing: the CLI says it as the
+    parser says its own errors, naming the command and where its help is."""
+
+    def __init__(self, message: str, prog: str = "tfdash"):
+        super().__init__(message)
+        self.prog = prog
+
+
 class ConfigError(TfdashError):
     """config.json is missing, unreadable, or describes a model tfdash cannot run."""
 

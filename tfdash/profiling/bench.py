@@ -53,9 +53,9 @@ import statistics
 import sys
 import time
 
-from tfdash.errors import TfdashError, UnsupportedShape
+from tfdash.errors import TfdashError, UnsupportedShape, UsageError
 from tfdash.profiling.bench_args import (  # noqa: F401 (BACKENDS, DEFAULT_BACKENDS re-exported)
-    BACKENDS, DEFAULT_BACKENDS, check_lengths, check_numbers, parser)
+    BACKENDS, DEFAULT_BACKENDS, PROG, check_lengths, check_numbers, parser)
 from tfdash.profiling.files import check_writable_file, table_stream, write_json_atomic
 from tfdash.profiling.variants import PLAN_VARIANTS, gemv_variant
 from tfdash.settings import SETTINGS
@@ -243,10 +243,10 @@ def main(argv: list[str]) -> int:
     settings = SETTINGS.values()  # every knob read now: a bad one is one line before any work, and recorded
     wanted = [b.strip() for b in args.backends.split(",") if b.strip()]
     if not wanted and not args.gemv and not args.also_capacity:  # else a run that measures nothing
-        raise TfdashError(f"--backends {args.backends!r} names no backend (known: {', '.join(BACKENDS)})")
+        raise UsageError(f"--backends {args.backends!r} names no backend (known: {', '.join(BACKENDS)})", PROG)
     unknown = set(wanted) - set(BACKENDS)
     if unknown:
-        raise TfdashError(f"unknown backend(s): {', '.join(sorted(unknown))} (known: {', '.join(BACKENDS)})")
+        raise UsageError(f"unknown backend(s): {', '.join(sorted(unknown))} (known: {', '.join(BACKENDS)})", PROG)
     variants = dict(PLAN_VARIANTS)
     for spec in args.gemv:
         name, options = gemv_variant(spec)

@@ -8,17 +8,18 @@ import argparse
 
 from tfdash.argparsing import Parser
 from tfdash.cli import seed_number
-from tfdash.errors import TfdashError
+from tfdash.errors import TfdashError, UsageError
 from tfdash.profiling.variants import GEMV_OPS, PLAN_VARIANTS
 
 BACKENDS = ("tilelang-graph", "tilelang-nopdl", *PLAN_VARIANTS, "torch-compile", "torch-graph", "hf-compile")
 DEFAULT_BACKENDS = "tilelang-graph,torch-compile,torch-graph"
+PROG = "tfdash bench"
 
 
 def parser() -> argparse.ArgumentParser:
     from tfdash.defaults import DEFAULT_PROMPT, PRESET_NAMES
 
-    p = Parser(prog="tfdash bench",
+    p = Parser(prog=PROG,
                description="tok/s of the tilelang graph engine and its "
                            "peers, alternating in one process over several rounds. Needs a CUDA device "
                            "(the arguments are checked on any machine).")
@@ -54,12 +55,12 @@ def check_numbers(args) -> None:
     """The counts and sizes, each said on its own."""
     for flag, n in (("--rounds", args.rounds), ("--max-new-tokens", args.max_new_tokens)):
         if n < 1:
-            raise TfdashError(f"{flag} {n} must be at least 1")
+            raise UsageError(f"{flag} {n} must be at least 1", PROG)
     if args.capacity is not None and args.capacity < 1:
-        raise TfdashError(f"--capacity {args.capacity} must be positive")
+        raise UsageError(f"--capacity {args.capacity} must be positive", PROG)
     for n in args.also_capacity:
         if n < 1:
-            raise TfdashError(f"--also-capacity {n} must be positive")
+            raise UsageError(f"--also-capacity {n} must be positive", PROG)
 
 
 def check_lengths(args, cfg):
