@@ -5,6 +5,7 @@ start-up, exit codes and stderr are what a user sees; the rest call `tfdash.cli.
 in-process, which goes through the same error handling, to keep the suite fast.
 """
 
+import os
 import re
 import shutil
 import sys
@@ -472,3 +473,29 @@ def test_bench_says_a_bad_knob_in_one_line_before_any_work():
     r = run_tfdash("bench", timeout=120, env={"TFDASH_CONTINUOUS_STEPS": "abc"})
     assert r.rc != 0
     assert_one_line_error(r.stderr, "TFDASH_CONTINUOUS_STEPS='abc': want a whole number")
+
+
+def test_a_note_mid_line_ends_the_texts_line_where_both_streams_reach_one_place(tmp_path):
+    """The A/B's progress line on stderr came while tokens streamed to stdout; in a terminal (or one
+    file for both) it was spliced into a word ("...tikiothusttfdash: building ...")."""
+    import io
+
+    from tfdash.profiling.headless import Streams
+
+    path = tmp_path / "both.txt"
+    with open(path, "w", encoding="utf-8") as out, os.fdopen(os.dup(out.fileno()), "w", encoding="utf-8") as err:
+        # one open file under both, as `>f 2>&1` makes
+        s = Streams(out, err)
+        s.text("the prompt and tiki")
+        s.note("tfdash: building tilelang-lateres beside the running plan…")
+        s.text("othust more text\n")
+        s.note("tfdash: at a line's end, no blank line")
+    assert path.read_text(encoding="utf-8").splitlines() == [
+        "the prompt and tiki", "tfdash: building tilelang-lateres beside the running plan…", "othust more text",
+        "tfdash: at a line's end, no blank line"]
+    out, err = io.StringIO(), io.StringIO()  # apart (stdout piped to a file): the text stays as generated
+    s = Streams(out, err)
+    s.text("tiki")
+    s.note("tfdash: a note")
+    s.text("othust")
+    assert out.getvalue() == "tikiothust" and err.getvalue() == "tfdash: a note\n"

@@ -16,6 +16,7 @@ for it); the exit code is then 128 + the signal.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -28,6 +29,32 @@ from tfdash.signals import name as signal_name
 from tfdash.textsafe import KEEP_LAYOUT, visible
 
 TOP = 10
+
+
+class Streams:
+    """The text to stdout and the notes to stderr. Where both reach one place (a terminal, or one file
+    both are redirected to), a note that comes mid-line (the A/B's progress while tokens stream)
+    first ends the text's line, so it is not spliced into a word."""
+
+    def __init__(self, out, err):
+        self.out, self.err = out, err
+        self.mid = False  # the text's last line is unterminated
+        try:
+            self.shared = os.path.samestat(os.fstat(out.fileno()), os.fstat(err.fileno()))
+        except (OSError, ValueError, AttributeError):  # a stream without a file (a test's StringIO)
+            self.shared = False
+
+    def text(self, s: str) -> None:
+        if s:
+            self.out.write(s)
+            self.mid = not s.endswith("\n")
+
+    def note(self, line: str) -> None:
+        if self.mid and self.shared:
+            self.out.write("\n")
+            self.mid = False
+        self.out.flush()
+        print(line, file=self.err, flush=True)
 
 
 def window_steps(max_new: int) -> int:
@@ -104,6 +131,7 @@ def _row(k: KernelRow) -> str:
 def profile_run(eng, args, max_new: int) -> int:
     """Run, profile, report; export with --export DIR. Returns the exit code."""
     out, err = sys.stdout, sys.stderr
+    streams = Streams(out, err)
     profile = bool(getattr(args, "profile", False))
     steps = window_steps(max_new)
     from tfdash.settings import SETTINGS
@@ -120,7 +148,7 @@ def profile_run(eng, args, max_new: int) -> int:
         import threading
 
         def say(p):
-            print(f"tfdash: {visible(p.line)}", file=err)
+            streams.note(f"tfdash: {visible(p.line)}")
 
         t = threading.Thread(target=lambda: ab_results.append(session.ab(variant, progress=say)), daemon=True)
         ab_thread.append(t)
@@ -130,10 +158,10 @@ def profile_run(eng, args, max_new: int) -> int:
         if isinstance(m, TokenBatch):
             if not wrote_prompt[0]:  # the prompt goes out with the first tokens, after any set-up line
                 wrote_prompt[0] = True
-                out.write(visible(args.prompt, KEEP_LAYOUT))
+                streams.text(visible(args.prompt, KEEP_LAYOUT))
             for t in m.tokens:
                 if t.text:
-                    out.write(visible(t.text, KEEP_LAYOUT))
+                    streams.text(visible(t.text, KEEP_LAYOUT))
             out.flush()
             if variant and not ab_thread:
                 start_ab()
@@ -141,7 +169,7 @@ def profile_run(eng, args, max_new: int) -> int:
             if profile and windows and not asked[0] and m.new_tokens >= at:
                 asked[0] = session.request_profile(steps)
         elif isinstance(m, Status) and m.text:
-            print(f"tfdash: {visible(m.text)}", file=err)
+            streams.note(f"tfdash: {visible(m.text)}")
 
     interrupted = None
     try:
