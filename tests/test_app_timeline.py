@@ -129,6 +129,38 @@ async def test_timeline_of_a_snapshot_without_spans_says_so(isolated_config):
 
 
 @sync
+async def test_timeline_of_an_unprofiled_run_names_the_key_that_profiles(isolated_config):
+    app = app_on(replace(load_snapshot(SNAPSHOT), timeline=(), roofline=None))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("T")
+        await pilot.pause()
+        assert summary_text(app) == "not profiled yet · p profiles a window"
+
+
+@sync
+async def test_timeline_of_host_timing_gives_no_gap_and_names_its_count_narrow(isolated_config):
+    """Direct (host) timing measured no device idle: the main screen says so, and the timeline gave its
+    timer's spaces as "gaps 21.0 µs". At 80 columns the kernel count lost its label ("kept) · 23")."""
+    snap = pdl_snapshot()
+    app = app_on(replace(snap, roofline=replace(snap.roofline, timing="direct")))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("T")
+        await pilot.pause()
+        text, rows = summary_text(app), view_text(app)
+    assert "gaps n/a: direct timing" in text and "· 143 kernels" in text, text
+    assert not any(" gap " in row for row in rows) and any(" ovl " in row for row in rows), rows
+    app = app_on()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        await pilot.press("T")
+        await pilot.pause()
+        text = summary_text(app)
+    assert "kernels 143" in text and "gaps 26.1 µs" in text and "direct" not in text, text
+
+
+@sync
 async def test_timeline_key_is_in_the_help(isolated_config):
     app = app_on()
     async with app.run_test(size=(160, 48)) as pilot:

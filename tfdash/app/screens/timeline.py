@@ -26,19 +26,28 @@ from tfdash.app.widgets.timeline import TimelineView, fmt_us
 WIDE = 118  # from here the summary names its numbers in full
 
 
-def summary(tl: StepTimeline | None, held: list[int], scale_ns: float, width: int = 200) -> Content:
+def summary(tl: StepTimeline | None, held: list[int], scale_ns: float, width: int = 200, direct: bool = False,
+            profiled: bool = True) -> Content:
     """The step's numbers, each with its label and unit on one line (wrap_pairs), then the key to
-    the glyphs. Narrower than WIDE, the long labels go."""
+    the glyphs. Narrower than WIDE, the long labels go. `direct`: host timing, whose spaces between
+    kernels are the timer's, not the device's idle, so no gap is given as one (as the roofline
+    says). Without spans, why: nothing profiled yet, or a snapshot kept none."""
     if tl is None:
+        if not profiled:
+            return Content.assemble(("not profiled yet · ", "italic $text-muted"), ("p", "bold $accent"),
+                                    (" profiles a window", "italic $text-muted"))
         return Content.styled("no kernel spans in this snapshot", "italic $text-muted")
     wide = width >= WIDE
     where = f" ({held.index(tl.step) + 1} of {len(held)} kept)" if len(held) > 1 else ""
-    pairs = [[("step ", "$text-muted"), (f"{tl.step}", "bold"), (where, "$text-muted"),
-              ("  kernels " if wide else " · ", "$text-muted"), (f"{len(tl.bars)}", "bold")],
+    count = [("  kernels ", "$text-muted"), (f"{len(tl.bars)}", "bold")] if wide else \
+        [(" · ", "$text-muted"), (f"{len(tl.bars)}", "bold"), (" kernels", "$text-muted")]
+    gaps = [("n/a: direct timing", "italic $text-muted")] if direct else \
+        [(f"{fmt_us(tl.gap_ns)} µs", "bold $text-warning")]
+    pairs = [[("step ", "$text-muted"), (f"{tl.step}", "bold"), (where, "$text-muted"), *count],
              [("span ", "$text-muted"), (f"{fmt_us(tl.span_ns)} µs", "bold")],
              [("overlapped ", "$text-muted"), (f"{fmt_us(tl.overlap_ns)} µs", "bold $accent"),
               (f" ({tl.overlapped} kernels start under the one before)" if wide else "", "$text-muted")],
-             [("gaps ", "$text-muted"), (f"{fmt_us(tl.gap_ns)} µs", "bold $text-warning")],
+             [("gaps ", "$text-muted"), *gaps],
              [("zoom " if wide else "", "$text-muted"), (f"{fmt_us(scale_ns)} µs/cell", "bold")]]
     return Content.assemble(wrap_pairs(pairs, width), ("\n█ ", "bold $text-primary"), ("alone  ", "$text-muted"),
                             ("▒ ", "bold $accent"), ("overlapping the kernel before (PDL)  ", "$text-muted"),
@@ -79,8 +88,9 @@ class TimelineScreen(Screen):
             self.step = held[-1] if held else None
         tl = step_timeline(snap, self.step)
         v = self.app.theme_variables
+        roof = getattr(snap, "roofline", None)
         self.view.show(tl, {"run": v.get("primary", ""), "overlap": v.get("accent", ""),
-                            "gap": v.get("warning", "")})
+                            "gap": v.get("warning", "")}, direct=roof is not None and roof.timing == "direct")
         self._summary()
         state = self.app.state
         label = f"snapshot · {self.app.source_label}" if state == "snapshot" else state
@@ -88,8 +98,10 @@ class TimelineScreen(Screen):
 
     def _summary(self) -> None:
         snap = self.app.snapshot
+        roof = getattr(snap, "roofline", None)
         set_content(self.query_one("#timeline-summary", Static),
-                    summary(self.view.timeline, steps(snap), self.view.scale, self.size.width - 2))
+                    summary(self.view.timeline, steps(snap), self.view.scale, self.size.width - 2,
+                            direct=self.view.direct, profiled=roof is not None or bool(getattr(snap, "timeline", ()))))
 
     def on_resize(self) -> None:
         self.call_after_refresh(self._summary)

@@ -51,11 +51,13 @@ class TimelineView(Widget, can_focus=True):
         super().__init__(id=id)
         self.timeline: StepTimeline | None = None
         self.palette: dict[str, str] = {}
+        self.direct = False
 
     # -- state -------------------------------------------------------------------------------
-    def show(self, tl: StepTimeline | None, colors: dict[str, str]) -> None:
+    def show(self, tl: StepTimeline | None, colors: dict[str, str], direct: bool = False) -> None:
+        """`direct`: host timing, whose spaces between kernels are no device idle: no row names one a gap."""
         changed = tl is None or self.timeline is None or tl.step != self.timeline.step
-        self.timeline, self.palette = tl, colors
+        self.timeline, self.palette, self.direct = tl, colors, direct
         if changed:
             self.cursor, self.top, self.t0_ns, self.ns_per_cell = 0, 0, 0.0, 0.0
         self.refresh()
@@ -153,7 +155,7 @@ class TimelineView(Widget, can_focus=True):
         info = f"{fmt_us(bar.dur_ns):>7} µs"
         if bar.overlap_ns:
             info += f" ovl {fmt_us(bar.overlap_ns)} µs"
-        elif bar.gap_ns:
+        elif bar.gap_ns and not self.direct:
             info += f" gap {fmt_us(bar.gap_ns)} µs"
         out.append(" " + info.ljust(INFO_W - 1)[:INFO_W - 1], "dim" if i != self.cursor else "bold")
         return out
