@@ -7,6 +7,7 @@ it did not parse, and a bad keymap is reported in a toast naming the ids.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 
@@ -181,6 +182,48 @@ async def test_a_keymap_holding_an_escape_sequence_is_not_bound(isolated_config)
     assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", svg)
     assert "keys" in svg  # the help screen is open
     assert any("pause" in t and "not a key" in t for t in app.toasts), app.toasts
+
+
+def _documented_keymaps() -> list[str]:
+    """The keymap examples a user copies: the README's, and the one the help screen shows."""
+    import re
+
+    from conftest import REPO
+
+    example = re.compile(r'\{"keymap": \{[^{}]*\}\}')
+    readme = example.findall((REPO / "README.md").read_text(encoding="utf-8"))
+
+    async def shown_on_help() -> list[str]:
+        app = _app()
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause()
+            await pilot.press("question_mark")
+            await pilot.pause()
+            return example.findall(str(app.screen.query_one("#help-intro").render()))
+
+    shown = asyncio.run(shown_on_help())
+    assert readme and shown
+    return readme + shown
+
+
+def test_the_documented_keymap_examples_take_no_key_already_bound(isolated_config):
+    """Both examples put pause on p, the profile key: a user who copied one got "pause and profile
+    are both on 'p'" and lost profiling."""
+    from tfdash.app import bindings
+    from tfdash.app.config import keymap_problems
+
+    for text in _documented_keymaps():
+        keymap = json.loads(text)["keymap"]
+        assert keymap_problems(keymap, bindings.KEYMAP_SCOPES, bindings.all_ids()) == [], text
+
+        async def toasts() -> list[str]:
+            (isolated_config / "config.json").write_text(text)
+            app = _app()
+            async with app.run_test(size=(160, 48)) as pilot:
+                await pilot.pause()
+            return app.toasts
+
+        assert not [t for t in asyncio.run(toasts()) if "keymap" in t or "config" in t], text
 
 
 def test_a_run_too_large_for_memory_names_what_would_make_it_fit():

@@ -1,6 +1,6 @@
 """Every key of the dashboard, as data. Each binding has an id, so users can remap it:
 
-    ~/.config/tfdash/config.json   {"keymap": {"pause": "p", "export.svg": "f12"}}
+    ~/.config/tfdash/config.json   {"keymap": {"pause": "P", "export.svg": "f12"}}
 
 The help screen (`?`) and the command palette list these same tables, so what is documented is
 what is bound. Ids are stable: they are the public names of the actions.

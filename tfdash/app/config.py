@@ -4,7 +4,7 @@
     $XDG_CONFIG_HOME/tfdash/config.json      otherwise, when XDG_CONFIG_HOME is set
     ~/.config/tfdash/config.json             otherwise
 
-    {"theme": "tfdash-light", "keymap": {"pause": "p", "export.svg": "f12"}, "export_dir": "~/profiles"}
+    {"theme": "tfdash-light", "keymap": {"pause": "P", "export.svg": "f12"}, "export_dir": "~/profiles"}
 
 A missing file is the defaults; an unreadable one is the defaults plus one warning line (the app
 shows it as a toast) -- a broken config never stops the dashboard, and is never rewritten (the
@@ -77,7 +77,7 @@ def load_config(path: Path | None = None) -> Config:
         theme = None
     keymap = raw.pop("keymap", {}) or {}
     if not (isinstance(keymap, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in keymap.items())):
-        problems.append('keymap must map binding ids to keys, e.g. {"pause": "p"}')
+        problems.append('keymap must map binding ids to keys, e.g. {"pause": "P"}')
         keymap = {}
     export_dir = raw.pop("export_dir", None)
     if export_dir is not None and not isinstance(export_dir, str):

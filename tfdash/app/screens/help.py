@@ -45,7 +45,7 @@ class HelpScreen(ModalScreen):
         path = app.config.path if getattr(app, "config", None) is not None else "config.json"
         self.query_one("#help-intro", Static).update(Content.assemble(
             ("Remap any key by its id in ", "$text-muted"), (visible(str(path)), "bold"), (":  ", "$text-muted"),
-            ('{"keymap": {"pause": "p", "export.svg": "f12"}}', "$text-accent"),
+            ('{"keymap": {"pause": "P", "export.svg": "f12"}}', "$text-accent"),
             ("\nEvery action is also in the command palette (", "$text-muted"),
             (bindings.describe_key(app.COMMAND_PALETTE_BINDING, app), "bold"),
             (").", "$text-muted")))
