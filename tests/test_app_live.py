@@ -158,7 +158,7 @@ async def test_pause_resume_and_rerun(isolated_config, tiny_engine):
 
 @sync
 async def test_profile_a_window_now_on_cpu(isolated_config, tiny_engine):
-    rec = Recorder(tiny_engine, 3000)
+    rec = Recorder(tiny_engine, 3000, auto_window_at=0)  # only p's window: none of the dashboard's own
     app = live_app(rec, max_new_tokens=3000)
     messages = []
     async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
@@ -298,7 +298,7 @@ async def test_a_rerun_sorts_by_a_column_it_shows(isolated_config, tiny_engine):
         return (next(line for line in lines if "│ group " in line),
                 next(line for line in lines if re.search(r"│ op\s", line)))
 
-    rec = Recorder(tiny_engine, 3000)
+    rec = Recorder(tiny_engine, 3000, auto_window_at=0)  # the re-run stays unmeasured while it is looked at
     app = live_app(rec, max_new_tokens=3000)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.new_tokens >= 5, what="tokens")
@@ -314,4 +314,34 @@ async def test_a_rerun_sorts_by_a_column_it_shows(isolated_config, tiny_engine):
         caption, header = caption_and_header()
         assert " p90 " not in header and "p90" not in caption, (caption, header)
         assert "sort measured ▼" in caption and "measured ▼" in header, (caption, header)
+        await pilot.press("q")
+
+
+@sync
+async def test_a_cpu_run_shows_measured_numbers_with_no_key_pressed(isolated_config, tiny_engine):
+    """A new user's first run on the CPU was over before anyone pressed p: every measured cell —, the
+    roofline "not profiled yet". The dashboard takes one window early in the run on its own and says
+    so in the caption (in the words that fit: 120 and 80 columns); after the run, p says what to do."""
+    from test_first_hour_app import screen_text
+
+    app = live_app(Recorder(tiny_engine, 160), max_new_tokens=160)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.state == "done", what="the run to end")
+        await pilot.pause(0.2)
+        text = screen_text(app)
+        assert "not profiled yet" not in text and "no profile window yet" not in text, text
+        assert "32 steps, direct" in text and "%  of ceiling" in text, text  # the roofline pane
+        assert "a 32-step window at ctx_len" in text and "taken by the dashboard on its own" in text, text
+        rows = [line for line in text.splitlines() if line.startswith(("│ attention ", "│ gate_up ", "│ lm_head "))]
+        assert len(rows) == 3 and not any("—" in line for line in rows), text
+        said = []
+        notify = app.notify
+        app.notify = lambda message, **kw: (said.append(str(message)), notify(message, **kw))
+        await pilot.press("p")
+        await pilot.pause()
+        assert said == ["the run is over: r re-runs, then p profiles"]
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause(0.2)
+        text = screen_text(app)
+        assert "roofline not profiled yet" not in text and "auto window, 32 steps" in text, text
         await pilot.press("q")

@@ -118,6 +118,18 @@ def test_periodic_windows_and_a_session_runs_once(eng):
     assert s.request_profile(4) is False
 
 
+def test_the_sessions_own_window_comes_once_and_only_when_none_was_asked_for(eng):
+    s = Session(eng, "a b c", 120, target=TARGET, profile_steps=4, auto_window_at=20, ignore_eos=True)
+    s.run()
+    snap = s.snapshot()
+    assert snap.profile_windows == 1 and snap.timing.auto_window and snap.roofline.steps == 4
+    assert s.windows[0].first_step >= 20  # after the warm-up
+    asked = Session(eng, "a b c", 120, target=TARGET, profile_steps=4, auto_window_at=20, ignore_eos=True)
+    asked.request_profile(4)  # p before the run's own window: that one is the run's first numbers
+    asked.run()
+    assert asked.snapshot().profile_windows == 1 and not asked.snapshot().timing.auto_window
+
+
 def test_stop_from_another_thread(eng):
     s = Session(eng, "a b c", 900, target=TARGET, ignore_eos=True)
     ended = []

@@ -23,6 +23,9 @@ from tfdash.stats import tokens
 from tfdash.textsafe import visible
 
 DASHBOARD_MAX_NEW = 2048  # the dashboard's default generation: the headline tok/s length
+# New tokens before the CPU dashboard's own profile window: past the first steps, which the thread
+# pool's start makes slow, and early enough that a 2048-token run shows its numbers within a second.
+AUTO_WINDOW_AT = 64
 
 
 def live_app(make_session: Callable, **kw):
@@ -59,11 +62,15 @@ def _load(snapshot: ProfileSnapshot | str | Path) -> tuple[ProfileSnapshot, Path
 
 
 def make_session(engine, prompt: str, max_new_tokens: int, **kw):
-    """A Session over `engine`, passing only the options this Session accepts."""
+    """A Session over `engine`, passing only the options this Session accepts. On the CPU, where
+    only profile windows time the kernels, the session takes one itself early in the run (unless `p`
+    came first), so the first run shows measured numbers without a key."""
     from tfdash.profiling.session import Session
 
     from tfdash.settings import SETTINGS
 
+    if not engine.runtime.cuda:
+        kw.setdefault("auto_window_at", min(AUTO_WINDOW_AT, max(1, max_new_tokens // 4)))
     kw.setdefault("prepare_profiler", True)  # the dashboard profiles: pay CUPTI's start before decoding
     kw.setdefault("timing", SETTINGS.timing)  # every step timed where CUPTI works (auto)
     kw.setdefault("continuous_steps", SETTINGS.continuous_steps)

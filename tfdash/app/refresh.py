@@ -82,8 +82,11 @@ class LiveRefresh:
                 while len(self.windows) > MAX_WINDOWS:
                     self.windows.pop(next(iter(self.windows)))
             if (self._last_window is not None or self.state != "snapshot") and r.timing != "continuous":
+                timing = getattr(snap, "timing", None)
+                own = timing is not None and timing.auto_window and snap.profile_windows == 1
                 self.notify(f"{r.steps} steps at ctx_len {r.ctx_len:,}: {r.measured_step_ns / 1e6:.3f} ms/step, "
-                            f"{r.pct_ceiling:.1f} % of the ceiling", title="profile window", timeout=4)
+                            f"{r.pct_ceiling:.1f} % of the ceiling", timeout=4,
+                            title="profile window, taken on its own" if own else "profile window")
             self._last_window = window
         self.snapshot = snap
 

@@ -53,6 +53,8 @@ class RunActions:
             return
         if self.source.request_profile(PROFILE_STEPS):
             self.notify(f"profiling the next {PROFILE_STEPS} steps…", timeout=2)
+        elif self.state in ("done", "stopped", "error"):  # a window needs steps to time: a run
+            self.notify("the run is over: r re-runs, then p profiles", severity="warning", timeout=3)
         else:
             self.notify("no run in progress to profile (r re-runs)", severity="warning", timeout=3)
 

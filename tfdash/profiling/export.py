@@ -5,7 +5,7 @@ Snapshot JSON, schema "tfdash.snapshot" (version: `snapshot.VERSION`; older vers
 (tuples as arrays, nested dataclasses as objects, None as null, floats always finite), with
 "schema" and "version" first:
 
-    {"schema": "tfdash.snapshot", "version": 6,
+    {"schema": "tfdash.snapshot", "version": 7,
      "meta": RunMeta, "tokens": [TokenRecord], "step_ns": [int], "prompt_tokens": int,
      "new_tokens": int, "wall_ns": int, "kernels": [KernelRow], "nvml": [Series],
      "roofline": Roofline | null, "marginal": [object], "unavailable": {panel: reason},

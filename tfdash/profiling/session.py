@@ -16,8 +16,9 @@ in bounded ring buffers (tokens, step times, windows, NVML samples): constant me
 The work of its parts lives beside it: session_parts (the set-up, and TokenFeed on the decode
 thread), session_requests (windows and marginals), session_timing (continuous timing), session_ab.
 
-Per-kernel timing (`timing`): "windows" (profile windows only, on request or every
-`profile_every` tokens), "continuous" or "auto" (every step's kernels through
+Per-kernel timing (`timing`): "windows" (profile windows only, on request, every
+`profile_every` tokens, or once on its own at `auto_window_at` tokens when none was asked for by
+then: the CPU dashboard's first numbers), "continuous" or "auto" (every step's kernels through
 `tfdash.profiling.continuous` when its record source starts, else windows, with the reason in
 one status line and in the snapshot's `timing.note`). While continuous timing runs, a requested
 window pauses it for its steps (see continuous.timing).
@@ -58,13 +59,15 @@ class Session:
                  batch_s: float = 0.05, nvml_interval: float = 0.25, keep_samples: int = 10000,
                  keep_windows: int = 16, keep_history: int = 64, nvml_lib: Nvml | None = None,
                  depth: int | None = None, prepare_profiler: bool = False, timing: str = "windows",
-                 record_source=None, continuous_steps: int = 256, sweep_bucket: int = 128, on_steps=None):
+                 record_source=None, continuous_steps: int = 256, sweep_bucket: int = 128, on_steps=None,
+                 auto_window_at: int = 0):
         self.engine, self.plan, self.runtime = engine, engine.plan, engine.runtime
         self.prompt_ids = engine.encode(prompt) if isinstance(prompt, str) else list(prompt)
         self.max_new_tokens = max_new_tokens
         check_generation(self.plan.config, self.plan.capacity, len(self.prompt_ids), max_new_tokens)
         self.ignore_eos, self.depth, self.batch_s = ignore_eos, depth, batch_s
         self.profile_every, self.profile_steps = max(0, profile_every), max(1, profile_steps)
+        self.auto_window_at, self.auto_window = max(0, auto_window_at), False  # see session_requests.auto_window
         # CUDA: learn the kernel map (and start CUPTI, seconds the first time in a process) before
         # decoding instead of inside the first profile window, where it would stall the decode.
         self.prepare_profiler = prepare_profiler
@@ -161,7 +164,7 @@ class Session:
 
     def timing_info(self) -> TimingInfo:
         """The timing method in effect and its counts, as the snapshot carries them."""
-        return session_timing.timing_info(self.continuous, self.timing_note)
+        return session_timing.timing_info(self.continuous, self.timing_note, self.auto_window)
 
     def _decode(self, stop: threading.Event | None) -> SessionEnded:
         prepare(self.runtime, self.timer, self.prepare_profiler, self._post, self._probe)

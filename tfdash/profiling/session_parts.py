@@ -9,7 +9,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from tfdash.profiling import probe
+from tfdash.profiling import probe, session_requests
 from tfdash.profiling.messages import NvmlUpdate, SessionEnded, Status, TokenBatch
 from tfdash.profiling.nvml import Nvml
 from tfdash.profiling.nvml_sampler import NvmlSampler
@@ -106,11 +106,16 @@ class TokenFeed:
 
     def drain(self, gen, stop: threading.Event | None) -> SessionEnded:
         """Run the generation to its end, feeding the record; profile windows every
-        `profile_every` tokens when the session asks for them."""
+        `profile_every` tokens when the session asks for them, and its own window once at
+        `auto_window_at` tokens (session_requests.auto_window)."""
         s, stats = self.s, self.stats
         next_window = s.profile_every or None
+        auto_at = s.auto_window_at or None
         for ev in gen:
             self.add(ev)
+            if auto_at is not None and stats.new_tokens >= auto_at:
+                auto_at = None
+                session_requests.auto_window(s)
             if next_window is not None and stats.new_tokens >= next_window:
                 s.request_profile(s.profile_steps)
                 next_window += s.profile_every

@@ -22,20 +22,36 @@ if TYPE_CHECKING:
 MAX_WAITING = 2  # profile windows requested and not done yet: more are refused, not piled up
 
 
-def request_window(s: "Session", steps: int) -> bool:
-    """Session.request_profile's work (see there)."""
+def request_window(s: "Session", steps: int, on_done=None) -> bool:
+    """Session.request_profile's work (see there); `on_done(result)` instead of the session's own."""
     with s._lock:
         if s._state == "done":
             return False
         s._outstanding = [w for w in s._outstanding if not w.done.is_set()]
         if len(s._outstanding) >= MAX_WAITING:
             return False
-        w = s.timer.window(max(1, int(steps)), on_done=s._on_window)
+        w = s.timer.window(max(1, int(steps)), on_done=on_done or s._on_window)
         if s.continuous is not None and s.continuous.active:
             w = PausingWindow(w, s.continuous, s._post)
         s._outstanding.append(w)
         (s._gen.intercept if s._gen is not None else s._pending.append)(w)
         return True
+
+
+def auto_window(s: "Session") -> bool:
+    """The session's own window, early in the run (`Session.auto_window_at` tokens): asked for once,
+    only when the kernels are timed by windows (continuous timing needs none) and no window was
+    asked for yet (a `p` before it is the run's first numbers already). Its steps are the run's
+    own, host-timed on the CPU, so it costs the run little; a snapshot says it was the session's."""
+    def done(result: WindowResult) -> None:
+        if result.ok:
+            s._touch(lambda: setattr(s, "auto_window", True))
+        s._on_window(result)
+
+    with s._lock:
+        if s.timing_method != "windows" or s._outstanding or s.rec.n_windows:
+            return False
+        return request_window(s, s.profile_steps, on_done=done)
 
 
 def window_now(s: "Session", steps: int, ctx_len: int | None) -> WindowResult:

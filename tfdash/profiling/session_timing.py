@@ -47,11 +47,12 @@ def method(continuous) -> str:
     return "continuous" if c is not None and c.state in ("running", "paused", "stopped") else "windows"
 
 
-def timing_info(continuous, note: str) -> TimingInfo:
-    """What the snapshot says of the timing: continuous timing's counts, or windows and why."""
+def timing_info(continuous, note: str, auto_window: bool = False) -> TimingInfo:
+    """What the snapshot says of the timing: continuous timing's counts, or windows, why, and
+    whether the first window was the session's own (`auto_window`)."""
     c = continuous
     if c is None:
-        return TimingInfo("windows", note=note)
+        return TimingInfo("windows", note=note, auto_window=auto_window)
     info = c.info()
     if c.state == "failed":
         return TimingInfo("windows", info.source, f"continuous timing stopped: {c.error}", info.steps_measured,

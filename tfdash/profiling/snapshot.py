@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 from tfdash.stats import Rates
 
 SCHEMA = "tfdash.snapshot"
-VERSION = 6  # 2: RunMeta.kernels_source; 3: RunMeta.plan_options, windows, ttft_ns, held_ns;
+VERSION = 7  # 2: RunMeta.kernels_source; 3: RunMeta.plan_options, windows, ttft_ns, held_ns;
 #              4: RunMeta.threads; 5: timing, KernelRow.measured_last_ns and counters, ab;
-#              6: prefill_positions, prefill_ns (older files load with them None / empty / 0)
+#              6: prefill_positions, prefill_ns; 7: TimingInfo.auto_window
+#              (older files load with them None / empty / 0 / False)
 
 
 @dataclass(frozen=True)
@@ -240,6 +241,7 @@ class TimingInfo:
     pauses: int = 0  # times it paused for a profile window (torch.profiler)
     bucket_steps: int = 0  # ctx_len steps per sweep point
     slow_steps: tuple[SlowStep, ...] = ()  # the slowest, slowest first
+    auto_window: bool = False  # windows: the first one was the session's own, taken early in the run (not on `p`)
 
 
 @dataclass(frozen=True)

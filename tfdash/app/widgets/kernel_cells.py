@@ -25,6 +25,7 @@ ASCENDING_FIRST = {"label", "bound"}
 LEFT = ("label", "bound", "share")  # the columns read from the left; numbers align right
 
 Color = Callable[[str], str]
+Forms = str | tuple[str, ...]  # one line, or its wordings longest first: the longest that fits is shown
 
 
 def cells(r: TableRow, group: str, color: Color, step_share_max: float, columns: tuple[str, ...]) -> list:
@@ -108,19 +109,31 @@ def next_sort_key(key: str, hide: set[str], with_baseline: bool) -> str:
     return cycle[(cycle.index(key) + 1) % len(cycle)] if key in cycle else cycle[0]
 
 
-def timing_label(snap) -> str:
+def fit(forms: Forms, room: int) -> str:
+    """The longest of `forms` (wordings longest first) within `room` cells, else the shortest."""
+    if isinstance(forms, str):
+        return forms
+    return next((f for f in forms if cell_len(f) <= room), forms[-1] if forms else "")
+
+
+def timing_label(snap) -> Forms:
     """The caption's word on how the measured columns were timed: every step (continuous CUPTI
-    records), else nothing (a profile window's steps, as the roofline pane says)."""
-    t = getattr(snap, "timing", None)
-    if t is None or t.method != "continuous" or not t.steps_measured:
-        return ""
-    return f"every step measured · p50/p90 over the last {t.range_steps:,} steps"
+    records); the window the dashboard took on its own (a CPU run's first numbers, with no key
+    pressed), in wordings longest first; else nothing (a window asked for with p: the roofline
+    pane says which)."""
+    t, r = getattr(snap, "timing", None), getattr(snap, "roofline", None)
+    if t is not None and t.method == "continuous" and t.steps_measured:
+        return f"every step measured · p50/p90 over the last {t.range_steps:,} steps"
+    if t is not None and t.method == "windows" and t.auto_window and snap.profile_windows == 1 and r is not None:
+        return (f"a {r.steps}-step window at ctx_len {r.ctx_len:,}, taken by the dashboard on its own",
+                f"a {r.steps}-step window the dashboard took on its own", f"auto window, {r.steps} steps")
+    return ""
 
 
 def caption(group: str, sort: tuple[str, bool], filter_text: str, rows: list, kernels: tuple, against,
-            baseline, unavailable: str, timing: str = "") -> Content:
+            baseline, unavailable: str, timing: Forms = "", width: int = 10_000) -> Content:
     """The line above the table: grouping, sort, filter, counts, the baseline, what is missing,
-    and how the measured columns were timed (timing_label)."""
+    and how the measured columns were timed (timing_label, in the wording that fits `width`)."""
     key, desc = sort
     header = dict(COLUMNS + basemod.COLUMNS)[key] if key != "label" else GROUP_LABEL[group]
     measured = sum(1 for k in kernels if k.measured_p50_ns is not None)
@@ -142,7 +155,8 @@ def caption(group: str, sort: tuple[str, bool], filter_text: str, rows: list, ke
     if kernels and not measured:
         parts += [("  · ", "$text-muted"), (unavailable or "not profiled yet", "italic $text-muted")]
     elif measured and timing:
-        parts += [("  · ", "$text-muted"), (timing, "$text-success")]
+        room = width - sum(cell_len(text) for text, _ in parts) - 4
+        parts += [("  · ", "$text-muted"), (fit(timing, room), "$text-success")]
     return Content.assemble(*parts)
 
 

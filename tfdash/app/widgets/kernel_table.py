@@ -55,7 +55,7 @@ class KernelTable(Vertical):
         self.kernels: tuple = ()
         self.rows: list[TableRow] = []
         self.unavailable = ""
-        self.timing = ""
+        self.timing: cellsmod.Forms = ""
         self._measured: tuple = ()
         self._built_at = 0.0
         self.against = None  # the baseline Index of the rows shown (None without a baseline)
@@ -165,6 +165,8 @@ class KernelTable(Vertical):
     def on_resize(self) -> None:
         if self.columns != self._shown_columns:
             self.rebuild()
+        else:
+            self._caption()  # the caption's and the Σ line's wordings fit the new width
 
     def rebuild(self) -> None:
         if not self.is_mounted:
@@ -208,8 +210,13 @@ class KernelTable(Vertical):
     def _caption(self) -> None:
         set_content(self.query_one("#kernel-caption", Static), cellsmod.caption(
             self.group, self.sort, self.filter_text, self.rows, self.kernels, self.against, self.baseline,
-            self.unavailable, self.timing))
+            self.unavailable, self.timing, self._line_width))
         self._total()
+
+    @property
+    def _line_width(self) -> int:
+        """Cells of text the caption and the Σ line hold (their padding off); unlimited before layout."""
+        return self.size.width - 2 if self.size.width else 10_000
 
     def _total(self) -> None:
         set_content(self.query_one("#kernel-total", Static), cellsmod.total(self.kernels, self.baseline, self.warning))
