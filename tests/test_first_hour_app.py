@@ -208,7 +208,7 @@ async def test_cpu_gap_is_na_and_small_bandwidth_is_not_zero(isolated_config):
         assert "-59" not in text and "−59" not in text
         assert "0.40  GB/s achieved" in text and " 0  GB/s achieved" not in text
         assert "NVML unavailable: no NVIDIA GPU on this host" in text  # the empty pane is one line
-        assert "host contended" not in text
+        assert "× p50:" not in text
 
 
 @sync
@@ -253,21 +253,21 @@ async def test_a_contended_cpu_run_is_flagged_under_the_kernel_table(isolated_co
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         text = screen_text(app)
-        assert "host contended: step p99 is" in text and "--threads N" in text
+        assert "20.0× p50: " in text and "--threads" in text and "--headless" in text
 
 
 @sync
-async def test_a_warning_that_arrives_later_wraps_whole_at_80x24(isolated_config):
+async def test_a_warning_that_arrives_later_is_read_whole_at_80x24(isolated_config):
     # a live run's total line turns into the warning once its steps spread: one line of text either way,
     # so the pane kept one row and the warning lost its remedy until the terminal was resized
     app = make_app(cpu_snapshot())
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        assert "host contended" not in screen_text(app)
+        assert "× p50:" not in screen_text(app)
         app.snapshot = cpu_snapshot(spread=20.0)
         await pilot.pause()
         text = " ".join(screen_text(app).split())
-        assert "host contended: step p99 is" in text and "or a quieter host" in text
+        assert "p99 20.0× p50: " in text and "--threads N or --headless" in text
 
 
 @sync

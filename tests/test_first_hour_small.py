@@ -79,8 +79,51 @@ async def test_the_contended_advice_names_threads_only_for_a_run_with_more_than_
         async with app.run_test(size=(160, 48)) as pilot:
             await settle(pilot)
             text = screen_text(app)
-        assert "host contended: step p99 is" in text and "quieter host" in text, text
+        assert "20.0× p50: " in text and "--headless" in text, text
         assert ("--threads" in text) is says_threads, (threads, text)
+
+
+class FinishedSession:
+    """A live run that is over at once and whose snapshot is `snap` (no engine)."""
+
+    def __init__(self, snap):
+        self.snap = snap
+
+    def run(self, on_event=None, stop=None):
+        from types import SimpleNamespace
+
+        on_event(SimpleNamespace(kind="tokens"))
+
+    def snapshot(self):
+        return self.snap
+
+    def pause(self, paused):
+        pass
+
+    def stop(self):
+        pass
+
+
+@sync
+async def test_a_live_dashboard_blames_its_own_drawing_not_another_process(isolated_config):
+    # on an idle 2-core host the live dashboard said "waits for a core (another process?)": its own drawing,
+    # in the engine's process (one GIL), spread the steps (--headless there: p99 1.09x p50)
+    from tfdash.app.main import live_app
+    from tfdash.app.model import contention_note
+
+    for threads, size in ((1, (120, 40)), (1, (80, 24)), (4, (120, 40)), (4, (80, 24))):
+        snap = dataclasses.replace(contended_cpu(threads), nvml=(), unavailable={"nvml": "no NVIDIA GPU here"})
+        app = live_app(lambda status: FinishedSession(snap))
+        async with app.run_test(size=size) as pilot:
+            await settle(pilot)
+            lines = screen_text(app).splitlines()
+        [at] = [i for i, line in enumerate(lines) if "⚠" in line]
+        line = lines[at].split("⚠ ")[1].split("│")[0].rstrip()
+        assert "another process" not in line and ("--threads" in line) is (threads > 1), (size, line)
+        assert "dashboard" in line and "process" in line and "--headless" in line, (size, line)
+        assert line in contention_note(snap, live=True) and lines[at + 1].startswith("╰"), (size, lines[at:])
+        if size == (120, 40):
+            assert "the dashboard's own drawing shares this process" in line, line
 
 
 def subtitle(text: str, pane_top: str = "╭─ continuation") -> str:

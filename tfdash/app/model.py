@@ -224,20 +224,34 @@ def throughput(snap: ProfileSnapshot, points: int = 240) -> Throughput:
 CONTENDED_SPREAD = 3.0  # a CPU run whose p99 step is past this many p50s was waiting for the CPU
 
 
-def contention_note(snap: ProfileSnapshot) -> str:
-    """On CPU, when the step times' spread says the host was contended: one line that says so, and
-    what to try. Fewer --threads helps only a run that has more than one: with one, the other
-    processes are the whole cause."""
+def contention_note(snap: ProfileSnapshot, live: bool = False) -> tuple[str, ...]:
+    """On CPU, when the step times' spread says the decode waited for a core: one line of the spread,
+    its cause and what to try, in wordings most explicit first (the table shows the first that fits).
+    The dashboard draws in the engine's own process (its threads and the decode share one GIL), so a
+    live run names that, and --headless, which times the engine alone; a recorded run may have had
+    no dashboard, so it names one or another process (and a quieter host). Fewer --threads helps
+    only a run with more than one."""
     import numpy as np
 
     if snap.meta.device != "cpu" or len(snap.step_ns) < 16:
-        return ""
+        return ()
     p50, p99 = np.percentile(np.asarray(snap.step_ns, dtype=np.float64), [50, 99])
     if p50 <= 0 or p99 <= CONTENDED_SPREAD * p50:
-        return ""
-    remedy = "try a quieter host" if getattr(snap.meta, "threads", None) == 1 else "--threads N, or a quieter host"
-    return (f"host contended: step p99 is {p99 / p50:.1f}× p50, so these times include waits for a core "
-            f"(another process?); {remedy}")
+        return ()
+    spread = (f"step p99 is {p99 / p50:.1f}× p50", f"p99 {p99 / p50:.1f}× p50")
+    one = getattr(snap.meta, "threads", None) == 1
+    if live:  # this process draws the dashboard; --headless times the engine alone
+        causes = ("the dashboard's own drawing shares this process", "the dashboard draws in this process",
+                  "the dashboard draws in-process")
+        remedies = (("--headless times the engine alone", "try --headless") if one else
+                    ("fewer --threads, or --headless to time the engine alone",
+                     "--threads N, or --headless to time it alone", "--threads N or --headless"))
+    else:  # a recorded run: a dashboard's drawing, or another process (a quieter host's to cure)
+        causes = ("steps waited for a dashboard's drawing or another process",
+                  "a dashboard's drawing or another process", "a dashboard or another process")
+        remedies = (("--headless, or a quieter host", "try --headless") if one else
+                    ("fewer --threads, --headless, or a quieter host", "--threads N or --headless"))
+    return tuple(f"{a}: {b}; {c}" for b in causes for c in remedies for a in spread)  # the cause's words first
 
 
 # -- formatting ------------------------------------------------------------------------------

@@ -171,7 +171,7 @@ class MainScreen(Screen):
         self.query_one(NvmlPane).show(snap, final=not live)
         if snap is not None:
             self.table.show(snap.kernels, snap.unavailable.get("kernels", ""), final=not live,
-                            warning=contention_note(snap), timing=timing_label(snap))
+                            warning=contention_note(snap, app.source.live), timing=timing_label(snap))
         self._summary_line(snap)
         self._state_changed(app.state)
 

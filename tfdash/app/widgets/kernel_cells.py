@@ -25,7 +25,7 @@ ASCENDING_FIRST = {"label", "bound"}
 LEFT = ("label", "bound", "share")  # the columns read from the left; numbers align right
 
 Color = Callable[[str], str]
-Forms = str | tuple[str, ...]  # one line, or its wordings longest first: the longest that fits is shown
+Forms = str | tuple[str, ...]  # one line, or its wordings, the preferred first: the first that fits is shown
 
 
 def cells(r: TableRow, group: str, color: Color, step_share_max: float, columns: tuple[str, ...]) -> list:
@@ -110,10 +110,10 @@ def next_sort_key(key: str, hide: set[str], with_baseline: bool) -> str:
 
 
 def fit(forms: Forms, room: int) -> str:
-    """The longest of `forms` (wordings longest first) within `room` cells, else the shortest."""
+    """The first of `forms` (wordings, the preferred first) within `room` cells, else the shortest."""
     if isinstance(forms, str):
         return forms
-    return next((f for f in forms if cell_len(f) <= room), forms[-1] if forms else "")
+    return next((f for f in forms if cell_len(f) <= room), min(forms, key=cell_len, default=""))
 
 
 def timing_label(snap) -> Forms:
@@ -160,9 +160,9 @@ def caption(group: str, sort: tuple[str, bool], filter_text: str, rows: list, ke
     return Content.assemble(*parts)
 
 
-def total(kernels: tuple, baseline, warning: str) -> Content | str:
+def total(kernels: tuple, baseline, warning: Forms, width: int = 10_000) -> Content | str:
     """The Σ line under the table: the step predicted and measured, the gap, the baseline's Δ;
-    or the warning (a contended host) in its place."""
+    or the warning (a contended host) in its place, in the wording that fits `width`."""
     if not kernels:
         return ""
     pred = sum(k.predicted_ns for k in kernels)
@@ -182,5 +182,5 @@ def total(kernels: tuple, baseline, warning: str) -> Content | str:
             parts += [("  baseline ", "$text-muted"), (fmt_ns(sum(theirs)), "bold"),
                       ("  Δ ", "$text-muted"), (("+" if d > 0 else "") + fmt_ns(d), "bold")]
     if warning:
-        parts = [("⚠ ", "bold $text-warning"), (warning, "$text-warning")]
+        parts = [("⚠ ", "bold $text-warning"), (fit(warning, width - 2), "$text-warning")]
     return Content.assemble(*parts)

@@ -61,7 +61,7 @@ class KernelTable(Vertical):
         self.against = None  # the baseline Index of the rows shown (None without a baseline)
         self._built_for = None  # the baseline the table was last built against
         self._shown_columns: tuple[str, ...] = ()
-        self.warning = ""  # e.g. a contended host: said under the table
+        self.warning: cellsmod.Forms = ""  # e.g. a contended host: said under the table
 
     def compose(self):
         yield Static(id="kernel-caption")
@@ -78,12 +78,13 @@ class KernelTable(Vertical):
         return self.query_one("#kernel-table", DataTable)
 
     # -- data ------------------------------------------------------------------------------
-    def show(self, kernels: tuple, unavailable: str = "", final: bool = True, warning: str = "",
-             timing: str = "") -> None:
+    def show(self, kernels: tuple, unavailable: str = "", final: bool = True, warning: cellsmod.Forms = "",
+             timing: cellsmod.Forms = "") -> None:
         """New rows. While live (`final=False`) only new measurements rebuild the table at once;
         predictions that drift with the context (attention) are redrawn every few seconds.
         `warning`: one line under the table (a contended host). `timing`: how the measured
-        columns were timed, in the caption (kernel_cells.timing_label)."""
+        columns were timed, in the caption (kernel_cells.timing_label). Either may be wordings,
+        the preferred first: the first that fits the pane is shown, again on a resize."""
         if warning != self.warning:
             self.warning = warning
             self._total()
@@ -163,6 +164,13 @@ class KernelTable(Vertical):
         return tuple(k for k in fit_columns(width, widths) if k not in hide)
 
     def on_resize(self) -> None:
+        # After the layout that resized it: a line's new wording changes its height (a long one
+        # wrapped at first), and a height changed inside that layout pass is not laid out again.
+        self.call_after_refresh(self._fit_width)
+
+    def _fit_width(self) -> None:
+        if not self.is_mounted:
+            return
         if self.columns != self._shown_columns:
             self.rebuild()
         else:
@@ -219,7 +227,8 @@ class KernelTable(Vertical):
         return self.size.width - 2 if self.size.width else 10_000
 
     def _total(self) -> None:
-        set_content(self.query_one("#kernel-total", Static), cellsmod.total(self.kernels, self.baseline, self.warning))
+        set_content(self.query_one("#kernel-total", Static),
+                    cellsmod.total(self.kernels, self.baseline, self.warning, self._line_width))
 
     # -- events ----------------------------------------------------------------------------
     def drill_selected(self) -> None:
