@@ -6,9 +6,10 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from fixtures.appkit import SNAPSHOT, isolated_config, sync  # noqa: F401  (fixture)
+from fixtures.appkit import SNAPSHOT, LiveStandIn, isolated_config, sync  # noqa: F401  (fixture)
 from test_app_fit import make_app, screen_text, settle
 
+from tfdash.app.app import TfdashApp
 from tfdash.app.main import snapshot_app
 from tfdash.profiling.ab import VARIANTS
 from tfdash.profiling.export import load_snapshot
@@ -27,12 +28,17 @@ def box_lines(text: str, title: str) -> list[str]:
     return inside
 
 
+def live_app():
+    """The dashboard of a live run (a stand-in source): the A/B dialog opens before anything ran."""
+    return TfdashApp(LiveStandIn(), theme="tfdash-dark")
+
+
 @pytest.mark.parametrize(("size", "rows"), [((80, 24), 12), ((120, 40), len(VARIANTS))])
 @sync
 async def test_the_ab_dialog_before_a_run_gives_the_variants_the_room(isolated_config, size, rows):
     """Nothing run yet: no empty "side" or "op" headers under the variants, one line that says what
     ⏎ does here, and the variants take the rest (all of them in 120x40)."""
-    app = make_app()
+    app = live_app()
     async with app.run_test(size=size) as pilot:
         await settle(pilot)
         await pilot.press("a")
@@ -41,7 +47,7 @@ async def test_the_ab_dialog_before_a_run_gives_the_variants_the_room(isolated_c
     shown = [name for name in VARIANTS if any(line.split(" ")[0] == name for line in inside)]
     assert len(shown) >= rows, inside
     assert not any(line.startswith(("side ", "op ")) for line in inside), inside
-    assert [line for line in inside if line][-1] == "a saved snapshot is read-only: it holds no A/B", inside
+    assert [line for line in inside if line][-1] == "pick a variant, ⏎ runs it", inside
 
 
 @sync
@@ -91,7 +97,7 @@ async def test_the_picker_with_nothing_to_offer_is_its_hint_and_enter_says_why(i
 async def test_a_dialogs_footer_names_its_own_keys_not_the_dashboards(isolated_config, key, keys, size):
     """Over the dashboard a dialog takes the keys: its footer names those (⏎ too, where a table has
     the focus), not the dashboard's s, g or q, which do nothing while it is open."""
-    app = make_app()
+    app = live_app() if key == "a" else make_app()
     async with app.run_test(size=size) as pilot:
         await settle(pilot)
         await pilot.press(key)

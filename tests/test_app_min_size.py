@@ -6,11 +6,15 @@ resize shows what fits the terminal now."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
-from fixtures.appkit import isolated_config, sync  # noqa: F401  (fixture)
+from fixtures.appkit import SNAPSHOT, isolated_config, sync  # noqa: F401  (fixture)
 from test_app_fit import make_app, screen_text, settle
+
+from tfdash.app.main import snapshot_app
+from tfdash.profiling.export import load_snapshot
 
 # key from the dashboard -> what its screen shows at 80x24
 SCREENS = {
@@ -60,8 +64,11 @@ async def test_below_80x24_keys_reach_nothing_and_the_dashboard_comes_back_as_it
 async def test_every_screen_shrunk_below_80x24_is_the_size_line(isolated_config, key):
     """A screen open at 80x24 when the terminal shrinks is the one line too; the keys tried there
     (esc, Enter, typing) leave it alone, so at 80x24 again it is exactly what it was, and at
-    100x30 whole with what it showed (the help's rows refitted to the new width)."""
-    app = make_app()
+    100x30 whole with what it showed (the help's rows refitted to the new width). The A/B dialog
+    opens on a saved snapshot that holds an A/B (one without says so instead)."""
+    app = make_app() if key != "a" else snapshot_app(
+        dataclasses.replace(load_snapshot(SNAPSHOT), ab=({"what": "tilelang-gu1", "unavailable": "no GPU"},)),
+        theme="tfdash-dark")
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         await pilot.press(key)

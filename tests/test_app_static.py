@@ -48,6 +48,33 @@ async def test_opens_the_snapshot_read_only(isolated_config):
         assert app.state == "snapshot"
 
 
+@pytest.mark.parametrize("size", [(160, 48), (80, 24)])
+@sync
+async def test_a_saved_snapshot_offers_no_key_that_needs_an_engine(isolated_config, size):
+    """space, r and p have no engine to act on in a saved snapshot: the footer and the palette leave
+    them out, and pressed anyway each says it is read-only. `a` with no A/B recorded says so at once,
+    not after a list of variants that cannot run."""
+    from test_app_fit import footer, screen_text, settle
+
+    app = make_app()
+    async with app.run_test(size=size, notifications=True) as pilot:
+        await settle(pilot)
+        keys = footer(app)
+        assert "q Quit" in keys and not any(k in keys for k in ("space Pause", "r Re-run", "p Profile")), keys
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert not any(t.startswith(("Pause", "Re-run", "Profile", "A/B")) for t in titles), titles
+        for key, what in (("space", "pause"), ("r", "re-run"), ("p", "profile"), ("a", "A/B")):
+            await pilot.press(key)
+            await settle(pilot)
+            text = screen_text(app)
+            assert f"nothing to {what}" in text and "A/B a plan variant" not in text, (key, text)
+            app.clear_notifications()
+        await pilot.press("enter")  # the drill-down's footer, too
+        await settle(pilot)
+        keys = footer(app)
+        assert "esc Back" in keys and not any(k in keys for k in ("space Pause", "r Re-run", "p Profile")), keys
+
+
 @sync
 async def test_sort_filter_and_group_the_kernel_table(isolated_config):
     app = make_app()
@@ -351,8 +378,7 @@ async def test_the_command_palette_has_the_actions(isolated_config):
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         titles = [c.title for c in app.get_system_commands(app.screen)]
-        for want in ("Pause", "Re-run", "Profile", "Snapshot", "CSV", "Trace", "SVG", "Sort", "Filter", "Group",
-                     "Drill in", "Quit", "Help"):
+        for want in ("Snapshot", "CSV", "Trace", "SVG", "Sort", "Filter", "Group", "Drill in", "Quit", "Help"):
             assert any(t.startswith(want + " (") for t in titles), want
         # Running one from the palette does what the key does.
         from tfdash.app.widgets.kernel_table import KernelTable

@@ -153,6 +153,16 @@ class TfdashApp(MinSizeGuard, LiveRefresh, RunActions, ExportActions, CompareAct
     def running(self) -> bool:
         return self.source.running
 
+    def offers(self, action: str) -> bool:
+        """Whether the footer and the palette offer `action` now (widgets/footer.py). On a saved
+        snapshot the keys that need an engine (pause, re-run, profile; A/B when it holds none) are
+        not offered; pressed anyway, they say it is read-only."""
+        if action in ("pause", "rerun", "profile"):
+            return self.source.live
+        if action == "ab":
+            return self.source.live or bool(getattr(self.snapshot, "ab", ()))
+        return True
+
     # -- actions -------------------------------------------------------------------------------
     def action_help(self) -> None:
         from tfdash.app.screens.help import HelpScreen
@@ -206,6 +216,8 @@ class TfdashApp(MinSizeGuard, LiveRefresh, RunActions, ExportActions, CompareAct
                     continue
                 if target.check_action(b.action.split("(")[0], ()) is False:
                     continue  # nothing to act on here (`v` with every pane shown, `s` with the table swapped out)
+                if not getattr(target, "offers", lambda _a: True)(b.action):
+                    continue  # it would only say why not (space on a saved snapshot)
                 seen.add(b.id)
                 key = bindings.describe_key(bindings.effective_key(b, self._keymap), self)
                 yield SystemCommand(f"{b.description} ({key})", b.tooltip or b.description,

@@ -113,5 +113,9 @@ class CompareActions:
     def action_ab(self) -> None:
         from tfdash.app.screens.ab import ABScreen
 
-        if not isinstance(self.screen, ABScreen):
-            self.push_screen(ABScreen())
+        if isinstance(self.screen, ABScreen):
+            return
+        if not self.offers("ab"):  # a saved snapshot without an A/B: said before any variant list
+            self.notify("a saved snapshot is read-only: nothing to A/B", severity="warning", timeout=3)
+            return
+        self.push_screen(ABScreen())

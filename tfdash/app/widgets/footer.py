@@ -4,6 +4,11 @@ Textual's Footer lays every shown binding out in one row and clips it at the rig
 narrow terminal shows half a key (`r Re-ru`). This one keeps the bindings in their order (the
 focused widget's, then the screen's, then the app's: the most local first) and stops before the
 first that would not fit; the command palette key keeps its place at the right.
+
+A key can answer yet not be offered: where its action's node says `offers(action)` is False (the
+run's keys on a saved snapshot, `m` where there is no marginal cost to measure) the footer leaves
+it out, and the key, pressed anyway, only says why it does nothing. Textual's `check_action`
+cannot do this: what it hides, it also unbinds.
 """
 
 from __future__ import annotations
@@ -12,6 +17,16 @@ from rich.cells import cell_len
 from textual import events
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
+
+
+def not_offered(screen) -> set[str]:
+    """The actions of `screen`'s active bindings whose node does not offer them now."""
+    out = set()
+    for node, binding, *_ in screen.active_bindings.values():
+        offers = getattr(node, "offers", None)
+        if offers is not None and not offers(binding.action):
+            out.add(binding.action)
+    return out
 
 
 def key_width(key: FooterKey) -> int:
@@ -26,7 +41,8 @@ class FitFooter(Footer):
         self._width = 0
 
     def compose(self):
-        keys = list(super().compose())
+        hidden = not_offered(self.screen)
+        keys = [k for k in super().compose() if getattr(k, "action", None) not in hidden]
         palette = [k for k in keys if k.has_class("-command-palette")]
         room = self.size.width - sum(key_width(k) + 3 for k in palette)  # its "▏" and padding
         for k in keys:
