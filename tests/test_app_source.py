@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from fixtures.appkit import SNAPSHOT, isolated_config, sync  # noqa: F401  (fixture)
 
 from tfdash.app.app import TfdashApp
@@ -127,3 +128,35 @@ async def test_a_saved_snapshots_marginal_tab_offers_no_key_it_cannot_keep(isola
                 await pilot.pause()
                 assert "a saved snapshot has no live session to measure" in str(
                     app.screen.query_one("#marginal-body").render())
+
+
+@pytest.mark.parametrize(("kind", "offered"), [("gpu", True), ("cpu", False), ("saved", False)])
+@sync
+async def test_m_is_in_the_drill_downs_footer_only_where_a_marginal_can_be_measured(isolated_config, kind, offered):
+    """A CPU run (no CUDA graphs) and a saved snapshot cannot measure a marginal: the drill-down's
+    footer leaves `m` out, and pressed anyway it answers in one toast, the reason, with no
+    "measuring…" before it. A run that can measure keeps `m` in the footer."""
+    from fixtures.appkit import LiveStandIn
+    from test_app_fit import footer, screen_text, settle
+
+    from tfdash.app.live import SnapshotSource
+
+    why = "marginal cost needs CUDA graphs; this is torch-eager on the CPU"
+    snap = load_snapshot(SNAPSHOT)
+    if kind == "cpu":
+        snap = dataclasses.replace(snap, unavailable={**snap.unavailable, "marginal": why})
+    source = SnapshotSource(snap) if kind == "saved" else LiveStandIn(snap)
+    app = TfdashApp(source, tilelang_source=lambda fam: "# stand-in\n", cuda_source=lambda launch: "// stand-in\n")
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        keys = footer(app)
+        assert "esc Back" in keys and ("m Marginal" in keys) is offered, keys
+        if offered:
+            return
+        await pilot.press("m")
+        await app.workers.wait_for_complete()
+        await settle(pilot)
+        text = screen_text(app)
+    assert "marginal L0.gate_up: unavailable:" in text and "measuring the marginal cost" not in text, text

@@ -177,6 +177,7 @@ class DrillScreen(CodeTabs, MarginalTab, CountersTab, Screen):
             self._sweep_chart(snap)
         self._operands(snap)
         self._counters_snapshot(snap)
+        self._offer_marginal()
         state = self.app.state
         label = f"snapshot · {self.app.source_label}" if state == "snapshot" else state
         self.query_one(TopBar).show(f"drill-down · {self.group} {self.row.label}", label,

@@ -2,6 +2,10 @@
 step with the launch doubled, minus the plain step) through the Source, in a thread worker, and
 posts MarginalMeasured. The tab shows what the snapshot recorded for the launch, and this
 screen's own measurement until the snapshot has it (once).
+
+Where no marginal can be measured -- a saved snapshot, or a run without CUDA graphs to double a
+launch in (the snapshot says so) -- `m` is not offered in the footer, and pressed anyway it says
+why in one toast: the source's answer, with no "measuring…" before it.
 """
 
 from __future__ import annotations
@@ -20,19 +24,39 @@ class MarginalTab:
     """Mixed into DrillScreen: the marginal tab's key, its worker and what it shows."""
 
     _marginal: dict[str, dict]  # role -> this screen's measurement (or its "measuring…" status)
+    _marginal_offered = True  # `m` in the footer, as last drawn
+
+    def offers(self, action: str) -> bool:
+        """`m` is offered only where a marginal can be measured (pressed elsewhere, it says why)."""
+        return action != "marginal" or self.can_measure_marginal()
+
+    def _offer_marginal(self) -> None:
+        """`m` comes into the footer, or leaves it, as a new snapshot says it can be measured or not."""
+        if self.offers("marginal") != self._marginal_offered:
+            self._marginal_offered = not self._marginal_offered
+            self.refresh_bindings()
+
+    def can_measure_marginal(self) -> bool:
+        """Whether `m` can measure here, as far as is known before it is pressed: not on a saved
+        snapshot, nor in a run whose snapshot says it has no CUDA graphs to double a launch in."""
+        snap = self.app.snapshot
+        why_not = snap.unavailable.get("marginal", "") if snap is not None else ""
+        return self.app.source.live and not why_not.startswith("marginal cost needs")
 
     def action_marginal(self) -> None:
         launch_role = self._current_role()
         self.query_one(TabbedContent).active = "marginal"
         source = self.app.source
+        if not self.can_measure_marginal():  # the source says why at once: its one toast, no "measuring…"
+            self._measure(source, launch_role)
+            return
         if source.paused and source.running:
             self.notify("resume first (space): the marginal is measured between decode steps", severity="warning",
                         timeout=4)
             return
         self._marginal[launch_role] = {"what": launch_role, "status": "measuring…"}
         self._show_marginal()
-        if source.live:
-            self.notify(f"measuring the marginal cost of {launch_role}…", timeout=2)
+        self.notify(f"measuring the marginal cost of {launch_role}…", timeout=2)
         self._measure(source, launch_role)
 
     @work(thread=True, group="marginal", exit_on_error=False)
