@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
 import time
 from types import SimpleNamespace
@@ -348,8 +349,9 @@ def test_ab_screen_picture_of_a_recorded_result(isolated_config, tmp_path, snap_
 @sync
 async def test_the_ab_result_is_read_whole_in_a_small_terminal(isolated_config, sizes):
     """At 80x24 (and 100x30) the A/B's answer is on the screen: the verdict, both sides with whole
-    cells (the range over windows left out where it does not fit) and the first ops; the intro gives
-    up its rows and comes back, with the range, in a larger terminal."""
+    cells (the range over windows, then the windows a side, left out where they do not fit: the
+    verdict's second line says the windows a side) and the first ops; the intro gives up its rows and
+    comes back, with the range from 120 columns, in a larger terminal."""
     from test_app_fit import screen_text
 
     r = recorded_ab()
@@ -363,10 +365,38 @@ async def test_the_ab_result_is_read_whole_in_a_small_terminal(isolated_config, 
             text = screen_text(app)
             x = next(line.index("╭─ A/B") for line in text.splitlines() if "╭─ A/B" in line)
             lines = [line[x + 1:].split("│")[0].strip() for line in text.splitlines() if line[x:x + 1] == "│"]
-            assert any(line.startswith(r["verdict"]) for line in lines), text
+            assert f"paired windows' median Δ: {r['verdict']}" in lines, text
             a = next(line for line in lines if line.startswith("A running plan"))
             assert f"{r['a']['tok_per_s']:,.1f}" in a and f"{r['a']['step_ns'] / 1e6:.3f}" in a, text
-            assert a.endswith(" 6"), text  # the windows column, whole
-            assert ("768.0 – 768.0" in a) == (size[0] >= 100), text
+            assert a.endswith(" 6") == (size[0] >= 100), text  # the windows column, whole (at 80: the verdict's)
+            assert ("768.0 – 768.0" in a) == (size[0] >= 120), text
             assert ("take turns on this generation" in text) == (size[1] >= 32), text
             assert any(line.startswith("qk_norm_rope") and "added" in line for line in lines), text
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+@sync
+async def test_a_live_ab_names_each_figure_and_fits_80_columns(isolated_config, size):
+    """After a live A/B (a, ⏎) the sides' table says its figures are medians over each side's
+    windows and the verdict says it is the paired windows' median Δ, so a verdict of "faster" beside
+    a B median a hair lower is not a contradiction; every header and cell is whole at 80 columns."""
+    from fixtures.appkit import LiveStandIn
+    from test_app_dialogs import box_lines
+    from test_app_fit import screen_text
+
+    from tfdash.app.app import TfdashApp
+
+    r = recorded_ab()
+    app = TfdashApp(LiveStandIn(ab_result=r), theme="tfdash-dark")
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await pilot.press("a", "enter")
+        await app.workers.wait_for_complete()
+        await settle(pilot)
+        inside = box_lines(screen_text(app), "A/B a plan variant")
+    header = re.split(r" {2,}", next(line for line in inside if line.startswith("side")))
+    assert {"median tok/s", "median ms/step"} <= set(header) <= {"side", "median tok/s", "range over windows",
+                                                                 "median ms/step", "windows"}, inside
+    a = re.split(r" {2,}", next(line for line in inside if line.startswith("A running plan")))
+    assert a[1] == f"{r['a']['tok_per_s']:,.1f}" and f"{r['a']['step_ns'] / 1e6:.3f}" in a, inside
+    assert f"paired windows' median Δ: {r['verdict']}" in inside, inside

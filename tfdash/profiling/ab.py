@@ -30,6 +30,9 @@ from dataclasses import dataclass, field
 from tfdash.errors import TfdashError
 
 WINDOWS, STEPS, PROFILE_STEPS = 6, 64, 32  # turns per side, steps per turn, profile steps per side
+# What the verdict's Δ is, said beside it: the sides' medians can differ the other way (a drifting
+# host moves both sides of a pair, not the pairs' median)
+VERDICT_LABEL = "paired windows' median Δ"
 
 
 @dataclass(frozen=True)
@@ -361,16 +364,16 @@ def table(result: dict) -> list[str]:
     def row(label, s):
         if not s.get("windows"):
             return f"{label:<26}{'—':>10}"
-        return (f"{label:<26}{s['tok_per_s']:>10.1f}{s['tok_per_s_min']:>10.1f} - {s['tok_per_s_max']:<9.1f}"
-                f"{s['step_ns'] / 1e6:>10.3f}{s['windows']:>9}")
+        return (f"{label:<26}{s['tok_per_s']:>13.1f}{s['tok_per_s_min']:>10.1f} - {s['tok_per_s_max']:<9.1f}"
+                f"{s['step_ns'] / 1e6:>16.3f}{s['windows']:>9}")
 
     t = result["tokens"]
     lines = [f"A/B {result['what']} ({result['about']}) on {result['backend']}: {result['windows_per_side']} windows "
              f"of {result['steps_per_window']} steps a side, order {result['order']}"
              + (f", {when(result)}" if result.get("during") else ""),
-             f"{'side':<26}{'tok/s':>10}{'range':>22}{'ms/step':>10}{'windows':>9}",
+             f"{'side':<26}{'median tok/s':>13}{'range':>22}{'median ms/step':>16}{'windows':>9}",
              row(f"A running plan ({result['launches'][0]})", a), row(f"B {result['what']} ({result['launches'][1]})", b),
-             result["verdict"],
+             f"{VERDICT_LABEL}: {result['verdict']}",
              (f"tokens agree at all {t['checks']} turn starts" if t["agree"] == t["checks"] else
               f"tokens DIFFER at {t['checks'] - t['agree']} of {t['checks']} turn starts (first at ctx_len "
               f"{t['first_mismatch']['ctx_len']}: A {t['first_mismatch']['a']}, B {t['first_mismatch']['b']})")]

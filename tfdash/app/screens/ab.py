@@ -1,7 +1,9 @@
 """The A/B screen (`a`): pick a plan variant that `tfdash bench` knows and A/B it live against the
 running plan on the generation in progress (Session.ab, tfdash.profiling.ab), then read both
-sides: tok/s with its range over the windows, ms/step, the verdict with its spread, whether the
-two sides' tokens agreed, and each op's time in both from one profile window a side.
+sides: each side's median tok/s over its windows with their range, its median ms/step, the
+verdict with its spread, whether the two sides' tokens agreed, and each op's time in both from
+one profile window a side. The verdict is the median of the paired windows' Δ, not the Δ of the
+sides' medians (the two can differ, even in sign), and the screen names each figure so.
 
 Until there is a result the variants have the box below the intro, with one line under them
 (what ⏎ does, or what is running); the sides, the verdict and the per-op table come with a result
@@ -29,7 +31,7 @@ from textual.widgets import DataTable, ProgressBar, Static
 from tfdash.app import bindings
 from tfdash.app.widgets.footer import FitFooter
 from tfdash.app.layout import SHORT_H, fill_whole
-from tfdash.profiling.ab import when
+from tfdash.profiling.ab import VERDICT_LABEL, when
 from tfdash.app.messages import ABMeasured, ABProgressed
 from tfdash.app.model import fmt_ns
 from tfdash.textsafe import visible
@@ -41,10 +43,11 @@ def variant_rows() -> list[tuple[str, str]]:
     return [(v.name, v.about) for v in VARIANTS.values()]
 
 
-SIDE_COLUMNS = (("side", "side"), ("tok", Text("tok/s", justify="right")),
-                ("range", Text("range over windows", justify="right")), ("ms", Text("ms/step", justify="right")),
-                ("windows", Text("windows", justify="right")))
-SIDE_PRIORITY = ("side", "tok", "ms", "windows", "range")  # the last goes first: the verdict gives the spread
+SIDE_COLUMNS = (("side", "side"), ("tok", Text("median tok/s", justify="right")),
+                ("range", Text("range over windows", justify="right")),
+                ("ms", Text("median ms/step", justify="right")), ("windows", Text("windows", justify="right")))
+# The last goes first: the verdict gives the spread, and its second line the windows a side
+SIDE_PRIORITY = ("side", "tok", "ms", "windows", "range")
 
 
 def side_cells(label: str, s: dict) -> list[Text]:
@@ -76,11 +79,12 @@ def verdict_content(result: dict) -> Content:
         "$text-error" if pct is not None and pct < -spread else "$text-warning"
     t = result.get("tokens", {})
     agree = t.get("agree") == t.get("checks")
-    parts = [(visible(result.get("verdict", "")), f"bold {tone}"),
-             (f"   tokens agree at all {t.get('checks')} turn starts" if agree else
-              f"   tokens DIFFER at {t.get('checks', 0) - t.get('agree', 0)} of {t.get('checks')} turn starts",
+    parts = [(f"{VERDICT_LABEL}: " if pct is not None else "", "$text-muted"),
+             (visible(result.get("verdict", "")), f"bold {tone}"),
+             (f"\ntokens agree at all {t.get('checks')} turn starts" if agree else
+              f"\ntokens DIFFER at {t.get('checks', 0) - t.get('agree', 0)} of {t.get('checks')} turn starts",
               "$text-success" if agree else "bold $text-error"),
-             (f"\n{result.get('windows_per_side')} windows of {result.get('steps_per_window')} steps a side, order "
+             (f" · {result.get('windows_per_side')} windows of {result.get('steps_per_window')} steps a side, order "
               f"{visible(str(result.get('order', '')))[:24]}, {visible(when(result))}; "
               f"per op: {visible(str(result.get('per_op_method', '')))}", "$text-muted")]
     if result.get("incomplete"):
@@ -203,7 +207,7 @@ class ABScreen(ModalScreen):
         if "unavailable" in result:
             self.notify(f"A/B {name}: {result['unavailable']}", severity="warning", timeout=6)
         else:
-            self.notify(f"A/B {name}: {result.get('verdict', '')}", title="A/B", timeout=6)
+            self.notify(f"A/B {name}, {VERDICT_LABEL}: {result.get('verdict', '')}", title="A/B", timeout=6)
 
     def show_result(self, result: dict, recorded: bool = False) -> None:
         self.result = result
@@ -221,6 +225,7 @@ class ABScreen(ModalScreen):
         self.sides = [side_cells(f"A running plan · {na} launches", result.get("a", {})),
                       side_cells(f"B {what} · {nb} launches", result.get("b", {}))]
         self._fill_sides()
+        self.call_after_refresh(self._fill_sides)  # shown only now: its columns fit once it has a width
         for r in result.get("per_op", []):
             ops.add_row(*op_cells(r))
         self._status(f"{'recorded' if recorded else 'done'}: {what} ({result.get('about', '')}) on "
