@@ -137,6 +137,43 @@ async def test_sort_filter_and_group_the_kernel_table(isolated_config):
         assert sorted(table_labels(app)) == ["o_proj", "qkv_proj"]
 
 
+KEY_NAMES = {"/": "slash", "_": "underscore", "\x1b": "escape", "\r": "enter"}
+
+
+async def burst(app, pilot, typed: str) -> None:
+    """`typed` as a terminal delivers a paste or a fast typist: every key queued before the app
+    handles the first (Pilot's press waits for the app to go idle after each key)."""
+    from textual import events
+
+    for ch in typed:
+        app.post_message(events.Key(KEY_NAMES.get(ch, ch), ch if ch.isprintable() else None))
+    for _ in range(3):
+        await pilot.pause()
+
+
+@sync
+async def test_what_is_typed_right_after_slash_goes_into_the_filter_and_esc_clears_it(isolated_config, tmp_path,
+                                                                                       monkeypatch):
+    """`/` gives the filter the keys at once: typed straight after it, `lm_head` is the filter (its
+    e and a were the table's export and A/B keys while the focus was still on its way), and an esc
+    straight after `/` clears a kept filter, as the input's placeholder and the caption promise."""
+    from test_app_fit import screen_text
+
+    out = tmp_path / "out"
+    out.mkdir()
+    monkeypatch.chdir(out)
+    app = make_app(export_dir=out)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await burst(app, pilot, "/lm_head\r")
+        text = screen_text(app)
+        assert "filter lm_head  1 row · 143 launches" in text and "A/B a plan variant" not in text, text
+        await burst(app, pilot, "/\x1b")
+        text = screen_text(app)
+        assert "filter" not in text.split("╭─ kernels")[1].splitlines()[1] and "8 rows" in text, text
+    assert list(out.iterdir()) == [], "a key meant for the filter exported something"
+
+
 @sync
 async def test_click_a_header_to_sort(isolated_config):
     app = make_app()

@@ -36,7 +36,8 @@ APP = [
 MAIN = [
     Binding("s", "sort", "Sort", id="table.sort", tooltip="Sort the kernel table by the next column"),
     Binding("S", "reverse", "Reverse", id="table.reverse", show=False, tooltip="Reverse the sort order"),
-    Binding("slash", "filter", "Filter", id="table.filter", key_display="/",
+    # priority: acted on as it arrives, so the keys typed straight after it already reach the filter
+    Binding("slash", "filter", "Filter", id="table.filter", key_display="/", priority=True,
             tooltip="Filter the kernel table by name"),
     Binding("g", "group", "Group", id="table.group", tooltip="Group by op, family, layer, or none (every launch)"),
     Binding("v", "panes", "Panes", id="panes", tooltip="In a narrow terminal: the roofline and NVML panes in "

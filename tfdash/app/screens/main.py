@@ -117,10 +117,13 @@ class MainScreen(Screen):
         """`v` (panes) only where it swaps something: in a terminal too narrow for every pane; the
         table's keys (sort, filter, group, drill) only while the table is on the screen (`v` can
         put the roofline and NVML in its place). Elsewhere a key is neither in the footer nor in the
-        palette, and is left unbound rather than changing what no one sees."""
+        palette, and is left unbound rather than changing what no one sees. In the filter, `/` (a
+        priority key) is the filter's: typed, not reopening it."""
         narrow = self.has_class("-narrow")
         if action == "panes":
             return narrow
+        if action == "filter" and getattr(self.focused, "id", None) == "kernel-filter":
+            return False
         if action in ("sort", "reverse", "filter", "group", "drill"):
             return not (narrow and self.has_class("-aside"))
         return True

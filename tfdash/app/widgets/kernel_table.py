@@ -254,7 +254,9 @@ class KernelTable(Vertical):
         box = self.query_one("#kernel-filter", Input)
         box.value = self.filter_text
         box.add_class("-open")
-        box.focus()
+        # Focused now, not after the keys already queued (`focus()` waits its turn): what is typed
+        # straight after `/`, esc included, is the filter's, not the table's s, g, e, a or ⏎.
+        self.screen.set_focus(box)
 
     @on(Input.Changed, "#kernel-filter")
     def _filter_changed(self, event: Input.Changed) -> None:
