@@ -5,27 +5,12 @@ view's Δ columns — and advice names only a remedy that applies to the run on 
 from __future__ import annotations
 
 import dataclasses
-import io
 
 from fixtures.appkit import SNAPSHOT, isolated_config, sync  # noqa: F401  (fixture)
+from test_app_fit import screen_text, settle
 
 from tfdash.app.main import snapshot_app
 from tfdash.profiling.export import load_snapshot
-
-
-def screen_text(app) -> str:
-    """The screen as plain text, as a user sees it."""
-    from rich.console import Console
-
-    w, h = app.size
-    c = Console(width=w, height=h, file=io.StringIO(), force_terminal=True, record=True, legacy_windows=False)
-    c.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
-    return c.export_text()
-
-
-async def settle(pilot) -> None:
-    for _ in range(3):
-        await pilot.pause()
 
 
 @sync
