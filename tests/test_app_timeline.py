@@ -130,12 +130,19 @@ async def test_timeline_of_a_snapshot_without_spans_says_so(isolated_config):
 
 @sync
 async def test_timeline_of_an_unprofiled_run_names_the_key_that_profiles(isolated_config):
-    app = app_on(replace(load_snapshot(SNAPSHOT), timeline=(), roofline=None))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
-        await pilot.press("T")
-        await pilot.pause()
-        assert summary_text(app) == "not profiled yet · p profiles a window"
+    """A live run names p; a saved snapshot, where p cannot profile, says it kept no spans."""
+    from fixtures.appkit import LiveStandIn
+
+    from tfdash.app.app import TfdashApp
+
+    unprofiled = replace(load_snapshot(SNAPSHOT), timeline=(), roofline=None)
+    live = TfdashApp(LiveStandIn(unprofiled), theme="tfdash-dark")
+    for app, said in ((live, "not profiled yet · p profiles a window"), (app_on(unprofiled), "no kernel spans in this snapshot")):
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            await pilot.press("T")
+            await pilot.pause()
+            assert summary_text(app) == said
 
 
 @sync

@@ -85,7 +85,8 @@ def check_fits(cfg: ModelConfig, capacity: int, dtype: str, device: str, availab
 def _remedy(weights_alone: bool, capacity: int, dtype: str, bf16_fits: bool = False) -> str:
     """What makes a run fit: a shorter cache only where the cache is what does not fit and a shorter
     run shrinks it (below LEAST_CAPACITY positions it does not); bfloat16 only where the run would
-    fit in it (`bf16_fits`: the weights, their copies and the cache at half a float32's bytes)."""
+    fit in it (`bf16_fits`: the weights and the cache at bfloat16's bytes, the copies made from the
+    weights as they are)."""
     smaller = "a smaller --model" + (" or --dtype bfloat16" if dtype == "float32" and bf16_fits else "")
     if weights_alone:
         return f"the weights alone do not fit: {smaller}"

@@ -363,7 +363,7 @@ def table(result: dict) -> list[str]:
 
     def row(label, s):
         if not s.get("windows"):
-            return f"{label:<26}{'—':>10}"
+            return f"{label:<26}{'—':>13}"
         return (f"{label:<26}{s['tok_per_s']:>13.1f}{s['tok_per_s_min']:>10.1f} - {s['tok_per_s_max']:<9.1f}"
                 f"{s['step_ns'] / 1e6:>16.3f}{s['windows']:>9}")
 

@@ -72,7 +72,7 @@ def check_lengths(args, cfg):
     limit = cfg.max_position_embeddings  # a cache past it was clamped to it silently, its row still named N
     for flag, n in (("--capacity", args.capacity), *(("--also-capacity", n) for n in args.also_capacity)):
         if n is not None and n > limit:
-            raise TfdashError(f"{flag} {n} is past max_position_embeddings={limit}")
+            raise UsageError(f"{flag} {n} is past max_position_embeddings={limit}", PROG)
     tok = load_tokenizer(args.ckpt) if args.ckpt is not None else StandInTokenizer(cfg.vocab_size)
     ids = tok.encode(args.prompt)
     # A capacity that just fits (the torch peer masks attention over the whole capacity), or whole

@@ -57,5 +57,5 @@ def timing_info(continuous, note: str, auto_window: bool = False) -> TimingInfo:
     if c.state == "failed":
         return TimingInfo("windows", info.source, f"continuous timing stopped: {c.error}", info.steps_measured,
                           info.steps_dropped, 0, info.records, info.records_ignored, info.host_ns_per_step,
-                          info.pauses, info.bucket_steps, info.slow_steps)
+                          info.pauses, info.bucket_steps, info.slow_steps, auto_window=auto_window)
     return info

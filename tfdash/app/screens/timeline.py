@@ -99,9 +99,11 @@ class TimelineScreen(Screen):
     def _summary(self) -> None:
         snap = self.app.snapshot
         roof = getattr(snap, "roofline", None)
+        # "not profiled yet" only where p can profile: a saved snapshot without spans kept none
+        profiled = roof is not None or bool(getattr(snap, "timeline", ())) or not self.app.source.live
         set_content(self.query_one("#timeline-summary", Static),
                     summary(self.view.timeline, steps(snap), self.view.scale, self.size.width - 2,
-                            direct=self.view.direct, profiled=roof is not None or bool(getattr(snap, "timeline", ()))))
+                            direct=self.view.direct, profiled=profiled))
 
     def on_resize(self) -> None:
         self.call_after_refresh(self._summary)

@@ -98,7 +98,8 @@ class ThroughputPane(Vertical):
                                      stat("—", "tok/s decode only"), stat("—", "ms to first token"),
                                      stat("—", "ms/step p50"), stat("—", "ms/step p99"), stat("—", "tokens")))
             chart.show(Figure())
-            self.border_subtitle = ""
+            if self.border_subtitle:  # setting it repaints the whole pane
+                self.border_subtitle = ""
             return
         # the first step times are drawn at once, so no pane shows a p50 while this one says "—"
         if self._slow.due(force=final or (self._pct[0] is None and bool(snap.step_ns))):
