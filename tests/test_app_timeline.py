@@ -137,7 +137,8 @@ async def test_timeline_of_an_unprofiled_run_names_the_key_that_profiles(isolate
 
     unprofiled = replace(load_snapshot(SNAPSHOT), timeline=(), roofline=None)
     live = TfdashApp(LiveStandIn(unprofiled), theme="tfdash-dark")
-    for app, said in ((live, "not profiled yet · p profiles a window"), (app_on(unprofiled), "no kernel spans in this snapshot")):
+    for app, said in ((live, "not profiled yet · p profiles a window"),
+                      (app_on(unprofiled), "no kernel spans in this snapshot")):
         async with app.run_test(size=(120, 40)) as pilot:
             await pilot.pause()
             await pilot.press("T")
