@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from fixtures.appkit import SNAPSHOT, isolated_config, sync  # noqa: F401  (fixture)
+from fixtures.appkit import SNAPSHOT, LiveStandIn, isolated_config, sync  # noqa: F401  (fixture)
 
 from tfdash.app.app import TfdashApp
 from tfdash.app.messages import MarginalMeasured, SessionNews
@@ -15,43 +15,14 @@ from tfdash.profiling.export import load_snapshot
 RESULT = {"what": "L1.gate_up", "delta_ns": 12345.0, "spread_ns": 99.0, "rounds": 3}
 
 
-class MeasuringSource:
+class MeasuringSource(LiveStandIn):
     """A source of neither kind: a recorded run that can measure a marginal, which its
     snapshots then carry (as a live Session's do)."""
-
-    live = True
-    running = False
-    paused = False
-    run_id = 0
-    worker = None
-    path = None
-
-    def __init__(self):
-        self.snap = load_snapshot(SNAPSHOT)
-        self.asked: list[str] = []
-
-    def start(self, app) -> None:
-        app.post_message(SessionNews())  # the first frame
-
-    def stop(self) -> None:
-        pass
-
-    def pause(self, paused: bool) -> None:
-        pass
-
-    def request_profile(self, steps: int = 32) -> bool:
-        return False
 
     def marginal(self, what: str) -> dict:
         self.asked.append(what)
         self.snap = dataclasses.replace(self.snap, marginal=self.snap.marginal + (dict(RESULT),))
         return dict(RESULT)
-
-    def snapshot(self):
-        return self.snap
-
-    def take_news(self) -> frozenset[str]:
-        return frozenset()
 
 
 @sync

@@ -221,6 +221,13 @@ def throughput(snap: ProfileSnapshot, points: int = 240) -> Throughput:
                       getattr(snap, "decode_tok_per_s", None), getattr(snap, "held_ns", 0) / 1e9)
 
 
+def own_window(snap) -> bool:
+    """Whether the snapshot's one profile window was the dashboard's own (taken early in a CPU run,
+    with no key pressed), not one asked for with p."""
+    t = getattr(snap, "timing", None)
+    return t is not None and t.method == "windows" and t.auto_window and snap.profile_windows == 1
+
+
 CONTENDED_SPREAD = 3.0  # a CPU run whose p99 step is past this many p50s was waiting for the CPU
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 
 from tfdash.app.messages import EngineStatus, RunEnded, SessionNews
+from tfdash.app.model import own_window
 from tfdash.profiling.snapshot import ProfileSnapshot
 
 UI_BUDGET = 0.2  # share of one core the dashboard's thread may use while the engine runs
@@ -82,11 +83,9 @@ class LiveRefresh:
                 while len(self.windows) > MAX_WINDOWS:
                     self.windows.pop(next(iter(self.windows)))
             if (self._last_window is not None or self.state != "snapshot") and r.timing != "continuous":
-                timing = getattr(snap, "timing", None)
-                own = timing is not None and timing.auto_window and snap.profile_windows == 1
                 self.notify(f"{r.steps} steps at ctx_len {r.ctx_len:,}: {r.measured_step_ns / 1e6:.3f} ms/step, "
                             f"{r.pct_ceiling:.1f} % of the ceiling", timeout=4,
-                            title="profile window, taken on its own" if own else "profile window")
+                            title="profile window, taken on its own" if own_window(snap) else "profile window")
             self._last_window = window
         self.snapshot = snap
 

@@ -17,7 +17,7 @@ from textual.content import Content
 from tfdash.app import baseline as basemod
 from tfdash.app.counters_view import meas_cell
 from tfdash.app.model import (COLUMNS, GROUP_LABEL, SORT_KEYS, TableRow, bar, fmt_gap, fmt_gbps, fmt_ns, fmt_num,
-                              gap_level)
+                              gap_level, own_window)
 from tfdash.textsafe import visible
 
 SORT_CYCLE = SORT_KEYS  # `s` walks the columns left to right, as the header shows them
@@ -124,7 +124,7 @@ def timing_label(snap) -> Forms:
     t, r = getattr(snap, "timing", None), getattr(snap, "roofline", None)
     if t is not None and t.method == "continuous" and t.steps_measured:
         return f"every step measured · p50/p90 over the last {t.range_steps:,} steps"
-    if t is not None and t.method == "windows" and t.auto_window and snap.profile_windows == 1 and r is not None:
+    if own_window(snap) and r is not None:
         return (f"a {r.steps}-step window at ctx_len {r.ctx_len:,}, taken by the dashboard on its own",
                 f"a {r.steps}-step window the dashboard took on its own", f"auto window, {r.steps} steps")
     return ""
