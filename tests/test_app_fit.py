@@ -27,6 +27,16 @@ def screen_text(app) -> str:
     return c.export_text()
 
 
+def toast_lines(app) -> list[str]:
+    """The lines of the toasts on screen, read from the screen inside each toast's box."""
+    lines = screen_text(app).splitlines()
+    out = []
+    for toast in app.screen.query("Toast"):
+        r = toast.region
+        out += [t for t in (lines[y][r.x + 1:r.right].strip() for y in range(r.y, min(r.bottom, len(lines)))) if t]
+    return out
+
+
 async def settle(pilot) -> None:
     for _ in range(3):
         await pilot.pause()

@@ -54,7 +54,7 @@ async def test_a_saved_snapshot_offers_no_key_that_needs_an_engine(isolated_conf
     """space, r and p have no engine to act on in a saved snapshot: the footer and the palette leave
     them out, and pressed anyway each says it is read-only. `a` with no A/B recorded says so at once,
     not after a list of variants that cannot run."""
-    from test_app_fit import footer, screen_text, settle
+    from test_app_fit import footer, settle, toast_lines
 
     app = make_app()
     async with app.run_test(size=size, notifications=True) as pilot:
@@ -66,7 +66,7 @@ async def test_a_saved_snapshot_offers_no_key_that_needs_an_engine(isolated_conf
         for key, what in (("space", "pause"), ("r", "re-run"), ("p", "profile"), ("a", "A/B")):
             await pilot.press(key)
             await settle(pilot)
-            text = screen_text(app)
+            text = " ".join(toast_lines(app))
             assert f"nothing to {what}" in text and "A/B a plan variant" not in text, (key, text)
             app.clear_notifications()
         await pilot.press("enter")  # the drill-down's footer, too
@@ -295,7 +295,7 @@ async def test_each_export_writes_a_file_that_loads_back(isolated_config, tmp_pa
         await pilot.pause()
         path = app.last_export
         assert path is not None and path.is_file() and path.parent == tmp_path / "out"
-        assert any(str(path) in n.message for n in app._notifications)  # the toast names the file
+        assert any(n.message.startswith(path.name + "\nin ") for n in app._notifications)  # the toast names the file
         if kind == "snapshot":
             from tfdash.profiling.export import load_snapshot
 
@@ -313,6 +313,21 @@ async def test_each_export_writes_a_file_that_loads_back(isolated_config, tmp_pa
         await pilot.press(key)
         await pilot.pause()
         assert app.last_export != path and app.last_export.is_file()
+
+
+@sync
+async def test_the_export_toast_shows_the_file_name_whole_and_its_folder_at_80x24(isolated_config, tmp_path):
+    from test_app_fit import settle, toast_lines
+
+    out = tmp_path / "a-folder-whose-name-is-long-enough" / "and-another-below-it" / "exports"
+    app = make_app(export_dir=out)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await settle(pilot)
+        lines = toast_lines(app)
+    assert lines[:2] == ["snapshot written", app.last_export.name], lines
+    assert lines[2].startswith("in /") and "".join(lines[2:])[3:] == str(out), lines
 
 
 @sync

@@ -40,7 +40,7 @@ from tfdash.app.refresh import MAX_WINDOWS, LiveRefresh  # noqa: F401 - MAX_WIND
 from tfdash.app.run_actions import RunActions
 from tfdash.errors import TfdashError
 from tfdash.profiling.snapshot import ProfileSnapshot
-from tfdash.textsafe import visible
+from tfdash.textsafe import KEEP_NONE, visible
 from tfdash.themes import CSS_PATH, DARK, DEFAULT_THEME, register_themes
 from tfdash.themes import offered as offered_themes
 
@@ -143,10 +143,11 @@ class TfdashApp(MinSizeGuard, LiveRefresh, RunActions, ExportActions, CompareAct
             self.call_after_refresh(self._start_run)
 
     def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
-               markup: bool = False) -> None:
+               markup: bool = False, keep: str = KEEP_NONE) -> None:
         """A toast. Its text is often untrusted (a path, an engine error, a config value), so it is
-        never markup and its control characters are shown, not sent to the terminal."""
-        super().notify(visible(str(message)), title=visible(str(title)), severity=severity, timeout=timeout,
+        never markup and its control characters are shown, not sent to the terminal (but those in
+        `keep`, for a message that breaks its own lines)."""
+        super().notify(visible(str(message), keep), title=visible(str(title)), severity=severity, timeout=timeout,
                        markup=False)  # also when a screen's notify passes markup=True
 
     @property

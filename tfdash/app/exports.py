@@ -15,8 +15,11 @@ from pathlib import Path
 
 from tfdash.errors import TfdashError
 from tfdash.profiling.snapshot import ProfileSnapshot
+from tfdash.textsafe import visible
 
 KINDS = {"snapshot": ".json", "csv": ".csv", "trace": ".trace.json", "svg": ".svg"}
+TOAST_WIDTH, TOAST_SHARE, TOAST_FRAME = 60, 0.6, 4  # a toast's columns, at most that share of the screen
+# (themes/app.tcss), less its border and padding
 LABELS = {"snapshot": "snapshot", "csv": "CSV", "trace": "Chrome trace", "svg": "SVG screenshot"}
 
 
@@ -27,6 +30,18 @@ def stem_for(snap: ProfileSnapshot | None, when: float | None = None) -> str:
     name = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "run"
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(time.time() if when is None else when))
     return f"tfdash-{name}-{stamp}"
+
+
+def path_lines(path: Path, width: int) -> str:
+    """The file's name on a line of its own, then "in" its folder broken after a "/" so that no line
+    passes `width`: a toast folds a long word mid-name, and a path is one long word."""
+    lines, line = [], "in "
+    for part in re.findall(r"[^/]*/|[^/]+$", visible(str(path.parent))):
+        if len(line) + len(part) > width and line.strip() not in ("", "in"):
+            lines.append(line)
+            line = ""
+        line += part
+    return "\n".join([visible(path.name), *lines, line])
 
 
 def unique_path(directory: Path, stem: str, suffix: str) -> Path:
@@ -81,6 +96,7 @@ class ExportActions:
         except (TfdashError, OSError) as e:
             self.notify(str(e), title=f"export {LABELS[kind]}", severity="error", timeout=8)
             return None
-        self.notify(str(path), title=f"{LABELS[kind]} written", timeout=6)
+        width = min(TOAST_WIDTH, int(self.size.width * TOAST_SHARE)) - TOAST_FRAME
+        self.notify(path_lines(path, width), title=f"{LABELS[kind]} written", timeout=6, keep="\n")
         self.last_export = path
         return path
