@@ -171,7 +171,7 @@ async def test_picker_with_nothing_to_offer_says_how_to_get_one(isolated_config,
         assert "Baseline (b)" in titles and "A/B (a)" not in titles  # snapshot with no A/B has none to show)
         await pilot.press("question_mark")
         await settle(pilot)
-        ids = [str(c) for c in app.screen.query_one("#help-table").get_column_at(3)]
+        ids = [str(c) for c in app.screen.query_one("#help-table").get_column_at(2)]
         assert {"baseline", "ab", "picker.choose", "picker.clear", "ab.start", "ab.close"} <= set(ids)
 
 

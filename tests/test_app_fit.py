@@ -177,9 +177,12 @@ async def test_the_contended_host_warning_is_read_to_its_end(isolated_config, si
 
 
 def help_rows(text: str) -> list[tuple[str, str]]:
-    """(does, id) of each help row on this screen: "does" joined across its wrapped lines."""
+    """(does, id) of each help row on this screen: "does" joined across its wrapped lines; a
+    section's heading (a place's name alone in "does") starts no row and ends the one before."""
+    from tfdash.app import bindings
+
     lines = text.splitlines()
-    at = next(i for i, line in enumerate(lines) if re.search(r"where\s+key\s+does\s+id\b", line))
+    at = next(i for i, line in enumerate(lines) if re.search(r"key\s+does\s+id\b", line))
     header = lines[at]
     x_does, x_id = header.index("does"), header.index(" id ") + 1
     rows: list[list[str]] = []
@@ -188,8 +191,10 @@ def help_rows(text: str) -> list[tuple[str, str]]:
             break
         end = line.index("│", x_id)  # the help box's right border
         head, does, bid = line[:x_does], line[x_does:x_id].strip(), re.sub(r"[▁-█]", "", line[x_id:end]).strip()
-        if re.search(r"\w", head.split("│")[-1]):  # where and key: a row starts
+        if re.search(r"\S", head.split("│")[-1]):  # a key: a row starts
             rows.append([does, bid])
+        elif does.startswith("── ") and does.strip("─ ") in bindings.SCOPES and not bid:
+            rows.append(["", ""])
         elif rows and does and not bid:
             rows[-1][0] += " " + does
     return [(d, b) for d, b in rows]  # the last may go on below the screen: seen whole further down
@@ -209,7 +214,7 @@ async def test_the_help_shows_every_key_its_whole_description_and_its_id(isolate
         await settle(pilot)
         await pilot.press("question_mark")
         await settle(pilot)
-        for _ in range(len(want)):
+        for _ in range(len(want) + len(bindings.SCOPES)):  # each key's row and each section's heading
             seen |= set(help_rows(screen_text(app)))
             await pilot.press("down")
             await pilot.pause()

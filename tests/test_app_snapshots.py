@@ -88,3 +88,23 @@ def test_drill_down_120x40(isolated_config, snap_compare):
 
 def test_drill_down_200x60(isolated_config, snap_compare):
     assert snap_compare(app(), terminal_size=(200, 60), run_before=_drill)
+
+
+async def _help(pilot):
+    await settle(pilot)
+    await pilot.press("question_mark")
+    await settle(pilot)
+
+
+def _help_app(monkeypatch):
+    # The help names the config file's path: one that is the same on every machine and every run.
+    monkeypatch.setenv("TFDASH_CONFIG_DIR", "/nonexistent/tfdash")
+    return app()
+
+
+def test_help_80x24(monkeypatch, snap_compare):
+    assert snap_compare(_help_app(monkeypatch), terminal_size=(80, 24), run_before=_help)
+
+
+def test_help_160x48(monkeypatch, snap_compare):
+    assert snap_compare(_help_app(monkeypatch), terminal_size=(160, 48), run_before=_help)

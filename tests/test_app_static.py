@@ -418,8 +418,10 @@ async def test_help_lists_every_binding_id(isolated_config):
 
         assert isinstance(app.screen, HelpScreen)
         table = app.screen.query_one("#help-table")
-        ids = {str(table.get_row_at(i)[3]) for i in range(table.row_count)}
+        ids = {str(table.get_row_at(i)[-1]) for i in range(table.row_count)} - {""}
         assert ids == {b.id for t in bindings.SCOPES.values() for b in t}
+        headings = [str(table.get_row_at(i)[1]) for i in range(table.row_count) if not str(table.get_row_at(i)[-1])]
+        assert [h.strip("─ ") for h in headings] == list(bindings.SCOPES), headings
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)
 

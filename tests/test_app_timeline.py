@@ -178,7 +178,7 @@ async def test_timeline_key_is_in_the_help(isolated_config):
         from textual.widgets import DataTable
 
         t = app.screen.query_one("#help-table", DataTable)
-        ids = [str(t.get_row_at(i)[3]) for i in range(t.row_count)]
+        ids = [str(t.get_row_at(i)[-1]) for i in range(t.row_count)]
         assert "timeline" in ids and "timeline.zoom_in" in ids and "drill.counters" in ids
 
 

@@ -1,7 +1,9 @@
 """The help screen (`?`): every key, its binding id, and where to remap it.
 
-What each key does wraps within its column, so the id (what a keymap names) stays on the screen
-down to 80 columns; the rows are refitted when the terminal is resized."""
+The keys come in sections, one per place they act (everywhere, the dashboard, the drill-down…),
+each under a heading row, so no column repeats the place on every row. What each key does wraps
+within its column, so the id (what a keymap names) stays on the screen down to 80 columns; the
+rows are refitted when the terminal is resized."""
 
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ DOES_MIN_W = 24  # the "does" column never wraps narrower than this
 class HelpScreen(ModalScreen):
     BINDINGS = bindings.HELP
 
-    _rows: list[tuple[str, str, str, str]] = []
+    _rows: list[tuple[str, str, str, str]] = []  # (section, key, does, id)
     _fitted: tuple[int, ...] = ()
 
     def compose(self) -> ComposeResult:
@@ -57,15 +59,15 @@ class HelpScreen(ModalScreen):
     def on_resize(self) -> None:
         self.call_after_refresh(self._fill)
 
-    def _widths(self) -> tuple[int, int, int, int]:
-        """where, key, does, id: "does" gets what is left once the others (each padded) and a
-        scrollbar have their width. Fixed widths: the header is laid out with its rows."""
+    def _widths(self) -> tuple[int, int, int]:
+        """key, does, id: "does" gets what is left once the others (each padded) and a scrollbar
+        have their width. Fixed widths: the header is laid out with its rows."""
         t = self.query_one("#help-table", DataTable)
         room = t.size.width or max(self.app.size.width - 8, 0)
-        where, key, bid = (max(cell_len(r[i]) for r in self._rows) for i in (0, 1, 3))
-        pad = 4 * 2 * t.cell_padding + t.styles.scrollbar_size_vertical
-        does = min(max(len(r[2]) for r in self._rows), max(DOES_MIN_W, room - where - key - bid - pad))
-        return where, key, does, bid
+        key, bid = (max(cell_len(r[i]) for r in self._rows) for i in (1, 3))
+        pad = 3 * 2 * t.cell_padding + t.styles.scrollbar_size_vertical
+        does = min(max(len(r[2]) for r in self._rows), max(DOES_MIN_W, room - key - bid - pad))
+        return key, does, bid
 
     def _fill(self) -> None:
         widths = self._widths()
@@ -75,9 +77,13 @@ class HelpScreen(ModalScreen):
         t = self.query_one("#help-table", DataTable)
         row = t.cursor_row
         t.clear(columns=True)
-        for label, w in zip(("where", Text("key", justify="right"), "does", "id"), widths):
+        for label, w in zip((Text("key", justify="right"), "does", "id"), widths):
             t.add_column(label, width=w)
+        section = None
         for scope, key, does, bid in self._rows:
-            t.add_row(Text(scope, style="dim"), Text(key, style="bold", justify="right"),
-                      "\n".join(textwrap.wrap(does, widths[2])), Text(bid, style="dim"), height=None)
+            if scope != section:
+                section = scope
+                t.add_row("", Text(f"── {scope} " + "─" * max(widths[1] - cell_len(scope) - 4, 0), style="bold"), "")
+            t.add_row(Text(key, style="bold", justify="right"), "\n".join(textwrap.wrap(does, widths[1])),
+                      Text(bid, style="dim"), height=None)
         t.move_cursor(row=row, animate=False)
