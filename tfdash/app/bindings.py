@@ -18,6 +18,10 @@ APP = [
     Binding("space", "pause", "Pause", id="pause", tooltip="Pause or resume the decode"),
     Binding("r", "rerun", "Re-run", id="rerun", tooltip="Stop this generation and start it again"),
     Binding("p", "profile", "Profile", id="profile", tooltip="Profile a window of steps per kernel now"),
+    Binding("b", "baseline", "Baseline", id="baseline",
+            tooltip="Compare against a recent snapshot: Δ columns, both sides in the drill-down and roofline"),
+    Binding("a", "ab", "A/B", id="ab",
+            tooltip="A/B a plan variant against the running plan, live, on this generation"),
     Binding("e", "export('snapshot')", "Snapshot", id="export.snapshot",
             tooltip="Write the profile snapshot (JSON; `tfdash open` reads it)"),
     Binding("c", "export('csv')", "CSV", id="export.csv", tooltip="Write the kernel table as CSV"),
@@ -27,10 +31,6 @@ APP = [
             tooltip="Save an SVG screenshot of the screen"),
     Binding("ctrl+t", "change_theme", "Theme", id="theme", key_display="^t",
             tooltip="Pick a theme (the choice is saved)"),
-    Binding("b", "baseline", "Baseline", id="baseline", show=False,
-            tooltip="Compare against a recent snapshot: Δ columns, both sides in the drill-down and roofline"),
-    Binding("a", "ab", "A/B", id="ab", show=False,
-            tooltip="A/B a plan variant against the running plan, live, on this generation"),
 ]
 
 MAIN = [
@@ -42,7 +42,7 @@ MAIN = [
     Binding("g", "group", "Group", id="table.group", tooltip="Group by op, family, layer, or none (every launch)"),
     Binding("v", "panes", "Panes", id="panes", tooltip="In a narrow terminal: the roofline and NVML panes in "
             "place of the continuation and the kernel table, and back"),
-    Binding("T", "timeline", "Timeline", id="timeline", show=False,
+    Binding("T", "timeline", "Timeline", id="timeline",
             tooltip="The profiled step's kernels on a time axis: PDL overlap and gaps"),
 ]
 

@@ -3,7 +3,8 @@
 Textual's Footer lays every shown binding out in one row and clips it at the right edge, so a
 narrow terminal shows half a key (`r Re-ru`). This one keeps the bindings in their order (the
 focused widget's, then the screen's, then the app's: the most local first) and stops before the
-first that would not fit; the command palette key keeps its place at the right.
+first that would not fit, keeping room for quit and help wherever they come; the command palette
+key keeps its place at the right.
 
 A key can answer yet not be offered: where its action's node says `offers(action)` is False (the
 run's keys on a saved snapshot, `m` where there is no marginal cost to measure) the footer leaves
@@ -17,6 +18,9 @@ from rich.cells import cell_len
 from textual import events
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
+
+
+KEPT = ("quit", "help")  # on the footer whatever else is left out, in their own place among the keys
 
 
 def not_offered(screen) -> set[str]:
@@ -44,15 +48,18 @@ class FitFooter(Footer):
         hidden = not_offered(self.screen)
         keys = [k for k in super().compose() if getattr(k, "action", None) not in hidden]
         palette = [k for k in keys if k.has_class("-command-palette")]
+        shown = [k for k in keys if k.action in KEPT and k not in palette]
         room = self.size.width - sum(key_width(k) + 3 for k in palette)  # its "▏" and padding
+        room -= sum(key_width(k) for k in shown)
         for k in keys:
-            if k in palette:
+            if k in palette or k in shown:
                 continue
             w = key_width(k)
             if w > room:
                 break
             room -= w
-            yield k
+            shown.append(k)
+        yield from (k for k in keys if k in shown)
         yield from palette
 
     def on_resize(self, event: events.Resize) -> None:
