@@ -36,12 +36,17 @@ class MarginalTab:
             self._marginal_offered = not self._marginal_offered
             self.refresh_bindings()
 
-    def can_measure_marginal(self) -> bool:
-        """Whether `m` can measure here, as far as is known before it is pressed: not on a saved
-        snapshot, nor in a run whose snapshot says it has no CUDA graphs to double a launch in."""
+    def _run_cannot_measure(self) -> str:
+        """Why this live run can never measure a marginal (its snapshot says it has no CUDA graphs
+        to double a launch in), else ""."""
         snap = self.app.snapshot
         why_not = snap.unavailable.get("marginal", "") if snap is not None else ""
-        return self.app.source.live and not why_not.startswith("marginal cost needs")
+        return why_not if self.app.source.live and why_not.startswith("marginal cost needs") else ""
+
+    def can_measure_marginal(self) -> bool:
+        """Whether `m` can measure here, as far as is known before it is pressed: not on a saved
+        snapshot, nor in a run that cannot."""
+        return self.app.source.live and not self._run_cannot_measure()
 
     def action_marginal(self) -> None:
         launch_role = self._current_role()
@@ -86,10 +91,9 @@ class MarginalTab:
                      (": the step time with this launch doubled, minus the plain step time.", "$text-muted")]
         # a saved snapshot has no engine to double a launch in: it shows what its run measured; a run
         # without CUDA graphs has none to double it in either, which is said before any key is pressed
-        why_not = snap.unavailable.get("marginal", "") if snap is not None else ""
-        cannot = live and why_not.startswith("marginal cost needs")
+        cannot = self._run_cannot_measure()
         if cannot:
-            out += [(" Not in this run: ", "$text-muted"), (why_not, "italic $text-warning"), (".\n\n", "$text-muted")]
+            out += [(" Not in this run: ", "$text-muted"), (cannot, "italic $text-warning"), (".\n\n", "$text-muted")]
         else:
             out += [(" Press ", "$text-muted"), ("m", "bold $accent"), (" to measure it.\n\n", "$text-muted")] if live \
                 else [(" A saved snapshot shows what its run measured (m in a live run).\n\n", "$text-muted")]
