@@ -317,17 +317,21 @@ async def test_each_export_writes_a_file_that_loads_back(isolated_config, tmp_pa
 
 @sync
 async def test_the_export_toast_shows_the_file_name_whole_and_its_folder_at_80x24(isolated_config, tmp_path):
+    """A Chrome trace's name (the longest an export takes) is on one line of the toast at 80
+    columns, and the folder below it, broken only after a "/"."""
     from test_app_fit import settle, toast_lines
 
     out = tmp_path / "a-folder-whose-name-is-long-enough" / "and-another-below-it" / "exports"
     app = make_app(export_dir=out)
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         await settle(pilot)
-        await pilot.press("e")
+        await pilot.press("t")
         await settle(pilot)
         lines = toast_lines(app)
-    assert lines[:2] == ["snapshot written", app.last_export.name], lines
+    assert len(app.last_export.name) >= 44
+    assert lines[:2] == ["Chrome trace written", app.last_export.name], lines
     assert lines[2].startswith("in /") and "".join(lines[2:])[3:] == str(out), lines
+    assert all(line.endswith("/") for line in lines[2:-1]), lines
 
 
 @sync
@@ -340,7 +344,27 @@ async def test_export_to_an_unwritable_place_is_a_toast(isolated_config, tmp_pat
         await pilot.press("e")
         await pilot.pause()
         assert app.last_export is None
-        assert any(n.severity == "error" for n in app._notifications)
+        [error] = [n for n in app._notifications if n.severity == "error"]
+    assert error.message == f"cannot write {blocker / 'sub'}: Not a directory (pass another --export-dir)", error
+
+
+@sync
+async def test_export_to_a_configured_folder_that_cannot_be_made_names_the_config_file(isolated_config, tmp_path):
+    """The folder came from config.json: the toast says so, with the file to fix, in one line."""
+    import json
+
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    (isolated_config / "config.json").write_text(json.dumps({"export_dir": str(blocker / "sub")}))
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        app.clear_notifications()
+        await pilot.press("c")
+        await pilot.pause()
+        [error] = [n for n in app._notifications if n.title == "export CSV"]
+    assert error.message == (f"cannot write {blocker / 'sub'}: Not a directory "
+                             f"(fix export_dir in {isolated_config / 'config.json'})"), error
 
 
 @sync

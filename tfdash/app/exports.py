@@ -18,8 +18,9 @@ from tfdash.profiling.snapshot import ProfileSnapshot
 from tfdash.textsafe import visible
 
 KINDS = {"snapshot": ".json", "csv": ".csv", "trace": ".trace.json", "svg": ".svg"}
-TOAST_WIDTH, TOAST_SHARE, TOAST_FRAME = 60, 0.6, 4  # a toast's columns, at most that share of the screen
-# (themes/app.tcss), less its border and padding
+# A toast's columns: at most TOAST_WIDTH and TOAST_SHARE of the screen less TOAST_EDGE (themes/app.tcss),
+# its text TOAST_FRAME fewer (border and padding)
+TOAST_WIDTH, TOAST_SHARE, TOAST_EDGE, TOAST_FRAME = 60, 0.65, 3, 3
 LABELS = {"snapshot": "snapshot", "csv": "CSV", "trace": "Chrome trace", "svg": "SVG screenshot"}
 
 
@@ -32,16 +33,23 @@ def stem_for(snap: ProfileSnapshot | None, when: float | None = None) -> str:
     return f"tfdash-{name}-{stamp}"
 
 
-def path_lines(path: Path, width: int) -> str:
-    """The file's name on a line of its own, then "in" its folder broken after a "/" so that no line
-    passes `width`: a toast folds a long word mid-name, and a path is one long word."""
-    lines, line = [], "in "
-    for part in re.findall(r"[^/]*/|[^/]+$", visible(str(path.parent))):
-        if len(line) + len(part) > width and line.strip() not in ("", "in"):
+def broken(text: str, after: str, width: int, first: str = "") -> list[str]:
+    """`first` + `text` as lines of at most `width`, each break just after one of the characters in
+    `after` (a word longer than a line is the only thing split elsewhere: where it must)."""
+    lines, line = [], first
+    for part in re.findall(f"[^{re.escape(after)}]*[{re.escape(after)}]|[^{re.escape(after)}]+$", text):
+        if len(line) + len(part) > width and line.strip() not in ("", first.strip()):
             lines.append(line)
             line = ""
         line += part
-    return "\n".join([visible(path.name), *lines, line])
+    return [*lines, line]
+
+
+def path_lines(path: Path, width: int) -> str:
+    """The file's name on a line of its own (broken after a "-" or a "." only where it is longer
+    than a line), then "in" its folder broken after a "/", so that no line passes `width`: a toast
+    folds a long word mid-name, and a path is one long word."""
+    return "\n".join([*broken(visible(path.name), "-.", width), *broken(visible(str(path.parent)), "/", width, "in ")])
 
 
 def unique_path(directory: Path, stem: str, suffix: str) -> Path:
@@ -79,6 +87,13 @@ class ExportActions:
             return Path(self.config.export_dir).expanduser()
         return Path.cwd()
 
+    def export_remedy(self) -> str:
+        """What makes exports writable, for where their folder came from."""
+        if self.export_dir is not None:
+            return "pass another --export-dir"
+        where = "fix" if self.config.export_dir else "set"
+        return f"{where} export_dir in {self.config.path}"
+
     def action_export(self, kind: str) -> Path | None:
         """Write one export of what is on screen (ids export.*); a toast names the file or why not."""
         snap = self.snapshot
@@ -94,9 +109,11 @@ class ExportActions:
             else:
                 write(kind, snap, path)
         except (TfdashError, OSError) as e:
-            self.notify(str(e), title=f"export {LABELS[kind]}", severity="error", timeout=8)
+            why = f"cannot write {directory}: {e.strerror or e}" if isinstance(e, OSError) else str(e)
+            self.notify(f"{why} ({self.export_remedy()})", title=f"export {LABELS[kind]}", severity="error",
+                        timeout=8)
             return None
-        width = min(TOAST_WIDTH, int(self.size.width * TOAST_SHARE)) - TOAST_FRAME
+        width = min(TOAST_WIDTH, int((self.size.width - TOAST_EDGE) * TOAST_SHARE)) - TOAST_FRAME
         self.notify(path_lines(path, width), title=f"{LABELS[kind]} written", timeout=6, keep="\n")
         self.last_export = path
         return path
