@@ -39,6 +39,26 @@ def shown(app) -> list[str]:
     return [line.strip() for line in screen_text(app).splitlines() if line.strip()]
 
 
+@pytest.mark.parametrize("key", ["question_mark", "enter"])
+@sync
+async def test_a_key_typed_as_the_terminal_grows_back_acts_before_its_resize_lands(isolated_config, key):
+    """Shrunk below 80x24 and grown straight back, a key typed at once can come in before the
+    terminal's resize does (the resize waits for the main thread, the key's reader does not). The
+    terminal is already 80x24 then: the key opens its screen, as typed a moment later it would."""
+    from textual.geometry import Size
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.resize_terminal(60, 20)
+        await settle(pilot)
+        app._driver._size = Size(80, 24)  # the terminal grew; its resize event is not in yet
+        await pilot.press(key)
+        await settle(pilot)
+        assert app.size == Size(80, 24)
+        assert SCREENS[key] in screen_text(app), shown(app)
+
+
 @pytest.mark.parametrize("size", [(60, 20), (40, 15), (79, 24), (80, 23)])  # a column or a row short
 @sync
 async def test_below_80x24_keys_reach_nothing_and_the_dashboard_comes_back_as_it_was(isolated_config, size):

@@ -216,9 +216,24 @@ class MinSizeGuard:
             return
         super().notify(message, **kwargs)
 
+    def _terminal_size(self) -> Size | None:
+        """The terminal's size now, from its driver (None where it cannot say)."""
+        try:
+            width, height = self._driver._get_terminal_size()
+        except Exception:  # noqa: BLE001 - no driver, or one that cannot read the size
+            return None
+        return Size(width, height)
+
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, (events.InputEvent, events.Paste)) and not event.is_forwarded and too_small(self.size):
-            if isinstance(event, events.Key) and event.key in self._quit_keys():
-                await self.run_action("quit")
-            return  # below the minimum nothing else reaches the screen under the size line
+            now = self._terminal_size()
+            if now is not None and not too_small(now):
+                # The terminal grew back, and a key typed just after came in before the resize did
+                # (the signal waits for the main thread, the key's reader thread does not): the
+                # resize lands first, and the key acts on the screen it was typed at.
+                await self._dispatch_message(events.Resize(now, now))
+            else:
+                if isinstance(event, events.Key) and event.key in self._quit_keys():
+                    await self.run_action("quit")
+                return  # below the minimum nothing else reaches the screen under the size line
         await super().on_event(event)
