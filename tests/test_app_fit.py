@@ -352,6 +352,22 @@ def footer(app) -> str:
 
 
 @sync
+async def test_the_footer_takes_every_key_that_fits_before_the_palette(isolated_config):
+    """The footer stops before the first key that would not fit whole: at 80 columns the dashboard's
+    T Timeline and the timeline's 0 Fit fit exactly (the palette key's own width reserved, no more),
+    with q and ? kept."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        main = footer(app)
+        await pilot.press("T")
+        await settle(pilot)
+        timeline = footer(app)
+    assert main.rstrip() == "⏎ Drill in s Sort / Filter g Group v Panes T Timeline q Quit ? Help ▏^p palette", main
+    assert "0 Fit q Quit ? Help ▏^p palette" in timeline, timeline
+
+
+@sync
 async def test_v_is_offered_only_where_a_pane_waits_behind_it(isolated_config):
     """`v` swaps panes that share a place in a narrow terminal; at a width where every pane is on the
     screen it is not in the footer or the palette, and pressing it there changes nothing (in the

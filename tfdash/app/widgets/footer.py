@@ -49,7 +49,7 @@ class FitFooter(Footer):
         keys = [k for k in super().compose() if getattr(k, "action", None) not in hidden]
         palette = [k for k in keys if k.has_class("-command-palette")]
         shown = [k for k in keys if k.action in KEPT and k not in palette]
-        room = self.size.width - sum(key_width(k) + 3 for k in palette)  # its "▏" and padding
+        room = self.size.width - sum(key_width(k) + 1 for k in palette)  # its "▏"
         room -= sum(key_width(k) for k in shown)
         for k in keys:
             if k in palette or k in shown:
