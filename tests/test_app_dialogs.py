@@ -105,3 +105,24 @@ async def test_a_dialogs_footer_names_its_own_keys_not_the_dashboards(isolated_c
         footer = screen_text(app).splitlines()[-1]
     assert all(k in footer for k in keys), footer
     assert not any(k in footer for k in ("s Sort", "g Group", "q Quit", "Drill in")), footer
+
+
+@pytest.mark.parametrize("key", ["a", "b", "question_mark"])
+@sync
+async def test_q_closes_a_dialog_as_esc_does_and_a_second_q_quits(isolated_config, key):
+    """In a dialog the dashboard's q would do nothing: it closes the dialog (the help's way), and
+    on the dashboard the next q quits."""
+    from tfdash.app.widgets.kernel_table import KernelTable
+
+    app = live_app() if key == "a" else make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press(key)
+        await settle(pilot)
+        assert not app.screen.query(KernelTable)
+        await pilot.press("q")
+        await settle(pilot)
+        assert app.screen.query(KernelTable) and app.is_running
+        await pilot.press("q")
+        await settle(pilot)
+    assert not app.is_running

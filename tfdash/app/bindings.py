@@ -78,15 +78,16 @@ DRILL = [
 # The dialogs' Enter is a priority binding: it acts (and is in the dialog's footer) before the
 # focused table's own Enter, which the footer does not show.
 PICKER = [  # the baseline picker (b)
-    Binding("escape", "dismiss", "Close", id="picker.close", key_display="esc", tooltip="Close, keeping the baseline"),
+    Binding("escape,q", "dismiss", "Close", id="picker.close", key_display="esc",
+            tooltip="Close, keeping the baseline (q too, as in every dialog)"),
     Binding("enter", "choose", "Choose", id="picker.choose", key_display="⏎", priority=True,
             tooltip="Compare against the selected snapshot (refused for another model or dtype)"),
     Binding("delete,x", "clear", "No baseline", id="picker.clear", key_display="x", tooltip="Drop the baseline"),
 ]
 
 AB = [  # the A/B screen (a)
-    Binding("escape", "close", "Cancel/Close", id="ab.close", key_display="esc",
-            tooltip="Cancel the A/B in progress (after its current window), else close"),
+    Binding("escape,q", "close", "Cancel/Close", id="ab.close", key_display="esc",
+            tooltip="Cancel the A/B in progress (after its current window), else close (q too)"),
     Binding("enter", "start", "Run", id="ab.start", key_display="⏎", priority=True,
             tooltip="A/B the selected variant"),
 ]
