@@ -222,6 +222,27 @@ async def test_the_help_shows_every_key_its_whole_description_and_its_id(isolate
 
 
 @sync
+async def test_home_and_end_take_the_help_to_its_first_and_last_keys(isolated_config):
+    """The help's table has nothing to its side, so Home and End go to its ends, not sideways."""
+    from tfdash.app import bindings
+
+    last = bindings.AB[-1]
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await settle(pilot)
+        await pilot.press("end")
+        await settle(pilot)
+        at_end = help_rows(screen_text(app))
+        await pilot.press("home")
+        await settle(pilot)
+        at_home = screen_text(app)
+    assert at_end[-1] == (last.tooltip, last.id), at_end
+    assert "── everywhere" in at_home and "Stop the engine cleanly" in at_home, at_home
+
+
+@sync
 async def test_the_drill_down_of_a_family_names_it_once(isolated_config):
     """Grouped by family, the drill-down's summary reads "family attention", not "attention
     family  family attention"."""

@@ -116,6 +116,9 @@ TIMELINE = [
 
 HELP = [
     Binding("escape,q,question_mark", "dismiss", "Close", id="help.close", key_display="esc"),
+    # priority: the table's own home and end scroll sideways, and the help has nothing to its side
+    Binding("home", "edge(0)", "Top", id="help.top", show=False, priority=True),
+    Binding("end", "edge(1)", "Bottom", id="help.bottom", show=False, priority=True),
 ]
 
 SCOPES = {"everywhere": APP, "dashboard": MAIN + TABLE, "drill-down": DRILL, "timeline": TIMELINE,

@@ -56,6 +56,11 @@ class HelpScreen(ModalScreen):
                       for scope, table in bindings.SCOPES.items() for b in table]
         self._fill()
 
+    def action_edge(self, end: int) -> None:
+        """Home and End: the first row, or the last."""
+        t = self.query_one("#help-table", DataTable)
+        t.move_cursor(row=(t.row_count - 1) * end, animate=False)
+
     def on_resize(self) -> None:
         self.call_after_refresh(self._fill)
 
