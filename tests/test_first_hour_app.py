@@ -238,6 +238,21 @@ async def test_no_color_tells_the_roofline_segments_apart_by_shape(isolated_conf
 
 
 @sync
+async def test_no_color_tells_the_p50_rule_from_the_step_times_by_shape(isolated_config, monkeypatch):
+    """With NO_COLOR the step times and their p50 rule were one glyph in two greys, in the chart and
+    its legend: the rule is dotted in both."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+    legend = next(line for line in text.splitlines() if "ms/step  " in line and "p50" in line)
+    assert "━ ms/step  · p50" in legend, legend
+    chart = text.splitlines()[text.splitlines().index(legend) + 1:]
+    assert any(line.count("·") >= 20 for line in chart), "the p50 rule is not drawn dotted"
+
+
+@sync
 async def test_an_unprofiled_run_says_which_key_profiles_it_at_80x24(isolated_config):
     # a short CPU run is over before anyone presses p: below 116 columns the roofline is one line,
     # and it named no key (the hint in the wide pane's note is not on screen there)

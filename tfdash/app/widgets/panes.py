@@ -16,7 +16,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from tfdash.app.model import fmt_bytes, fmt_gbps, fmt_ns, fmt_num, throughput, tok_s_now
-from tfdash.app.widgets.chart import Chart, Figure, Line
+from tfdash.app.widgets.chart import Chart, Figure, Line, rule_mark
 from tfdash.stats import percentile
 from tfdash.profiling.snapshot import ProfileSnapshot, Series
 from tfdash.textsafe import KEEP_LAYOUT, visible_content
@@ -72,8 +72,8 @@ def lines(*items: Content | str) -> Content:
     return Content("\n").join(items)
 
 
-def key(color: str, label: str) -> tuple[tuple[str, str], tuple[str, str]]:
-    return ("━ ", color), (label + "  ", "$text-muted")
+def key(color: str, label: str, mark: str = "━") -> tuple[tuple[str, str], tuple[str, str]]:
+    return (mark + " ", color), (label + "  ", "$text-muted")
 
 
 class ThroughputPane(Vertical):
@@ -85,8 +85,8 @@ class ThroughputPane(Vertical):
     def compose(self):
         yield Static(id="throughput-stats", classes="stats")
         # the chart's key, a widget of its own so the stylesheet hides it with the chart (a short terminal)
-        yield Static(Content.assemble(*key("$primary", "ms/step"), *key("$success", "p50")), id="throughput-legend",
-                     classes="stats")
+        yield Static(Content.assemble(*key("$primary", "ms/step"), *key("$success", "p50", rule_mark())),
+                     id="throughput-legend", classes="stats")
         yield Chart(id="throughput-chart")
 
     def show(self, snap: ProfileSnapshot | None, max_new: int | None = None, final: bool = True) -> None:
