@@ -188,7 +188,7 @@ def test_bad_input_is_one_line(pair, tmp_path, capsys):
     a, _ = pair
     text = a.read_text()
     cases = {
-        "missing": (tmp_path / "nope.json", "no such file"),
+        "missing": (tmp_path / "nope.json", "no such snapshot file"),
         "other": (tmp_path / "other.json", "not a tfdash snapshot"),
         "truncated": (tmp_path / "cut.json", "not valid JSON"),
         "future": (tmp_path / "future.json", "newer than this tfdash reads"),

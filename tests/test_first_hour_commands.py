@@ -61,6 +61,24 @@ def test_a_fifo_where_a_snapshot_belongs_is_refused_without_blocking(tmp_path, c
     assert_one_line_error(r.stderr, f"{fifo}: not a regular file (a FIFO, device or socket)")
 
 
+@pytest.mark.parametrize("cmd", [["open", "{f}"], ["open", "{snap}", "--baseline", "{f}"], ["diff", "{snap}", "{f}"],
+                                 ["counters", "--all", "--snapshot", "{f}"]])
+def test_a_missing_snapshot_or_an_export_folder_is_said_alike_by_every_command(tmp_path, cmd):
+    """`diff A.json /missing.json` said "no such file" where `open /missing.json` said "no such
+    snapshot file"; diff and counters named no snapshot.json in an export folder."""
+    from fixtures.appkit import SNAPSHOT
+
+    missing = tmp_path / "missing.json"
+    r = run_tfdash(*(a.format(f=missing, snap=SNAPSHOT) for a in cmd), timeout=30)
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, f"{missing}: no such snapshot file")
+    (tmp_path / "snapshot.json").write_text(SNAPSHOT.read_text())
+    r = run_tfdash(*(a.format(f=tmp_path, snap=SNAPSHOT) for a in cmd), timeout=30)
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, f"{tmp_path}: is a directory, not a snapshot file; "
+                                    f"{tmp_path / 'snapshot.json'} is the snapshot in it")
+
+
 @pytest.mark.parametrize("cmd", [["open", "{f}"], ["diff", "{f}", "{f}"]])
 def test_an_empty_snapshot_file_says_it_is_empty(tmp_path, cmd):
     empty = tmp_path / "run.json"

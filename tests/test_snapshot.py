@@ -114,7 +114,7 @@ def test_loader_rejects_bad_text(text, needle):
 
 
 def test_loader_file_errors(tmp_path):
-    with pytest.raises(SnapshotError, match="no such file"):
+    with pytest.raises(SnapshotError, match="no such snapshot file"):
         load_snapshot(tmp_path / "missing.json")
     with pytest.raises(SnapshotError, match="is a directory"):
         load_snapshot(tmp_path)

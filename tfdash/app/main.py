@@ -17,7 +17,6 @@ from typing import Callable
 
 from tfdash.app.live import LiveSource, SnapshotSource
 from tfdash.argparsing import Parser
-from tfdash.errors import TfdashError
 from tfdash.profiling.snapshot import ProfileSnapshot
 from tfdash.stats import tokens
 from tfdash.textsafe import visible
@@ -210,10 +209,12 @@ def open_parser() -> argparse.ArgumentParser:
 
 
 def open_main(argv: list[str]) -> int:
+    from tfdash.profiling.export import check_snapshot_file
+
     args = open_parser().parse_args(argv)
-    path = _snapshot_file(Path(args.snapshot), "")
+    path = check_snapshot_file(args.snapshot)
     if args.baseline is not None:
-        _snapshot_file(Path(args.baseline), "--baseline ")
+        check_snapshot_file(args.baseline, "--baseline ")
     if args.export_dir is not None:  # said before the summary or the dashboard, as every output folder is
         from tfdash.profiling.files import check_writable_dir
 
@@ -232,17 +233,6 @@ def open_main(argv: list[str]) -> int:
     with app_signals(app):
         app.run()
     return exit_status(app)
-
-
-def _snapshot_file(path: Path, what: str) -> Path:
-    if path.is_dir():  # an --export folder, most likely: name the file it holds
-        inside = f"; {path / 'snapshot.json'} is the snapshot in it" if (path / "snapshot.json").is_file() else ""
-        raise TfdashError(f"{what}{path}: is a directory, not a snapshot file{inside}")
-    if path.exists() and not path.is_file():  # a FIFO would block the read; a device is no snapshot
-        raise TfdashError(f"{what}{path}: not a regular file (a FIFO, device or socket); give a snapshot JSON file")
-    if not path.is_file():
-        raise TfdashError(f"{what}{path}: no such snapshot file")
-    return path
 
 
 def snapshot_summary(snap: ProfileSnapshot, path: Path) -> str:

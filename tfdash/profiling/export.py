@@ -26,6 +26,7 @@ track of the latest profile window's kernels; process "NVML" with one counter pe
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import shutil
@@ -42,13 +43,9 @@ from tfdash.profiling.snapshot import SCHEMA, VERSION, ProfileSnapshot
 MAX_FILE_BYTES = 1 << 30  # a snapshot is bounded by the session's ring buffers; 1 GiB is absurd
 MAX_ITEMS = 2_000_000  # per array: more than any bounded session keeps
 
-_HINTS: dict[type, dict] = {}
-
-
+@functools.cache
 def _hints(cls) -> dict:
-    if cls not in _HINTS:
-        _HINTS[cls] = typing.get_type_hints(cls)
-    return _HINTS[cls]
+    return typing.get_type_hints(cls)
 
 
 def _short(v) -> str:
@@ -274,21 +271,31 @@ def loads_snapshot(text: str, source: str = "snapshot") -> ProfileSnapshot:
         raise SnapshotError(f"{source}: nested too deeply") from None
 
 
-def load_snapshot(path) -> ProfileSnapshot:
-    """Read and validate a snapshot file (see the module docstring)."""
+def check_snapshot_file(path, what: str = "") -> Path:
+    """`path` if a snapshot can be read from it, else one SnapshotError line, in the same words for every command."""
     p = Path(path)
     try:
         st = p.stat()  # a FIFO or a device is refused before it is opened: opening one may block for ever
-        if stat.S_ISDIR(st.st_mode):
-            raise SnapshotError(f"{p}: is a directory, not a snapshot file")
-        if not stat.S_ISREG(st.st_mode):
-            raise SnapshotError(f"{p}: not a regular file (a FIFO, device or socket); give a snapshot JSON file")
-        if st.st_size > MAX_FILE_BYTES:
-            raise SnapshotError(f"{p}: {st.st_size} bytes, larger than any snapshot ({MAX_FILE_BYTES} bytes)")
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise SnapshotError(f"{p}: no such file") from None
     except OSError as e:
+        why = "no such snapshot file" if isinstance(e, FileNotFoundError) else f"cannot read ({e.strerror or e})"
+        raise SnapshotError(f"{what}{p}: {why}") from None
+    if stat.S_ISDIR(st.st_mode):  # an export folder, most likely: name the file it holds
+        inside = p / EXPORT_SNAPSHOT
+        raise SnapshotError(f"{what}{p}: is a directory, not a snapshot file"
+                            + (f"; {inside} is the snapshot in it" if inside.is_file() else ""))
+    if not stat.S_ISREG(st.st_mode):
+        raise SnapshotError(f"{what}{p}: not a regular file (a FIFO, device or socket); give a snapshot JSON file")
+    if st.st_size > MAX_FILE_BYTES:
+        raise SnapshotError(f"{what}{p}: {st.st_size} bytes, larger than any snapshot ({MAX_FILE_BYTES} bytes)")
+    return p
+
+
+def load_snapshot(path) -> ProfileSnapshot:
+    """Read and validate a snapshot file (see the module docstring)."""
+    p = check_snapshot_file(path)
+    try:
+        data = p.read_bytes()
+    except OSError as e:  # removed or made unreadable since the check
         raise SnapshotError(f"{p}: cannot read ({e.strerror or e})") from None
     if not data.strip():
         raise SnapshotError(f"{p}: is empty, not a snapshot")
