@@ -205,6 +205,15 @@ def test_bad_input_is_one_line(pair, tmp_path, capsys):
     assert_one_line_error(capsys.readouterr().err, "--top")
 
 
+def test_a_negative_top_names_diff_and_its_help(pair):
+    """`diff a b --top -1` began `tfdash: error:`; every other subcommand names itself and its help."""
+    a, _ = pair
+    r = run_tfdash("diff", str(a), str(a), "--top", "-1")
+    assert r.rc == 2 and r.stdout == ""
+    assert r.stderr.splitlines() == ["tfdash diff: error: --top -1: expected 0 (all rows) or more "
+                                     "(see tfdash diff --help)"]
+
+
 def test_bad_input_from_the_command_line(pair, tmp_path):
     a, _ = pair
     cut = tmp_path / "cut.json"

@@ -17,7 +17,7 @@ import json
 import sys
 
 from tfdash.argparsing import Parser
-from tfdash.errors import TfdashError
+from tfdash.errors import UsageError
 from tfdash.profiling.diff import GROUPS, DiffRow, SnapshotDiff, compare, step_deltas, to_json
 from tfdash.units import fmt_bytes, fmt_gap
 
@@ -182,9 +182,10 @@ def main(argv: list[str]) -> int:
     from tfdash.profiling.export import load_snapshot, snapshot_label
     from tfdash.profiling.files import check_writable_file, write_text_atomic
 
-    args = parser().parse_args(argv)
-    if args.top < 0:
-        raise TfdashError(f"--top {args.top}: expected 0 (all rows) or more")
+    p = parser()
+    args = p.parse_args(argv)
+    if args.top < 0:  # said as the parser says its own errors: the command and its help
+        raise UsageError(f"--top {args.top}: expected 0 (all rows) or more", p.prog)
     for flag, out in (("--json", args.json), ("--markdown", args.markdown)):
         if out not in (None, "-"):  # said as bench and analyze say it, before the snapshots are read
             check_writable_file(out, flag)
