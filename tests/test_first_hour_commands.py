@@ -21,6 +21,17 @@ def test_a_negative_seed_is_refused_alike_by_every_command(cmd):
     assert "CUDA" not in r.stderr
 
 
+@pytest.mark.parametrize("cmd", [["open"], ["diff"], ["diff", "a.json"], ["counters"]])
+def test_an_unknown_option_is_named_before_a_missing_argument(cmd):
+    """`tfdash open -x` said SNAPSHOT.json was required, not that -x is no option of open."""
+    r = run_tfdash(*cmd, "-x", timeout=60)
+    assert r.rc == 2 and r.stdout == ""
+    prog = f"tfdash {cmd[0]}"
+    assert r.stderr.splitlines() == [f"{prog}: error: unrecognized arguments: -x (see {prog} --help)"]
+    r = run_tfdash(*cmd, timeout=60)  # with nothing unknown, the missing argument is still said
+    assert r.rc == 2 and "required" in assert_one_line_error(r.stderr)
+
+
 def test_help_keeps_every_backend_name_whole(capsys, monkeypatch):
     # argparse wrapped at hyphens: "tilelang- eachround", "torch- graph" across two lines
     from tfdash.cli import main

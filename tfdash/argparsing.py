@@ -3,11 +3,14 @@
 argparse answers a bad argument with its whole usage block and then the error; every other error of
 tfdash is one line, so a bad --max-new-tokens is one line too, naming where the help is. Its help
 wraps at hyphens, splitting names such as `tilelang-graph` across lines; here it wraps at spaces only.
+argparse says a missing argument before an unknown one (`tfdash open -x`: "SNAPSHOT.json is
+required"); here the unknown option, the likelier mistake, is named first.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import textwrap
 
 
@@ -26,4 +29,33 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kw)
 
     def error(self, message: str):
+        if getattr(self, "_probing", False):
+            raise _ProbeFailed
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def parse_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
+        unknown = self._unknown(args)
+        if unknown:
+            self.error(f"unrecognized arguments: {' '.join(unknown)}")
+        return super().parse_args(args, namespace)
+
+    def _unknown(self, args: list[str]) -> list[str]:
+        """What argparse would leave unrecognized, found by a parse that requires nothing; any other
+        error is left to the real parse, which says it as before."""
+        required = [a for a in (*self._actions, *self._mutually_exclusive_groups) if a.required]
+        for a in required:
+            a.required = False
+        self._probing = True
+        try:
+            return self.parse_known_args(args)[1]
+        except _ProbeFailed:
+            return []
+        finally:
+            self._probing = False
+            for a in required:
+                a.required = True
+
+
+class _ProbeFailed(Exception):
+    """An error met by Parser._unknown's parse, to be said by the real one."""
