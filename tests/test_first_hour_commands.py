@@ -113,6 +113,19 @@ def test_a_diff_output_that_cannot_be_written_is_said_as_the_other_commands_say_
                           f"({SNAPSHOT} is not a writable directory)")
 
 
+@pytest.mark.parametrize("flag", ["--json", "--markdown"])
+def test_a_diff_output_in_a_new_folder_says_the_folder_was_made(tmp_path, flag):
+    """`diff --markdown no/such/dir/x.md` made the folders as exports do, and said only "# wrote ..."."""
+    from fixtures.appkit import SNAPSHOT
+
+    out = tmp_path / "no" / "such" / "x.out"
+    r = run_tfdash("diff", str(SNAPSHOT), str(SNAPSHOT), flag, str(out), timeout=60)
+    assert r.rc == 0 and out.is_file() and r.stdout.startswith("# A: ")
+    assert r.stderr.splitlines() == [f"# wrote {out} (its folder {out.parent} was created)"]
+    r = run_tfdash("diff", str(SNAPSHOT), str(SNAPSHOT), flag, str(out), timeout=60)  # there now: nothing made
+    assert r.rc == 0 and r.stderr.splitlines() == [f"# wrote {out}"]
+
+
 def test_analyze_target_takes_the_files_tfdash_writes(tmp_path):
     """The README said the bandwidth probe writes a target file: its cache was refused as
     "unknown field(s) cpu:..."; a snapshot's target too; a folder was "no such file"; a file

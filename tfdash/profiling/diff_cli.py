@@ -6,8 +6,9 @@
 Text (the default) and Markdown print a header (step time, tok/s and share of the ceiling in A
 and B, with Δ) and one row per launch, op, family or layer, sorted by |Δ|: measured time in A and
 B, Δ and Δ %, predicted time and bytes in A and B, gap × in A and B. `--json` or `--markdown`
-without a file prints that form instead of the text; with OUT it writes the file and prints the
-text. The comparison itself is `tfdash.profiling.diff`.
+without a file prints that form instead of the text; with OUT it writes the file (making missing
+folders, as exports do, and saying so) and prints the text. The comparison itself is
+`tfdash.profiling.diff`.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from tfdash.argparsing import Parser
 from tfdash.errors import UsageError
 from tfdash.profiling.diff import GROUPS, DiffRow, SnapshotDiff, compare, step_deltas, to_json
+from tfdash.textsafe import visible
 from tfdash.units import fmt_bytes, fmt_gap
 
 MARK = {"matched": " ", "added": "+", "removed": "-"}
@@ -178,9 +181,19 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def write_out(out: str, text: str) -> str:
+    """Write `text` to the file OUT, making missing folders as --export and --export-dir do; the line
+    it returns names the file and any folder made for it, so a typo in a folder name is seen."""
+    from tfdash.profiling.files import write_text_atomic
+
+    new = [d for d in Path(out).expanduser().parents if not d.exists()]
+    path = write_text_atomic(out, text)
+    return visible(f"# wrote {path}" + (f" (its folder {new[0]} was created)" if new else ""))
+
+
 def main(argv: list[str]) -> int:
     from tfdash.profiling.export import load_snapshot, snapshot_label
-    from tfdash.profiling.files import check_writable_file, write_text_atomic
+    from tfdash.profiling.files import check_writable_file
 
     p = parser()
     args = p.parse_args(argv)
@@ -198,14 +211,12 @@ def main(argv: list[str]) -> int:
         if args.json == "-":
             sys.stdout.write(payload)
             return 0
-        write_text_atomic(args.json, payload)
-        print(f"# wrote {args.json}", file=sys.stderr)
+        print(write_out(args.json, payload), file=sys.stderr)
     if args.markdown is not None:
         md = render_markdown(d, top)
         if args.markdown == "-":
             sys.stdout.write(md)
             return 0
-        write_text_atomic(args.markdown, md)
-        print(f"# wrote {args.markdown}", file=sys.stderr)
+        print(write_out(args.markdown, md), file=sys.stderr)
     sys.stdout.write(render_text(d, top))
     return 0
