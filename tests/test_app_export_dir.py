@@ -3,8 +3,9 @@ first export of a long run fails; --export-dir, which the CLI checks itself, tak
 
 import json
 
-from fixtures.appkit import SNAPSHOT, isolated_config, sync  # noqa: F401  (fixture)
+from fixtures.appkit import SNAPSHOT, LiveStandIn, isolated_config, sync  # noqa: F401  (fixture)
 
+from tfdash.app.app import TfdashApp
 from tfdash.app.main import snapshot_app
 
 
@@ -27,6 +28,19 @@ async def test_an_unwritable_export_dir_is_said_at_start(isolated_config, tmp_pa
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         assert config_warnings(app) == []
+
+
+@sync
+async def test_a_live_run_is_told_to_fix_the_config_file_not_to_pass_export_dir(isolated_config):
+    """Live `tfdash` has no --export-dir (only `tfdash open` does), yet the toast advised passing it."""
+    config = isolated_config / "config.json"
+    config.write_text(json.dumps({"export_dir": "/proc/nope"}))
+    app = TfdashApp(LiveStandIn())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        [line] = config_warnings(app)
+    assert line.startswith(f"export_dir in {config}: /proc/nope: cannot write there")
+    assert line.endswith(f"; exports will fail until it is fixed in {config}") and "--export-dir" not in line
 
 
 @sync

@@ -129,9 +129,10 @@ class TfdashApp(MinSizeGuard, LiveRefresh, RunActions, ExportActions, CompareAct
 
             try:
                 check_writable_dir(self.config.export_dir, f"export_dir in {self.config.path}:")
-            except TfdashError as e:
-                self.notify(f"{e}; exports will fail until it is fixed (or pass --export-dir)", title="config",
-                            severity="warning", timeout=8)
+            except TfdashError as e:  # only `tfdash open` has --export-dir; a live run's fix is the file
+                fix = "(or pass --export-dir)" if not self.source.live else f"in {self.config.path}"
+                self.notify(f"{e}; exports will fail until it is fixed {fix}", title="config", severity="warning",
+                            timeout=8)
         if not self.source.live:
             self.state = "snapshot"
             self._apply(self.source.snapshot())
