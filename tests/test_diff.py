@@ -156,6 +156,20 @@ def test_json_to_a_file_prints_the_text_too(pair, tmp_path, capsys):
     assert json.loads(out.read_text())["rows"]
 
 
+@pytest.mark.parametrize("flag", ["--json", "--markdown"])
+def test_json_or_markdown_to_dev_stdout_leaves_stdout_that_file_alone(pair, flag):
+    """`tfdash diff A B --json /dev/stdout | jq`: stdout is the JSON alone (the table and the
+    "# wrote" line go to stderr), as analyze, bench and counters do."""
+    a, b = pair
+    r = run_tfdash("diff", str(a), str(b), flag, "/dev/stdout")
+    assert r.rc == 0, r.stderr
+    if flag == "--json":
+        assert json.loads(r.stdout)["rows"]
+    else:
+        assert r.stdout.startswith("**tfdash diff**") and "# A: " not in r.stdout
+    assert "# A: " in r.stderr and "aligned by role" in r.stderr
+
+
 def test_other_models_refused_unless_forced(pair, tmp_path, capsys):
     from fixtures.appkit import SNAPSHOT
 

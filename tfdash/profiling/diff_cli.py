@@ -193,7 +193,7 @@ def write_out(out: str, text: str) -> str:
 
 def main(argv: list[str]) -> int:
     from tfdash.profiling.export import load_snapshot, snapshot_label
-    from tfdash.profiling.files import check_writable_file
+    from tfdash.profiling.files import check_writable_file, table_stream
 
     p = parser()
     args = p.parse_args(argv)
@@ -218,5 +218,7 @@ def main(argv: list[str]) -> int:
             sys.stdout.write(md)
             return 0
         print(write_out(args.markdown, md), file=sys.stderr)
-    sys.stdout.write(render_text(d, top))
+    # --json or --markdown /dev/stdout: stdout is that file alone, for a pipe, and the table goes to stderr
+    out = table_stream(args.json) if table_stream(args.json) is sys.stderr else table_stream(args.markdown)
+    out.write(render_text(d, top))
     return 0
