@@ -172,6 +172,35 @@ async def test_the_delta_columns_stay_on_screen_in_a_small_terminal(isolated_con
     assert f"{signed(gate_up.delta_ns)}  {gate_up.delta_pct:.1f} %" in row, row
 
 
+@pytest.mark.parametrize("size", [(80, 24), (100, 30)])
+@sync
+async def test_the_baseline_is_named_and_the_step_sum_breaks_between_pairs(isolated_config, tmp_path, size):
+    # at 80x24 the caption wrapped its baseline's name out of its one row ("… 23 launches  vs"), at
+    # 100x30 the timing after it ("….json  ·"), and the Σ line broke "baseline" from its value
+    from tfdash.app.model import fmt_ns
+    from tfdash.profiling.snapshot import TimingInfo
+
+    snap = load_snapshot(SNAPSHOT)
+    own = dataclasses.replace(snap, timing=TimingInfo(method="windows", auto_window=True), profile_windows=1)
+    shown = write_snapshot(own, tmp_path / "qwen3-1.7b-20251206-043100.json")
+    base = write_snapshot(build_snapshot(fused_rope=False), tmp_path / "qwen3-1.7b-20251206-043207.json")
+    app = snapshot_app(shown, baseline=base, theme="tfdash-dark", tilelang_source=fake_tilelang)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        lines = [x.strip("│ ") for x in screen_text(app).splitlines()]
+    caption = next(x for x in lines if x.startswith("group op "))
+    named = caption.rpartition("  vs ")[2]  # the whole name, else its tail after an ellipsis
+    cut = named.startswith("…") and base.name.endswith(named[1:]) and len(named) >= 12
+    assert named == base.name or cut, caption
+    at = next(i for i, x in enumerate(lines) if x.startswith("Σ step"))
+    total = lines[at:at + 2]
+    mine, theirs = load_snapshot(shown).kernels, load_snapshot(base).kernels
+    pairs = [f"predicted {fmt_ns(sum(k.predicted_ns for k in mine))}",
+             f"kernels measured {fmt_ns(sum(k.measured_p50_ns for k in mine))}",
+             f"baseline {fmt_ns(sum(k.measured_p50_ns for k in theirs))}"]
+    assert all(any(p in x for x in total) for p in pairs), total
+
+
 def test_main_screen_with_a_baseline(isolated_config, unfused, snap_compare):
     assert snap_compare(make_app(unfused), terminal_size=SIZE, run_before=settle)
 

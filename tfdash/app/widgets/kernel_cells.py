@@ -130,10 +130,82 @@ def timing_label(snap) -> Forms:
     return ""
 
 
+Part = tuple[str, str]  # (text, style), as Content.assemble takes them
+MIN_NAME = 12  # cells: a file name cut shorter than "…043207.json" says too little to be worth its room
+
+
+def span(parts: list[Part]) -> int:
+    """The cells `parts` take on screen."""
+    return sum(cell_len(text) for text, _ in parts)
+
+
+def first_fit(wordings, room: int) -> list[Part]:
+    """The first of `wordings` (each a list of parts) within `room` cells; none (no parts) if none fits."""
+    return next((w for w in wordings if span(w) <= room), [])
+
+
+def _wordings(forms: Forms) -> tuple[str, ...]:
+    return (forms,) if isinstance(forms, str) else forms
+
+
+def _names(labels: list[str], most: int) -> str:
+    """Up to `most` of `labels`, then how many more."""
+    return ", ".join(labels[:most]) + (f" +{len(labels) - most}" if len(labels) > most else "")
+
+
+def tail(name: str, room: int) -> str:
+    """`name` whole within `room` cells, else its end after an ellipsis ("…043207.json": a file name's
+    tail tells one export from the next); "" when not even MIN_NAME cells are left."""
+    if cell_len(name) <= room:
+        return name
+    if room < MIN_NAME:
+        return ""
+    out = ""
+    for ch in reversed(name):
+        if cell_len(ch + out) > room - 1:
+            break
+        out = ch + out
+    return "…" + out
+
+
+def head(text: str, room: int) -> str:
+    """`text` whole within `room` cells, else its start and an ellipsis; "" below MIN_NAME cells."""
+    if cell_len(text) <= room:
+        return text
+    if room < MIN_NAME:
+        return ""
+    out = ""
+    for ch in text:
+        if cell_len(out + ch) > room - 1:
+            break
+        out += ch
+    return out.rstrip() + "…"
+
+
+def flow(units: list[list[Part]], width: int, indent: int) -> list[Part]:
+    """`units` two spaces apart on a line; one that would pass `width` starts a new line `indent`
+    cells in, so a line breaks between units ("gap 1.95×"), never inside one."""
+    out: list[Part] = []
+    used = 0
+    for unit in units:
+        gap = ""
+        if out and used + 2 + span(unit) > width:
+            gap, used = "\n" + " " * indent, indent
+        elif out:
+            gap, used = "  ", used + 2
+        (text, style), *rest = unit
+        out += [(gap + text, style), *rest]  # the gap in its label's style
+        used += span(unit)
+    return out
+
+
 def caption(group: str, sort: tuple[str, bool], filter_text: str, rows: list, kernels: tuple, against,
             baseline, unavailable: str, timing: Forms = "", width: int = 10_000) -> Content:
     """The line above the table: grouping, sort, filter, counts, the baseline, what is missing,
-    and how the measured columns were timed (timing_label, in the wording that fits `width`)."""
+    and how the measured columns were timed (timing_label). The line is one row high, so it is
+    built to fit `width`: each part after the counts takes the first of its wordings that fits
+    what is left (a file name by its tail), or is left out with its separator: no "vs" or "·"
+    is left dangling at the edge, nor a part wrapped out of sight."""
     key, desc = sort
     header = dict(COLUMNS + basemod.COLUMNS)[key] if key != "label" else GROUP_LABEL[group]
     measured = sum(1 for k in kernels if k.measured_p50_ns is not None)
@@ -142,45 +214,55 @@ def caption(group: str, sort: tuple[str, bool], filter_text: str, rows: list, ke
     if filter_text:
         parts += [("  filter ", "$text-muted"), (filter_text, "bold $text-warning")]
     parts += [("  ", ""), (f"{len(rows)} row{'' if len(rows) == 1 else 's'} · {len(kernels)} launches", "$text-muted")]
+
+    def add(*wordings: list[Part]) -> None:
+        parts.extend(first_fit(wordings, width - span(parts)))
+
     if against is not None:
-        parts += [("  vs ", "$text-muted"), (baseline.label, "bold")]
-        gone = against.removed
+        name = tail(baseline.label, width - span(parts) - 5)  # 5: "  vs "
+        add([("  vs ", "$text-muted"), (name, "bold")] if name else [])
+        gone = [r.label for r in against.removed]
         if gone:
-            names = ", ".join(r.label for r in gone[:4]) + (f" +{len(gone) - 4}" if len(gone) > 4 else "")
-            parts += [("  baseline only: ", "$text-muted"), (names, "$text-warning")]
+            add([("  baseline only: ", "$text-muted"), (_names(gone, 4), "$text-warning")],
+                [("  baseline only: ", "$text-muted"), (_names(gone, 1), "$text-warning")])
     if filter_text and not rows and kernels:
-        parts += [("  · no ", "$text-warning"), (GROUP_LABEL[group], "$text-warning"),
-                  (" row's names hold every word of the filter (/ edits it, esc in it clears)",
-                   "$text-warning")]
+        no = [("  · no ", "$text-warning"), (GROUP_LABEL[group], "$text-warning")]
+        add(no + [(" row's names hold every word of the filter (/ edits it, esc in it clears)", "$text-warning")],
+            no + [(" row's names hold every word of the filter", "$text-warning")],
+            no + [(" row matches", "$text-warning")])
     if kernels and not measured:
-        parts += [("  · ", "$text-muted"), (unavailable or "not profiled yet", "italic $text-muted")]
+        why = unavailable or "not profiled yet"
+        cut = head(why, width - span(parts) - 4)  # 4: "  · "
+        add([("  · ", "$text-muted"), (why, "italic $text-muted")],
+            [("  · ", "$text-muted"), (cut, "italic $text-muted")] if cut else [])
     elif measured and timing:
-        room = width - sum(cell_len(text) for text, _ in parts) - 4
-        parts += [("  · ", "$text-muted"), (fit(timing, room), "$text-success")]
+        add(*[[("  · ", "$text-muted"), (form, "$text-success")] for form in _wordings(timing)])
     return Content.assemble(*parts)
 
 
 def total(kernels: tuple, baseline, warning: Forms, width: int = 10_000) -> Content | str:
     """The Σ line under the table: the step predicted and measured, the gap, the baseline's Δ;
-    or the warning (a contended host) in its place, in the wording that fits `width`."""
+    or the warning (a contended host) in its place, in the wording that fits `width`. Where the
+    numbers pass `width` they go on a second line, broken between "label value" pairs."""
     if not kernels:
         return ""
     pred = sum(k.predicted_ns for k in kernels)
     meas = [k.measured_p50_ns for k in kernels]
-    parts = [("Σ step  ", "$text-muted"), ("predicted ", "$text-muted"), (fmt_ns(pred), "bold")]
+    lead = ("Σ step  ", "$text-muted")
+    units = [[lead, ("predicted ", "$text-muted"), (fmt_ns(pred), "bold")]]
     if all(m is not None for m in meas):
         measured = sum(meas)
         gap = measured / pred if pred else None
-        parts += [("  kernels measured ", "$text-muted"), (fmt_ns(measured), "bold"),
-                  ("  gap ", "$text-muted"), (fmt_gap(gap), f"bold $tf-{gap_level(gap) or 'fair'}")]
+        units += [[("kernels measured ", "$text-muted"), (fmt_ns(measured), "bold")],
+                  [("gap ", "$text-muted"), (fmt_gap(gap), f"bold $tf-{gap_level(gap) or 'fair'}")]]
     else:
-        parts += [("  measured ", "$text-muted"), ("— press p to profile a window", "italic $text-muted")]
+        units += [[("measured ", "$text-muted"), ("— press p to profile a window", "italic $text-muted")]]
     if baseline is not None and all(m is not None for m in meas):
         theirs = [k.measured_p50_ns for k in baseline.snapshot.kernels]
         if theirs and all(m is not None for m in theirs):
             d = sum(meas) - sum(theirs)
-            parts += [("  baseline ", "$text-muted"), (fmt_ns(sum(theirs)), "bold"),
-                      ("  Δ ", "$text-muted"), (("+" if d > 0 else "") + fmt_ns(d), "bold")]
+            units += [[("baseline ", "$text-muted"), (fmt_ns(sum(theirs)), "bold"),
+                       ("  Δ ", "$text-muted"), (("+" if d > 0 else "") + fmt_ns(d), "bold")]]
     if warning:
-        parts = [("⚠ ", "bold $text-warning"), (fit(warning, width - 2), "$text-warning")]
-    return Content.assemble(*parts)
+        return Content.assemble(("⚠ ", "bold $text-warning"), (fit(warning, width - 2), "$text-warning"))
+    return Content.assemble(*flow(units, width, cell_len(lead[0])))
