@@ -175,6 +175,49 @@ async def test_picker_with_nothing_to_offer_says_how_to_get_one(isolated_config,
         assert {"baseline", "ab", "picker.choose", "picker.clear", "ab.start", "ab.close"} <= set(ids)
 
 
+@sync
+async def test_picker_lists_snapshots_not_traces_and_offers_x_only_with_a_baseline(isolated_config, tmp_path,
+                                                                                     monkeypatch):
+    """Opened from a `--headless --export` folder, the picker listed its trace.json as "unreadable"
+    (choosing it said "not a tfdash snapshot"), and offered `x No baseline` with none set. Now a JSON
+    file is listed only if its start names the snapshot schema; one that does but does not load
+    is still listed, with why; and x is in the footer only while there is a baseline to drop."""
+    from test_app_fit import screen_text
+
+    from tfdash.profiling.export import export_all
+
+    monkeypatch.chdir(tmp_path)
+    runs = tmp_path / "runs"
+    h1 = export_all(load_snapshot(SNAPSHOT), runs / "h1")["snapshot"]
+    h2 = export_all(build_snapshot(fused_rope=False), runs / "h2")["snapshot"]
+    (runs / "notes.json").write_text('{"runs": ["h1", "h2"]}')  # some other JSON: not offered
+    (runs / "cut.json").write_text(SNAPSHOT.read_text()[:500])  # a snapshot cut short: offered, as unreadable
+    for i, path in enumerate((h1, runs / "notes.json", h2, runs / "cut.json")):
+        os.utime(path, (1_800_000_000 + i, 1_800_000_000 + i))
+    app = open_app(h1, export_dir=runs)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("b")
+        await settle(pilot)
+        listed = rows(app.screen.query_one("#picker-table"))
+        assert [r[0] for r in listed] == ["cut.json", "snapshot.json"], listed
+        assert listed[0][-1] == "unreadable" and listed[1][-1] == "✓ same model and dtype", listed
+        footer = screen_text(app).splitlines()[-1]
+        assert "⏎ Choose" in footer and "No baseline" not in footer, footer
+        assert "x none" not in str(app.screen.query_one("#picker-box").border_subtitle)
+        await pilot.press("x")  # not offered: it says why and leaves the picker open
+        await settle(pilot)
+        assert app.screen.query("#picker-table") and app.baseline is None
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        assert app.baseline is not None and app.baseline.label == "h2/snapshot.json"
+        await pilot.press("b")
+        await settle(pilot)
+        footer = screen_text(app).splitlines()[-1]
+        assert "x No baseline" in footer, footer
+        assert "x none" in str(app.screen.query_one("#picker-box").border_subtitle)
+
+
 def test_picker_picture(isolated_config, exports, snap_compare):
     async def pick(pilot):
         await settle(pilot)

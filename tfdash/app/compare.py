@@ -6,18 +6,20 @@
     a   the live A/B of a plan variant (tfdash.app.screens.ab)
 
 `recent_snapshots(dirs)` lists the snapshot files where the dashboard writes exports (the export
-directory, the last export's, --save's, the open file's), newest first, each loaded and
-validated so the picker can say what it is (model, dtype, when, tok/s) or why it is not one.
+directory, the last export's, --save's, the open file's), newest first: those whose start names the
+snapshot schema, each loaded and validated so the picker can say what it is (model, dtype, when,
+tok/s) or why it does not load.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
 from tfdash.profiling.export import snapshot_label
-from tfdash.profiling.snapshot import ProfileSnapshot
+from tfdash.profiling.snapshot import SCHEMA, ProfileSnapshot
 
 RECENT = 20  # snapshot files the picker lists at most (each one is read and validated)
 
@@ -30,14 +32,30 @@ class Recent:
     error: str | None = None  # why the file is not a snapshot this tfdash reads
 
 
+EXPORT_TRACE, TRACE_SUFFIX = "trace.json", ".trace.json"  # Chrome traces: --export's, e's beside its snapshot
+HEAD_BYTES = 4096  # how much of a JSON file is read to tell whether it claims to be a snapshot
+SCHEMA_FIELD = re.compile(rb'"schema"\s*:\s*"' + re.escape(SCHEMA.encode()) + rb'"')
+
+
 def snapshot_files(directory: Path) -> list[Path]:
     """Snapshot exports in `directory`: the dashboard's `*.json` (not its `.trace.json`), and the
-    `snapshot.json` of `--headless --export DIR` folders one level down."""
+    `snapshot.json` of `--headless --export DIR` folders one level down (not their `trace.json`)."""
     try:
-        own = [p for p in directory.glob("*.json") if not p.name.endswith(".trace.json")]
+        own = [p for p in directory.glob("*.json") if p.name != EXPORT_TRACE and not p.name.endswith(TRACE_SUFFIX)]
         return own + list(directory.glob("*/snapshot.json"))
     except OSError:
         return []
+
+
+def claims_snapshot(path: Path) -> bool:
+    """Whether the file's start names the snapshot schema (a snapshot writes it first): a JSON file
+    that is something else (a trace, a config) is not offered; one that claims to be a snapshot and
+    does not load is, with why."""
+    try:
+        with open(path, "rb") as f:
+            return SCHEMA_FIELD.search(f.read(HEAD_BYTES)) is not None
+    except OSError:
+        return False
 
 
 def recent_snapshots(dirs: Iterable[Path], limit: int = RECENT, skip: Iterable[Path] = ()) -> list[Recent]:
@@ -49,7 +67,7 @@ def recent_snapshots(dirs: Iterable[Path], limit: int = RECENT, skip: Iterable[P
     for d in dirs:
         for p in snapshot_files(Path(d)):
             try:
-                if p.is_file() and _real(p) not in skipped:
+                if p.is_file() and _real(p) not in skipped and claims_snapshot(p):
                     found[_real(p)] = p.stat().st_mtime
             except OSError:
                 continue

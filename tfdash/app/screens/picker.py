@@ -78,16 +78,16 @@ class PickerScreen(ModalScreen):
     def on_mount(self) -> None:
         box = self.query_one("#picker-box")
         box.border_title = "baseline snapshot"
-        box.border_subtitle = "⏎ compare · x none · esc close"
         app = self.app
         where = ", ".join(visible(shown_dir(d)) for d in app.snapshot_dirs())
         base = getattr(app, "baseline", None)
+        keys = (["⏎ compare"] if self.entries else []) + (["x none"] if base else [])  # as the footer offers them
+        box.border_subtitle = " · ".join(keys + ["esc close"])
         intro = [("Snapshots in ", "$text-muted"), (where, "bold"), (", newest first. ", "$text-muted")]
         intro += [("Now against ", "$text-muted"), (visible(base.label), "bold")] if base else \
             [("No baseline now.", "$text-muted")]
         if not self.entries:  # no table, no ⏎: what to do instead (the dashboard's keys do not act in here)
             self.add_class("-empty")
-            box.border_subtitle = "x none · esc close"
             intro += [("\nNo snapshot there yet: ", "$text-warning"), ("e", "bold"),
                       (" on the dashboard (esc closes this) writes one, or `tfdash open B.json --baseline A.json` "
                        "compares two files.", "$text-muted")]
@@ -98,6 +98,10 @@ class PickerScreen(ModalScreen):
         t.display = bool(self.entries)  # an empty table would be a header, and take ⏎ to do nothing with it
         t.can_focus = bool(self.entries)
         self.set_focus(t if self.entries else None)  # (the screen's auto-focus gave it the focus already)
+
+    def offers(self, action: str) -> bool:
+        """`x` (drop the baseline) is offered only while there is one (widgets/footer.py)."""
+        return action != "clear" or getattr(self.app, "baseline", None) is not None
 
     def on_resize(self) -> None:
         self.call_after_refresh(self._fill)
@@ -133,6 +137,9 @@ class PickerScreen(ModalScreen):
         self.dismiss(chosen.path)
 
     def action_clear(self) -> None:
+        if not self.offers("clear"):  # not in the footer; pressed anyway, it says why it does nothing
+            self.notify("no baseline to drop", title="baseline", timeout=3)
+            return
         self.app.set_baseline(None)
         self.app.post_message(BaselineChosen(None))
         self.notify("no baseline", title="baseline", timeout=3)
