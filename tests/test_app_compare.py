@@ -9,6 +9,7 @@ import dataclasses
 import os
 import re
 import shutil
+import threading
 import time
 from types import SimpleNamespace
 
@@ -21,6 +22,7 @@ from tfdash.app.widgets.kernel_table import KernelTable
 from tfdash.errors import TfdashError
 from tfdash.profiling.diff import compare
 from tfdash.profiling.export import load_snapshot, write_snapshot
+from tfdash.profiling.ab import VERDICT_LABEL
 from tfdash.profiling.probe import CPU
 
 SIZE = (160, 48)
@@ -415,6 +417,62 @@ async def test_the_ab_result_is_read_whole_in_a_small_terminal(isolated_config, 
             assert ("768.0 – 768.0" in a) == (size[0] >= 120), text
             assert ("take turns on this generation" in text) == (size[1] >= 32), text
             assert any(line.startswith("qk_norm_rope") and "added" in line for line in lines), text
+
+
+@sync
+async def test_a_new_ab_clears_the_last_result_and_run_leaves_the_footer_while_it_runs(isolated_config):
+    """After one A/B, a second one's run showed the first one's sides ("B tilelang-unfused · …") and
+    verdict beside its progress, and the footer still offered ⏎ Run (which only said "still
+    running"). While it runs: the variants and its progress, no sides, verdict or ops, no ⏎ Run;
+    when it is done, its result and ⏎ Run again."""
+    from fixtures.appkit import LiveStandIn
+    from test_app_dialogs import box_lines
+    from test_app_fit import screen_text
+
+    from tfdash.app.app import TfdashApp
+
+    class HeldStandIn(LiveStandIn):
+        """Its A/B answers once `go` is set (the first one at once): a run the test can look at."""
+
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            self.go = threading.Event()
+            self.go.set()
+
+        def ab(self, what, progress=None, cancel=None, **sizes):
+            self.go.wait(timeout=60)
+            return {**super().ab(what), "what": what}
+
+    r = recorded_ab()
+    source = HeldStandIn(ab_result=r)
+    app = TfdashApp(source, theme="tfdash-dark")
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press("a", "enter")
+            await app.workers.wait_for_complete()
+            await settle(pilot)
+            inside = box_lines(screen_text(app), "A/B a plan variant")
+            assert any(line.startswith("B tilelang-unfused") for line in inside), inside
+            source.go.clear()
+            await pilot.press("down", "enter")  # another variant: it runs until go is set
+            await settle(pilot)
+            text = screen_text(app)
+            inside = box_lines(text, "A/B a plan variant")
+            old = ("side ", "A running plan", "B tilelang-unfused ·", "op ", "qk_norm_rope")
+            assert not any(line.startswith(old) for line in inside), inside
+            assert not any(VERDICT_LABEL in line for line in inside), inside
+            assert "⏎ Run" not in text.splitlines()[-1] and "esc Cancel/Close" in text.splitlines()[-1], text
+            source.go.set()
+            await app.workers.wait_for_complete()
+            await settle(pilot)
+            text = screen_text(app)
+            inside = box_lines(text, "A/B a plan variant")
+            second = app.screen.query_one("#ab-variants").get_row_at(1)[0]
+            assert any(line.startswith(f"B {second} ·") for line in inside), inside
+            assert "⏎ Run" in text.splitlines()[-1], text
+    finally:
+        source.go.set()
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])

@@ -7,9 +7,9 @@ sides' medians (the two can differ, even in sign), and the screen names each fig
 
 Until there is a result the variants have the box below the intro, with one line under them
 (what ⏎ does, or what is running); the sides, the verdict and the per-op table come with a result
-(an A/B that did not run has a verdict only). In a short terminal, once an A/B runs or is shown,
-the intro gives its rows to the result (the verdict's second line says how it was measured) and
-the variants scroll in what is left.
+(an A/B that did not run has a verdict only) and go when the next A/B starts; ⏎ is not offered
+while one runs. In a short terminal, once an A/B runs or is shown, the intro gives its rows to the
+result (the verdict's second line says how it was measured) and the variants scroll in what is left.
 
 The A/B runs in a thread worker; its progress arrives as ABProgressed messages (posted from the
 decode thread, which never waits on the screen). Escape cancels it after the window in progress,
@@ -117,7 +117,7 @@ class ABScreen(ModalScreen):
     def on_mount(self) -> None:
         box = self.query_one("#ab-box")
         box.border_title = "A/B a plan variant"
-        box.border_subtitle = "⏎ run · esc cancel/close"
+        self._keys()
         from tfdash.profiling.ab import PROFILE_STEPS, STEPS, WINDOWS
 
         self.query_one("#ab-intro", Static).update(Content.assemble(
@@ -152,6 +152,16 @@ class ABScreen(ModalScreen):
         fill_whole(self.query_one("#ab-sides", DataTable), SIDE_COLUMNS, self.sides, [None] * len(self.sides),
                    SIDE_PRIORITY, scrollbar=0)
 
+    def offers(self, action: str) -> bool:
+        """⏎ Run is not offered while an A/B runs (widgets/footer.py); pressed anyway, it says so."""
+        return action != "start" or self.running is None
+
+    def _keys(self) -> None:
+        """The box's subtitle and the footer name the keys that act now: no ⏎ during a run."""
+        box = self.query_one("#ab-box")
+        box.border_subtitle = "esc cancel" if self.running is not None else "⏎ run · esc cancel/close"
+        self.refresh_bindings()
+
     def _status(self, line: str, style: str = "") -> None:
         self.query_one("#ab-status", Static).update(Content.styled(visible(line), style))
 
@@ -171,6 +181,8 @@ class ABScreen(ModalScreen):
         t = self.query_one("#ab-variants", DataTable)
         name = self.variants[max(0, min(t.cursor_row, len(self.variants) - 1))][0]
         self.running, self.cancel = name, threading.Event()
+        self._keys()
+        self.clear_result()
         self.add_class("-used")
         bar = self.query_one("#ab-progress", ProgressBar)
         bar.display = True
@@ -201,6 +213,7 @@ class ABScreen(ModalScreen):
 
     def _done(self, name: str, result: dict) -> None:
         self.running = None
+        self._keys()
         self.query_one("#ab-progress", ProgressBar).display = False
         self.show_result(result)
         self.post_message(ABMeasured(name, result))
@@ -208,6 +221,16 @@ class ABScreen(ModalScreen):
             self.notify(f"A/B {name}: {result['unavailable']}", severity="warning", timeout=6)
         else:
             self.notify(f"A/B {name}, {VERDICT_LABEL}: {result.get('verdict', '')}", title="A/B", timeout=6)
+
+    def clear_result(self) -> None:
+        """The last result's sides, verdict and per-op table go (a new A/B runs): what is on the
+        screen during a run is the variants and its progress, never another variant's numbers."""
+        self.result = None
+        self.remove_class("-result", "-measured")
+        self.query_one("#ab-verdict", Static).update("")
+        self.query_one("#ab-ops", DataTable).clear()
+        self.sides = []
+        self._fill_sides()
 
     def show_result(self, result: dict, recorded: bool = False) -> None:
         self.result = result
