@@ -66,3 +66,35 @@ def test_measured_target_feeds_the_analyzer(cache_dir):
     plan = build_plan(preset("qwen3-1.7b"), capacity=2048)
     slow, fast = analyze(plan, H200, 1024), analyze(plan, gpu, 1024)
     assert fast.floor_ns == pytest.approx(slow.floor_ns * 4.8 / 4.27)
+
+
+def _gpu_copy(gbps: float) -> probe.ProbeResult:
+    return probe.ProbeResult(device="NVIDIA H100 80GB HBM3", bandwidth=gbps * 1e9, nbytes=2 << 30, reps=5,
+                             seconds=2 * (2 << 30) / (gbps * 1e9), method="cuda d2d copy",
+                             measured_at="2026-12-06T05:46:00Z", torch_version="2.11")
+
+
+def test_a_gpu_copy_too_slow_to_be_the_memory_is_measured_again_and_never_cached(cache_dir, monkeypatch):
+    """A GPU busy with another process once made the probe read 353 GB/s on an H100: cached, every
+    later run there priced its steps against it (the roofline said 706 % of the ceiling). Under a
+    quarter of the datasheet the probe measures again; the better figure is kept, and cached only if
+    it is plausible; a second slow one is used for this run alone and says so."""
+    figures = iter([_gpu_copy(353), _gpu_copy(3000)])
+    monkeypatch.setattr(probe, "measure", lambda *a, **k: next(figures))
+    assert probe.probe_bandwidth("cuda").bandwidth == 3000e9
+    assert json.loads((cache_dir / "bandwidth.json").read_text())["NVIDIA H100 80GB HBM3"]["bandwidth"] == 3000e9
+
+    (cache_dir / "bandwidth.json").unlink()
+    figures = iter([_gpu_copy(353), _gpu_copy(340)])
+    r = probe.probe_bandwidth("cuda")
+    assert r.bandwidth == 353e9 and probe.NOT_CACHED in r.source
+    assert not (cache_dir / "bandwidth.json").exists()
+
+
+def test_a_cached_gpu_figure_too_slow_to_be_the_memory_is_not_reused(cache_dir, monkeypatch):
+    cache_dir.mkdir(parents=True)
+    (cache_dir / "bandwidth.json").write_text(json.dumps({"NVIDIA H100 80GB HBM3": _gpu_copy(353).to_dict()}))
+    monkeypatch.setattr(probe, "device_name", lambda device="cpu": "NVIDIA H100 80GB HBM3")
+    assert probe.cached("cuda") is None
+    (cache_dir / "bandwidth.json").write_text(json.dumps({"NVIDIA H100 80GB HBM3": _gpu_copy(3000).to_dict()}))
+    assert probe.cached("cuda").bandwidth == 3000e9

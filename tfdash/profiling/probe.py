@@ -18,7 +18,7 @@ import logging
 import platform
 import statistics
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from tfdash.cache import cache_dir  # noqa: F401  (also imported from here)
@@ -32,6 +32,11 @@ CPU_BYTES = 256 << 20
 
 # The host's memory has no datasheet figure here: predictions on CPU use the probe alone.
 CPU = Target(name="cpu", bandwidth=20e9, source="nominal 20 GB/s (no probe yet)")
+# A GPU copy slower than this share of the H200's datasheet was not the memory's speed but a busy
+# GPU (another process copying or decoding beside it): measured again, and never cached, since one
+# such figure would price every later run on the machine against a ceiling a few times too low.
+PLAUSIBLE_SHARE = 0.25
+NOT_CACHED = "under a quarter of the H200's datasheet twice: not cached"
 
 
 def cache_path() -> Path:
@@ -92,6 +97,12 @@ def _read_cache() -> dict:
         return {}
 
 
+def plausible(result: ProbeResult) -> bool:
+    """False for a GPU copy too slow to be the memory's speed (PLAUSIBLE_SHARE); a host has no
+    datasheet figure to hold it to."""
+    return not result.method.startswith("cuda") or result.bandwidth >= PLAUSIBLE_SHARE * H200.bandwidth
+
+
 def cached(device: str = "cpu") -> ProbeResult | None:
     try:
         key = device_name(device)
@@ -102,7 +113,7 @@ def cached(device: str = "cpu") -> ProbeResult | None:
         return None
     try:
         r = ProbeResult(**entry)
-        return r if isinstance(r.bandwidth, (int, float)) and r.bandwidth > 0 else None
+        return r if isinstance(r.bandwidth, (int, float)) and r.bandwidth > 0 and plausible(r) else None
     except TypeError:
         return None
 
@@ -172,6 +183,12 @@ def probe_bandwidth(device: str = "cpu", nbytes: int | None = None, reps: int = 
         if hit is not None:
             return hit
     result = measure(device, nbytes, reps)
+    if not plausible(result):
+        result = max(result, measure(device, nbytes, reps), key=lambda r: r.bandwidth)
+    if not plausible(result):
+        log.warning("the bandwidth probe measured %.0f GB/s: the GPU was busy? (%s)", result.bandwidth / 1e9,
+                    NOT_CACHED)
+        return replace(result, method=f"{result.method} ({NOT_CACHED})")
     if cache:
         _store(result)
     return result
@@ -188,8 +205,6 @@ def measured_target(device: str = "cpu", result: ProbeResult | None = None, **pr
     base = base_target(device)
     t = base.measured(result.bandwidth, result.source)
     if base is CPU:
-        from dataclasses import replace
-
         t = replace(t, datasheet_bandwidth=0.0)  # no datasheet figure for a host
     return t
 
