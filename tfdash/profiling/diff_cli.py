@@ -219,6 +219,6 @@ def main(argv: list[str]) -> int:
             return 0
         print(write_out(args.markdown, md), file=sys.stderr)
     # --json or --markdown /dev/stdout: stdout is that file alone, for a pipe, and the table goes to stderr
-    out = table_stream(args.json) if table_stream(args.json) is sys.stderr else table_stream(args.markdown)
+    out = sys.stderr if sys.stderr in (table_stream(args.json), table_stream(args.markdown)) else sys.stdout
     out.write(render_text(d, top))
     return 0
