@@ -98,3 +98,25 @@ def test_a_cached_gpu_figure_too_slow_to_be_the_memory_is_not_reused(cache_dir, 
     assert probe.cached("cuda") is None
     (cache_dir / "bandwidth.json").write_text(json.dumps({"NVIDIA H100 80GB HBM3": _gpu_copy(3000).to_dict()}))
     assert probe.cached("cuda").bandwidth == 3000e9
+
+
+def test_a_step_over_its_ceiling_names_how_the_ceiling_is_measured_again(cache_dir):
+    """Past OVER_CEILING_PCT a step cannot be that fast: the ceiling read low. A cached figure is
+    measured again once its cache file is gone; one never cached, on the next run."""
+    cached_source, busy_source = _gpu_copy(2000).source, probe.replace(_gpu_copy(353), method=(
+        f"cuda d2d copy ({probe.NOT_CACHED})")).source
+    for pct in (None, float("nan"), 47.7, 100.0, probe.OVER_CEILING_PCT):
+        assert not probe.over_ceiling(pct) and probe.over_ceiling_note(pct, cached_source) == ""
+    assert probe.over_ceiling(706.0)
+    assert probe.over_ceiling_note(125.0, cached_source) == \
+        f"over the ceiling: probe read low; delete {cache_dir / 'bandwidth.json'}"
+    assert probe.over_ceiling_note(706.0, busy_source) == \
+        "over the ceiling: probe read low (a busy GPU); run again on an idle one"
+    assert probe.over_ceiling_note(125.0, "datasheet") == "over the ceiling: it reads below what the step achieved"
+
+
+def test_the_cache_file_is_named_from_the_home_as_typed(tmp_path, monkeypatch):
+    monkeypatch.delenv("TFDASH_CACHE_DIR")
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert probe.over_ceiling_note(706.0, _gpu_copy(2000).source).endswith(" delete ~/.cache/tfdash/bandwidth.json")

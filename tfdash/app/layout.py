@@ -23,6 +23,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from tfdash.app.model import fmt_gbps, fmt_ns, fmt_num
+from tfdash.profiling.probe import over_ceiling
 from tfdash.profiling.snapshot import ProfileSnapshot
 
 NARROW_W = 116  # below this the three top panes (30 + 38 + 47 columns) do not fit side by side
@@ -56,9 +57,9 @@ def roofline_summary(snap: ProfileSnapshot) -> list[list[tuple[str, str]]]:
     if r is None:
         return [[("roofline ", "$text-muted"), ("not profiled yet", "italic $text-muted"), (" · ", "$text-muted"),
                  ("p", "bold $accent"), (" profiles", "$text-muted")]]
+    share = "bold $text-warning" if over_ceiling(r.pct_ceiling) else "bold $text-primary"  # the pane (`v`) says why
     return [[("roofline ", "$text-muted"), (fmt_ns(r.measured_step_ns), "bold $text-primary"),
-             ("/step  ", "$text-muted"), (fmt_num(r.pct_ceiling, 1, " %"), "bold $text-primary"),
-             (" of ceiling", "$text-muted")]]
+             ("/step  ", "$text-muted"), (fmt_num(r.pct_ceiling, 1, " %"), share), (" of ceiling", "$text-muted")]]
 
 
 def throughput_summary(snap: ProfileSnapshot) -> list[list[tuple[str, str]]]:

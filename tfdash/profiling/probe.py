@@ -8,7 +8,8 @@ bandwidth = (bytes read + bytes written) / median time of `reps` copies after a 
 Results are cached per device in bandwidth.json in tfdash's cache directory (tfdash.cache; default
 ~/.cache/tfdash/bandwidth.json), keyed by device name, so the probe runs once per machine;
 `refresh=True` measures again. `measured_target` turns the result into the Target the analyzer
-prices against (the datasheet's bandwidth kept beside it).
+prices against (the datasheet's bandwidth kept beside it). `over_ceiling_note` is what the reports
+say of a step timed over its ceiling (the figure read low) and how the ceiling is measured again.
 """
 
 from __future__ import annotations
@@ -39,8 +40,40 @@ PLAUSIBLE_SHARE = 0.25
 NOT_CACHED = "under a quarter of the H200's datasheet twice: not cached"
 
 
+# A step over this share of its copy ceiling: a cold copy is as fast as the memory streams, so past the
+# noise of the step's timing it is the ceiling that is wrong (the probe ran beside other work), not the
+# step that is fast.
+OVER_CEILING_PCT = 105.0
+
+
 def cache_path() -> Path:
     return cache_dir() / "bandwidth.json"
+
+
+def over_ceiling(pct_ceiling: float | None) -> bool:
+    """Whether a step's share of its ceiling is past OVER_CEILING_PCT (no ceiling, NaN, is not)."""
+    return pct_ceiling is not None and pct_ceiling > OVER_CEILING_PCT
+
+
+def over_ceiling_note(pct_ceiling: float | None, ceiling_source: str) -> str:
+    """What a report says of a step over its ceiling ("" for one under it): the ceiling read low, and
+    how it is measured again. A cached figure is reused by every later run until its cache file is
+    deleted; one that was never cached (NOT_CACHED) is measured again on the next run."""
+    if not over_ceiling(pct_ceiling):
+        return ""
+    if NOT_CACHED in ceiling_source:
+        return "over the ceiling: probe read low (a busy GPU); run again on an idle one"
+    if ceiling_source.startswith("probe:"):
+        return f"over the ceiling: probe read low; delete {_home_short(cache_path())}"
+    return "over the ceiling: it reads below what the step achieved"
+
+
+def _home_short(path: Path) -> str:
+    """`path` with the user's home as `~`, as a user would type it."""
+    try:
+        return "~/" + str(path.relative_to(Path.home()))
+    except (ValueError, RuntimeError):  # outside the home, or no home to be had
+        return str(path)
 
 
 @dataclass(frozen=True)

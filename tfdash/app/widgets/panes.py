@@ -18,6 +18,7 @@ from textual.widgets import Static
 from tfdash.app.model import fmt_bytes, fmt_gbps, fmt_ns, fmt_num, throughput, tok_s_now
 from tfdash.app.widgets.chart import Chart, Figure, Line, rule_mark
 from tfdash.stats import percentile
+from tfdash.profiling.probe import over_ceiling_note
 from tfdash.profiling.snapshot import ProfileSnapshot, Series
 from tfdash.textsafe import KEEP_LAYOUT, visible_content
 
@@ -184,6 +185,7 @@ class RooflinePane(VerticalScroll):
             return
         r = snap.roofline
         if r is not None:
+            low = over_ceiling_note(r.pct_ceiling, r.ceiling_source)  # a step past its ceiling: the probe read low
             set_content(stats, lines(
                 stat(fmt_bytes(r.bytes_per_step), "bytes/step", note=f"at ctx_len {r.ctx_len:,}"),
                 stat(fmt_ns(r.floor_ns), "floor", note="bytes ÷ ceiling"),
@@ -192,8 +194,9 @@ class RooflinePane(VerticalScroll):
                      f"{r.timing or 'timed'}"),
                 *_baseline_step(snap, baseline),
                 stat(fmt_gbps(r.achieved_gbps, ""), "GB/s achieved"),
-                stat(fmt_num(r.pct_ceiling, 1, " %"), "of ceiling", "bold $text-primary",
+                stat(fmt_num(r.pct_ceiling, 1, " %"), "of ceiling", f"bold $text-{'warning' if low else 'primary'}",
                      note=f"{r.ceiling_gbps:,.0f} GB/s"),
+                *([Content.styled(f"  {low}", "italic $text-warning")] if low else []),
                 stat(fmt_num(r.pct_datasheet if r.datasheet_gbps else None, 1, " %"), "of datasheet",
                      note=f"{r.datasheet_gbps:,.0f} GB/s" if r.datasheet_gbps else "none known"),
             ))

@@ -1,0 +1,98 @@
+"""The roofline pane of a step timed over its copy ceiling: no step streams faster than a cold copy,
+so the ceiling read low (a probe beside other work). Its share is styled as a warning, in the pane
+and in the line that stands for the pane in a narrow terminal, and a line under it names the file to
+delete so that the next run measures the ceiling again. A step under its ceiling shows none of it."""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import io
+import re
+
+import pytest
+from fixtures.appkit import SNAPSHOT, isolated_config, sync  # noqa: F401  (fixture)
+
+from tfdash.app.main import snapshot_app
+from tfdash.profiling.export import load_snapshot, write_snapshot
+
+NOTE = "over the ceiling: probe read low; delete ~/.cache/tfdash/bandwidth.json"
+
+
+@pytest.fixture
+def home_cache(tmp_path, monkeypatch):
+    """The default cache directory, under a home of the test's own."""
+    monkeypatch.delenv("TFDASH_CACHE_DIR", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+
+
+def low_ceiling(tmp_path):
+    """The recorded run priced on a probe that read 353 GB/s (the step streams 2,038 GB/s)."""
+    snap = load_snapshot(SNAPSHOT)
+    r = snap.roofline
+    source = "probe: cuda d2d copy 2x2 GiB, median of 5, NVIDIA H100 80GB HBM3, 2026-12-06"
+    r = dataclasses.replace(r, ceiling_gbps=353.0, ceiling_source=source, floor_ns=r.bytes_per_step / 353.0)
+    return write_snapshot(dataclasses.replace(snap, roofline=r), tmp_path / "low.json")
+
+
+def screen_text(app) -> str:
+    from rich.console import Console
+
+    w, h = app.size
+    c = Console(width=w, height=h, file=io.StringIO(), force_terminal=True, record=True, legacy_windows=False)
+    c.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    return c.export_text()
+
+
+def fill_of(app, text: str) -> str:
+    """The colour the screen draws the run of `text` in (from the SVG screenshot)."""
+    svg = app.export_screenshot()
+    fills = dict(re.findall(r"\.(terminal-[\w-]+) \{ fill: (#[0-9a-f]+)", svg))
+    runs = re.findall(r'<text class="([^"]+)"[^>]*>([^<]*)</text>', svg)
+    [cls] = [c for c, t in runs if html.unescape(t).replace("\xa0", " ").strip() == text]
+    return fills[cls]
+
+
+async def settle(pilot) -> None:
+    for _ in range(3):
+        await pilot.pause()
+        await pilot.wait_for_scheduled_animations()
+
+
+@sync
+async def test_at_80_columns_the_warning_is_one_line(isolated_config, home_cache, tmp_path):
+    app = snapshot_app(low_ceiling(tmp_path), theme="tfdash-dark")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        warning = app.theme_variables["text-warning"].lower()
+        assert "roofline 1.748 ms/step  577.4 % of ceiling" in screen_text(app)
+        assert fill_of(app, "577.4 %") == warning  # the line that stands for the hidden pane
+        await pilot.press("v")  # the roofline and NVML panes in place of the others
+        await settle(pilot)
+        lines = screen_text(app).splitlines()
+        assert fill_of(app, "577.4 %") == warning
+    at = next(i for i, line in enumerate(lines) if "577.4 %  of ceiling    353 GB/s" in line)
+    assert lines[at + 1].strip("│ ") == NOTE, lines[at:at + 3]
+
+
+@sync
+async def test_the_wide_pane_says_it_too(isolated_config, home_cache, tmp_path):
+    app = snapshot_app(low_ceiling(tmp_path), theme="tfdash-dark")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        lines = screen_text(app).splitlines()
+        assert fill_of(app, "577.4 %") == app.theme_variables["text-warning"].lower()
+    pane = [line.split("│")[5].strip() for line in lines if line.count("│") == 6]  # the third of three panes
+    at = next(i for i, line in enumerate(pane) if line.startswith("577.4 %  of ceiling"))
+    assert " ".join(pane[at + 1:at + 3]) == NOTE, pane[at:at + 3]  # wrapped to the pane's width
+
+
+@sync
+async def test_a_step_under_its_ceiling_shows_no_warning(isolated_config, home_cache):
+    app = snapshot_app(SNAPSHOT, theme="tfdash-dark")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        text = screen_text(app)
+        assert fill_of(app, "47.7 %") != app.theme_variables["text-warning"].lower()
+    assert "47.7 %  of ceiling" in text and "probe read low" not in text
