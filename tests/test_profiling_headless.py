@@ -76,3 +76,20 @@ def test_headless_export_without_profile_has_predictions_only(tmp_path, capsys):
     snap = load_snapshot(out_dir / "snapshot.json")
     assert snap.profile_windows == 0 and snap.unavailable["kernels"] == "no profile window yet"
     assert all(k.measured_p50_ns is None and k.predicted_ns > 0 for k in snap.kernels)
+
+
+def test_a_cached_ceiling_under_the_step_is_named_in_the_report_and_by_open(tmp_path, capsys):
+    """A cached probe figure far under what the step streams (a probe beside other work): the
+    roofline line is followed by a warning that names the cache file to delete, and `tfdash open`
+    without a terminal prints the same."""
+    slow = probe.ProbeResult(probe.cpu_name(), 0.1e9, 256 << 20, 5, 5.4, "host memcpy", "2026-11-29T00:00:00Z", "x")
+    probe._store(slow)
+    want = f"warning: over the ceiling: probe read low; delete {probe.cache_path()}"
+    out_dir = tmp_path / "export"
+    assert main(["--headless", "--device", "cpu", "--model", "qwen3-tiny", "--profile", "--export", str(out_dir),
+                 "--max-new-tokens", "8", "--prompt", "hi"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("roofline @ ctx"))
+    assert "% of the 0.1 GB/s measured ceiling" in lines[at] and lines[at + 1] == want, lines[at:at + 2]
+    assert main(["open", str(out_dir / "snapshot.json")]) == 0
+    assert want in capsys.readouterr().out.splitlines()
