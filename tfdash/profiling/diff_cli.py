@@ -184,11 +184,11 @@ def parser() -> argparse.ArgumentParser:
 def write_out(out: str, text: str) -> str:
     """Write `text` to the file OUT, making missing folders as --export and --export-dir do; the line
     it returns names the file and any folder made for it, so a typo in a folder name is seen."""
-    from tfdash.profiling.files import write_text_atomic
+    from tfdash.profiling.files import created_note, missing_folders, write_text_atomic
 
-    new = [d for d in Path(out).expanduser().parents if not d.exists()]
+    new = missing_folders(Path(out).expanduser().parent)
     path = write_text_atomic(out, text)
-    return visible(f"# wrote {path}" + (f" (its folder {new[0]} was created)" if new else ""))
+    return visible(f"# wrote {path}{created_note(new)}")
 
 
 def main(argv: list[str]) -> int:

@@ -52,6 +52,20 @@ def check_writable_dir(directory, what: str) -> None:
         raise TfdashError(f"{what} {d}: cannot write there ({parent} is not a writable directory)")
 
 
+def missing_folders(directory) -> list[Path]:
+    """`directory` and those of its parents that do not exist yet, nearest first: asked before a write
+    that makes them, so that the line that reports the write can say so (`created_note`), and a typo
+    in a folder's name is seen rather than silently made."""
+    d = Path(directory).expanduser()
+    # os.path.exists never raises: a folder it cannot stat, no write gets into either
+    return [p for p in (d, *d.parents) if not os.path.exists(p)]
+
+
+def created_note(missing: list[Path]) -> str:
+    """" (its folder X was created)", X the nearest of `missing_folders`, or "" when none was missing."""
+    return f" (its folder {missing[0]} was created)" if missing else ""
+
+
 # a descriptor of this process named as a path: /dev/stdout leads to /proc/self/fd/1
 _FD_PATH = re.compile(r"/(?:dev/fd|proc/(?:self|thread-self|(\d+))/fd)/(\d+)")
 
