@@ -93,3 +93,20 @@ def test_a_cached_ceiling_under_the_step_is_named_in_the_report_and_by_open(tmp_
     assert "% of the 0.1 GB/s measured ceiling" in lines[at] and lines[at + 1] == want, lines[at:at + 2]
     assert main(["open", str(out_dir / "snapshot.json")]) == 0
     assert want in capsys.readouterr().out.splitlines()
+
+
+def test_an_export_into_a_folder_it_made_says_so(tmp_path, capsys):
+    """`--export DIR` (and `--save PATH`) made a missing folder silently, so a typo in its name went
+    unseen; the line that names the files says the folder was created, as `tfdash diff` says it,
+    and a second run into the same folder does not."""
+    out_dir, save = tmp_path / "exprots" / "run", tmp_path / "saves" / "final.json"
+    argv = ["--headless", "--device", "cpu", "--export", str(out_dir), "--save", str(save), "--max-new-tokens", "2",
+            "--prompt", "hi"]
+    files = ", ".join(str(out_dir / name) for name in ("snapshot.json", "trace.json", "kernels.csv"))
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert f"wrote {files} (its folder {out_dir} was created)" in lines, lines
+    assert f"wrote {save} (its folder {save.parent} was created)" in lines, lines
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert f"wrote {files}" in lines and f"wrote {save}" in lines, lines

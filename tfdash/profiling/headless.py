@@ -7,8 +7,8 @@ host timing on CPU), and, if the generation ended before it ran, once more right
 ctx where it stopped. With --ab the plan variant is A/B'd against the running plan on the
 generation (tfdash.profiling.ab), from a second thread as soon as the first tokens arrive; if the
 generation ends first, right after it from where it stopped. The report prints tok/s, the
-roofline line, NVML's bandwidth, the files written with --export, and ends with the top kernels
-by measured time beside their predicted time and gap.
+roofline line, NVML's bandwidth, the files written with --export (and any folder made for them),
+and ends with the top kernels by measured time beside their predicted time and gap.
 
 Ctrl+C, SIGTERM and SIGHUP stop the run and the report is still written (a second signal waits
 for it); the exit code is then 128 + the signal.
@@ -210,12 +210,16 @@ def report(session: Session, args, profile: bool, steps: int, out) -> None:
     failed = None
     try:
         from tfdash.profiling.export import export_all, write_snapshot
+        from tfdash.profiling.files import created_note, missing_folders
 
         if getattr(args, "export", None):
+            new = missing_folders(args.export)  # asked before the export makes them
             paths = export_all(snap, args.export)
-            print("wrote " + ", ".join(str(p) for p in paths.values()), file=out)
+            print(visible("wrote " + ", ".join(str(p) for p in paths.values()) + created_note(new)), file=out)
         if getattr(args, "save", None):
-            print(f"wrote {write_snapshot(snap, Path(args.save).expanduser())}", file=out)
+            save = Path(args.save).expanduser()
+            new = missing_folders(save.parent)
+            print(visible(f"wrote {write_snapshot(snap, save)}{created_note(new)}"), file=out)
     except TfdashError as e:  # the report still ends with the top kernels; then the error, non-zero
         failed = e
     if profile:
