@@ -322,6 +322,7 @@ async def test_the_export_toast_shows_the_file_name_whole_and_its_folder_at_80x2
     from test_app_fit import settle, toast_lines
 
     out = tmp_path / "a-folder-whose-name-is-long-enough" / "and-another-below-it" / "exports"
+    out.mkdir(parents=True)  # there already: the toast says no folder was made
     app = make_app(export_dir=out)
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         await settle(pilot)
@@ -332,6 +333,31 @@ async def test_the_export_toast_shows_the_file_name_whole_and_its_folder_at_80x2
     assert lines[:2] == ["Chrome trace written", app.last_export.name], lines
     assert lines[2].startswith("in /") and "".join(lines[2:])[3:] == str(out), lines
     assert all(line.endswith("/") for line in lines[2:-1]), lines
+
+
+@sync
+async def test_an_export_into_a_folder_it_made_says_so_in_its_toast(isolated_config, tmp_path):
+    """The export made its missing folder silently: a typo in --export-dir or the config file's
+    export_dir went unseen. The toast says the folder was created, as `tfdash diff` says it; the
+    next export into it, not."""
+    from test_app_fit import settle, toast_lines
+
+    out = tmp_path / "exprots" / "today"
+    app = make_app(export_dir=out)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await settle(pilot)
+        first = toast_lines(app)
+        app.clear_notifications()
+        await pilot.press("c")
+        await settle(pilot)
+        second = toast_lines(app)
+    assert first[0] == "snapshot written" and first[1].endswith(".json"), first
+    at = next((i for i, line in enumerate(first) if line.startswith("(its ")), len(first))
+    assert "".join(first[2:at])[3:] == str(out), first  # "in" the folder, then what was made
+    assert " ".join(first[at:]).replace("/ ", "/") == f"(its folder {out} was created)", first
+    assert second[0] == "CSV written" and not any("created" in line for line in second), second
 
 
 @sync

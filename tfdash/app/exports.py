@@ -5,6 +5,7 @@ from the app.
 
 Files are named after the run and a counter, never overwritten:
     tfdash-qwen3-1.7b-20261129-101500.json / .csv / .trace.json / .svg
+A folder made for them is named in the toast, as the CLI's outputs name theirs.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import time
 from pathlib import Path
 
 from tfdash.errors import TfdashError
+from tfdash.profiling.files import created_note, missing_folders
 from tfdash.profiling.snapshot import ProfileSnapshot
 from tfdash.textsafe import visible
 
@@ -98,14 +100,15 @@ class ExportActions:
         """Write one export of what is on screen (ids export.*); a toast names the file or why not."""
         snap = self.snapshot
         directory = self.export_directory()
+        if snap is None and kind != "svg":  # said before any folder is made for it
+            self.notify("nothing measured yet to export", severity="warning", timeout=3)
+            return None
         try:
+            new = missing_folders(directory)  # asked before the mkdir makes them: the toast says so
             directory.mkdir(parents=True, exist_ok=True)
             path = unique_path(directory, stem_for(snap), KINDS[kind])
             if kind == "svg":
                 self.save_screenshot(filename=path.name, path=str(directory))
-            elif snap is None:
-                self.notify("nothing measured yet to export", severity="warning", timeout=3)
-                return None
             else:
                 write(kind, snap, path)
         except (TfdashError, OSError) as e:
@@ -114,6 +117,8 @@ class ExportActions:
                         timeout=8)
             return None
         width = min(TOAST_WIDTH, int((self.size.width - TOAST_EDGE) * TOAST_SHARE)) - TOAST_FRAME
-        self.notify(path_lines(path, width), title=f"{LABELS[kind]} written", timeout=6, keep="\n")
+        made = broken(visible(created_note(new).strip()), "/ ", width) if new else []  # a typo in the folder is seen
+        self.notify("\n".join([path_lines(path, width), *made]), title=f"{LABELS[kind]} written", timeout=6,
+                    keep="\n")
         self.last_export = path
         return path
