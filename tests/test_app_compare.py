@@ -202,7 +202,7 @@ async def test_picker_lists_snapshots_not_traces_and_offers_x_only_with_a_baseli
         await pilot.press("b")
         await settle(pilot)
         listed = rows(app.screen.query_one("#picker-table"))
-        assert [r[0] for r in listed] == ["cut.json", "snapshot.json"], listed
+        assert [r[0] for r in listed] == ["cut.json", "h2/snapshot.json"], listed
         assert listed[0][-1] == "unreadable" and listed[1][-1] == "✓ same model and dtype", listed
         footer = screen_text(app).splitlines()[-1]
         assert "⏎ Choose" in footer and "No baseline" not in footer, footer
@@ -218,6 +218,53 @@ async def test_picker_lists_snapshots_not_traces_and_offers_x_only_with_a_baseli
         footer = screen_text(app).splitlines()[-1]
         assert "x No baseline" in footer, footer
         assert "x none" in str(app.screen.query_one("#picker-box").border_subtitle)
+
+
+@sync
+async def test_picker_names_each_export_folder_and_cuts_a_long_one_at_its_start(isolated_config, tmp_path,
+                                                                                monkeypatch):
+    """Three `--headless --export DIR` folders were listed as three rows of "snapshot.json", alike
+    but for their times. Each row now names its folder (`DIR/snapshot.json`, as the baseline and
+    `tfdash diff` do); at 80 columns a folder name too long for the box loses its start, so the part
+    that tells it from the others and "against this run" stay on the row."""
+    from test_app_dialogs import box_lines
+    from test_app_fit import screen_text
+
+    from tfdash.profiling.export import export_all
+
+    monkeypatch.chdir(tmp_path)
+    runs = tmp_path / "runs"
+    long = "qwen3-1.7b-h200-tilelang-bf16-graph-fused-rope-sweep-3-baseline"
+    folders = ("h200-fused", "h200-unfused", long)
+    for i, name in enumerate(folders):
+        snap = build_snapshot(fused_rope=False) if name == "h200-unfused" else load_snapshot(SNAPSHOT)
+        path = export_all(snap, runs / name)["snapshot"]
+        os.utime(path, (1_800_000_000 + i, 1_800_000_000 + i))
+    shown = shutil.copy(SNAPSHOT, tmp_path / "run.json")
+    messages = []
+    app = open_app(shown, export_dir=runs)
+    async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
+        await settle(pilot)
+        await pilot.press("b")
+        await settle(pilot)
+        inside = box_lines(screen_text(app), "baseline snapshot")
+        at = next(i for i, line in enumerate(inside) if line.startswith("file "))
+        listed = [line.split("  ")[0] for line in inside[at + 1:at + 4]]  # newest first
+        assert listed == [f"{name}/snapshot.json" for name in reversed(folders)], inside
+
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot)
+        inside = box_lines(screen_text(app), "baseline snapshot")
+        at = next(i for i, line in enumerate(inside) if line.startswith("file "))
+        header, first, second, third = inside[at:at + 4]
+        assert header.endswith("against this run"), inside
+        assert first.startswith("…") and "-sweep-3-baseline/snapshot.json" in first, inside
+        assert first.endswith("✓ same model and dtype") and long not in first, inside
+        assert second.startswith("h200-unfused/snapshot.json") and third.startswith("h200-fused/snapshot.json"), inside
+        await pilot.press("enter")  # the long one: named whole once chosen
+        await settle(pilot)
+    [chosen] = once(messages, BaselineChosen)
+    assert chosen.label == f"{long}/snapshot.json" and app.baseline.label == chosen.label
 
 
 def test_picker_picture(isolated_config, exports, snap_compare):

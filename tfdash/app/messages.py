@@ -71,7 +71,8 @@ class ABMeasured(Message):
 
 
 class BaselineChosen(Message):
-    """The baseline picker set the baseline (`label`: its file name) or cleared it (None)."""
+    """The baseline picker set the baseline (`label`: its name as the picker shows it, an export
+    folder's `DIR/snapshot.json`) or cleared it (None)."""
 
     def __init__(self, label: str | None) -> None:
         super().__init__()

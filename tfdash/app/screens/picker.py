@@ -1,10 +1,12 @@
 """The baseline picker (`b`): recent snapshot exports, newest first, each with its model, dtype,
 when it was recorded and its tok/s, and whether it compares with the run on screen (in a narrow
-box the columns that do not fit go, model and dtype first; the rest are whole). Enter makes
-the selected one the baseline (`app.set_baseline`); one of another model or dtype is refused with
-the line `tfdash diff` gives, shown under the list. With no snapshot to offer the box is its intro
-alone: how to write one (the dashboard's keys do not act while it is open). Every string from a file
-is Text, never markup.
+box the columns that do not fit go, model and dtype first; the rest are whole). A file is named as
+`snapshot_label` names it (`DIR/snapshot.json` for a `--headless --export DIR` folder, whose files
+all share one name); a name too long for the box loses its start, never its end, which tells one
+export from the next. Enter makes the selected one the baseline (`app.set_baseline`); one of another
+model or dtype is refused with the line `tfdash diff` gives, shown under the list. With no snapshot
+to offer the box is its intro alone: how to write one (the dashboard's keys do not act while it is
+open). Every string from a file is Text, never markup.
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ from textual.widgets import DataTable, Static
 from tfdash.app import bindings
 from tfdash.app.widgets.footer import FitFooter
 from tfdash.app.compare import Recent
-from tfdash.app.layout import fill_whole
+from tfdash.app.layout import cell_widths, fill_whole
 from tfdash.app.messages import BaselineChosen
+from tfdash.app.widgets.kernel_cells import MIN_NAME, tail
+from tfdash.profiling.export import snapshot_label
 from tfdash.textsafe import visible
 
 
@@ -30,13 +34,15 @@ COLUMNS = (("file", "file"), ("model", "model"), ("dtype", "dtype"), ("recorded"
            ("tok", Text("tok/s", justify="right")), ("fit", "against this run"))
 # In a narrow box the last listed go first: which file, and whether it compares, stay.
 PRIORITY = ("file", "fit", "tok", "recorded", "dtype", "model")
+FILE_MIN = 24  # cells a file name is cut to, at least, to keep "against this run" beside it ("…" and a
+# folder name's last 9 cells before "/snapshot.json"); below that the name has the row and the fit column goes
 
 
 def row_cells(e: Recent, current) -> list[Text]:
     """file, model, dtype, recorded, tok/s, and how it compares with `current` (a snapshot)."""
     from tfdash.profiling.diff import differences
 
-    name = Text(visible(e.path.name), style="bold")
+    name = Text(visible(snapshot_label(e.path)), style="bold")
     if e.snapshot is None:
         return [name, Text(visible(e.error or "?"), style="italic"), Text(""), Text(""), Text(""), Text("unreadable")]
     m = e.snapshot.meta
@@ -47,6 +53,23 @@ def row_cells(e: Recent, current) -> list[Text]:
     diffs = differences(e.snapshot, current) if current is not None else []
     fit = Text(visible(diffs[0]), style="italic") if diffs else Text("✓ same model and dtype")
     return [name, Text(visible(model)), Text(visible(m.dtype)), Text(when), tps, fit]
+
+
+def file_room(width: int, rows: list[list[Text]]) -> int:
+    """The cells the file column's names may take in a table `width` cells wide (0: not laid out,
+    no limit): what the "against this run" column leaves when the names keep FILE_MIN there, else
+    the whole row; each column takes 2 cells of padding."""
+    if width <= 0:
+        return 0
+    beside = width - 2 - (cell_widths(COLUMNS, rows)["fit"] + 2)
+    return max(MIN_NAME, beside if beside >= FILE_MIN else width - 2)
+
+
+def fit_names(rows: list[list[Text]], room: int) -> list[list[Text]]:
+    """`rows` with each file name whole within `room` cells (0: any), else its end after "…"."""
+    if room <= 0:
+        return rows
+    return [[Text(tail(r[0].plain, room), style=r[0].style), *r[1:]] for r in rows]
 
 
 def shown_dir(d) -> str:
@@ -107,11 +130,13 @@ class PickerScreen(ModalScreen):
         self.call_after_refresh(self._fill)
 
     def _fill(self) -> None:
-        """The columns that fit the box whole, refitted on resize with the cursor kept on its row."""
+        """The columns that fit the box whole (the file names cut at their start to fit), refitted on
+        resize with the cursor kept on its row."""
         t = self.query_one("#picker-table", DataTable)
         row = t.cursor_row
-        fill_whole(t, COLUMNS, self.rows, [str(i) for i in range(len(self.rows))], PRIORITY,
-                   int(len(self.rows) + 1 > t.size.height))
+        scrollbar = int(len(self.rows) + 1 > t.size.height)
+        rows = fit_names(self.rows, file_room(t.size.width - scrollbar, self.rows))
+        fill_whole(t, COLUMNS, rows, [str(i) for i in range(len(rows))], PRIORITY, scrollbar)
         t.move_cursor(row=row, animate=False)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
@@ -132,8 +157,9 @@ class PickerScreen(ModalScreen):
             self._say(line)
             self.notify(line, title="baseline", severity="warning", timeout=8)
             return
-        self.app.post_message(BaselineChosen(chosen.path.name))  # this screen closes now
-        self.notify(f"comparing against {chosen.path.name}", title="baseline", timeout=4)
+        label = snapshot_label(chosen.path)  # as the table and the baseline name it
+        self.app.post_message(BaselineChosen(label))  # this screen closes now
+        self.notify(f"comparing against {label}", title="baseline", timeout=4)
         self.dismiss(chosen.path)
 
     def action_clear(self) -> None:
