@@ -127,3 +127,60 @@ async def test_q_closes_a_dialog_as_esc_does_and_a_second_q_quits(isolated_confi
         await pilot.press("q")
         await settle(pilot)
     assert not app.is_running
+
+
+def dialog_app(case: str, tmp_path):
+    """The dashboard a case's dialog opens over: the picker with no snapshot to pick or one, the
+    A/B dialog over a saved snapshot holding a recorded A/B or a live run."""
+    from test_app_compare import recorded_ab
+
+    from tfdash.profiling.export import write_snapshot
+
+    exports = tmp_path / "exports"
+    if case == "picker, one snapshot":
+        write_snapshot(load_snapshot(SNAPSHOT), exports / "tfdash-qwen3-1.7b-20261129-101500.json")
+    if case == "A/B, live run":
+        return TfdashApp(LiveStandIn(ab_result=recorded_ab()), theme="tfdash-dark")
+    if case == "A/B, saved snapshot":
+        return snapshot_app(dataclasses.replace(load_snapshot(SNAPSHOT), ab=(recorded_ab(),)), theme="tfdash-dark")
+    return make_app(export_dir=exports)
+
+
+@pytest.mark.parametrize(("case", "offered"), [("picker, nothing to pick", False), ("picker, one snapshot", True),
+                                               ("A/B, saved snapshot", False), ("A/B, live run", True)])
+@sync
+async def test_enter_is_offered_only_where_it_acts(isolated_config, tmp_path, monkeypatch, case, offered):
+    """The picker with no snapshot to pick, and the A/B dialog over a saved snapshot (its recorded
+    A/B shown; nothing to run one with), offered "⏎ Choose" / "⏎ Run" in the footer (the A/B's
+    box "⏎ run" too) where ⏎ only said why it did nothing. Now ⏎ is offered where it acts; pressed
+    where it is not, it says why and leaves the dialog as it was."""
+    from test_app_fit import toast_lines
+
+    monkeypatch.chdir(tmp_path)
+    key, title, hint = ("b", "baseline snapshot", "⏎ Choose") if case.startswith("picker") else \
+        ("a", "A/B a plan variant", "⏎ Run")
+    messages = []
+    app = dialog_app(case, tmp_path)
+    async with app.run_test(size=(120, 40), message_hook=messages.append, notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press(key)
+        await settle(pilot)
+        app.clear_notifications()  # a live run's first toasts would cover the box's bottom line
+        await settle(pilot)
+        text = screen_text(app)
+        lines = text.splitlines()
+        footer, bottom = lines[-1], next(line for line in lines if "╰" in line and "esc c" in line)  # the box's
+        assert (hint in footer) == offered and ("⏎" in bottom) == offered, text
+        if offered:
+            return
+        before = box_lines(text, title)
+        await pilot.press("enter")
+        await settle(pilot)
+        after = box_lines(screen_text(app), title)
+        toasts = " ".join(toast_lines(app))
+    if key == "b":
+        assert after == before[:-1] + ["no snapshot to compare against yet: esc, then e writes one"], after
+        assert app.baseline is None
+    else:
+        assert after == before and "a saved snapshot is read-only: nothing to A/B" in toasts, (after, toasts)
+        assert not [m for m in messages if type(m).__name__ in ("ABMeasured", "ABProgressed")]

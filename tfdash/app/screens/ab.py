@@ -8,8 +8,9 @@ sides' medians (the two can differ, even in sign), and the screen names each fig
 Until there is a result the variants have the box below the intro, with one line under them
 (what ⏎ does, or what is running); the sides, the verdict and the per-op table come with a result
 (an A/B that did not run has a verdict only) and go when the next A/B starts; ⏎ is not offered
-while one runs. In a short terminal, once an A/B runs or is shown, the intro gives its rows to the
-result (the verdict's second line says how it was measured) and the variants scroll in what is left.
+while one runs, nor on a saved snapshot (it has no engine to run one). In a short terminal, once an
+A/B runs or is shown, the intro gives its rows to the result (the verdict's second line says how it
+was measured) and the variants scroll in what is left.
 
 The A/B runs in a thread worker; its progress arrives as ABProgressed messages (posted from the
 decode thread, which never waits on the screen). Escape cancels it after the window in progress,
@@ -153,13 +154,16 @@ class ABScreen(ModalScreen):
                    SIDE_PRIORITY, scrollbar=0)
 
     def offers(self, action: str) -> bool:
-        """⏎ Run is not offered while an A/B runs (widgets/footer.py); pressed anyway, it says so."""
-        return action != "start" or self.running is None
+        """⏎ Run is offered only where it runs an A/B: on a live source, with none running
+        (widgets/footer.py); pressed anyway, it says why it does nothing."""
+        return action != "start" or (self.running is None and self.app.source.live)
 
     def _keys(self) -> None:
-        """The box's subtitle and the footer name the keys that act now: no ⏎ during a run."""
+        """The box's subtitle and the footer name the keys that act now: no ⏎ during a run or on a
+        saved snapshot (where esc only closes)."""
         box = self.query_one("#ab-box")
-        box.border_subtitle = "esc cancel" if self.running is not None else "⏎ run · esc cancel/close"
+        box.border_subtitle = "esc cancel" if self.running is not None else \
+            "⏎ run · esc cancel/close" if self.offers("start") else "esc close"
         self.refresh_bindings()
 
     def _status(self, line: str, style: str = "") -> None:

@@ -6,7 +6,7 @@ all share one name); a name too long for the box loses its start, never its end,
 export from the next. Enter makes the selected one the baseline (`app.set_baseline`); one of another
 model or dtype is refused with the line `tfdash diff` gives, shown under the list. With no snapshot
 to offer the box is its intro alone: how to write one (the dashboard's keys do not act while it is
-open). Every string from a file is Text, never markup.
+open, and ⏎ is not offered). Every string from a file is Text, never markup.
 """
 
 from __future__ import annotations
@@ -123,7 +123,10 @@ class PickerScreen(ModalScreen):
         self.set_focus(t if self.entries else None)  # (the screen's auto-focus gave it the focus already)
 
     def offers(self, action: str) -> bool:
-        """`x` (drop the baseline) is offered only while there is one (widgets/footer.py)."""
+        """`x` (drop the baseline) is offered only while there is one, ⏎ only with a snapshot to
+        choose (widgets/footer.py); pressed anyway, each says why it does nothing."""
+        if action == "choose":
+            return bool(self.entries)
         return action != "clear" or getattr(self.app, "baseline", None) is not None
 
     def on_resize(self) -> None:
@@ -148,7 +151,7 @@ class PickerScreen(ModalScreen):
 
     def action_choose(self) -> None:
         t = self.query_one("#picker-table", DataTable)
-        if not self.entries:
+        if not self.offers("choose"):  # not in the footer; pressed anyway, it says why it does nothing
             self._say("no snapshot to compare against yet: esc, then e writes one")
             return
         chosen = self.entries[max(0, min(t.cursor_row, len(self.entries) - 1))]
