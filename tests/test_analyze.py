@@ -401,6 +401,18 @@ def test_cli_json(capsys, tmp_path):
     assert [r["ctx_len"] for r in j["reports"]] == [0, 1024, 2048]
 
 
+@pytest.mark.parametrize("what", [["--dim", "ctx_len=7"], ["--sweep", "ctx_len=0:16:8"]])
+def test_cli_json_into_a_new_folder_says_the_folder_was_made(capsys, tmp_path, what):
+    """`analyze --json no/such/a.json` made the folders and said only "# wrote ...": a typo in a folder's
+    name went unseen. It says so as `tfdash diff` does; a sweep, whose file is written as it goes, too."""
+    out_path = tmp_path / "no" / "such" / "a.json"
+    rc, _, err = analyze_cli(capsys, "--model", "qwen3-tiny", *what, "--json", str(out_path))
+    assert rc == 0 and out_path.is_file(), err
+    assert err.splitlines() == [f"# wrote {out_path} (its folder {out_path.parent} was created)"]
+    rc, _, err = analyze_cli(capsys, "--model", "qwen3-tiny", *what, "--json", str(out_path))  # there now
+    assert rc == 0 and err.splitlines() == [f"# wrote {out_path}"]
+
+
 def test_cli_json_subprocess(tmp_path):
     out_path = tmp_path / "a.json"
     r = run_tfdash("analyze", "--model", "qwen3-tiny", "--dim", "ctx_len=7", "--json", str(out_path))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from tfdash.argparsing import Parser
 from tfdash.errors import TfdashError
@@ -84,9 +85,11 @@ def main(argv: list[str]) -> int:
     if capacity > cfg.max_position_embeddings:
         raise TfdashError(f"--capacity {capacity} is past max_position_embeddings={cfg.max_position_embeddings}")
     plan = plan_for(cfg, args.dtype, capacity)  # the plan the engine runs: the TFDASH_* plan knobs in effect
-    from tfdash.profiling.files import table_stream
+    from tfdash.profiling.files import missing_folders, table_stream
 
     out = table_stream(args.json)  # --json /dev/stdout: the table to stderr
+    # asked before a sweep's file (or the report's) makes them: the "# wrote" line says so, as diff's does
+    new = missing_folders(Path(args.json).expanduser().parent) if args.json else []
     if sw is not None:
         parts = sw.split(":")
         if len(parts) != 3:
@@ -104,11 +107,11 @@ def main(argv: list[str]) -> int:
         out.write(render_text(report, operands=args.operands))
         payload = to_json(report)
     if args.json:
-        from tfdash.profiling.files import write_json_atomic
+        from tfdash.profiling.files import write_json_atomic, wrote_line
 
         if payload is not None:  # a sweep wrote its file as it went
             write_json_atomic(args.json, payload)
-        print(f"# wrote {args.json}", file=sys.stderr)
+        print(wrote_line(args.json, new), file=sys.stderr)
     if not args.ckpt and not args.model:  # after the report: an error stays its one line
         print(f"# {default_model_note()}", file=sys.stderr)
     return 0

@@ -21,7 +21,6 @@ from pathlib import Path
 from tfdash.argparsing import Parser
 from tfdash.errors import UsageError
 from tfdash.profiling.diff import GROUPS, DiffRow, SnapshotDiff, compare, step_deltas, to_json
-from tfdash.textsafe import visible
 from tfdash.units import fmt_bytes, fmt_gap
 
 MARK = {"matched": " ", "added": "+", "removed": "-"}
@@ -184,11 +183,10 @@ def parser() -> argparse.ArgumentParser:
 def write_out(out: str, text: str) -> str:
     """Write `text` to the file OUT, making missing folders as --export and --export-dir do; the line
     it returns names the file and any folder made for it, so a typo in a folder name is seen."""
-    from tfdash.profiling.files import created_note, missing_folders, write_text_atomic
+    from tfdash.profiling.files import missing_folders, write_text_atomic, wrote_line
 
     new = missing_folders(Path(out).expanduser().parent)
-    path = write_text_atomic(out, text)
-    return visible(f"# wrote {path}{created_note(new)}")
+    return wrote_line(write_text_atomic(out, text), new)
 
 
 def main(argv: list[str]) -> int:

@@ -66,6 +66,16 @@ def created_note(missing: list[Path]) -> str:
     return f" (its folder {missing[0]} was created)" if missing else ""
 
 
+def wrote_line(path, missing: list[Path]) -> str:
+    """"# wrote PATH", and `created_note(missing)`: the line a command prints once its OUT file is written
+    (diff's --json/--markdown, analyze's, bench's and counters' --json), `missing` asked of the file's
+    folder before the write made it. PATH as the write read it (a leading ~ expanded), its control
+    characters shown rather than sent to the terminal."""
+    from tfdash.textsafe import visible
+
+    return visible(f"# wrote {Path(path).expanduser()}{created_note(missing)}")
+
+
 # a descriptor of this process named as a path: /dev/stdout leads to /proc/self/fd/1
 _FD_PATH = re.compile(r"/(?:dev/fd|proc/(?:self|thread-self|(\d+))/fd)/(\d+)")
 
