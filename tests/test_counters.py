@@ -197,3 +197,21 @@ def test_counters_in_the_snapshot_json_and_csv(plan, tmp_path):
     assert tuple(rows[0]) == CSV_COLUMNS
     assert rows[4]["dram_read"] == "50362112" and rows[4]["grid"] == "264x1x1" and rows[7]["dram_read"] == ""
     assert float(rows[4]["dram_ratio"]) == pytest.approx(got[4].ratio, abs=1e-4)
+
+
+def test_json_into_a_new_folder_says_the_folder_was_made(plan, tmp_path, monkeypatch, capsys):
+    """`counters --json no/such/c.json` made the folders and said only "# wrote ...": a typo in a
+    folder's name went unseen. It says so as `tfdash diff` does (the GPU's part stood in for here)."""
+    from tfdash.cli import main
+    from tfdash.profiling import counters_cli
+
+    got = cmod.match(ncu.parse_csv(RAW), plan, 0, 5, 512)
+    monkeypatch.setattr(counters_cli, "prepare", lambda engine_args, pick, ctx, timeout: request(plan, sorted(got)))
+    monkeypatch.setattr(counters_cli, "measure", lambda req, progress=None: got)
+    out = tmp_path / "no" / "such" / "c.json"
+    assert main(["counters", "--all", "--json", str(out)]) == 0
+    wrote = [line for line in capsys.readouterr().err.splitlines() if line.startswith("# wrote")]
+    assert wrote == [f"# wrote {out} (its folder {out.parent} was created)"]
+    assert json.loads(out.read_text())["schema"] == "tfdash.counters/1"
+    assert main(["counters", "--all", "--json", str(out)]) == 0  # there now: nothing made
+    assert [line for line in capsys.readouterr().err.splitlines() if line.startswith("# wrote")] == [f"# wrote {out}"]
