@@ -56,22 +56,13 @@ import time
 from tfdash.errors import TfdashError, UnsupportedShape, UsageError
 from tfdash.profiling.bench_args import (  # noqa: F401 (BACKENDS, DEFAULT_BACKENDS re-exported)
     BACKENDS, DEFAULT_BACKENDS, PROG, check_lengths, check_numbers, parser)
-from tfdash.profiling.files import check_writable_file, table_stream, write_json_atomic
+from tfdash.profiling.bench_table import (  # noqa: F401 (TABLE_HEAD, table_row re-exported)
+    TABLE_HEAD, header_line, table_lines, table_row, write_report)
+from tfdash.profiling.files import check_writable_file
 from tfdash.profiling.variants import PLAN_VARIANTS, gemv_variant
 from tfdash.settings import SETTINGS
-from tfdash.stats import tokens
 
 SCHEMA = "tfdash.bench/1"
-
-
-def header_line(model: str, ckpt: str | None, prompt_tokens: int, new_tokens: int, capacity: int, rounds: int,
-                probe) -> str:
-    """The table's first line: what ran, on what, how often, against which ceiling (a count of one
-    is singular: `1 prompt token + 1 new token`, `1 round`)."""
-    return (f"tfdash bench · {model} · {'random weights' if not ckpt else ckpt} · "
-            f"{tokens(prompt_tokens, 'prompt ')} + {tokens(new_tokens, 'new ')} · capacity {capacity} · "
-            f"{rounds} round{'' if rounds == 1 else 's'} · "
-            f"copy ceiling {probe.bandwidth / 1e12:.2f} TB/s ({probe.method})")
 
 
 def launches_per_step(name, peer, plan):
@@ -193,20 +184,6 @@ def summary_row(rs: list[dict], bandwidth: float, first_tokens) -> dict:
             "ttft_ms": median_of("ttft_ms"), "decode_tok_per_s": median_of("decode_tok_per_s"),
             "ms_per_step_p50": median_of("ms_per_step_p50"),
             "achieved_gbps": gbps, "pct_of_copy_ceiling": 100 * gbps * 1e9 / bandwidth, "first_tokens": first_tokens}
-
-
-TABLE_HEAD = (f"{'backend':<18}{'tok/s median':>13}{'spread':>19}{'TTFT ms':>9}{'decode tok/s':>13}"
-              f"{'ms/step p50':>13}{'GB/s':>9}{'% ceiling':>11}{'launches':>10}{'compile s':>11}")
-
-
-def table_row(name: str, s: dict) -> str:
-    def num(v, fmt):
-        return "-" if v is None else format(v, fmt)
-
-    return (f"{name:<18}{s['tok_per_s_median']:>13.1f}{s['tok_per_s_min']:>9.1f} - {s['tok_per_s_max']:<7.1f}"
-            f"{num(s.get('ttft_ms'), '.1f'):>9}{num(s.get('decode_tok_per_s'), '.1f'):>13}"
-            f"{num(s['ms_per_step_p50'], '.3f'):>13}{s['achieved_gbps']:>9.0f}{s['pct_of_copy_ceiling']:>10.1f}%"
-            f"{num(s.get('launches_per_step'), 'd'):>10}{num(s.get('compile_s'), '.0f'):>11}")
 
 
 def _host_meta() -> dict:
@@ -377,13 +354,8 @@ def main(argv: list[str]) -> int:
             summary[name]["tokens_equal_to_torch_graph_prefix"] = same
 
     header = header_line(cfg.name, args.ckpt, len(ids), args.max_new_tokens, capacity, args.rounds, probe)
-    lines = [header, TABLE_HEAD] + [table_row(name, s) for name, s in summary.items()]
-    best_peer = max((n for n in summary if not n.startswith("tilelang")), default=None,
-                    key=lambda n: summary[n]["tok_per_s_median"])
-    if "tilelang-graph" in summary and best_peer:
-        lines.append(f"tilelang-graph / {best_peer} (the strongest peer here): "
-                     f"{summary['tilelang-graph']['tok_per_s_median'] / summary[best_peer]['tok_per_s_median']:.2f}x")
-    print("\n".join(lines), file=table_stream(args.json))  # --json /dev/stdout: stdout is the JSON alone
+    lines = table_lines(header, summary)
+    payload = None
     if args.json:
         payload = {"schema": SCHEMA, "command": "tfdash bench " + " ".join(argv), **_host_meta(), "settings": settings,
                    "model": cfg.to_dict(), "checkpoint": args.ckpt or "random", "prompt": args.prompt,
@@ -391,6 +363,5 @@ def main(argv: list[str]) -> int:
                    "launches_per_step": len(engine_plan), "generation_bytes": gen_bytes,
                    "ceiling": probe.to_dict(), "rounds": rounds, "summary": summary, "errors": errors,
                    "table": lines}
-        write_json_atomic(args.json, payload)
-        print(f"# wrote {args.json}", file=sys.stderr)
+    write_report(lines, args.json, payload)
     return 0
