@@ -361,6 +361,29 @@ async def test_an_export_into_a_folder_it_made_says_so_in_its_toast(isolated_con
 
 
 @sync
+async def test_save_on_quit_into_a_folder_it_made_says_so(isolated_config, tmp_path):
+    """`--save runs/today/final.json` made its missing folders on quit and the line after the screen
+    said only "snapshot saved to ...": a typo in a folder's name went unseen. It says so, as
+    `tfdash diff` does; a save into a folder that is there, not."""
+    from tfdash.app.main import final_line
+
+    lines = []
+    for _ in range(2):
+        save = tmp_path / "runs" / "today" / "final.json"
+        app = make_app(save_path=save)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            await pilot.press("q")
+            await pilot.pause()
+        assert app.saved == save and save.is_file()
+        lines.append(final_line(app))
+    head = "tfdash: 2048 new tokens, "
+    assert lines[0].startswith(head) and lines[0].endswith(
+        f" tok/s over the run; snapshot saved to {save} (its folder {save.parent} was created)"), lines[0]
+    assert lines[1].startswith(head) and lines[1].endswith(f"; snapshot saved to {save}"), lines[1]
+
+
+@sync
 async def test_export_to_an_unwritable_place_is_a_toast(isolated_config, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")

@@ -147,11 +147,22 @@ def run_app(args) -> int:
         print(f"tfdash: {line}", file=sys.stderr)
     if guarded.lines:
         print(f"tfdash: {guarded.lines} lines of library output during the run are in {guarded.path}")
-    snap = app.final_snapshot
-    if snap is not None:
-        print(f"tfdash: {tokens(snap.new_tokens, 'new ')}, {snap.tok_per_s:.1f} tok/s over the run"
-              + (f"; snapshot saved to {visible(str(app.saved))}" if app.saved else ""))
+    line = final_line(app)
+    if line:
+        print(line)
     return exit_status(app)
+
+
+def final_line(app) -> str | None:
+    """The line printed after the screen closes: what the run made, and where --save wrote it (and
+    any folder made for it, so a typo in a folder's name is seen); None without a final snapshot."""
+    from tfdash.profiling.files import created_note
+
+    snap = app.final_snapshot
+    if snap is None:
+        return None
+    saved = f"; snapshot saved to {visible(str(app.saved) + created_note(app.save_made))}" if app.saved else ""
+    return f"tfdash: {tokens(snap.new_tokens, 'new ')}, {snap.tok_per_s:.1f} tok/s over the run{saved}"
 
 
 def app_signals(app):

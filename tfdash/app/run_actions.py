@@ -1,7 +1,8 @@
 """The run's keys (TfdashApp mixes them in; ids in bindings.APP): pause, re-run, profile a
 window, and quit. Quitting mid-run (q, Ctrl+C, SIGTERM or SIGHUP) stops the engine after the
 steps in flight, waits for its worker, and exits with the final snapshot, written to --save's
-path when there is one. On a saved snapshot the keys that need an engine say it is read-only.
+path when there is one (any folder made for it is named in the line printed after the screen
+closes, as the CLI's outputs name theirs). On a saved snapshot the keys that need an engine say it is read-only.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import asyncio
 
 from tfdash.app import exports
 from tfdash.errors import TfdashError
+from tfdash.profiling.files import missing_folders
 from tfdash.profiling.snapshot import ProfileSnapshot
 
 PROFILE_STEPS = 32
@@ -66,8 +68,9 @@ class RunActions:
         snap = await self.stop_engine()
         if snap is not None and self.save_path is not None:
             try:
+                made = missing_folders(self.save_path.parent)  # asked before the write makes them
                 exports.write("snapshot", snap, self.save_path)
-                self.saved = self.save_path
+                self.saved, self.save_made = self.save_path, made  # the line after the screen names them
             except (TfdashError, OSError) as e:
                 self.save_error = str(e)  # the CLI says so after the screen closes, and exits 1
                 self.notify(str(e), severity="error")
