@@ -96,3 +96,60 @@ async def test_a_step_under_its_ceiling_shows_no_warning(isolated_config, home_c
         text = screen_text(app)
         assert fill_of(app, "47.7 %") != app.theme_variables["text-warning"].lower()
     assert "47.7 %  of ceiling" in text and "probe read low" not in text
+
+
+async def wait_for_toasts(pilot, app, n: int) -> None:
+    for _ in range(100):  # the refresh is coalesced (up to SLOWEST_REFRESH_S on a busy host)
+        await settle(pilot)
+        if len(app.screen.query("Toast")) >= n:
+            return
+    raise AssertionError(f"waited for {n} toasts")
+
+
+@sync
+async def test_a_window_over_the_ceiling_raises_a_warning_that_says_why_once(isolated_config, home_cache, tmp_path):
+    """A live run's window toast said "577.4 % of the ceiling" as any other: a step past its ceiling
+    read as a fast step. Its toast is a warning, and the first one says why and what to delete; the
+    next window's toast warns without saying it again (the roofline pane goes on saying it)."""
+    from fixtures.appkit import LiveStandIn
+    from test_app_fit import toast_lines
+
+    from tfdash.app.app import TfdashApp
+    from tfdash.app.messages import SessionNews
+
+    source = LiveStandIn(load_snapshot(low_ceiling(tmp_path)))
+    app = TfdashApp(source, tilelang_source=lambda fam: "#\n")
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        await wait_for_toasts(pilot, app, 1)
+        first = toast_lines(app)
+        [toast] = app.screen.query("Toast")
+        assert toast.has_class("-warning")
+        app.clear_notifications()
+        r = source.snap.roofline
+        source.snap = dataclasses.replace(source.snap, roofline=dataclasses.replace(r, ctx_len=r.ctx_len + 64),
+                                          profile_windows=source.snap.profile_windows + 1)
+        app.post_message(SessionNews())  # the next window, as far over
+        await wait_for_toasts(pilot, app, 1)
+        second = toast_lines(app)
+        [toast] = app.screen.query("Toast")
+        assert toast.has_class("-warning")
+    text = " ".join(first)
+    assert first[0] == "profile window" and "577.4 % of the ceiling" in text, first
+    assert text.endswith(NOTE), first
+    assert "577.4 % of the ceiling" in " ".join(second) and "probe read low" not in " ".join(second), second
+
+
+@sync
+async def test_a_window_under_the_ceiling_is_a_plain_note(isolated_config, home_cache):
+    from fixtures.appkit import LiveStandIn
+    from test_app_fit import toast_lines
+
+    from tfdash.app.app import TfdashApp
+
+    app = TfdashApp(LiveStandIn(), tilelang_source=lambda fam: "#\n")
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        await wait_for_toasts(pilot, app, 1)
+        lines = toast_lines(app)
+        [toast] = app.screen.query("Toast")
+        assert not toast.has_class("-warning")
+    assert "47.7 % of the ceiling" in " ".join(lines) and "probe read low" not in " ".join(lines), lines

@@ -81,6 +81,7 @@ class TfdashApp(MinSizeGuard, LiveRefresh, RunActions, ExportActions, CompareAct
         self._rerun = False
         self._stopping = False
         self._last_window = None
+        self._ceiling_told = False  # a window's toast has said why a step is over the ceiling
         self.saved: Path | None = None  # where --save wrote the final snapshot
         self.save_made: list[Path] = []  # the folders that write made (files.missing_folders)
         self.save_error: str | None = None  # why it could not

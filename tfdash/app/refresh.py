@@ -4,8 +4,8 @@ into snapshots, its status lines and its end.
 The worker posts at most one SessionNews at a time; the app takes a snapshot at most
 `refresh_hz` (20) times a second, and less often while drawing costs its thread more than
 UI_BUDGET of a core. Each snapshot taken is applied whole: the profile windows the drill-down's
-ctx_len sweep reads (`app.windows`), a toast per new window, then the `snapshot` reactive that
-the screens watch.
+ctx_len sweep reads (`app.windows`), a toast per new window (a warning where its step is over the
+ceiling), then the `snapshot` reactive that the screens watch.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import time
 
 from tfdash.app.messages import EngineStatus, RunEnded, SessionNews
 from tfdash.app.model import own_window
+from tfdash.profiling.probe import over_ceiling, over_ceiling_note
 from tfdash.profiling.snapshot import ProfileSnapshot
 
 UI_BUDGET = 0.2  # share of one core the dashboard's thread may use while the engine runs
@@ -83,11 +84,22 @@ class LiveRefresh:
                 while len(self.windows) > MAX_WINDOWS:
                     self.windows.pop(next(iter(self.windows)))
             if (self._last_window is not None or self.state != "snapshot") and r.timing != "continuous":
-                self.notify(f"{r.steps} steps at ctx_len {r.ctx_len:,}: {r.measured_step_ns / 1e6:.3f} ms/step, "
-                            f"{r.pct_ceiling:.1f} % of the ceiling", timeout=4,
-                            title="profile window, taken on its own" if own_window(snap) else "profile window")
+                self._window_toast(snap)
             self._last_window = window
         self.snapshot = snap
+
+    def _window_toast(self, snap: ProfileSnapshot) -> None:
+        """A new profile window's toast: its step time and share of the ceiling. A share over the ceiling
+        is a warning, and the first such toast says why (the probe read low) and how the ceiling is
+        measured again; the later ones only warn, as the roofline pane goes on saying it."""
+        r = snap.roofline
+        over = over_ceiling(r.pct_ceiling)
+        note = over_ceiling_note(r.pct_ceiling, r.ceiling_source) if not self._ceiling_told else ""
+        self._ceiling_told = self._ceiling_told or over
+        self.notify(f"{r.steps} steps at ctx_len {r.ctx_len:,}: {r.measured_step_ns / 1e6:.3f} ms/step, "
+                    f"{r.pct_ceiling:.1f} % of the ceiling" + (f"\n{note}" if note else ""),
+                    severity="warning" if over else "information", timeout=8 if note else 4, keep="\n",
+                    title="profile window, taken on its own" if own_window(snap) else "profile window")
 
     def on_engine_status(self, message: EngineStatus) -> None:
         if message.text.startswith("warning: "):  # stays as a toast, not a passing status line
