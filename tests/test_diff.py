@@ -235,3 +235,44 @@ def test_bad_input_from_the_command_line(pair, tmp_path):
     r = run_tfdash("diff", str(a), str(cut))
     assert r.rc == 2
     assert_one_line_error(r.stderr, "cut.json", "not valid JSON")
+
+
+def low_ceiling(path, out):
+    """The snapshot at `path` priced on a probe that read a fifth of what its step streamed."""
+    snap = load_snapshot(path)
+    r = snap.roofline
+    source = "probe: host memcpy 2x256 MiB, median of 5, cpu:test, 2026-12-06"
+    return write_snapshot(dataclasses.replace(snap, roofline=dataclasses.replace(
+        r, ceiling_gbps=r.achieved_gbps / 5, ceiling_source=source)), out)
+
+
+def test_a_share_over_the_ceiling_is_marked_and_said_once(pair, tmp_path, monkeypatch, capsys):
+    """The share row printed "500.0 %" as a fast step where the ceiling read low. The share is marked
+    `!`, hung past its column so the figures stay in line, and one line under the header says why
+    (both sides over on one cache file: still one line); Markdown says it too, JSON carries the source."""
+    monkeypatch.setenv("TFDASH_CACHE_DIR", str(tmp_path / "cache"))
+    note = f"over the ceiling: probe read low; delete {tmp_path / 'cache' / 'bandwidth.json'}"
+    a, b = pair
+    low_b = low_ceiling(b, tmp_path / "low-b.json")
+    pct_a = load_snapshot(a).roofline.pct_ceiling
+    assert main(["diff", str(a), str(low_b)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    head = [line for line in lines if line.startswith("# ")][3:]  # after A, B and how they were aligned
+    rows = head[1:next(i for i, line in enumerate(head) if line.startswith("# launches/step"))]
+    [share] = [line for line in rows if line.startswith("# share of the ceiling")]
+    assert f" {pct_a:.1f} %  " in share and " 500.0 %! " in share, share
+    x = head[0].index("Δ (B − A)")  # where the Δ column starts, in every row
+    assert all(line[x - 2:x] == "  " or line[x - 2:x] == "! " for line in rows), rows
+    assert all(line[x - 4:x - 2] == "µs" for line in rows if "µs" in line[x - 9:x]), rows
+    assert share[x - 3:x - 1] == "%!", share  # B's unit in line with the µs above and below, the mark past it
+    assert head[len(rows) + 2] == f"# ! {note}" and sum(note in line for line in lines) == 1, head
+    low_a = low_ceiling(a, tmp_path / "low-a.json")
+    assert main(["diff", str(low_a), str(low_b), "--markdown"]) == 0
+    md = capsys.readouterr().out
+    assert "| share of the ceiling | 500.0 %! | 500.0 %! |" in md and md.count(note) == 1, md
+    assert f"\n! {note}\n" in md
+    d = diff_json(capsys, a, low_b)
+    assert d["b"]["ceiling_source"].startswith("probe: host memcpy") and d["a"]["ceiling_source"] == "test: 10 GB/s"
+    assert main(["diff", str(a), str(b)]) == 0  # under the ceiling: no mark, no line
+    out = capsys.readouterr().out
+    assert "%!" not in out and "over the ceiling" not in out

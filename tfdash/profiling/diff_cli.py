@@ -4,7 +4,8 @@
                               [--json [OUT]] [--markdown [OUT]]
 
 Text (the default) and Markdown print a header (step time, tok/s and share of the ceiling in A
-and B, with Δ) and one row per launch, op, family or layer, sorted by |Δ|: measured time in A and
+and B, with Δ; a share past the ceiling marked `!`, and a line under the header saying the probe
+read low) and one row per launch, op, family or layer, sorted by |Δ|: measured time in A and
 B, Δ and Δ %, predicted time and bytes in A and B, gap × in A and B. `--json` or `--markdown`
 without a file prints that form instead of the text; with OUT it writes the file (making missing
 folders, as exports do, and saying so) and prints the text. The comparison itself is
@@ -20,10 +21,12 @@ from pathlib import Path
 
 from tfdash.argparsing import Parser
 from tfdash.errors import UsageError
-from tfdash.profiling.diff import GROUPS, DiffRow, SnapshotDiff, compare, step_deltas, to_json
+from tfdash.profiling.diff import GROUPS, DiffRow, SnapshotDiff, Step, compare, step_deltas, to_json
+from tfdash.profiling.probe import over_ceiling, over_ceiling_note
 from tfdash.units import fmt_bytes, fmt_gap
 
 MARK = {"matched": " ", "added": "+", "removed": "-"}
+OVER = "!"  # after a share of the ceiling past it (probe.over_ceiling); a line under the header says why
 COLUMNS = ("meas A µs", "meas B µs", "Δ µs", "Δ %", "pred A µs", "pred B µs", "bytes A", "bytes B",
            "gap A", "gap B")
 
@@ -64,6 +67,24 @@ def row_label(r: DiffRow) -> str:
     return r.label + what
 
 
+def _share(s: Step) -> str:
+    """A side's share of its ceiling, marked OVER where it is past it."""
+    return _pct(s.pct_ceiling, False) + (OVER if over_ceiling(s.pct_ceiling) else "")
+
+
+def ceiling_notes(d: SnapshotDiff) -> list[str]:
+    """Why a side's step is over its ceiling (probe.over_ceiling_note), each note once: both sides'
+    usually name the same cache file."""
+    notes = (over_ceiling_note(s.pct_ceiling, s.ceiling_source) for s in (d.a, d.b))
+    return list(dict.fromkeys(n for n in notes if n))
+
+
+def _hung(cell: str, width: int) -> str:
+    """`cell` right-aligned in `width` and one column more: an OVER mark hangs in it, so the figures
+    and their units stay in line whether marked or not."""
+    return cell[:-1].rjust(width) + OVER if cell.endswith(OVER) else cell.rjust(width) + " "
+
+
 def _delta_us(a: float | None, b: float | None) -> str:
     return "—" if a is None or b is None else f"{_us(b - a, True)} µs"
 
@@ -81,7 +102,7 @@ def header_rows(d: SnapshotDiff) -> list[tuple[str, str, str, str]]:
         ("step p50 (run)", f"{_us(a.step_p50_ns)} µs", f"{_us(b.step_p50_ns)} µs",
          _delta_us(a.step_p50_ns, b.step_p50_ns)),
         ("tok/s (run)", _num(a.tok_s), _num(b.tok_s), delta_tok),
-        ("share of the ceiling", _pct(a.pct_ceiling, False), _pct(b.pct_ceiling, False),
+        ("share of the ceiling", _share(a), _share(b),
          "—" if pc is None else f"{pc:+.1f} points"),
         ("predicted step", f"{_us(a.predicted_step_ns)} µs", f"{_us(b.predicted_step_ns)} µs",
          _delta_us(a.predicted_step_ns, b.predicted_step_ns)),
@@ -126,10 +147,11 @@ def render_text(d: SnapshotDiff, top: int | None = None) -> str:
     lines = [f"# {x}" for x in summary_lines(d)]
     head = header_rows(d)
     w = max(len(h[0]) for h in head)
-    cols = [max(len("A"), *(len(h[1]) for h in head)), max(1, *(len(h[2]) for h in head))]
+    cols = [max(1, *(len(h[i].removesuffix(OVER)) for h in head)) for i in (1, 2)]  # a mark hangs past them
     lines.append(f"# {'':<{w}}  {'A':>{cols[0]}}  {'B':>{cols[1]}}  Δ (B − A)")
     for what, a, b, delta in head:
-        lines.append(f"# {what:<{w}}  {a:>{cols[0]}}  {b:>{cols[1]}}  {delta}")
+        lines.append(f"# {what:<{w}}  {_hung(a, cols[0])} {_hung(b, cols[1])} {delta}")
+    lines += [f"# {OVER} {note}" for note in ceiling_notes(d)]
     rows = list(d.rows[:top] if top else d.rows)
     labels = [f"{MARK[r.status]} {row_label(r)}" for r in rows]
     cells = [row_cells(r) for r in rows]
@@ -151,6 +173,7 @@ def render_markdown(d: SnapshotDiff, top: int | None = None) -> str:
     out = [f"**tfdash diff** · {' · '.join(_md(x) for x in summary_lines(d))}", "",
            "| | A | B | Δ (B − A) |", "| --- | ---: | ---: | ---: |"]
     out += [f"| {_md(w)} | {_md(a)} | {_md(b)} | {_md(x)} |" for w, a, b, x in header_rows(d)]
+    out += [line for note in ceiling_notes(d) for line in ("", f"{OVER} {_md(note)}")]
     out += ["", f"| {d.group} | " + " | ".join(COLUMNS) + " |", "| --- |" + " ---: |" * len(COLUMNS)]
     rows = d.rows[:top] if top else d.rows
     for r in rows:
