@@ -28,3 +28,24 @@ def test_json_into_a_new_folder_says_the_folder_was_made(tmp_path, capsys):
     assert json.loads(out.read_text()) == {"table": lines}
     write_report(lines, str(out), {"table": lines})  # there now: nothing made
     assert capsys.readouterr().err.splitlines() == [f"# wrote {out}"]
+
+
+def test_a_share_over_the_ceiling_is_marked_and_said_once(monkeypatch, tmp_path):
+    """Two backends priced on a probe that read low printed "512.0%" as fast engines. Their shares are
+    marked `!` in the gutter before the launches (every column stays where it was) and one line under
+    the table says why; a share under the ceiling shows none of it."""
+    monkeypatch.setenv("TFDASH_CACHE_DIR", str(tmp_path / "cache"))
+    source = "probe: cuda d2d copy 2x2 GiB, median of 5, NVIDIA H100 80GB HBM3, 2026-12-06"
+    rows = {"tilelang-graph": summary(900.0, 3400.0, 512.0), "torch-compile": summary(600.0, 2300.0, 346.3),
+            "hf-compile": summary(200.0, 700.0, 99.0, launches=None)}
+    lines = table_lines(HEADER, rows, source)
+    assert lines[-1] == f"! over the ceiling: probe read low; delete {tmp_path / 'cache' / 'bandwidth.json'}"
+    assert sum("over the ceiling" in line for line in lines) == 1
+    head, table = lines[1], lines[2:5]
+    end = head.index("% ceiling") + len("% ceiling")  # the column's right edge
+    assert [row[end - 6:end + 1] for row in table] == ["512.0%!", "346.3%!", " 99.0% "], table
+    assert {len(row) for row in table} == {len(head)}  # launches and compile s where they were
+    launches = head.index("launches") + len("launches")
+    assert [row[end + 1:launches].strip() for row in table] == ["143", "143", "-"], table
+    under = table_lines(HEADER, {"tilelang-graph": summary(900.0, 3400.0, 80.3)}, source)
+    assert "!" not in "".join(under[2:]) and not any("over the ceiling" in line for line in under)

@@ -354,7 +354,7 @@ def main(argv: list[str]) -> int:
             summary[name]["tokens_equal_to_torch_graph_prefix"] = same
 
     header = header_line(cfg.name, args.ckpt, len(ids), args.max_new_tokens, capacity, args.rounds, probe)
-    lines = table_lines(header, summary)
+    lines = table_lines(header, summary, probe.source)
     payload = None
     if args.json:
         payload = {"schema": SCHEMA, "command": "tfdash bench " + " ".join(argv), **_host_meta(), "settings": settings,

@@ -1,6 +1,10 @@
 """`tfdash bench`'s report: the table (a line saying what ran, a row per backend, the engine against
 its strongest peer) and the --json file beside it.
 
+No backend streams faster than a cold copy: a share of the copy ceiling past it (probe.over_ceiling)
+means the probe read low (a busy GPU), so the share is marked `!` and a line under the table says
+so and how the ceiling is measured again.
+
 The table goes to stdout, or to stderr where --json is this process's stdout (/dev/stdout), so a
 pipe gets the JSON alone. The line that names the JSON file says when its folder was created, as
 every command that writes an OUT file does, so a typo in a folder's name is seen.
@@ -12,8 +16,10 @@ import sys
 from pathlib import Path
 
 from tfdash.profiling.files import missing_folders, table_stream, write_json_atomic, wrote_line
+from tfdash.profiling.probe import over_ceiling, over_ceiling_note
 from tfdash.stats import tokens
 
+OVER = "!"  # after a share of the copy ceiling past it (probe.over_ceiling): a line under the table says why
 TABLE_HEAD = (f"{'backend':<18}{'tok/s median':>13}{'spread':>19}{'TTFT ms':>9}{'decode tok/s':>13}"
               f"{'ms/step p50':>13}{'GB/s':>9}{'% ceiling':>11}{'launches':>10}{'compile s':>11}")
 
@@ -29,25 +35,32 @@ def header_line(model: str, ckpt: str | None, prompt_tokens: int, new_tokens: in
 
 
 def table_row(name: str, s: dict) -> str:
+    """A backend's row of summary_row's figures; a share of the ceiling past it is marked OVER."""
     def num(v, fmt):
         return "-" if v is None else format(v, fmt)
 
+    pct = s["pct_of_copy_ceiling"]
     return (f"{name:<18}{s['tok_per_s_median']:>13.1f}{s['tok_per_s_min']:>9.1f} - {s['tok_per_s_max']:<7.1f}"
             f"{num(s.get('ttft_ms'), '.1f'):>9}{num(s.get('decode_tok_per_s'), '.1f'):>13}"
-            f"{num(s['ms_per_step_p50'], '.3f'):>13}{s['achieved_gbps']:>9.0f}{s['pct_of_copy_ceiling']:>10.1f}%"
-            f"{num(s.get('launches_per_step'), 'd'):>10}{num(s.get('compile_s'), '.0f'):>11}")
+            f"{num(s['ms_per_step_p50'], '.3f'):>13}{s['achieved_gbps']:>9.0f}{pct:>10.1f}%"
+            f"{OVER if over_ceiling(pct) else ' '}{num(s.get('launches_per_step'), 'd'):>9}"  # the mark in the gutter
+            f"{num(s.get('compile_s'), '.0f'):>11}")
 
 
-def table_lines(header: str, summary: dict[str, dict]) -> list[str]:
+def table_lines(header: str, summary: dict[str, dict], ceiling_source: str = "") -> list[str]:
     """The table: `header`, the column heads, a row per backend of `summary` (summary_row's, by name),
-    and tilelang-graph against the fastest backend that is not tilelang's, where both ran."""
+    tilelang-graph against the fastest backend that is not tilelang's, where both ran, and, where a
+    backend's share of the ceiling is past it, why (once: every row is priced on one ceiling, whose
+    probe's line is `ceiling_source`)."""
     lines = [header, TABLE_HEAD] + [table_row(name, s) for name, s in summary.items()]
     best_peer = max((n for n in summary if not n.startswith("tilelang")), default=None,
                     key=lambda n: summary[n]["tok_per_s_median"])
     if "tilelang-graph" in summary and best_peer:
         lines.append(f"tilelang-graph / {best_peer} (the strongest peer here): "
                      f"{summary['tilelang-graph']['tok_per_s_median'] / summary[best_peer]['tok_per_s_median']:.2f}x")
-    return lines
+    over = next((s["pct_of_copy_ceiling"] for s in summary.values() if over_ceiling(s["pct_of_copy_ceiling"])), None)
+    note = over_ceiling_note(over, ceiling_source)  # "" where none is over
+    return lines + ([f"{OVER} {note}"] if note else [])
 
 
 def write_report(lines: list[str], json_path: str | None, payload: dict | None) -> None:
