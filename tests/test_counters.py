@@ -215,3 +215,24 @@ def test_json_into_a_new_folder_says_the_folder_was_made(plan, tmp_path, monkeyp
     assert json.loads(out.read_text())["schema"] == "tfdash.counters/1"
     assert main(["counters", "--all", "--json", str(out)]) == 0  # there now: nothing made
     assert [line for line in capsys.readouterr().err.splitlines() if line.startswith("# wrote")] == [f"# wrote {out}"]
+
+
+def test_snapshot_named_with_a_control_character_is_said_as_text(plan, tmp_path, monkeypatch, capsys):
+    """`counters --snapshot FILE` ends with "# counters added to FILE": a name holding an escape
+    sequence went to the terminal as one. It is shown as text, as every other line shows a path."""
+    from fixtures.appkit import build_snapshot
+
+    from tfdash.cli import main
+    from tfdash.profiling import counters_cli
+    from tfdash.profiling.export import load_snapshot, write_snapshot
+
+    got = cmod.match(ncu.parse_csv(RAW), plan, 0, 5, 512)
+    monkeypatch.setattr(counters_cli, "prepare", lambda engine_args, pick, ctx, timeout: request(plan, sorted(got)))
+    monkeypatch.setattr(counters_cli, "measure", lambda req, progress=None: got)
+    path = write_snapshot(build_snapshot(), tmp_path / "run\x1b[2J.json")
+    assert main(["counters", "--all", "--snapshot", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert "\x1b" not in err
+    [added] = [line for line in err.splitlines() if line.startswith("# counters added to ")]
+    assert added.endswith(".json") and "[2J" in added
+    assert sum(k.counters is not None for k in load_snapshot(path).kernels) == len(got)

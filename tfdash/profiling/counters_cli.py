@@ -144,5 +144,5 @@ def main(argv: list[str]) -> int:
         print(wrote_line(args.json, new), file=sys.stderr)
     if args.snapshot:
         into_snapshot(args.snapshot, plan, counters)
-        print(f"# counters added to {args.snapshot}", file=sys.stderr)
+        print(visible(f"# counters added to {args.snapshot}"), file=sys.stderr)
     return 0
