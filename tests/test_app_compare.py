@@ -509,7 +509,7 @@ async def test_a_new_ab_clears_the_last_result_and_run_leaves_the_footer_while_i
             old = ("side ", "A running plan", "B tilelang-unfused ·", "op ", "qk_norm_rope")
             assert not any(line.startswith(old) for line in inside), inside
             assert not any(VERDICT_LABEL in line for line in inside), inside
-            assert "⏎ Run" not in text.splitlines()[-1] and "esc Cancel/Close" in text.splitlines()[-1], text
+            assert "⏎ Run" not in text.splitlines()[-1] and "esc Cancel " in text.splitlines()[-1] + " ", text
             source.go.set()
             await app.workers.wait_for_complete()
             await settle(pilot)

@@ -90,7 +90,7 @@ async def test_the_picker_with_nothing_to_offer_is_its_hint_and_enter_says_why(i
     assert any(line.startswith("tfdash-") and "same model and dtype" in line for line in inside), inside
 
 
-@pytest.mark.parametrize(("key", "keys"), [("a", ["⏎ Run", "esc Cancel/Close"]),
+@pytest.mark.parametrize(("key", "keys"), [("a", ["⏎ Run", "esc Close"]),
                                            ("b", ["esc Close"]), ("question_mark", ["esc Close"])])
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])
 @sync

@@ -158,12 +158,16 @@ class ABScreen(ModalScreen):
         (widgets/footer.py); pressed anyway, it says why it does nothing."""
         return action != "start" or (self.running is None and self.app.source.live)
 
+    def footer_label(self, action: str) -> str | None:
+        """esc in the footer as it acts now: it cancels a running A/B, else it closes the box."""
+        return ("Cancel" if self.running is not None else "Close") if action == "close" else None
+
     def _keys(self) -> None:
         """The box's subtitle and the footer name the keys that act now: no ⏎ during a run or on a
-        saved snapshot (where esc only closes)."""
+        saved snapshot, and esc as what it does (cancel the run, else close)."""
         box = self.query_one("#ab-box")
         box.border_subtitle = "esc cancel" if self.running is not None else \
-            "⏎ run · esc cancel/close" if self.offers("start") else "esc close"
+            "⏎ run · esc close" if self.offers("start") else "esc close"
         self.refresh_bindings()
 
     def _status(self, line: str, style: str = "") -> None:

@@ -9,7 +9,9 @@ key keeps its place at the right.
 A key can answer yet not be offered: where its action's node says `offers(action)` is False (the
 run's keys on a saved snapshot, `m` where there is no marginal cost to measure) the footer leaves
 it out, and the key, pressed anyway, only says why it does nothing. Textual's `check_action`
-cannot do this: what it hides, it also unbinds.
+cannot do this: what it hides, it also unbinds. Where the node's `footer_label(action)` gives a
+word, the key is offered under it rather than its binding's (esc is "Cancel" while an A/B runs and
+"Close" otherwise), so the footer names what the key does now.
 """
 
 from __future__ import annotations
@@ -33,6 +35,17 @@ def not_offered(screen) -> set[str]:
     return out
 
 
+def labels(screen) -> dict[str, str]:
+    """The actions of `screen`'s active bindings whose node names them otherwise now (`footer_label`)."""
+    out = {}
+    for node, binding, *_ in screen.active_bindings.values():
+        label = getattr(node, "footer_label", None)
+        word = label(binding.action) if label is not None else None
+        if word:
+            out[binding.action] = word
+    return out
+
+
 def key_width(key: FooterKey) -> int:
     """Cells a compact FooterKey takes, with the space after it."""
     return cell_len(key.key_display) + (1 + cell_len(key.description) if key.description else 0) + 1
@@ -47,6 +60,10 @@ class FitFooter(Footer):
     def compose(self):
         hidden = not_offered(self.screen)
         keys = [k for k in super().compose() if getattr(k, "action", None) not in hidden]
+        words = labels(self.screen)
+        for k in keys:
+            if getattr(k, "action", None) in words:
+                k.description = words[k.action]  # before it is mounted, measured or drawn
         palette = [k for k in keys if k.has_class("-command-palette")]
         shown = [k for k in keys if k.action in KEPT and k not in palette]
         room = self.size.width - sum(key_width(k) + 1 for k in palette)  # its "▏"
