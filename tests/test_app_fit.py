@@ -303,6 +303,31 @@ async def test_the_summary_line_gives_nvmls_reason_whole(isolated_config, size):
         assert any("roofline 1.748 ms/step" in line for line in top), "\n".join(top)
 
 
+@sync
+async def test_v_at_80x24_without_nvml_gives_the_roofline_pane_its_every_line(isolated_config):
+    """`v` at 80x24 on a host without NVML drew an empty NVML pane over half the screen and cut the
+    roofline pane after "of datasheet" (a scrollbar thumb in its GB/s line): its gap bar, gaps,
+    step ÷ floor and tok/s ceiling were out of sight. The NVML pane that has nothing goes, its
+    reason in the line under the header, and the roofline pane shows every line."""
+    from dataclasses import replace
+
+    why = "NVML not found: libnvidia-ml.so.1 missing (no NVIDIA driver)"
+    snap = load_snapshot(SNAPSHOT)
+    cpu = replace(snap, meta=replace(snap.meta, device="cpu", gpu=None), nvml=(),
+                  unavailable={**snap.unavailable, "nvml": why})
+    app = snapshot_app(cpu, theme="tfdash-dark")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("v")
+        await settle(pilot)
+        lines = screen_text(app).splitlines()
+    text = "\n".join(lines)
+    assert "╭─ NVML" not in text, text
+    assert any(why in line for line in lines[1:4]) and "throughput 569.7 tok/s" in lines[1], text
+    for label in ("bytes/step", "of datasheet", "floor  ■ kernels over it", "step ÷ floor", "tok/s ceiling"):
+        assert label in text, (label, text)
+
+
 @pytest.mark.parametrize("size", [(160, 48), (80, 24)])
 @sync
 async def test_s_sorts_only_by_a_column_on_the_screen(isolated_config, size):

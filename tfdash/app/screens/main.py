@@ -129,12 +129,16 @@ class MainScreen(Screen):
         return True
 
     def _summary_line(self, snap: ProfileSnapshot | None) -> None:
-        """The hidden panes in one line: roofline and NVML when narrow, NVML when it has nothing."""
+        """The hidden panes in one line: roofline and NVML when narrow, NVML when it has nothing
+        (beside the roofline pane too, once `v` shows it: an empty NVML pane would take the room
+        the roofline's lines need)."""
         narrow = self.has_class("-narrow")
         nvml_off = snap is not None and bool(snap.unavailable.get("nvml")) and not snap.nvml
         self.query_one(NvmlPane).set_class(nvml_off, "-unavailable")
+        self.set_class(nvml_off, "-nvml-off")  # `v` then gives the roofline pane the whole screen
         aside = narrow and self.has_class("-aside")
-        panes = ("throughput",) if aside else ("roofline", "nvml") if narrow else ("nvml",) if nvml_off else ()
+        panes = (("throughput", "nvml") if nvml_off else ("throughput",)) if aside else \
+            ("roofline", "nvml") if narrow else ("nvml",) if nvml_off else ()
         line = pane_summary(snap, panes, max(20, self.size.width - 2))  # its padding
         set_content(self.query_one("#pane-summary", Static), line)
         self.set_class(bool(line.plain), "-summary")
