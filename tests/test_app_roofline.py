@@ -153,3 +153,18 @@ async def test_a_window_under_the_ceiling_is_a_plain_note(isolated_config, home_
         [toast] = app.screen.query("Toast")
         assert not toast.has_class("-warning")
     assert "47.7 % of the ceiling" in " ".join(lines) and "probe read low" not in " ".join(lines), lines
+
+
+@sync
+async def test_a_cpu_ceiling_keeps_the_digits_its_share_is_of(isolated_config, home_cache):
+    """A CPU's copy ceiling of 11.58 GB/s was shown as "12 GB/s" beside 7.72 GB/s achieved and
+    "66.7 %" (7.72 / 12 is 64 %), and `tfdash open`'s text said 11.6: the ceiling is shown with the
+    digits the achieved figure has."""
+    snap = load_snapshot(SNAPSHOT)
+    r = dataclasses.replace(snap.roofline, achieved_gbps=7.7212, ceiling_gbps=11.5801, datasheet_gbps=0.0,
+                            ceiling_source="probe: host memcpy 2x256 MiB, median of 5, cpu:x, 2026-12-05")
+    app = snapshot_app(dataclasses.replace(snap, roofline=r), theme="tfdash-dark")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        text = screen_text(app)
+    assert "7.72  GB/s achieved" in text and "66.7 %  of ceiling    11.6 GB/s" in text, text

@@ -195,10 +195,10 @@ class RooflinePane(VerticalScroll):
                 *_baseline_step(snap, baseline),
                 stat(fmt_gbps(r.achieved_gbps, ""), "GB/s achieved"),
                 stat(fmt_num(r.pct_ceiling, 1, " %"), "of ceiling", f"bold $text-{'warning' if low else 'primary'}",
-                     note=f"{r.ceiling_gbps:,.0f} GB/s"),
+                     note=fmt_gbps(r.ceiling_gbps)),
                 *([Content.styled(f"  {low}", "italic $text-warning")] if low else []),
                 stat(fmt_num(r.pct_datasheet if r.datasheet_gbps else None, 1, " %"), "of datasheet",
-                     note=f"{r.datasheet_gbps:,.0f} GB/s" if r.datasheet_gbps else "none known"),
+                     note=fmt_gbps(r.datasheet_gbps) if r.datasheet_gbps else "none known"),
             ))
             # Direct (host) timing has no device idle to measure: its "gap" is timer noise, not data,
             # and the bar draws none, as the line below says
