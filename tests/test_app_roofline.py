@@ -66,8 +66,8 @@ async def test_at_80_columns_the_warning_is_one_line(isolated_config, home_cache
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         warning = app.theme_variables["text-warning"].lower()
-        assert "roofline 1.748 ms/step  577.4 % of ceiling" in screen_text(app)
-        assert fill_of(app, "577.4 %") == warning  # the line that stands for the hidden pane
+        assert "roofline 1.748 ms/step  577.4 %! of ceiling  v says why" in screen_text(app)
+        assert fill_of(app, "577.4 %!") == warning  # the line that stands for the hidden pane
         await pilot.press("v")  # the roofline and NVML panes in place of the others
         await settle(pilot)
         lines = screen_text(app).splitlines()
@@ -168,3 +168,18 @@ async def test_a_cpu_ceiling_keeps_the_digits_its_share_is_of(isolated_config, h
         await settle(pilot)
         text = screen_text(app)
     assert "7.72  GB/s achieved" in text and "66.7 %  of ceiling    11.6 GB/s" in text, text
+
+
+@sync
+async def test_with_no_color_the_narrow_line_still_marks_the_share(isolated_config, home_cache, tmp_path, monkeypatch):
+    """At 80 columns the line that stands for the roofline pane told a share over the ceiling only by
+    its colour: with NO_COLOR=1, "577.4 % of ceiling" read as any other. It is marked '!' (as diff
+    and bench mark it) and names the key that shows why; a share under the ceiling is not."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    for path, want in ((low_ceiling(tmp_path), "577.4 %! of ceiling  v says why"), (SNAPSHOT, "47.7 % of ceiling")):
+        app = snapshot_app(path, theme="tfdash-dark")
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+            lines = screen_text(app).splitlines()
+        assert want in lines[1], lines[:3]
+        assert "!" not in lines[1] or path != SNAPSHOT, lines[:3]

@@ -57,9 +57,11 @@ def roofline_summary(snap: ProfileSnapshot) -> list[list[tuple[str, str]]]:
     if r is None:
         return [[("roofline ", "$text-muted"), ("not profiled yet", "italic $text-muted"), (" · ", "$text-muted"),
                  ("p", "bold $accent"), (" profiles", "$text-muted")]]
-    share = "bold $text-warning" if over_ceiling(r.pct_ceiling) else "bold $text-primary"  # the pane (`v`) says why
-    return [[("roofline ", "$text-muted"), (fmt_ns(r.measured_step_ns), "bold $text-primary"),
-             ("/step  ", "$text-muted"), (fmt_num(r.pct_ceiling, 1, " %"), share), (" of ceiling", "$text-muted")]]
+    over = over_ceiling(r.pct_ceiling)  # marked as diff and bench mark it (a colour alone is lost to NO_COLOR)
+    share = "bold $text-warning" if over else "bold $text-primary"
+    line = [("roofline ", "$text-muted"), (fmt_ns(r.measured_step_ns), "bold $text-primary"), ("/step  ", "$text-muted"),
+            (fmt_num(r.pct_ceiling, 1, " %") + ("!" if over else ""), share), (" of ceiling", "$text-muted")]
+    return [line, [("v", "bold $accent"), (" says why", "$text-muted")]] if over else [line]  # the pane does
 
 
 def throughput_summary(snap: ProfileSnapshot) -> list[list[tuple[str, str]]]:
