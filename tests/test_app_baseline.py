@@ -217,3 +217,23 @@ def test_refusals_are_one_line(isolated_config, unfused, tmp_path):
     cut.write_text(SNAPSHOT.read_text()[:500])
     with pytest.raises(TfdashError, match="cut.json: not valid JSON"):
         open_main([str(unfused), "--baseline", str(cut)])
+
+
+@sync
+async def test_the_header_names_an_export_folders_snapshot_by_its_folder(isolated_config, tmp_path):
+    """`tfdash open run1/snapshot.json` said "snapshot · snapshot.json" in the header (every
+    `--headless --export DIR` file has that name), while its baseline beside it read
+    "run2/snapshot.json": both are named DIR/snapshot.json, as the picker and diff name them."""
+    import shutil
+
+    for d in ("run1", "run2"):
+        (tmp_path / d).mkdir()
+        shutil.copy(SNAPSHOT, tmp_path / d / "snapshot.json")
+    app = snapshot_app(tmp_path / "run1" / "snapshot.json", baseline=tmp_path / "run2" / "snapshot.json",
+                       theme="tfdash-dark")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        assert app.source_label == "run1/snapshot.json vs run2/snapshot.json"
+        top = app.screen.query_one("#topbar-state").render()
+    assert "snapshot · run1/snapshot.json vs run2/snapshot.json" in str(top), str(top)
