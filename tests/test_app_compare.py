@@ -548,3 +548,34 @@ async def test_a_live_ab_names_each_figure_and_fits_80_columns(isolated_config, 
     a = re.split(r" {2,}", next(line for line in inside if line.startswith("A running plan")))
     assert a[1] == f"{r['a']['tok_per_s']:,.1f}" and f"{r['a']['step_ns'] / 1e6:.3f}" in a, inside
     assert f"paired windows' median Δ: {r['verdict']}" in inside, inside
+
+
+@sync
+async def test_a_cancelled_ab_says_so_in_its_toast_and_its_box(isolated_config):
+    """esc during an A/B: the toast read "A/B tilelang-unfused, paired windows' median Δ: variant
+    faster by 5.4 % ± 2.3 %" as a whole run's would, the box said "done:", and an empty per-op
+    table's header stood under "incomplete: cancelled". The toast is a warning that says it was
+    cancelled and after how many windows, the box says "incomplete:", and no bare header is drawn."""
+    from fixtures.appkit import LiveStandIn
+    from test_app_dialogs import box_lines
+    from test_app_fit import screen_text, toast_lines
+
+    from tfdash.app.app import TfdashApp
+
+    r = {**recorded_ab(), "incomplete": "cancelled", "per_op": [], "per_op_method": "not measured",
+         "windows_per_side": 2}
+    app = TfdashApp(LiveStandIn(ab_result=r), theme="tfdash-dark")
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await settle(pilot)
+        app.clear_notifications()
+        await pilot.press("a", "enter")
+        await app.workers.wait_for_complete()
+        await settle(pilot)
+        toast = " ".join(toast_lines(app))
+        severities = [t.has_class("-warning") for t in app.screen.query("Toast")]
+        inside = box_lines(screen_text(app), "A/B a plan variant")
+    assert f"A/B tilelang-unfused cancelled after 2 windows a side, {VERDICT_LABEL}: {r['verdict']}" in toast, toast
+    assert severities == [True], severities
+    assert any(line.startswith("incomplete: tilelang-unfused") for line in inside), inside
+    assert not any(line.startswith("done:") for line in inside), inside
+    assert not any(re.match(r"op\s+A\s+B\s+Δ", line) for line in inside), inside

@@ -227,6 +227,10 @@ class ABScreen(ModalScreen):
         self.post_message(ABMeasured(name, result))
         if "unavailable" in result:
             self.notify(f"A/B {name}: {result['unavailable']}", severity="warning", timeout=6)
+        elif result.get("incomplete"):  # a cancelled run's verdict is over fewer windows: never a plain one
+            self.notify(f"A/B {name} {result['incomplete']} after {result.get('windows_per_side', 0)} windows a "
+                        f"side, {VERDICT_LABEL}: {result.get('verdict', '')}", title="A/B incomplete",
+                        severity="warning", timeout=8)
         else:
             self.notify(f"A/B {name}, {VERDICT_LABEL}: {result.get('verdict', '')}", title="A/B", timeout=6)
 
@@ -234,7 +238,7 @@ class ABScreen(ModalScreen):
         """The last result's sides, verdict and per-op table go (a new A/B runs): what is on the
         screen during a run is the variants and its progress, never another variant's numbers."""
         self.result = None
-        self.remove_class("-result", "-measured")
+        self.remove_class("-result", "-measured", "-ops")
         self.query_one("#ab-verdict", Static).update("")
         self.query_one("#ab-ops", DataTable).clear()
         self.sides = []
@@ -244,6 +248,7 @@ class ABScreen(ModalScreen):
         self.result = result
         self.add_class("-used", "-result")
         self.set_class("unavailable" not in result, "-measured")
+        self.set_class("unavailable" not in result and bool(result.get("per_op")), "-ops")  # else a bare header
         self.query_one("#ab-verdict", Static).update(verdict_content(result))
         ops = self.query_one("#ab-ops", DataTable)
         ops.clear()
@@ -259,7 +264,8 @@ class ABScreen(ModalScreen):
         self.call_after_refresh(self._fill_sides)  # shown only now: its columns fit once it has a width
         for r in result.get("per_op", []):
             ops.add_row(*op_cells(r))
-        self._status(f"{'recorded' if recorded else 'done'}: {what} ({result.get('about', '')}) on "
+        done = "recorded" if recorded else "incomplete" if result.get("incomplete") else "done"
+        self._status(f"{done}: {what} ({result.get('about', '')}) on "
                      f"{result.get('backend', '?')}", "$text-muted")
 
     def action_close(self) -> None:
