@@ -141,7 +141,9 @@ def test_refusals_are_one_line(tiny):
     t = run_in_thread(s, [])
     r = s.ab("tilelang-unfused")  # 6 x 64 steps a side do not fit in 40 tokens
     t.join()
-    assert r["unavailable"].endswith("(r re-runs it)") and "steps are left in this generation" in r["unavailable"]
+    # r re-runs 40 tokens again, never 832: the advice is the A/B after the generation, from where it stopped
+    assert "steps are left in this generation" in r["unavailable"] and "r re-runs" not in r["unavailable"]
+    assert r["unavailable"].endswith("(more than its 40 new tokens: a once it ends runs it from where it stopped)")
     assert "no plan variant 'nope'" in s.ab("nope")["unavailable"]
     assert "is a tilelang-graph launch setting; this engine is torch-eager" in s.ab("tilelang-nopdl")["unavailable"]
     assert "want OP:KEY=V" in s.ab("bogus:x")["unavailable"]
