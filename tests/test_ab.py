@@ -143,7 +143,8 @@ def test_refusals_are_one_line(tiny):
     t.join()
     # r re-runs 40 tokens again, never 832: the advice is the A/B after the generation, from where it stopped
     assert "steps are left in this generation" in r["unavailable"] and "r re-runs" not in r["unavailable"]
-    assert r["unavailable"].endswith("(more than its 40 new tokens: a once it ends runs it from where it stopped)")
+    assert r["unavailable"].endswith("(more than its 40 new tokens: run it once the generation ends, "
+                                   "from where it stopped)")
     assert "no plan variant 'nope'" in s.ab("nope")["unavailable"]
     assert "is a tilelang-graph launch setting; this engine is torch-eager" in s.ab("tilelang-nopdl")["unavailable"]
     assert "want OP:KEY=V" in s.ab("bogus:x")["unavailable"]

@@ -68,10 +68,11 @@ def run_ab(self: "Session", what: str, windows: int | None = None, steps: int | 
         if left >= run.steps_needed and gen is not None:
             run.start_live(gen)
     if left < run.steps_needed and gen is not None:  # a re-run helps only where the whole run is long enough
-        rerun = "r re-runs it, or a once it ends runs it" if gen.max_new_tokens >= run.steps_needed else \
-            f"more than its {gen.max_new_tokens:,} new tokens: a once it ends runs it"
+        rerun = "r re-runs it; or" if gen.max_new_tokens >= run.steps_needed else \
+            f"more than its {gen.max_new_tokens:,} new tokens:"
         return marginal_mod.unavailable(v.name, f"{left} steps are left in this generation and the A/B needs "
-                                                f"{run.steps_needed} ({rerun} from where it stopped)")
+                                                f"{run.steps_needed} ({rerun} run it once the generation ends, "
+                                                "from where it stopped)")
     if gen is None:
         with self._rt_lock, self.runtime.held(("pos", "tok")):
             cap = self.plan.capacity - 2 - run.steps_needed  # the warm-up steps stay inside the cache
