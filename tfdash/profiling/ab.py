@@ -28,6 +28,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from tfdash.errors import TfdashError
+from tfdash.profiling.variants import refusal, variant_options
 
 WINDOWS, STEPS, PROFILE_STEPS = 6, 64, 32  # turns per side, steps per turn, profile steps per side
 # What the verdict's Δ is, said beside it: the sides' medians can differ the other way (a drifting
@@ -78,29 +79,23 @@ def resolve(name: str, flag: str = "--ab") -> Variant:
 
 
 def variant_plan(plan, v: Variant):
-    """The running plan with the variant's options over its own (dict options merged by key)."""
+    """The running plan with the variant's options over its own, and those options."""
     from tfdash.engine.plan import build_plan
 
-    options = dict(plan.meta.get("options") or {})
-    for k, val in v.options.items():
-        old = options.get(k)
-        if isinstance(val, dict):
-            merged = {op: {**dict((old or {}).get(op, {})), **s} if isinstance(s, dict) else s
-                      for op, s in {**dict(old or {}), **val}.items()}
-            options[k] = merged
-        else:
-            options[k] = val
+    options = variant_options(dict(plan.meta.get("options") or {}), v)
     return build_plan(plan.config, **options), options
 
 
 def build(runtime, v: Variant, progress=None):
     """The variant's runtime over the running one's weights, cache and state; TfdashError (one
-    line) when it cannot be built or would not share the generation's state."""
+    line) when `refusal` says no, or it cannot be built or would not share the generation's state."""
     from tfdash.engine.runtime import STEP_STATE
 
-    if v.runtime and runtime.backend != "tilelang-graph":
-        raise TfdashError(f"{v.name} ({v.about}) is a tilelang-graph launch setting; this engine is {runtime.backend}")
-    plan, options = variant_plan(runtime.plan, v)
+    pdl = getattr(runtime, "pdl", None)
+    why = refusal(v, runtime.backend, dict(runtime.plan.meta.get("options") or {}), pdl)
+    if why:
+        raise TfdashError(why.line)
+    plan, _ = variant_plan(runtime.plan, v)
     kw = {}
     if runtime.backend == "tilelang-graph":
         from tfdash.engine.compile import unsupported
@@ -108,9 +103,7 @@ def build(runtime, v: Variant, progress=None):
         why = unsupported(plan)
         if why:
             raise TfdashError(f"{v.name}: the tilelang engine cannot run {why}")
-        kw = {"progress": progress, "pdl": v.runtime.get("pdl", getattr(runtime, "pdl", None))}
-    if options == dict(runtime.plan.meta.get("options") or {}) and kw.get("pdl") == getattr(runtime, "pdl", None):
-        raise TfdashError(f"{v.name} ({v.about}) is the plan already running: nothing to compare")
+        kw = {"progress": progress, "pdl": v.runtime.get("pdl", pdl)}
     try:
         var = runtime.variant(plan, share_state=True, **kw)
     except TfdashError:

@@ -1,9 +1,17 @@
 """The plan variants (`build_plan` options) that `tfdash bench` runs as tilelang peers of the
 default graph and the live A/B (`a`, `--ab`) offers, by the names both show. A variant that loses
 stays here until it is decided, then goes; and the GEMV launch-settings variants that
-`tfdash bench --gemv` adds."""
+`tfdash bench --gemv` adds. Also whether an engine can A/B a variant at all (`refusal`): the A/B
+refuses by it, and its screen marks by it the variants it would refuse."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NamedTuple
 
 from tfdash.errors import TfdashError
+
+if TYPE_CHECKING:
+    from tfdash.profiling.ab import Variant
 
 PLAN_VARIANTS = {
     "tilelang-unfused": {"fused_rope": False},
@@ -80,3 +88,38 @@ def gemv_variant(spec: str, flag: str = "--gemv") -> tuple[str, dict]:
             settings[key] = int(value)
         overrides[op] = settings
     return f"tilelang[{spec}]", {"gemv_overrides": overrides}
+
+
+def variant_options(running: dict, v: Variant) -> dict:
+    """The running plan's build options with the variant's over them (dict options merged by key)."""
+    options = dict(running)
+    for k, val in v.options.items():
+        old = options.get(k)
+        if isinstance(val, dict):
+            merged = {op: {**dict((old or {}).get(op, {})), **s} if isinstance(s, dict) else s
+                      for op, s in {**dict(old or {}), **val}.items()}
+            options[k] = merged
+        else:
+            options[k] = val
+    return options
+
+
+class Refusal(NamedTuple):
+    """Why an A/B of a variant is refused, in two lengths."""
+
+    short: str  # a few words for a list of variants: "tilelang-graph only"
+    line: str  # the whole line, the variant named: what an A/B of it answers
+
+
+def refusal(v: Variant, backend: str, options: dict | None = None, pdl: bool | None = None) -> Refusal | None:
+    """Why an engine of `backend`, running the plan built with `options` (and, on tilelang-graph,
+    launched with PDL `pdl`), cannot A/B `v`: decided from these alone, so the A/B screen marks the
+    variants it would refuse before one is picked, and `build` refuses by the same rule. None where
+    it can try (building may still refuse: a plan the tilelang engine cannot compile, a state it
+    cannot share); `options` or `pdl` None (unknown) is never the running plan's."""
+    if v.runtime and backend != "tilelang-graph":
+        return Refusal("tilelang-graph only",
+                       f"{v.name} ({v.about}) is a tilelang-graph launch setting; this engine is {backend}")
+    if options is not None and variant_options(options, v) == options and v.runtime.get("pdl", pdl) == pdl:
+        return Refusal("the running plan", f"{v.name} ({v.about}) is the plan already running: nothing to compare")
+    return None
