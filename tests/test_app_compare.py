@@ -392,6 +392,7 @@ async def test_escape_cancels_the_ab_and_errors_are_one_line(isolated_config, ti
         table = app.screen.query_one("#ab-variants")
         await pilot.press("ctrl+end")
         assert table.cursor_row == table.row_count - 1 > 0
+        assert rows(table)[-1] == ["tilelang-nopdl", "pdl=False · tilelang-graph only"]  # said before ⏎ too
         await pilot.press("enter")
         await wait_for(pilot, lambda: len(once(messages, ABMeasured)) == 2, what="the refusal")
         line = once(messages, ABMeasured)[1].result["unavailable"]
@@ -579,3 +580,68 @@ async def test_a_cancelled_ab_says_so_in_its_toast_and_its_box(isolated_config):
     assert any(line.startswith("incomplete: tilelang-unfused") for line in inside), inside
     assert not any(line.startswith("done:") for line in inside), inside
     assert not any(re.match(r"op\s+A\s+B\s+Δ", line) for line in inside), inside
+
+
+def torch_eager_fixture():
+    """The fixture's snapshot as the CPU default's engine would record it: torch-eager, with the
+    plan's build options (lm_head_q8=False among them, as build_plan makes it)."""
+    from tfdash.engine.config import preset
+    from tfdash.engine.plan import build_plan
+
+    snap = load_snapshot(SNAPSHOT)
+    options = dict(build_plan(preset("qwen3-1.7b"), "bfloat16", capacity=2112).meta["options"])
+    return dataclasses.replace(snap, meta=dataclasses.replace(snap.meta, backend="torch-eager", plan_options=options))
+
+
+@sync
+async def test_the_variants_this_engine_would_refuse_say_why_before_one_is_picked(isolated_config):
+    """On torch-eager, tilelang-nopdl (a tilelang-graph launch setting) and tilelang-bf16head (the
+    plan already running) were listed like the rest and refused only after ⏎. At 80x24 their rows
+    now end with why, by the A/B's own rule (variants.refusal), from the first snapshot on (the box
+    may open while the engine is still built); ⏎ on one still asks the session, whose line is the
+    answer."""
+    from fixtures.appkit import LiveStandIn
+    from test_app_dialogs import box_lines
+    from test_app_fit import screen_text
+
+    from tfdash.app.app import TfdashApp
+    from tfdash.app.messages import SessionNews
+    from tfdash.profiling.ab import VARIANTS
+    from tfdash.profiling.variants import refusal
+
+    class Building(LiveStandIn):
+        """No snapshot until `ready`: the engine is still being built."""
+
+        ready = False
+
+        def snapshot(self):
+            return self.recorded if self.ready else None
+
+    snap = torch_eager_fixture()
+    refused = {n: refusal(v, "torch-eager", snap.meta.plan_options) for n, v in VARIANTS.items()}
+    assert {n for n, why in refused.items() if why} == {"tilelang-nopdl", "tilelang-bf16head"}
+    source = Building(snap, ab_result={"what": "tilelang-nopdl", "unavailable": refused["tilelang-nopdl"].line})
+    app = TfdashApp(source, theme="tfdash-dark")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("a")
+        await settle(pilot)
+        table = app.screen.query_one("#ab-variants")
+        assert not any(" · " in row[1] for row in rows(table))  # no snapshot: nothing known to refuse
+        source.ready = True
+        app.post_message(SessionNews())
+        await settle(pilot)
+        about = {row[0]: row[1] for row in rows(table)}
+        assert about == {n: v.about + (f" · {refused[n].short}" if refused[n] else "") for n, v in VARIANTS.items()}
+        await pilot.press("ctrl+end")  # the last rows, whole at 80 columns
+        await settle(pilot)
+        inside = box_lines(screen_text(app), "A/B a plan variant")
+        assert re.search(r"^tilelang-nopdl +pdl=False · tilelang-graph only$", "\n".join(inside), re.M), inside
+        assert re.search(r"^tilelang-bf16head +lm_head_q8=False · the running plan$", "\n".join(inside), re.M), inside
+        assert re.search(r"^tilelang-eachround +attn_rounds_carry=False$", "\n".join(inside), re.M), inside
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await settle(pilot)
+        assert source.asked == ["ab tilelang-nopdl"]
+        assert refused["tilelang-nopdl"].line in plain(app, "#ab-verdict")
+

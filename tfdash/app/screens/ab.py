@@ -33,15 +33,27 @@ from tfdash.app import bindings
 from tfdash.app.widgets.footer import FitFooter
 from tfdash.app.layout import SHORT_H, fill_whole
 from tfdash.profiling.ab import VERDICT_LABEL, when
+from tfdash.profiling.variants import Refusal, refusal
 from tfdash.app.messages import ABMeasured, ABProgressed
 from tfdash.app.model import fmt_ns
 from tfdash.textsafe import visible
 
 
-def variant_rows() -> list[tuple[str, str]]:
+def variant_rows(meta=None) -> list[tuple[str, str, Refusal | None]]:
+    """Each variant as `tfdash bench` names it, what it changes, and why this engine would refuse
+    it (the A/B's own rule, from the snapshot's backend and plan options; None without a snapshot)."""
     from tfdash.profiling.ab import VARIANTS
 
-    return [(v.name, v.about) for v in VARIANTS.values()]
+    return [(v.name, v.about, refusal(v, meta.backend, meta.plan_options) if meta is not None else None)
+            for v in VARIANTS.values()]
+
+
+def variant_cells(name: str, about: str, why: Refusal | None) -> tuple[Text, Text]:
+    """A variant's row: one this engine would refuse is dim and says why in a few words (⏎ on it
+    still answers the whole line)."""
+    if why is None:
+        return Text(name, style="bold"), Text(about)
+    return Text(name, style="dim"), Text.assemble((about, "dim"), (f" · {why.short}", "dim italic"))
 
 
 SIDE_COLUMNS = (("side", "side"), ("tok", Text("median tok/s", justify="right")),
@@ -128,9 +140,10 @@ class ABScreen(ModalScreen):
              "cache and the position, so the stream goes on; both sides' next tokens are compared at every turn.",
              "$text-muted")))
         t = self.query_one("#ab-variants", DataTable)
-        t.add_columns("variant (as tfdash bench names it)", "what it changes")
-        for name, about in self.variants:
-            t.add_row(Text(name, style="bold"), Text(about), key=name)
+        t.add_columns(("variant (as bench names it)", "name"), ("what it changes", "about"))
+        for row in self.variants:
+            t.add_row(*variant_cells(*row), key=row[0])
+        self.watch(self.app, "snapshot", self._mark_variants, init=True)
         self._fill_sides()
         self.query_one("#ab-ops", DataTable).add_columns(
             "op", Text("A", justify="right"), Text("B", justify="right"), Text("Δ", justify="right"),
@@ -143,6 +156,18 @@ class ABScreen(ModalScreen):
             self._status("pick a variant, ⏎ runs it" if self.app.source.live else
                          "a saved snapshot is read-only: it holds no A/B", "$text-muted")
         t.focus()
+
+    def _mark_variants(self, snap) -> None:
+        """The rows this engine would refuse, marked once a snapshot names the engine (the screen
+        may open while it is still being built)."""
+        rows = variant_rows(snap.meta if snap is not None else None)
+        if rows == self.variants:
+            return
+        t = self.query_one("#ab-variants", DataTable)
+        for row in rows:
+            for column, cell in zip(("name", "about"), variant_cells(*row)):
+                t.update_cell(row[0], column, cell, update_width=True)
+        self.variants = rows
 
     def on_resize(self) -> None:
         self.set_class(self.app.size.height < SHORT_H, "-short")
