@@ -645,3 +645,58 @@ async def test_the_variants_this_engine_would_refuse_say_why_before_one_is_picke
         assert source.asked == ["ab tilelang-nopdl"]
         assert refused["tilelang-nopdl"].line in plain(app, "#ab-verdict")
 
+
+@sync
+async def test_a_window_toast_waits_while_the_ab_box_is_up_at_80x24(isolated_config):
+    """At 80x24 a profile window that landed during an A/B put its toast over the box's progress bar
+    and status line. While the box is up a window's toast waits (the newest is shown when the box
+    closes); an engine's warning does not."""
+    from fixtures.appkit import LiveStandIn
+    from test_app_dialogs import box_lines
+    from test_app_fit import screen_text, toast_lines
+
+    from tfdash.app.app import TfdashApp
+    from tfdash.app.messages import EngineStatus, SessionNews
+
+    class HeldStandIn(LiveStandIn):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            self.go = threading.Event()
+
+        def ab(self, what, progress=None, cancel=None, **sizes):
+            self.go.wait(timeout=60)
+            return {**super().ab(what), "what": what}
+
+    source = HeldStandIn(ab_result=recorded_ab())
+    app = TfdashApp(source, theme="tfdash-dark")
+    try:
+        async with app.run_test(size=(80, 24), notifications=True) as pilot:
+            await settle(pilot)
+            app.clear_notifications()  # the first window's toast, before the box
+            await pilot.press("a", "enter")
+            await settle(pilot)
+            snap = source.snap
+            for n, ctx in enumerate((1536, 2048), start=2):  # two windows while it runs
+                source.snap = dataclasses.replace(snap, profile_windows=n,
+                                                  roofline=dataclasses.replace(snap.roofline, ctx_len=ctx))
+                app.post_message(SessionNews())
+                await settle(pilot)
+            assert app.snapshot.roofline.ctx_len == 2048
+            assert toast_lines(app) == []
+            inside = box_lines(screen_text(app), "A/B a plan variant")
+            assert "building tilelang-unfused beside the running plan…" in inside, inside
+            app.post_message(EngineStatus("warning: the GPU clocks dropped"))
+            await settle(pilot)
+            assert toast_lines(app) == ["engine", "the GPU clocks dropped"]
+            app.clear_notifications()
+            source.go.set()
+            await app.workers.wait_for_complete()
+            await settle(pilot)
+            assert not any("profile window" in line for line in toast_lines(app))
+            app.clear_notifications()
+            await pilot.press("escape")  # the box closes: the newest window's toast now
+            await settle(pilot)
+            toasts = toast_lines(app)
+            assert toasts[0] == "profile window" and "ctx_len 2,048" in toasts[1] and "1,536" not in " ".join(toasts)
+    finally:
+        source.go.set()

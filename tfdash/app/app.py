@@ -82,6 +82,7 @@ class TfdashApp(MinSizeGuard, LiveRefresh, RunActions, ExportActions, CompareAct
         self._stopping = False
         self._last_window = None
         self._ceiling_told = False  # a window's toast has said why a step is over the ceiling
+        self._held_window_toast: tuple[str, dict] | None = None  # refresh.py: shown when the A/B closes
         self.saved: Path | None = None  # where --save wrote the final snapshot
         self.save_made: list[Path] = []  # the folders that write made (files.missing_folders)
         self.save_error: str | None = None  # why it could not

@@ -136,4 +136,4 @@ class CompareActions:
         if not self.offers("ab"):  # a saved snapshot without an A/B: said before any variant list
             self.notify("a saved snapshot is read-only: nothing to A/B", severity="warning", timeout=3)
             return
-        self.push_screen(ABScreen())
+        self.push_screen(ABScreen(), callback=lambda _: self.show_held_window_toast())  # refresh.py

@@ -5,7 +5,10 @@ The worker posts at most one SessionNews at a time; the app takes a snapshot at 
 `refresh_hz` (20) times a second, and less often while drawing costs its thread more than
 UI_BUDGET of a core. Each snapshot taken is applied whole: the profile windows the drill-down's
 ctx_len sweep reads (`app.windows`), a toast per new window (a warning where its step is over the
-ceiling), then the `snapshot` reactive that the screens watch.
+ceiling), then the `snapshot` reactive that the screens watch. While a screen with progress of
+its own is up (`HOLDS_WINDOW_TOASTS`: the A/B's box, nearly all of an 80x24 terminal, whose bar and
+status line the toast would cover), a window's plain toast waits and the newest is shown when it
+closes; a warning never waits.
 """
 
 from __future__ import annotations
@@ -96,10 +99,20 @@ class LiveRefresh:
         over = over_ceiling(r.pct_ceiling)
         note = over_ceiling_note(r.pct_ceiling, r.ceiling_source) if not self._ceiling_told else ""
         self._ceiling_told = self._ceiling_told or over
-        self.notify(f"{r.steps} steps at ctx_len {r.ctx_len:,}: {r.measured_step_ns / 1e6:.3f} ms/step, "
-                    f"{r.pct_ceiling:.1f} % of the ceiling" + (f"\n{note}" if note else ""),
-                    severity="warning" if over else "information", timeout=8 if note else 4, keep="\n",
-                    title="profile window, taken on its own" if own_window(snap) else "profile window")
+        toast = (f"{r.steps} steps at ctx_len {r.ctx_len:,}: {r.measured_step_ns / 1e6:.3f} ms/step, "
+                 f"{r.pct_ceiling:.1f} % of the ceiling" + (f"\n{note}" if note else ""),
+                 dict(severity="warning" if over else "information", timeout=8 if note else 4, keep="\n",
+                      title="profile window, taken on its own" if own_window(snap) else "profile window"))
+        held = not over and getattr(self.screen, "HOLDS_WINDOW_TOASTS", False)
+        self._held_window_toast = toast if held else None  # an older one held is stale either way
+        if not held:
+            self.notify(toast[0], **toast[1])
+
+    def show_held_window_toast(self) -> None:
+        """The newest window's toast held while a screen with progress of its own was up (it has closed)."""
+        toast, self._held_window_toast = self._held_window_toast, None
+        if toast is not None:
+            self.notify(toast[0], **toast[1])
 
     def on_engine_status(self, message: EngineStatus) -> None:
         if message.text.startswith("warning: "):  # stays as a toast, not a passing status line

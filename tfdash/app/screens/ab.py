@@ -107,6 +107,9 @@ def verdict_content(result: dict) -> Content:
 
 class ABScreen(ModalScreen):
     BINDINGS = bindings.AB
+    # At 80x24 the box is nearly the whole screen: a new profile window's toast (refresh.py) would
+    # cover its progress bar and status line; it waits until the box closes (warnings do not)
+    HOLDS_WINDOW_TOASTS = True
 
     def __init__(self):
         super().__init__()
