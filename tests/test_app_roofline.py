@@ -88,6 +88,38 @@ async def test_the_wide_pane_says_it_too(isolated_config, home_cache, tmp_path):
     assert " ".join(pane[at + 1:at + 3]) == NOTE, pane[at:at + 3]  # wrapped to the pane's width
 
 
+def cpu_run(snap):
+    """`snap` as a CPU run records it: host timing (no gap measured), no datasheet, no NVML."""
+    why = "NVML not found: libnvidia-ml.so.1 missing (no NVIDIA driver)"
+    r = dataclasses.replace(snap.roofline, timing="direct", datasheet_gbps=0.0)
+    return dataclasses.replace(snap, meta=dataclasses.replace(snap.meta, device="cpu", gpu=None), roofline=r,
+                               nvml=(), unavailable={**snap.unavailable, "nvml": why})
+
+
+@sync
+async def test_at_160x48_with_a_baseline_the_note_keeps_its_indent_and_every_line_shows(isolated_config, home_cache,
+                                                                                         tmp_path):
+    """The note wrapped with its second line at the pane's edge under an indented first, and a CPU
+    run opened with --baseline had a line more than the pane's height: its tok/s ceiling sat under a
+    scrollbar. Every line of the note is indented alike, and step ÷ floor (100 ÷ the share over the
+    ceiling, the news the note says why of) gives its line to the note."""
+    low = write_snapshot(cpu_run(load_snapshot(low_ceiling(tmp_path))), tmp_path / "cpu-low.json")
+    other = write_snapshot(cpu_run(load_snapshot(SNAPSHOT)), tmp_path / "other.json")
+    app = snapshot_app(low, baseline=other, theme="tfdash-dark")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        lines = screen_text(app).splitlines()
+    pane = [line.split("│")[5] for line in lines if line.count("│") == 6]  # the third of three panes
+    at = next(i for i, line in enumerate(pane) if "577.4 %  of ceiling" in line)
+    first, second = pane[at + 1:at + 3]
+    indent = len(first) - len(first.lstrip())
+    assert indent > 1 and len(second) - len(second.lstrip()) == indent, pane[at:at + 3]
+    assert f"{first.strip()} {second.strip()}" == NOTE, pane[at:at + 3]
+    for label in ("bytes/step", "baseline", "of datasheet", "n/a  gaps", "n/a: direct timing", "tok/s ceiling"):
+        assert any(label in line for line in pane), (label, pane)
+    assert "step ÷ floor" not in "\n".join(pane), pane
+
+
 @sync
 async def test_a_step_under_its_ceiling_shows_no_warning(isolated_config, home_cache):
     app = snapshot_app(SNAPSHOT, theme="tfdash-dark")

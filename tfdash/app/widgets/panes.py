@@ -169,23 +169,35 @@ class GapBar(Widget):
 
 
 class RooflinePane(VerticalScroll):
+    """The step against its floor. A step over its copy ceiling gets a note under its share
+    (#roofline-over, a Static of its own so the stylesheet's left padding indents every line it
+    wraps to, not only the first)."""
+
     def compose(self):
         yield Static(id="roofline-stats", classes="stats")
+        yield Static(id="roofline-over", classes="stats")
+        yield Static(id="roofline-datasheet", classes="stats")
         yield GapBar(id="roofline-gap")
         yield Static(id="roofline-note", classes="stats")
 
     def show(self, snap: ProfileSnapshot | None, baseline: ProfileSnapshot | None = None) -> None:
         """`baseline`: another run's snapshot, whose measured step is shown under this one's."""
         stats = self.query_one("#roofline-stats", Static)
+        over = self.query_one("#roofline-over", Static)
+        datasheet = self.query_one("#roofline-datasheet", Static)
         note = self.query_one("#roofline-note", Static)
         gapbar = self.query_one("#roofline-gap", GapBar)
+        r = snap.roofline if snap is not None else None
+        # a step past its ceiling: the probe read low
+        low = over_ceiling_note(r.pct_ceiling, r.ceiling_source) if r is not None else ""
+        set_content(over, Content.styled(low, "italic $text-warning"))
+        over.display = bool(low)
+        datasheet.display = r is not None
         if snap is None:
             set_content(stats, "")
             set_content(note, "")
             return
-        r = snap.roofline
         if r is not None:
-            low = over_ceiling_note(r.pct_ceiling, r.ceiling_source)  # a step past its ceiling: the probe read low
             set_content(stats, lines(
                 stat(fmt_bytes(r.bytes_per_step), "bytes/step", note=f"at ctx_len {r.ctx_len:,}"),
                 stat(fmt_ns(r.floor_ns), "floor", note="bytes ÷ ceiling"),
@@ -196,10 +208,10 @@ class RooflinePane(VerticalScroll):
                 stat(fmt_gbps(r.achieved_gbps, ""), "GB/s achieved"),
                 stat(fmt_num(r.pct_ceiling, 1, " %"), "of ceiling", f"bold $text-{'warning' if low else 'primary'}",
                      note=fmt_gbps(r.ceiling_gbps)),
-                *([Content.styled(f"  {low}", "italic $text-warning")] if low else []),
-                stat(fmt_num(r.pct_datasheet if r.datasheet_gbps else None, 1, " %"), "of datasheet",
-                     note=fmt_gbps(r.datasheet_gbps) if r.datasheet_gbps else "none known"),
             ))
+            set_content(datasheet, stat(fmt_num(r.pct_datasheet if r.datasheet_gbps else None, 1, " %"),
+                                        "of datasheet",
+                                        note=fmt_gbps(r.datasheet_gbps) if r.datasheet_gbps else "none known"))
             # Direct (host) timing has no device idle to measure: its "gap" is timer noise, not data,
             # and the bar draws none, as the line below says
             measured_gap = r.timing != "direct" and r.gap_ns >= 0
@@ -210,9 +222,13 @@ class RooflinePane(VerticalScroll):
                 why = "direct timing, no device idle" if r.timing == "direct" else "Σ kernels past the step"
                 gap = lines(stat("n/a", "gaps", note="step − Σ kernels"),
                             Content.styled(f"  n/a: {why}", "italic $text-muted"))
+            # step ÷ floor is 100 ÷ the share of the ceiling: over the ceiling it is a step "under its
+            # floor", the news the note says why of, so it gives its line to the note (a CPU run with a
+            # baseline fits the 160x48 pane then, its tok/s ceiling not under a scrollbar)
             set_content(note, lines(
                 gap,
-                stat(fmt_num(r.measured_step_ns / r.floor_ns if r.floor_ns else None, 2, "×"), "step ÷ floor"),
+                *([] if low else [stat(fmt_num(r.measured_step_ns / r.floor_ns if r.floor_ns else None, 2, "×"),
+                                       "step ÷ floor")]),
                 stat(fmt_num(1e9 / r.floor_ns if r.floor_ns else None, 0), "tok/s ceiling", note="at this ctx_len"),
             ))
             return
