@@ -1,7 +1,8 @@
 """The roofline pane of a step timed over its copy ceiling: no step streams faster than a cold copy,
 so the ceiling read low (a probe beside other work). Its share is styled as a warning, in the pane
 and in the line that stands for the pane in a narrow terminal, and a line under it names the file to
-delete so that the next run measures the ceiling again. A step under its ceiling shows none of it."""
+delete so that the next run measures the ceiling again (a snapshot from another host: no file of this
+one, but that its figures are priced on a low ceiling). A step under its ceiling shows none of it."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ from fixtures.appkit import SNAPSHOT, isolated_config, sync  # noqa: F401  (fixt
 
 from tfdash.app.main import snapshot_app
 from tfdash.profiling.export import load_snapshot, write_snapshot
+from tfdash.profiling.meta import this_host
 
 NOTE = "over the ceiling: probe read low; delete ~/.cache/tfdash/bandwidth.json"
+ELSEWHERE = "over the ceiling: its host's probe read low; priced on a low ceiling"
 
 
 @pytest.fixture
@@ -27,13 +30,15 @@ def home_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
 
 
-def low_ceiling(tmp_path):
-    """The recorded run priced on a probe that read 353 GB/s (the step streams 2,038 GB/s)."""
+def low_ceiling(tmp_path, host: str | None = None):
+    """The recorded run priced on a probe that read 353 GB/s (the step streams 2,038 GB/s), recorded
+    on this host (its probe's cache file this host's) unless `host` names another."""
     snap = load_snapshot(SNAPSHOT)
     r = snap.roofline
     source = "probe: cuda d2d copy 2x2 GiB, median of 5, NVIDIA H100 80GB HBM3, 2026-12-06"
     r = dataclasses.replace(r, ceiling_gbps=353.0, ceiling_source=source, floor_ns=r.bytes_per_step / 353.0)
-    return write_snapshot(dataclasses.replace(snap, roofline=r), tmp_path / "low.json")
+    meta = dataclasses.replace(snap.meta, host=host or this_host())
+    return write_snapshot(dataclasses.replace(snap, roofline=r, meta=meta), tmp_path / "low.json")
 
 
 def screen_text(app) -> str:
@@ -118,6 +123,27 @@ async def test_at_160x48_with_a_baseline_the_note_keeps_its_indent_and_every_lin
     for label in ("bytes/step", "baseline", "of datasheet", "n/a  gaps", "n/a: direct timing", "tok/s ceiling"):
         assert any(label in line for line in pane), (label, pane)
     assert "step ÷ floor" not in "\n".join(pane), pane
+
+
+@sync
+async def test_a_snapshot_from_another_host_names_no_file_of_this_one(isolated_config, home_cache, tmp_path, capsys):
+    """A snapshot recorded on another host said to delete this host's cache file, which has nothing
+    to do with the probe that read low there. The pane, and `tfdash open` without a terminal, say
+    that host's probe read low and what it priced is priced on a low ceiling."""
+    from tfdash.cli import main
+
+    path = low_ceiling(tmp_path, host="gpu-node-7")
+    app = snapshot_app(path, theme="tfdash-dark")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        lines = screen_text(app).splitlines()
+    pane = [line.split("│")[5].strip() for line in lines if line.count("│") == 6]
+    at = next(i for i, line in enumerate(pane) if line.startswith("577.4 %  of ceiling"))
+    assert " ".join(pane[at + 1:at + 3]) == ELSEWHERE, pane[at:at + 3]
+    assert "bandwidth.json" not in "\n".join(lines)
+    assert main(["open", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert f"warning: {ELSEWHERE}" in out and not any("bandwidth.json" in line for line in out), out
 
 
 @sync

@@ -276,3 +276,24 @@ def test_a_share_over_the_ceiling_is_marked_and_said_once(pair, tmp_path, monkey
     assert main(["diff", str(a), str(b)]) == 0  # under the ceiling: no mark, no line
     out = capsys.readouterr().out
     assert "%!" not in out and "over the ceiling" not in out
+
+
+def test_a_side_recorded_on_another_host_names_no_file_of_this_one(pair, tmp_path, monkeypatch, capsys):
+    """A side over its ceiling that was recorded on another host said to delete this host's cache
+    file; its line says that host's probe read low instead, beside this host's for a side run here."""
+    monkeypatch.setenv("TFDASH_CACHE_DIR", str(tmp_path / "cache"))
+    here = f"over the ceiling: probe read low; delete {tmp_path / 'cache' / 'bandwidth.json'}"
+    elsewhere = "over the ceiling: its host's probe read low; priced on a low ceiling"
+    a, b = pair
+    low_a = low_ceiling(a, tmp_path / "low-a.json")
+    snap = load_snapshot(low_ceiling(b, tmp_path / "low-b.json"))
+    away = write_snapshot(dataclasses.replace(snap, meta=dataclasses.replace(snap.meta, host="gpu-node-7")),
+                          tmp_path / "away.json")
+    assert main(["diff", str(a), str(away)]) == 0
+    out = capsys.readouterr().out
+    assert f"# ! {elsewhere}\n" in out and "bandwidth.json" not in out, out
+    assert main(["diff", str(low_a), str(away), "--markdown"]) == 0
+    md = capsys.readouterr().out
+    assert f"\n! {here}\n" in md and f"\n! {elsewhere}\n" in md, md
+    d = diff_json(capsys, a, away)
+    assert d["b"]["host"] == "gpu-node-7" and d["a"]["host"] == load_snapshot(a).meta.host

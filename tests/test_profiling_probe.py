@@ -115,6 +115,19 @@ def test_a_step_over_its_ceiling_names_how_the_ceiling_is_measured_again(cache_d
     assert probe.over_ceiling_note(125.0, "datasheet") == "over the ceiling: it reads below what the step achieved"
 
 
+def test_a_probe_on_another_host_is_not_measured_again_by_deleting_this_ones_file(cache_dir):
+    """A step recorded on another host priced on its probe: this host's cache file is not the one
+    that figure came from, so the note names none and says what the low figure prices."""
+    from tfdash.profiling.meta import recorded_here, this_host
+
+    cached_source = _gpu_copy(2000).source
+    note = probe.over_ceiling_note(706.0, cached_source, recorded_here=False)
+    assert note == "over the ceiling: its host's probe read low; priced on a low ceiling"
+    assert probe.over_ceiling_note(706.0, cached_source, recorded_here=True).endswith(str(cache_dir / "bandwidth.json"))
+    assert probe.over_ceiling_note(47.7, cached_source, recorded_here=False) == ""
+    assert recorded_here(this_host()) and not recorded_here(this_host() + "-elsewhere")
+
+
 def test_the_cache_file_is_named_from_the_home_as_typed(tmp_path, monkeypatch):
     monkeypatch.delenv("TFDASH_CACHE_DIR")
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)

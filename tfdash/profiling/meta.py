@@ -78,13 +78,24 @@ def kernels_source() -> str | None:
     return h.hexdigest()[:12]
 
 
+def this_host() -> str:
+    """The name a snapshot recorded here carries as its host (RunMeta.host)."""
+    return socket.gethostname() or platform.node() or "unknown"
+
+
+def recorded_here(host: str) -> bool:
+    """Whether a snapshot whose meta names `host` was recorded on this host: its probe's cache
+    file is this host's one (probe.over_ceiling_note), not another machine's."""
+    return host == this_host()
+
+
 def collect_meta(engine, prompt: str) -> RunMeta:
     import torch
 
     gpu, driver, cuda = gpu_info(engine.device)
     return RunMeta(
         tfdash_version=__version__,
-        host=socket.gethostname() or platform.node() or "unknown",
+        host=this_host(),
         device="cuda" if str(engine.device).startswith("cuda") else "cpu",
         gpu=gpu,
         driver=driver,

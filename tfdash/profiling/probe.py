@@ -55,15 +55,22 @@ def over_ceiling(pct_ceiling: float | None) -> bool:
     return pct_ceiling is not None and pct_ceiling > OVER_CEILING_PCT
 
 
-def over_ceiling_note(pct_ceiling: float | None, ceiling_source: str) -> str:
+def over_ceiling_note(pct_ceiling: float | None, ceiling_source: str, recorded_here: bool = True) -> str:
     """What a report says of a step over its ceiling ("" for one under it): the ceiling read low, and
     how it is measured again. A cached figure is reused by every later run until its cache file is
-    deleted; one that was never cached (NOT_CACHED) is measured again on the next run."""
+    deleted; one that was never cached (NOT_CACHED) is measured again on the next run.
+
+    `recorded_here`: whether the step ran on this host (a live run always did; a snapshot did where
+    its meta's host is this one, meta.recorded_here). The cache file of a probe on another host is
+    that host's, so deleting this one's changes nothing: the note names no file and says that what
+    the probe priced is priced on a low ceiling."""
     if not over_ceiling(pct_ceiling):
         return ""
     if NOT_CACHED in ceiling_source:
         return "over the ceiling: probe read low (a busy GPU); run again on an idle one"
     if ceiling_source.startswith("probe:"):
+        if not recorded_here:
+            return "over the ceiling: its host's probe read low; priced on a low ceiling"
         return f"over the ceiling: probe read low; delete {_home_short(cache_path())}"
     return "over the ceiling: it reads below what the step achieved"
 
