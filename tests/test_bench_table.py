@@ -35,6 +35,7 @@ def test_a_share_over_the_ceiling_is_marked_and_said_once(monkeypatch, tmp_path)
     marked `!` in the gutter before the launches (every column stays where it was) and one line under
     the table says why; a share under the ceiling shows none of it."""
     monkeypatch.setenv("TFDASH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the cache is named whole, not from a home above it
     source = "probe: cuda d2d copy 2x2 GiB, median of 5, NVIDIA H100 80GB HBM3, 2026-12-06"
     rows = {"tilelang-graph": summary(900.0, 3400.0, 512.0), "torch-compile": summary(600.0, 2300.0, 346.3),
             "hf-compile": summary(200.0, 700.0, 99.0, launches=None)}

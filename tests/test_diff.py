@@ -251,6 +251,7 @@ def test_a_share_over_the_ceiling_is_marked_and_said_once(pair, tmp_path, monkey
     `!`, hung past its column so the figures stay in line, and one line under the header says why
     (both sides over on one cache file: still one line); Markdown says it too, JSON carries the source."""
     monkeypatch.setenv("TFDASH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the cache is named whole, not from a home above it
     note = f"over the ceiling: probe read low; delete {tmp_path / 'cache' / 'bandwidth.json'}"
     a, b = pair
     low_b = low_ceiling(b, tmp_path / "low-b.json")
@@ -282,6 +283,7 @@ def test_a_side_recorded_on_another_host_names_no_file_of_this_one(pair, tmp_pat
     """A side over its ceiling that was recorded on another host said to delete this host's cache
     file; its line says that host's probe read low instead, beside this host's for a side run here."""
     monkeypatch.setenv("TFDASH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the cache is named whole, not from a home above it
     here = f"over the ceiling: probe read low; delete {tmp_path / 'cache' / 'bandwidth.json'}"
     elsewhere = "over the ceiling: its host's probe read low; priced on a low ceiling"
     a, b = pair

@@ -19,6 +19,7 @@ from tfdash.profiling.export import load_snapshot
 def env(tmp_path, monkeypatch):
     cache = tmp_path / "cache"
     monkeypatch.setenv("TFDASH_CACHE_DIR", str(cache))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the cache is named whole, not from a home above it
     r = probe.ProbeResult(probe.cpu_name(), 12.5e9, 256 << 20, 5, 0.04, "host memcpy", "2026-11-29T00:00:00Z", "x")
     probe._store(r)  # a cached probe: the run reuses it instead of copying 512 MiB
     n = torch.get_num_threads()

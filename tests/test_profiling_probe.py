@@ -14,6 +14,7 @@ from tfdash.profiling.targets import H200
 @pytest.fixture(autouse=True)
 def cache_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("TFDASH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the cache is named whole, not from a home above it
     return tmp_path / "cache"
 
 
