@@ -299,3 +299,19 @@ def test_a_side_recorded_on_another_host_names_no_file_of_this_one(pair, tmp_pat
     assert f"\n! {here}\n" in md and f"\n! {elsewhere}\n" in md, md
     d = diff_json(capsys, a, away)
     assert d["b"]["host"] == "gpu-node-7" and d["a"]["host"] == load_snapshot(a).meta.host
+
+
+def test_the_folder_note_names_the_folders_the_write_made(pair, tmp_path, monkeypatch, capsys):
+    """`--json new/../d.json` wrote ./d.json and said "(its folder new/.. was created)", a folder it
+    never made; `--json link.json`, a symlink to a file in folders not there yet, made them (the
+    write follows the link) and said nothing. The note names the folders the write itself made."""
+    a, b = pair
+    monkeypatch.chdir(tmp_path)
+    assert main(["diff", str(a), str(b), "--json", "new/../d.json"]) == 0
+    assert capsys.readouterr().err.splitlines() == ["# wrote new/../d.json"]
+    assert (tmp_path / "d.json").is_file() and not (tmp_path / "new").exists()
+    (tmp_path / "link.json").symlink_to(tmp_path / "made" / "by" / "d.json")
+    assert main(["diff", str(a), str(b), "--json", "link.json"]) == 0
+    assert (tmp_path / "made" / "by" / "d.json").is_file()
+    made = tmp_path / "made" / "by"
+    assert capsys.readouterr().err.splitlines() == [f"# wrote link.json (its folder {made} was created)"]

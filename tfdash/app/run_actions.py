@@ -11,7 +11,7 @@ import asyncio
 
 from tfdash.app import exports
 from tfdash.errors import TfdashError
-from tfdash.profiling.files import missing_folders
+from tfdash.profiling.files import missing_folders_of_file
 from tfdash.profiling.snapshot import ProfileSnapshot
 
 PROFILE_STEPS = 32
@@ -68,7 +68,7 @@ class RunActions:
         snap = await self.stop_engine()
         if snap is not None and self.save_path is not None:
             try:
-                made = missing_folders(self.save_path.parent)  # asked before the write makes them
+                made = missing_folders_of_file(self.save_path)  # asked before the write makes them
                 exports.write("snapshot", snap, self.save_path)
                 self.saved, self.save_made = self.save_path, made  # the line after the screen names them
             except (TfdashError, OSError) as e:

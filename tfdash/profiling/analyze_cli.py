@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from tfdash.argparsing import Parser
 from tfdash.errors import TfdashError
@@ -85,11 +84,11 @@ def main(argv: list[str]) -> int:
     if capacity > cfg.max_position_embeddings:
         raise TfdashError(f"--capacity {capacity} is past max_position_embeddings={cfg.max_position_embeddings}")
     plan = plan_for(cfg, args.dtype, capacity)  # the plan the engine runs: the TFDASH_* plan knobs in effect
-    from tfdash.profiling.files import missing_folders, table_stream
+    from tfdash.profiling.files import missing_folders_of_file, table_stream
 
     out = table_stream(args.json)  # --json /dev/stdout: the table to stderr
     # asked before a sweep's file (or the report's) makes them: the "# wrote" line says so, as diff's does
-    new = missing_folders(Path(args.json).expanduser().parent) if args.json else []
+    new = missing_folders_of_file(args.json) if args.json else []
     if sw is not None:
         parts = sw.split(":")
         if len(parts) != 3:

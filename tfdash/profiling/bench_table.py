@@ -13,9 +13,8 @@ every command that writes an OUT file does, so a typo in a folder's name is seen
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-from tfdash.profiling.files import missing_folders, table_stream, write_json_atomic, wrote_line
+from tfdash.profiling.files import missing_folders_of_file, table_stream, write_json_atomic, wrote_line
 from tfdash.profiling.probe import over_ceiling, over_ceiling_note
 from tfdash.stats import tokens
 
@@ -67,6 +66,6 @@ def write_report(lines: list[str], json_path: str | None, payload: dict | None) 
     """Print the table; with --json, write `payload` to its file and name it on stderr."""
     print("\n".join(lines), file=table_stream(json_path))  # --json /dev/stdout: stdout is the JSON alone
     if json_path:
-        new = missing_folders(Path(json_path).expanduser().parent)  # before the write makes them
+        new = missing_folders_of_file(json_path)  # before the write makes them
         write_json_atomic(json_path, payload)
         print(wrote_line(json_path, new), file=sys.stderr)

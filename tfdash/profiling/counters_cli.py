@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from tfdash.argparsing import Parser
 from tfdash.errors import TfdashError
@@ -135,11 +134,11 @@ def main(argv: list[str]) -> int:
     print(f"tfdash counters: {len(req.indices)} launches of {plan.config.name} at ctx_len {args.ctx}",
           file=sys.stderr)
     counters = measure(req, progress=lambda s: print(f"tfdash counters: {s}", file=sys.stderr, flush=True))
-    from tfdash.profiling.files import missing_folders, table_stream, write_json_atomic, wrote_line
+    from tfdash.profiling.files import missing_folders_of_file, table_stream, write_json_atomic, wrote_line
 
     table_stream(args.json).write(render(plan, counters, args.ctx))  # --json /dev/stdout: the JSON alone
     if args.json:
-        new = missing_folders(Path(args.json).expanduser().parent)  # before the write makes them: said, as diff does
+        new = missing_folders_of_file(args.json)  # before the write makes them: said, as diff does
         write_json_atomic(args.json, to_json(plan, counters, args.ctx))
         print(wrote_line(args.json, new), file=sys.stderr)
     if args.snapshot:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from tfdash.argparsing import Parser
 from tfdash.errors import UsageError
@@ -208,9 +207,9 @@ def parser() -> argparse.ArgumentParser:
 def write_out(out: str, text: str) -> str:
     """Write `text` to the file OUT, making missing folders as --export and --export-dir do; the line
     it returns names the file and any folder made for it, so a typo in a folder name is seen."""
-    from tfdash.profiling.files import missing_folders, write_text_atomic, wrote_line
+    from tfdash.profiling.files import missing_folders_of_file, write_text_atomic, wrote_line
 
-    new = missing_folders(Path(out).expanduser().parent)
+    new = missing_folders_of_file(out)
     return wrote_line(write_text_atomic(out, text), new)
 
 

@@ -61,6 +61,18 @@ def missing_folders(directory) -> list[Path]:
     return [p for p in (d, *d.parents) if not os.path.exists(p)]
 
 
+def missing_folders_of_file(path) -> list[Path]:
+    """`missing_folders` of the folder that writing the file `path` (`atomic_writer`) makes: a symlink's
+    file's folder (the write follows the link), and a `..` taken as the write takes it (`new/../x`
+    is ./x, no folder `new`); none for a device, pipe or descriptor, written in place."""
+    p = Path(path).expanduser()
+    if own_fd(p) is not None or is_stream(p):
+        return []
+    if os.path.islink(p) or ".." in p.parts:  # as atomic_writer writes it: the real path's folder
+        return missing_folders(Path(os.path.realpath(p)).parent)
+    return missing_folders(p.parent)
+
+
 def created_note(missing: list[Path]) -> str:
     """" (its folder X was created)", X the nearest of `missing_folders`, or "" when none was missing."""
     return f" (its folder {missing[0]} was created)" if missing else ""

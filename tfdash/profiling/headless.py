@@ -212,7 +212,7 @@ def report(session: Session, args, profile: bool, steps: int, out) -> None:
     failed = None
     try:
         from tfdash.profiling.export import export_all, write_snapshot
-        from tfdash.profiling.files import created_note, missing_folders
+        from tfdash.profiling.files import created_note, missing_folders, missing_folders_of_file
 
         if getattr(args, "export", None):
             new = missing_folders(args.export)  # asked before the export makes them
@@ -220,7 +220,7 @@ def report(session: Session, args, profile: bool, steps: int, out) -> None:
             print(visible("wrote " + ", ".join(str(p) for p in paths.values()) + created_note(new)), file=out)
         if getattr(args, "save", None):
             save = Path(args.save).expanduser()
-            new = missing_folders(save.parent)
+            new = missing_folders_of_file(save)
             print(visible(f"wrote {write_snapshot(snap, save)}{created_note(new)}"), file=out)
     except TfdashError as e:  # the report still ends with the top kernels; then the error, non-zero
         failed = e
