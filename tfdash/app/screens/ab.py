@@ -114,6 +114,7 @@ class ABScreen(ModalScreen):
     def __init__(self):
         super().__init__()
         self.variants = variant_rows()
+        self._marked_for = None  # the meta whose engine the rows were marked for (_mark_variants)
         self.running: str | None = None  # the variant being A/B'd
         self.cancel = threading.Event()
         self.result: dict | None = None
@@ -162,8 +163,13 @@ class ABScreen(ModalScreen):
 
     def _mark_variants(self, snap) -> None:
         """The rows this engine would refuse, marked once a snapshot names the engine (the screen
-        may open while it is still being built)."""
-        rows = variant_rows(snap.meta if snap is not None else None)
+        may open while it is still being built). Decided once per run's meta, not per snapshot: the
+        snapshot changes up to 20 times a second while the engine decodes."""
+        meta = snap.meta if snap is not None else None
+        if meta is self._marked_for:
+            return
+        self._marked_for = meta
+        rows = variant_rows(meta)
         if rows == self.variants:
             return
         t = self.query_one("#ab-variants", DataTable)
