@@ -111,3 +111,14 @@ def test_an_export_into_a_folder_it_made_says_so(tmp_path, capsys):
     assert main(argv) == 0
     lines = capsys.readouterr().out.splitlines()
     assert f"wrote {files}" in lines and f"wrote {save}" in lines, lines
+
+
+def test_an_export_under_home_names_its_files_as_the_folder_it_made(tmp_path, monkeypatch, capsys):
+    """`--export '~/x'` named its files `~/x/...` and the folder it made `/home/.../x`: one line, two
+    spellings of one place. Both are the expanded path, as `--save` and `--json` name theirs."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert main(["--headless", "--device", "cpu", "--export", "~/x", "--max-new-tokens", "2", "--prompt", "hi"]) == 0
+    out_dir = tmp_path / "x"
+    files = ", ".join(str(out_dir / name) for name in ("snapshot.json", "trace.json", "kernels.csv"))
+    assert f"wrote {files} (its folder {out_dir} was created)" in capsys.readouterr().out.splitlines()
+    assert (out_dir / "kernels.csv").is_file()

@@ -384,8 +384,9 @@ def snapshot_label(path) -> str:
 
 
 def export_all(snap: ProfileSnapshot, directory) -> dict[str, Path]:
-    """snapshot.json, trace.json and kernels.csv in `directory` (created if missing)."""
-    d = Path(directory)
+    """snapshot.json, trace.json and kernels.csv in `directory` (created if missing), named as written:
+    a leading ~ expanded, as the line that reports the folder it made names that folder."""
+    d = Path(directory).expanduser()
     tmp = fresh_directory(d)  # all three are written, then moved in: a folder never mixes two runs
     try:
         write_snapshot(snap, tmp / EXPORT_SNAPSHOT)
