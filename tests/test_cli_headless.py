@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from conftest import assert_one_line_error, run_tfdash
 from safetensors.torch import load_file, save_file
 
@@ -212,6 +213,10 @@ BROKEN = [
     ("int32", lambda d: _edit_tensors(
         d, lambda sd: sd.update({"model.layers.0.input_layernorm.weight": sd["model.layers.0.input_layernorm.weight"].int()})),
      ["wrongly typed", "model.layers.0.input_layernorm.weight I32"]),
+    ("fp8", lambda d: (_edit_tensors(d, lambda sd: sd.update({k: v.to(torch.float8_e4m3fn) for k, v in sd.items()
+                                                             if k.endswith("proj.weight")})),
+                       _edit_config(d, quantization_config={"quant_method": "fp8", "fmt": "e4m3"})),
+     ["a quantized checkpoint (fp8) is not supported", "bfloat16, float16 or float32"]),
     ("corrupt-header", _corrupt_header, ["model.safetensors", "corrupt"]),
     ("truncated", lambda d: (d / "model.safetensors").write_bytes((d / "model.safetensors").read_bytes()[:1000]),
      ["truncated"]),

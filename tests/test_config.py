@@ -111,6 +111,10 @@ def test_what_installed_transformers_writes(tmp_path):
     ({"max_position_embeddings": "lots"}, "max_position_embeddings"),
     ({"rms_norm_eps": "tiny"}, "rms_norm_eps"),
     ({"torch_dtype": "float64"}, "float64"),
+    ({"quantization_config": {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]}},
+     "a quantized checkpoint (fp8)"),
+    ({"quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128}}, "(awq 4-bit)"),
+    ({"quantization_config": "yes"}, "a quantized checkpoint (quantization_config)"),
 ])
 def test_refusals_name_the_problem(tmp_path, change, needle):
     with pytest.raises(ConfigError) as e:

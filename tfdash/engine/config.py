@@ -252,6 +252,21 @@ def why_not_a_file(path: Path) -> str | None:
     return None if path.exists() else f"{path}: no such file"
 
 
+def _not_quantized(raw: dict, path: Path) -> None:
+    """A quantized checkpoint (Qwen3-8B-FP8, an AWQ or GPTQ export) keeps its weights in 8 or 4 bits beside
+    scale tensors, which neither the tilelang nor the torch engines read: said from config.json's
+    `quantization_config` before any weight is opened, rather than as a list of mistyped tensors."""
+    q = raw.get("quantization_config")
+    if not q:  # absent, null or {}: a plain checkpoint
+        return
+    method = q.get("quant_method") if isinstance(q, dict) else None
+    bits = q.get("bits") if isinstance(q, dict) else None
+    what = " ".join(visible(str(v))[:40] for v in (method, bits and f"{bits}-bit") if v) or "quantization_config"
+    raise ConfigError(f"{path}: a quantized checkpoint ({what}) is not supported; tfdash runs bfloat16, float16 "
+                      "or float32 weights: give the checkpoint it was quantized from (Qwen/Qwen3-8B for "
+                      "Qwen/Qwen3-8B-FP8)")
+
+
 def load_config(ckpt_dir: str | Path) -> ModelConfig:
     """Read `ckpt_dir/config.json` into a ModelConfig, refusing what tfdash cannot run. Every
     refusal is one line naming the key, the value and what is accepted."""
@@ -283,6 +298,7 @@ def load_config(ckpt_dir: str | Path) -> ModelConfig:
         # Both must agree when given: an edited config can keep one of them from another model.
         raise ConfigError(f"{path}: model_type {_show(model_type)} is not supported; tfdash runs "
                           f"{SUPPORTED_ARCHITECTURE} (model_type 'qwen3')")
+    _not_quantized(raw, path)
     if _bool(raw, "attention_bias", path, False):
         raise ConfigError(f"{path}: attention_bias=true is not supported")
     if _bool(raw, "use_sliding_window", path, False):
