@@ -204,7 +204,16 @@ def test_corrupt_index_and_no_weights(ckpt_copy, tmp_path):
     (d / "model.safetensors.index.json").write_text('{"metadata": {}}')
     with pytest.raises(CheckpointError, match="corrupt index"):
         _load(d)
+    (d / "model.safetensors.index.json").unlink()  # shards left without the index that orders them
+    with pytest.raises(CheckpointError) as e:
+        _load(d)
+    assert str(e.value).endswith(".safetensors files, but not the index that says which tensor is in which)")
     for f in d.glob("*.safetensors*"):
         f.unlink()
-    with pytest.raises(CheckpointError, match="no model.safetensors"):
+    with pytest.raises(CheckpointError) as e:
         _load(d)
+    assert str(e.value) == f"{d}: no model.safetensors or model.safetensors.index.json"
+    (d / "pytorch_model.bin").write_bytes(b"a pickle")  # an older export: never unpickled, named
+    with pytest.raises(CheckpointError) as e:
+        _load(d)
+    assert "(it holds pytorch_model.bin: pickled weights, which tfdash does not load;" in str(e.value)

@@ -132,7 +132,20 @@ def shard_files(ckpt: Path) -> dict[str, Path]:
     if len(others) == 1:
         only = ckpt / others[0]
         return {name: only for name in read_header(only)}
-    raise CheckpointError(f"{ckpt}: no model.safetensors or model.safetensors.index.json")
+    raise CheckpointError(f"{ckpt}: no model.safetensors or model.safetensors.index.json{_why_no_weights(ckpt, others)}")
+
+
+def _why_no_weights(ckpt: Path, safetensors: list[str]) -> str:
+    """What the folder holds instead, said after the refusal: pickled weights (which can run code when
+    loaded, so they are never read) to convert, or shards without the index that orders them."""
+    if len(safetensors) > 1:
+        return f" ({len(safetensors)} .safetensors files, but not the index that says which tensor is in which)"
+    pickled = sorted(p.name for p in ckpt.glob("pytorch_model*.bin"))
+    if pickled:
+        return (f" (it holds {visible(pickled[0])[:80]}{' ...' if len(pickled) > 1 else ''}: pickled weights, "
+                "which tfdash does not load; save the model again with transformers' save_pretrained, which "
+                "writes safetensors)")
+    return ""
 
 
 def _summarise(label: str, items: list[str], most: int = 4) -> str:
