@@ -378,6 +378,30 @@ def test_a_hugging_face_cache_folder_names_the_checkpoint_inside_it(tmp_path):
                                     f"{model / 'snapshots' / 'abc123'}")
 
 
+def test_a_hugging_face_model_id_names_its_downloaded_copy_or_how_to_get_one(tmp_path):
+    """`--ckpt Qwen/Qwen3-8B` said only that the folder does not exist: the line now reads it as a
+    Hugging Face model id, naming the copy in the hub's cache (the snapshot refs/main names), else
+    how to download one."""
+    hub = tmp_path / "hub"
+    env = {"HF_HUB_CACHE": str(hub)}
+    r = run_tfdash("analyze", "--ckpt", "Qwen/Qwen3-8B", timeout=60, env=env)
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, "checkpoint directory Qwen/Qwen3-8B does not exist; if Qwen/Qwen3-8B is a "
+                                    "Hugging Face model id, download it (hf download Qwen/Qwen3-8B --local-dir DIR)")
+    model = hub / "models--Qwen--Qwen3-8B"
+    for commit in ("old1", "new2"):
+        (model / "snapshots" / commit).mkdir(parents=True)
+        (model / "snapshots" / commit / "config.json").write_text("{}")
+    (model / "refs").mkdir()
+    (model / "refs" / "main").write_text("new2\n")
+    r = run_tfdash("analyze", "--ckpt", "Qwen/Qwen3-8B", timeout=60, env=env)
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, "as a Hugging Face model id, Qwen/Qwen3-8B's downloaded copy is "
+                                    f"{model / 'snapshots' / 'new2'}")
+    r = run_tfdash("analyze", "--ckpt", "no/such/folder", timeout=60, env=env)
+    assert r.rc == 2 and r.stderr.strip().endswith("checkpoint directory no/such/folder does not exist")
+
+
 def test_a_sweep_json_past_the_free_disk_is_refused_with_a_step_that_fits(tmp_path, monkeypatch):
     """A sweep that would fill the disk failed at the end, after the whole sweep; now it says so first."""
     import collections

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import re
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -267,6 +269,36 @@ def _not_quantized(raw: dict, path: Path) -> None:
                       "Qwen/Qwen3-8B-FP8)")
 
 
+_MODEL_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
+
+
+def hub_cache() -> Path:
+    """Where Hugging Face's hub keeps downloaded models: HF_HUB_CACHE, else HF_HOME/hub, else
+    ~/.cache/huggingface/hub (huggingface_hub's own order)."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    home = os.environ.get("HF_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME", "~/.cache"), "huggingface")
+    return Path(home).expanduser() / "hub"
+
+
+def _as_model_id(text: str) -> str:
+    """After "does not exist", for `--ckpt Qwen/Qwen3-8B`: tfdash reads a folder, so a Hugging Face model
+    id is named as one, with its downloaded copy (the snapshot refs/main names) or how to download it."""
+    if not _MODEL_ID.fullmatch(text):
+        return ""
+    model = hub_cache() / ("models--" + text.replace("/", "--"))
+    try:
+        ref = (model / "refs" / "main").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        ref = ""
+    found = [p.parent for p in sorted(model.glob("snapshots/*/config.json"))]
+    main = [p for p in found if p.name == ref] or (found if len(found) == 1 else [])
+    if main:
+        return f"; as a Hugging Face model id, {text}'s downloaded copy is {main[0]}"
+    return (f"; if {text} is a Hugging Face model id, download it (hf download {text} --local-dir DIR) "
+            "and give that folder")
+
+
 def load_config(ckpt_dir: str | Path) -> ModelConfig:
     """Read `ckpt_dir/config.json` into a ModelConfig, refusing what tfdash cannot run. Every
     refusal is one line naming the key, the value and what is accepted."""
@@ -274,7 +306,7 @@ def load_config(ckpt_dir: str | Path) -> ModelConfig:
         raise ConfigError("--ckpt '' is empty: give a checkpoint directory")
     d = Path(ckpt_dir)
     if not d.exists():
-        raise ConfigError(f"checkpoint directory {d} does not exist")
+        raise ConfigError(f"checkpoint directory {d} does not exist{_as_model_id(str(ckpt_dir))}")
     if not d.is_dir():
         raise ConfigError(f"{d} is not a directory")
     path = d / "config.json"
