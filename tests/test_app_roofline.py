@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import html
 import io
+import json
 import re
 
 import pytest
@@ -16,10 +17,10 @@ from fixtures.appkit import SNAPSHOT, isolated_config, sync  # noqa: F401  (fixt
 
 from tfdash.app.main import snapshot_app
 from tfdash.profiling.export import load_snapshot, write_snapshot
-from tfdash.profiling.meta import this_host
+from tfdash.profiling.probe import ProbeResult, cache_path
 
 NOTE = "over the ceiling: probe read low; delete ~/.cache/tfdash/bandwidth.json"
-ELSEWHERE = "over the ceiling: its host's probe read low; priced on a low ceiling"
+ELSEWHERE = "over the ceiling: its probe read low (not the figure cached here)"
 
 
 @pytest.fixture
@@ -30,15 +31,18 @@ def home_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
 
 
-def low_ceiling(tmp_path, host: str | None = None):
-    """The recorded run priced on a probe that read 353 GB/s (the step streams 2,038 GB/s), recorded
-    on this host (its probe's cache file this host's) unless `host` names another."""
+def low_ceiling(tmp_path, cached: bool = True):
+    """The recorded run priced on a probe that read 353 GB/s (the step streams 2,038 GB/s); with
+    `cached`, this host's cache file holds that figure (as after a run here), else another."""
     snap = load_snapshot(SNAPSHOT)
-    r = snap.roofline
-    source = "probe: cuda d2d copy 2x2 GiB, median of 5, NVIDIA H100 80GB HBM3, 2026-12-06"
-    r = dataclasses.replace(r, ceiling_gbps=353.0, ceiling_source=source, floor_ns=r.bytes_per_step / 353.0)
-    meta = dataclasses.replace(snap.meta, host=host or this_host())
-    return write_snapshot(dataclasses.replace(snap, roofline=r, meta=meta), tmp_path / "low.json")
+    probe = ProbeResult(device="NVIDIA H100 80GB HBM3", bandwidth=353e9, nbytes=2 << 30, reps=5, seconds=0.0122,
+                        method="cuda d2d copy", measured_at="2026-12-06T05:46:00Z", torch_version="2.11")
+    cache_path().parent.mkdir(parents=True, exist_ok=True)
+    here = probe if cached else dataclasses.replace(probe, bandwidth=3000e9)  # measured again since
+    cache_path().write_text(json.dumps({here.device: here.to_dict()}))
+    r = dataclasses.replace(snap.roofline, ceiling_gbps=353.0, ceiling_source=probe.source,
+                            floor_ns=snap.roofline.bytes_per_step / 353.0)
+    return write_snapshot(dataclasses.replace(snap, roofline=r), tmp_path / "low.json")
 
 
 def screen_text(app) -> str:
@@ -126,13 +130,14 @@ async def test_at_160x48_with_a_baseline_the_note_keeps_its_indent_and_every_lin
 
 
 @sync
-async def test_a_snapshot_from_another_host_names_no_file_of_this_one(isolated_config, home_cache, tmp_path, capsys):
-    """A snapshot recorded on another host said to delete this host's cache file, which has nothing
-    to do with the probe that read low there. The pane, and `tfdash open` without a terminal, say
-    that host's probe read low and what it priced is priced on a low ceiling."""
+async def test_a_snapshot_priced_on_a_figure_not_cached_here_names_no_file(isolated_config, home_cache, tmp_path,
+                                                                           capsys):
+    """A snapshot from another machine (or priced before this host's figure was measured again) said
+    to delete this host's cache file, which does not hold the figure that read low. The pane, and
+    `tfdash open` without a terminal, say its probe read low and name no file."""
     from tfdash.cli import main
 
-    path = low_ceiling(tmp_path, host="gpu-node-7")
+    path = low_ceiling(tmp_path, cached=False)
     app = snapshot_app(path, theme="tfdash-dark")
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)

@@ -237,24 +237,38 @@ def test_bad_input_from_the_command_line(pair, tmp_path):
     assert_one_line_error(r.stderr, "cut.json", "not valid JSON")
 
 
-def low_ceiling(path, out):
-    """The snapshot at `path` priced on a probe that read a fifth of what its step streamed."""
+def low_probe(gbps: float):
+    """A host memcpy probe that read `gbps`, as the cache file keeps one."""
+    from tfdash.profiling.probe import ProbeResult
+
+    return ProbeResult(device="cpu:test", bandwidth=gbps * 1e9, nbytes=256 << 20, reps=5, seconds=1.0,
+                       method="host memcpy", measured_at="2026-12-06T05:46:00Z", torch_version="2.13")
+
+
+def low_ceiling(path, out, cached=False):
+    """The snapshot at `path` priced on a probe that read a fifth of what its step streamed; with
+    `cached`, this host's cache file (TFDASH_CACHE_DIR) holds that figure."""
+    from tfdash.profiling.probe import cache_path
+
     snap = load_snapshot(path)
     r = snap.roofline
-    source = "probe: host memcpy 2x256 MiB, median of 5, cpu:test, 2026-12-06"
+    probe = low_probe(r.achieved_gbps / 5)
+    if cached:
+        cache_path().parent.mkdir(parents=True, exist_ok=True)
+        cache_path().write_text(json.dumps({probe.device: probe.to_dict()}))
     return write_snapshot(dataclasses.replace(snap, roofline=dataclasses.replace(
-        r, ceiling_gbps=r.achieved_gbps / 5, ceiling_source=source)), out)
+        r, ceiling_gbps=probe.bandwidth / 1e9, ceiling_source=probe.source)), out)
 
 
 def test_a_share_over_the_ceiling_is_marked_and_said_once(pair, tmp_path, monkeypatch, capsys):
     """The share row printed "500.0 %" as a fast step where the ceiling read low. The share is marked
     `!`, hung past its column so the figures stay in line, and one line under the header says why
-    (both sides over on one cache file: still one line); Markdown says it too, JSON carries the source."""
+    (both sides over on one figure: still one line); Markdown says it too, JSON carries the source."""
     monkeypatch.setenv("TFDASH_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the cache is named whole, not from a home above it
     note = f"over the ceiling: probe read low; delete {tmp_path / 'cache' / 'bandwidth.json'}"
     a, b = pair
-    low_b = low_ceiling(b, tmp_path / "low-b.json")
+    low_b = low_ceiling(b, tmp_path / "low-b.json", cached=True)
     pct_a = load_snapshot(a).roofline.pct_ceiling
     assert main(["diff", str(a), str(low_b)]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -272,6 +286,8 @@ def test_a_share_over_the_ceiling_is_marked_and_said_once(pair, tmp_path, monkey
     md = capsys.readouterr().out
     assert "| share of the ceiling | 500.0 %! | 500.0 %! |" in md and md.count(note) == 1, md
     assert f"\n! {note}\n" in md
+    assert main(["diff", str(low_b), str(low_b)]) == 0
+    assert capsys.readouterr().out.count(note) == 1
     d = diff_json(capsys, a, low_b)
     assert d["b"]["ceiling_source"].startswith("probe: host memcpy") and d["a"]["ceiling_source"] == "test: 10 GB/s"
     assert main(["diff", str(a), str(b)]) == 0  # under the ceiling: no mark, no line
@@ -279,26 +295,30 @@ def test_a_share_over_the_ceiling_is_marked_and_said_once(pair, tmp_path, monkey
     assert "%!" not in out and "over the ceiling" not in out
 
 
-def test_a_side_recorded_on_another_host_names_no_file_of_this_one(pair, tmp_path, monkeypatch, capsys):
-    """A side over its ceiling that was recorded on another host said to delete this host's cache
-    file; its line says that host's probe read low instead, beside this host's for a side run here."""
+def test_a_side_priced_on_a_figure_not_cached_here_names_no_file_of_this_one(pair, tmp_path, monkeypatch, capsys):
+    """A side over its ceiling that was recorded on another machine said to delete this host's cache
+    file, which does not hold the figure that read low; and the host's name decided it, which a
+    container changes on every run or shares with every machine. The figure decides: a side priced
+    on one this cache holds names the file, whatever its host; one priced on another names none."""
     monkeypatch.setenv("TFDASH_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the cache is named whole, not from a home above it
     here = f"over the ceiling: probe read low; delete {tmp_path / 'cache' / 'bandwidth.json'}"
-    elsewhere = "over the ceiling: its host's probe read low; priced on a low ceiling"
+    elsewhere = "over the ceiling: its probe read low (not the figure cached here)"
     a, b = pair
-    low_a = low_ceiling(a, tmp_path / "low-a.json")
-    snap = load_snapshot(low_ceiling(b, tmp_path / "low-b.json"))
-    away = write_snapshot(dataclasses.replace(snap, meta=dataclasses.replace(snap.meta, host="gpu-node-7")),
-                          tmp_path / "away.json")
+    away = low_ceiling(b, tmp_path / "low-b.json")
+    snap = load_snapshot(low_ceiling(a, tmp_path / "low-a.json", cached=True))
+    renamed = write_snapshot(dataclasses.replace(snap, meta=dataclasses.replace(snap.meta, host="container-7f3a")),
+                             tmp_path / "renamed.json")
     assert main(["diff", str(a), str(away)]) == 0
     out = capsys.readouterr().out
     assert f"# ! {elsewhere}\n" in out and "bandwidth.json" not in out, out
-    assert main(["diff", str(low_a), str(away), "--markdown"]) == 0
+    assert main(["diff", str(renamed), str(away), "--markdown"]) == 0
     md = capsys.readouterr().out
     assert f"\n! {here}\n" in md and f"\n! {elsewhere}\n" in md, md
-    d = diff_json(capsys, a, away)
-    assert d["b"]["host"] == "gpu-node-7" and d["a"]["host"] == load_snapshot(a).meta.host
+    d = diff_json(capsys, renamed, away)
+    assert d["a"]["host"] == "container-7f3a" and d["b"]["host"] == load_snapshot(b).meta.host
+    assert d["a"]["ceiling_gbps"] == snap.roofline.ceiling_gbps
+    assert d["b"]["ceiling_gbps"] == load_snapshot(away).roofline.ceiling_gbps
 
 
 def test_the_folder_note_names_the_folders_the_write_made(pair, tmp_path, monkeypatch, capsys):

@@ -116,17 +116,22 @@ def test_a_step_over_its_ceiling_names_how_the_ceiling_is_measured_again(cache_d
     assert probe.over_ceiling_note(125.0, "datasheet") == "over the ceiling: it reads below what the step achieved"
 
 
-def test_a_probe_on_another_host_is_not_measured_again_by_deleting_this_ones_file(cache_dir):
-    """A step recorded on another host priced on its probe: this host's cache file is not the one
-    that figure came from, so the note names none and says what the low figure prices."""
-    from tfdash.profiling.meta import recorded_here, this_host
-
-    cached_source = _gpu_copy(2000).source
-    note = probe.over_ceiling_note(706.0, cached_source, recorded_here=False)
-    assert note == "over the ceiling: its host's probe read low; priced on a low ceiling"
-    assert probe.over_ceiling_note(706.0, cached_source, recorded_here=True).endswith(str(cache_dir / "bandwidth.json"))
-    assert probe.over_ceiling_note(47.7, cached_source, recorded_here=False) == ""
-    assert recorded_here(this_host()) and not recorded_here(this_host() + "-elsewhere")
+def test_a_figure_this_cache_does_not_hold_is_not_measured_again_by_deleting_it(cache_dir):
+    """A step priced on a probe this host's cache file does not hold (another machine's, or one
+    measured again since): deleting the file changes nothing, so the note names none. Whether the
+    file holds it is asked of the figure (its probe's line and GB/s), never of a host's name."""
+    low = _gpu_copy(2000)
+    note = probe.over_ceiling_note(706.0, low.source, cached_here=False)
+    assert note == "over the ceiling: its probe read low (not the figure cached here)"
+    assert probe.over_ceiling_note(706.0, low.source, cached_here=True).endswith(str(cache_dir / "bandwidth.json"))
+    assert probe.over_ceiling_note(47.7, low.source, cached_here=False) == ""
+    assert not probe.cache_holds(low.source, 2000.0)  # no cache file
+    cache_dir.mkdir()
+    (cache_dir / "bandwidth.json").write_text(json.dumps({low.device: low.to_dict(), "junk": [1], "odd": {"x": 1}}))
+    assert probe.cache_holds(low.source, 2000.0)
+    assert not probe.cache_holds(low.source, 2100.0)  # the same probe's line, another figure
+    assert not probe.cache_holds(_gpu_copy(2000).source.replace("H100", "H200"), 2000.0)
+    assert not probe.cache_holds("datasheet", 2000.0) and not probe.cache_holds(low.source, None)
 
 
 def test_the_cache_file_is_named_from_the_home_as_typed(tmp_path, monkeypatch):

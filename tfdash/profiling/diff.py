@@ -29,9 +29,9 @@ JSON (`to_json`), schema "tfdash.diff", version 1:
                "predicted_delta_ns": number, "bytes_delta": int}]}
     Step = {"source", "model", "dtype", "backend", "device", "launches", "ctx_len",
             "step_ns" (the profile window's measured step), "step_p50_ns" (the run's steps),
-            "predicted_step_ns", "kernel_sum_ns", "tok_s", "pct_ceiling", "ceiling_source", "host"}
-           (unmeasured: null; ceiling_source: how the ceiling was measured, "" without a roofline;
-           host: where the snapshot was recorded)
+            "predicted_step_ns", "kernel_sum_ns", "tok_s", "pct_ceiling", "ceiling_gbps", "ceiling_source", "host"}
+           (unmeasured: null; ceiling_gbps and ceiling_source: the ceiling's figure and how it was
+           measured, null and "" without a roofline; host: where the snapshot was recorded)
     Side = {"count", "members": [launch index], "measured_ns", "predicted_ns", "bytes", "gap",
             "kernels": [str]}
 
@@ -124,7 +124,8 @@ class Step:
     tok_s: float | None
     pct_ceiling: float | None
     ceiling_source: str = ""  # how the ceiling was had: the probe's line, for over_ceiling_note
-    host: str = ""  # where it was recorded (RunMeta.host): a probe's cache file is that host's
+    host: str = ""  # where it was recorded (RunMeta.host)
+    ceiling_gbps: float | None = None  # the ceiling's figure: probe.cache_holds asks for it
 
 
 @dataclass(frozen=True)
@@ -255,7 +256,8 @@ def step_of(snap: ProfileSnapshot, source: str = "") -> Step:
                 kernel_sum_ns=float(sum(kernels)) if kernels and None not in kernels else None,
                 tok_s=snap.tok_per_s if snap.wall_ns else None,
                 pct_ceiling=r.pct_ceiling if r is not None and r.ceiling_gbps else None,
-                ceiling_source=r.ceiling_source if r is not None else "", host=snap.meta.host)
+                ceiling_source=r.ceiling_source if r is not None else "", host=snap.meta.host,
+                ceiling_gbps=r.ceiling_gbps if r is not None and r.ceiling_gbps else None)
 
 
 def compare(a: ProfileSnapshot, b: ProfileSnapshot, group: str = "launch", force: bool = False,

@@ -22,8 +22,7 @@ from pathlib import Path
 
 from tfdash.errors import TfdashError
 from tfdash.stats import step_ms, summary
-from tfdash.profiling.meta import recorded_here
-from tfdash.profiling.probe import over_ceiling_note
+from tfdash.profiling.probe import cache_holds, over_ceiling_note
 from tfdash.profiling.session import Session, Status, TokenBatch
 from tfdash.profiling.snapshot import KernelRow, ProfileSnapshot
 from tfdash.signals import exit_code, finishing, stop_signals
@@ -82,8 +81,8 @@ def roofline_lines(snap: ProfileSnapshot) -> list[str]:
     elif t is not None and t.note:
         head = [f"kernel timing: windows ({t.note})"]
     ds = f", {r.pct_datasheet:.1f}% of the {r.datasheet_gbps:.0f} GB/s datasheet" if r.datasheet_gbps else ""
-    # a step past its ceiling: the probe read low (this host's cache file only where it ran here)
-    low = over_ceiling_note(r.pct_ceiling, r.ceiling_source, recorded_here(snap.meta.host))
+    # a step past its ceiling: the probe read low (the cache file named only where it holds the figure)
+    low = over_ceiling_note(r.pct_ceiling, r.ceiling_source, cache_holds(r.ceiling_source, r.ceiling_gbps))
     if r.timing == "direct":  # host timing: no device idle was measured, so no gap is printed as one
         step_line = (f"step {r.measured_step_ns / 1e3:.1f} us, sum of kernels {r.kernel_sum_ns / 1e3:.1f} us "
                      f"(direct timing: no device idle, so no gap)")

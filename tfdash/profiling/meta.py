@@ -83,12 +83,6 @@ def this_host() -> str:
     return socket.gethostname() or platform.node() or "unknown"
 
 
-def recorded_here(host: str) -> bool:
-    """Whether a snapshot whose meta names `host` was recorded on this host: its probe's cache
-    file is this host's one (probe.over_ceiling_note), not another machine's."""
-    return host == this_host()
-
-
 def collect_meta(engine, prompt: str) -> RunMeta:
     import torch
 

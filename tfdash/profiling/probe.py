@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import platform
 import statistics
 import time
@@ -55,24 +56,39 @@ def over_ceiling(pct_ceiling: float | None) -> bool:
     return pct_ceiling is not None and pct_ceiling > OVER_CEILING_PCT
 
 
-def over_ceiling_note(pct_ceiling: float | None, ceiling_source: str, recorded_here: bool = True) -> str:
+def over_ceiling_note(pct_ceiling: float | None, ceiling_source: str, cached_here: bool = True) -> str:
     """What a report says of a step over its ceiling ("" for one under it): the ceiling read low, and
     how it is measured again. A cached figure is reused by every later run until its cache file is
     deleted; one that was never cached (NOT_CACHED) is measured again on the next run.
 
-    `recorded_here`: whether the step ran on this host (a live run always did; a snapshot did where
-    its meta's host is this one, meta.recorded_here). The cache file of a probe on another host is
-    that host's, so deleting this one's changes nothing: the note names no file and says that what
-    the probe priced is priced on a low ceiling."""
+    `cached_here`: whether this host's cache file holds the figure the step was priced on
+    (`cache_holds`). Where it does not (a snapshot from another machine, or a figure measured again
+    since), deleting the file changes nothing: the note names none."""
     if not over_ceiling(pct_ceiling):
         return ""
     if NOT_CACHED in ceiling_source:
         return "over the ceiling: probe read low (a busy GPU); run again on an idle one"
     if ceiling_source.startswith("probe:"):
-        if not recorded_here:
-            return "over the ceiling: its host's probe read low; priced on a low ceiling"
+        if not cached_here:
+            return "over the ceiling: its probe read low (not the figure cached here)"
         return f"over the ceiling: probe read low; delete {_home_short(cache_path())}"
     return "over the ceiling: it reads below what the step achieved"
+
+
+def cache_holds(ceiling_source: str, ceiling_gbps: float | None) -> bool:
+    """Whether this host's cache file holds the probe figure a step was priced on: an entry with its
+    probe's line (`ProbeResult.source`) and its GB/s. Asked of the figure, not of a host's name, which
+    a container may change on every run or share with every other machine."""
+    if not ceiling_gbps or not ceiling_source.startswith("probe:"):
+        return False
+    for entry in _read_cache().values():
+        try:
+            r = ProbeResult(**entry)
+            if r.source == ceiling_source and math.isclose(r.bandwidth / 1e9, ceiling_gbps, rel_tol=1e-6):
+                return True
+        except (TypeError, ValueError, AttributeError):  # an entry of another shape: not this figure
+            continue
+    return False
 
 
 def _home_short(path: Path) -> str:

@@ -174,7 +174,7 @@ class MainScreen(Screen):
             cont.set_source(snap.meta.checkpoint)
         self.query_one(ThroughputPane).show(snap, app.max_new_tokens, final=not live)
         base = getattr(app, "baseline", None)
-        self.query_one(RooflinePane).show(snap, base.snapshot if base is not None else None, live=app.source.live)
+        self.query_one(RooflinePane).show(snap, base.snapshot if base is not None else None)
         self.query_one(NvmlPane).show(snap, final=not live)
         if snap is not None:
             self.table.show(snap.kernels, snap.unavailable.get("kernels", ""), final=not live,

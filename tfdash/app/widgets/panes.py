@@ -18,8 +18,7 @@ from textual.widgets import Static
 from tfdash.app.model import fmt_bytes, fmt_gbps, fmt_ns, fmt_num, throughput, tok_s_now
 from tfdash.app.widgets.chart import Chart, Figure, Line, rule_mark
 from tfdash.stats import percentile
-from tfdash.profiling.meta import recorded_here
-from tfdash.profiling.probe import over_ceiling_note
+from tfdash.profiling.probe import cache_holds, over_ceiling_note
 from tfdash.profiling.snapshot import ProfileSnapshot, Series
 from tfdash.textsafe import KEEP_LAYOUT, visible_content
 
@@ -181,19 +180,16 @@ class RooflinePane(VerticalScroll):
         yield GapBar(id="roofline-gap")
         yield Static(id="roofline-note", classes="stats")
 
-    def show(self, snap: ProfileSnapshot | None, baseline: ProfileSnapshot | None = None,
-             live: bool = False) -> None:
-        """`baseline`: another run's snapshot, whose measured step is shown under this one's. `live`:
-        a run going on here, its probe this host's (a saved snapshot's is where its meta names this
-        host), which decides whether the note over the ceiling names this host's cache file."""
+    def show(self, snap: ProfileSnapshot | None, baseline: ProfileSnapshot | None = None) -> None:
+        """`baseline`: another run's snapshot, whose measured step is shown under this one's."""
         stats = self.query_one("#roofline-stats", Static)
         over = self.query_one("#roofline-over", Static)
         datasheet = self.query_one("#roofline-datasheet", Static)
         note = self.query_one("#roofline-note", Static)
         gapbar = self.query_one("#roofline-gap", GapBar)
         r = snap.roofline if snap is not None else None
-        # a step past its ceiling: the probe read low (this host's cache file only where it ran here)
-        low = over_ceiling_note(r.pct_ceiling, r.ceiling_source, live or recorded_here(snap.meta.host)) \
+        # a step past its ceiling: the probe read low (the cache file named only where it holds the figure)
+        low = over_ceiling_note(r.pct_ceiling, r.ceiling_source, cache_holds(r.ceiling_source, r.ceiling_gbps)) \
             if r is not None else ""
         set_content(over, Content.styled(low, "italic $text-warning"))
         over.display = bool(low)
