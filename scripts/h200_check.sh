@@ -23,6 +23,8 @@
 #   bar12                        issue 12's bench alone: 1.7B against torch-compile, --also-capacity 4096
 #   ladder                       the default 1.7B plan's correctness ladder and the profiler's accounting
 #   lowctx                       each launch's exclusive time from ctx 64 and from ctx 600 (MODEL=)
+#   boundary                     what a step's boundary costs (scripts/step_boundary.py): the event after each replay,
+#                                timed and not, at 1.7B and 0.6B (SIZES=)
 #   profile, observe, app, dash  the profiler, the dashboard (mid-run SVG, snapshot, A/B) and a real pty
 #   live, overhead, features     the dashboard's keys; its cost against headless; session 5's features
 #   counters                     tfdash counters on one layer plus embed, lm_head and argmax
@@ -30,7 +32,7 @@
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
 what=${1:-all}; shift || true
-MODES=" tests diag bench all headless engine final sizes sizebench headline where probe sass curve same3 arena29 procs next30 next35 bar12 ladder lowctx land29 profile observe app dash live overhead features counters "
+MODES=" tests diag bench all headless engine final sizes sizebench headline where probe sass curve same3 arena29 procs next30 next35 bar12 ladder lowctx boundary land29 profile observe app dash live overhead features counters "
 case "$MODES" in *" $what "*) ;; *) echo "h200_check.sh: unknown mode '$what' (modes:$MODES)" >&2; exit 2 ;; esac
 if [ "$what" = next30 ]; then  # what session 29 leaves, in one call (about 6 minutes): arena29's modules and procs
   N=${N:-4} PLACE=${PLACE:---modules} ALIGNS=${ALIGNS:-4096} TAIL=${TAIL:-12}
@@ -241,6 +243,14 @@ if [ "$what" = lowctx ]; then
     TFDASH_ATTN_TRIGGER_AT=values timeout 200 python3 scripts/kernel_times.py --model "${MODEL:-qwen3-1.7b}" --ctx $c \
       --out "$R/kernel_times-ctx$c-tvalues.json" 2>&1 | grep -v "TileLang:" > "$R/kernel_times-ctx$c-tvalues.log"
     echo "== ctx $c, attention triggering after its values"; grep -E "replay" "$R/kernel_times-ctx$c-tvalues.log" | head -3; pack
+  done
+fi
+if [ "$what" = boundary ]; then
+  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  for m in ${SIZES:-qwen3-1.7b qwen3-0.6b}; do
+    timeout 240 python3 scripts/step_boundary.py --model "$m" --steps 1024 --rounds 5 --json "$R/boundary-$m.json" \
+      2>&1 | grep -v "TileLang:" > "$R/boundary-$m.log"
+    grep -v " us a step$" "$R/boundary-$m.log" | tail -9; pack
   done
 fi
 if [ "$what" = ladder ]; then

@@ -1,8 +1,8 @@
 """What a step's boundary costs on the GPU: the same captured step replayed back to back alone, as
 Runtime.enqueue runs it (an event after each replay; the plan's argmax stores the token into the
-pinned ring from inside the graph), with an event alone, with a 4-byte device-to-host copy into
-the ring and an event (what a plan without the ring in its graph gets), and as two steps
-captured in one graph.
+pinned ring from inside the graph), with an event alone (timed, and with timing disabled), with a
+4-byte device-to-host copy into the ring and an event (what a plan without the ring in its graph
+gets), and as two steps captured in one graph.
 
     python scripts/step_boundary.py --model qwen3-0.6b --steps 1024 [--json OUT]
 
@@ -56,6 +56,13 @@ def main(argv=None) -> int:
             rt.step()
             rt.ring_events[i % len(rt.ring_events)].record()
 
+    quiet = [torch.cuda.Event() for _ in rt.ring_events]  # no timing: a record with no timestamp
+
+    def with_quiet_event():
+        for i in range(a.steps):
+            rt.step()
+            quiet[i % len(quiet)].record()
+
     def with_copy():  # TFDASH_RING_IN_GRAPH=off: the token copied after each replay
         for i in range(a.steps):
             slot = i % len(rt.ring_events)
@@ -64,7 +71,7 @@ def main(argv=None) -> int:
             rt.ring_events[slot].record()
 
     modes = {"replay": replay_only, "replay+ring": with_ring, "2-step graph": two_a_graph,
-             "replay+event": with_event, "replay+copy": with_copy}
+             "replay+event": with_event, "replay+quiet event": with_quiet_event, "replay+copy": with_copy}
     us = {m: [] for m in modes}
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     for _ in range(a.rounds):
