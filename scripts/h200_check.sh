@@ -23,6 +23,8 @@
 #   bar12                        issue 12's bench alone: 1.7B against torch-compile, --also-capacity 4096
 #   ladder                       the default 1.7B plan's correctness ladder and the profiler's accounting
 #   lowctx                       each launch's exclusive time from ctx 64 and from ctx 600 (MODEL=)
+#   stamps                       the ring's clock stamps: their tests, the profiler's accounting, and the default against
+#                                tilelang-ringevents (timed events) at 1.7B and 0.6B
 #   boundary                     what a step's boundary costs (scripts/step_boundary.py): the event after each replay,
 #                                timed and not, at 1.7B and 0.6B (SIZES=)
 #   profile, observe, app, dash  the profiler, the dashboard (mid-run SVG, snapshot, A/B) and a real pty
@@ -32,7 +34,7 @@
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
 what=${1:-all}; shift || true
-MODES=" tests diag bench all headless engine final sizes sizebench headline where probe sass curve same3 arena29 procs next30 next35 bar12 ladder lowctx boundary land29 profile observe app dash live overhead features counters "
+MODES=" tests diag bench all headless engine final sizes sizebench headline where probe sass curve same3 arena29 procs next30 next35 bar12 ladder lowctx boundary stamps land29 profile observe app dash live overhead features counters "
 case "$MODES" in *" $what "*) ;; *) echo "h200_check.sh: unknown mode '$what' (modes:$MODES)" >&2; exit 2 ;; esac
 if [ "$what" = next30 ]; then  # what session 29 leaves, in one call (about 6 minutes): arena29's modules and procs
   N=${N:-4} PLACE=${PLACE:---modules} ALIGNS=${ALIGNS:-4096} TAIL=${TAIL:-12}
@@ -251,6 +253,24 @@ if [ "$what" = boundary ]; then
     timeout 240 python3 scripts/step_boundary.py --model "$m" --steps 1024 --rounds 5 --json "$R/boundary-$m.json" \
       2>&1 | grep -v "TileLang:" > "$R/boundary-$m.log"
     grep -v " us a step$" "$R/boundary-$m.log" | tail -9; pack
+  done
+fi
+if [ "$what" = stamps ]; then
+  # argmax stamping the clock into the ring (about 8 minutes fresh): the kernel's and the engine's GPU tests of it,
+  # the profiler's accounting (a window's steps are timed by events between stamped ones), then one process a size,
+  # the default against timed events (tilelang-ringevents), 3 rounds of 2048 new tokens
+  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  timeout 120 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b 2>&1 | grep -v "TileLang:" | tail -1
+  timeout 300 python3 -m pytest -m gpu -v -p no:cacheprovider tests/gpu/test_kernels_gpu.py tests/gpu/test_engine_gpu.py \
+    -k "lm_head_and_argmax or stamped or ring_in_the_graph or generation_through or turns" 2>&1 \
+    | grep --line-buffered -v "TileLang:" > "$R/stamps-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" \
+    "$R/stamps-tests.log" | cut -c1-200 | tail -8; pack
+  timeout 150 python3 scripts/gpu_profile_check.py --out "$R/profile_check.json" 2>&1 | grep -v "TileLang:" \
+    > "$R/profile_check.log"; grep -E "FAIL|ERROR|sum of kernels|checks" "$R/profile_check.log" | cut -c1-160 | tail -6; pack
+  for m in qwen3-1.7b qwen3-0.6b; do
+    timeout 150 python3 -m tfdash bench --model $m --rounds 3 --backends tilelang-graph,tilelang-ringevents \
+      --json "$R/bench-$m-stamps.json" 2>&1 | grep -v "TileLang:" > "$R/bench-$m-stamps.log"
+    grep -E "failed|^tilelang" "$R/bench-$m-stamps.log" | grep -v "^# round" | cut -c1-160; pack
   done
 fi
 if [ "$what" = ladder ]; then

@@ -43,7 +43,7 @@ def main(argv=None) -> int:
         for _ in range(a.steps):
             rt.step()
 
-    def with_ring():  # as the runtime runs its steps
+    def with_ring():  # as the runtime runs its steps (stamped: an untimed event after each)
         for i in range(a.steps):
             rt.enqueue(i % len(rt.ring_events))
 
@@ -94,7 +94,7 @@ def main(argv=None) -> int:
     for i in range(64):  # the ring holds each step's token, stored from inside the graph
         slot = i % len(rt.ring_events)
         rt.enqueue(slot)
-        rt.ring_events[slot].synchronize()
+        rt.wait(slot)
         assert int(rt.ring_host[slot]) == int(rt.bufs["tok"][0]), (i, int(rt.ring_host[slot]))
     print(f"  the ring held every token of 64 steps (stored in the graph: {rt.ring_in_graph})")
     if a.json:

@@ -86,7 +86,7 @@ def test_a_prompt_taken_in_chunks_starts_the_index_past_it(plan):
     """The chunks' kernels are no plan kernel's and the head's run in a graph of their own, so
     the first whole step is the one past the prompt: it is indexed there (its ctx_len)."""
     names = tilelang_names(plan)
-    head = [r for r in rows(synth(plan, 1)) if r[0] in ("gemv_lm_head_kernel", "argmax_feed_ring_kernel")]
+    head = [r for r in rows(synth(plan, 1)) if r[0] in ("gemv_lm_head_kernel", "argmax_feed_ring_ns_kernel")]
     assert len(head) == 2
     prompt = [("rows_gemm_qkv_proj_kernel", 1, 2, GRAPH + 5)] + [(r[0], r[1], r[2], GRAPH + 6) for r in head]
     sy = synth(plan, 40, t0=1_000_000)

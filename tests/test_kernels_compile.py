@@ -91,7 +91,7 @@ def builds_read_by(item) -> list:
 
 def test_plan_has_the_expected_kernels():
     common = {"embed_gather", "gemv_qkv", "gemv_o_residual", "gemv_gate_up_silu", "gemv_down_residual",
-              "gemv_lm_head", "argmax_feed_ring"}
+              "gemv_lm_head", "argmax_feed_ring_ns"}
     assert set(PLAN.kernels()) == common | {"attn_rope_decode_me"}
     assert set(UNFUSED.kernels()) == common | {"qk_norm_rope", "attn_decode_me"}
     assert len(PLAN) == 1 + 5 * 28 + 2 and len(UNFUSED) == 1 + 6 * 28 + 2

@@ -25,7 +25,7 @@ def test_the_default_plan_has_the_ring_and_the_knob_takes_it_away():
 
     plan = plan_for(MICRO, "float32", 128)
     assert plan.meta["options"]["ring_in_graph"] is True and plan.buffers["ring"].shape == (TOKEN_RING,)
-    assert plan.ops()["argmax"][0].kernel == "argmax_feed_ring"
+    assert plan.ops()["argmax"][0].kernel == "argmax_feed_ring_ns"
     with SETTINGS.override(ring_in_graph=False):
         plan = plan_for(MICRO, "float32", 128)
     assert plan.meta["options"]["ring_in_graph"] is False and "ring" not in plan.buffers
@@ -46,7 +46,7 @@ def test_a_plan_with_its_ring_stores_each_token_by_position_and_decodes_the_same
 
     plan = build_plan(MICRO, "float32", capacity=128, ring_in_graph=True)
     argmax = plan.ops()["argmax"][0]
-    assert argmax.kernel == "argmax_feed_ring" and argmax.dims["ring"] == TOKEN_RING and argmax.args["ring"] == "ring"
+    assert argmax.kernel == "argmax_feed_ring_ns" and argmax.dims["ring"] == TOKEN_RING and argmax.args["ring"] == "ring"
     assert plan.buffers["ring"].shape == (TOKEN_RING,)
     assert build_plan(MICRO, **plan.meta["options"]).to_dict() == plan.to_dict()
     assert "ring" not in build_plan(MICRO, "float32", capacity=128, ring_in_graph=False).buffers
@@ -100,3 +100,39 @@ def test_runtimes_taking_turns_on_one_state_decode_as_alone_and_keep_their_rings
         assert generate(first, [3, 1, 4, 1, 5]) == alone
         assert generate(second, [2, 7, 1, 8]) == other
         assert generate(larger, [3, 1, 4, 1, 5]) == alone
+
+
+def test_a_step_is_timed_by_stamps_only_after_a_stamped_step():
+    """slot_timing: a timed event after each replay cost a step about 1.8 us of GPU time, so a step
+    whose graph stamps the clock after a stamped one is the difference of two stamps, its slot
+    marked by an untimed event. Every other step is timed by events: from the slot before's timed
+    event (or the run's start), else from an event of its own just before it."""
+    from tfdash.engine.token_ring import slot_timing
+
+    assert slot_timing(True, None) == (True, False)  # a run's first step: from the start event
+    assert slot_timing(True, (True, True)) == (False, False)  # stamp after stamp
+    assert slot_timing(True, (True, False)) == (False, False)
+    assert slot_timing(True, (False, True)) == (True, False)  # after a window's step: events
+    assert slot_timing(False, (True, False)) == (True, True)  # a window's step after stamps: its own start
+    assert slot_timing(False, (True, True)) == (True, False)
+    assert slot_timing(False, None) == (True, False)
+
+
+def test_the_stamps_come_with_the_ring_and_the_knob_takes_them_away():
+    """ring_stamps: argmax also stamps the device clock into ring_ns (int64, slot pos % 64); off, or
+    without the ring, the plan has no ring_ns and the argmax kernel keeps the name it had."""
+    from profiling_support import MICRO
+
+    from tfdash.engine import plan_for
+    from tfdash.engine.plan import TOKEN_RING, build_plan
+    from tfdash.settings import SETTINGS
+
+    plan = plan_for(MICRO, "float32", 128)
+    argmax = plan.ops()["argmax"][0]
+    assert plan.buffers["ring_ns"].shape == (TOKEN_RING,) and plan.buffers["ring_ns"].dtype == "int64"
+    assert argmax.dims["stamps"] is True and argmax.args["ring_ns"] == "ring_ns"
+    with SETTINGS.override(ring_stamps=False):
+        plan = plan_for(MICRO, "float32", 128)
+    assert "ring_ns" not in plan.buffers and plan.ops()["argmax"][0].kernel == "argmax_feed_ring"
+    plan = build_plan(MICRO, "float32", capacity=128, ring_in_graph=False)
+    assert "ring_ns" not in plan.buffers and plan.ops()["argmax"][0].kernel == "argmax_feed"

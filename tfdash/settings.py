@@ -89,6 +89,12 @@ class Settings:
                               "follows a replay; off: a 4-byte copy-engine copy after each replay (bench "
                               "backend tilelang-ringcopy, the A/B baseline; benchmarks/ has the measured "
                               "difference)"),
+        "ring_stamps": Knob("TFDASH_RING_STAMPS", True,
+                            "with the ring in the graph, argmax stamps the GPU's clock beside each token, so a "
+                            "step's device time is the difference of two stamps and its slot is marked by an "
+                            "untimed event; off: a timed event after each replay, which costs each step about "
+                            "1.8 us of GPU time (bench backend tilelang-ringevents, the A/B baseline; "
+                            "scripts/step_boundary.py measures an event's cost)"),
         "state_arena": Knob("TFDASH_STATE_ARENA", 4096,
                             "a runtime's small state (activations, rope tables, attention's partials and "
                             "counters) in one allocation from a 2 MiB page boundary, each buffer at a fixed "

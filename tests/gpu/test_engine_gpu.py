@@ -278,6 +278,41 @@ def test_generation_through_the_ring(state):
     assert int(eng.bufs["pos"]) == len(prompt) - 1 + 64
 
 
+def test_stamped_steps_time_as_timed_events_do_and_decode_the_same(state):
+    """ring_stamps (the default): past a run's first step, a step is timed by two clock stamps its
+    argmax left in the ring and its slot marked by an untimed event, where a timed event after each
+    replay cost the step about 1.8 us. The plan with timed events decodes the same tokens, and its
+    step times agree with the stamps' (medians within 3 %); every stamped time is positive and
+    under 10x the median; a variant graph's replays leave the stamps alone."""
+    import statistics
+
+    _, weights, _, _, eng, _ = state
+    from tfdash.engine.decode import Generation
+    from tfdash.engine.tokenizer import StandInTokenizer
+
+    tok, prompt = StandInTokenizer(CFG.vocab_size), [11, 22, 33, 44, 55]
+    assert eng.stamped and eng.ring_ns_host.dtype.itemsize == 8
+    gen = Generation(eng, prompt, 300, tok)
+    tokens, stamped = [ev.token_id for ev in gen], list(gen.stats.step_ns)
+    rt = TilelangRuntime(build_plan(CFG, dtype="bfloat16", capacity=2048, ring_stamps=False), weights, DEV)
+    rt.capture()
+    assert not rt.stamped and "ring_ns" not in rt.bufs
+    gen = Generation(rt, prompt, 300, tok)
+    assert [ev.token_id for ev in gen] == tokens
+    timed = list(gen.stats.step_ns)
+    del rt
+    med = statistics.median(stamped)
+    assert abs(med - statistics.median(timed)) <= 0.03 * statistics.median(timed), (med, statistics.median(timed))
+    assert all(0 < t < 10 * med for t in stamped), (min(stamped), max(stamped), med)
+    before = eng._host_rings["ring_ns"].clone()
+    graph = eng.capture_variant((), 1024)
+    for _ in range(3):
+        graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(eng._host_rings["ring_ns"], before)
+    del graph
+
+
 def test_the_ring_in_the_graph_delivers_the_tokens_and_variant_graphs_leave_it_alone(state):
     """ring_in_graph (the default): argmax stores each token into the host's pinned ring through
     its device address, so the generation's tokens (read from the ring, no copy after the step) are
@@ -288,7 +323,7 @@ def test_the_ring_in_the_graph_delivers_the_tokens_and_variant_graphs_leave_it_a
     from tfdash.engine.decode import Generation
     from tfdash.engine.tokenizer import StandInTokenizer
 
-    assert eng.ring_in_graph and eng.ring.is_pinned() and eng.ring.data_ptr() == eng._plan_ring.data_ptr()
+    assert eng.ring_in_graph and eng.ring.is_pinned() and eng.ring.data_ptr() == eng._host_rings["ring"].data_ptr()
     prompt = [11, 22, 33, 44, 55]
     tokens = [ev.token_id for ev in Generation(eng, prompt, 100, StandInTokenizer(CFG.vocab_size))]
     on_device = eng.bufs["out_tokens"][len(prompt) - 1:len(prompt) - 1 + 100].cpu().tolist()

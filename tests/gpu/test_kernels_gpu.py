@@ -62,7 +62,7 @@ def fresh(spec, role, ctx, cfg=CFG):
         return torch.tensor([ctx + 2], dtype=torch.int32, device=DEV)  # mid-prompt: feed from the prompt
     if spec.name == "attn_sem":
         return torch.zeros(shape, dtype=torch.int32, device=DEV)
-    if dt == torch.int32:
+    if dt in (torch.int32, torch.int64):
         return torch.zeros(shape, dtype=dt, device=DEV)
     if spec.name in ("rope_cos", "rope_sin"):
         from tfdash.kernels.rope import rope_tables
@@ -231,6 +231,14 @@ def check_lm_head_and_argmax_feed(plan, name):
             assert torch.equal(ta["out_tokens"], tb["out_tokens"])
             assert torch.equal(ta["tok"], tb["tok"])
         assert int(tb["pos"].item()) == ctx + 1
+        if "ring_ns" in ops:  # the clock stamp beside the token: the kernel's alone (torch has no clock)
+            slot = ctx % arg.dims["ring"]
+            assert torch.equal(ta["ring_ns"], ops["ring_ns"]) and int(tb["ring"][slot]) == int(tb["tok"].item())
+            first = int(tb["ring_ns"][slot])
+            tb["pos"].fill_(ctx)
+            run_tilelang(arg, tb)
+            torch.cuda.synchronize()
+            assert 0 < first < int(tb["ring_ns"][slot]), (first, int(tb["ring_ns"][slot]))
         expect_tok = int(ops["prompt"][ctx + 1]) if not past_prompt else best
         assert int(tb["tok"].item()) == expect_tok
 

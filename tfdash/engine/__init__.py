@@ -190,7 +190,8 @@ def plan_for(cfg: ModelConfig, dtype: str, capacity: int, backend: str = "tilela
                       attn_trigger_at=str(SETTINGS.attn_trigger_at) or None,  # empty: the shape's own
                       gate_up_silu=bool(SETTINGS.gate_up_silu),
                       qkv_trigger_first=qkv_trigger_first(str(SETTINGS.qkv_trigger_first)),
-                      ring_in_graph=bool(SETTINGS.ring_in_graph), attn_ilp=bool(SETTINGS.attn_ilp),
+                      ring_in_graph=bool(SETTINGS.ring_in_graph), ring_stamps=bool(SETTINGS.ring_stamps),
+                      attn_ilp=bool(SETTINGS.attn_ilp),
                       attn_rounds_carry=bool(SETTINGS.attn_rounds_carry),
                       lm_head_q8=q8,
                       attn_split_cap=None if cap == SPLIT_CAP else cap,  # the default keeps the kernel's name

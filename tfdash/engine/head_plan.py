@@ -19,10 +19,12 @@ from __future__ import annotations
 DERIVED = {"head_q8": ("quantize_rows", 0), "head_q8_meta": ("quantize_rows", 1)}
 
 
-def head_launches(cfg, dtype, capacity, head, buf, launch, gemv_kernel, ring, lm_head_q8: bool) -> dict:
+def head_launches(cfg, dtype, capacity, head, buf, launch, gemv_kernel, ring, lm_head_q8: bool,
+                  stamps: bool = False) -> dict:
     """Adds the lm_head's buffers and launches and the argmax's through build_plan's `buf`, `launch`
     and `gemv_kernel`; returns what plan.meta records of them (the derived weights' source). The
-    argmax's partials follow the grid of the launch before it: the pick's or the GEMV's."""
+    argmax's partials follow the grid of the launch before it: the pick's or the GEMV's. `ring`:
+    the token ring's slots argmax stores into (0: none); `stamps`: its clock stamps too ("ring_ns")."""
     V, H, C = cfg.vocab_size, cfg.hidden_size, capacity
     if lm_head_q8:
         from tfdash.kernels.lm_head_pick import grid_size as pick_grid
@@ -54,11 +56,11 @@ def head_launches(cfg, dtype, capacity, head, buf, launch, gemv_kernel, ring, lm
         launch("lm_head", None, "gemv", head_kernel, head_dims,
                x="x", norm_w="final_norm", w=head, out="logits", amax="argmax_part")
         derived = {}
-    ring_dims = {"ring": ring} if ring else {}
-    launch("argmax", None, "argmax", "argmax_feed" + ("_ring" if ring else ""),
+    ring_dims = ({"ring": ring} if ring else {}) | ({"stamps": True} if ring and stamps else {})
+    launch("argmax", None, "argmax", "argmax_feed" + ("_ring" if ring else "") + ("_ns" if ring and stamps else ""),
            dict(V=V, capacity=C, blocks=blocks, **ring_dims), logits="logits", amax="argmax_part", prompt="prompt",
            prompt_len="prompt_len", pos="pos", tok="tok", out_tokens="out_tokens",
-           **({"ring": "ring"} if ring else {}))
+           **({"ring": "ring"} if ring else {}), **({"ring_ns": "ring_ns"} if ring and stamps else {}))
     return derived
 
 

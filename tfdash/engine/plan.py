@@ -168,7 +168,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                attn_trigger_at: str | None = None, attn_merge_early_group: int | None = None,
                gate_up_silu: bool = True, qkv_trigger_first: bool | None = None,
                ring_in_graph: bool = True, attn_ilp: bool = True, attn_rounds_carry: bool = True,
-               lm_head_q8: bool = False, prefill_rows: int = 0) -> StepPlan:
+               lm_head_q8: bool = False, prefill_rows: int = 0, ring_stamps: bool = True) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -215,7 +215,9 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     `ring_in_graph`: argmax also stores the step's token in the host's pinned token ring (buffer
     "ring", slot pos % TOKEN_RING) through its device address, so the token reaches the host from
     inside the step's graph and no copy follows it; False: the runtime copies it after the step (the
-    baseline).
+    baseline). `ring_stamps` (with it): argmax stamps the device's clock beside it (buffer "ring_ns"),
+    so the host times a step from two stamps rather than from a timed event after each replay
+    (which costs a step about 1.8 us); False: timed events (the baseline).
     `attn_ilp`: attention's score and value phases as independent chains (tfdash.kernels.attn_dots:
     each dot product and each head's sum in 4 accumulators, the same products summed in another
     order); False: one chain each (the baseline, a kernel named _ch).
@@ -282,6 +284,8 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     buf("out_tokens", (C,), "int32", "activation")  # out_tokens[p]: argmax predicted at position p
     if ring_in_graph:
         buf("ring", (TOKEN_RING,), "int32", "activation")  # host memory: the runtime's pinned ring
+        if ring_stamps:
+            buf("ring_ns", (TOKEN_RING,), "int64", "activation")  # host memory too: each slot's clock stamp
     buf("x", (H,), dtype, "activation")  # residual stream
     buf("qkv", (cfg.qkv_size,), dtype, "activation")
     buf("q", (cfg.q_size,), dtype, "activation")
@@ -383,6 +387,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     from tfdash.engine.head_plan import head_launches
 
     ring = TOKEN_RING if ring_in_graph else 0
-    derived = head_launches(cfg, dtype, C, head, buf, launch, gemv_kernel, ring, lm_head_q8)
+    derived = head_launches(cfg, dtype, C, head, buf, launch, gemv_kernel, ring, lm_head_q8,
+                            stamps=ring_in_graph and ring_stamps)
     meta = {"options": options, **({"derived": MappingProxyType(derived)} if derived else {})}
     return StepPlan(cfg, dtype, C, MappingProxyType(buffers), tuple(launches), MappingProxyType(meta))

@@ -12,7 +12,7 @@ ADDED_OPTIONS = {"o_proj_trigger_first": False, "attn_merge_early": False, "earl
                  "attn_merge_acq_rel": False,
                  "attn_merge_chunk": 16, "attn_merge_early_group": 4,
                  "attn_trigger_at": "dependency", "gate_up_silu": False,
-                 "qkv_trigger_first": False, "ring_in_graph": False,
+                 "qkv_trigger_first": False, "ring_in_graph": False, "ring_stamps": False,
                  "attn_ilp": False, "attn_rounds_carry": False, "lm_head_q8": False}
 REMOVED_OPTIONS = {"down_smem_prefetch": False, "attn_k_apart": False, "attn_trigger_first": False,
                    "mlp_fused": False, "o_proj_l2_mb": 0, "o_proj_l2_skip": 0, "attn_cluster": 0,

@@ -46,7 +46,7 @@ import torch
 from tfdash.engine.memory import carve
 from tfdash.engine.plan import TOKEN_RING, StepPlan
 from tfdash.engine.prefill import PromptChunks
-from tfdash.engine.token_ring import TokenRing, device_view
+from tfdash.engine.token_ring import HOST_RINGS, TokenRing, device_view
 from tfdash.kernels.base import family
 from tfdash.kernels.rope import rope_tables
 from tfdash.settings import SETTINGS
@@ -89,6 +89,7 @@ class Runtime(TokenRing, PromptChunks):
         self.device = torch.device(device)
         self.cuda = self.device.type == "cuda"
         self.shared: frozenset[str] = frozenset()  # buffers that are another runtime's (variant(share_state))
+        self._host_rings: dict[str, torch.Tensor] = {}  # HOST_RINGS' pinned host tensors, by name
         self.bufs = self._allocate(weights)
         self.launch_args = [self._resolve(launch) for launch in plan.launches]
         self.launch_fns: list[Callable[[], None]] = [self._launch_fn(i) for i in range(len(plan.launches))]
@@ -111,9 +112,10 @@ class Runtime(TokenRing, PromptChunks):
                     and same_device(given.device, dev):
                 bufs[name] = given  # another runtime's cache or state: used in place
                 shared.add(name)
-            elif name == "ring":  # the token ring the plan's argmax stores into: pinned host memory
-                self._plan_ring = torch.zeros(spec.shape, dtype=torch.int32, pin_memory=self.cuda)
-                bufs[name] = device_view(self._plan_ring, dev) if self.cuda else self._plan_ring
+            elif name in HOST_RINGS:  # the token ring (and its stamps) the plan's argmax stores into: pinned
+                host = self._host_rings[name] = torch.zeros(spec.shape, dtype=_torch_dtype(spec.dtype),
+                                                            pin_memory=self.cuda)
+                bufs[name] = device_view(host, dev) if self.cuda else host
             elif spec.kind == "weight" and name in derived:
                 to_derive.append(name)  # made from its source below, always (one given may be of another dtype)
             elif spec.kind == "weight":
@@ -256,9 +258,9 @@ class Runtime(TokenRing, PromptChunks):
                 self.bufs["pos"].copy_(pos0)
                 self.bufs["tok"].copy_(tok0)
 
-            # a ring the plan's argmax stores into is the host's: this graph's tokens go to a scratch
-            scratch = {i: dict(args, ring=torch.zeros_like(args["ring"])) for i, args in enumerate(self.launch_args)
-                       if "ring" in args}
+            # a ring the plan's argmax stores into is the host's: this graph's tokens (and stamps) go to a scratch
+            scratch = {i: dict(args, **{r: torch.zeros_like(args[r]) for r in HOST_RINGS if r in args})
+                       for i, args in enumerate(self.launch_args) if "ring" in args}
             fns = [self._launch_fn(i, scratch[i]) if i in scratch else fn for i, fn in enumerate(self.launch_fns)]
 
             def body():
@@ -378,7 +380,7 @@ def state_buffers(rt: Runtime) -> dict[str, torch.Tensor]:
     differ only in their plans, not in where their state landed: identical engines measured about
     1 % apart on the H200 with the state's placement their only difference."""
     return {n: rt.bufs[n] for n, s in rt.plan.buffers.items()
-            if s.kind != "weight" and s.parent is None and n != "ring"}
+            if s.kind != "weight" and s.parent is None and n not in HOST_RINGS}
 
 
 def make_runtime(backend: str, plan: StepPlan, weights, device, progress=None, pdl: bool | None = None) -> Runtime:

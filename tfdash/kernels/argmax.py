@@ -3,10 +3,15 @@
     out_tokens[pos] = argmax(logits)               (lowest index among ties, as torch.argmax)
     tok = prompt[pos + 1] if pos + 1 < prompt_len else out_tokens[pos]
     ring[pos % len(ring)] = tok                     (where the plan gives it a ring: dims["ring"])
+    ring_ns[pos % len(ring)] = the device clock, ns (where it stamps too: dims["stamps"])
     pos += 1
 
 The ring, where there is one, is the host's pinned token ring seen through its device address: the
-step's token reaches the host from inside the step's graph, with no copy after it.
+step's token reaches the host from inside the step's graph, with no copy after it. Its stamps (the
+global timer, one clock for every SM, read last) give the host each step's device time as the
+difference of two, where a timed event after each replay would cost the step more than the stamp.
+The torch spelling has no device clock to read: it leaves ring_ns, and a runtime that steps
+through it times its steps with events.
 
 The lm_head GEMV already leaves one (max, index) partial per block in `amax`; the tilelang kernel
 reduces those (a few hundred pairs, one warp) instead of re-reading the 600 KB of logits. The
@@ -40,6 +45,7 @@ def cost(dims, ctx_len=0):
         Operand("tok", "activation", 0, 4),
         Operand("out_tokens", "activation", 0, 4),
         *([Operand("ring", "activation", 0, 4)] if dims.get("ring") else []),  # to host memory
+        *([Operand("ring_ns", "activation", 0, 8)] if dims.get("stamps") else []),
     ])
 
 
@@ -48,14 +54,18 @@ def tilelang_argmax_feed(dims):
     reduction on (value, index) keeps the lowest index among equal maxima; lane 0 feeds."""
     import tilelang.language as T
 
+    from tfdash.kernels.probe import PROBE_PRELUDE
+
     pdl = dims.get("pdl", True)
 
     V, C, G, R = dims["V"], dims["capacity"], dims["blocks"], int(dims.get("ring", 0))
+    stamps = bool(R and dims.get("stamps"))
     per = -(-G // 32)
+    launch_kw = dict(prelude=PROBE_PRELUDE) if stamps else {}  # tfd_globaltimer
 
     @T.macro
-    def body(amax, prompt, prompt_len, pos, tok, out_tokens, ring):
-        with T.Kernel(1, threads=32) as _:
+    def body(amax, prompt, prompt_len, pos, tok, out_tokens, ring, ring_ns):
+        with T.Kernel(1, threads=32, **launch_kw) as _:
             lane = T.get_thread_binding(0)
             if pdl:  # programmatic dependent launch: wait for the kernel before, then let the next one launch
                 T.pdl_sync()
@@ -91,8 +101,20 @@ def tilelang_argmax_feed(dims):
                     if R:
                         ring[p % R] = bi
                 pos[0] = p + 1
+                if stamps:  # last: the step's end, as near as a kernel of it can read it
+                    ring_ns[p % R] = T.call_extern("int64", "tfd_globaltimer")
 
-    if R:
+    if stamps:
+
+        @T.prim_func
+        def argmax_feed(
+            logits: T.Tensor((V,), "float32"), amax: T.Tensor((G, 2), "float32"),
+            prompt: T.Tensor((C,), "int32"), prompt_len: T.Tensor((1,), "int32"), pos: T.Tensor((1,), "int32"),
+            tok: T.Tensor((1,), "int32"), out_tokens: T.Tensor((C,), "int32"), ring: T.Tensor((R,), "int32"),
+            ring_ns: T.Tensor((R,), "int64"),
+        ):
+            body(amax, prompt, prompt_len, pos, tok, out_tokens, ring, ring_ns)
+    elif R:
 
         @T.prim_func
         def argmax_feed(
@@ -100,7 +122,7 @@ def tilelang_argmax_feed(dims):
             prompt: T.Tensor((C,), "int32"), prompt_len: T.Tensor((1,), "int32"), pos: T.Tensor((1,), "int32"),
             tok: T.Tensor((1,), "int32"), out_tokens: T.Tensor((C,), "int32"), ring: T.Tensor((R,), "int32"),
         ):
-            body(amax, prompt, prompt_len, pos, tok, out_tokens, ring)
+            body(amax, prompt, prompt_len, pos, tok, out_tokens, ring, None)
     else:
 
         @T.prim_func
@@ -109,14 +131,14 @@ def tilelang_argmax_feed(dims):
             prompt: T.Tensor((C,), "int32"), prompt_len: T.Tensor((1,), "int32"), pos: T.Tensor((1,), "int32"),
             tok: T.Tensor((1,), "int32"), out_tokens: T.Tensor((C,), "int32"),
         ):
-            body(amax, prompt, prompt_len, pos, tok, out_tokens, None)
+            body(amax, prompt, prompt_len, pos, tok, out_tokens, None, None)
 
     return argmax_feed
 
 
 FAMILY = register(Family(
     name="argmax",
-    roles=("logits", "amax", "prompt", "prompt_len", "pos", "tok", "out_tokens", "ring"),
+    roles=("logits", "amax", "prompt", "prompt_len", "pos", "tok", "out_tokens", "ring", "ring_ns"),
     cost=cost, torch=torch_argmax_feed, tilelang=tilelang_argmax_feed,
     describe="greedy argmax, feed the next prompt token or the argmax, advance pos",
 ))

@@ -34,6 +34,8 @@ share of the measured cold copy bandwidth.
                      own launches it at qkv's start (0.6B; TFDASH_QKV_TRIGGER_FIRST)
     tilelang-ringcopy the token copied into the host's ring after each replay, where the default's
                      argmax stores it there from inside the graph (TFDASH_RING_IN_GRAPH)
+    tilelang-ringevents each step timed by a timed event after its replay, not by the clock stamps
+                     the default's argmax leaves in the ring (TFDASH_RING_STAMPS)
     tilelang-chains  attention's score and value phases each one chain, not interleaved (TFDASH_ATTN_ILP)
     tilelang-eachround attention's rounds each rope q and load K/V at their start (TFDASH_ATTN_ROUNDS_CARRY)
     tilelang-bf16head the lm_head as the bf16 GEMV, not bounded through its int8 copy (TFDASH_LM_HEAD_Q8)

@@ -41,6 +41,9 @@ PLAN_VARIANTS = {
     # the token copied into the host's pinned ring after each replay, where the default's argmax
     # stores it there from inside the graph
     "tilelang-ringcopy": {"ring_in_graph": False},
+    # each step timed by a timed event after its replay, where the default's argmax stamps the
+    # GPU's clock into the ring beside the token and an untimed event marks the slot
+    "tilelang-ringevents": {"ring_stamps": False},
     # attention's score and value phases each as one chain of dependent instructions (a dot
     # product's 16 FMAs, a branch to store it, then the next), where the default interleaves them
     "tilelang-chains": {"attn_ilp": False},
