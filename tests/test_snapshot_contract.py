@@ -181,16 +181,16 @@ def test_an_older_snapshot_of_an_ab_variant_still_rebuilds_by_search(recorded):
     ({"fused_rope": True}, None),  # before o_proj_trigger_first: the fused attention normed k apart
     ({"fused_rope": False}, {"fused_rope": False, "o_proj_trigger_first": False, "attn_merge_early": False, "early_norm": False, "attn_merge_acq_rel": False, "attn_merge_chunk": 16, "attn_merge_early_group": 4, "attn_trigger_at": "dependency",
       "gate_up_silu": False, "qkv_trigger_first": False,
-      "ring_in_graph": False, "attn_ilp": False, "attn_rounds_carry": False, "lm_head_q8": False}),
+      "ring_in_graph": False, "attn_ilp": False, "attn_rounds_carry": False, "lm_head_q8": False, "ring_stamps": False}),
     ({"fused_rope": False, "o_proj_trigger_first": True, "attn_k_apart": True},
      {"fused_rope": False, "o_proj_trigger_first": True, "attn_merge_early": False, "early_norm": False, "attn_merge_acq_rel": False, "attn_merge_chunk": 16, "attn_merge_early_group": 4, "attn_trigger_at": "dependency",
       "gate_up_silu": False, "qkv_trigger_first": False,
       "ring_in_graph": False, "attn_ilp": False,
-      "attn_rounds_carry": False, "lm_head_q8": False}),  # unfused: k_apart meant nothing
+      "attn_rounds_carry": False, "lm_head_q8": False, "ring_stamps": False}),  # unfused: k_apart meant nothing
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_k_apart": False, "attn_trigger_first": False},
      {"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_early": False, "early_norm": False, "attn_merge_acq_rel": False, "attn_merge_chunk": 16, "attn_merge_early_group": 4, "attn_trigger_at": "dependency",
       "gate_up_silu": False, "qkv_trigger_first": False,
-      "ring_in_graph": False, "attn_ilp": False, "attn_rounds_carry": False, "lm_head_q8": False}),
+      "ring_in_graph": False, "attn_ilp": False, "attn_rounds_carry": False, "lm_head_q8": False, "ring_stamps": False}),
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_k_apart": True}, None),
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_trigger_first": True}, None),
     ({"fused_rope": True, "o_proj_trigger_first": True, "down_smem_prefetch": True}, None),
@@ -199,7 +199,7 @@ def test_an_older_snapshot_of_an_ab_variant_still_rebuilds_by_search(recorded):
     ({"fused_rope": True, "o_proj_trigger_first": False, "attn_merge_early": True},
      {"fused_rope": True, "o_proj_trigger_first": False, "attn_merge_early": True, "early_norm": False, "attn_merge_acq_rel": False, "attn_merge_chunk": 16, "attn_merge_early_group": 4, "attn_trigger_at": "dependency",
       "gate_up_silu": False, "qkv_trigger_first": False,
-      "ring_in_graph": False, "attn_ilp": False, "attn_rounds_carry": False, "lm_head_q8": False}),
+      "ring_in_graph": False, "attn_ilp": False, "attn_rounds_carry": False, "lm_head_q8": False, "ring_stamps": False}),
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_cluster": 16}, None),  # the cluster merge, removed
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_kv_smem": True}, None),  # K/V in shared memory, removed
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_signal": True}, None),  # o_proj on a count, removed
@@ -220,24 +220,24 @@ def test_an_older_snapshot_of_an_ab_variant_still_rebuilds_by_search(recorded):
      {"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_early": True, "early_norm": True,
       "attn_merge_acq_rel": False, "attn_merge_chunk": 16, "attn_merge_early_group": 4, "attn_trigger_at": "dependency",
       "gate_up_silu": False, "qkv_trigger_first": False, "ring_in_graph": False, "attn_ilp": False,
-      "attn_rounds_carry": False, "lm_head_q8": True}),
+      "attn_rounds_carry": False, "lm_head_q8": True, "ring_stamps": False}),
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_early": True, "early_norm": True,
       "oproj_merges": False},  # recorded while o_proj merging was a variant: attention merged
      {"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_early": True, "early_norm": True,
       "attn_merge_acq_rel": False, "attn_merge_chunk": 16, "attn_merge_early_group": 4, "attn_trigger_at": "dependency",
       "gate_up_silu": False, "qkv_trigger_first": False, "ring_in_graph": False, "attn_ilp": False,
-      "attn_rounds_carry": False, "lm_head_q8": False}),
+      "attn_rounds_carry": False, "lm_head_q8": False, "ring_stamps": False}),
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_early": True, "early_norm": True,
       "argmax_in_lm_head": False},  # recorded while lm_head feeding was a variant: the argmax launch ran
      {"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_early": True, "early_norm": True,
       "attn_merge_acq_rel": False, "attn_merge_chunk": 16, "attn_merge_early_group": 4, "attn_trigger_at": "dependency",
       "gate_up_silu": False, "qkv_trigger_first": False, "ring_in_graph": False, "attn_ilp": False,
-      "attn_rounds_carry": False, "lm_head_q8": False}),
+      "attn_rounds_carry": False, "lm_head_q8": False, "ring_stamps": False}),
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_early": True, "early_norm": True},
      {"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_early": True, "early_norm": True,
       "attn_merge_acq_rel": False, "attn_merge_chunk": 16, "attn_merge_early_group": 4, "attn_trigger_at": "dependency",
       "gate_up_silu": False, "qkv_trigger_first": False,
-      "ring_in_graph": False, "attn_ilp": False, "attn_rounds_carry": False, "lm_head_q8": False}),
+      "ring_in_graph": False, "attn_ilp": False, "attn_rounds_carry": False, "lm_head_q8": False, "ring_stamps": False}),
     ({"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_early": True, "early_norm": True,
       "ring_in_graph": True, "attn_ilp": True, "attn_merge_spin": False,  # chains interleaved: kept; spin off: dropped
       "attn_merge_tagged": False, "attn_merge_speculate": False,  # recorded while the tagged merge was a variant
@@ -246,7 +246,7 @@ def test_an_older_snapshot_of_an_ab_variant_still_rebuilds_by_search(recorded):
      {"fused_rope": True, "o_proj_trigger_first": True, "attn_merge_early": True, "early_norm": True,
       "attn_merge_acq_rel": False, "attn_merge_chunk": 16, "attn_merge_early_group": 4, "attn_trigger_at": "dependency",
       "gate_up_silu": False, "qkv_trigger_first": False, "ring_in_graph": True, "attn_ilp": True,
-      "attn_rounds_carry": False, "lm_head_q8": False}),
+      "attn_rounds_carry": False, "lm_head_q8": False, "ring_stamps": False}),
 ])
 def test_recorded_options_name_the_plan_that_ran_or_none(recorded_as, want):
     from tfdash.engine.plan_options import recorded_options

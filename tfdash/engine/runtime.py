@@ -270,7 +270,7 @@ class Runtime(TokenRing, PromptChunks):
                     if i in twice:
                         fn()
 
-            self.warm_up(1, prologue)
+            self.warm_up(1, body=body)  # its own launches: the host's ring (and stamps) left alone
             return VariantGraph(self._capture(body, thread_local=True), (pos0, tok0, scratch))
 
     def variant(self, plan: StepPlan, backend: str | None = None, share_state: bool = False,

@@ -384,8 +384,7 @@ def snapshot_label(path) -> str:
 
 
 def export_all(snap: ProfileSnapshot, directory) -> dict[str, Path]:
-    """snapshot.json, trace.json and kernels.csv in `directory` (created if missing), named as written:
-    a leading ~ expanded, as the line that reports the folder it made names that folder."""
+    """snapshot.json, trace.json and kernels.csv in `directory` (made if missing; a leading ~ expanded)."""
     d = Path(directory).expanduser()
     tmp = fresh_directory(d)  # all three are written, then moved in: a folder never mixes two runs
     try:
