@@ -162,10 +162,13 @@ def test_analyze_target_takes_the_files_tfdash_writes(tmp_path):
     ("nope", "no plan variant 'nope' (known: tilelang-unfused"),
     ("", "no plan variant ''"),
     ("down:seg=0", "--ab 'down:seg=0': 'seg=0' is not rows=N"),  # it named --gemv, bench's option
+    # refused by this engine (the A/B screen's rule): said before the run, not as "unavailable" after it, exit 0
+    ("tilelang-nopdl", "--ab tilelang-nopdl (pdl=False) is a tilelang-graph launch setting; this engine is torch-eager"),
+    ("tilelang-bf16head", "--ab tilelang-bf16head (lm_head_q8=False) is the plan already running: nothing to compare"),
 ])
 def test_a_headless_ab_typo_is_one_line_before_the_run(variant, said):
     """`--headless --ab nope` generated every token, then printed "A/B nope: unavailable" and exit 0;
-    `--ab ""` was no A/B at all."""
+    `--ab ""` was no A/B at all; a variant this engine refuses ran the whole generation first."""
     r = run_tfdash("--headless", "--max-new-tokens", "4", "--ab", variant, timeout=120)
     assert r.rc == 2 and r.stdout == ""
     assert_one_line_error(r.stderr, said)

@@ -137,13 +137,21 @@ def run_headless(args) -> int:
                 os.path.abspath(os.path.expanduser(args.export)):  # the export makes it a folder, and the save fails
             raise TfdashError(f"--save {args.save}: is the --export folder too; give --save a file name "
                               f"(the export writes {os.path.join(args.export, 'snapshot.json')} anyway)")
+    variant = None
     if getattr(args, "ab", None) is not None:  # a typo in the variant is one line now, not after the generation
         from tfdash.profiling.ab import resolve
 
-        resolve(args.ab)
+        variant = resolve(args.ab)
     eng = load_engine(ckpt=args.ckpt, model=args.model, device=args.device, dtype=args.dtype,
                       backend=args.backend, prompt=args.prompt, max_new_tokens=max_new, seed=args.seed,
                       threads=getattr(args, "threads", None))
+    if variant is not None:  # one this engine refuses (another backend's setting, the plan running) too
+        from tfdash.profiling.variants import refusal
+
+        rt = eng.runtime
+        why = refusal(variant, rt.backend, dict(rt.plan.meta.get("options") or {}), getattr(rt, "pdl", None))
+        if why:
+            raise TfdashError(f"--ab {why.line}")
     out = sys.stdout
     print(visible(_describe(eng)), file=sys.stderr)
     from tfdash.engine import fallback_note
