@@ -483,11 +483,14 @@ def test_cli_bad_target_files(capsys, tmp_path):
         assert_one_line_error(err, needle)
 
 
-def test_cli_dim_spelling_is_checked(capsys):
+@pytest.mark.parametrize("flag, spec, said", [("--dim", "ctx=5", "--dim: expected ctx_len=N, got 'ctx=5'"),
+                                             # said ctx_len=VALUE, --dim's form, for --sweep too
+                                             ("--sweep", "foo=1:2:1", "--sweep: expected ctx_len=A:B:STEP, got 'foo=1:2:1'")])
+def test_cli_dim_spelling_is_checked(capsys, flag, spec, said):
     with pytest.raises(SystemExit) as e:
-        main(["analyze", "--dim", "ctx=5"])
+        main(["analyze", flag, spec])
     assert e.value.code == 2
-    assert "expected ctx_len=VALUE" in capsys.readouterr().err
+    assert said in capsys.readouterr().err
 
 
 def test_cli_reads_shape_from_checkpoint(ckpt_factory, capsys):

@@ -137,7 +137,11 @@ def test_analyze_without_model_says_what_it_prices(capsys):
                                        ("TFDASH_DEPTH=0", "want 1 to 63"), ("TFDASH_DEPTH=64", "want 1 to 63"),
                                        ("TFDASH_CONTINUOUS_STEPS=-1", "want at least 2"),
                                        ("TFDASH_TIMING=bogus", "want auto, continuous, windows"),
-                                       ("TFDASH_OVERLAP_WINDOWS=x", "want on or off")])
+                                       ("TFDASH_OVERLAP_WINDOWS=x", "want on or off"),
+                                       # these named the plan's option (attn_trigger_at='foo'), not the variable
+                                       ("TFDASH_ATTN_TRIGGER_AT=foo", "want empty, dependency, values (default empty)"),
+                                       ("TFDASH_ATTN_SPLIT_CAP=0", "want at least 1 (default 32)"),
+                                       ("TFDASH_ATTN_MERGE_CHUNK=65", "want 0 to 64 (default 0)")])
 @pytest.mark.parametrize("mode", [["--headless"], []])
 def test_a_bad_knob_is_one_line(capsys, monkeypatch, env, says, mode):
     from tfdash import cli

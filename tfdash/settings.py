@@ -52,7 +52,8 @@ class Knob:
                 raise ConfigError(f"{self.env}={n}: want {want} (default {self.default})")
             return n
         if self.choices and raw not in self.choices:
-            raise ConfigError(f"{self.env}={raw[:40]!r}: want {', '.join(self.choices)} (default {self.default})")
+            names = ", ".join(c or "empty" for c in self.choices)
+            raise ConfigError(f"{self.env}={raw[:40]!r}: want {names} (default {self.default or 'empty'})")
         return raw
 
 
@@ -172,14 +173,15 @@ class Settings:
                                  "partials attention's merging block loads at once; 0: the shape's own, 32 where "
                                  "a kv head has 1 or 2 q heads (up to 32 splits in one round trip), else 16 (a "
                                  "group of 4 spills registers with 32); the same sums in the same order (bench "
-                                 "backend tilelang-mc16, the A/B baseline; benchmarks/ has the measured difference)"),
+                                 "backend tilelang-mc16, the A/B baseline; benchmarks/ has the measured difference)",
+                                 low=0, high=64),
         "attn_trigger_at": Knob("TFDASH_ATTN_TRIGGER_AT", "",
                                 "where attention's blocks let o_proj launch: dependency (at their grid "
                                 "dependency) or values (once their values are done, so o_proj's and gate_up's "
                                 "weight prefetch meets attention's merge, not its K/V loads); empty: the shape's "
                                 "own, values where o_proj's weight is at most 4 MiB (0.6B), else dependency "
                                 "(bench backend tilelang-tdep, the A/B baseline; benchmarks/ has the measured "
-                                "difference)"),
+                                "difference)", choices=("", "dependency", "values")),
         "gate_up_silu": Knob("TFDASH_GATE_UP_SILU", True,
                              "gate_up's epilogue makes silu(g) * u (a warp pairs each gate row with its up "
                              "row), so down reads the intermediate as it is; off: down's every block makes all "
@@ -193,7 +195,7 @@ class Settings:
         "attn_split_cap": Knob("TFDASH_ATTN_SPLIT_CAP", 32,
                                "programs per kv head in attention's grid at most; each loops over its "
                                "64-position blocks of the KV cache, so a larger cache launches no more "
-                               "(bench backends tilelang-sc24/all)"),
+                               "(bench backends tilelang-sc24/all)", low=1),
     }
 
     def __init__(self):

@@ -9,10 +9,11 @@ from tfdash.argparsing import Parser
 from tfdash.errors import TfdashError
 
 
-def _dim(spec: str, name: str = "ctx_len") -> str:
+def _dim(spec: str, flag: str, form: str) -> str:
+    """The value of `flag`'s ctx_len=VALUE; a spec of another form is named with the form `flag` takes."""
     key, sep, value = spec.partition("=")
-    if not sep or key != name:
-        raise argparse.ArgumentTypeError(f"expected {name}=VALUE, got {spec!r}")
+    if not sep or key != "ctx_len":
+        raise argparse.ArgumentTypeError(f"{flag}: expected ctx_len={form}, got {spec!r}")
     return value
 
 
@@ -67,8 +68,8 @@ def main(argv: list[str]) -> int:
     p = parser()
     try:
         args = p.parse_args(argv)
-        dim = _dim(args.dim) if args.dim else None
-        sw = _dim(args.sweep) if args.sweep else None
+        dim = _dim(args.dim, "--dim", "N") if args.dim else None
+        sw = _dim(args.sweep, "--sweep", "A:B:STEP") if args.sweep else None
     except argparse.ArgumentTypeError as e:
         p.error(str(e))
     if args.operands and args.sweep:  # else silently a table without them
