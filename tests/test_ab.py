@@ -198,6 +198,11 @@ def test_headless_ab_prints_the_table(capsys, monkeypatch, tmp_path):
     assert "tokens agree at all 12 turn starts" in out and "qk_norm_rope" in out
     [kept] = load_snapshot(tmp_path / "out" / "snapshot.json").ab
     assert kept["order"] == "AB" * 6
+    # `tfdash open` without a terminal printed the run and its kernels, not the A/B the snapshot kept
+    assert main(["open", str(tmp_path / "out" / "snapshot.json")]) == 0
+    opened = capsys.readouterr().out
+    assert "A/B tilelang-unfused (fused_rope=False) on torch-eager: 6 windows of 16 steps a side" in opened
+    assert "tokens agree at all 12 turn starts" in opened
 
 
 def test_a_variant_shares_state_on_an_indexed_device_too():
@@ -228,3 +233,18 @@ def test_a_host_stall_inside_a_turn_does_not_move_its_side():
     r = summarize(ab.resolve("tilelang-lateres"), side, side, turns, [], {})
     assert r["delta_pct"] == 0.0 and r["spread_pct"] == 0.0, r["verdict"]
     assert r["a"]["tok_per_s"] == r["b"]["tok_per_s"] == 1000.0 and r["b"]["tok_per_s_min"] == 1000.0, r
+
+
+def test_an_ab_another_version_recorded_is_one_line_in_the_opened_summary(tmp_path):
+    """The summary `tfdash open` prints without a terminal reads a recorded A/B through the headless
+    table; one it cannot read (another version's fields) is a line saying so, never a traceback."""
+    import dataclasses
+
+    from fixtures.appkit import SNAPSHOT
+
+    from tfdash.app.main import snapshot_summary
+    from tfdash.profiling.export import load_snapshot
+
+    snap = dataclasses.replace(load_snapshot(SNAPSHOT), ab=({"what": "tilelang-x", "a": {"windows": 1}},))
+    text = snapshot_summary(snap, tmp_path / "s.json")
+    assert text.endswith("A/B tilelang-x: recorded in a form this version does not read\n")

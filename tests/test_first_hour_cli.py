@@ -129,6 +129,9 @@ def test_analyze_without_model_says_what_it_prices(capsys):
 
 
 # -- torch's CPU threads --------------------------------------------------------------------------
+RUN = ["--model", "qwen3-tiny", "--device", "cpu", "--max-new-tokens", "2"]
+
+
 @pytest.mark.parametrize("env, says", [("TFDASH_STATE_ARENA=abc", "want a whole number (default 4096)"),
                                        ("TFDASH_STATE_ARENA=100", "want 0 (off) or a multiple of 512"),
                                        ("TFDASH_ATTN_ILP=of", "want on or off"),  # was silently on
@@ -142,7 +145,8 @@ def test_analyze_without_model_says_what_it_prices(capsys):
                                        ("TFDASH_ATTN_TRIGGER_AT=foo", "want empty, dependency, values (default empty)"),
                                        ("TFDASH_ATTN_SPLIT_CAP=0", "want at least 1 (default 32)"),
                                        ("TFDASH_ATTN_MERGE_CHUNK=65", "want 0 to 64 (default 0)")])
-@pytest.mark.parametrize("mode", [["--headless"], []])
+@pytest.mark.parametrize("mode", [["--headless", *RUN], RUN, ["analyze", "--model", "qwen3-tiny"],  # analyze ignored
+                                  ["counters", "--all", "--model", "qwen3-tiny"]])  # TFDASH_PDL=of
 def test_a_bad_knob_is_one_line(capsys, monkeypatch, env, says, mode):
     from tfdash import cli
     from tfdash.cli import main
@@ -151,7 +155,7 @@ def test_a_bad_knob_is_one_line(capsys, monkeypatch, env, says, mode):
     monkeypatch.setenv(name, value)
     monkeypatch.setenv("TFDASH_FORCE_TUI", "1")  # the dashboard: checked before it starts (stubbed here)
     monkeypatch.setattr(cli, "run_dashboard", lambda args: 0)
-    code = main([*mode, "--model", "qwen3-tiny", "--device", "cpu", "--max-new-tokens", "2"])
+    code = main(mode)
     out, err = capsys.readouterr()
     assert code != 0 and f"{name}" in err and says in err and "Traceback" not in err
     assert len([ln for ln in err.splitlines() if "error" in ln]) == 1 and out == ""

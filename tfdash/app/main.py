@@ -256,4 +256,12 @@ def snapshot_summary(snap: ProfileSnapshot, path: Path) -> str:
     if snap.roofline is not None:
         out += roofline_lines(snap)
     out += top_kernels(snap)
+    for result in snap.ab:  # an A/B the run recorded: its table, as the headless report printed it
+        from tfdash.profiling.ab import table
+
+        try:
+            out += table(result)
+        except (KeyError, TypeError, ValueError, AttributeError):  # another version's form of it
+            out.append(f"A/B {str(result.get('what', '?')) if isinstance(result, dict) else '?'}: recorded in a form "
+                       "this version does not read")
     return "\n".join(out) + "\n"

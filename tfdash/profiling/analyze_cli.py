@@ -72,6 +72,9 @@ def main(argv: list[str]) -> int:
         sw = _dim(args.sweep, "--sweep", "A:B:STEP") if args.sweep else None
     except argparse.ArgumentTypeError as e:
         p.error(str(e))
+    from tfdash.settings import SETTINGS
+
+    SETTINGS.values()  # every knob read now, as the run and bench do: a bad one is one line, never ignored
     if args.operands and args.sweep:  # else silently a table without them
         raise TfdashError("--operands splits the launches of one step (--dim); a --sweep row is a step's totals "
                           "(its --json has every launch's operands)")

@@ -118,6 +118,9 @@ def main(argv: list[str]) -> int:
         raise TfdashError(f"--ctx {args.ctx} must be 0 or more")
     if not 0 < args.timeout < float("inf"):
         raise TfdashError(f"--timeout {args.timeout:g} must be a positive number of seconds")
+    from tfdash.settings import SETTINGS
+
+    SETTINGS.values()  # every knob, as the run and bench read them: a bad one is one line
     if args.json:  # so is a --json that cannot be written
         from tfdash.profiling.files import check_writable_file
 
