@@ -513,7 +513,7 @@ def test_analyze_prices_the_plan_the_knobs_make(capsys, monkeypatch):
     monkeypatch.setenv("TFDASH_ATTN_SPLIT_CAP", "-3")
     rc, out, err = analyze_cli(capsys, "--model", "qwen3-tiny")
     assert rc == 2 and out == ""
-    assert_one_line_error(err, "attn_split_cap=-3 must be at least 1")
+    assert_one_line_error(err, "TFDASH_ATTN_SPLIT_CAP=-3: want at least 1 (default 32)")
 
 
 def test_a_sweep_shows_its_rows_as_it_goes(capsys, monkeypatch):
