@@ -269,6 +269,8 @@ def test_a_long_sweep_says_its_size_up_front_and_its_progress(tmp_path, monkeypa
     (["--model", "qwen3-tiny", "--also-capacity", "8193"], "--also-capacity 8193 is past max_position_embeddings=8192"),
     (["--also-capacity", "8"], "--also-capacity 8: prompt (12 tokens) + max-new-tokens (2048) = 2060 needs 2059 KV "
                                "positions, past the cache capacity of 64"),
+    # named neither the flag nor that 10 became whole attention blocks
+    (["--capacity", "10"], "--capacity 10 (whole attention blocks: 64): prompt (12 tokens) + max-new-tokens (2048)"),
 ])
 def test_bench_lengths_are_checked_before_the_device(argv, said):
     """A --max-new-tokens past the model or an --also-capacity too small for the run was said only

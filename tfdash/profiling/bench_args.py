@@ -78,7 +78,13 @@ def check_lengths(args, cfg):
     # A capacity that just fits (the torch peer masks attention over the whole capacity), or whole
     # attention blocks of --capacity.
     capacity = default_capacity(cfg, args.capacity if args.capacity is not None else len(ids) + args.max_new_tokens)
-    check_generation(cfg, capacity, len(ids), args.max_new_tokens)
+    try:
+        check_generation(cfg, capacity, len(ids), args.max_new_tokens)
+    except TfdashError as e:  # the cache is --capacity's (in whole attention blocks): named, as --also-capacity's is
+        if args.capacity is None:
+            raise
+        grown = f" (whole attention blocks: {capacity})" if capacity != args.capacity else ""
+        raise TfdashError(f"--capacity {args.capacity}{grown}: {e}") from None
     check_prompt_ids(cfg, ids)
     for n in args.also_capacity:
         try:
