@@ -262,12 +262,17 @@ if [ "$what" = stamps ]; then
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
   timeout 120 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b 2>&1 | grep -v "TileLang:" | tail -1
   timeout 300 python3 -m pytest -m gpu -v -p no:cacheprovider tests/gpu/test_kernels_gpu.py tests/gpu/test_engine_gpu.py \
-    -k "lm_head_and_argmax or stamped or ring_in_the_graph or generation_through or turns" 2>&1 \
+    -k "lm_head_and_argmax or stamped or past_a_whole_ring or ring_in_the_graph or generation_through or turns" 2>&1 \
     | grep --line-buffered -v "TileLang:" > "$R/stamps-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" \
     "$R/stamps-tests.log" | cut -c1-200 | tail -8; pack
-  timeout 150 python3 scripts/gpu_profile_check.py --out "$R/profile_check.json" 2>&1 | grep -v "TileLang:" \
+  timeout 150 python3 scripts/gpu_profile_check.py --ctx 1000 --out "$R/profile_check.json" 2>&1 | grep -v "TileLang:" \
     > "$R/profile_check.log"; grep -E "FAIL|ERROR|sum of kernels|checks" "$R/profile_check.log" | cut -c1-160 | tail -6; pack
-  for m in qwen3-1.7b qwen3-0.6b; do
+  # a live A/B whose B steps store into the live ring: B stamped as A is (tilelang-lateres), and B timed by events
+  for v in tilelang-lateres tilelang-ringevents; do
+    timeout 90 python3 -m tfdash --headless --ab $v --max-new-tokens 8192 --ignore-eos > "$R/ab-$v.log" 2>&1
+    grep -E "^A/B|median|verdict|slower|faster|level|agree" "$R/ab-$v.log" | cut -c1-200 | head -6; pack
+  done
+  for m in ${SIZES:-qwen3-1.7b qwen3-0.6b}; do
     timeout 150 python3 -m tfdash bench --model $m --rounds 3 --backends tilelang-graph,tilelang-ringevents \
       --json "$R/bench-$m-stamps.json" 2>&1 | grep -v "TileLang:" > "$R/bench-$m-stamps.log"
     grep -E "failed|^tilelang" "$R/bench-$m-stamps.log" | grep -v "^# round" | cut -c1-160; pack

@@ -136,3 +136,88 @@ def test_the_stamps_come_with_the_ring_and_the_knob_takes_them_away():
     assert "ring_ns" not in plan.buffers and plan.ops()["argmax"][0].kernel == "argmax_feed_ring"
     plan = build_plan(MICRO, "float32", capacity=128, ring_in_graph=False)
     assert "ring_ns" not in plan.buffers and plan.ops()["argmax"][0].kernel == "argmax_feed"
+
+
+class _Clock:
+    """A stand-in for the GPU's time line: events and the argmax's stamps read it."""
+
+    def __init__(self):
+        self.ns = 1_000_000
+
+
+class _Event:
+    def __init__(self, clock, timing=True):
+        self.clock, self.timing, self.at, self.records = clock, timing, None, 0
+
+    def record(self):
+        self.at, self.records = self.clock.ns, self.records + 1
+
+    def query(self):
+        return True
+
+    def synchronize(self):
+        pass
+
+    def elapsed_time(self, end):
+        assert self.timing and end.timing, "an untimed event has no time"
+        return (end.at - self.at) / 1e6  # ms, as torch says it
+
+
+def _ring(durations):
+    """A CUDA TokenRing over a simulated graph: step k at pos takes durations[pos] ns and its argmax
+    stores the token and the clock at pos % 64, as the plan's kernel does."""
+    from types import SimpleNamespace
+
+    from tfdash.engine.plan import TOKEN_RING
+    from tfdash.engine.token_ring import TokenRing
+
+    clock = _Clock()
+    r = TokenRing()
+    r.cuda, r.stamped, r.ring_in_graph = True, True, True
+    r.ring = torch.zeros(TOKEN_RING, dtype=torch.int32)
+    r.ring_host, r.ring_ns_host = r.ring.numpy(), torch.zeros(TOKEN_RING, dtype=torch.int64).numpy()
+    r.ring_events = [_Event(clock) for _ in range(TOKEN_RING)]
+    r.quiet_events = [_Event(clock, timing=False) for _ in range(TOKEN_RING)]
+    r.start_events = [_Event(clock) for _ in range(TOKEN_RING)]
+    r.start_event = _Event(clock)
+    r._prev_slot, r._pos = None, None
+    r._slot_prev, r._slot_how = [None] * TOKEN_RING, [(False, True, False)] * TOKEN_RING
+    r.bufs = {"tok": torch.zeros(1, dtype=torch.int32)}
+    state = SimpleNamespace(pos=0)
+
+    def graph(stamps=True):
+        clock.ns += durations[state.pos]
+        r.ring_host[state.pos % TOKEN_RING] = state.pos
+        if stamps:
+            r.ring_ns_host[state.pos % TOKEN_RING] = clock.ns
+        state.pos += 1
+
+    r.step = graph
+    return r, state, graph
+
+
+def test_stamps_are_read_from_the_slots_the_graph_stored_them_in():
+    """A step's stamp lands at pos % 64. Told the position (`begin(pos)`), the ring stamps a step whose
+    slot is that one and times it from the stamp before; untold (a window numbering its slots from 0
+    at pos 319), every step is timed by events, never by another step's stamp. A variant's step that
+    stores into this ring (`writes`) is stamped as the runtime's own, not given a timed event."""
+    durations = {p: 1000 + p for p in range(2000)}
+    r, state, graph = _ring(durations)
+    state.pos = 319
+    r.begin(319)
+    times = []
+    for p in range(319, 419):
+        r.enqueue(p % 64, graph if p % 10 == 5 else None, ("ring", "ring_ns") if p % 10 == 5 else ())
+        times.append(r.step_ns(p % 64))
+    assert times == [durations[p] for p in range(319, 419)]
+    timed = sum(e.records for e in r.ring_events)
+    assert timed == 1  # the run's first step only: the variant's steps were stamped too
+    r2, state2, _ = _ring(durations)
+    state2.pos = 319
+    r2.begin()  # a caller that numbers its slots from 0 and does not say where the steps start
+    got = []
+    for k in range(100):
+        r2.enqueue(k % 64)
+        got.append(r2.step_ns(k % 64))
+    assert got == [durations[p] for p in range(319, 419)]
+    assert sum(e.records for e in r2.quiet_events) == 0

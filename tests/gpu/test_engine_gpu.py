@@ -313,6 +313,30 @@ def test_stamped_steps_time_as_timed_events_do_and_decode_the_same(state):
     del graph
 
 
+def test_a_window_at_a_position_past_a_whole_ring_times_its_steps_by_their_own_stamps(state):
+    """A window outside a generation (profile_steps, an idle A/B) numbered its slots from 0 while its
+    steps stored their stamps at pos % 64: from ctx 1000 it read other steps' stamps. Its slots are
+    the positions' now: its step times agree with the plan with timed events (medians within 3 %),
+    each positive and under 10x the median."""
+    import statistics
+
+    _, weights, _, _, eng, _ = state
+    from tfdash.profiling.timeline import profile_steps
+
+    medians = []
+    rt = TilelangRuntime(build_plan(CFG, dtype="bfloat16", capacity=2048, ring_stamps=False), weights, DEV)
+    rt.capture()
+    for r in (eng, rt):
+        with r.held():
+            r.set_position(1000)  # 1000 % 64 == 40
+            steps = profile_steps(r, 100).step_ns
+        med = statistics.median(steps)
+        assert all(0 < t < 10 * med for t in steps), (r.stamped, min(steps), max(steps), med)
+        medians.append(med)
+    del rt
+    assert abs(medians[0] - medians[1]) <= 0.03 * medians[1], medians
+
+
 def test_the_ring_in_the_graph_delivers_the_tokens_and_variant_graphs_leave_it_alone(state):
     """ring_in_graph (the default): argmax stores each token into the host's pinned ring through
     its device address, so the generation's tokens (read from the ring, no copy after the step) are

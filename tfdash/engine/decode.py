@@ -169,7 +169,7 @@ class Generation:
             fn(*args)
         finally:
             self.stats.paused_ns += time.perf_counter_ns() - t
-            self.runtime.begin()  # the next step's time starts now, not before the pause
+            self.runtime.begin(self._step)  # the next step's time starts now, not before the pause
 
     def _trim_decoder(self) -> None:
         # A bounded run: StreamDecoder only needs the ids from its prefix offset on.
@@ -199,7 +199,7 @@ class Generation:
         rt.reset(self.prompt_ids)
         self._t0 = time.perf_counter_ns()
         self._take_prompt()
-        rt.begin()
+        rt.begin(self._step)  # step s runs at position s
         try:
             while True:
                 self._boundary()
@@ -300,7 +300,7 @@ class Generation:
         while self._step < self._total and len(self._inflight) < self.depth and not self.stop.is_set() and not draining:
             w = self._win
             if w is not None and self._win_left > 0:
-                rt.enqueue(self._step % RING, w.step_fn)
+                rt.enqueue(self._step % RING, w.step_fn, getattr(w, "writes", ()))
                 self._win_left -= 1
                 draining = self._win_left == 0 and not self._win_overlaps
             else:
@@ -343,4 +343,4 @@ class Generation:
             if self.stop.is_set():
                 break
         self.stats.held_ns += time.perf_counter_ns() - t
-        self.runtime.begin()  # the next step's time starts now, not before the pause
+        self.runtime.begin(self._step)  # the next step's time starts now, not before the pause

@@ -80,30 +80,41 @@ class TokenRing:
             self.ring_host = self.ring.numpy()
             self.ring_ns = [0] * RING
         self._prev_slot = None
+        self._pos: int | None = None  # the next step's position, where `begin` was told it
         self._slot_prev: list[int | None] = [None] * RING
         self._slot_how: list[tuple[bool, bool, bool]] = [(False, True, False)] * RING  # (stamped, timed, own_start)
 
-    def begin(self) -> None:
-        """Mark the start of a timed run of steps."""
+    def begin(self, position: int | None = None) -> None:
+        """Mark the start of a timed run of steps. `position`: the next step's pos, where its slot is
+        pos % RING and each step after it the next position (Generation's steps): only then are the
+        graph's stamps, stored at pos % RING, the slots'. Without it every step is timed by events."""
         self._prev_slot = None
+        self._pos = position
         if self.cuda:
             self.start_event.record()
         else:
             self._t_prev = time.perf_counter_ns()
 
-    def enqueue(self, slot: int, step_fn: Callable[[], None] | None = None) -> None:
+    def enqueue(self, slot: int, step_fn: Callable[[], None] | None = None, writes: tuple[str, ...] = ()) -> None:
         """Step once, get the token into ring[slot] (copied unless the step's graph stored it), and
         mark the slot's completion (`slot_timing` says with which event).
-        `step_fn` replaces `self.step` for this step (a profiling window's timed step)."""
-        prev = self._prev_slot
+        `step_fn` replaces `self.step` for this step (a profiling window's timed step, an A/B variant's);
+        `writes`: which of this runtime's HOST_RINGS its graph stores into at pos % RING (a variant's
+        sharing this runtime's state stores the token, and its stamp where its plan has them)."""
+        prev, pos = self._prev_slot, self._pos
+        if pos is not None:
+            self._pos = pos + 1
         if self.cuda:
-            stamped = self.stamped and step_fn is None
+            if step_fn is None:
+                writes = (("ring",) if self.ring_in_graph else ()) + (("ring_ns",) if self.stamped else ())
+            at_pos = pos is not None and slot == pos % RING  # the slot the graph stores into
+            stamped = self.stamped and at_pos and "ring_ns" in writes
             timed, own_start = slot_timing(stamped, None if prev is None else self._slot_how[prev][:2])
             if own_start:
                 self.start_events[slot].record()
             (step_fn or self.step)()
-            if step_fn is not None or not self.ring_in_graph:  # another step's graph may not store it
-                self.ring[slot:slot + 1].copy_(self.bufs["tok"], non_blocking=True)
+            if not self.ring_in_graph or step_fn is not None and not (at_pos and "ring" in writes):
+                self.ring[slot:slot + 1].copy_(self.bufs["tok"], non_blocking=True)  # no graph stored it there
             (self.ring_events if timed else self.quiet_events)[slot].record()
             self._slot_how[slot] = (stamped, timed, own_start)
         else:

@@ -125,18 +125,30 @@ def _turn_ns(step_ns) -> float:
     return float(statistics.median(xs))
 
 
+def shared_rings(variant) -> tuple[str, ...]:
+    """The host rings (the token ring, its stamps) of the runtime it shares state with that a
+    variant's step stores into: those its plan has and does not own."""
+    from tfdash.engine.token_ring import HOST_RINGS
+
+    return tuple(r for r in HOST_RINGS if r in variant.plan.buffers and r in variant.shared)
+
+
 class Turn:
     """One side's turn: `steps` steps of the generation through that side's step."""
 
     def __init__(self, run: "ABRun", side: str, index: int, steps: int):
         self.run, self.side, self.index, self.steps = run, side, index, steps
         self.step_fn, self.ok = None, False
+        self.writes: tuple[str, ...] = ()  # the live runtime's host rings B's graph stores into (its state's)
         self.first_step, self.step_ns = 0, []
 
     def start(self, runtime, first_step, steps):
         self.first_step, self.step_ns = first_step, []
         self.ok = self.run.guard(self.run.check_tokens, first_step)
         self.step_fn = self.run.variant.step if self.ok and self.side == "B" else None
+        # B's graph stores its token (and stamp) into the live ring it shares, as A's does: its steps are
+        # marked and timed as A's are, not with a copy and a timed event A's are spared
+        self.writes = shared_rings(self.run.variant) if self.step_fn is not None else ()
 
     def on_step(self, step_ns):
         self.step_ns.append(int(step_ns))

@@ -292,14 +292,15 @@ def run_window(runtime, w, steps: int, first_step: int) -> None:
     from tfdash.engine.runtime import RING
 
     w.start(runtime, first_step, steps)
-    runtime.begin()
+    pos = runtime.position  # step k runs at pos + k: its slot is the one the graph stores into
+    runtime.begin(pos)
     pending: deque[int] = deque()
-    for k in range(steps):
+    for k in range(pos, pos + steps):
         if len(pending) >= RING - 1:
             s = pending.popleft()
             runtime.wait(s % RING)
             w.on_step(runtime.step_ns(s % RING))
-        runtime.enqueue(k % RING, w.step_fn)
+        runtime.enqueue(k % RING, w.step_fn, getattr(w, "writes", ()))
         pending.append(k)
     while pending:
         s = pending.popleft()

@@ -24,9 +24,9 @@ def run_steps(rt, n: int, ctx: int) -> list[int]:
     out = []
     with rt.held():
         rt.set_position(ctx)
-        rt.begin()
+        rt.begin(ctx)  # step k runs at ctx + k, in the slot its graph stores into
         pending = []
-        for k in range(n):
+        for k in range(ctx, ctx + n):
             if len(pending) >= RING - 1:
                 s = pending.pop(0)
                 rt.wait(s % RING)
