@@ -135,12 +135,12 @@ def main(argv=None) -> int:
               f"{len(w.launch_ns)} launches x {w.steps} steps; {sum(1 for x in w.launch_ns if min(x) == 0)} "
               f"launches fully hidden under their predecessor in some step")
         # gap_ns is step - sum by definition; the check is that CUPTI's own clock agrees: its
-        # exclusive kernel times plus its idle (replay period - sum) against the ring events' step.
+        # exclusive kernel times plus its idle (replay period - sum) against the token ring's step.
         dgap = w.device_gap_ns
         if dgap is not None:
             check(f"{label}: sum of kernels + gap = step (1%)", abs(ksum + dgap - step) <= 0.01 * step,
                   f"{ksum / 1e3:.1f} + {dgap / 1e3:.1f} (CUPTI idle) = {(ksum + dgap) / 1e3:.1f} vs step "
-                  f"{step / 1e3:.1f} us (ring events)")
+                  f"{step / 1e3:.1f} us (the token ring's)")
             check(f"{label}: gap >= 0 (exclusive kernel times)", gap >= 0, f"{gap / 1e3:.1f} us")
         else:
             check(f"{label}: sum of kernels + gap = step (1%)", abs(ksum + gap - step) <= 0.01 * step,

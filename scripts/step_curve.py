@@ -1,7 +1,7 @@
 """Does the decode loop cost the GPU time? A diagnostic (H200 only).
 
-`tfdash bench` times a generation's steps between the ring events the host records after each
-replay (Generation's step_ns); `scripts/kernel_times.py` times back-to-back replays with events
+`tfdash bench` times a generation's steps by the token ring (the clock stamps argmax stores beside each
+token, else events after each replay: Generation's step_ns); `scripts/kernel_times.py` times back-to-back replays with events
 around each, from one position. Where the two disagree, this script runs both on one engine and
 one cache, binned by position:
 

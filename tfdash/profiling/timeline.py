@@ -8,7 +8,7 @@
     direct   (CPU) each launch of the window's steps is timed on the host clock.
 
 A window hands back a `WindowResult`: per launch x step device ns (exclusive: see map_replays),
-step ns (the ring events' step times on CUDA, the host's on CPU), the kernels' spans for the timeline, and an error line
+step ns (the token ring's step times on CUDA: its clock stamps, else events; the host's on CPU), the kernels' spans for the timeline, and an error line
 instead of numbers when the mapping failed. The step's gap = step time - sum of its kernels.
 
 Windows plug into `Generation.intercept` (see tfdash.engine.decode); `profile_steps` runs one
@@ -80,7 +80,7 @@ class WindowResult:
     @property
     def device_gap_ns(self) -> float | None:
         """CUPTI's own idle per step: replay period - sum of exclusive kernel times (None on CPU).
-        Set beside gap_ns (from the ring events' step time) it checks the two clocks agree."""
+        Set beside gap_ns (from the token ring's step time) it checks the two clocks agree."""
         return None if self.period_ns is None else self.period_ns - self.kernel_sum_ns
 
 
