@@ -198,6 +198,10 @@ def test_choose_threads_leaves_cores_spare():
     assert choose_threads(cores=64, env={})[0] == MAX_AUTO
     assert choose_threads(3, cores=2, env={}) == (3, "--threads")
     assert choose_threads(cores=8, env={"OMP_NUM_THREADS": "2"}) == (2, "OMP_NUM_THREADS")
+    # set but not one count: the automatic count, and the header says why the variable was not taken
+    assert choose_threads(cores=2, env={"OMP_NUM_THREADS": "abc"}) == (
+        1, "of 2 cores, 1 left spare; OMP_NUM_THREADS='abc' is not one count")
+    assert choose_threads(cores=4, env={"OMP_NUM_THREADS": "4,2"})[1].endswith("OMP_NUM_THREADS='4,2' is not one count")
 
 
 def test_threads_option_sets_torch_and_shows_in_the_header(capsys):

@@ -44,7 +44,9 @@ def choose_threads(requested: int | None = None, ui: bool = False, cores: int | 
     cores = available_cores() if cores is None else cores
     spare = 2 if ui else 1
     n = max(1, min(MAX_AUTO, cores - spare))
-    return n, f"of {cores} cores, {spare} left spare" if cores > n else f"of {cores} cores"
+    why = f"of {cores} cores, {spare} left spare" if cores > n else f"of {cores} cores"
+    # set but not one count ("abc", "0", OpenMP's nested "4,2"): said where the count is shown, not ignored unseen
+    return n, why + (f"; OMP_NUM_THREADS={omp[:20]!r} is not one count" if omp else "")
 
 
 def apply_threads(threads: int) -> None:
