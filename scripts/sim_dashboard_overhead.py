@@ -47,11 +47,11 @@ def simulated(engine, step_ns: int, releases: int = 1):
     state = {"last": 0, "n": 0}
     rt.sim_done = []  # (start, end) ns of every step enqueued, in order
 
-    def begin():
+    def begin(position=None):
         state["last"] = time.perf_counter_ns()
         rt._prev_slot = None
 
-    def enqueue(slot, step_fn=None):
+    def enqueue(slot, step_fn=None, writes=()):
         for _ in range(releases):
             time.sleep(0)  # the replay and the ring copy release the GIL
         now = time.perf_counter_ns()
