@@ -139,3 +139,16 @@ def test_the_cache_file_is_named_from_the_home_as_typed(tmp_path, monkeypatch):
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     assert probe.over_ceiling_note(706.0, _gpu_copy(2000).source).endswith(" delete ~/.cache/tfdash/bandwidth.json")
+
+
+def test_a_step_under_its_ceiling_reads_no_cache_file(cache_dir, monkeypatch):
+    """The roofline pane asks for the note on every refresh: whether the cache holds the figure (a
+    read of its file) is asked only of a step over its ceiling."""
+    def read(*_):
+        raise AssertionError("the cache file was read")
+
+    low = _gpu_copy(2000)
+    monkeypatch.setattr(probe, "cache_holds", read)
+    assert probe.ceiling_note(47.7, low.source, 2000.0) == "" and probe.ceiling_note(None, low.source, None) == ""
+    monkeypatch.setattr(probe, "cache_holds", lambda source, gbps: False)
+    assert probe.ceiling_note(706.0, low.source, 2000.0) == "over the ceiling: its probe read low (not the figure cached here)"

@@ -180,7 +180,7 @@ def _ring(durations):
     r.quiet_events = [_Event(clock, timing=False) for _ in range(TOKEN_RING)]
     r.start_events = [_Event(clock) for _ in range(TOKEN_RING)]
     r.start_event = _Event(clock)
-    r._prev_slot, r._pos = None, None
+    r._prev_slot, r._pos, r._own_writes = None, None, ("ring", "ring_ns")
     r._slot_prev, r._slot_how = [None] * TOKEN_RING, [(False, True, False)] * TOKEN_RING
     r.bufs = {"tok": torch.zeros(1, dtype=torch.int32)}
     state = SimpleNamespace(pos=0)

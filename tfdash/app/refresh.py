@@ -17,7 +17,7 @@ import time
 
 from tfdash.app.messages import EngineStatus, RunEnded, SessionNews
 from tfdash.app.model import own_window
-from tfdash.profiling.probe import cache_holds, over_ceiling, over_ceiling_note
+from tfdash.profiling.probe import ceiling_note, over_ceiling
 from tfdash.profiling.snapshot import ProfileSnapshot
 
 UI_BUDGET = 0.2  # share of one core the dashboard's thread may use while the engine runs
@@ -97,7 +97,7 @@ class LiveRefresh:
         measured again; the later ones only warn, as the roofline pane goes on saying it."""
         r = snap.roofline
         over = over_ceiling(r.pct_ceiling)
-        note = over_ceiling_note(r.pct_ceiling, r.ceiling_source, cache_holds(r.ceiling_source, r.ceiling_gbps)) \
+        note = ceiling_note(r.pct_ceiling, r.ceiling_source, r.ceiling_gbps) \
             if not self._ceiling_told else ""
         self._ceiling_told = self._ceiling_told or over
         toast = (f"{r.steps} steps at ctx_len {r.ctx_len:,}: {r.measured_step_ns / 1e6:.3f} ms/step, "

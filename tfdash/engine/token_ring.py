@@ -66,6 +66,8 @@ class TokenRing:
         # its stamps, where the step's own graph leaves them: the tilelang kernel reads the clock
         self.stamped = (self.cuda and self.ring_in_graph and self.backend == "tilelang-graph"
                         and "ring_ns" in self.plan.buffers and "ring_ns" not in self.shared)
+        # what the step's own graph stores into the host rings (enqueue's `writes` for its own steps)
+        self._own_writes = (("ring",) if self.ring_in_graph else ()) + (("ring_ns",) if self.stamped else ())
         if self.cuda:
             own = self._host_rings.get("ring") if self.ring_in_graph else None
             self.ring = own if own is not None else torch.zeros(RING, dtype=torch.int32, pin_memory=True)
@@ -106,7 +108,7 @@ class TokenRing:
             self._pos = pos + 1
         if self.cuda:
             if step_fn is None:
-                writes = (("ring",) if self.ring_in_graph else ()) + (("ring_ns",) if self.stamped else ())
+                writes = self._own_writes
             at_pos = pos is not None and slot == pos % RING  # the slot the graph stores into
             stamped = self.stamped and at_pos and "ring_ns" in writes
             timed, own_start = slot_timing(stamped, None if prev is None else self._slot_how[prev][:2])

@@ -21,7 +21,7 @@ import sys
 from tfdash.argparsing import Parser
 from tfdash.errors import UsageError
 from tfdash.profiling.diff import GROUPS, DiffRow, SnapshotDiff, Step, compare, step_deltas, to_json
-from tfdash.profiling.probe import cache_holds, over_ceiling, over_ceiling_note
+from tfdash.profiling.probe import ceiling_note, over_ceiling
 from tfdash.units import fmt_bytes, fmt_gap
 
 MARK = {"matched": " ", "added": "+", "removed": "-"}
@@ -75,7 +75,7 @@ def ceiling_notes(d: SnapshotDiff) -> list[str]:
     """Why a side's step is over its ceiling (probe.over_ceiling_note), each note once: both sides'
     usually name the same cache file. A side priced on a figure this host's cache does not hold (from
     another machine) names no file of this one."""
-    notes = (over_ceiling_note(s.pct_ceiling, s.ceiling_source, cache_holds(s.ceiling_source, s.ceiling_gbps))
+    notes = (ceiling_note(s.pct_ceiling, s.ceiling_source, s.ceiling_gbps)
              for s in (d.a, d.b))
     return list(dict.fromkeys(n for n in notes if n))
 

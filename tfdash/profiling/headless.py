@@ -22,7 +22,7 @@ from pathlib import Path
 
 from tfdash.errors import TfdashError
 from tfdash.stats import step_ms, summary
-from tfdash.profiling.probe import cache_holds, over_ceiling_note
+from tfdash.profiling.probe import ceiling_note
 from tfdash.profiling.session import Session, Status, TokenBatch
 from tfdash.profiling.snapshot import KernelRow, ProfileSnapshot
 from tfdash.signals import exit_code, finishing, stop_signals
@@ -82,7 +82,7 @@ def roofline_lines(snap: ProfileSnapshot) -> list[str]:
         head = [f"kernel timing: windows ({t.note})"]
     ds = f", {r.pct_datasheet:.1f}% of the {r.datasheet_gbps:.0f} GB/s datasheet" if r.datasheet_gbps else ""
     # a step past its ceiling: the probe read low (the cache file named only where it holds the figure)
-    low = over_ceiling_note(r.pct_ceiling, r.ceiling_source, cache_holds(r.ceiling_source, r.ceiling_gbps))
+    low = ceiling_note(r.pct_ceiling, r.ceiling_source, r.ceiling_gbps)
     if r.timing == "direct":  # host timing: no device idle was measured, so no gap is printed as one
         step_line = (f"step {r.measured_step_ns / 1e3:.1f} us, sum of kernels {r.kernel_sum_ns / 1e3:.1f} us "
                      f"(direct timing: no device idle, so no gap)")

@@ -75,6 +75,14 @@ def over_ceiling_note(pct_ceiling: float | None, ceiling_source: str, cached_her
     return "over the ceiling: it reads below what the step achieved"
 
 
+def ceiling_note(pct_ceiling: float | None, ceiling_source: str, ceiling_gbps: float | None) -> str:
+    """over_ceiling_note of a step priced on `ceiling_gbps`, whether this host's cache holds that figure
+    asked (a read of its file) only of a step over its ceiling: the roofline pane asks on every refresh."""
+    if not over_ceiling(pct_ceiling):
+        return ""
+    return over_ceiling_note(pct_ceiling, ceiling_source, cache_holds(ceiling_source, ceiling_gbps))
+
+
 def cache_holds(ceiling_source: str, ceiling_gbps: float | None) -> bool:
     """Whether this host's cache file holds the probe figure a step was priced on: an entry with its
     probe's line (`ProbeResult.source`) and its GB/s. Asked of the figure, not of a host's name, which

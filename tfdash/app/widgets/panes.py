@@ -18,7 +18,7 @@ from textual.widgets import Static
 from tfdash.app.model import fmt_bytes, fmt_gbps, fmt_ns, fmt_num, throughput, tok_s_now
 from tfdash.app.widgets.chart import Chart, Figure, Line, rule_mark
 from tfdash.stats import percentile
-from tfdash.profiling.probe import cache_holds, over_ceiling_note
+from tfdash.profiling.probe import ceiling_note
 from tfdash.profiling.snapshot import ProfileSnapshot, Series
 from tfdash.textsafe import KEEP_LAYOUT, visible_content
 
@@ -189,7 +189,7 @@ class RooflinePane(VerticalScroll):
         gapbar = self.query_one("#roofline-gap", GapBar)
         r = snap.roofline if snap is not None else None
         # a step past its ceiling: the probe read low (the cache file named only where it holds the figure)
-        low = over_ceiling_note(r.pct_ceiling, r.ceiling_source, cache_holds(r.ceiling_source, r.ceiling_gbps)) \
+        low = ceiling_note(r.pct_ceiling, r.ceiling_source, r.ceiling_gbps) \
             if r is not None else ""
         set_content(over, Content.styled(low, "italic $text-warning"))
         over.display = bool(low)
