@@ -552,6 +552,30 @@ async def test_a_live_ab_names_each_figure_and_fits_80_columns(isolated_config, 
 
 
 @sync
+async def test_a_finished_ab_leaves_its_box_uncovered_at_80x24(isolated_config):
+    """At 80x24 the end of an A/B put a 6-second toast of its verdict over the box that shows the
+    same verdict. With the box up, a whole run's verdict is the box's alone; no toast covers it."""
+    from fixtures.appkit import LiveStandIn
+    from test_app_dialogs import box_lines
+    from test_app_fit import screen_text, toast_lines
+
+    from tfdash.app.app import TfdashApp
+
+    r = recorded_ab()
+    app = TfdashApp(LiveStandIn(ab_result=r), theme="tfdash-dark")
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await settle(pilot)
+        app.clear_notifications()
+        await pilot.press("a", "enter")
+        await app.workers.wait_for_complete()
+        await settle(pilot)
+        toasts = toast_lines(app)
+        inside = box_lines(screen_text(app), "A/B a plan variant")
+    assert not any("A/B" in line or VERDICT_LABEL in line for line in toasts), toasts
+    assert any(f"{VERDICT_LABEL}: {r['verdict']}" in line for line in inside), inside
+
+
+@sync
 async def test_a_cancelled_ab_says_so_in_its_toast_and_its_box(isolated_config):
     """esc during an A/B: the toast read "A/B tilelang-unfused, paired windows' median Δ: variant
     faster by 5.4 % ± 2.3 %" as a whole run's would, the box said "done:", and an empty per-op

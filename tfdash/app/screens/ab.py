@@ -265,7 +265,7 @@ class ABScreen(ModalScreen):
             self.notify(f"A/B {name} {result['incomplete']} after {result.get('windows_per_side', 0)} windows a "
                         f"side, {VERDICT_LABEL}: {result.get('verdict', '')}", title="A/B incomplete",
                         severity="warning", timeout=8)
-        else:
+        elif not self.is_current:  # the box shows the verdict; at 80x24 a toast would cover it
             self.notify(f"A/B {name}, {VERDICT_LABEL}: {result.get('verdict', '')}", title="A/B", timeout=6)
 
     def clear_result(self) -> None:
