@@ -258,7 +258,7 @@ def test_past_max_position_embeddings(ckpt_factory, capsys):
     rc, out, err = cli(capsys, "--headless", "--ckpt", str(ckpt.path), "--prompt", "w1 w2 w3",
                        "--max-new-tokens", "46")
     assert rc == 2
-    assert_one_line_error(err, "= 49", "max_position_embeddings=48")
+    assert_one_line_error(err, "= 49", "max_position_embeddings=48", "(--max-new-tokens 45 or fewer)")
 
 
 def test_past_cache_capacity(ckpt_factory):
@@ -267,7 +267,9 @@ def test_past_cache_capacity(ckpt_factory):
     ckpt = ckpt_factory(tied=True)
     with pytest.raises(CapacityError) as e:
         load_engine(ckpt=ckpt.path, device="cpu", capacity=16, prompt="w1 w2 w3 w4", max_new_tokens=14)
-    assert "needs 17 KV positions, past the cache capacity of 16" in str(e.value)
+    assert "needs 17 KV positions, past the cache capacity of 16 (--max-new-tokens 13 or fewer)" in str(e.value)
+    with pytest.raises(CapacityError, match=r"the prompt alone fills it: a larger --capacity\)$"):
+        load_engine(ckpt=ckpt.path, device="cpu", capacity=2, prompt="w1 w2 w3 w4", max_new_tokens=1)
     load_engine(ckpt=ckpt.path, device="cpu", capacity=16, prompt="w1 w2 w3 w4", max_new_tokens=13)
     eng = load_engine(ckpt=ckpt.path, device="cpu", capacity=16)
     with pytest.raises(CapacityError, match="past the cache capacity of 16"):

@@ -26,10 +26,19 @@ def check_generation(cfg: ModelConfig, capacity: int, prompt_len: int, max_new_t
     total = prompt_len + max_new_tokens
     if total > cfg.max_position_embeddings:
         raise CapacityError(f"prompt ({prompt_len} tokens) + max-new-tokens ({max_new_tokens}) = {total} is past "
-                            f"max_position_embeddings={cfg.max_position_embeddings}")
+                            f"max_position_embeddings={cfg.max_position_embeddings}"
+                            + what_fits(cfg.max_position_embeddings - prompt_len, "a shorter prompt"))
     if total - 1 > capacity:
         raise CapacityError(f"prompt ({prompt_len} tokens) + max-new-tokens ({max_new_tokens}) = {total} needs "
-                            f"{total - 1} KV positions, past the cache capacity of {capacity}")
+                            f"{total - 1} KV positions, past the cache capacity of {capacity}"
+                            + what_fits(min(capacity + 1, cfg.max_position_embeddings) - prompt_len,
+                                        "a larger --capacity"))
+
+
+def what_fits(most: int, otherwise: str) -> str:
+    """The error's way out: the most new tokens that fit (a default the model cannot run, such as the
+    dashboard's 2048 on a short-context checkpoint, needs the number), or what else would do."""
+    return f" (--max-new-tokens {most} or fewer)" if most >= 1 else f" (the prompt alone fills it: {otherwise})"
 
 
 def check_prompt_ids(cfg: ModelConfig, ids) -> None:
