@@ -177,6 +177,7 @@ def test_other_models_refused_unless_forced(pair, tmp_path, capsys):
     assert main(["diff", str(a), str(SNAPSHOT)]) == 2
     err = capsys.readouterr().err
     assert_one_line_error(err, "different runs", "model name: qwen3-micro2 vs qwen3-1.7b", "--force")
+    assert "model dtype" not in err  # the checkpoint's saved dtype; the dtype run in is what differs or not
     d = diff_json(capsys, a, SNAPSHOT, "--force")
     assert d["forced"] and d["aligned_by"] == "op" and d["group"] == "op" and "aligned by op" in d["note"]
     assert d["matched"] == 8 and d["added"] == [] and d["removed"] == []
@@ -185,6 +186,17 @@ def test_other_models_refused_unless_forced(pair, tmp_path, capsys):
     assert main(["diff", str(a), str(SNAPSHOT), "--force"]) == 0
     out = capsys.readouterr().out
     assert "--force: different runs" in out and "8 ops matched" in out
+
+
+def test_the_checkpoints_saved_dtype_is_not_a_difference(pair, tmp_path, capsys):
+    """Two float32 runs, one of a bfloat16 checkpoint: "model dtype: bfloat16 vs float32" named a
+    dtype the user never ran in. The runs compare; the dtype they ran in is what is checked."""
+    a, _ = pair
+    snap = load_snapshot(a)
+    model = {**dict(snap.meta.model), "dtype": "bfloat16" if snap.meta.model.get("dtype") != "bfloat16" else "float16"}
+    other = write_snapshot(dataclasses.replace(snap, meta=dataclasses.replace(snap.meta, model=model)),
+                           tmp_path / "saved-other.json")
+    assert main(["diff", str(a), str(other)]) == 0, capsys.readouterr().err
 
 
 def test_other_dtype_refused(pair, tmp_path, capsys):

@@ -221,10 +221,12 @@ def sort_rows(rows: Sequence[DiffRow]) -> list[DiffRow]:
 
 # -- whole snapshots ---------------------------------------------------------------------------
 def differences(a: ProfileSnapshot, b: ProfileSnapshot) -> list[str]:
-    """What makes two runs incomparable launch by launch: the model's config and the dtype."""
+    """What makes two runs incomparable launch by launch: the model's config and the dtype run in.
+    The config's own dtype (what the checkpoint was saved in) is left out: the run's is compared, and
+    a float32 run of a bfloat16 checkpoint launches what a float32 one does."""
     out = []
     ma, mb = dict(a.meta.model or {}), dict(b.meta.model or {})
-    for k in sorted(set(ma) | set(mb), key=lambda k: (k != "name", k)):
+    for k in sorted((set(ma) | set(mb)) - {"dtype"}, key=lambda k: (k != "name", k)):
         if ma.get(k) != mb.get(k):
             out.append(f"model {k}: {ma.get(k, '(none)')} vs {mb.get(k, '(none)')}")
     if a.meta.dtype != b.meta.dtype:
