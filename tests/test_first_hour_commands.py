@@ -271,6 +271,10 @@ def test_a_long_sweep_says_its_size_up_front_and_its_progress(tmp_path, monkeypa
                                "positions, past the cache capacity of 64"),
     # named neither the flag nor that 10 became whole attention blocks
     (["--capacity", "10"], "--capacity 10 (whole attention blocks: 64): prompt (12 tokens) + max-new-tokens (2048)"),
+    # a GEMV setting past its weight's shape was accepted (its kernel would unroll 99999999999 chunks)
+    (["--gemv", "down:seg=99999999999"], "GEMV setting down:seg=99999999999 is past 24 (down's K=6144 is 24 chunks "
+                                         "of 256 columns)"),
+    (["--gemv", "o_proj:blocks_per_sm=64"], "GEMV setting o_proj:blocks_per_sm=64 is past 32"),
 ])
 def test_bench_lengths_are_checked_before_the_device(argv, said):
     """A --max-new-tokens past the model or an --also-capacity too small for the run was said only

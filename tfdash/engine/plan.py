@@ -232,6 +232,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     are the same); 0: the step walks the prompt one position at a time (the baseline).
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
+    from tfdash.kernels.gemv import check_override as gemv_check_override
     from tfdash.kernels.gemv import paired as gemv_paired
     from tfdash.kernels.gemv import settings as gemv_settings
 
@@ -335,6 +336,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         dims.update(gemv_paired(gemv_settings(N, K), K) if epilogue == "silu_mul" else gemv_settings(N, K))
         override = dict(overrides.get(op, {}), **({"blocks_per_sm": bps[op]} if op in bps else {}))
         if override:
+            gemv_check_override(op, override, N, K)
             dims.update(override)
             kernel += "_" + "".join(f"{GEMV_KNOB_TAG[k]}{override[k]}" for k in sorted(override))
         if prologue == "rmsnorm":

@@ -21,6 +21,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from tfdash.errors import TfdashError
 from tfdash.kernels.base import DTYPE_BYTES, SHORT_DTYPE, Family, Geometry, Operand, make_cost, register
 from tfdash.kernels.common import linear_f32, rmsnorm
 
@@ -127,6 +128,22 @@ def paired(settings: dict, K: int) -> dict:
         return dict(settings)
     rows = settings["rows"] + 1
     return dict(settings, rows=rows, seg=chunks_per_segment(K, rows))
+
+
+MAX_BLOCKS_PER_SM = 32  # sm_90's most resident blocks an SM
+
+
+def check_override(op: str, override: dict, N: int, K: int) -> None:
+    """An override past what its weight holds (a segment longer than the row's chunks, more rows a
+    warp than rows) or past an SM (blocks) is one line naming it, before any kernel is built: the
+    kernel it named would unroll every chunk it was told of."""
+    most = {"seg": max(1, K // CHUNK), "rows": N, "blocks_per_sm": MAX_BLOCKS_PER_SM, "min_blocks": MAX_BLOCKS_PER_SM}
+    why = {"seg": f"{op}'s K={K} is {most['seg']} chunks of {CHUNK} columns", "rows": f"{op} has N={N} rows",
+           "blocks_per_sm": "an SM holds at most 32 blocks", "min_blocks": "an SM holds at most 32 blocks"}
+    over = [k for k in override if k in most and override[k] > most[k]]
+    if over:
+        k = over[0]
+        raise TfdashError(f"GEMV setting {op}:{k}={override[k]} is past {most[k]} ({why[k]})")
 
 
 @functools.lru_cache(maxsize=1)
