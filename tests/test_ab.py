@@ -155,6 +155,39 @@ def test_refusals_are_one_line(tiny):
         ab.build(unfused, ab.resolve("tilelang-unfused"))
 
 
+@pytest.mark.parametrize("model", ["qwen3-tiny", "qwen3-0.6b", "qwen3-8b"])
+def test_a_variant_a_torch_engine_would_run_unchanged_is_refused_there(model):
+    """`--ab down:seg=2` (or tilelang-sc24) on torch-eager ran 6 + 6 windows of the same torch ops
+    and could only say "no difference". TORCH_VISIBLE, the options that change the plan's launches
+    or their operands, is checked here against the plans themselves: a variant outside it builds
+    the running plan's launches, roles and operands (only tilelang launch dims differ), and a
+    torch engine refuses it before any window, in one line."""
+    from tfdash.engine.config import preset
+    from tfdash.profiling.variants import TORCH_VISIBLE, refusal
+
+    base = build_plan(preset(model), "float32", capacity=256)
+
+    def launches(plan):
+        return [(x.role, x.family, sorted(x.args.items())) for x in plan.launches]
+
+    changed = set()
+    for v in [*ab.VARIANTS.values(), ab.resolve("down:seg=2"), ab.resolve("o_proj:blocks_per_sm=1")]:
+        plan, options = ab.variant_plan(base, v)
+        if options == dict(base.meta["options"]):
+            continue  # the running plan itself: nothing to tell apart
+        visible = bool(set(v.options) & TORCH_VISIBLE)
+        assert (launches(plan) != launches(base)) == visible, (v.name, v.options)
+        changed |= set(v.options) & TORCH_VISIBLE
+        why = refusal(v, "torch-eager", dict(base.meta["options"]))
+        if v.runtime:
+            assert why.short == "tilelang-graph only"
+        else:
+            assert (why is None) == visible, (v.name, why)
+            assert visible or why.line.endswith("whose two sides would run the same torch ops"), why
+        assert refusal(v, "tilelang-graph", dict(base.meta["options"])) is None
+    assert changed, "no variant changes the torch spelling"
+
+
 def test_gemv_specs_and_bench_names_resolve():
     v = ab.resolve("down:seg=8,blocks_per_sm=1")
     assert v.name == "tilelang[down:seg=8,blocks_per_sm=1]" and v.options == {"gemv_overrides": {

@@ -23,6 +23,7 @@ from tfdash.errors import TfdashError
 from tfdash.profiling.diff import compare
 from tfdash.profiling.export import load_snapshot, write_snapshot
 from tfdash.profiling.ab import VERDICT_LABEL
+from tfdash.profiling.variants import TORCH_VISIBLE
 from tfdash.profiling.probe import CPU
 
 SIZE = (160, 48)
@@ -643,7 +644,9 @@ async def test_the_variants_this_engine_would_refuse_say_why_before_one_is_picke
 
     snap = torch_eager_fixture()
     refused = {n: refusal(v, "torch-eager", snap.meta.plan_options) for n, v in VARIANTS.items()}
-    assert {n for n, why in refused.items() if why} == {"tilelang-nopdl", "tilelang-bf16head"}
+    launch_only = {n for n, v in VARIANTS.items() if v.options and not set(v.options) & TORCH_VISIBLE}
+    assert {n for n, why in refused.items() if why} == {"tilelang-nopdl", "tilelang-bf16head", *launch_only}
+    assert {"tilelang-sc24", "tilelang-eachround"} <= launch_only and "tilelang-unfused" not in launch_only
     source = Building(snap, ab_result={"what": "tilelang-nopdl", "unavailable": refused["tilelang-nopdl"].line})
     app = TfdashApp(source, theme="tfdash-dark")
     async with app.run_test(size=(80, 24)) as pilot:
@@ -662,7 +665,9 @@ async def test_the_variants_this_engine_would_refuse_say_why_before_one_is_picke
         inside = box_lines(screen_text(app), "A/B a plan variant")
         assert re.search(r"^tilelang-nopdl +pdl=False · tilelang-graph only$", "\n".join(inside), re.M), inside
         assert re.search(r"^tilelang-bf16head +lm_head_q8=False · the running plan$", "\n".join(inside), re.M), inside
-        assert re.search(r"^tilelang-eachround +attn_rounds_carry=False$", "\n".join(inside), re.M), inside
+        assert re.search(r"^tilelang-eachround +attn_rounds_carry=False · no-op$", "\n".join(inside), re.M), inside
+        shown = [line.split()[0] for line in inside if line.split() and line.split()[0] in VARIANTS]
+        assert len(shown) >= 8 and all(any(about[n] in line for line in inside) for n in shown), inside
         await pilot.press("enter")
         await app.workers.wait_for_complete()
         await settle(pilot)

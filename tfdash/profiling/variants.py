@@ -107,6 +107,11 @@ def variant_options(running: dict, v: Variant) -> dict:
     return options
 
 
+# The build options that change a plan's launches or their operands (what the torch spelling runs);
+# every other option only sets how a tilelang kernel launches, which a torch engine never sees
+TORCH_VISIBLE = frozenset({"fused_rope", "gate_up_silu", "ring_in_graph", "ring_stamps", "lm_head_q8"})
+
+
 class Refusal(NamedTuple):
     """Why an A/B of a variant is refused, in two lengths."""
 
@@ -123,6 +128,9 @@ def refusal(v: Variant, backend: str, options: dict | None = None, pdl: bool | N
     if v.runtime and backend != "tilelang-graph":
         return Refusal("tilelang-graph only",
                        f"{v.name} ({v.about}) is a tilelang-graph launch setting; this engine is {backend}")
+    if backend != "tilelang-graph" and not set(v.options) & TORCH_VISIBLE:
+        return Refusal("no-op", f"{v.name} ({v.about}) sets how the tilelang kernels launch; this "
+                       f"engine is {backend}, whose two sides would run the same torch ops")
     if options is not None and variant_options(options, v) == options and v.runtime.get("pdl", pdl) == pdl:
         return Refusal("the running plan", f"{v.name} ({v.about}) is the plan already running: nothing to compare")
     return None
