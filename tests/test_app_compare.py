@@ -552,6 +552,20 @@ async def test_a_live_ab_names_each_figure_and_fits_80_columns(isolated_config, 
     assert f"paired windows' median Δ: {r['verdict']}" in inside, inside
 
 
+def test_the_printed_ab_keeps_its_columns_for_a_long_variant_name():
+    """`--ab down:seg=24,blocks_per_sm=1` printed B's figures a column to the right of A's and of
+    the header: the side's label was padded to 26 characters, and a GEMV spec's name is longer."""
+    from tfdash.profiling.ab import table
+
+    for what in ("tilelang-unfused", "tilelang[down:seg=24,blocks_per_sm=1+o_proj:rows=2]"):
+        r = {**recorded_ab(), "what": what}
+        header, a, b = table(r)[1:4]
+        end = header.index("median tok/s") + len("median tok/s")
+        assert a[:end].endswith(f"{r['a']['tok_per_s']:.1f}") and b[:end].endswith(f"{r['b']['tok_per_s']:.1f}"), \
+            (header, a, b)
+        assert b.startswith(f"B {what} (") and len(a) == len(b)
+
+
 @sync
 async def test_a_finished_ab_leaves_its_box_uncovered_at_80x24(isolated_config):
     """At 80x24 the end of an A/B put a 6-second toast of its verdict over the box that shows the

@@ -365,19 +365,21 @@ def table(result: dict) -> list[str]:
     if "unavailable" in result:
         return [f"A/B {result.get('what', '?')}: unavailable: {result['unavailable']}"]
     a, b = result["a"], result["b"]
+    labels = [f"A running plan ({result['launches'][0]})", f"B {result['what']} ({result['launches'][1]})"]
+    w = max(26, *(len(x) + 2 for x in labels))  # a GEMV spec's name is long: the columns stay in line
 
     def row(label, s):
         if not s.get("windows"):
-            return f"{label:<26}{'—':>13}"
-        return (f"{label:<26}{s['tok_per_s']:>13.1f}{s['tok_per_s_min']:>10.1f} - {s['tok_per_s_max']:<9.1f}"
+            return f"{label:<{w}}{'—':>13}"
+        return (f"{label:<{w}}{s['tok_per_s']:>13.1f}{s['tok_per_s_min']:>10.1f} - {s['tok_per_s_max']:<9.1f}"
                 f"{s['step_ns'] / 1e6:>16.3f}{s['windows']:>9}")
 
     t = result["tokens"]
     lines = [f"A/B {result['what']} ({result['about']}) on {result['backend']}: {result['windows_per_side']} windows "
              f"of {result['steps_per_window']} steps a side, order {result['order']}"
              + (f", {when(result)}" if result.get("during") else ""),
-             f"{'side':<26}{'median tok/s':>13}{'range':>22}{'median ms/step':>16}{'windows':>9}",
-             row(f"A running plan ({result['launches'][0]})", a), row(f"B {result['what']} ({result['launches'][1]})", b),
+             f"{'side':<{w}}{'median tok/s':>13}{'range':>22}{'median ms/step':>16}{'windows':>9}",
+             row(labels[0], a), row(labels[1], b),
              f"{VERDICT_LABEL}: {result['verdict']}",
              (f"tokens agree at all {t['checks']} turn starts" if t["agree"] == t["checks"] else
               f"tokens DIFFER at {t['checks'] - t['agree']} of {t['checks']} turn starts (first at ctx_len "
