@@ -7,10 +7,12 @@ RoPE scaling, attention bias, sliding windows) is refused with one line that nam
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
 import re
+import stat
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -269,6 +271,18 @@ def _not_quantized(raw: dict, path: Path) -> None:
                       "Qwen/Qwen3-8B-FP8)")
 
 
+def _stat(path: Path, folder: Path, follow: bool = True) -> os.stat_result | None:
+    """`path`'s stat (its link's own where not `follow`), or None where Path.exists says nothing is
+    there. Any other error, a folder on the way that cannot be read or searched (chmod 000), is one
+    line naming `folder`, where Path.exists raised PermissionError."""
+    try:
+        return os.stat(path, follow_symlinks=follow)
+    except OSError as e:
+        if e.errno in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
+            return None
+        raise ConfigError(f"{folder}: cannot read ({e.strerror or e})") from None
+
+
 _MODEL_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
 
 
@@ -305,12 +319,13 @@ def load_config(ckpt_dir: str | Path) -> ModelConfig:
     if ckpt_dir == "":  # Path("") is ".": it said ". has no config.json"
         raise ConfigError("--ckpt '' is empty: give a checkpoint directory")
     d = Path(ckpt_dir)
-    if not d.exists():
+    st = _stat(d, d)
+    if st is None:
         raise ConfigError(f"checkpoint directory {d} does not exist{_as_model_id(str(ckpt_dir))}")
-    if not d.is_dir():
+    if not stat.S_ISDIR(st.st_mode):
         raise ConfigError(f"{d} is not a directory")
     path = d / "config.json"
-    if not path.exists() and not path.is_symlink():
+    if _stat(path, d, follow=False) is None:
         inside = sorted(p.parent for p in d.glob("snapshots/*/config.json"))  # a Hugging Face cache's model folder
         hint = f"; the Hugging Face cache's checkpoint in it is {inside[-1]}" if len(inside) == 1 else (
             f"; it is a Hugging Face cache folder: give one of {', '.join(map(str, inside))}" if inside else "")

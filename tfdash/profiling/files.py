@@ -43,12 +43,14 @@ def _can_create_in(parent: Path) -> bool:
 
 def check_writable_dir(directory, what: str) -> None:
     """`directory` is, or can be made, a writable folder: checked before a run, so that nothing
-    measured is lost to a typo at the end of it."""
+    measured is lost to a typo at the end of it. Asked through os.path, which never raises: a path
+    inside a folder that cannot be searched (chmod 000) reads as absent, and that folder, where no
+    file can be made, is the one named, where Path.exists raised PermissionError."""
     d = Path(directory).expanduser()
-    if d.exists() and not d.is_dir():
+    if os.path.exists(d) and not os.path.isdir(d):
         raise TfdashError(f"{what} {d}: exists and is not a directory")
-    parent = next((p for p in (d, *d.parents) if p.exists()), None)
-    if parent is None or not parent.is_dir() or not _can_create_in(parent):
+    parent = next((p for p in (d, *d.parents) if os.path.exists(p)), None)
+    if parent is None or not os.path.isdir(parent) or not _can_create_in(parent):
         raise TfdashError(f"{what} {d}: cannot write there ({parent} is not a writable directory)")
 
 
@@ -130,7 +132,8 @@ def is_stream(path) -> bool:
 
 def check_writable_file(path, what: str) -> None:
     """`path` can be written as a file (checked before a run, so nothing measured is lost to it);
-    None (an output not asked for) passes."""
+    None (an output not asked for) passes. Asked through os.path, as `check_writable_dir` is, so
+    a file in a folder that cannot be searched is refused by that folder's name, not a traceback."""
     if path is None:
         return
     f = Path(path).expanduser()
@@ -147,19 +150,19 @@ def check_writable_file(path, what: str) -> None:
         if not os.access(f, os.W_OK):
             raise TfdashError(f"{what} {f}: cannot write there (permission denied)")
         return
-    if f.is_symlink():  # the file it names is the one written (atomic_writer): checked there
+    if os.path.islink(f):  # the file it names is the one written (atomic_writer): checked there
         try:
             os.stat(f)
         except OSError as e:
             if e.errno == errno.ELOOP:
                 raise TfdashError(f"{what} {f}: cannot write there (a loop of symlinks)") from None
-    target = Path(os.path.realpath(f)) if f.is_symlink() else f
-    if target.is_dir():
+    target = Path(os.path.realpath(f)) if os.path.islink(f) else f
+    if os.path.isdir(target):
         raise TfdashError(f"{what} {f}: is a directory; give a file name")
     if str(path).endswith(("/", os.sep)):  # Path drops the slash: the file would take the folder's name
         raise TfdashError(f"{what} {path}: names a folder (it ends in /); give a file name")
-    parent = next((p for p in (target.parent, *target.parent.parents) if p.exists()), None)
-    if parent is None or not parent.is_dir() or not _can_create_in(parent):
+    parent = next((p for p in (target.parent, *target.parent.parents) if os.path.exists(p)), None)
+    if parent is None or not os.path.isdir(parent) or not _can_create_in(parent):
         raise TfdashError(f"{what} {f}: cannot write there ({parent} is not a writable directory)")
 
 

@@ -8,7 +8,9 @@ A target file is JSON with the same fields as `Target.to_dict()`.
 
 from __future__ import annotations
 
+import errno
 import json
+import stat
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -92,11 +94,15 @@ def resolve_target(spec: str) -> Target:
     if spec in TARGETS:
         return TARGETS[spec]
     path = Path(spec)
-    if path.is_dir() or (path.exists() and not path.is_file()):  # a FIFO would block the read
-        what = "is a directory" if path.is_dir() else "not a regular file (a FIFO, device or socket)"
+    try:  # one stat, as `open` checks a snapshot: a folder on the way that cannot be searched is said, not raised
+        mode = path.stat().st_mode
+    except OSError as e:
+        if e.errno not in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+            raise TfdashError(f"--target {spec}: cannot read ({e.strerror or e})") from None
+        raise TfdashError(f"unknown target {spec!r}: not one of {', '.join(TARGETS)} and no such file") from None
+    if not stat.S_ISREG(mode):  # a FIFO would block the read
+        what = "is a directory" if stat.S_ISDIR(mode) else "not a regular file (a FIFO, device or socket)"
         raise TfdashError(f"--target {spec}: {what}; give {' or '.join(TARGETS)} or a target JSON file")
-    if not path.is_file():
-        raise TfdashError(f"unknown target {spec!r}: not one of {', '.join(TARGETS)} and no such file")
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
