@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import run_tfdash
 
 from tfdash.profiling import probe
 from tfdash.profiling.analyze import analyze
@@ -152,3 +153,17 @@ def test_a_step_under_its_ceiling_reads_no_cache_file(cache_dir, monkeypatch):
     assert probe.ceiling_note(47.7, low.source, 2000.0) == "" and probe.ceiling_note(None, low.source, None) == ""
     monkeypatch.setattr(probe, "cache_holds", lambda source, gbps: False)
     assert probe.ceiling_note(706.0, low.source, 2000.0) == "over the ceiling: its probe read low (not the figure cached here)"
+
+
+@pytest.mark.parametrize("where", ["file", "file/sub"])
+def test_a_file_where_the_cache_folder_goes_is_one_line_said_once(tmp_path, where):
+    """TFDASH_CACHE_DIR naming a file (or a folder under one): every read of the cache said "Not a
+    directory" and the write "File exists"; now one line says what is wrong, once, and the run goes on."""
+    (tmp_path / "file").write_text("not a folder")
+    d = tmp_path / where
+    r = run_tfdash("--headless", "--profile", "--model", "qwen3-tiny", "--device", "cpu", "--threads", "1",
+                   "--max-new-tokens", "40", env={"TFDASH_CACHE_DIR": str(d)})
+    assert r.rc == 0, r.stderr
+    blocked = f"{d} is a file" if where == "file" else f"{d}: {tmp_path / 'file'} is a file"
+    said = [ln for ln in r.stderr.splitlines() if "bandwidth" in ln and "probing" not in ln]
+    assert said == [f"TFDASH_CACHE_DIR {blocked}, not a folder: the bandwidth probe is not cached"]

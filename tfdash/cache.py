@@ -4,6 +4,8 @@
                            the bandwidth probe's results, the dashboard's stderr log
     tilelang_cache_dir()   $TILELANG_CACHE_DIR, else cache_dir()/tilelang: compiled kernels (the
                            variable is set when it was not, because tilelang itself reads it)
+    not_a_folder()         what stands in cache_dir()'s way where a file does (TFDASH_CACHE_DIR=a
+                           file), so a user of it says that once rather than each read's ENOTDIR
 """
 
 from __future__ import annotations
@@ -25,3 +27,15 @@ def tilelang_cache_dir() -> Path:
         d = str(cache_dir() / "tilelang")
         os.environ["TILELANG_CACHE_DIR"] = d
     return Path(d)
+
+
+def not_a_folder() -> str | None:
+    """"TFDASH_CACHE_DIR X is a file, not a folder" (or the file on its way, or the default's words),
+    where cache_dir() cannot be a folder because a file stands there; None where it is one or can be
+    made. Asked through os.path, which never raises."""
+    d = cache_dir()
+    f = next((p for p in (d, *d.parents) if os.path.exists(p)), None)
+    if f is None or os.path.isdir(f):
+        return None
+    where = f"TFDASH_CACHE_DIR {d}" if os.environ.get("TFDASH_CACHE_DIR") else f"the cache folder {d}"
+    return f"{where} is a file, not a folder" if f == d else f"{where}: {f} is a file, not a folder"

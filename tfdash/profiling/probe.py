@@ -23,7 +23,7 @@ import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from tfdash.cache import cache_dir  # noqa: F401  (also imported from here)
+from tfdash.cache import cache_dir, not_a_folder  # noqa: F401  (cache_dir also imported from here)
 from tfdash.profiling.files import write_json_atomic
 from tfdash.profiling.targets import H200, Target
 
@@ -149,15 +149,37 @@ def device_name(device: str = "cpu") -> str:
     return cpu_name()
 
 
+_SAID: set[str] = set()  # the cache's warnings said in this process
+
+
+def _warn_once(line: str) -> None:
+    """Log `line` once per process: the cache is read by every report and refresh, and one broken
+    cache is one line, not one per read."""
+    if line not in _SAID:
+        _SAID.add(line)
+        log.warning("%s", line)
+
+
+def _cache_blocked() -> bool:
+    """Whether a file stands where the cache folder goes (TFDASH_CACHE_DIR=a file): said once, as
+    such, where each read said "Not a directory" and the write "File exists"."""
+    why = not_a_folder()
+    if why:
+        _warn_once(f"{why}: the bandwidth probe is not cached")
+    return why is not None
+
+
 def _read_cache() -> dict:
     path = cache_path()
+    if _cache_blocked():
+        return {}
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
         return raw if isinstance(raw, dict) else {}
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as e:
-        log.warning("ignoring unreadable bandwidth cache %s (%s)", path, e)
+        _warn_once(f"ignoring unreadable bandwidth cache {path} ({e})")
         return {}
 
 
@@ -183,6 +205,8 @@ def cached(device: str = "cpu") -> ProbeResult | None:
 
 
 def _store(result: ProbeResult) -> None:
+    if _cache_blocked():
+        return
     data = _read_cache()
     data[result.device] = result.to_dict()
     try:
