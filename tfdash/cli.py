@@ -13,7 +13,8 @@ With stderr closed (`2>&-`) or unread, such lines are lost, never written into s
 exit status still says what happened.
 Ctrl+C, SIGTERM and SIGHUP stop a run cleanly (what was measured is reported and written) and
 exit 128 + the signal. Untrusted text (the prompt, tokens, paths) is printed with its control
-characters made visible.
+characters made visible. Where stdout's encoding is not UTF-8, a character it cannot encode is
+printed as a backslash escape (`\\u0394`), as Python's stderr already does.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from tfdash.argparsing import Parser
 from tfdash.errors import TfdashError, UsageError
 from tfdash.signals import exit_code, finishing, stop_signals
 from tfdash.signals import name as signal_name
+from tfdash.termenc import tolerant_output
 from tfdash.textsafe import KEEP_LAYOUT, visible
 
 SUBCOMMANDS = ("open", "analyze", "bench", "diff", "counters")
@@ -224,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     if sys.stdout is None:  # started with stdout closed (`>&-`): say so before any work
         _say("tfdash: error: stdout is closed; redirect it to a file or /dev/null")
         return 2
+    tolerant_output()  # a terminal that is not UTF-8: Δ, · and … print as escapes, never a crash
     try:
         with stop_signals():  # SIGTERM/SIGHUP anywhere: the same clean stop as Ctrl+C
             return _dispatch(argv)

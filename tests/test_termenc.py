@@ -1,0 +1,66 @@
+"""A terminal whose encoding is not UTF-8 (en_US.ISO-8859-1, `LC_ALL=C PYTHONUTF8=0`,
+PYTHONIOENCODING=latin-1): every printed report arrives, the characters it lacks as backslash
+escapes, never a UnicodeEncodeError after the work is done."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO
+from fixtures.appkit import SNAPSHOT
+
+from tfdash.termenc import tolerant_output
+
+LATIN1 = {"PYTHONIOENCODING": "latin-1"}
+C_LOCALE = {"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": None}  # ascii, surrogateescape
+
+
+def run(env: dict, *args: str) -> tuple[int, str, str]:
+    """`python -m tfdash ARGS` under `env` (None removes a variable); its output read as bytes, so
+    what the child wrote is checked as written."""
+    full = {**os.environ, "PYTHONPATH": str(REPO), **env}
+    full = {k: v for k, v in full.items() if v is not None}
+    p = subprocess.run([sys.executable, "-m", "tfdash", *args], capture_output=True, timeout=120, cwd=REPO,
+                       env=full)
+    return p.returncode, p.stdout.decode("latin-1"), p.stderr.decode("latin-1")
+
+
+@pytest.mark.parametrize("env", [LATIN1, C_LOCALE], ids=["latin-1", "C-locale"])
+def test_open_summary_and_diff_print_on_a_terminal_that_is_not_utf8(env):
+    rc, out, err = run(env, "open", str(SNAPSHOT), "--baseline", str(SNAPSHOT))
+    assert rc == 0 and "Traceback" not in err, err
+    assert "\\u0394" in out  # the diff's Δ column, as an escape
+    assert "launches matched" in out  # the diff printed whole, after the summary
+
+
+@pytest.mark.slow  # a fresh interpreter, a run and its A/B: ~3 s
+def test_an_ab_verdict_is_printed_on_a_latin1_terminal():
+    rc, out, err = run(LATIN1, "--headless", "--device", "cpu", "--ab", "tilelang-lateres", "--max-new-tokens", "8")
+    assert rc == 0 and "Traceback" not in err, err
+    assert "A/B tilelang-lateres" in out and "\\u0394" in out
+    assert "\\u2026" in err  # stderr's own lines as before: escapes, Python's rule for stderr
+
+
+def _stream(encoding: str, errors: str = "strict") -> tuple[io.BytesIO, io.TextIOWrapper]:
+    raw = io.BytesIO()
+    return raw, io.TextIOWrapper(raw, encoding=encoding, errors=errors)
+
+
+def test_tolerant_output_escapes_only_what_fails(monkeypatch):
+    raw, latin = _stream("latin-1")
+    _, chosen = _stream("latin-1", "replace")  # PYTHONIOENCODING=latin-1:replace: the user's choice
+    _, utf8 = _stream("utf-8")
+    monkeypatch.setattr(sys, "stdout", latin)
+    monkeypatch.setattr(sys, "stderr", chosen)
+    tolerant_output()
+    latin.write("Δ 5 µs\n")
+    latin.flush()
+    assert raw.getvalue() == b"\\u0394 5 \xb5s\n"
+    assert chosen.errors == "replace"
+    monkeypatch.setattr(sys, "stdout", utf8)
+    tolerant_output()
+    assert utf8.errors == "strict"

@@ -1,0 +1,50 @@
+"""The output streams' encoding: what tfdash prints when the terminal's encoding is not UTF-8.
+
+tfdash's text uses characters outside ASCII and Latin-1 (Δ, ·, …, µ, Σ, box drawing, bars). Under a
+locale such as en_US.ISO-8859-1, `LC_ALL=C PYTHONUTF8=0` or `PYTHONIOENCODING=latin-1`, Python's
+stdout encodes strictly, so one such character is a UnicodeEncodeError after the work is done and
+the report (a diff, an A/B's verdict) is lost. stderr already writes them as `\\u0394` escapes
+(Python's default for it); `tolerant_output` gives stdout the same rule once, at the CLI's entry,
+so no print needs its own fallback.
+"""
+
+from __future__ import annotations
+
+import codecs
+import sys
+
+FAILING = ("strict", "surrogateescape")  # error handlers that raise on a character the codec lacks
+
+
+def encoding_name(stream) -> str | None:
+    """The stream's codec under its canonical name (`utf-8`, `iso8859-1`, `ascii`); None when the
+    stream names none or one Python does not know."""
+    enc = getattr(stream, "encoding", None)
+    if not enc:
+        return None
+    try:
+        return codecs.lookup(enc).name
+    except LookupError:
+        return None
+
+
+def writes_unicode(stream) -> bool:
+    """True when the stream can encode every character: a UTF codec (or one tfdash cannot read,
+    which it leaves alone)."""
+    name = encoding_name(stream)
+    return name is None or name.startswith("utf")
+
+
+def tolerant_output() -> None:
+    """stdout and stderr, where their encoding cannot take every character and their error handler
+    fails on one (`strict`; `surrogateescape`, which Python picks for the C locale, passes only the
+    bytes of undecodable file names), write it as a backslash escape instead. A handler that never
+    fails, chosen with PYTHONIOENCODING (`latin-1:replace`, say), is kept."""
+    for stream in (sys.stdout, sys.stderr):
+        if stream is None or writes_unicode(stream) or getattr(stream, "errors", None) not in FAILING:
+            continue
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, OSError):  # not a TextIOWrapper, or already closed
+            pass
+
