@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO
+from conftest import REPO, assert_one_line_error
 from fixtures.appkit import SNAPSHOT
 
 from tfdash.termenc import tolerant_output
@@ -64,3 +64,24 @@ def test_tolerant_output_escapes_only_what_fails(monkeypatch):
     monkeypatch.setattr(sys, "stdout", utf8)
     tolerant_output()
     assert utf8.errors == "strict"
+
+
+# -- the dashboard: refused with one line, not drawn as a screen of `?` --------------------
+@pytest.mark.parametrize("env", [LATIN1, C_LOCALE], ids=["latin-1", "C-locale"])
+def test_the_dashboard_refuses_a_terminal_that_is_not_utf8(env):
+    force = {**env, "TFDASH_FORCE_TUI": "1"}  # as on a terminal: past the not-a-terminal fallback
+    rc, out, err = run(force, "--device", "cpu")
+    assert rc == 2 and out == ""
+    assert_one_line_error(err, "the dashboard draws in UTF-8", "--headless")
+    rc, out, err = run(force, "open", str(SNAPSHOT))
+    assert rc == 2 and out == ""
+    assert_one_line_error(err, "the dashboard draws in UTF-8", "text summary")
+
+
+def test_the_c_locale_in_utf8_mode_keeps_the_dashboard():
+    """LC_ALL=C alone: Python's UTF-8 mode gives a UTF-8 stdout, and the dashboard draws there."""
+    code = "from tfdash.termenc import dashboard_refusal; print(dashboard_refusal('x'))"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONUTF8", "PYTHONIOENCODING")}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO,
+                       env={**env, "LC_ALL": "C", "PYTHONPATH": str(REPO)})
+    assert p.returncode == 0 and p.stdout.strip() == "None", p.stderr

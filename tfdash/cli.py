@@ -28,7 +28,7 @@ from tfdash.argparsing import Parser
 from tfdash.errors import TfdashError, UsageError
 from tfdash.signals import exit_code, finishing, stop_signals
 from tfdash.signals import name as signal_name
-from tfdash.termenc import tolerant_output
+from tfdash.termenc import dashboard_refusal, tolerant_output
 from tfdash.textsafe import KEEP_LAYOUT, visible
 
 SUBCOMMANDS = ("open", "analyze", "bench", "diff", "counters")
@@ -293,6 +293,9 @@ def _dispatch(argv: list[str]) -> int:
     if headless_only:  # never silently dropped: the dashboard does these with its keys
         raise TfdashError(f"{', '.join(headless_only)}: with --headless only (the dashboard: p profiles, e exports, "
                           "a A/Bs, --save PATH writes the snapshot on quit)")
+    refusal = dashboard_refusal("run --headless")
+    if refusal:  # a screen of `?` says nothing; this line says why and what to do
+        raise TfdashError(refusal)
     return run_dashboard(args)
 
 

@@ -6,11 +6,15 @@ stdout encodes strictly, so one such character is a UnicodeEncodeError after the
 the report (a diff, an A/B's verdict) is lost. stderr already writes them as `\\u0394` escapes
 (Python's default for it); `tolerant_output` gives stdout the same rule once, at the CLI's entry,
 so no print needs its own fallback.
+
+The dashboard cannot be helped that way: every border, bar and glyph would be drawn as `?`, a screen
+with nothing on it worth reading. `dashboard_refusal` says so, before the screen opens.
 """
 
 from __future__ import annotations
 
 import codecs
+import os
 import sys
 
 FAILING = ("strict", "surrogateescape")  # error handlers that raise on a character the codec lacks
@@ -48,3 +52,13 @@ def tolerant_output() -> None:
         except (AttributeError, ValueError, OSError):  # not a TextIOWrapper, or already closed
             pass
 
+
+def dashboard_refusal(instead: str) -> str | None:
+    """Why the dashboard would be unreadable here (stdout does not encode UTF-8; the stream Textual
+    draws on, stderr, takes the same encoding from the locale or PYTHONIOENCODING), as one error
+    line naming the fix and ending in `instead` (what to run rather); None when it can draw."""
+    if sys.stdout is None or writes_unicode(sys.stdout):
+        return None
+    forced = os.environ.get("PYTHONIOENCODING", "").partition(":")[0]
+    fix = "unset PYTHONIOENCODING" if forced else "set LC_ALL=C.UTF-8"  # LC_ALL: LANG loses to a set LC_*
+    return f"the terminal's encoding is {sys.stdout.encoding}; the dashboard draws in UTF-8: {fix} (or {instead})"

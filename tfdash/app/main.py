@@ -17,8 +17,10 @@ from typing import Callable
 
 from tfdash.app.live import LiveSource, SnapshotSource
 from tfdash.argparsing import Parser
+from tfdash.errors import TfdashError
 from tfdash.profiling.snapshot import ProfileSnapshot
 from tfdash.stats import tokens
+from tfdash.termenc import dashboard_refusal
 from tfdash.textsafe import visible
 
 DASHBOARD_MAX_NEW = 2048  # the dashboard's default generation: the headline tok/s length
@@ -241,6 +243,9 @@ def open_main(argv: list[str]) -> int:
             print(f"\nagainst the baseline {args.baseline} (as `tfdash diff` prints it):", flush=True)
             diff_main([str(args.baseline), str(path)])
         return 0
+    refusal = dashboard_refusal("pipe it through cat for a text summary")
+    if refusal:
+        raise TfdashError(refusal)
     with app_signals(app):
         app.run()
     return exit_status(app)
