@@ -39,9 +39,9 @@ def test_open_summary_and_diff_print_on_a_terminal_that_is_not_utf8(env):
 
 @pytest.mark.slow  # a fresh interpreter, a run and its A/B: ~3 s
 def test_an_ab_verdict_is_printed_on_a_latin1_terminal():
-    rc, out, err = run(LATIN1, "--headless", "--device", "cpu", "--ab", "tilelang-lateres", "--max-new-tokens", "8")
+    rc, out, err = run(LATIN1, "--headless", "--device", "cpu", "--ab", "tilelang-unfused", "--max-new-tokens", "8")
     assert rc == 0 and "Traceback" not in err, err
-    assert "A/B tilelang-lateres" in out and "\\u0394" in out
+    assert "A/B tilelang-unfused" in out and "\\u0394" in out
     assert "\\u2026" in err  # stderr's own lines as before: escapes, Python's rule for stderr
 
 
