@@ -60,3 +60,12 @@ def test_a_folder_that_cannot_be_searched_is_one_line(shut, capsys, argv, expect
     err = capsys.readouterr().err
     assert rc == 2
     assert_one_line_error(err, expected.format(d=shut))
+
+
+def test_a_dashboard_config_in_a_folder_that_cannot_be_searched_is_read_as_none(shut):
+    """TFDASH_CONFIG_DIR inside a chmod-000 folder: Path.exists raised PermissionError as the
+    dashboard started. The config there reads as absent; the defaults run."""
+    from tfdash.app.config import load_config
+
+    cfg = load_config(shut / "tfdash" / "config.json")
+    assert cfg.theme is None and cfg.warning is None and cfg.path == shut / "tfdash" / "config.json"

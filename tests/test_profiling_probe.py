@@ -167,3 +167,5 @@ def test_a_file_where_the_cache_folder_goes_is_one_line_said_once(tmp_path, wher
     blocked = f"{d} is a file" if where == "file" else f"{d}: {tmp_path / 'file'} is a file"
     said = [ln for ln in r.stderr.splitlines() if "bandwidth" in ln and "probing" not in ln]
     assert said == [f"TFDASH_CACHE_DIR {blocked}, not a folder: the bandwidth probe is not cached"]
+    probing = [ln for ln in r.stderr.splitlines() if "probing memory bandwidth" in ln]
+    assert probing and not any("cached" in ln for ln in probing), probing  # it is not: never said so

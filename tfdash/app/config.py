@@ -59,7 +59,7 @@ class Config:
 
 def load_config(path: Path | None = None) -> Config:
     path = Path(path) if path is not None else config_path()
-    if not path.exists():
+    if not os.path.lexists(path):  # never raises: a folder on the way that cannot be searched reads below
         return Config(path=path)
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))

@@ -9,6 +9,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+from tfdash import cache
 from tfdash.profiling import probe, session_requests
 from tfdash.profiling.messages import NvmlUpdate, SessionEnded, Status, TokenBatch
 from tfdash.profiling.nvml import Nvml
@@ -42,7 +43,7 @@ def start_observers(s: "Session") -> None:
             s.runtime, lib, interval, keep, lambda smp: (s._touch(), s._post(NvmlUpdate(smp))), s._origin_ns / 1e9)
     if s._probe:
         if probe.cached(s.engine.device) is None:  # a cached figure is reused silently
-            s._post(Status("probing memory bandwidth (cached per device)"))
+            s._post(Status("probing memory bandwidth" + ("" if cache.not_a_folder() else " (cached per device)")))
         s.pricing.set_target(probe.measured_target(s.engine.device))
         s._touch()
 
