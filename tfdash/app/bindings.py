@@ -40,8 +40,8 @@ MAIN = [
     Binding("slash", "filter", "Filter", id="table.filter", key_display="/", priority=True,
             tooltip="Filter the kernel table by name"),
     Binding("g", "group", "Group", id="table.group", tooltip="Group by op, family, layer, or none (every launch)"),
-    Binding("v", "panes", "Panes", id="panes", tooltip="In a narrow terminal: the roofline and NVML panes in "
-            "place of the continuation and the kernel table, and back"),
+    Binding("v", "panes", "Panes", id="panes", tooltip="In a narrow or short terminal: the roofline and NVML "
+            "panes in place of the others, and back"),
     Binding("T", "timeline", "Timeline", id="timeline",
             tooltip="The profiled step's kernels on a time axis: PDL overlap and gaps"),
 ]

@@ -3,6 +3,7 @@ label-value pairs wrapped only between pairs, and the one line that stands for a
 terminal below the minimum size.
 
     size_classes(w, h)      "-narrow" below NARROW_W columns, "-short" below SHORT_H rows
+    summary_rows(line)      the rows the line for the hidden panes takes
     pane_summary(snap, ...) a line (wrapped between items) for the panes that are hidden
     wrap_pairs(pairs, w)    a Content whose lines break between pairs, never inside one
     fill_whole(table, ...)  a table with the columns that fit its width whole, dropped by priority
@@ -27,7 +28,11 @@ from tfdash.profiling.probe import over_ceiling
 from tfdash.profiling.snapshot import ProfileSnapshot
 
 NARROW_W = 116  # below this the three top panes (30 + 38 + 47 columns) do not fit side by side
-SHORT_H = 32  # below this the top row gives up its charts' room to the kernel table
+ROOFLINE_W = 47  # the roofline pane's width beside the others (app.tcss)
+SHORT_H = 32  # below this the top row gives up its charts' room to the kernel table (and the roofline steps aside)
+TOP_MIN_H = 14  # the top row's least height at full height: the throughput pane's numbers, legend and chart
+BOTTOM_MIN_H = 10  # the rows the kernel table keeps under a roofline pane given every row it needs
+NVML_MIN_H = 9  # the NVML pane's seven lines of numbers and its border: fewer, and `v` shows it as its line
 MIN_W, MIN_H = 80, 24  # the smallest terminal the dashboard and the drill-down are laid out for
 
 
@@ -86,6 +91,11 @@ def pane_summary(snap: ProfileSnapshot | None, panes: tuple[str, ...], width: in
             groups += split
             joins += [("  │  ", "$text-muted") if i == 0 else ("  ", "")] + [("", "")] * (len(split) - 1)
     return wrap_pairs(groups, width, joins=joins)
+
+
+def summary_rows(line: Content) -> int:
+    """The rows `line` (pane_summary's) takes on the screen: none when empty."""
+    return len(line.plain.split("\n")) if line.plain else 0
 
 
 def wrap_pairs(pairs: list[list[tuple[str, str]]], width: int, sep: str = "  ",

@@ -17,7 +17,8 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from tfdash.app import bindings
-from tfdash.app.layout import pane_summary, size_classes
+from tfdash.app.layout import (BOTTOM_MIN_H, NVML_MIN_H, ROOFLINE_W, TOP_MIN_H, pane_summary, size_classes,
+                               summary_rows)
 from tfdash.app.model import contention_note
 from tfdash.app.widgets.continuation import Continuation
 from tfdash.app.widgets.footer import FitFooter
@@ -82,6 +83,7 @@ class TopBar(Horizontal):
 class MainScreen(Screen):
     BINDINGS = bindings.MAIN
     AUTO_FOCUS = "#kernel-table"
+    _top_min: int | None = None  # the top row's least height as last set (None: the stylesheet's)
 
     def compose(self) -> ComposeResult:
         yield TopBar(id="topbar")
@@ -96,58 +98,79 @@ class MainScreen(Screen):
         yield FitFooter()
 
     def on_resize(self, event: events.Resize) -> None:
-        was_narrow = self.has_class("-narrow")
         classes = size_classes(event.size.width, event.size.height)
         for c, on in classes.items():
             self.set_class(on, c)
-        if self.has_class("-narrow") != was_narrow:
-            self.refresh_bindings()  # `v` comes into the footer, or leaves it
-            self._refocus_table()
-        self._summary_line(self.app.snapshot)  # the panes it stands for, wrapped to the new width
+        self._fit_panes(self.app.snapshot, event.size)  # what fits the new size, the line for the rest
 
     def _refocus_table(self) -> None:
         """The kernel table takes the focus back once it is shown again (`v` back, or a terminal wide
         enough for every pane): hidden, it lost the focus, and ⏎, s and / would do nothing."""
         def focus() -> None:
-            if self.focused is None and not (self.has_class("-narrow") and self.has_class("-aside")):
+            if self.focused is None and not (self.has_class("-fold") and self.has_class("-aside")):
                 self.query_one("#kernel-table").focus()
         self.call_after_refresh(focus)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """`v` (panes) only where it swaps something: in a terminal too narrow for every pane; the
+        """`v` (panes) only where it swaps something: where the roofline pane steps aside; the
         table's keys (sort, filter, group, drill) only while the table is on the screen (`v` can
         put the roofline and NVML in its place). Elsewhere a key is neither in the footer nor in the
         palette, and is left unbound rather than changing what no one sees. In the filter, `/` (a
         priority key) is the filter's: typed, not reopening it."""
-        narrow = self.has_class("-narrow")
+        fold = self.has_class("-fold")
         if action == "panes":
-            return narrow
+            return fold
         if action == "filter" and getattr(self.focused, "id", None) == "kernel-filter":
             return False
         if action in ("sort", "reverse", "filter", "group", "drill"):
-            return not (narrow and self.has_class("-aside"))
+            return not (fold and self.has_class("-aside"))
         return True
 
-    def _summary_line(self, snap: ProfileSnapshot | None) -> None:
-        """The hidden panes in one line: roofline and NVML when narrow, NVML when it has nothing
-        (beside the roofline pane too, once `v` shows it: an empty NVML pane would take the room
-        the roofline's lines need)."""
-        narrow = self.has_class("-narrow")
+    def _fit_panes(self, snap: ProfileSnapshot | None, size=None) -> None:
+        """The hidden panes in one line, and the top row's height. The roofline pane is shown with
+        every row it has, its row made tall enough, or steps aside (-fold: `v` shows it): in a
+        terminal too narrow for every pane (NVML steps aside with it), too short for the top row to
+        hold it, or where the kernel table would keep fewer than BOTTOM_MIN_H rows under it. NVML is
+        a line when it has nothing, and beside the roofline pane `v` shows when fewer than NVML_MIN_H
+        rows are left under it (an NVML pane cut short, or none at all, would take the roofline's)."""
+        width, height = size or self.size
+        narrow, short = self.has_class("-narrow"), self.has_class("-short")
         nvml_off = snap is not None and bool(snap.unavailable.get("nvml")) and not snap.nvml
         self.query_one(NvmlPane).set_class(nvml_off, "-unavailable")
-        self.set_class(nvml_off, "-nvml-off")  # `v` then gives the roofline pane the whole screen
-        aside = narrow and self.has_class("-aside")
-        panes = (("throughput", "nvml") if nvml_off else ("throughput",)) if aside else \
-            ("roofline", "nvml") if narrow else ("nvml",) if nvml_off else ()
-        line = pane_summary(snap, panes, max(20, self.size.width - 2))  # its padding
+        roof = self.query_one(RooflinePane)
+        line_w = max(20, width - 2)  # the summary line's padding
+
+        def rows_left(panes: tuple[str, ...]) -> int:  # under the header and over the footer
+            return height - 2 - summary_rows(pane_summary(snap, panes, line_w))
+
+        was_fold = self.has_class("-fold")
+        fold = narrow or short or roof.rows(ROOFLINE_W) > rows_left(("nvml",) if nvml_off else ()) - BOTTOM_MIN_H
+        self.set_class(fold, "-fold")
+        aside = fold and self.has_class("-aside")
+        if aside:  # the roofline pane over NVML, as wide as the screen
+            need = roof.rows(width)
+            nvml_line = nvml_off or rows_left(("throughput",)) - need < NVML_MIN_H
+            panes = ("throughput", "nvml") if nvml_line else ("throughput",)
+        else:
+            need, nvml_line = 0 if fold else roof.rows(ROOFLINE_W), False
+            panes = ("roofline", "nvml") if narrow else ("roofline",) * fold + ("nvml",) * nvml_off
+        self.set_class(nvml_line, "-nvml-line")  # `v` then gives the roofline pane the whole screen
+        top = max(need, 0 if short or aside else TOP_MIN_H) or None  # None: the stylesheet's
+        if top != self._top_min:  # set only on a change: each setting lays the screen out
+            self._top_min = top
+            self.query_one("#top-row").styles.min_height = top
+        line = pane_summary(snap, panes, line_w)
         set_content(self.query_one("#pane-summary", Static), line)
         self.set_class(bool(line.plain), "-summary")
+        if fold != was_fold:
+            self.refresh_bindings()  # `v` comes into the footer, or leaves it
+            self._refocus_table()
 
     def action_panes(self) -> None:
         self.toggle_class("-aside")
         self.refresh_bindings()  # the table's keys leave the footer with it, and come back
         self._refocus_table()
-        self._summary_line(self.app.snapshot)
+        self._fit_panes(self.app.snapshot)
 
     def on_mount(self) -> None:
         for pane_id, title in (("continuation", "continuation"), ("throughput", "throughput"),
@@ -179,7 +202,7 @@ class MainScreen(Screen):
         if snap is not None:
             self.table.show(snap.kernels, snap.unavailable.get("kernels", ""), final=not live,
                             warning=contention_note(snap, app.source.live), timing=timing_label(snap))
-        self._summary_line(snap)
+        self._fit_panes(snap)
         self._state_changed(app.state)
 
     def _state_changed(self, state: str) -> None:

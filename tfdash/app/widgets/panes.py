@@ -12,6 +12,7 @@ import time
 from rich.cells import cell_len
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
+from textual.geometry import Size
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -179,6 +180,23 @@ class RooflinePane(VerticalScroll):
         yield Static(id="roofline-datasheet", classes="stats")
         yield GapBar(id="roofline-gap")
         yield Static(id="roofline-note", classes="stats")
+
+    def rows(self, width: int) -> int:
+        """The rows the pane takes, its border included, to show every line it holds now at `width`
+        columns (the over-the-ceiling note wraps to it): the dashboard gives its row that many or puts
+        the pane aside (screens/main.py), so that no line of it is ever under a scrollbar."""
+        inner = max(1, width - self.styles.gutter.width)
+        total = self.styles.gutter.height
+        for child in self.children:
+            if not child.display:
+                continue
+            st = child.styles
+            fixed = st.height.cells if st.height is not None else None
+            text_w = max(1, inner - st.gutter.width - st.margin.width)
+            height = fixed if fixed is not None else \
+                child.get_content_height(Size(inner, 0), Size(inner, 0), text_w) + st.gutter.height
+            total += height + st.margin.height
+        return total
 
     def show(self, snap: ProfileSnapshot | None, baseline: ProfileSnapshot | None = None) -> None:
         """`baseline`: another run's snapshot, whose measured step is shown under this one's."""

@@ -1,0 +1,110 @@
+"""The roofline pane at every size from 80x24 up: every line it holds is on the screen, or it steps
+aside (the line under the header stands for it) and `v` shows it with every line; never a
+scrollbar inside it. From 116 columns up it was given two fifths of the screen's height whatever
+its lines: at 116x30 and 120x36 "step ÷ floor" and "tok/s ceiling" sat under a scrollbar whose
+thumb was drawn in the "GB/s achieved" line (at 116x30 the gap bar and its legend too), and `v`
+at 80x24 showed the pane cut after "of datasheet"."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from fixtures.appkit import SNAPSHOT, isolated_config, sync  # noqa: F401  (fixture)
+from test_app_fit import screen_text, settle
+from test_app_roofline import cpu_run, home_cache, low_ceiling  # noqa: F401  (fixture)
+
+from tfdash.app.main import snapshot_app
+from tfdash.profiling.export import load_snapshot, write_snapshot
+
+WIDTHS = (80, 100, 115, 116, 120, 130, 160, 250)  # either side of 116 columns, where three panes fit in a row
+HEIGHTS = (24, 30, 31, 32, 36, 40, 48, 60)  # either side of 32 rows, where the top row's charts go
+NAMED = ("bytes/step", "measured", "GB/s achieved", "of ceiling", "of datasheet", "kernels over it", "gaps",
+         "tok/s ceiling")
+
+
+def words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def pane_text(app) -> str:
+    """What the screen shows inside the roofline pane's border, its lines joined, spaces collapsed."""
+    r = app.screen.query_one("#roofline").region
+    lines = screen_text(app).splitlines()[r.y + 1:r.bottom - 1]
+    return " ".join(words(line[r.x + 1:r.right - 1]) for line in lines)
+
+
+def held_lines(app) -> list[str]:
+    """Each part of the pane as it renders now (a wrapped note joined as the screen's lines are)."""
+    pane = app.screen.query_one("#roofline")
+    return [words(str(child.render())) for child in pane.children if child.display]
+
+
+def assert_every_line_shown(app, size, named=NAMED) -> None:
+    pane = app.screen.query_one("#roofline")
+    shown = pane_text(app)
+    assert not pane.show_vertical_scrollbar and pane.max_scroll_y == 0, (size, pane.virtual_size, pane.region)
+    for label in named:
+        assert label in shown, (size, label, shown)
+    for part in held_lines(app):
+        assert part in shown, (size, part, shown)
+
+
+async def walk(app, pilot, sizes, line: str, named=NAMED) -> int:
+    """At each size: the pane whole, or its line under the header and `v` showing it whole. Returns
+    how many sizes put it aside."""
+    aside = 0
+    for size in sizes:
+        await pilot.resize_terminal(*size)
+        await settle(pilot)
+        if app.screen.query_one("#roofline").display:
+            assert_every_line_shown(app, size, named)
+            continue
+        aside += 1
+        lines = screen_text(app).splitlines()
+        assert any(line in x for x in lines[1:3]) and "v Panes" in lines[-1], (size, lines[:3], lines[-1])
+        await pilot.press("v")
+        await settle(pilot)
+        assert app.screen.query_one("#roofline").display, size
+        assert_every_line_shown(app, size, named)
+        await pilot.press("v")
+        await settle(pilot)
+    return aside
+
+
+@sync
+async def test_the_roofline_pane_shows_every_line_or_steps_aside_at_every_size(isolated_config):
+    app = snapshot_app(SNAPSHOT, theme="tfdash-dark")
+    sizes = [(w, h) for i, w in enumerate(WIDTHS) for h in HEIGHTS[i % 2::2]]  # half the grid, each row and column
+    async with app.run_test(size=sizes[0]) as pilot:
+        await settle(pilot)
+        aside = await walk(app, pilot, sizes, "roofline 1.748 ms/step  47.7 % of ceiling",
+                           NAMED + ("step ÷ floor",))
+    assert 0 < aside < len(sizes)  # both ways are seen
+
+
+@sync
+async def test_a_cpu_run_over_its_ceiling_with_a_baseline_fits_too(isolated_config, home_cache, tmp_path):
+    """The longest the pane gets: a baseline's line, the note under a share over the ceiling (two
+    lines at 47 columns) and host timing's n/a line under its gaps."""
+    low = write_snapshot(cpu_run(load_snapshot(low_ceiling(tmp_path))), tmp_path / "cpu-low.json")
+    other = write_snapshot(cpu_run(load_snapshot(SNAPSHOT)), tmp_path / "other.json")
+    app = snapshot_app(low, baseline=other, theme="tfdash-dark")
+    sizes = [(w, h) for w in (80, 116, 160) for h in (24, 32, 36, 48)]
+    async with app.run_test(size=sizes[0]) as pilot:
+        await settle(pilot)
+        await walk(app, pilot, sizes, "577.4 %! of ceiling", NAMED + ("baseline", "probe read low", "n/a: direct"))
+
+
+@sync
+async def test_the_reviewers_sizes_on_a_live_dashboard(isolated_config):
+    """The live dashboard at the sizes it was seen to scroll at: every line in the pane, or the
+    pane aside behind `v`."""
+    from fixtures.appkit import LiveStandIn
+
+    from tfdash.app.app import TfdashApp
+
+    app = TfdashApp(LiveStandIn(dataclasses.replace(load_snapshot(SNAPSHOT))), theme="tfdash-dark",
+                    tilelang_source=lambda fam: "#\n")
+    async with app.run_test(size=(116, 30)) as pilot:
+        await settle(pilot)
+        await walk(app, pilot, [(116, 30), (120, 36), (130, 40)], "roofline 1.748 ms/step")
