@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import pytest
 from fixtures.appkit import SNAPSHOT, build_snapshot, isolated_config, sync  # noqa: F401  (fixture)
 
 from tfdash.app.main import snapshot_app
@@ -250,6 +251,32 @@ async def test_no_color_tells_the_p50_rule_from_the_step_times_by_shape(isolated
     assert "━ ms/step  · p50" in legend, legend
     chart = text.splitlines()[text.splitlines().index(legend) + 1:]
     assert any(line.count("·") >= 20 for line in chart), "the p50 rule is not drawn dotted"
+
+
+def chart_rows(app, chart_id: str = "#throughput-chart") -> list[str]:
+    r = app.screen.query_one(chart_id).region
+    return [line[r.x:r.right] for line in screen_text(app).splitlines()[r.y:r.bottom]]
+
+
+@pytest.mark.parametrize("size", [(120, 36), (160, 48)])
+@sync
+async def test_no_color_draws_the_step_times_over_their_p50_rule(isolated_config, monkeypatch, size):
+    """With NO_COLOR the dotted p50 rule was drawn over the step times: at 120x36, where the rule
+    runs through the series' middle row, it read "1.74······…" and only the spikes showed. The
+    series is drawn over the rule, as it is in colour: the same cells, a dot where a line was."""
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        colour = chart_rows(app)
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        plain = chart_rows(app)
+    [rule] = [i for i, row in enumerate(plain) if "···" in row]
+    assert set(plain[rule]) & set("▖▗▘▝▀▄▌▐▚▞▙▛▜▟"), plain[rule]  # step times on the rule's row
+    assert plain == [row.replace("─", "·") for row in colour], (plain, colour)
 
 
 @sync

@@ -2,7 +2,8 @@
 
 Callers hand it plain series (`Line`s and horizontal rules) and it draws them with half-block
 markers on round-number ticks; the plot is rebuilt on data or theme change only, never on a timer.
-With NO_COLOR a rule is dotted (RULE_MARK), where a colour alone told it from the line.
+With NO_COLOR a rule is dotted (rule_mark), where a colour alone told it from the line; rules are
+drawn under the lines, in colour as without.
 """
 
 from __future__ import annotations
@@ -128,18 +129,20 @@ class Chart(PlotextPlot):
             plt.yticks([])
             self.refresh()
             return
+        x_lo, x_hi = min(xs_all), max(xs_all)
+        # the rules first: plotext draws what comes later over them, so a series is seen whole across
+        # its rule (a dotted rule drawn last hid every point of the series on its row under NO_COLOR)
+        for y, var in f.hlines:
+            if _finite(y) and rule_mark() != "━":
+                plt.plot([x_lo, x_hi], [y, y], marker=rule_mark(), color=self._rgb(var))
+            elif _finite(y):
+                plt.hline(y, self._rgb(var))
         for line, p in zip(f.lines, pts):
             if not p:
                 continue
             draw = plt.scatter if line.scatter else plt.plot
             draw([x for x, _ in p], [y for _, y in p], marker="●" if line.scatter else "hd",
                  color=self._rgb(line.color))
-        x_lo, x_hi = min(xs_all), max(xs_all)
-        for y, var in f.hlines:
-            if _finite(y) and rule_mark() != "━":
-                plt.plot([x_lo, x_hi], [y, y], marker=rule_mark(), color=self._rgb(var))
-            elif _finite(y):
-                plt.hline(y, self._rgb(var))
         y_lo, y_hi = (0.0 if f.y_from_zero else min(ys_all)), max(ys_all)
         pad = (y_hi - y_lo) * 0.08 or abs(y_hi) * 0.05 or 1.0
         y_lo2 = y_lo if f.y_from_zero else y_lo - pad
