@@ -274,7 +274,11 @@ def test_a_long_sweep_says_its_size_up_front_and_its_progress(tmp_path, monkeypa
     # a GEMV setting past its weight's shape was accepted (its kernel would unroll 99999999999 chunks)
     (["--gemv", "down:seg=99999999999"], "GEMV setting down:seg=99999999999 is past 24 (down's K=6144 is 24 chunks "
                                          "of 256 columns)"),
-    (["--gemv", "o_proj:blocks_per_sm=64"], "GEMV setting o_proj:blocks_per_sm=64 is past 32"),
+    (["--gemv", "o_proj:blocks_per_sm=9"], "GEMV setting o_proj:blocks_per_sm=9 is past 8 (an SM holds at most 8 of "
+                                           "its 256-thread blocks)"),
+    (["--gemv", "gate_up:rows=12288"], "GEMV settings gate_up: rows=12288 x seg="),  # N's own: still 12288 unrolled
+    (["--gemv", "down:rows=3,seg=24"], "GEMV settings down: rows=3 x seg=24 is 72 16-byte loads in flight a lane, "
+                                       "past the 63 its 255 registers hold (4 each)"),
 ])
 def test_bench_lengths_are_checked_before_the_device(argv, said):
     """A --max-new-tokens past the model or an --also-capacity too small for the run was said only

@@ -336,7 +336,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         dims.update(gemv_paired(gemv_settings(N, K), K) if epilogue == "silu_mul" else gemv_settings(N, K))
         override = dict(overrides.get(op, {}), **({"blocks_per_sm": bps[op]} if op in bps else {}))
         if override:
-            gemv_check_override(op, override, N, K)
+            gemv_check_override(op, override, dims)
             dims.update(override)
             kernel += "_" + "".join(f"{GEMV_KNOB_TAG[k]}{override[k]}" for k in sorted(override))
         if prologue == "rmsnorm":

@@ -130,20 +130,27 @@ def paired(settings: dict, K: int) -> dict:
     return dict(settings, rows=rows, seg=chunks_per_segment(K, rows))
 
 
-MAX_BLOCKS_PER_SM = 32  # sm_90's most resident blocks an SM
+MAX_BLOCKS_PER_SM = 2048 // THREADS  # an SM's 2048 threads hold 8 of these blocks
+MAX_LOADS = 255 // 4  # 16-byte loads a lane can hold in flight: 4 registers each, 255 registers a thread
 
 
-def check_override(op: str, override: dict, N: int, K: int) -> None:
-    """An override past what its weight holds (a segment longer than the row's chunks, more rows a
-    warp than rows) or past an SM (blocks) is one line naming it, before any kernel is built: the
-    kernel it named would unroll every chunk it was told of."""
-    most = {"seg": max(1, K // CHUNK), "rows": N, "blocks_per_sm": MAX_BLOCKS_PER_SM, "min_blocks": MAX_BLOCKS_PER_SM}
-    why = {"seg": f"{op}'s K={K} is {most['seg']} chunks of {CHUNK} columns", "rows": f"{op} has N={N} rows",
-           "blocks_per_sm": "an SM holds at most 32 blocks", "min_blocks": "an SM holds at most 32 blocks"}
-    over = [k for k in override if k in most and override[k] > most[k]]
-    if over:
-        k = over[0]
-        raise TfdashError(f"GEMV setting {op}:{k}={override[k]} is past {most[k]} ({why[k]})")
+def check_override(op: str, override: dict, dims: dict) -> None:
+    """Settings over `dims` (a GEMV's N, K and the table's rows and seg) past what its weight holds (a
+    segment longer than its row's chunks, more rows than it has), past a lane's registers (rows x seg
+    loads in flight, each 4 registers) or past an SM (blocks) are one line naming them, before any
+    kernel is built: the kernel they name would unroll every row and chunk it was told of."""
+    N, K = dims["N"], dims["K"]
+    chunks = max(1, K // CHUNK)
+    per_sm = (MAX_BLOCKS_PER_SM, f"an SM holds at most {MAX_BLOCKS_PER_SM} of its {THREADS}-thread blocks")
+    most = {"seg": (chunks, f"{op}'s K={K} is {chunks} chunks of {CHUNK} columns"),
+            "rows": (N, f"{op} has N={N} rows"), "blocks_per_sm": per_sm, "min_blocks": per_sm}
+    for k, (limit, why) in most.items():
+        if override.get(k, 0) > limit:
+            raise TfdashError(f"GEMV setting {op}:{k}={override[k]} is past {limit} ({why})")
+    rows, seg = override.get("rows", dims["rows"]), override.get("seg", dims["seg"])
+    if rows * seg > MAX_LOADS:
+        raise TfdashError(f"GEMV settings {op}: rows={rows} x seg={seg} is {rows * seg} 16-byte loads in flight a "
+                          f"lane, past the {MAX_LOADS} its 255 registers hold (4 each)")
 
 
 @functools.lru_cache(maxsize=1)
