@@ -157,18 +157,19 @@ def test_refusals_are_one_line(tiny):
 
 @pytest.mark.parametrize("model", ["qwen3-tiny", "qwen3-0.6b", "qwen3-8b"])
 def test_a_variant_a_torch_engine_would_run_unchanged_is_refused_there(model):
-    """`--ab down:seg=2` (or tilelang-sc24) on torch-eager ran 6 + 6 windows of the same torch ops
-    and could only say "no difference". TORCH_VISIBLE, the options that change the plan's launches
-    or their operands, is checked here against the plans themselves: a variant outside it builds
-    the running plan's launches, roles and operands (only tilelang launch dims differ), and a
-    torch engine refuses it before any window, in one line."""
+    """`--ab down:seg=2` (or tilelang-sc24, or tilelang-ringevents) on torch-eager ran 6 + 6 windows
+    of the same torch ops and could only say "no difference". TORCH_VISIBLE, the options that change
+    the torch spelling's launches or their operands, is checked here against the plans themselves: a
+    variant outside it builds the running plan's launches, roles and operands (only tilelang launch
+    dims differ, and the stamps' ring_ns, which the torch argmax leaves), and a torch engine refuses
+    it before any window, in one line."""
     from tfdash.engine.config import preset
     from tfdash.profiling.variants import TORCH_VISIBLE, refusal
 
     base = build_plan(preset(model), "float32", capacity=256)
 
-    def launches(plan):
-        return [(x.role, x.family, sorted(x.args.items())) for x in plan.launches]
+    def launches(plan):  # what the torch spelling runs: ring_ns is the tilelang argmax's alone (it leaves it)
+        return [(x.role, x.family, sorted((k, b) for k, b in x.args.items() if k != "ring_ns")) for x in plan.launches]
 
     changed = set()
     for v in [*ab.VARIANTS.values(), ab.resolve("down:seg=2"), ab.resolve("o_proj:blocks_per_sm=1")]:
@@ -186,6 +187,7 @@ def test_a_variant_a_torch_engine_would_run_unchanged_is_refused_there(model):
             assert visible or why.line.endswith("whose two sides would run the same torch ops"), why
         assert refusal(v, "tilelang-graph", dict(base.meta["options"])) is None
     assert changed, "no variant changes the torch spelling"
+    assert refusal(ab.VARIANTS["tilelang-ringevents"], "torch-graph", dict(base.meta["options"])).short == "no-op"
 
 
 def test_gemv_specs_and_bench_names_resolve():

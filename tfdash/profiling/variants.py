@@ -107,9 +107,10 @@ def variant_options(running: dict, v: Variant) -> dict:
     return options
 
 
-# The build options that change a plan's launches or their operands (what the torch spelling runs);
-# every other option only sets how a tilelang kernel launches, which a torch engine never sees
-TORCH_VISIBLE = frozenset({"fused_rope", "gate_up_silu", "ring_in_graph", "ring_stamps", "lm_head_q8"})
+# The build options that change the torch spelling's launches or what they read and write; every other
+# option sets how a tilelang kernel launches (or, ring_stamps, what only the tilelang argmax stores:
+# the torch spelling has no clock and leaves ring_ns), which a torch engine never sees
+TORCH_VISIBLE = frozenset({"fused_rope", "gate_up_silu", "ring_in_graph", "lm_head_q8"})
 
 
 class Refusal(NamedTuple):
