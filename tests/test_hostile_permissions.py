@@ -62,10 +62,16 @@ def test_a_folder_that_cannot_be_searched_is_one_line(shut, capsys, argv, expect
     assert_one_line_error(err, expected.format(d=shut))
 
 
-def test_a_dashboard_config_in_a_folder_that_cannot_be_searched_is_read_as_none(shut):
+def test_a_dashboard_config_in_a_folder_that_cannot_be_searched_is_the_defaults_and_a_warning(shut):
     """TFDASH_CONFIG_DIR inside a chmod-000 folder: Path.exists raised PermissionError as the
-    dashboard started. The config there reads as absent; the defaults run."""
-    from tfdash.app.config import load_config
+    dashboard started. The defaults run with one warning that names the file, and the file (whose
+    keymap may be in there) is never rewritten."""
+    from tfdash.app.config import load_config, save_config
+    from tfdash.errors import TfdashError
 
-    cfg = load_config(shut / "tfdash" / "config.json")
-    assert cfg.theme is None and cfg.warning is None and cfg.path == shut / "tfdash" / "config.json"
+    path = shut / "tfdash" / "config.json"
+    cfg = load_config(path)
+    assert cfg.theme is None and cfg.path == path and not cfg.parsed
+    assert cfg.warning == f"{path}: ignored, cannot read (Permission denied)"
+    with pytest.raises(TfdashError, match="was not read .* so it is not rewritten"):
+        save_config(cfg)

@@ -59,8 +59,12 @@ class Config:
 
 def load_config(path: Path | None = None) -> Config:
     path = Path(path) if path is not None else config_path()
-    if not os.path.lexists(path):  # never raises: a folder on the way that cannot be searched reads below
+    try:  # Path.exists raised PermissionError where a folder on the way cannot be searched (chmod 000)
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
         return Config(path=path)
+    except OSError as e:  # there may be a config there: its keymap is not lost unsaid, nor rewritten
+        return Config(path=path, parsed=False, warning=f"{path}: ignored, cannot read ({e.strerror or e})")
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -93,7 +97,8 @@ def save_config(cfg: Config) -> Path:
     from tfdash.profiling.files import write_json_atomic
 
     if not cfg.parsed:
-        raise TfdashError(f"{cfg.path} did not parse, so it is not rewritten; fix or remove it to save settings")
+        raise TfdashError(f"{cfg.path} was not read (see its warning), so it is not rewritten; fix or remove it "
+                          "to save settings")
 
     try:
         return write_json_atomic(cfg.path, cfg.to_dict())
