@@ -268,7 +268,7 @@ def test_past_cache_capacity(ckpt_factory):
     with pytest.raises(CapacityError) as e:
         load_engine(ckpt=ckpt.path, device="cpu", capacity=16, prompt="w1 w2 w3 w4", max_new_tokens=14)
     assert "needs 17 KV positions, past the cache capacity of 16 (--max-new-tokens 13 or fewer)" in str(e.value)
-    with pytest.raises(CapacityError, match=r"the prompt alone fills it: a larger --capacity\)$"):
+    with pytest.raises(CapacityError, match=r"the prompt alone fills it: a larger cache\)$"):
         load_engine(ckpt=ckpt.path, device="cpu", capacity=2, prompt="w1 w2 w3 w4", max_new_tokens=1)
     load_engine(ckpt=ckpt.path, device="cpu", capacity=16, prompt="w1 w2 w3 w4", max_new_tokens=13)
     eng = load_engine(ckpt=ckpt.path, device="cpu", capacity=16)

@@ -32,7 +32,7 @@ def check_generation(cfg: ModelConfig, capacity: int, prompt_len: int, max_new_t
         raise CapacityError(f"prompt ({prompt_len} tokens) + max-new-tokens ({max_new_tokens}) = {total} needs "
                             f"{total - 1} KV positions, past the cache capacity of {capacity}"
                             + what_fits(min(capacity + 1, cfg.max_position_embeddings) - prompt_len,
-                                        "a larger --capacity"))
+                                        "a larger cache"))
 
 
 def what_fits(most: int, otherwise: str) -> str:
