@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tfdash.errors import TfdashError
+from tfdash.pathstat import stat_or_none
 
 FILENAME = "config.json"
 
@@ -60,9 +61,8 @@ class Config:
 def load_config(path: Path | None = None) -> Config:
     path = Path(path) if path is not None else config_path()
     try:  # Path.exists raised PermissionError where a folder on the way cannot be searched (chmod 000)
-        os.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return Config(path=path)
+        if stat_or_none(path, follow=False) is None:
+            return Config(path=path)
     except OSError as e:  # there may be a config there: its keymap is not lost unsaid, nor rewritten
         return Config(path=path, parsed=False, warning=f"{path}: ignored, cannot read ({e.strerror or e})")
     try:

@@ -7,7 +7,6 @@ RoPE scaling, attention bias, sliding windows) is refused with one line that nam
 
 from __future__ import annotations
 
-import errno
 import json
 import math
 import os
@@ -17,6 +16,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from tfdash.errors import ConfigError
+from tfdash.pathstat import stat_or_none
 from tfdash.textsafe import visible
 
 SUPPORTED_ARCHITECTURE = "Qwen3ForCausalLM"
@@ -276,10 +276,8 @@ def _stat(path: Path, folder: Path, follow: bool = True) -> os.stat_result | Non
     there. Any other error, a folder on the way that cannot be read or searched (chmod 000), is one
     line naming `folder`, where Path.exists raised PermissionError."""
     try:
-        return os.stat(path, follow_symlinks=follow)
+        return stat_or_none(path, follow)
     except OSError as e:
-        if e.errno in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
-            return None
         raise ConfigError(f"{folder}: cannot read ({e.strerror or e})") from None
 
 

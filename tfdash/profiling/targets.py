@@ -8,13 +8,13 @@ A target file is JSON with the same fields as `Target.to_dict()`.
 
 from __future__ import annotations
 
-import errno
 import json
 import stat
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from tfdash.errors import TfdashError
+from tfdash.pathstat import stat_or_none
 
 
 @dataclass(frozen=True)
@@ -95,11 +95,12 @@ def resolve_target(spec: str) -> Target:
         return TARGETS[spec]
     path = Path(spec)
     try:  # one stat, as `open` checks a snapshot: a folder on the way that cannot be searched is said, not raised
-        mode = path.stat().st_mode
+        st = stat_or_none(path)
     except OSError as e:
-        if e.errno not in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
-            raise TfdashError(f"--target {spec}: cannot read ({e.strerror or e})") from None
-        raise TfdashError(f"unknown target {spec!r}: not one of {', '.join(TARGETS)} and no such file") from None
+        raise TfdashError(f"--target {spec}: cannot read ({e.strerror or e})") from None
+    if st is None:
+        raise TfdashError(f"unknown target {spec!r}: not one of {', '.join(TARGETS)} and no such file")
+    mode = st.st_mode
     if not stat.S_ISREG(mode):  # a FIFO would block the read
         what = "is a directory" if stat.S_ISDIR(mode) else "not a regular file (a FIFO, device or socket)"
         raise TfdashError(f"--target {spec}: {what}; give {' or '.join(TARGETS)} or a target JSON file")
