@@ -25,6 +25,7 @@
 #   lowctx                       each launch's exclusive time from ctx 64 and from ctx 600 (MODEL=)
 #   stamps                       the ring's clock stamps: their tests, the profiler's accounting, and the default against
 #                                tilelang-ringevents (timed events) at 1.7B and 0.6B
+#   tick                         how fine the global timer the ring's stamps read is (scripts/timer_tick.py)
 #   boundary                     what a step's boundary costs (scripts/step_boundary.py): the event after each replay,
 #                                timed and not, at 1.7B and 0.6B (SIZES=)
 #   profile, observe, app, dash  the profiler, the dashboard (mid-run SVG, snapshot, A/B) and a real pty
@@ -34,7 +35,7 @@
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
 what=${1:-all}; shift || true
-MODES=" tests diag bench all headless engine final sizes sizebench headline where probe sass curve same3 arena29 procs next30 next35 bar12 ladder lowctx boundary stamps land29 profile observe app dash live overhead features counters "
+MODES=" tests diag bench all headless engine final sizes sizebench headline where probe sass curve same3 arena29 procs next30 next35 bar12 ladder lowctx boundary tick stamps land29 profile observe app dash live overhead features counters "
 case "$MODES" in *" $what "*) ;; *) echo "h200_check.sh: unknown mode '$what' (modes:$MODES)" >&2; exit 2 ;; esac
 if [ "$what" = next30 ]; then  # what session 29 leaves, in one call (about 6 minutes): arena29's modules and procs
   N=${N:-4} PLACE=${PLACE:---modules} ALIGNS=${ALIGNS:-4096} TAIL=${TAIL:-12}
@@ -277,6 +278,9 @@ if [ "$what" = stamps ]; then
       --json "$R/bench-$m-stamps.json" 2>&1 | grep -v "TileLang:" > "$R/bench-$m-stamps.log"
     grep -E "failed|^tilelang" "$R/bench-$m-stamps.log" | grep -v "^# round" | cut -c1-160; pack
   done
+fi
+if [ "$what" = tick ]; then
+  timeout 120 python3 scripts/timer_tick.py --json "$OUT/timer_tick.json" 2>&1 | grep -v "TileLang:" | tee "$OUT/timer_tick.log"
 fi
 if [ "$what" = ladder ]; then
   # the correctness ladder of the default (int8 head) 1.7B plan (the step against the reference at ctx 0, 1,
