@@ -72,7 +72,7 @@ def _tokens_shown(buf: bytearray) -> int:
 @pytest.mark.skipif(sys.platform != "linux", reason="a pty")
 def test_tfdash_on_a_real_terminal_runs_and_quits_with_q(tmp_path):
     """`tfdash` as typed at a terminal: the real Linux driver draws, tokens stream, `q` quits
-    cleanly with the run's summary printed after the screen closes."""
+    cleanly with the run's summary printed after the screen closes, naming where the run is kept."""
     import pty
 
     master, slave = pty.openpty()
@@ -107,6 +107,8 @@ def test_tfdash_on_a_real_terminal_runs_and_quits_with_q(tmp_path):
     assert "new tokens" in tail and "tok/s over the run" in tail, tail
     n = int(tail.split("tfdash: ", 1)[1].split()[0])
     assert 32 <= n < 4000  # quit mid-run, with what was decoded counted
+    kept = list((tmp_path / "cache" / "runs").iterdir())  # no --save: the dashboard kept the run
+    assert len(kept) == 1 and kept[0].name in tail.replace("\n", "").replace("\r", ""), (kept, tail)
 
 
 def test_an_unwritable_log_place_falls_back_to_a_temporary_file(tmp_path):

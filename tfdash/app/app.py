@@ -12,7 +12,8 @@ snapshot at most `refresh_hz` (20) times a second (tfdash.app.refresh).
 
 Quitting mid-run (q or Ctrl+C) stops the engine after the steps in flight, waits for its worker,
 and exits with the final snapshot as the app's return value (also `app.final_snapshot`); with a
-save path it is written there too. Nothing else is written on quit (tfdash.app.run_actions).
+save path it is written there too (tfdash.app.run_actions); without one, or where writing it failed,
+the dashboard keeps it in a folder of the cache, as it keeps a run that `r` starts over (tfdash.app.kept).
 
 The app's actions live beside it, each group in its module, mixed in here: the run's keys
 (run_actions.py), the exports (exports.py), the baseline and the A/B (compare.py). This class
@@ -34,6 +35,7 @@ from tfdash.app.compare import CompareActions
 from tfdash.app.layout import MinSizeGuard
 from tfdash.app.config import Config, keymap_problems, load_config, save_config, valid_keymap
 from tfdash.app.exports import ExportActions
+from tfdash.app.kept import KeptRuns
 from tfdash.app.live import Source
 from tfdash.app.model import TableRow
 from tfdash.app.refresh import MAX_WINDOWS, LiveRefresh  # noqa: F401 - MAX_WINDOWS: the app's bound
@@ -45,7 +47,7 @@ from tfdash.themes import CSS_PATH, DARK, DEFAULT_THEME, register_themes
 from tfdash.themes import offered as offered_themes
 
 
-class TfdashApp(MinSizeGuard, LiveRefresh, RunActions, ExportActions, CompareActions, App[ProfileSnapshot | None]):
+class TfdashApp(MinSizeGuard, LiveRefresh, RunActions, ExportActions, CompareActions, KeptRuns, App[ProfileSnapshot | None]):
     CSS_PATH = CSS_PATH
     BINDINGS = bindings.APP
     TITLE = "tfdash"
@@ -57,13 +59,14 @@ class TfdashApp(MinSizeGuard, LiveRefresh, RunActions, ExportActions, CompareAct
                  export_dir: str | Path | None = None, save_path: str | Path | None = None,
                  max_new_tokens: int | None = None, theme: str | None = None, refresh_hz: float = 20.0,
                  cuda_source: Callable | None = None, tilelang_source: Callable | None = None,
-                 exit_when_done: bool = False, baseline=None) -> None:
+                 exit_when_done: bool = False, baseline=None, keep_dir: str | Path | None = None) -> None:
         super().__init__()
         self.source = source
         self.baseline = baseline  # a tfdash.app.baseline.Baseline: the Δ columns compare against it
         self.config = config if config is not None else load_config()
         self.export_dir = Path(export_dir).expanduser() if export_dir else None
         self.save_path = Path(save_path).expanduser() if save_path else None
+        self.keep_dir = Path(keep_dir).expanduser() if keep_dir else None  # where q and r keep a run (kept.py)
         self.max_new_tokens = max_new_tokens
         self.fastest_refresh = 1.0 / refresh_hz
         self.refresh_interval = self.fastest_refresh  # adapts: see _adapt_rate

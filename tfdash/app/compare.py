@@ -6,9 +6,9 @@
     a   the live A/B of a plan variant (tfdash.app.screens.ab)
 
 `recent_snapshots(dirs)` lists the snapshot files where the dashboard writes exports (the export
-directory, the last export's, --save's, the open file's), newest first: those whose start names the
-snapshot schema, each loaded and validated so the picker can say what it is (model, dtype, when,
-tok/s) or why it does not load.
+directory, the last export's, --save's, the open file's) and where it keeps runs (tfdash.app.kept),
+newest first: those whose start names the snapshot schema, each loaded and validated so the picker
+can say what it is (model, dtype, when, tok/s) or why it does not load.
 """
 
 from __future__ import annotations
@@ -95,6 +95,8 @@ class CompareActions:
         for p in (self.last_export, self.save_path, self.source.path):
             if p is not None:
                 dirs.append(Path(p).parent)
+        if self.keep_dir is not None:  # the runs q and r kept (tfdash.app.kept)
+            dirs.append(self.keep_dir)
         return list(dict.fromkeys(dirs))
 
     def action_baseline(self) -> None:

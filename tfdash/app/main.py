@@ -136,13 +136,14 @@ def preflight(args, max_new_tokens: int) -> None:
 def run_app(args) -> int:
     max_new = getattr(args, "max_new_tokens", None) or DASHBOARD_MAX_NEW
     preflight(args, max_new)
+    from tfdash.app.kept import runs_dir
     from tfdash.app.stderr_guard import native_stderr_to
     from tfdash.profiling.probe import cache_dir
 
     # Native libraries' stderr (kineto, tilelang's log) goes to a file, not over the dashboard.
     with native_stderr_to(cache_dir() / "dashboard-stderr.log") as guarded:
         app = live_app(session_factory(args, max_new), max_new_tokens=max_new,
-                       save_path=getattr(args, "save", None))
+                       save_path=getattr(args, "save", None), keep_dir=runs_dir())
         with app_signals(app):
             app.run()
     for line in app.unseen_toasts():  # raised while the terminal was too small to show them
@@ -152,18 +153,23 @@ def run_app(args) -> int:
     line = final_line(app)
     if line:
         print(line)
+    if app.keep_error:
+        print(f"tfdash: the final snapshot was {app.keep_error}", file=sys.stderr)
     return exit_status(app)
 
 
 def final_line(app) -> str | None:
     """The line printed after the screen closes: what the run made, and where --save wrote it (and
-    any folder made for it, so a typo in a folder's name is seen); None without a final snapshot."""
+    any folder made for it, so a typo in a folder's name is seen) or where the dashboard kept it;
+    None without a final snapshot."""
     from tfdash.profiling.files import created_note
 
     snap = app.final_snapshot
     if snap is None:
         return None
     saved = f"; snapshot saved to {visible(str(app.saved) + created_note(app.save_made))}" if app.saved else ""
+    if getattr(app, "kept", None):
+        saved = f"; snapshot kept as {visible(str(app.kept))} (tfdash open it; b in a run lists it)"
     return f"tfdash: {tokens(snap.new_tokens, 'new ')}, {snap.tok_per_s:.1f} tok/s over the run{saved}"
 
 
@@ -232,8 +238,11 @@ def open_main(argv: list[str]) -> int:
         from tfdash.profiling.files import check_writable_dir
 
         check_writable_dir(args.export_dir, "--export-dir")
-    # load (and refuse) both files before anything is printed: a bad file is its one error line
-    app = snapshot_app(path, baseline=args.baseline, export_dir=args.export_dir)
+    from tfdash.app.kept import runs_dir
+
+    # load (and refuse) both files before anything is printed: a bad file is its one error line;
+    # keep_dir: b lists the runs the dashboard kept (an open snapshot keeps nothing itself)
+    app = snapshot_app(path, baseline=args.baseline, export_dir=args.export_dir, keep_dir=runs_dir())
     if not sys.stdout.isatty() and not os.environ.get("TFDASH_FORCE_TUI"):
         print("tfdash: stdout is not a terminal; printing a summary of the snapshot", file=sys.stderr)
         sys.stdout.write(visible(snapshot_summary(_load(path)[0], path), keep="\n"))

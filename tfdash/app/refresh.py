@@ -142,6 +142,7 @@ class LiveRefresh:
         if self._rerun:
             self._rerun = False
             self._stopping = False
+            self.keep_before_rerun()
             self._start_run()
         elif self.exit_when_done:
             self.final_snapshot = self.snapshot

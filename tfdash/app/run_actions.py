@@ -2,7 +2,9 @@
 window, and quit. Quitting mid-run (q, Ctrl+C, SIGTERM or SIGHUP) stops the engine after the
 steps in flight, waits for its worker, and exits with the final snapshot, written to --save's
 path when there is one (any folder made for it is named in the line printed after the screen
-closes, as the CLI's outputs name theirs). On a saved snapshot the keys that need an engine say it is read-only.
+closes, as the CLI's outputs name theirs); without --save, or where it failed, the run is kept in a
+folder of the cache, as the run `r` starts over is (tfdash.app.kept). On a saved snapshot the keys
+that need an engine say it is read-only.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class RunActions:
             self.state = "stopping"
             self.source.stop()
         else:
+            self.keep_before_rerun()
             self._start_run()
         self.notify("re-running the generation", timeout=2)
 
@@ -74,6 +77,8 @@ class RunActions:
             except (TfdashError, OSError) as e:
                 self.save_error = str(e)  # the CLI says so after the screen closes, and exits 1
                 self.notify(str(e), severity="error")
+        if self.save_path is None or self.save_error:  # nothing measured is lost to a q (kept.py)
+            self.kept = self.keep_run(snap)
         self.exit(snap)
 
     def quit_on_signal(self, signum: int) -> None:

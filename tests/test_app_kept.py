@@ -1,0 +1,144 @@
+"""The dashboard keeps the runs `q` and `r` would otherwise lose: quitting without --save (or with a
+--save that failed) writes the final snapshot into the kept-runs folder, and the line printed after
+the screen closes names it; `r` keeps the run it starts over, and `b` lists it as a baseline; the
+newest KEEP stay. The real tiny CPU engine (qwen3-tiny, random weights) throughout."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from fixtures.appkit import isolated_config, one_torch_thread, sync  # noqa: F401  (fixtures)
+from test_app_live import SIZE, Recorder, wait_for
+
+from tfdash.app.kept import KEEP, keep, prune, runs_dir
+from tfdash.app.main import final_line, live_app
+from tfdash.errors import TfdashError
+from tfdash.profiling.export import load_snapshot
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+@pytest.fixture(scope="module")
+def tiny_engine():
+    from tfdash.engine import load_engine
+
+    return load_engine(model="qwen3-tiny", device="cpu", capacity=4096)
+
+
+async def quit_after(app, tokens: int) -> None:
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.new_tokens >= tokens, what="tokens")
+        await pilot.press("q")
+        await wait_for(pilot, lambda: not app.is_running, timeout=20, what="the app to exit")
+
+
+@sync
+async def test_q_without_save_keeps_the_run_and_the_closing_line_names_it(isolated_config, tiny_engine, tmp_path):
+    runs = tmp_path / "cache" / "runs"
+    app = live_app(Recorder(tiny_engine, 3000), max_new_tokens=3000, keep_dir=runs)
+    await quit_after(app, 20)
+    kept = sorted(runs.iterdir())
+    assert len(kept) == 1 and kept[0].name.startswith("tfdash-qwen3-tiny-") and kept[0].suffix == ".json"
+    assert app.kept == kept[0] and app.keep_error is None
+    assert load_snapshot(kept[0]) == app.return_value  # everything measured, nothing else
+    line = final_line(app)
+    assert line.endswith(f"; snapshot kept as {kept[0]} (tfdash open it; b in a run lists it)")
+
+
+@sync
+async def test_q_with_save_keeps_nothing_more(isolated_config, tiny_engine, tmp_path):
+    runs = tmp_path / "runs"
+    app = live_app(Recorder(tiny_engine, 3000), max_new_tokens=3000, save_path=tmp_path / "run.json", keep_dir=runs)
+    await quit_after(app, 10)
+    assert load_snapshot(tmp_path / "run.json") == app.return_value
+    assert not runs.exists() and app.kept is None
+    assert "snapshot saved to" in final_line(app) and "kept" not in final_line(app)
+
+
+@sync
+async def test_a_save_that_fails_is_kept_instead(isolated_config, tiny_engine, tmp_path):
+    (tmp_path / "not-a-folder").write_text("x")
+    runs = tmp_path / "runs"
+    app = live_app(Recorder(tiny_engine, 3000), max_new_tokens=3000,
+                   save_path=tmp_path / "not-a-folder" / "run.json", keep_dir=runs)
+    await quit_after(app, 10)
+    assert app.save_error  # the CLI says so and exits 1
+    (kept,) = runs.iterdir()
+    assert load_snapshot(kept) == app.return_value and kept.name in final_line(app)
+
+
+@sync
+async def test_a_keep_folder_that_cannot_be_made_says_why_and_the_quit_still_ends(isolated_config, tiny_engine,
+                                                                                 tmp_path):
+    (tmp_path / "runs").write_text("a file where the folder would be")
+    app = live_app(Recorder(tiny_engine, 3000), max_new_tokens=3000, keep_dir=tmp_path / "runs")
+    await quit_after(app, 10)
+    assert app.return_value is not None and app.kept is None
+    assert app.keep_error.startswith(f"not kept: cannot write {tmp_path / 'runs'} (")
+    assert "kept" not in final_line(app)
+
+
+@sync
+async def test_r_keeps_the_run_before_and_b_lists_it(isolated_config, tiny_engine, tmp_path, monkeypatch):
+    from test_app_fit import toast_lines
+    from textual.widgets import DataTable
+
+    from tfdash.app.screens.picker import PickerScreen
+
+    monkeypatch.chdir(tmp_path)  # the export folder: empty
+    runs = tmp_path / "runs"
+    rec = Recorder(tiny_engine, 24)
+    app = live_app(rec, max_new_tokens=24, keep_dir=runs)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await wait_for(pilot, lambda: app.state == "done", what="the first run's end")
+        first = app.snapshot
+        await pilot.press("r")
+        await wait_for(pilot, lambda: len(rec.sessions) == 2, what="the second run")
+        (kept,) = runs.iterdir()
+        assert load_snapshot(kept) == first and first.new_tokens == 24
+        await pilot.pause()
+        toasts = " ".join(toast_lines(app))
+        assert f"the run before is kept as {kept.name} (b compares against it)" in toasts, toasts
+        await wait_for(pilot, lambda: app.state == "done" and app.snapshot.new_tokens == 24, what="the second run")
+        await pilot.press("b")
+        await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen), what="the picker")
+        table = app.screen.query_one("#picker-table", DataTable)
+        names = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+        assert names == [kept.name]  # the run before, one key away
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.baseline is not None, what="the baseline")
+        assert app.baseline.snapshot == first
+
+
+def test_keep_removes_the_oldest_past_the_limit_and_only_its_own_files(tmp_path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for i in range(KEEP + 2):
+        p = runs / f"tfdash-qwen3-tiny-2026010{i:02d}-000000.json"
+        p.write_text("{}")
+        os.utime(p, (1_000_000 + i, 1_000_000 + i))
+    (runs / "notes.txt").write_text("mine")
+    gone = prune(runs, KEEP)
+    assert sorted(p.name for p in gone) == ["tfdash-qwen3-tiny-202601000-000000.json",
+                                            "tfdash-qwen3-tiny-202601001-000000.json"]
+    left = sorted(p.name for p in runs.iterdir())
+    assert len(left) == KEEP + 1 and "notes.txt" in left
+
+
+def test_keep_through_a_file_in_the_cache_folders_place_is_one_line(tmp_path, monkeypatch):
+    snap = load_snapshot(Path(__file__).parent / "fixtures" / "snapshot-1.7b.json")
+    (tmp_path / "cachefile").write_text("x")
+    monkeypatch.setenv("TFDASH_CACHE_DIR", str(tmp_path / "cachefile"))
+    assert runs_dir() == tmp_path / "cachefile" / "runs"
+    with pytest.raises(TfdashError, match=r"^not kept: TFDASH_CACHE_DIR .*cachefile is a file, not a folder$"):
+        keep(snap, runs_dir())
+    assert not (tmp_path / "cachefile").is_dir()
+
+
+def test_keep_writes_the_snapshot_under_a_new_name_each_time(tmp_path):
+    snap = load_snapshot(Path(__file__).parent / "fixtures" / "snapshot-1.7b.json")
+    a, b = keep(snap, tmp_path / "made" / "runs"), keep(snap, tmp_path / "made" / "runs")
+    assert a != b and a.parent == b.parent == tmp_path / "made" / "runs"
+    assert load_snapshot(a) == load_snapshot(b) == snap
