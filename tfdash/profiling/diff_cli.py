@@ -215,7 +215,7 @@ def write_out(out: str, text: str) -> str:
 
 def main(argv: list[str]) -> int:
     from tfdash.profiling.export import load_snapshot, snapshot_label
-    from tfdash.profiling.files import check_writable_file, table_stream
+    from tfdash.profiling.files import check_not_an_input, check_writable_file, table_stream
 
     p = parser()
     args = p.parse_args(argv)
@@ -224,6 +224,7 @@ def main(argv: list[str]) -> int:
     for flag, out in (("--json", args.json), ("--markdown", args.markdown)):
         if out not in (None, "-"):  # said as bench and analyze say it, before the snapshots are read
             check_writable_file(out, flag)
+            check_not_an_input(out, flag, {"snapshot A": args.a, "snapshot B": args.b})
     a, b = load_snapshot(args.a), load_snapshot(args.b)
     d = compare(a, b, group=args.group, force=args.force, a_source=snapshot_label(args.a),
                 b_source=snapshot_label(args.b))

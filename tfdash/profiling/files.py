@@ -166,6 +166,27 @@ def check_writable_file(path, what: str) -> None:
         raise TfdashError(f"{what} {f}: cannot write there ({parent} is not a writable directory)")
 
 
+def check_not_an_input(path, what: str, inputs: dict[str, object]) -> None:
+    """`path`, an output, is none of the files the command reads (`inputs`: each file by what it is,
+    "snapshot B"): a report written over its own snapshot replaced the snapshot, which was lost and
+    then refused as "not a tfdash snapshot". The same file through a link or another spelling is the
+    same file; a device, pipe or descriptor (`/dev/stdout`) is written in place and replaces nothing."""
+    if path is None or own_fd(path) is not None or is_stream(path):
+        return
+    out = Path(path).expanduser()
+    for role, src in inputs.items():
+        if src is None:
+            continue
+        inp = Path(src).expanduser()
+        try:
+            same = os.path.samefile(out, inp)
+        except OSError:  # one of them is not there (or cannot be looked at): compare where they lead
+            same = os.path.realpath(out) == os.path.realpath(inp)
+        if same:
+            raise TfdashError(f"{what} {out}: is {role}, which this command reads; writing there would "
+                              f"replace it: give another file name")
+
+
 def fresh_directory(directory) -> Path:
     """A new empty folder beside `directory`, to write a set of files into before they are moved
     into place together (see `move_into`). The caller removes it on failure."""

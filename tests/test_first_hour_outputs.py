@@ -1,0 +1,43 @@
+"""What a new user's outputs and inputs do on a CPU machine: an output file never lands on a file
+the command reads, and every command takes its arguments as the others do."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from conftest import assert_one_line_error, read_json, run_tfdash
+from fixtures.appkit import SNAPSHOT
+
+
+@pytest.mark.parametrize("flag", ["--json", "--markdown"])
+@pytest.mark.parametrize("side", ["A", "B"])
+def test_a_diff_written_over_one_of_its_snapshots_is_refused(tmp_path, flag, side):
+    """`tfdash diff a.json b.json --json b.json` wrote the diff over b.json: the run's snapshot was
+    gone, and the next `tfdash open b.json` said "not a tfdash snapshot"."""
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    shutil.copy(SNAPSHOT, a)
+    shutil.copy(SNAPSHOT, b)
+    out = a if side == "A" else b
+    before = out.read_bytes()
+    r = run_tfdash("diff", str(a), str(b), flag, str(out), timeout=60)
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, f"{flag} {out}: is snapshot {side}, which this command reads")
+    assert out.read_bytes() == before
+    link = tmp_path / "link.json"  # the same file by another name is the same file
+    link.symlink_to(b)
+    r = run_tfdash("diff", str(a), str(b), flag, str(link), timeout=60)
+    assert r.rc == 2 and b.read_bytes() == before
+    assert_one_line_error(r.stderr, "is snapshot B")
+    r = run_tfdash("diff", str(a), str(b), flag, str(tmp_path / "d.out"), timeout=60)  # another file: written
+    assert r.rc == 0 and (tmp_path / "d.out").is_file()
+
+
+def test_an_analyze_report_written_over_its_target_file_is_refused(tmp_path):
+    """`analyze --target run.json --json run.json` replaced the snapshot it took the target from."""
+    snap = tmp_path / "run.json"
+    shutil.copy(SNAPSHOT, snap)
+    r = run_tfdash("analyze", "--model", "qwen3-tiny", "--target", str(snap), "--json", str(snap), timeout=60)
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, f"--json {snap}: is the --target file, which this command reads")
+    assert read_json(snap)["schema"] == "tfdash.snapshot"
