@@ -41,3 +41,21 @@ def test_an_analyze_report_written_over_its_target_file_is_refused(tmp_path):
     assert r.rc == 2 and r.stdout == ""
     assert_one_line_error(r.stderr, f"--json {snap}: is the --target file, which this command reads")
     assert read_json(snap)["schema"] == "tfdash.snapshot"
+
+
+@pytest.mark.parametrize("cmd", [["--headless"], ["bench"], ["analyze"], ["counters", "--all"]])
+def test_an_empty_model_name_is_said_as_an_empty_ckpt_is(cmd):
+    """`--model ""` (a script's `--model "$MODEL"` with MODEL unset) ran the default shape without a
+    word, where `--ckpt ""` was refused."""
+    r = run_tfdash(*cmd, "--model", "", "--max-new-tokens" if cmd == ["--headless"] else "--seed", "2",
+                   timeout=120)
+    assert r.rc == 2 and r.stdout == ""
+    line = assert_one_line_error(r.stderr, "argument --model: '' is empty: give a preset (qwen3-0.6b,")
+    assert "CUDA" not in line and "GPU" not in line
+
+
+def test_an_empty_target_name_is_said_so():
+    """`analyze --target ""` said the empty name "is a directory" (it read as the current folder)."""
+    r = run_tfdash("analyze", "--target", "", timeout=60)
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, "--target '' is empty: give h200 or a target JSON file")

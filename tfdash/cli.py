@@ -64,6 +64,16 @@ def seed_number(v: str) -> int:
     return n
 
 
+def preset_name(v: str) -> str:
+    """--model's type in every command: an empty name (`--model "$MODEL"` with MODEL unset) is said,
+    as `--ckpt ''` is, rather than read as no --model and run on the default shape."""
+    if not v.strip():
+        from tfdash.defaults import PRESET_NAMES
+
+        raise argparse.ArgumentTypeError(f"{v!r} is empty: give a preset ({', '.join(PRESET_NAMES)})")
+    return v
+
+
 SEED_LIMIT = 1 << 40  # the per-tensor generator seeds (seed * 1e6 + a 32-bit hash) stay under 2**64
 
 
@@ -73,7 +83,7 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
                      "tokenizer.json); without it, random weights of --model's shape")
     from tfdash.defaults import PRESET_NAMES
 
-    src.add_argument("--model", metavar="PRESET", help=", ".join(PRESET_NAMES) + " (default: qwen3-tiny on CPU, "
+    src.add_argument("--model", metavar="PRESET", type=preset_name, help=", ".join(PRESET_NAMES) + " (default: qwen3-tiny on CPU, "
                      "qwen3-1.7b on CUDA)")
     src.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when available")
     src.add_argument("--dtype", choices=("bfloat16", "float16", "float32"),

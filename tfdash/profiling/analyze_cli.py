@@ -18,13 +18,14 @@ def _dim(spec: str, flag: str, form: str) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
+    from tfdash.cli import preset_name
     from tfdash.defaults import PRESET_NAMES
 
     p = Parser(prog="tfdash analyze",
                description="Static cost of one decode step: flops, "
                            "bytes read and written per launch and operand, ideal time on a target.")
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--model", metavar="PRESET", help="a preset: " + ", ".join(PRESET_NAMES)
+    src.add_argument("--model", metavar="PRESET", type=preset_name, help="a preset: " + ", ".join(PRESET_NAMES)
                      + " (default: qwen3-1.7b)")
     src.add_argument("--ckpt", metavar="DIR", help="read the shape from DIR/config.json (no weights loaded)")
     p.add_argument("--target", default="h200", metavar="h200|FILE",

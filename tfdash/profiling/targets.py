@@ -93,6 +93,8 @@ def resolve_target(spec: str) -> Target:
     probe's cache of one device (its measured target)."""
     if spec in TARGETS:
         return TARGETS[spec]
+    if not spec.strip():  # Path('') is the current folder: "is a directory" said nothing of the empty name
+        raise TfdashError(f"--target {spec!r} is empty: give {' or '.join(TARGETS)} or a target JSON file")
     path = Path(spec)
     try:  # one stat, as `open` checks a snapshot: a folder on the way that cannot be searched is said, not raised
         st = stat_or_none(path)
