@@ -63,6 +63,8 @@ from tfdash.profiling.bench_table import (  # noqa: F401 (TABLE_HEAD, table_row 
 from tfdash.profiling.files import check_writable_file
 from tfdash.profiling.variants import PLAN_VARIANTS, gemv_variant
 from tfdash.settings import SETTINGS
+from tfdash.signals import exit_code, finishing
+from tfdash.signals import name as signal_name
 
 SCHEMA = "tfdash.bench/1"
 
@@ -186,6 +188,38 @@ def summary_row(rs: list[dict], bandwidth: float, first_tokens) -> dict:
             "ttft_ms": median_of("ttft_ms"), "decode_tok_per_s": median_of("decode_tok_per_s"),
             "ms_per_step_p50": median_of("ms_per_step_p50"),
             "achieved_gbps": gbps, "pct_of_copy_ceiling": 100 * gbps * 1e9 / bandwidth, "first_tokens": first_tokens}
+
+
+def run_rounds(peers: dict, ids, args, tok, peer_bytes: dict, errors: dict):
+    """The rounds, each backend once a round in `round_order`: the rows, each backend's first tokens,
+    and the stop signal that ended them early (None when all ran). Ctrl+C, SIGTERM or SIGHUP keeps the
+    rounds finished before it (the one it cut is dropped: a part-round's tok/s is no round's), so the
+    table and --json still report them; they were lost with the whole run."""
+    rounds: list[dict] = []
+    tokens_by_backend: dict[str, list[int]] = {}
+    r = 0
+    try:
+        for r in range(args.rounds):
+            for position, name in enumerate(round_order(list(peers), r)):
+                peer = peers[name]
+                if name in errors:
+                    continue
+                try:
+                    row, toks = _one_round(name, peer, ids, args.max_new_tokens, tok, r)
+                    row["position"] = position
+                except Exception as e:  # one failing peer must not lose the others' numbers
+                    errors[name] = f"{type(e).__name__}: {said(e)}"
+                    print(f"# {name} failed: {errors[name]}", file=sys.stderr)
+                    continue
+                row["achieved_gbps"] = peer_bytes[name] / row["wall_s"] / 1e9
+                tokens_by_backend.setdefault(name, toks)
+                rounds.append(row)
+                print(f"# round {r} {name:>15}: {row['tok_per_s']:8.1f} tok/s", file=sys.stderr)
+    except KeyboardInterrupt as e:  # Interrupted (SIGTERM, SIGHUP) too
+        print(f"\ntfdash: interrupted ({signal_name(e)}) in round {r}; the table covers what was measured "
+              f"before it ({len(rounds)} backend round{'s' if len(rounds) != 1 else ''})", file=sys.stderr)
+        return rounds, tokens_by_backend, e
+    return rounds, tokens_by_backend, None
 
 
 def _host_meta() -> dict:
@@ -315,25 +349,8 @@ def main(argv: list[str]) -> int:
             continue
         print(f"#   {name}: {time.perf_counter() - t:.1f} s", file=sys.stderr)
 
-    rounds = []
     errors: dict[str, str] = dict(errors_warm)
-    tokens_by_backend: dict[str, list[int]] = {}
-    for r in range(args.rounds):
-        for position, name in enumerate(round_order(list(peers), r)):
-            peer = peers[name]
-            if name in errors:
-                continue
-            try:
-                row, toks = _one_round(name, peer, ids, args.max_new_tokens, tok, r)
-                row["position"] = position
-            except Exception as e:  # one failing peer must not lose the others' numbers
-                errors[name] = f"{type(e).__name__}: {said(e)}"
-                print(f"# {name} failed: {errors[name]}", file=sys.stderr)
-                continue
-            row["achieved_gbps"] = peer_bytes[name] / row["wall_s"] / 1e9
-            tokens_by_backend.setdefault(name, toks)
-            rounds.append(row)
-            print(f"# round {r} {name:>15}: {row['tok_per_s']:8.1f} tok/s", file=sys.stderr)
+    rounds, tokens_by_backend, interrupted = run_rounds(peers, ids, args, tok, peer_bytes, errors)
 
     summary = {}
     for name in peers:
@@ -357,6 +374,9 @@ def main(argv: list[str]) -> int:
 
     header = header_line(cfg.name, args.ckpt, len(ids), args.max_new_tokens, capacity, args.rounds, probe)
     lines = table_lines(header, summary, probe.source)
+    if interrupted is not None:
+        lines.append(f"interrupted ({signal_name(interrupted)}): {len(rounds)} backend round"
+                     f"{'s' if len(rounds) != 1 else ''} of {args.rounds * len(peers)} measured")
     payload = None
     if args.json:
         payload = {"schema": SCHEMA, "command": "tfdash bench " + " ".join(argv), **_host_meta(), "settings": settings,
@@ -364,6 +384,7 @@ def main(argv: list[str]) -> int:
                    "prompt_tokens": len(ids), "new_tokens": args.max_new_tokens, "capacity": capacity,
                    "launches_per_step": len(engine_plan), "generation_bytes": gen_bytes,
                    "ceiling": probe.to_dict(), "rounds": rounds, "summary": summary, "errors": errors,
-                   "table": lines}
-    write_report(lines, args.json, payload)
-    return 0
+                   "table": lines, **({"interrupted": True} if interrupted is not None else {})}
+    with finishing("the table and --json"):  # a second Ctrl+C waits for them
+        write_report(lines, args.json, payload)
+    return exit_code(interrupted) if interrupted is not None else 0

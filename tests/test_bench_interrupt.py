@@ -1,0 +1,91 @@
+"""`tfdash bench` stopped by Ctrl+C, SIGTERM or SIGHUP between its rounds keeps what it measured.
+
+bench needs a CUDA device, so here the device is a stand-in: torch says CUDA is there, the engine
+is the CPU's torch reference (its `capture` a no-op) and the copy ceiling a fixed figure. The
+signal is a real one, sent to this process while the second round's generation runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+
+import pytest
+import torch
+
+import tfdash.engine as engine_mod
+import tfdash.engine.decode as decode_mod
+import tfdash.profiling.probe as probe_mod
+from tfdash.cli import main
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="POSIX signals")
+
+
+@pytest.fixture
+def cpu_as_cuda(monkeypatch, tmp_path):
+    """bench's device calls answered on the CPU; returns the generations started, in order."""
+    real_load = engine_mod.load_engine
+
+    def load(**kw):
+        eng = real_load(**{**kw, "device": "cpu", "backend": "torch-eager", "dtype": "float32", "threads": 1})
+        eng.runtime.capture = lambda ids=None: None  # an eager runtime has no graph to capture
+        return eng
+
+    fixed = probe_mod.ProbeResult("cpu:test", 12.5e9, 256 << 20, 5, 0.04, "host memcpy",
+                                  "2026-01-01T00:00:00Z", torch.__version__)
+    monkeypatch.setenv("TFDASH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "stand-in", raising=False)
+    monkeypatch.setattr(engine_mod, "load_engine", load)
+    monkeypatch.setattr(probe_mod, "probe_bandwidth", lambda *a, **k: fixed)
+    started: list = []
+    return started
+
+
+def _signal_in_generation(monkeypatch, started, which: int, sig: int):
+    """Generation number `which` (counting the warm-up's) sends `sig` to this process at its 4th token."""
+    real = decode_mod.Generation
+
+    class Signalled(real):
+        def __iter__(self):
+            started.append(self)
+            for i, ev in enumerate(super().__iter__()):
+                if len(started) == which and i == 3:
+                    os.kill(os.getpid(), sig)
+                yield ev
+
+    monkeypatch.setattr(decode_mod, "Generation", Signalled)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_signal_between_rounds_keeps_the_rounds_measured(cpu_as_cuda, monkeypatch, tmp_path, capsys, sig):
+    """Ctrl+C in the second round of three lost the first: one line "interrupted", no table, no --json."""
+    _signal_in_generation(monkeypatch, cpu_as_cuda, which=3, sig=sig)  # warm-up, round 0, then round 1
+    out = tmp_path / "bench.json"
+    rc = main(["bench", "--model", "qwen3-tiny", "--backends", "torch-graph", "--max-new-tokens", "16",
+               "--rounds", "3", "--json", str(out)])
+    cap = capsys.readouterr()
+    assert rc == 128 + sig
+    assert "Traceback" not in cap.err
+    name = signal.Signals(sig).name
+    assert f"tfdash: interrupted ({name}) in round 1; the table covers what was measured before it" in cap.err
+    table = cap.out.splitlines()
+    assert table[0].startswith("tfdash bench · qwen3-tiny") and table[2].startswith("torch-graph")
+    assert table[-1] == f"interrupted ({name}): 1 backend round of 3 measured"
+    report = json.loads(out.read_text())
+    assert report["interrupted"] is True
+    assert [(r["round"], r["backend"]) for r in report["rounds"]] == [(0, "torch-graph")]
+    assert report["summary"]["torch-graph"]["tok_per_s_median"] > 0
+    assert f"# wrote {out}" in cap.err
+
+
+def test_an_uninterrupted_bench_says_nothing_of_interruption(cpu_as_cuda, tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    rc = main(["bench", "--model", "qwen3-tiny", "--backends", "torch-graph", "--max-new-tokens", "8",
+               "--rounds", "2", "--json", str(out)])
+    cap = capsys.readouterr()
+    assert rc == 0 and "interrupted (" not in cap.out + cap.err
+    report = json.loads(out.read_text())
+    assert "interrupted" not in report and len(report["rounds"]) == 2
