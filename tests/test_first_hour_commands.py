@@ -267,8 +267,9 @@ def test_a_long_sweep_says_its_size_up_front_and_its_progress(tmp_path, monkeypa
     (["--model", "qwen3-tiny", "--capacity", "64", "--max-new-tokens", "100"], "past the cache capacity of 64"),
     (["--capacity", "999999"], "--capacity 999999 is past max_position_embeddings=40960"),
     (["--model", "qwen3-tiny", "--also-capacity", "8193"], "--also-capacity 8193 is past max_position_embeddings=8192"),
-    (["--also-capacity", "8"], "--also-capacity 8: prompt (12 tokens) + max-new-tokens (2048) = 2060 needs 2059 KV "
-                               "positions, past the cache capacity of 64"),
+    # the 64 it named was 8 in whole attention blocks, said for --capacity, not for --also-capacity
+    (["--also-capacity", "8"], "--also-capacity 8 (whole attention blocks: 64): prompt (12 tokens) + max-new-tokens "
+                               "(2048) = 2060 needs 2059 KV positions, past the cache capacity of 64"),
     # named neither the flag nor that 10 became whole attention blocks
     (["--capacity", "10"], "--capacity 10 (whole attention blocks: 64): prompt (12 tokens) + max-new-tokens (2048)"),
     # a GEMV setting past its weight's shape was accepted (its kernel would unroll 99999999999 chunks)

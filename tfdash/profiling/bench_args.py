@@ -87,8 +87,10 @@ def check_lengths(args, cfg):
         raise TfdashError(f"--capacity {args.capacity}{grown}: {e}") from None
     check_prompt_ids(cfg, ids)
     for n in args.also_capacity:
+        cap = default_capacity(cfg, n)
         try:
-            check_generation(cfg, default_capacity(cfg, n), len(ids), args.max_new_tokens)
-        except TfdashError as e:
-            raise TfdashError(f"--also-capacity {n}: {e}") from None
+            check_generation(cfg, cap, len(ids), args.max_new_tokens)
+        except TfdashError as e:  # the cache it names is N in whole attention blocks, said as --capacity's is
+            grown = f" (whole attention blocks: {cap})" if cap != n else ""
+            raise TfdashError(f"--also-capacity {n}{grown}: {e}") from None
     return tok, ids, capacity
