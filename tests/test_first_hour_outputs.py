@@ -59,3 +59,15 @@ def test_an_empty_target_name_is_said_so():
     r = run_tfdash("analyze", "--target", "", timeout=60)
     assert r.rc == 2 and r.stdout == ""
     assert_one_line_error(r.stderr, "--target '' is empty: give h200 or a target JSON file")
+
+
+def test_one_row_left_out_by_top_is_said_in_the_singular():
+    """`diff --top N` one row short of all said "(1 more rows; ...)" and "1 more rows not shown."."""
+    whole = run_tfdash("diff", str(SNAPSHOT), str(SNAPSHOT), "--group", "family", timeout=60)
+    rows = [line for line in whole.stdout.splitlines() if not line.startswith("#")][1:]  # past the column heads
+    assert whole.rc == 0 and len(rows) >= 2
+    top = str(len(rows) - 1)
+    r = run_tfdash("diff", str(SNAPSHOT), str(SNAPSHOT), "--group", "family", "--top", top, timeout=60)
+    assert r.rc == 0 and r.stdout.splitlines()[-1] == "(1 more row; --top 0 shows all)"
+    r = run_tfdash("diff", str(SNAPSHOT), str(SNAPSHOT), "--group", "family", "--top", top, "--markdown", timeout=60)
+    assert r.rc == 0 and r.stdout.splitlines()[-1] == "1 more row not shown."

@@ -144,6 +144,11 @@ def summary_lines(d: SnapshotDiff) -> list[str]:
     return out
 
 
+def _more(n: int) -> str:
+    """"1 more row", "3 more rows": what --top left out."""
+    return f"{n} more row{'' if n == 1 else 's'}"
+
+
 def render_text(d: SnapshotDiff, top: int | None = None) -> str:
     lines = [f"# {x}" for x in summary_lines(d)]
     head = header_rows(d)
@@ -162,7 +167,7 @@ def render_text(d: SnapshotDiff, top: int | None = None) -> str:
     for label, row in zip(labels, cells):
         lines.append(f"{label:<{lw}}  " + "  ".join(c.rjust(n) for c, n in zip(row, widths)))
     if top and len(d.rows) > top:
-        lines.append(f"({len(d.rows) - top} more rows; --top 0 shows all)")
+        lines.append(f"({_more(len(d.rows) - top)}; --top 0 shows all)")
     return "\n".join(lines) + "\n"
 
 
@@ -182,7 +187,7 @@ def render_markdown(d: SnapshotDiff, top: int | None = None) -> str:
         label = f"**{_md(label)}**" if r.status != "matched" else _md(label)
         out.append(f"| {label} | " + " | ".join(_md(c) for c in row_cells(r)) + " |")
     if top and len(d.rows) > top:
-        out.append(f"\n{len(d.rows) - top} more rows not shown.")
+        out.append(f"\n{_more(len(d.rows) - top)} not shown.")
     return "\n".join(out) + "\n"
 
 
