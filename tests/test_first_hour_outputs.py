@@ -71,3 +71,18 @@ def test_one_row_left_out_by_top_is_said_in_the_singular():
     assert r.rc == 0 and r.stdout.splitlines()[-1] == "(1 more row; --top 0 shows all)"
     r = run_tfdash("diff", str(SNAPSHOT), str(SNAPSHOT), "--group", "family", "--top", top, "--markdown", timeout=60)
     assert r.rc == 0 and r.stdout.splitlines()[-1] == "1 more row not shown."
+
+
+@pytest.mark.parametrize("backend", ["torch-graph", "tilelang-graph"])
+def test_a_gpu_backend_on_a_host_without_one_says_so_at_once(backend):
+    """`tfdash --headless --backend tilelang-graph` said it "needs --device cuda"; adding it only
+    brought the next refusal, "--device cuda: no CUDA device is available"."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a host without CUDA")
+    r = run_tfdash("--headless", "--backend", backend, "--max-new-tokens", "2", timeout=120)
+    assert r.rc == 2 and r.stdout == ""
+    line = assert_one_line_error(r.stderr, f"backend {backend} needs a CUDA device and this host has none",
+                                 "--backend torch-eager")
+    assert "--device cuda" not in line

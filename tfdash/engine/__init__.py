@@ -141,6 +141,7 @@ def choose_engine(ckpt: str | Path | None = None, model: str | None = None, devi
 
     from tfdash.engine.tokenizer import StandInTokenizer, load_tokenizer
 
+    asked_device = device
     device = device or default_device()
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise TfdashError("--device cuda: no CUDA device is available (torch.cuda.is_available() is False)")
@@ -154,6 +155,9 @@ def choose_engine(ckpt: str | Path | None = None, model: str | None = None, devi
     dtype = dtype or ("bfloat16" if device.startswith("cuda") else "float32")
     backend = backend or default_backend(device)
     if backend != "torch-eager" and not device.startswith("cuda"):
+        if asked_device is None and not torch.cuda.is_available():  # --device cuda would only be refused next
+            raise TfdashError(f"backend {backend} needs a CUDA device and this host has none "
+                              "(torch.cuda.is_available() is False); on the CPU, --backend torch-eager runs")
         raise TfdashError(f"backend {backend} needs --device cuda")
     return EngineChoice(cfg, tokenizer, source, device, dtype, backend)
 
