@@ -86,3 +86,16 @@ def test_a_gpu_backend_on_a_host_without_one_says_so_at_once(backend):
     line = assert_one_line_error(r.stderr, f"backend {backend} needs a CUDA device and this host has none",
                                  "--backend torch-eager")
     assert "--device cuda" not in line
+
+
+@pytest.mark.parametrize("text, said", [("[" * 200_000 + "]" * 200_000, "(nested too deeply)"),
+                                        ('{"bandwidth": ' + "9" * 5000 + "}", "(Exceeds the limit (4300 digits)")],
+                         ids=["nested", "long-number"])
+def test_a_target_file_python_cannot_parse_is_one_line(tmp_path, text, said):
+    """`analyze --target F` with F nested past the recursion limit, or holding a 5000-digit number,
+    ended in a RecursionError or ValueError traceback (`open` and `diff` said one line of the same files)."""
+    f = tmp_path / "target.json"
+    f.write_text(text)
+    r = run_tfdash("analyze", "--target", str(f), timeout=60)
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, f"target file {f}: cannot read JSON {said}")

@@ -53,6 +53,16 @@ def test_corrupt_cache_is_ignored(cache_dir):
     assert probe.cached("cpu") == r
 
 
+def test_a_cache_nested_past_the_recursion_limit_is_ignored_as_a_corrupt_one_is(cache_dir, caplog):
+    """A bandwidth.json of arrays in arrays stopped `--headless --profile` with a RecursionError traceback."""
+    cache_dir.mkdir(parents=True)
+    (cache_dir / "bandwidth.json").write_text("[" * 200_000 + "]" * 200_000)
+    assert probe.cached("cpu") is None
+    assert "(JSON nested too deeply)" in caplog.text
+    r = probe.probe_bandwidth("cpu", nbytes=1 << 20, reps=1)
+    assert probe.cached("cpu") == r  # written again whole
+
+
 def test_measured_target_feeds_the_analyzer(cache_dir):
     assert probe.default_target("cpu") is probe.CPU  # nothing cached yet
     assert probe.default_target("cuda") is H200

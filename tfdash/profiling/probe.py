@@ -181,6 +181,9 @@ def _read_cache() -> dict:
     except (OSError, ValueError) as e:
         _warn_once(f"ignoring unreadable bandwidth cache {path} ({e})")
         return {}
+    except RecursionError:  # arrays in arrays past Python's recursion limit: as unreadable as any other
+        _warn_once(f"ignoring unreadable bandwidth cache {path} (JSON nested too deeply)")
+        return {}
 
 
 def plausible(result: ProbeResult) -> bool:

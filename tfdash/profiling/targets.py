@@ -108,8 +108,10 @@ def resolve_target(spec: str) -> Target:
         raise TfdashError(f"--target {spec}: {what}; give {' or '.join(TARGETS)} or a target JSON file")
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise TfdashError(f"target file {path}: cannot read JSON ({e})") from None
+    except (OSError, ValueError) as e:  # ValueError: not UTF-8, not JSON, a 5000-digit integer
+        raise TfdashError(f"target file {path}: cannot read JSON ({str(e)[:200]})") from None
+    except RecursionError:  # arrays in arrays past Python's recursion limit
+        raise TfdashError(f"target file {path}: cannot read JSON (nested too deeply)") from None
     if not isinstance(raw, dict):
         raise TfdashError(f"target file {path}: expected a JSON object")
     if isinstance(raw.get("schema"), str):  # a snapshot, a report or a sweep: the target it records
