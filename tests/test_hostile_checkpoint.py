@@ -79,6 +79,20 @@ def test_a_header_length_is_never_echoed(tmp_path):
     assert str(struct.unpack("<Q", b"root:x:0")[0]) not in str(e.value)
 
 
+@pytest.mark.parametrize("raw, said", [(b"[" * 100_000 + b"]" * 100_000, "(JSON nested too deeply)"),
+                                       (b'{"a": ' + b"9" * 5000 + b"}", "(not JSON)")],
+                         ids=["nested", "long-number"])
+def test_a_header_python_cannot_parse_is_one_line(ckpt_copy, raw, said):
+    """A header of arrays in arrays past the recursion limit, or with a 5000-digit number, ended
+    `tfdash --ckpt` in a RecursionError or ValueError traceback."""
+    d = ckpt_copy(tied=True)
+    path = d / "model.safetensors"
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw)
+    r = run_tfdash("--headless", "--ckpt", str(d), "--device", "cpu", "--max-new-tokens", "2")
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, f"{path}: corrupt safetensors header {said}")
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs")
 @pytest.mark.parametrize("which", ["single", "shard", "index"])
 def test_a_fifo_is_refused_without_blocking(ckpt_copy, which):

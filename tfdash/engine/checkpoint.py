@@ -81,8 +81,10 @@ def read_header(path: Path) -> dict[str, dict]:
         raise CheckpointError(f"{path}: cannot read ({e.strerror or e})") from None
     try:
         header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except ValueError:  # not UTF-8, not JSON, or a number past Python's 4300 digits
         raise CheckpointError(f"{path}: corrupt safetensors header (not JSON)") from None
+    except RecursionError:  # arrays in arrays past the recursion limit
+        raise CheckpointError(f"{path}: corrupt safetensors header (JSON nested too deeply)") from None
     if not isinstance(header, dict):
         raise CheckpointError(f"{path}: corrupt safetensors header (not a JSON object)")
     data_len = size - 8 - n
