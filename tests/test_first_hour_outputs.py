@@ -99,3 +99,22 @@ def test_a_target_file_python_cannot_parse_is_one_line(tmp_path, text, said):
     r = run_tfdash("analyze", "--target", str(f), timeout=60)
     assert r.rc == 2 and r.stdout == ""
     assert_one_line_error(r.stderr, f"target file {f}: cannot read JSON {said}")
+
+
+def test_open_on_a_dumb_terminal_prints_the_summary_as_the_run_goes_headless(capsys, monkeypatch):
+    """`tfdash open run.json` in an editor's shell buffer (a terminal, TERM=dumb) drew the dashboard's
+    escape codes there, where `tfdash` itself runs --headless."""
+    import sys
+
+    from textual.app import App
+
+    from tfdash.cli import main
+
+    monkeypatch.delenv("TFDASH_FORCE_TUI", raising=False)
+    monkeypatch.setenv("TERM", "dumb")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)  # a terminal, but one that cannot draw
+    monkeypatch.setattr(App, "run", lambda self, *a, **k: pytest.fail("drew the dashboard on TERM=dumb"))
+    assert main(["open", str(SNAPSHOT)]) == 0
+    cap = capsys.readouterr()
+    assert "tfdash: TERM=dumb cannot draw the dashboard; printing a summary of the snapshot" in cap.err
+    assert cap.out.startswith(f"snapshot {SNAPSHOT}: ")

@@ -243,8 +243,11 @@ def open_main(argv: list[str]) -> int:
     # load (and refuse) both files before anything is printed: a bad file is its one error line;
     # keep_dir: b lists the runs the dashboard kept (an open snapshot keeps nothing itself)
     app = snapshot_app(path, baseline=args.baseline, export_dir=args.export_dir, keep_dir=runs_dir())
-    if not sys.stdout.isatty() and not os.environ.get("TFDASH_FORCE_TUI"):
-        print("tfdash: stdout is not a terminal; printing a summary of the snapshot", file=sys.stderr)
+    why = None if os.environ.get("TFDASH_FORCE_TUI") else \
+        "stdout is not a terminal" if not sys.stdout.isatty() else \
+        "TERM=dumb cannot draw the dashboard" if os.environ.get("TERM") == "dumb" else None  # as the run falls back
+    if why:
+        print(f"tfdash: {why}; printing a summary of the snapshot", file=sys.stderr)
         sys.stdout.write(visible(snapshot_summary(_load(path)[0], path), keep="\n"))
         if args.baseline is not None:
             from tfdash.profiling.diff_cli import main as diff_main
