@@ -39,3 +39,17 @@ def test_the_default_follows_xdg(tmp_path, monkeypatch):
     assert cache_dir() == tmp_path / "tfdash" and tilelang_cache_dir() == tmp_path / "tfdash" / "tilelang"
     monkeypatch.setenv("XDG_CACHE_HOME", "")
     assert cache_dir() == Path.home() / ".cache" / "tfdash"
+
+
+def test_a_cache_folder_named_from_the_home_is_the_one_written_and_checked(tmp_path):
+    """`TFDASH_CACHE_DIR="~/f"` (quoted, so the shell left the ~) with ~/f a file: the check before the
+    probe's write looked for a folder `~` in the working directory, found none, and the write then
+    failed with "File exists"; the plain path said "is a file, not a folder"."""
+    from conftest import run_tfdash
+
+    (tmp_path / "f").write_text("not a folder")
+    r = run_tfdash("--headless", "--profile", "--threads", "1", "--max-new-tokens", "2",
+                   env={"HOME": str(tmp_path), "TFDASH_CACHE_DIR": "~/f"})
+    assert r.rc == 0, r.stderr
+    said = [ln for ln in r.stderr.splitlines() if "bandwidth" in ln and "probing" not in ln]
+    assert said == [f"TFDASH_CACHE_DIR {tmp_path / 'f'} is a file, not a folder: the bandwidth probe is not cached"]

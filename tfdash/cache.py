@@ -15,10 +15,13 @@ from pathlib import Path
 
 
 def cache_dir() -> Path:
+    """A leading `~` is the home, as the config folder's variables read it: a value quoted in a
+    script or an env file (`TFDASH_CACHE_DIR="~/x"`) reaches us unexpanded, and the writes (which
+    expand it) and the checks before them (which did not) named two different folders."""
     d = os.environ.get("TFDASH_CACHE_DIR")
     if d:
-        return Path(d)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tfdash"
+        return Path(d).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "tfdash"
 
 
 def tilelang_cache_dir() -> Path:
