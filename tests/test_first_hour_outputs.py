@@ -118,3 +118,20 @@ def test_open_on_a_dumb_terminal_prints_the_summary_as_the_run_goes_headless(cap
     cap = capsys.readouterr()
     assert "tfdash: TERM=dumb cannot draw the dashboard; printing a summary of the snapshot" in cap.err
     assert cap.out.startswith(f"snapshot {SNAPSHOT}: ")
+
+
+def _readme_block(command: str) -> list[str]:
+    """The lines the README shows under `$ COMMAND`, up to the end of its code block."""
+    from conftest import REPO
+
+    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    start = lines.index(f"$ {command}") + 1
+    return lines[start:lines.index("```", start)]
+
+
+def test_the_readme_analyze_example_prints_as_shown():
+    """The README's `analyze` example showed the step's writes 8 bytes short (2259056) and a smaller
+    footprint: it predated argmax stamping the clock beside each token (ring_ns)."""
+    shown = _readme_block("tfdash analyze --model qwen3-1.7b --dim ctx_len=0 | head -5")
+    r = run_tfdash("analyze", "--model", "qwen3-1.7b", "--dim", "ctx_len=0", timeout=120)
+    assert r.rc == 0 and r.stdout.splitlines()[:5] == shown
