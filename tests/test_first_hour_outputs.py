@@ -135,3 +135,21 @@ def test_the_readme_analyze_example_prints_as_shown():
     shown = _readme_block("tfdash analyze --model qwen3-1.7b --dim ctx_len=0 | head -5")
     r = run_tfdash("analyze", "--model", "qwen3-1.7b", "--dim", "ctx_len=0", timeout=120)
     assert r.rc == 0 and r.stdout.splitlines()[:5] == shown
+
+
+def test_json_dash_is_stdout_in_every_command_as_in_diff(tmp_path):
+    """`tfdash analyze --json - | jq` wrote a file named `-` in the working directory and piped the
+    table into jq, where `tfdash diff A B --json -` printed the JSON."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    r = subprocess.run([sys.executable, "-m", "tfdash", "analyze", "--model", "qwen3-tiny", "--json", "-"],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert r.returncode == 0 and not (tmp_path / "-").exists()
+    assert json.loads(r.stdout)["schema"] == "tfdash.analysis/1"  # the JSON alone, the table on stderr
+    assert r.stderr.splitlines()[-1] == "# wrote /dev/stdout"

@@ -20,6 +20,7 @@ def _dim(spec: str, flag: str, form: str) -> str:
 def parser() -> argparse.ArgumentParser:
     from tfdash.cli import preset_name
     from tfdash.defaults import PRESET_NAMES
+    from tfdash.profiling.files import out_arg
 
     p = Parser(prog="tfdash analyze",
                description="Static cost of one decode step: flops, "
@@ -39,7 +40,8 @@ def parser() -> argparse.ArgumentParser:
     when.add_argument("--dim", metavar="ctx_len=N", help="the context length of the step (default 0)")
     when.add_argument("--sweep", metavar="ctx_len=A:B:STEP", help="a table over ctx_len = A, A+STEP, ..., B")
     p.add_argument("--operands", action="store_true", help="split each launch's traffic by operand")
-    p.add_argument("--json", metavar="OUT", help="also write the report as JSON (schema tfdash.analysis/1)")
+    p.add_argument("--json", metavar="OUT", type=out_arg,
+                   help="also write the report as JSON (schema tfdash.analysis/1; - for stdout)")
     return p
 
 

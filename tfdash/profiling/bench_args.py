@@ -9,6 +9,7 @@ import argparse
 from tfdash.argparsing import Parser
 from tfdash.cli import preset_name, seed_number
 from tfdash.errors import TfdashError, UsageError
+from tfdash.profiling.files import out_arg
 from tfdash.profiling.variants import GEMV_OPS, PLAN_VARIANTS
 
 BACKENDS = ("tilelang-graph", "tilelang-nopdl", *PLAN_VARIANTS, "torch-compile", "torch-graph", "hf-compile")
@@ -39,7 +40,8 @@ def parser() -> argparse.ArgumentParser:
                         f"{', '.join(GEMV_OPS)}; KEY rows, seg, blocks_per_sm, min_blocks (__launch_bounds__' "
                         "blocks per SM) or trigger_first=1), e.g. down:seg=8,blocks_per_sm=1, or several "
                         "ops joined by +: the sweep that decides an entry of the GEMV table")
-    p.add_argument("--json", metavar="OUT", help="write every round and the summary as JSON")
+    p.add_argument("--json", metavar="OUT", type=out_arg,
+                   help="write every round and the summary as JSON (- for stdout)")
     p.add_argument("--seed", type=seed_number, default=0,
                    help="seed of the random weights (default %(default)s), as the other commands take it")
     p.add_argument("--capacity", type=int, default=None, metavar="N",

@@ -21,6 +21,7 @@ import sys
 from tfdash.argparsing import Parser
 from tfdash.errors import TfdashError
 from tfdash.profiling.counters import DEFAULT_CTX, RUN_TIMEOUT_S, measure, prepare, select
+from tfdash.profiling.files import out_arg
 from tfdash.profiling.snapshot import Counters
 from tfdash.textsafe import visible
 from tfdash.units import fmt_bytes
@@ -51,7 +52,8 @@ def parser() -> argparse.ArgumentParser:
                    "(e.g. 0: one layer plus embed, lm_head and argmax)")
     p.add_argument("--ctx", type=int, default=DEFAULT_CTX, metavar="N",
                    help="ctx_len of the profiled replay (default %(default)s)")
-    p.add_argument("--json", metavar="OUT", help="also write the results as JSON (schema tfdash.counters/1)")
+    p.add_argument("--json", metavar="OUT", type=out_arg,
+                   help="also write the results as JSON (schema tfdash.counters/1; - for stdout)")
     p.add_argument("--snapshot", metavar="FILE", help="put the counters into this saved snapshot (rewritten)")
     p.add_argument("--timeout", type=float, default=RUN_TIMEOUT_S, metavar="S",
                    help="stop one ncu run after S seconds (default %(default)s)")

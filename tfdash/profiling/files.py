@@ -118,6 +118,12 @@ def table_stream(json_path):
     return sys.stderr if json_path and own_fd(json_path) == 1 else sys.stdout
 
 
+def out_arg(value: str) -> str:
+    """An OUT argument's type (analyze's, bench's and counters' --json): `-` is stdout, as `diff --json -`
+    takes it and as a pipe into jq expects; it wrote a file named `-` in the working directory."""
+    return "/dev/stdout" if value == "-" else value
+
+
 def is_stream(path) -> bool:
     """`path` is (or links to) a device, pipe or terminal (/dev/null, a FIFO), or one of this
     process's descriptors (/dev/stdout): written in place, since there is no file to replace."""
