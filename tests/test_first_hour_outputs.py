@@ -153,3 +153,15 @@ def test_json_dash_is_stdout_in_every_command_as_in_diff(tmp_path):
     assert r.returncode == 0 and not (tmp_path / "-").exists()
     assert json.loads(r.stdout)["schema"] == "tfdash.analysis/1"  # the JSON alone, the table on stderr
     assert r.stderr.splitlines()[-1] == "# wrote /dev/stdout"
+
+
+def test_an_export_folder_as_the_target_names_its_snapshot_as_open_does(tmp_path):
+    """`analyze --target runs/x` (the --export folder, not its snapshot.json) said only "is a
+    directory", where open, diff and counters name the snapshot in it."""
+    shutil.copy(SNAPSHOT, tmp_path / "snapshot.json")
+    r = run_tfdash("analyze", "--target", str(tmp_path), timeout=60)
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, f"--target {tmp_path}: is a directory; give h200 or a target JSON file; "
+                                    f"{tmp_path / 'snapshot.json'} is the snapshot in it")
+    r = run_tfdash("analyze", "--target", str(tmp_path / "snapshot.json"), "--model", "qwen3-tiny", timeout=60)
+    assert r.rc == 0  # and that file is a target

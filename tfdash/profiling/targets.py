@@ -9,6 +9,7 @@ A target file is JSON with the same fields as `Target.to_dict()`.
 from __future__ import annotations
 
 import json
+import os
 import stat
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -105,7 +106,9 @@ def resolve_target(spec: str) -> Target:
     mode = st.st_mode
     if not stat.S_ISREG(mode):  # a FIFO would block the read
         what = "is a directory" if stat.S_ISDIR(mode) else "not a regular file (a FIFO, device or socket)"
-        raise TfdashError(f"--target {spec}: {what}; give {' or '.join(TARGETS)} or a target JSON file")
+        inside = path / "snapshot.json"  # an export folder: its snapshot named, as open and diff name it
+        hint = f"; {inside} is the snapshot in it" if stat.S_ISDIR(mode) and os.path.isfile(inside) else ""
+        raise TfdashError(f"--target {spec}: {what}; give {' or '.join(TARGETS)} or a target JSON file{hint}")
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:  # ValueError: not UTF-8, not JSON, a 5000-digit integer
