@@ -165,3 +165,14 @@ def test_an_export_folder_as_the_target_names_its_snapshot_as_open_does(tmp_path
                                     f"{tmp_path / 'snapshot.json'} is the snapshot in it")
     r = run_tfdash("analyze", "--target", str(tmp_path / "snapshot.json"), "--model", "qwen3-tiny", timeout=60)
     assert r.rc == 0  # and that file is a target
+
+
+def test_counters_json_over_its_snapshot_is_refused_before_the_host_is_asked(tmp_path):
+    """`counters --snapshot run.json --json run.json` wrote the table's JSON over the snapshot, then
+    failed to put the counters into it: the run's snapshot was lost after minutes of profiling."""
+    snap = tmp_path / "run.json"
+    shutil.copy(SNAPSHOT, snap)
+    r = run_tfdash("counters", "--all", "--snapshot", str(snap), "--json", str(snap), timeout=60)
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, f"--json {snap}: is the --snapshot file, which this command reads")
+    assert read_json(snap)["schema"] == "tfdash.snapshot"
