@@ -63,6 +63,26 @@ def test_a_cache_nested_past_the_recursion_limit_is_ignored_as_a_corrupt_one_is(
     assert probe.cached("cpu") == r  # written again whole
 
 
+ENTRY_FIELDS = dict(bandwidth=1.2e10, nbytes=256 << 20, reps=5, seconds=0.04, method="host memcpy",
+                    measured_at="2026-01-01T00:00:00Z", torch_version="2.13.0")
+
+
+@pytest.mark.parametrize("field, value", [("measured_at", 5), ("method", 3), ("nbytes", "a"), ("bandwidth", True),
+                                          ("bandwidth", float("inf")), ("seconds", "x"), ("reps", -1)])
+def test_a_cache_entry_of_the_wrong_types_is_ignored_and_refused_as_a_target(cache_dir, tmp_path, field, value):
+    """A hand-edited entry (a number for the date, a string count) stopped `--headless --profile` with a
+    TypeError in its report; an infinite bandwidth priced every launch at 0 ns, `true` at 1 byte/s."""
+    entry = {"device": probe.cpu_name(), **ENTRY_FIELDS, field: value}
+    cache_dir.mkdir(parents=True)
+    (cache_dir / "bandwidth.json").write_text(json.dumps({probe.cpu_name(): entry}))
+    assert probe.cached("cpu") is None
+    assert probe.cache_holds("probe: host memcpy 2x256 MiB, median of 5", 12.0) is False
+    r = run_tfdash("analyze", "--model", "qwen3-tiny", "--target", str(cache_dir / "bandwidth.json"), timeout=60)
+    assert r.rc == 2 and "Traceback" not in r.stderr
+    assert r.stderr.startswith(f"tfdash: error: target file {cache_dir / 'bandwidth.json'}: {probe.cpu_name()}: "
+                               f"{field}: ")
+
+
 def test_measured_target_feeds_the_analyzer(cache_dir):
     assert probe.default_target("cpu") is probe.CPU  # nothing cached yet
     assert probe.default_target("cuda") is H200

@@ -91,7 +91,7 @@ def cache_holds(ceiling_source: str, ceiling_gbps: float | None) -> bool:
         return False
     for entry in _read_cache().values():
         try:
-            r = ProbeResult(**entry)
+            r = ProbeResult.from_entry(entry)
             if r.source == ceiling_source and math.isclose(r.bandwidth / 1e9, ceiling_gbps, rel_tol=1e-6):
                 return True
         except (TypeError, ValueError, AttributeError):  # an entry of another shape: not this figure
@@ -125,6 +125,22 @@ class ProbeResult:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_entry(cls, entry) -> ProbeResult:
+        """One entry of the cache file, each field of its type, else ValueError naming the field: an
+        entry edited by hand or from another version (a string count, a number for the date) was
+        taken whole and stopped the run's report with a TypeError, an infinite bandwidth priced every
+        launch at 0 ns, and `true` was 1 byte/s."""
+        if not isinstance(entry, dict):
+            raise ValueError(f"expected an object, got {type(entry).__name__}")
+        r = cls(**entry)  # TypeError: a field missing or unknown
+        for name, kind in (("device", str), ("method", str), ("measured_at", str), ("torch_version", str),
+                           ("nbytes", int), ("reps", int), ("bandwidth", (int, float)), ("seconds", (int, float))):
+            v = getattr(r, name)
+            if isinstance(v, bool) or not isinstance(v, kind) or (kind is not str and not 0 < v < math.inf):
+                raise ValueError(f"{name}: {str(v)[:40]!r} is not {'text' if kind is str else 'a positive number'}")
+        return r
 
 
 def _size(n: int) -> str:
@@ -201,9 +217,9 @@ def cached(device: str = "cpu") -> ProbeResult | None:
     if not isinstance(entry, dict):
         return None
     try:
-        r = ProbeResult(**entry)
-        return r if isinstance(r.bandwidth, (int, float)) and r.bandwidth > 0 and plausible(r) else None
-    except TypeError:
+        r = ProbeResult.from_entry(entry)
+        return r if plausible(r) else None
+    except (TypeError, ValueError):
         return None
 
 

@@ -136,11 +136,9 @@ def _probed(path: Path, cache: dict) -> Target:
                           f"({', '.join(sorted(cache))}); keep one in a copy of it")
     (key, entry), = cache.items()
     try:
-        result = ProbeResult(**entry)
-    except TypeError as e:
+        result = ProbeResult.from_entry(entry)
+    except (TypeError, ValueError) as e:
         raise TfdashError(f"target file {path}: {key}: {e}") from None
-    if not (isinstance(result.bandwidth, (int, float)) and result.bandwidth > 0):
-        raise TfdashError(f"target file {path}: {key}: bandwidth must be a positive number of bytes/s")
     return measured_target("cpu" if key.startswith("cpu:") else "cuda", result)
 
 
