@@ -176,3 +176,14 @@ def test_counters_json_over_its_snapshot_is_refused_before_the_host_is_asked(tmp
     assert r.rc == 2 and r.stdout == ""
     assert_one_line_error(r.stderr, f"--json {snap}: is the --snapshot file, which this command reads")
     assert read_json(snap)["schema"] == "tfdash.snapshot"
+
+
+@pytest.mark.parametrize("argv, cmd", [(["--threads", "1", "analyze"], "analyze"),
+                                       (["--headless", "open", "run.json"], "open")])
+def test_a_command_after_an_option_says_the_command_goes_first(argv, cmd):
+    """`tfdash --threads 1 analyze` said only "unrecognized arguments: analyze"."""
+    r = run_tfdash(*argv, timeout=60)
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, "unrecognized arguments: ", f"(a command goes first: tfdash {cmd} [its options])")
+    r = run_tfdash("--bogus", timeout=60)  # no command among them: as before
+    assert r.stderr.strip() == "tfdash: error: unrecognized arguments: --bogus (see tfdash --help)"

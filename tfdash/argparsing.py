@@ -37,8 +37,12 @@ class Parser(argparse.ArgumentParser):
         args = sys.argv[1:] if args is None else list(args)
         unknown = self._unknown(args)
         if unknown:
-            self.error(f"unrecognized arguments: {' '.join(unknown)}")
+            self.error(f"unrecognized arguments: {' '.join(unknown)}{self.unknown_hint(unknown)}")
         return super().parse_args(args, namespace)
+
+    def unknown_hint(self, unknown: list[str]) -> str:
+        """What to add after the unknown arguments (the run's parser: that a command goes first)."""
+        return ""
 
     def _unknown(self, args: list[str]) -> list[str]:
         """What argparse would leave unrecognized, found by a parse that requires nothing; any other

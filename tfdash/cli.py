@@ -124,7 +124,14 @@ def run_parser() -> argparse.ArgumentParser:
                    "generation (a `tfdash bench` variant, e.g. tilelang-lateres, or a GEMV spec down:seg=8)")
     p.add_argument("--save", metavar="PATH", help="write the final profile snapshot here (the dashboard: on quit)")
     add_run_args(p)
+    p.unknown_hint = _command_goes_first
     return p
+
+
+def _command_goes_first(unknown: list[str]) -> str:
+    """`tfdash --threads 1 analyze`: the command after an option was only "unrecognized"."""
+    cmd = next((a for a in unknown if a in SUBCOMMANDS), None)
+    return f" (a command goes first: tfdash {cmd} [its options])" if cmd else ""
 
 
 def _describe(eng) -> str:
