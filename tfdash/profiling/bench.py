@@ -298,6 +298,7 @@ def main(argv: list[str]) -> int:
         state.update({} if state else state_buffers(rt))
         return rt
 
+    errors_build: dict[str, str] = {}
     for b in wanted:
         if b == "torch-graph":
             peers[b] = eng0.runtime
@@ -321,6 +322,9 @@ def main(argv: list[str]) -> int:
                 peers[b] = HFPeer(cfg, eng0.runtime)
             except ImportError:
                 print("# transformers is not installed: skipping hf-compile", file=sys.stderr)
+            except Exception as e:  # a transformers without Qwen3, no memory for its copy: the others still run
+                errors_build[b] = f"build: {type(e).__name__}: {said(e)}"
+                print(f"# {b} could not be built: {errors_build[b]}", file=sys.stderr)
 
     from tfdash.profiling.probe import measured_target, probe_bandwidth
 
@@ -332,7 +336,7 @@ def main(argv: list[str]) -> int:
 
     # Warm-up: capture the graphs, compile HF (its first generate compiles for both shapes).
     print("# warm-up (graph capture, torch.compile)", file=sys.stderr)
-    errors_warm: dict[str, str] = {}
+    errors_warm: dict[str, str] = dict(errors_build)
     for name, peer in list(peers.items()):
         t = time.perf_counter()
         try:

@@ -1,8 +1,9 @@
-"""`tfdash bench` stopped by Ctrl+C, SIGTERM or SIGHUP between its rounds keeps what it measured.
+"""`tfdash bench` past its checks, on a stand-in device: a stop signal between its rounds keeps
+what it measured, and a peer that cannot be built is skipped with a line, the others measured.
 
 bench needs a CUDA device, so here the device is a stand-in: torch says CUDA is there, the engine
 is the CPU's torch reference (its `capture` a no-op) and the copy ceiling a fixed figure. The
-signal is a real one, sent to this process while the second round's generation runs.
+signals are real ones, sent to this process while the second round's generation runs.
 """
 
 from __future__ import annotations
@@ -89,3 +90,24 @@ def test_an_uninterrupted_bench_says_nothing_of_interruption(cpu_as_cuda, tmp_pa
     assert rc == 0 and "interrupted (" not in cap.out + cap.err
     report = json.loads(out.read_text())
     assert "interrupted" not in report and len(report["rounds"]) == 2
+
+
+def test_a_peer_that_cannot_be_built_is_skipped_and_the_others_measured(cpu_as_cuda, monkeypatch, tmp_path, capsys):
+    """hf-compile on a transformers without Qwen3 (or without memory for its copy) ended the bench in a
+    traceback before any backend ran; a peer failing its warm-up was already skipped so."""
+    import tfdash.profiling.hf_peer as hf_peer
+
+    def no_qwen3(*a, **k):
+        raise AttributeError("module 'transformers' has no attribute 'Qwen3ForCausalLM'")
+
+    monkeypatch.setattr(hf_peer, "HFPeer", no_qwen3)
+    out = tmp_path / "bench.json"
+    rc = main(["bench", "--model", "qwen3-tiny", "--backends", "torch-graph,hf-compile", "--max-new-tokens", "8",
+               "--rounds", "1", "--json", str(out)])
+    cap = capsys.readouterr()
+    assert rc == 0 and "Traceback" not in cap.err
+    said = "build: AttributeError: module 'transformers' has no attribute 'Qwen3ForCausalLM'"
+    assert f"# hf-compile could not be built: {said}" in cap.err.splitlines()
+    assert [line.split()[0] for line in cap.out.splitlines()[2:]] == ["torch-graph"]
+    report = json.loads(out.read_text())
+    assert report["errors"] == {"hf-compile": said} and list(report["summary"]) == ["torch-graph"]
