@@ -92,22 +92,25 @@ def test_an_uninterrupted_bench_says_nothing_of_interruption(cpu_as_cuda, tmp_pa
     assert "interrupted" not in report and len(report["rounds"]) == 2
 
 
-def test_a_peer_that_cannot_be_built_is_skipped_and_the_others_measured(cpu_as_cuda, monkeypatch, tmp_path, capsys):
-    """hf-compile on a transformers without Qwen3 (or without memory for its copy) ended the bench in a
-    traceback before any backend ran; a peer failing its warm-up was already skipped so."""
-    import tfdash.profiling.hf_peer as hf_peer
+@pytest.mark.parametrize("backend, where, error", [
+    ("hf-compile", "tfdash.profiling.hf_peer.HFPeer",
+     AttributeError("module 'transformers' has no attribute 'Qwen3ForCausalLM'")),
+    ("torch-compile", "tfdash.engine.compiled.CompiledGraphRuntime", RuntimeError("CUDA out of memory."))])
+def test_a_peer_that_cannot_be_built_is_skipped_and_the_others_measured(cpu_as_cuda, monkeypatch, tmp_path, capsys,
+                                                                        backend, where, error):
+    """hf-compile on a transformers without Qwen3, or a peer without memory for its copy, ended the
+    bench in a traceback before any backend ran; a peer failing its warm-up was already skipped so."""
+    def fails(*a, **k):
+        raise error
 
-    def no_qwen3(*a, **k):
-        raise AttributeError("module 'transformers' has no attribute 'Qwen3ForCausalLM'")
-
-    monkeypatch.setattr(hf_peer, "HFPeer", no_qwen3)
+    monkeypatch.setattr(where, fails)
     out = tmp_path / "bench.json"
-    rc = main(["bench", "--model", "qwen3-tiny", "--backends", "torch-graph,hf-compile", "--max-new-tokens", "8",
+    rc = main(["bench", "--model", "qwen3-tiny", "--backends", f"torch-graph,{backend}", "--max-new-tokens", "8",
                "--rounds", "1", "--json", str(out)])
     cap = capsys.readouterr()
     assert rc == 0 and "Traceback" not in cap.err
-    said = "build: AttributeError: module 'transformers' has no attribute 'Qwen3ForCausalLM'"
-    assert f"# hf-compile could not be built: {said}" in cap.err.splitlines()
+    said = f"build: {type(error).__name__}: {error}"
+    assert f"# {backend} could not be built: {said}" in cap.err.splitlines()
     assert [line.split()[0] for line in cap.out.splitlines()[2:]] == ["torch-graph"]
     report = json.loads(out.read_text())
-    assert report["errors"] == {"hf-compile": said} and list(report["summary"]) == ["torch-graph"]
+    assert report["errors"] == {backend: said} and list(report["summary"]) == ["torch-graph"]

@@ -298,33 +298,34 @@ def main(argv: list[str]) -> int:
         state.update({} if state else state_buffers(rt))
         return rt
 
-    errors_build: dict[str, str] = {}
-    for b in wanted:
+    def build(b):
         if b == "torch-graph":
-            peers[b] = eng0.runtime
-        elif b == "torch-compile":
+            return eng0.runtime
+        if b == "torch-compile":
             from tfdash.engine.compiled import CompiledGraphRuntime
 
-            peers[b] = CompiledGraphRuntime(plan, weights, "cuda")
-        elif b == "tilelang-graph":
-            peers[b] = tilelang(engine_plan)
-        elif b == "tilelang-nopdl":
-            peers[b] = tilelang(engine_plan, pdl=False)
-        elif b in variants:  # the engine's plan with the variant's options over its own
-            peers[b] = tilelang(variant_plan(engine_plan, Variant(b, variants[b]))[0])
-        elif b.startswith("tilelang@"):  # its capacity checked by check_lengths
+            return CompiledGraphRuntime(plan, weights, "cuda")
+        if b in ("tilelang-graph", "tilelang-nopdl"):
+            return tilelang(engine_plan, pdl=b == "tilelang-graph")
+        if b in variants:  # the engine's plan with the variant's options over its own
+            return tilelang(variant_plan(engine_plan, Variant(b, variants[b]))[0])
+        if b.startswith("tilelang@"):  # its capacity checked by check_lengths
             cap = default_capacity(cfg, int(b.partition("@")[2]))
-            peers[b] = tilelang(build_plan(cfg, **{**engine_plan.meta["options"], "capacity": cap}))
-        elif b == "hf-compile":
-            try:
-                from tfdash.profiling.hf_peer import HFPeer
+            return tilelang(build_plan(cfg, **{**engine_plan.meta["options"], "capacity": cap}))
+        from tfdash.profiling.hf_peer import HFPeer  # hf-compile
 
-                peers[b] = HFPeer(cfg, eng0.runtime)
-            except ImportError:
+        return HFPeer(cfg, eng0.runtime)
+
+    errors_build: dict[str, str] = {}
+    for b in wanted:
+        try:
+            peers[b] = build(b)
+        except Exception as e:  # a kernel that fails to build, no memory for a copy: the others still run
+            if b == "hf-compile" and isinstance(e, ImportError):
                 print("# transformers is not installed: skipping hf-compile", file=sys.stderr)
-            except Exception as e:  # a transformers without Qwen3, no memory for its copy: the others still run
-                errors_build[b] = f"build: {type(e).__name__}: {said(e)}"
-                print(f"# {b} could not be built: {errors_build[b]}", file=sys.stderr)
+                continue
+            errors_build[b] = f"build: {type(e).__name__}: {said(e)}"
+            print(f"# {b} could not be built: {errors_build[b]}", file=sys.stderr)
 
     from tfdash.profiling.probe import measured_target, probe_bandwidth
 
