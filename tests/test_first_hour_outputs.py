@@ -187,3 +187,20 @@ def test_a_command_after_an_option_says_the_command_goes_first(argv, cmd):
     assert_one_line_error(r.stderr, "unrecognized arguments: ", f"(a command goes first: tfdash {cmd} [its options])")
     r = run_tfdash("--bogus", timeout=60)  # no command among them: as before
     assert r.stderr.strip() == "tfdash: error: unrecognized arguments: --bogus (see tfdash --help)"
+
+
+def test_a_file_saved_under_the_home_as_typed_is_read_back_as_typed(tmp_path):
+    """`--save=~/run.json` (the shell leaves a ~ after `=`) wrote the home's run.json, and
+    `open --baseline=~/run.json`, `diff`, `analyze --target` and `counters --snapshot` then said
+    "no such snapshot file" of the same spelling."""
+    home = {"HOME": str(tmp_path)}
+    r = run_tfdash("--headless", "--max-new-tokens", "2", "--threads", "1", "--save=~/run.json", env=home)
+    assert r.rc == 0 and (tmp_path / "run.json").is_file()
+    for argv in (["open", "~/run.json"], ["open", "~/run.json", "--baseline=~/run.json"],
+                 ["diff", "~/run.json", "~/run.json"], ["analyze", "--model", "qwen3-tiny", "--target=~/run.json"]):
+        r = run_tfdash(*argv, env=home, timeout=60)
+        assert r.rc == 0 and "no such" not in r.stderr, (argv, r.stderr)
+    r = run_tfdash("counters", "--all", "--snapshot=~/missing.json", env=home, timeout=60)
+    assert_one_line_error(r.stderr, f"{tmp_path / 'missing.json'}: no such snapshot file")
+    r = run_tfdash("--headless", "--ckpt=~/no-ckpt", env=home, timeout=60)
+    assert_one_line_error(r.stderr, f"checkpoint directory {tmp_path / 'no-ckpt'} does not exist")

@@ -74,16 +74,25 @@ def preset_name(v: str) -> str:
     return v
 
 
+def user_path(v: str) -> str:
+    """The type of a file or folder tfdash reads (--ckpt, a snapshot, --baseline, --target): a leading
+    `~` is the home, as the files it writes read it. `--save=~/run.json` (the shell leaves a ~ after
+    `=`) wrote ~/run.json, and `open --baseline=~/run.json` then said "no such snapshot file"."""
+    return os.path.expanduser(v)
+
+
 SEED_LIMIT = 1 << 40  # the per-tensor generator seeds (seed * 1e6 + a 32-bit hash) stay under 2**64
 
 
 def add_model_args(p: argparse.ArgumentParser) -> None:
     src = p.add_argument_group("model")
-    src.add_argument("--ckpt", metavar="DIR", help="a Qwen3 checkpoint directory (config.json, safetensors, "
+    src.add_argument("--ckpt", metavar="DIR", type=user_path,
+                     help="a Qwen3 checkpoint directory (config.json, safetensors, "
                      "tokenizer.json); without it, random weights of --model's shape")
     from tfdash.defaults import PRESET_NAMES
 
-    src.add_argument("--model", metavar="PRESET", type=preset_name, help=", ".join(PRESET_NAMES) + " (default: qwen3-tiny on CPU, "
+    src.add_argument("--model", metavar="PRESET", type=preset_name,
+                     help=", ".join(PRESET_NAMES) + " (default: qwen3-tiny on CPU, "
                      "qwen3-1.7b on CUDA)")
     src.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when available")
     src.add_argument("--dtype", choices=("bfloat16", "float16", "float32"),

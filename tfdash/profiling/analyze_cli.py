@@ -18,7 +18,7 @@ def _dim(spec: str, flag: str, form: str) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    from tfdash.cli import preset_name
+    from tfdash.cli import preset_name, user_path
     from tfdash.defaults import PRESET_NAMES
     from tfdash.profiling.files import out_arg
 
@@ -28,8 +28,9 @@ def parser() -> argparse.ArgumentParser:
     src = p.add_mutually_exclusive_group()
     src.add_argument("--model", metavar="PRESET", type=preset_name, help="a preset: " + ", ".join(PRESET_NAMES)
                      + " (default: qwen3-1.7b)")
-    src.add_argument("--ckpt", metavar="DIR", help="read the shape from DIR/config.json (no weights loaded)")
-    p.add_argument("--target", default="h200", metavar="h200|FILE",
+    src.add_argument("--ckpt", metavar="DIR", type=user_path,
+                     help="read the shape from DIR/config.json (no weights loaded)")
+    p.add_argument("--target", default="h200", metavar="h200|FILE", type=user_path,
                    help="h200 (datasheet) or a JSON file: a target's fields, a snapshot or an analyze --json "
                         "report or sweep (the target it was priced against), or the bandwidth probe's "
                         "bandwidth.json")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from tfdash.argparsing import Parser
-from tfdash.cli import preset_name, seed_number
+from tfdash.cli import preset_name, seed_number, user_path
 from tfdash.errors import TfdashError, UsageError
 from tfdash.profiling.files import out_arg
 from tfdash.profiling.variants import GEMV_OPS, PLAN_VARIANTS
@@ -25,8 +25,9 @@ def parser() -> argparse.ArgumentParser:
                            "peers, alternating in one process over several rounds. Needs a CUDA device "
                            "(the arguments are checked on any machine).")
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--ckpt", metavar="DIR", help="a Qwen3 checkpoint (default: random weights)")
-    src.add_argument("--model", metavar="PRESET", default=None, type=preset_name, help="a preset: " + ", ".join(PRESET_NAMES)
+    src.add_argument("--ckpt", metavar="DIR", type=user_path, help="a Qwen3 checkpoint (default: random weights)")
+    src.add_argument("--model", metavar="PRESET", default=None, type=preset_name,
+                     help="a preset: " + ", ".join(PRESET_NAMES)
                      + " (default: qwen3-1.7b)")
     p.add_argument("--max-new-tokens", type=int, default=2048, metavar="N",
                    help="tokens each backend generates a round (default %(default)s)")

@@ -19,6 +19,7 @@ import argparse
 import sys
 
 from tfdash.argparsing import Parser
+from tfdash.cli import user_path
 from tfdash.errors import TfdashError
 from tfdash.profiling.counters import DEFAULT_CTX, RUN_TIMEOUT_S, measure, prepare, select
 from tfdash.profiling.files import out_arg
@@ -54,7 +55,8 @@ def parser() -> argparse.ArgumentParser:
                    help="ctx_len of the profiled replay (default %(default)s)")
     p.add_argument("--json", metavar="OUT", type=out_arg,
                    help="also write the results as JSON (schema tfdash.counters/1; - for stdout)")
-    p.add_argument("--snapshot", metavar="FILE", help="put the counters into this saved snapshot (rewritten)")
+    p.add_argument("--snapshot", metavar="FILE", type=user_path,
+                   help="put the counters into this saved snapshot (rewritten)")
     p.add_argument("--timeout", type=float, default=RUN_TIMEOUT_S, metavar="S",
                    help="stop one ncu run after S seconds (default %(default)s)")
     add_model_args(p)

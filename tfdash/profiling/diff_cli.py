@@ -19,6 +19,7 @@ import json
 import sys
 
 from tfdash.argparsing import Parser
+from tfdash.cli import user_path
 from tfdash.errors import UsageError
 from tfdash.profiling.diff import GROUPS, DiffRow, SnapshotDiff, Step, compare, step_deltas, to_json
 from tfdash.profiling.probe import ceiling_note, over_ceiling
@@ -195,8 +196,8 @@ def parser() -> argparse.ArgumentParser:
     p = Parser(prog="tfdash diff",
                description="Compare two profile snapshots launch by "
                            "launch: measured, predicted and gap in A and B, Δ = B − A, sorted by |Δ|.")
-    p.add_argument("a", metavar="A.json", help="the baseline snapshot")
-    p.add_argument("b", metavar="B.json", help="the snapshot compared against it")
+    p.add_argument("a", metavar="A.json", type=user_path, help="the baseline snapshot")
+    p.add_argument("b", metavar="B.json", type=user_path, help="the snapshot compared against it")
     p.add_argument("--group", choices=GROUPS, default="launch", help="one row per launch (default), op, family "
                    "or layer")
     p.add_argument("--force", action="store_true", help="compare snapshots of different models or dtypes, by op")
