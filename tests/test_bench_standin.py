@@ -114,3 +114,19 @@ def test_a_peer_that_cannot_be_built_is_skipped_and_the_others_measured(cpu_as_c
     assert [line.split()[0] for line in cap.out.splitlines()[2:]] == ["torch-graph"]
     report = json.loads(out.read_text())
     assert report["errors"] == {backend: said} and list(report["summary"]) == ["torch-graph"]
+
+
+def test_a_bench_that_measured_no_backend_says_so_in_its_exit_status(cpu_as_cuda, monkeypatch, tmp_path, capsys):
+    """Every backend failing (to build or warm up) printed an empty table and exited 0, as a bench
+    that measured them all does."""
+    def fails(*a, **k):
+        raise RuntimeError("CUDA out of memory.")
+
+    monkeypatch.setattr("tfdash.engine.compiled.CompiledGraphRuntime", fails)
+    out = tmp_path / "bench.json"
+    rc = main(["bench", "--model", "qwen3-tiny", "--backends", "torch-compile", "--max-new-tokens", "8",
+               "--rounds", "1", "--json", str(out)])
+    cap = capsys.readouterr()
+    assert rc == 2
+    assert cap.err.splitlines()[-1] == "tfdash: error: no backend was measured: torch-compile failed"
+    assert json.loads(out.read_text())["errors"] == {"torch-compile": "build: RuntimeError: CUDA out of memory."}

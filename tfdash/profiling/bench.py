@@ -392,4 +392,8 @@ def main(argv: list[str]) -> int:
                    "table": lines, **({"interrupted": True} if interrupted is not None else {})}
     with finishing("the table and --json"):  # a second Ctrl+C waits for them
         write_report(lines, args.json, payload)
-    return exit_code(interrupted) if interrupted is not None else 0
+    if interrupted is not None:
+        return exit_code(interrupted)
+    if not summary:  # every backend failed: the lines above say why, and the exit status too (it was 0)
+        raise TfdashError("no backend was measured" + (f": {', '.join(errors)} failed" if errors else ""))
+    return 0
