@@ -3,6 +3,7 @@ the command reads, and every command takes its arguments as the others do."""
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -140,7 +141,6 @@ def test_the_readme_analyze_example_prints_as_shown():
 def test_json_dash_is_stdout_in_every_command_as_in_diff(tmp_path):
     """`tfdash analyze --json - | jq` wrote a file named `-` in the working directory and piped the
     table into jq, where `tfdash diff A B --json -` printed the JSON."""
-    import json
     import os
     import subprocess
     import sys
@@ -204,3 +204,17 @@ def test_a_file_saved_under_the_home_as_typed_is_read_back_as_typed(tmp_path):
     assert_one_line_error(r.stderr, f"{tmp_path / 'missing.json'}: no such snapshot file")
     r = run_tfdash("--headless", "--ckpt=~/no-ckpt", env=home, timeout=60)
     assert_one_line_error(r.stderr, f"checkpoint directory {tmp_path / 'no-ckpt'} does not exist")
+
+
+@pytest.mark.parametrize("form", [[], ["--markdown"]])
+def test_a_diff_shows_a_snapshots_control_characters_rather_than_sending_them(tmp_path, form):
+    """`tfdash diff` printed a snapshot's launch names and file names as they were: an escape in one
+    (`\\x1b[2J`) cleared the terminal, where `open` shows such a character as a placeholder."""
+    raw = read_json(SNAPSHOT)
+    raw["kernels"][0]["role"] = "L0.\x1b[2Jqkv_proj"
+    evil = tmp_path / "run\x1b]0;title\x07.json"
+    evil.write_text(json.dumps(raw))
+    r = run_tfdash("diff", str(SNAPSHOT), str(evil), *form, timeout=60)
+    assert r.rc == 0 and "L0." in r.stdout
+    assert "\x1b" not in r.stdout and "\x07" not in r.stdout
+    assert "\u241b[2Jqkv_proj" in r.stdout  # shown, as open shows it

@@ -23,6 +23,7 @@ from tfdash.cli import user_path
 from tfdash.errors import UsageError
 from tfdash.profiling.diff import GROUPS, DiffRow, SnapshotDiff, Step, compare, step_deltas, to_json
 from tfdash.profiling.probe import ceiling_note, over_ceiling
+from tfdash.textsafe import visible
 from tfdash.units import fmt_bytes, fmt_gap
 
 MARK = {"matched": " ", "added": "+", "removed": "-"}
@@ -241,13 +242,13 @@ def main(argv: list[str]) -> int:
             sys.stdout.write(payload)
             return 0
         print(write_out(args.json, payload), file=sys.stderr)
-    if args.markdown is not None:
-        md = render_markdown(d, top)
+    if args.markdown is not None:  # roles and file names are untrusted text: no escape of theirs reaches a terminal
+        md = visible(render_markdown(d, top), keep="\n")
         if args.markdown == "-":
             sys.stdout.write(md)
             return 0
         print(write_out(args.markdown, md), file=sys.stderr)
     # --json or --markdown /dev/stdout: stdout is that file alone, for a pipe, and the table goes to stderr
     out = sys.stderr if sys.stderr in (table_stream(args.json), table_stream(args.markdown)) else sys.stdout
-    out.write(render_text(d, top))
+    out.write(visible(render_text(d, top), keep="\n"))
     return 0
