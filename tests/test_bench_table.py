@@ -50,3 +50,13 @@ def test_a_share_over_the_ceiling_is_marked_and_said_once(monkeypatch, tmp_path)
     assert [row[end + 1:launches].strip() for row in table] == ["143", "143", "-"], table
     under = table_lines(HEADER, {"tilelang-graph": summary(900.0, 3400.0, 80.3)}, source)
     assert "!" not in "".join(under[2:]) and not any("over the ceiling" in line for line in under)
+
+
+def test_a_checkpoint_name_with_control_characters_is_shown_not_sent(capsys):
+    """The table's header names the checkpoint (a folder's name, untrusted text): an escape in it
+    reached the terminal as it was."""
+    lines = table_lines("tfdash bench · ck\x1b[2J · /data/ck\x1b[2J · ...",
+                        {"tilelang-graph": summary(900.0, 3400.0, 80.3)})
+    write_report(lines, None, None)
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and out.startswith("tfdash bench · ck\u241b[2J · /data/ck\u241b[2J")

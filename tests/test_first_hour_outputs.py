@@ -218,3 +218,19 @@ def test_a_diff_shows_a_snapshots_control_characters_rather_than_sending_them(tm
     assert r.rc == 0 and "L0." in r.stdout
     assert "\x1b" not in r.stdout and "\x07" not in r.stdout
     assert "\u241b[2Jqkv_proj" in r.stdout  # shown, as open shows it
+
+
+def test_analyze_shows_a_checkpoint_folders_control_characters(tmp_path):
+    """The model's name is its checkpoint folder's: `analyze --ckpt $'ck\\x1b[2J'` cleared the terminal
+    in the report's first line (and in a sweep's)."""
+    from tfdash.engine.config import PRESETS
+    from tfdash.engine.names import hf_config
+
+    ckpt = tmp_path / "ck\x1b[2J"
+    ckpt.mkdir()
+    (ckpt / "config.json").write_text(json.dumps({**hf_config(PRESETS["qwen3-tiny"]).to_dict(),
+                                                   "architectures": ["Qwen3ForCausalLM"]}))
+    for extra in ([], ["--sweep", "ctx_len=0:1:1"]):
+        r = run_tfdash("analyze", "--ckpt", str(ckpt), *extra, timeout=60)
+        assert r.rc == 0 and "\x1b" not in r.stdout
+        assert "model=ck\u241b[2J " in r.stdout.splitlines()[0]

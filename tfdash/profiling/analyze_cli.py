@@ -7,6 +7,7 @@ import sys
 
 from tfdash.argparsing import Parser
 from tfdash.errors import TfdashError
+from tfdash.textsafe import visible
 
 
 def _dim(spec: str, flag: str, form: str) -> str:
@@ -15,6 +16,20 @@ def _dim(spec: str, flag: str, form: str) -> str:
     if not sep or key != "ctx_len":
         raise argparse.ArgumentTypeError(f"{flag}: expected ctx_len={form}, got {spec!r}")
     return value
+
+
+class _Shown:
+    """A stream that writes control characters as placeholders: the model's name (a checkpoint
+    folder's) and the target's (a --target file's) are untrusted text, sent to the terminal as they were."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return self.stream.write(visible(text, keep="\n"))
+
+    def flush(self) -> None:
+        self.stream.flush()
 
 
 def parser() -> argparse.ArgumentParser:
@@ -98,7 +113,7 @@ def main(argv: list[str]) -> int:
     plan = plan_for(cfg, args.dtype, capacity)  # the plan the engine runs: the TFDASH_* plan knobs in effect
     from tfdash.profiling.files import missing_folders_of_file, table_stream
 
-    out = table_stream(args.json)  # --json /dev/stdout: the table to stderr
+    out = _Shown(table_stream(args.json))  # --json /dev/stdout: the table to stderr
     # asked before a sweep's file (or the report's) makes them: the "# wrote" line says so, as diff's does
     new = missing_folders_of_file(args.json) if args.json else []
     if sw is not None:

@@ -17,6 +17,7 @@ import sys
 from tfdash.profiling.files import missing_folders_of_file, table_stream, write_json_atomic, wrote_line
 from tfdash.profiling.probe import over_ceiling, over_ceiling_note
 from tfdash.stats import tokens
+from tfdash.textsafe import visible
 
 OVER = "!"  # after a share of the copy ceiling past it (probe.over_ceiling): a line under the table says why
 TABLE_HEAD = (f"{'backend':<18}{'tok/s median':>13}{'spread':>19}{'TTFT ms':>9}{'decode tok/s':>13}"
@@ -64,7 +65,8 @@ def table_lines(header: str, summary: dict[str, dict], ceiling_source: str = "")
 
 def write_report(lines: list[str], json_path: str | None, payload: dict | None) -> None:
     """Print the table; with --json, write `payload` to its file and name it on stderr."""
-    print("\n".join(lines), file=table_stream(json_path))  # --json /dev/stdout: stdout is the JSON alone
+    # --json /dev/stdout: stdout is the JSON alone; a checkpoint's name or a peer's error shown, never sent as is
+    print(visible("\n".join(lines), keep="\n"), file=table_stream(json_path))
     if json_path:
         new = missing_folders_of_file(json_path)  # before the write makes them
         write_json_atomic(json_path, payload)
