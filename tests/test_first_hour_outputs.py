@@ -234,3 +234,27 @@ def test_analyze_shows_a_checkpoint_folders_control_characters(tmp_path):
         r = run_tfdash("analyze", "--ckpt", str(ckpt), *extra, timeout=60)
         assert r.rc == 0 and "\x1b" not in r.stdout
         assert "model=ck\u241b[2J " in r.stdout.splitlines()[0]
+
+
+@pytest.mark.parametrize("argv", [["diff", "--markdown", "{old}", "{a}", "{b}"],
+                                  ["diff", "{a}", "{b}", "--json", "{old}"],
+                                  ["analyze", "--model", "qwen3-tiny", "--json", "{old}"],
+                                  ["bench", "--json", "{old}"], ["counters", "--all", "--json", "{old}"]])
+def test_a_report_never_replaces_a_runs_snapshot(tmp_path, argv):
+    """`tfdash diff --markdown old.json a.json b.json` took old.json as --markdown's OUT and wrote the
+    table over that run's snapshot; so did any --json naming a snapshot (bench's and counters' after
+    minutes of measuring, in their file check before it)."""
+    files = {k: tmp_path / f"{k}.json" for k in ("old", "a", "b")}
+    for f in files.values():
+        shutil.copy(SNAPSHOT, f)
+    r = run_tfdash(*(x.format(**files) for x in argv), timeout=120)
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, f"{files['old']}: is a run's snapshot; a report never replaces one")
+    assert files["old"].read_bytes() == SNAPSHOT.read_bytes()
+
+
+def test_a_report_is_written_again_over_its_own_last_copy(tmp_path):
+    out = tmp_path / "d.json"
+    for _ in range(2):  # the second time over the first's diff: a report, not a snapshot
+        r = run_tfdash("diff", str(SNAPSHOT), str(SNAPSHOT), "--json", str(out), timeout=60)
+        assert r.rc == 0 and read_json(out)["schema"] == "tfdash.diff"

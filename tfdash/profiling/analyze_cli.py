@@ -98,13 +98,14 @@ def main(argv: list[str]) -> int:
         raise TfdashError("--operands splits the launches of one step (--dim); a --sweep row is a step's totals "
                           "(its --json has every launch's operands)")
     if args.json:  # before a sweep that may take minutes
-        from tfdash.profiling.files import check_not_an_input, check_writable_file
+        from tfdash.profiling.files import check_not_a_snapshot, check_not_an_input, check_writable_file
 
         check_writable_file(args.json, "--json")
         from tfdash.profiling.targets import TARGETS
 
         target_file = None if args.target in TARGETS else args.target  # `h200` names no file
         check_not_an_input(args.json, "--json", {"the --target file": target_file})
+        check_not_a_snapshot(args.json, "--json")
     cfg = load_config(args.ckpt) if args.ckpt is not None else preset(args.model or "qwen3-1.7b")
     target = resolve_target(args.target)
     capacity = args.capacity if args.capacity is not None else cfg.max_position_embeddings

@@ -60,7 +60,7 @@ from tfdash.profiling.bench_args import (  # noqa: F401 (BACKENDS, DEFAULT_BACKE
     BACKENDS, DEFAULT_BACKENDS, PROG, check_lengths, check_numbers, parser)
 from tfdash.profiling.bench_table import (  # noqa: F401 (TABLE_HEAD, table_row re-exported)
     TABLE_HEAD, header_line, table_lines, table_row, write_report)
-from tfdash.profiling.files import check_writable_file
+from tfdash.profiling.files import check_not_a_snapshot, check_writable_file
 from tfdash.profiling.variants import PLAN_VARIANTS, gemv_variant
 from tfdash.settings import SETTINGS
 from tfdash.signals import exit_code, finishing
@@ -253,6 +253,7 @@ def main(argv: list[str]) -> int:
     # the arguments first (a typo is worth saying on any machine; --json's file too), then the device
     check_numbers(args)
     check_writable_file(args.json, "--json")
+    check_not_a_snapshot(args.json, "--json")
     settings = SETTINGS.values()  # every knob read now: a bad one is one line before any work, and recorded
     wanted = [b.strip() for b in args.backends.split(",") if b.strip()]
     if not wanted and not args.gemv and not args.also_capacity:  # else a run that measures nothing

@@ -126,10 +126,11 @@ def main(argv: list[str]) -> int:
 
     SETTINGS.values()  # every knob, as the run and bench read them: a bad one is one line
     if args.json:  # so is a --json that cannot be written
-        from tfdash.profiling.files import check_not_an_input, check_writable_file
+        from tfdash.profiling.files import check_not_a_snapshot, check_not_an_input, check_writable_file
 
         check_writable_file(args.json, "--json")
         check_not_an_input(args.json, "--json", {"the --snapshot file": args.snapshot})
+        check_not_a_snapshot(args.json, "--json")
     if args.snapshot:  # a snapshot that cannot take the counters is said before minutes of profiling
         from tfdash.profiling.export import load_snapshot
 

@@ -222,7 +222,7 @@ def write_out(out: str, text: str) -> str:
 
 def main(argv: list[str]) -> int:
     from tfdash.profiling.export import load_snapshot, snapshot_label
-    from tfdash.profiling.files import check_not_an_input, check_writable_file, table_stream
+    from tfdash.profiling.files import check_not_a_snapshot, check_not_an_input, check_writable_file, table_stream
 
     p = parser()
     args = p.parse_args(argv)
@@ -232,6 +232,7 @@ def main(argv: list[str]) -> int:
         if out not in (None, "-"):  # said as bench and analyze say it, before the snapshots are read
             check_writable_file(out, flag)
             check_not_an_input(out, flag, {"snapshot A": args.a, "snapshot B": args.b})
+            check_not_a_snapshot(out, flag)
     a, b = load_snapshot(args.a), load_snapshot(args.b)
     d = compare(a, b, group=args.group, force=args.force, a_source=snapshot_label(args.a),
                 b_source=snapshot_label(args.b))

@@ -193,6 +193,26 @@ def check_not_an_input(path, what: str, inputs: dict[str, object]) -> None:
                               f"replace it: give another file name")
 
 
+_SNAPSHOT_HEAD = re.compile(rb'\s*\{\s*"schema"\s*:\s*"tfdash\.snapshot"')  # how write_snapshot opens a file
+
+
+def check_not_a_snapshot(path, what: str) -> None:
+    """`path`, a report's OUT file (a diff, an analysis, a bench's or counters' JSON), is not a run's
+    snapshot: one written over it replaced the run. A misplaced flag does it: `diff --markdown old.json
+    new.json extra.json` took old.json as its OUT. Told by the file's head, where a snapshot names its
+    schema; a device, pipe or descriptor is never read."""
+    if path is None or own_fd(path) is not None or is_stream(path):
+        return
+    try:
+        with open(Path(path).expanduser(), "rb") as f:
+            head = f.read(256)
+    except OSError:  # not there (or not readable): nothing of a run's to lose
+        return
+    if _SNAPSHOT_HEAD.match(head):
+        raise TfdashError(f"{what} {Path(path).expanduser()}: is a run's snapshot; a report never replaces "
+                          "one: give another file name")
+
+
 def fresh_directory(directory) -> Path:
     """A new empty folder beside `directory`, to write a set of files into before they are moved
     into place together (see `move_into`). The caller removes it on failure."""
