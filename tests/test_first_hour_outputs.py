@@ -258,3 +258,18 @@ def test_a_report_is_written_again_over_its_own_last_copy(tmp_path):
     for _ in range(2):  # the second time over the first's diff: a report, not a snapshot
         r = run_tfdash("diff", str(SNAPSHOT), str(SNAPSHOT), "--json", str(out), timeout=60)
         assert r.rc == 0 and read_json(out)["schema"] == "tfdash.diff"
+
+
+@pytest.mark.parametrize("flag", ["--json", "--markdown"])
+def test_a_flag_before_the_snapshots_says_it_took_the_first_as_its_file(tmp_path, flag):
+    """`tfdash diff --json a.json b.json` said "the following arguments are required: B.json" of a
+    command given both snapshots: --json had taken a.json as its OUT file."""
+    a = tmp_path / "a.json"
+    shutil.copy(SNAPSHOT, a)
+    r = run_tfdash("diff", flag, str(a), str(SNAPSHOT), timeout=60)
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, "required: B.json", f"({flag} took {a} as its OUT file: put it after the two "
+                          f"snapshots, or write {flag}=OUT)")
+    assert a.read_bytes() == SNAPSHOT.read_bytes()
+    r = run_tfdash("diff", str(a), timeout=60)  # no flag took it: as before
+    assert r.stderr.strip() == "tfdash diff: error: the following arguments are required: B.json (see tfdash diff --help)"

@@ -193,8 +193,27 @@ def render_markdown(d: SnapshotDiff, top: int | None = None) -> str:
     return "\n".join(out) + "\n"
 
 
+class _DiffParser(Parser):
+    """`tfdash diff --json A.json B.json`: --json takes the word after it as its OUT file, so B.json was
+    "required" of a command given two snapshots. The missing B says which flag took one."""
+
+    took = ""
+
+    def error(self, message: str):
+        if "B.json" in message and self.took:
+            flag = self.took.split()[0]
+            message += f" ({self.took} as its OUT file: put it after the two snapshots, or write {flag}=OUT)"
+        super().error(message)
+
+    def parse_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
+        self.took = next((f"{flag} took {nxt}" for flag, nxt in zip(args, args[1:])
+                          if flag in ("--json", "--markdown") and nxt != "-" and not nxt.startswith("-")), "")
+        return super().parse_args(args, namespace)
+
+
 def parser() -> argparse.ArgumentParser:
-    p = Parser(prog="tfdash diff",
+    p = _DiffParser(prog="tfdash diff",
                description="Compare two profile snapshots launch by "
                            "launch: measured, predicted and gap in A and B, Δ = B − A, sorted by |Δ|.")
     p.add_argument("a", metavar="A.json", type=user_path, help="the baseline snapshot")
