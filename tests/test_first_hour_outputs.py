@@ -273,3 +273,10 @@ def test_a_flag_before_the_snapshots_says_it_took_the_first_as_its_file(tmp_path
     assert a.read_bytes() == SNAPSHOT.read_bytes()
     r = run_tfdash("diff", str(a), timeout=60)  # no flag took it: as before
     assert r.stderr.strip() == "tfdash diff: error: the following arguments are required: B.json (see tfdash diff --help)"
+
+
+def test_a_cache_of_one_position_is_said_in_the_singular():
+    """`analyze --capacity 1 --dim ctx_len=1` said "the KV cache capacity of 1 positions"."""
+    r = run_tfdash("analyze", "--model", "qwen3-tiny", "--capacity", "1", "--dim", "ctx_len=1", timeout=60)
+    assert r.rc == 2
+    assert_one_line_error(r.stderr, "ctx_len=1 is past the KV cache capacity of 1 position (largest ctx_len is 0)")

@@ -140,7 +140,8 @@ class StepPlan:
                                 f"{self.config.max_position_embeddings} (largest ctx_len is "
                                 f"{self.config.max_position_embeddings - 1})")
         if ctx_len >= self.capacity:
-            raise CapacityError(f"ctx_len={ctx_len} is past the KV cache capacity of {self.capacity} positions "
+            raise CapacityError(f"ctx_len={ctx_len} is past the KV cache capacity of {self.capacity} "
+                                f"position{'' if self.capacity == 1 else 's'} "
                                 f"(largest ctx_len is {self.capacity - 1})")
 
     def weight_bytes(self) -> int:
