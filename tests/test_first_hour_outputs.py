@@ -280,3 +280,21 @@ def test_a_cache_of_one_position_is_said_in_the_singular():
     r = run_tfdash("analyze", "--model", "qwen3-tiny", "--capacity", "1", "--dim", "ctx_len=1", timeout=60)
     assert r.rc == 2
     assert_one_line_error(r.stderr, "ctx_len=1 is past the KV cache capacity of 1 position (largest ctx_len is 0)")
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--headless", "--max-new-tokens", "1", "--save", ""], "tfdash: error: argument --save: '' is empty: give a path"),
+    (["--headless", "--max-new-tokens", "1", "--export", ""], "tfdash: error: argument --export: '' is empty"),
+    (["analyze", "--json", ""], "tfdash analyze: error: argument --json: '' is empty: give a path"),
+    (["diff", "{snap}", "{snap}", "--markdown", ""], "tfdash diff: error: argument --markdown: '' is empty"),
+    (["open", "{snap}", "--export-dir", ""], "tfdash open: error: argument --export-dir: '' is empty"),
+    (["counters", "--all", "--snapshot", ""], "argument --snapshot: '' is empty: give a snapshot file"),
+    (["open", ""], "tfdash open: error: argument SNAPSHOT.json: '' is empty: give a snapshot file"),
+    (["diff", "", "{snap}"], "tfdash diff: error: argument A.json: '' is empty: give a snapshot file")])
+def test_an_empty_path_is_said_never_taken_as_none(argv, said):
+    """`--save "$OUT"` with OUT unset ran and wrote no snapshot, unsaid (so did --export, --json,
+    --markdown and --export-dir, and counters --snapshot); an empty snapshot to read was "., is a
+    directory"."""
+    r = run_tfdash(*(a.format(snap=SNAPSHOT) for a in argv), timeout=60)
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, said)

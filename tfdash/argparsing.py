@@ -61,5 +61,13 @@ class Parser(argparse.ArgumentParser):
                 a.required = True
 
 
+def named(value: str) -> str:
+    """The type of a path tfdash writes (--save, --export, --export-dir, an OUT file): an empty one
+    (`--save "$OUT"` with OUT unset) read as none given, and the run's snapshot went unwritten, unsaid."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError(f"{value!r} is empty: give a path")
+    return value
+
+
 class _ProbeFailed(Exception):
     """An error met by Parser._unknown's parse, to be said by the real one."""

@@ -24,7 +24,7 @@ import os
 import sys
 
 from tfdash import __version__
-from tfdash.argparsing import Parser
+from tfdash.argparsing import Parser, named
 from tfdash.errors import TfdashError, UsageError
 from tfdash.signals import exit_code, finishing, stop_signals
 from tfdash.signals import name as signal_name
@@ -81,6 +81,14 @@ def user_path(v: str) -> str:
     return os.path.expanduser(v)
 
 
+def snapshot_path(v: str) -> str:
+    """A snapshot to read (open's, --baseline, diff's A and B, counters --snapshot): `user_path`, and
+    an empty one said as such, where '' read as the current folder ("is a directory")."""
+    if not v.strip():
+        raise argparse.ArgumentTypeError(f"{v!r} is empty: give a snapshot file")
+    return user_path(v)
+
+
 SEED_LIMIT = 1 << 40  # the per-tensor generator seeds (seed * 1e6 + a 32-bit hash) stay under 2**64
 
 
@@ -128,10 +136,12 @@ def run_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"tfdash {__version__}")
     p.add_argument("--headless", action="store_true", help="no dashboard: print the continuation and a summary")
     p.add_argument("--profile", action="store_true", help="headless: profile a window of steps per kernel")
-    p.add_argument("--export", metavar="DIR", help="headless: write snapshot JSON, Chrome trace and CSV here")
+    p.add_argument("--export", metavar="DIR", type=named,
+                   help="headless: write snapshot JSON, Chrome trace and CSV here")
     p.add_argument("--ab", metavar="VARIANT", help="headless: A/B a plan variant against the running plan on the "
                    "generation (a `tfdash bench` variant, e.g. tilelang-lateres, or a GEMV spec down:seg=8)")
-    p.add_argument("--save", metavar="PATH", help="write the final profile snapshot here (the dashboard: on quit)")
+    p.add_argument("--save", metavar="PATH", type=named,
+                   help="write the final profile snapshot here (the dashboard: on quit)")
     add_run_args(p)
     p.unknown_hint = _command_goes_first
     return p

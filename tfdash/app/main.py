@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Callable
 
 from tfdash.app.live import LiveSource, SnapshotSource
-from tfdash.argparsing import Parser
-from tfdash.cli import user_path
+from tfdash.argparsing import Parser, named
+from tfdash.cli import snapshot_path
 from tfdash.errors import TfdashError
 from tfdash.profiling.snapshot import ProfileSnapshot
 from tfdash.stats import tokens
@@ -219,13 +219,14 @@ def exit_status(app) -> int:
 def open_parser() -> argparse.ArgumentParser:
     p = Parser(prog="tfdash open",
                description="Open a saved profile snapshot in the dashboard, read-only.")
-    p.add_argument("snapshot", metavar="SNAPSHOT.json", type=user_path,
+    p.add_argument("snapshot", metavar="SNAPSHOT.json", type=snapshot_path,
                    help="a snapshot written by the dashboard (e) or "
                    "`tfdash --headless --export DIR`")
-    p.add_argument("--baseline", metavar="A.json", type=user_path,
+    p.add_argument("--baseline", metavar="A.json", type=snapshot_path,
                    help="another snapshot of the same model and dtype: the "
                    "kernel table gains Δ columns against it, the drill-down and roofline show both")
-    p.add_argument("--export-dir", metavar="DIR", help="where exports from this view go (default: the current "
+    p.add_argument("--export-dir", metavar="DIR", type=named,
+                   help="where exports from this view go (default: the current "
                    "directory, or export_dir in the config file)")
     return p
 

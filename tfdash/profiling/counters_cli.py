@@ -19,7 +19,7 @@ import argparse
 import sys
 
 from tfdash.argparsing import Parser
-from tfdash.cli import user_path
+from tfdash.cli import snapshot_path
 from tfdash.errors import TfdashError
 from tfdash.profiling.counters import DEFAULT_CTX, RUN_TIMEOUT_S, measure, prepare, select
 from tfdash.profiling.files import out_arg
@@ -55,7 +55,7 @@ def parser() -> argparse.ArgumentParser:
                    help="ctx_len of the profiled replay (default %(default)s)")
     p.add_argument("--json", metavar="OUT", type=out_arg,
                    help="also write the results as JSON (schema tfdash.counters/1; - for stdout)")
-    p.add_argument("--snapshot", metavar="FILE", type=user_path,
+    p.add_argument("--snapshot", metavar="FILE", type=snapshot_path,
                    help="put the counters into this saved snapshot (rewritten)")
     p.add_argument("--timeout", type=float, default=RUN_TIMEOUT_S, metavar="S",
                    help="stop one ncu run after S seconds (default %(default)s)")
@@ -131,7 +131,7 @@ def main(argv: list[str]) -> int:
         check_writable_file(args.json, "--json")
         check_not_an_input(args.json, "--json", {"the --snapshot file": args.snapshot})
         check_not_a_snapshot(args.json, "--json")
-    if args.snapshot:  # a snapshot that cannot take the counters is said before minutes of profiling
+    if args.snapshot is not None:  # a snapshot that cannot take the counters is said before minutes of profiling
         from tfdash.profiling.export import load_snapshot
 
         load_snapshot(args.snapshot)

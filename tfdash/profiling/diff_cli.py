@@ -18,8 +18,8 @@ import argparse
 import json
 import sys
 
-from tfdash.argparsing import Parser
-from tfdash.cli import user_path
+from tfdash.argparsing import Parser, named
+from tfdash.cli import snapshot_path
 from tfdash.errors import UsageError
 from tfdash.profiling.diff import GROUPS, DiffRow, SnapshotDiff, Step, compare, step_deltas, to_json
 from tfdash.profiling.probe import ceiling_note, over_ceiling
@@ -216,16 +216,16 @@ def parser() -> argparse.ArgumentParser:
     p = _DiffParser(prog="tfdash diff",
                description="Compare two profile snapshots launch by "
                            "launch: measured, predicted and gap in A and B, Δ = B − A, sorted by |Δ|.")
-    p.add_argument("a", metavar="A.json", type=user_path, help="the baseline snapshot")
-    p.add_argument("b", metavar="B.json", type=user_path, help="the snapshot compared against it")
+    p.add_argument("a", metavar="A.json", type=snapshot_path, help="the baseline snapshot")
+    p.add_argument("b", metavar="B.json", type=snapshot_path, help="the snapshot compared against it")
     p.add_argument("--group", choices=GROUPS, default="launch", help="one row per launch (default), op, family "
                    "or layer")
     p.add_argument("--force", action="store_true", help="compare snapshots of different models or dtypes, by op")
     p.add_argument("--top", type=int, default=0, metavar="N", help="only the N rows that moved most (0: all)")
     out = p.add_mutually_exclusive_group()
-    out.add_argument("--json", nargs="?", const="-", metavar="OUT",
+    out.add_argument("--json", nargs="?", const="-", metavar="OUT", type=named,
                      help="the diff as JSON (schema tfdash.diff/1): to stdout, or written to OUT")
-    out.add_argument("--markdown", nargs="?", const="-", metavar="OUT",
+    out.add_argument("--markdown", nargs="?", const="-", metavar="OUT", type=named,
                      help="the diff as a Markdown table: to stdout, or written to OUT")
     return p
 

@@ -121,7 +121,9 @@ def table_stream(json_path):
 def out_arg(value: str) -> str:
     """An OUT argument's type (analyze's, bench's and counters' --json): `-` is stdout, as `diff --json -`
     takes it and as a pipe into jq expects; it wrote a file named `-` in the working directory."""
-    return "/dev/stdout" if value == "-" else value
+    from tfdash.argparsing import named
+
+    return "/dev/stdout" if value == "-" else named(value)
 
 
 def is_stream(path) -> bool:
