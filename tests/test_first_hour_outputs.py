@@ -1,5 +1,7 @@
-"""What a new user's outputs and inputs do on a CPU machine: an output file never lands on a file
-the command reads, and every command takes its arguments as the others do."""
+"""A demanding new user's files and arguments on a CPU machine: an output never lands on a file the
+command reads nor on a run's snapshot; every command takes an empty, `~` or `-` path, a command after
+an option and a misplaced flag as the others do; untrusted names are shown, never sent to the
+terminal; and the README's examples print as it shows them."""
 
 from __future__ import annotations
 
