@@ -300,3 +300,12 @@ def test_an_empty_path_is_said_never_taken_as_none(argv, said):
     r = run_tfdash(*(a.format(snap=SNAPSHOT) for a in argv), timeout=60)
     assert r.rc == 2 and r.stdout == ""
     assert_one_line_error(r.stderr, said)
+
+
+def test_top_holds_for_the_json_as_for_the_text():
+    """`diff --json --top 3` printed every row: --top held for the text and the Markdown only."""
+    whole = json.loads(run_tfdash("diff", str(SNAPSHOT), str(SNAPSHOT), "--group", "op", "--json", timeout=60).stdout)
+    assert "rows_left_out" not in whole and len(whole["rows"]) > 3
+    r = run_tfdash("diff", str(SNAPSHOT), str(SNAPSHOT), "--group", "op", "--json", "--top", "3", timeout=60)
+    top = json.loads(r.stdout)
+    assert top["rows"] == whole["rows"][:3] and top["rows_left_out"] == len(whole["rows"]) - 3

@@ -26,7 +26,8 @@ JSON (`to_json`), schema "tfdash.diff", version 1:
      "rows": [{"key": str, "label": str, "status": "matched" | "added" | "removed",
                "kernel_changed": bool, "a": Side | null, "b": Side | null,
                "delta_ns": number | null, "delta_pct": number | null,
-               "predicted_delta_ns": number, "bytes_delta": int}]}
+               "predicted_delta_ns": number, "bytes_delta": int}],
+     "rows_left_out": int   (only with --top N: the rows past the first N, which "rows" leaves out)}
     Step = {"source", "model", "dtype", "backend", "device", "launches", "ctx_len",
             "step_ns" (the profile window's measured step), "step_p50_ns" (the run's steps),
             "predicted_step_ns", "kernel_sum_ns", "tok_s", "pct_ceiling", "ceiling_gbps", "ceiling_source", "host"}

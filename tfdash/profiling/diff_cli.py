@@ -257,7 +257,10 @@ def main(argv: list[str]) -> int:
                 b_source=snapshot_label(args.b))
     top = args.top or None
     if args.json is not None:
-        payload = json.dumps(to_json(d), indent=1, allow_nan=False) + "\n"
+        data = to_json(d)
+        if top and len(d.rows) > top:  # --top holds for every form, as the text and Markdown say it
+            data["rows"], data["rows_left_out"] = data["rows"][:top], len(d.rows) - top
+        payload = json.dumps(data, indent=1, allow_nan=False) + "\n"
         if args.json == "-":
             sys.stdout.write(payload)
             return 0
