@@ -19,11 +19,9 @@ share of the measured cold copy bandwidth.
                      early under PDL (the grid A/B)
     tilelang-latekv  attention reads the KV cache after its grid dependency, not before it (the KV-prefetch A/B)
     tilelang-lateres o_proj and down read their residual after their grid dependency (the A/B)
-    tilelang-otlate  gate_up launches after o_proj's grid dependency, not at o_proj's start (the
-                     trigger A/B: TFDASH_O_PROJ_TRIGGER_FIRST)
-    tilelang-sc24    attention's grid at most 24 programs per kv head (the default: 32), each
-                     looping over its blocks of the cache (the split-cap A/B); tilelang-scall: one
-                     program a block, however large the cache (the grid before the cap)
+    tilelang-otlate  gate_up launches after o_proj's grid dependency, not at its start (TFDASH_O_PROJ_TRIGGER_FIRST)
+    tilelang-sc24    attention's grid at most 24 programs per kv head (the default: 32), each looping over its blocks
+                     of the cache; tilelang-scall: one program a block, however large the cache (before the cap)
     tilelang-mlate   attention's merge loads its partials after the (max, sum) pairs, not beside
                      them (the merge A/B: TFDASH_ATTN_MERGE_EARLY)
     tilelang-tdep    attention lets o_proj launch at its grid dependency where the shape's own
@@ -34,8 +32,7 @@ share of the measured cold copy bandwidth.
                      own launches it at qkv's start (0.6B; TFDASH_QKV_TRIGGER_FIRST)
     tilelang-ringcopy the token copied into the host's ring after each replay, where the default's
                      argmax stores it there from inside the graph (TFDASH_RING_IN_GRAPH)
-    tilelang-ringevents each step timed by a timed event after its replay, not by the clock stamps
-                     the default's argmax leaves in the ring (TFDASH_RING_STAMPS)
+    tilelang-ringevents each step timed by a timed event after its replay, not the ring's clock stamps (TFDASH_RING_STAMPS)
     tilelang-chains  attention's score and value phases each one chain, not interleaved (TFDASH_ATTN_ILP)
     tilelang-eachround attention's rounds each rope q and load K/V at their start (TFDASH_ATTN_ROUNDS_CARRY)
     tilelang-bf16head the lm_head as the bf16 GEMV, not bounded through its int8 copy (TFDASH_LM_HEAD_Q8)
@@ -261,6 +258,9 @@ def main(argv: list[str]) -> int:
     unknown = set(wanted) - set(BACKENDS)
     if unknown:
         raise UsageError(f"unknown backend(s): {', '.join(sorted(unknown))} (known: {', '.join(BACKENDS)})", PROG)
+    if len(set(wanted)) < len(wanted):  # a second copy would be built beside the first, and replace its row
+        raise UsageError(f"--backends names {', '.join(sorted({b for b in wanted if wanted.count(b) > 1}))} "
+                         "twice: each backend is one row of the table", PROG)
     variants = dict(PLAN_VARIANTS)
     for spec in args.gemv:
         name, options = gemv_variant(spec)
