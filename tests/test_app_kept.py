@@ -142,3 +142,19 @@ def test_keep_writes_the_snapshot_under_a_new_name_each_time(tmp_path):
     a, b = keep(snap, tmp_path / "made" / "runs"), keep(snap, tmp_path / "made" / "runs")
     assert a != b and a.parent == b.parent == tmp_path / "made" / "runs"
     assert load_snapshot(a) == load_snapshot(b) == snap
+
+
+def test_open_without_a_file_opens_the_newest_kept_run_or_says_there_is_none(tmp_path):
+    from conftest import assert_one_line_error, run_tfdash
+
+    env = {"TFDASH_CACHE_DIR": str(tmp_path / "cache"), "TFDASH_CONFIG_DIR": str(tmp_path / "cfg")}
+    r = run_tfdash("open", env=env)
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, f"no snapshot named, and no kept run in {tmp_path / 'cache' / 'runs'}")
+    snap = load_snapshot(Path(__file__).parent / "fixtures" / "snapshot-1.7b.json")
+    older, newer = keep(snap, tmp_path / "cache" / "runs"), keep(snap, tmp_path / "cache" / "runs")
+    os.utime(older, (2_000_000_000, 2_000_000_000))  # the newest by time, whatever the names say
+    r = run_tfdash("open", env=env)  # stdout is a pipe: the summary
+    assert r.rc == 0, r.stderr
+    assert r.stderr.splitlines()[0] == f"tfdash: opening the newest kept run, {older}"
+    assert r.stdout.startswith(f"snapshot {older}: qwen3-1.7b") and str(newer) not in r.stdout

@@ -49,9 +49,8 @@ def keep(snap: ProfileSnapshot, directory: Path, limit: int = KEEP) -> Path:
     return path
 
 
-def prune(directory: Path, limit: int) -> list[Path]:
-    """Remove the oldest kept files past `limit` (by modification time; only keep()'s names). The
-    files removed; one that cannot be is left."""
+def kept_runs(directory: Path) -> list[Path]:
+    """keep()'s files in `directory`, newest first (by modification time); none where it cannot be read."""
     def mtime(p: Path) -> float:
         try:
             return p.stat().st_mtime
@@ -59,11 +58,16 @@ def prune(directory: Path, limit: int) -> list[Path]:
             return 0.0
 
     try:
-        kept = sorted(directory.glob(PATTERN), key=mtime, reverse=True)
+        return sorted((p for p in directory.glob(PATTERN) if p.is_file()), key=mtime, reverse=True)
     except OSError:
         return []
+
+
+def prune(directory: Path, limit: int) -> list[Path]:
+    """Remove the oldest kept files past `limit` (only keep()'s names). The files removed; one that
+    cannot be is left."""
     gone = []
-    for old in kept[limit:]:
+    for old in kept_runs(directory)[limit:]:
         try:
             old.unlink()
             gone.append(old)

@@ -219,9 +219,9 @@ def exit_status(app) -> int:
 def open_parser() -> argparse.ArgumentParser:
     p = Parser(prog="tfdash open",
                description="Open a saved profile snapshot in the dashboard, read-only.")
-    p.add_argument("snapshot", metavar="SNAPSHOT.json", type=snapshot_path,
-                   help="a snapshot written by the dashboard (e) or "
-                   "`tfdash --headless --export DIR`")
+    p.add_argument("snapshot", metavar="SNAPSHOT.json", type=snapshot_path, nargs="?",
+                   help="a snapshot written by the dashboard (e) or `tfdash --headless --export DIR` "
+                   "(default: the newest run the dashboard kept, in its cache's runs/)")
     p.add_argument("--baseline", metavar="A.json", type=snapshot_path,
                    help="another snapshot of the same model and dtype: the "
                    "kernel table gains Δ columns against it, the drill-down and roofline show both")
@@ -231,11 +231,24 @@ def open_parser() -> argparse.ArgumentParser:
     return p
 
 
+def newest_kept() -> Path:
+    """`tfdash open` without a file: the newest run the dashboard kept (tfdash.app.kept), said on
+    stderr; none kept is one line naming where they would be."""
+    from tfdash.app.kept import kept_runs, runs_dir
+
+    runs = kept_runs(runs_dir())
+    if not runs:
+        raise TfdashError(f"no snapshot named, and no kept run in {visible(str(runs_dir()))} (the dashboard keeps "
+                          "one when it quits without --save; e exports one)")
+    print(f"tfdash: opening the newest kept run, {visible(str(runs[0]))}", file=sys.stderr)
+    return runs[0]
+
+
 def open_main(argv: list[str]) -> int:
     from tfdash.profiling.export import check_snapshot_file
 
     args = open_parser().parse_args(argv)
-    path = check_snapshot_file(args.snapshot)
+    path = check_snapshot_file(args.snapshot if args.snapshot is not None else newest_kept())
     if args.baseline is not None:
         check_snapshot_file(args.baseline, "--baseline ")
     if args.export_dir is not None:  # said before the summary or the dashboard, as every output folder is
