@@ -102,7 +102,8 @@ def test_loader_names_the_problem(mutate, needle):
 
 @pytest.mark.parametrize("text, needle", [
     ("", "not valid JSON"),
-    ("[1, 2]", "expected a JSON object, got list"),
+    ("[1, 2]", "expected a JSON object, got [1, 2]"),
+    ("null", "expected a JSON object, got null"),  # it said NoneType
     ('{"schema": "tfdash.snapshot", "version": 1, "step_ns": [NaN]}', "NaN is not a JSON number"),
     ('{"schema": "tfdash.snapshot", "version": 1, "wall_ns": ' + "9" * 5000 + "}", "not valid JSON"),
     ("[" * 100_000 + "]" * 100_000, "nested too deeply"),

@@ -250,7 +250,7 @@ def loads_snapshot(text: str, source: str = "snapshot") -> ProfileSnapshot:
     except ValueError as e:  # JSONDecodeError, NaN/Infinity, integers past the digit limit
         raise SnapshotError(f"{source}: not valid JSON ({str(e).splitlines()[0][:120]})") from None
     if not isinstance(raw, dict):
-        raise SnapshotError(f"{source}: expected a JSON object, got {type(raw).__name__}")
+        raise SnapshotError(f"{source}: expected a JSON object, got {json.dumps(raw)[:40]}")  # null, not NoneType
     schema = raw.get("schema")
     if schema != SCHEMA:
         what = "no 'schema' field" if "schema" not in raw else f"schema is {_short(schema)}"
