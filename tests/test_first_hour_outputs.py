@@ -292,7 +292,11 @@ def test_a_cache_of_one_position_is_said_in_the_singular():
     (["open", "{snap}", "--export-dir", ""], "tfdash open: error: argument --export-dir: '' is empty"),
     (["counters", "--all", "--snapshot", ""], "argument --snapshot: '' is empty: give a snapshot file"),
     (["open", ""], "tfdash open: error: argument SNAPSHOT.json: '' is empty: give a snapshot file"),
-    (["diff", "", "{snap}"], "tfdash diff: error: argument A.json: '' is empty: give a snapshot file")])
+    (["diff", "", "{snap}"], "tfdash diff: error: argument A.json: '' is empty: give a snapshot file"),
+    # '-' wrote a file called '-' where a report's --json - is stdout
+    (["--headless", "--max-new-tokens", "1", "--save", "-"], "tfdash: error: argument --save: '-' is no file here"),
+    (["--headless", "--max-new-tokens", "1", "--export", "-"], "tfdash: error: argument --export: '-' is no file"),
+    (["open", "{snap}", "--export-dir", "-"], "tfdash open: error: argument --export-dir: '-' is no file here")])
 def test_an_empty_path_is_said_never_taken_as_none(argv, said):
     """`--save "$OUT"` with OUT unset ran and wrote no snapshot, unsaid (so did --export, --json,
     --markdown and --export-dir, and counters --snapshot); an empty snapshot to read was "., is a

@@ -69,5 +69,13 @@ def named(value: str) -> str:
     return value
 
 
+def a_file(value: str) -> str:
+    """The type of a path that only a file or folder can be (--save, --export, --export-dir): named,
+    and not `-`, which a report's OUT takes as stdout and which here made a file called `-`."""
+    if named(value) == "-":
+        raise argparse.ArgumentTypeError("'-' is no file here (a report's --json - is stdout): give a path")
+    return value
+
+
 class _ProbeFailed(Exception):
     """An error met by Parser._unknown's parse, to be said by the real one."""

@@ -24,7 +24,7 @@ import os
 import sys
 
 from tfdash import __version__
-from tfdash.argparsing import Parser, named
+from tfdash.argparsing import Parser, a_file
 from tfdash.errors import TfdashError, UsageError
 from tfdash.signals import exit_code, finishing, stop_signals
 from tfdash.signals import name as signal_name
@@ -136,11 +136,11 @@ def run_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"tfdash {__version__}")
     p.add_argument("--headless", action="store_true", help="no dashboard: print the continuation and a summary")
     p.add_argument("--profile", action="store_true", help="headless: profile a window of steps per kernel")
-    p.add_argument("--export", metavar="DIR", type=named,
+    p.add_argument("--export", metavar="DIR", type=a_file,
                    help="headless: write snapshot JSON, Chrome trace and CSV here")
     p.add_argument("--ab", metavar="VARIANT", help="headless: A/B a plan variant against the running plan on the "
                    "generation (a `tfdash bench` variant, e.g. tilelang-lateres, or a GEMV spec down:seg=8)")
-    p.add_argument("--save", metavar="PATH", type=named,
+    p.add_argument("--save", metavar="PATH", type=a_file,
                    help="write the final profile snapshot here (the dashboard: on quit)")
     add_run_args(p)
     p.unknown_hint = _command_goes_first

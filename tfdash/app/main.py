@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from tfdash.app.live import LiveSource, SnapshotSource
-from tfdash.argparsing import Parser, named
+from tfdash.argparsing import Parser, a_file
 from tfdash.cli import snapshot_path
 from tfdash.errors import TfdashError
 from tfdash.profiling.snapshot import ProfileSnapshot
@@ -225,7 +225,7 @@ def open_parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline", metavar="A.json", type=snapshot_path,
                    help="another snapshot of the same model and dtype: the "
                    "kernel table gains Δ columns against it, the drill-down and roofline show both")
-    p.add_argument("--export-dir", metavar="DIR", type=named,
+    p.add_argument("--export-dir", metavar="DIR", type=a_file,
                    help="where exports from this view go (default: the current "
                    "directory, or export_dir in the config file)")
     return p
