@@ -313,3 +313,17 @@ def test_top_holds_for_the_json_as_for_the_text():
     r = run_tfdash("diff", str(SNAPSHOT), str(SNAPSHOT), "--group", "op", "--json", "--top", "3", timeout=60)
     top = json.loads(r.stdout)
     assert top["rows"] == whole["rows"][:3] and top["rows_left_out"] == len(whole["rows"]) - 3
+
+
+def test_a_report_is_never_written_over_a_file_of_the_checkpoint_it_reads(ckpt_copy):
+    """`analyze --ckpt D --json D/config.json` replaced the checkpoint's config with the report."""
+    d = ckpt_copy()
+    before = (d / "config.json").read_bytes()
+    r = run_tfdash("analyze", "--ckpt", str(d), "--json", str(d / "config.json"), timeout=60)
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, f"--json {d / 'config.json'}: is the checkpoint's config.json, which this "
+                                    "command reads")
+    assert (d / "config.json").read_bytes() == before
+    r = run_tfdash("analyze", "--ckpt", str(d), "--json", str(d / "report.json"), timeout=60)  # a new file there is fine
+    assert r.rc == 0, r.stderr
+    assert json.loads((d / "report.json").read_text())

@@ -105,7 +105,7 @@ def main(argv: list[str]) -> int:
 
         target_file = None if args.target in TARGETS else args.target  # `h200` names no file
         check_not_an_input(args.json, "--json", {"the --target file": target_file})
-        check_not_a_snapshot(args.json, "--json")
+        check_not_a_snapshot(args.json, "--json", args.ckpt)
     cfg = load_config(args.ckpt) if args.ckpt is not None else preset(args.model or "qwen3-1.7b")
     target = resolve_target(args.target)
     capacity = args.capacity if args.capacity is not None else cfg.max_position_embeddings

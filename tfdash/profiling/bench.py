@@ -250,7 +250,7 @@ def main(argv: list[str]) -> int:
     # the arguments first (a typo is worth saying on any machine; --json's file too), then the device
     check_numbers(args)
     check_writable_file(args.json, "--json")
-    check_not_a_snapshot(args.json, "--json")
+    check_not_a_snapshot(args.json, "--json", args.ckpt)
     settings = SETTINGS.values()  # every knob read now: a bad one is one line before any work, and recorded
     wanted = [b.strip() for b in args.backends.split(",") if b.strip()]
     if not wanted and not args.gemv and not args.also_capacity:  # else a run that measures nothing

@@ -198,13 +198,17 @@ def check_not_an_input(path, what: str, inputs: dict[str, object]) -> None:
 _SNAPSHOT_HEAD = re.compile(rb'\s*\{\s*"schema"\s*:\s*"tfdash\.snapshot"')  # how write_snapshot opens a file
 
 
-def check_not_a_snapshot(path, what: str) -> None:
+def check_not_a_snapshot(path, what: str, ckpt=None) -> None:
     """`path`, a report's OUT file (a diff, an analysis, a bench's or counters' JSON), is not a run's
     snapshot: one written over it replaced the run. A misplaced flag does it: `diff --markdown old.json
     new.json extra.json` took old.json as its OUT. Told by the file's head, where a snapshot names its
-    schema; a device, pipe or descriptor is never read."""
+    schema; a device, pipe or descriptor is never read. Nor is it a file of the `ckpt` folder the
+    command reads (`--json D/config.json` replaced the checkpoint's config)."""
     if path is None or own_fd(path) is not None or is_stream(path):
         return
+    if ckpt is not None and os.path.isdir(Path(ckpt).expanduser()):
+        d = Path(ckpt).expanduser()
+        check_not_an_input(path, what, {f"the checkpoint's {p.name}": p for p in d.iterdir() if p.is_file()})
     try:
         with open(Path(path).expanduser(), "rb") as f:
             head = f.read(256)
