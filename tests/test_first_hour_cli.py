@@ -177,6 +177,32 @@ def test_a_removed_knob_is_one_warning_and_the_run_goes_on(capsys, monkeypatch, 
                       "pick has one form, the one that loads its bounds ahead"]
 
 
+def test_a_mistyped_variable_is_one_warning_naming_the_nearest_and_the_run_goes_on(capsys, monkeypatch):
+    from tfdash.cli import main
+
+    monkeypatch.setenv("TFDASH_PREFIL", "0")  # TFDASH_PREFILL=0 meant, and nothing said it changed nothing
+    monkeypatch.setenv("TFDASH_ZZZ", "1")
+    code = main(["analyze", "--model", "qwen3-tiny"])
+    out, err = capsys.readouterr()
+    assert code == 0 and out and "Traceback" not in err
+    assert [ln for ln in err.splitlines() if "warning" in ln] == [
+        "tfdash: warning: TFDASH_PREFIL is set but tfdash reads no such variable (did you mean TFDASH_PREFILL?)",
+        "tfdash: warning: TFDASH_ZZZ is set but tfdash reads no such variable (the README's Knobs section lists them)"]
+
+
+def test_every_tfdash_variable_the_repository_spells_is_one_tfdash_reads():
+    """What the warning above takes as known covers every TFDASH_ name in the code, scripts, tests
+    and README, so a variable the test suite or a device script sets is never warned about."""
+    from tfdash.settings import OTHER_VARIABLES, REMOVED_KNOBS, SETTINGS
+
+    root = Path(__file__).resolve().parents[1]
+    files = [*root.glob("tfdash/**/*.py"), *root.glob("scripts/*"), *root.glob("tests/**/*.py"), root / "README.md"]
+    spelled = {m for f in files if f.is_file() for m in re.findall(r"TFDASH_[A-Z0-9_]*[A-Z0-9]", f.read_text())}
+    known = {k.env for k in SETTINGS.KNOBS.values()} | set(REMOVED_KNOBS) | set(OTHER_VARIABLES)
+    assert "TFDASH_PDL" in spelled and "TFDASH_CACHE_DIR" in spelled
+    assert spelled - known - {"TFDASH_PREFIL", "TFDASH_ZZZ"} == set()
+
+
 def test_knob_ranges_are_the_codes():
     from tfdash.engine.memory import GRANULE
     from tfdash.engine.runtime import RING

@@ -68,9 +68,26 @@ REMOVED_KNOBS = {
 }
 
 
+# tfdash's variables that are not knobs: where it keeps files, the dashboard on any stdout, and the
+# test suite's and device scripts' own (tests/test_first_hour_cli.py checks that every TFDASH_ name the
+# repository spells is a knob, a removed knob or one of these)
+OTHER_VARIABLES = ("TFDASH_CACHE_DIR", "TFDASH_CONFIG_DIR", "TFDASH_FORCE_TUI", "TFDASH_TEST_SHARD", "TFDASH_NCU",
+                   "TFDASH_H200_SNAPSHOT", "TFDASH_CUPTI_STUB_H", "TFDASH_F32_TRUTH_UP_TO")
+
+
 def removed_in_env() -> list[str]:
-    """One line for each removed knob set in the environment: its name and what took its place."""
-    return [f"{env} is set but has no effect: {why}" for env, why in REMOVED_KNOBS.items() if env in os.environ]
+    """One line for each removed knob set in the environment, its name and what took its place;
+    and for each TFDASH_ variable tfdash does not read (a typo: TFDASH_PREFIL=0 changed nothing, unsaid),
+    with the name it is nearest to."""
+    import difflib
+
+    lines = [f"{env} is set but has no effect: {why}" for env, why in REMOVED_KNOBS.items() if env in os.environ]
+    known = [k.env for k in Settings.KNOBS.values()] + list(REMOVED_KNOBS) + list(OTHER_VARIABLES)
+    for env in sorted(v for v in os.environ if v.startswith("TFDASH_") and v not in known):
+        near = difflib.get_close_matches(env, known, n=1, cutoff=0.8)
+        lines.append(f"{env} is set but tfdash reads no such variable" + (f" (did you mean {near[0]}?)" if near else
+                                                                          " (the README's Knobs section lists them)"))
+    return lines
 
 
 class Settings:
