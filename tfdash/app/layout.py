@@ -32,7 +32,7 @@ ROOFLINE_W = 47  # the roofline pane's width beside the others (app.tcss)
 SHORT_H = 32  # below this the top row gives up its charts' room to the kernel table (and the roofline steps aside)
 TOP_MIN_H = 14  # the top row's least height at full height: the throughput pane's numbers, legend and chart
 BOTTOM_MIN_H = 10  # the rows the kernel table keeps under a roofline pane given every row it needs
-NVML_MIN_H = 9  # the NVML pane's seven lines of numbers and its border: fewer, and `v` shows it as its line
+NVML_MIN_H = 8  # the NVML pane's six lines of numbers and its border (no chart): fewer, and `v` shows it as its line
 MIN_W, MIN_H = 80, 24  # the smallest terminal the dashboard and the drill-down are laid out for
 
 

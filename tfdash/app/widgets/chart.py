@@ -76,12 +76,15 @@ def _ticks(lo: float, hi: float, n: int) -> tuple[list[float], list[str]]:
     return t, [tick_label(v, step) for v in t]
 
 
+CHART_MIN_H = 4  # a plot's least rows: a line of it, its y ticks' room, the x ticks and the axis labels
+
+
 class Chart(PlotextPlot):
-    DEFAULT_CSS = """
-    Chart {
+    DEFAULT_CSS = f"""
+    Chart {{
         height: 1fr;
-        min-height: 4;
-    }
+        min-height: {CHART_MIN_H};
+    }}
     """
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:

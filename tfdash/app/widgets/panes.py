@@ -17,7 +17,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from tfdash.app.model import fmt_bytes, fmt_gbps, fmt_ns, fmt_num, throughput, tok_s_now
-from tfdash.app.widgets.chart import Chart, Figure, Line, rule_mark
+from tfdash.app.widgets.chart import CHART_MIN_H, Chart, Figure, Line, rule_mark
 from tfdash.stats import percentile
 from tfdash.profiling.probe import ceiling_note
 from tfdash.profiling.snapshot import ProfileSnapshot, Series
@@ -306,6 +306,11 @@ def _points(s: Series | None) -> tuple[tuple[float, ...], tuple[float, ...]]:
     return tuple(p[0] for p in pts), tuple(p[1] for p in pts)
 
 
+NVML_NUMBERS = 6  # the NVML pane's lines of numbers (layout.NVML_MIN_H: with its border)
+NVML_DRAM_H = 1 + CHART_MIN_H  # the DRAM chart's key and its least plot
+NVML_CHARTS_H = NVML_DRAM_H + 2 + CHART_MIN_H  # and the power chart's key, a blank line over it
+
+
 class NvmlPane(Vertical):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -313,26 +318,48 @@ class NvmlPane(Vertical):
 
     def compose(self):
         yield Static(id="nvml-stats", classes="stats")
+        # each chart's key a widget of its own, hidden with its chart where the pane is too short for it
+        yield Static(Content.assemble(*key("$primary", "DRAM GB/s"), *key("$accent", "predicted")),
+                     id="nvml-dram-key", classes="stats")
         yield Chart(id="nvml-dram")
-        yield Static(id="nvml-power-key", classes="stats")
+        yield Static(Content.assemble(*key("$secondary", "power W"), ("over the run, s", "$text-muted")),
+                     id="nvml-power-key", classes="stats")
         yield Chart(id="nvml-power")
+
+    def on_resize(self) -> None:
+        self.fit_charts(self.content_region.height)
+
+    def fit_charts(self, rows: int) -> None:
+        """Each chart whole, at CHART_MIN_H rows or more, or not at all: the power chart goes first,
+        then the DRAM chart, and the border says how many more rows would show them (a chart cut
+        mid-plot, or a key over no chart, was all a short pane showed of them)."""
+        if rows <= 0:
+            return  # not laid out yet (or put aside): its resize fits it
+        off = self.has_class("-unavailable")
+        both, dram = NVML_NUMBERS + NVML_CHARTS_H, NVML_NUMBERS + NVML_DRAM_H
+        keep = 0 if off else 2 if rows >= both else 1 if rows >= dram else 0
+        for i, part in ((1, "dram"), (2, "power")):
+            for node in (f"#nvml-{part}-key", f"#nvml-{part}"):
+                self.query_one(node).display = keep >= i
+        hidden = "" if off or keep == 2 else f"{'power chart needs' if keep else 'charts need'} {both - rows} more rows"
+        if (self.border_subtitle or "") != hidden:  # setting it repaints the whole pane
+            self.border_subtitle = hidden
 
     def show(self, snap: ProfileSnapshot | None, final: bool = True) -> None:
         stats = self.query_one("#nvml-stats", Static)
         dram_chart = self.query_one("#nvml-dram", Chart)
         power_chart = self.query_one("#nvml-power", Chart)
-        power_key = self.query_one("#nvml-power-key", Static)
         if snap is None:
             set_content(stats, "")
             return
         why = snap.unavailable.get("nvml")
         self.set_class(bool(why) and not snap.nvml, "-unavailable")
+        self.fit_charts(self.content_region.height)
         if why and not snap.nvml:
             set_content(stats, Content.assemble(("NVML unavailable\n", "bold $text-warning"),
                                                 (why, "italic $text-muted")))
             dram_chart.show(Figure())
             power_chart.show(Figure())
-            set_content(power_key, "")
             return
         dram = _series(snap, "dram_gbps")
         r = snap.roofline
@@ -349,7 +376,6 @@ class NvmlPane(Vertical):
                  note=f"{fmt_num(_last(_series(snap, 'mem_clock_mhz')), 0)} MHz mem"),
             stat(fmt_num(_last(_series(snap, "power_w")), 0), "W",
                  note=f"{fmt_num(_last(_series(snap, 'temp_c')), 0)} °C"),
-            Content.assemble(*key("$primary", "DRAM GB/s"), *key("$accent", "predicted")),
         ))
         if not self._slow.due(force=final):
             return
@@ -358,5 +384,4 @@ class NvmlPane(Vertical):
         dram_chart.show(Figure(lines=(Line(x, y, "primary"),), hlines=hl, y_from_zero=True, xlabel="s",
                                ylabel="GB/s"))
         px, py = _points(_series(snap, "power_w"))
-        set_content(power_key, Content.assemble(*key("$secondary", "power W"), ("over the run, s", "$text-muted")))
         power_chart.show(Figure(lines=(Line(px, py, "secondary"),), y_from_zero=True, xlabel="s", ylabel="W"))

@@ -1,0 +1,74 @@
+"""The NVML pane at every height it is given: its six lines of numbers, then each chart whole
+(its key, its plot, its axis labels) or not at all, the power chart going first; the pane's bottom
+border says how many more rows would show what it left out. It had kept a chart's key and cut the
+plot under it with nothing said (116x24 to 116x34, and `v` at 100x30), its power chart never seen."""
+
+from __future__ import annotations
+
+import re
+
+from fixtures.appkit import SNAPSHOT, isolated_config, sync  # noqa: F401  (fixture)
+from test_app_fit import screen_text, settle
+
+from tfdash.app.main import snapshot_app
+from tfdash.app.widgets.panes import NVML_CHARTS_H, NVML_NUMBERS
+
+LABELS = ("DRAM GB/s", "GB/s window", "GB/s predicted", "NVML ÷ predicted", "MHz SM", "°C")
+WHOLE = 2 + NVML_NUMBERS + NVML_CHARTS_H  # the pane's rows with both charts: its border included
+
+
+def region_lines(app, node: str) -> tuple[list[str], str]:
+    """The lines inside a pane's border, and its bottom border (where a subtitle is drawn)."""
+    r = app.screen.query_one(node).region
+    lines = screen_text(app).splitlines()
+    return [line[r.x + 1:r.right - 1].strip() for line in lines[r.y + 1:r.bottom - 1]], lines[r.bottom - 1][r.x:r.right]
+
+
+def assert_charts_whole_or_said(app, size) -> int:
+    """Returns how many charts the pane shows."""
+    inside, bottom = region_lines(app, "#nvml")
+    text = "\n".join(inside)
+    for label in LABELS:
+        assert label in text, (size, label, text)
+    shown = 0
+    for key, axis in (("━ DRAM GB/s", r"GB/s\s+s"), ("━ power W", r"W\s+s")):
+        at = [i for i, line in enumerate(inside) if line.startswith(key)]
+        if not at:
+            continue
+        shown += 1
+        # the key's plot down to its axis labels, on the screen before the next key or the border
+        below = inside[at[0] + 1:]
+        end = next((i for i, line in enumerate(below) if line.startswith("━")), len(below))
+        assert any(re.fullmatch(axis, line) for line in below[:end]), (size, key, text)
+        assert len([line for line in below[:end] if line]) >= 3, (size, key, text)  # ticks and a plot
+    rows = app.screen.query_one("#nvml").region.height
+    if shown == 2:
+        assert "more rows" not in bottom, (size, bottom)
+    else:
+        said = "power chart needs" if shown == 1 else "charts need"
+        assert f"{said} {WHOLE - rows} more rows" in bottom, (size, rows, bottom, text)
+    return shown
+
+
+@sync
+async def test_the_nvml_pane_shows_each_chart_whole_or_says_how_many_rows_it_needs(isolated_config):
+    app = snapshot_app(SNAPSHOT, theme="tfdash-dark")
+    beside = [(116, 24), (116, 28), (116, 31), (116, 32), (116, 34), (120, 36), (120, 40), (160, 48)]
+    behind_v = [(80, 30), (100, 30), (100, 36), (100, 40), (100, 48)]
+    seen = set()
+    async with app.run_test(size=beside[0]) as pilot:
+        for size in beside:
+            await pilot.resize_terminal(*size)
+            await settle(pilot)
+            assert app.screen.query_one("#nvml").display, size
+            seen.add(assert_charts_whole_or_said(app, size))
+        for size in behind_v:
+            await pilot.resize_terminal(*size)
+            await settle(pilot)
+            await pilot.press("v")
+            await settle(pilot)
+            assert "╭─ NVML" in screen_text(app), size
+            seen.add(assert_charts_whole_or_said(app, size))
+            await pilot.press("v")
+            await settle(pilot)
+    assert seen == {0, 1, 2}, seen  # each way is seen
