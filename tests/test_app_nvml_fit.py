@@ -72,3 +72,22 @@ async def test_the_nvml_pane_shows_each_chart_whole_or_says_how_many_rows_it_nee
             await pilot.press("v")
             await settle(pilot)
     assert seen == {0, 1, 2}, seen  # each way is seen
+
+
+@sync
+async def test_the_pane_grown_by_the_rows_it_asked_for_shows_both_charts(isolated_config):
+    """The rows the border asks for are the rows that show both charts: `v` at 100 columns, the
+    terminal made taller by that many (the roofline pane above keeps its rows, NVML takes the rest)."""
+    app = snapshot_app(SNAPSHOT, theme="tfdash-dark")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("v")
+        await settle(pilot)
+        _, bottom = region_lines(app, "#nvml")
+        more = int(re.search(r"charts need (\d+) more rows", bottom).group(1))
+        await pilot.resize_terminal(100, 30 + more)
+        await settle(pilot)
+        assert assert_charts_whole_or_said(app, (100, 30 + more)) == 2
+        await pilot.resize_terminal(100, 30 + more - 1)
+        await settle(pilot)
+        assert assert_charts_whole_or_said(app, (100, 30 + more - 1)) == 1

@@ -108,3 +108,25 @@ async def test_the_reviewers_sizes_on_a_live_dashboard(isolated_config):
     async with app.run_test(size=(116, 30)) as pilot:
         await settle(pilot)
         await walk(app, pilot, [(116, 30), (120, 36), (130, 40)], "roofline 1.748 ms/step")
+
+
+@sync
+async def test_v_gives_the_roofline_pane_its_rows_and_no_more(isolated_config, tmp_path):
+    """`v` shows the roofline pane as tall as its lines, NVML (or nothing) under it: at 80x24 it had
+    kept six empty rows inside its border down to the footer, and at 100x48 four, which NVML's
+    charts went without."""
+    cpu = write_snapshot(cpu_run(load_snapshot(SNAPSHOT)), tmp_path / "cpu.json")
+    for path, size, nvml in ((SNAPSHOT, (80, 24), False), (cpu, (80, 24), False), (SNAPSHOT, (100, 48), True),
+                             (cpu, (120, 30), False)):
+        app = snapshot_app(path, theme="tfdash-dark")
+        async with app.run_test(size=size) as pilot:
+            await settle(pilot)
+            await pilot.press("v")
+            await settle(pilot)
+            r = app.screen.query_one("#roofline").region
+            lines = screen_text(app).splitlines()
+        inside = [line[r.x + 1:r.right - 1].strip() for line in lines[r.y + 1:r.bottom - 1]]
+        assert inside and inside[-1].split()[1:3] == ["tok/s", "ceiling"], (path, size, lines)
+        assert "" not in inside[:-1] or inside.count("") == 1, (path, size, inside)  # the line over the gap bar
+        assert lines[r.bottom - 1].lstrip().startswith("╰"), (path, size, lines)
+        assert ("╭─ NVML" in lines[r.bottom]) == nvml, (path, size, lines[r.bottom])

@@ -132,7 +132,9 @@ class MainScreen(Screen):
         terminal too narrow for every pane (NVML steps aside with it), too short for the top row to
         hold it, or where the kernel table would keep fewer than BOTTOM_MIN_H rows under it. NVML is
         a line when it has nothing, and beside the roofline pane `v` shows when fewer than NVML_MIN_H
-        rows are left under it (an NVML pane cut short, or none at all, would take the roofline's)."""
+        rows are left under it (an NVML pane cut short, or none at all, would take the roofline's).
+        `v` gives the roofline pane its rows and no more (app.tcss), NVML the rest: where NVML is a
+        line, the screen under the pane is left bare rather than drawn as empty rows inside it."""
         width, height = size or self.size
         narrow, short = self.has_class("-narrow"), self.has_class("-short")
         nvml_off = snap is not None and bool(snap.unavailable.get("nvml")) and not snap.nvml
@@ -147,7 +149,7 @@ class MainScreen(Screen):
         fold = narrow or short or roof.rows(ROOFLINE_W) > rows_left(("nvml",) if nvml_off else ()) - BOTTOM_MIN_H
         self.set_class(fold, "-fold")
         aside = fold and self.has_class("-aside")
-        if aside:  # the roofline pane over NVML, as wide as the screen
+        if aside:  # the roofline pane over NVML, as wide as the screen, with its rows and no more
             need = roof.rows(width)
             nvml_line = nvml_off or rows_left(("throughput",)) - need < NVML_MIN_H
             panes = ("throughput", "nvml") if nvml_line else ("throughput",)
