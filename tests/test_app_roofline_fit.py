@@ -130,3 +130,37 @@ async def test_v_gives_the_roofline_pane_its_rows_and_no_more(isolated_config, t
         assert "" not in inside[:-1] or inside.count("") == 1, (path, size, inside)  # the line over the gap bar
         assert lines[r.bottom - 1].lstrip().startswith("╰"), (path, size, lines)
         assert ("╭─ NVML" in lines[r.bottom]) == nvml, (path, size, lines[r.bottom])
+
+
+
+LONG_WHY = ("nvmlInit failed: NVML_ERROR_DRIVER_NOT_LOADED: the NVIDIA kernel module is not loaded (a container "
+            "started without --gpus, or a driver updated since boot that wants a reboot); tfdash reads no clocks, "
+            "power or DRAM bandwidth until it loads")
+
+
+def long_reason(tmp_path):
+    """A CPU run over its ceiling with a baseline, whose NVML reason wraps to three rows under the header."""
+    low = cpu_run(load_snapshot(low_ceiling(tmp_path)))
+    low = dataclasses.replace(low, unavailable={**low.unavailable, "nvml": LONG_WHY})
+    other = write_snapshot(cpu_run(load_snapshot(SNAPSHOT)), tmp_path / "other.json")
+    return snapshot_app(write_snapshot(low, tmp_path / "cpu-low.json"), baseline=other, theme="tfdash-dark")
+
+
+@sync
+async def test_a_reason_that_wraps_under_the_header_leaves_the_kernel_table_its_rows(isolated_config, home_cache,
+                                                                                     tmp_path):
+    """The rows under the header are counted as wrapped: the roofline pane stays only where the
+    kernel table keeps its 10 rows under it (at 120x32 it had 8, the reason's wrapped rows not counted)."""
+    from tfdash.app.layout import BOTTOM_MIN_H
+
+    app = long_reason(tmp_path)
+    async with app.run_test(size=(120, 32)) as pilot:
+        for size in ((116, 32), (120, 32), (120, 34), (120, 36), (160, 32), (160, 36)):
+            await pilot.resize_terminal(*size)
+            await settle(pilot)
+            if app.screen.query_one("#roofline").display:
+                assert_every_line_shown(app, size, ("bytes/step", "tok/s ceiling"))
+                assert app.screen.query_one("#kernels").region.height >= BOTTOM_MIN_H, size
+            else:
+                assert "v Panes" in screen_text(app).splitlines()[-1], size
+

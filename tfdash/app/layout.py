@@ -3,7 +3,7 @@ label-value pairs wrapped only between pairs, and the one line that stands for a
 terminal below the minimum size.
 
     size_classes(w, h)      "-narrow" below NARROW_W columns, "-short" below SHORT_H rows
-    summary_rows(line)      the rows the line for the hidden panes takes
+    summary_rows(line, w)   the rows the line for the hidden panes takes, wrapped at w columns
     pane_summary(snap, ...) a line (wrapped between items) for the panes that are hidden
     wrap_pairs(pairs, w)    a Content whose lines break between pairs, never inside one
     fill_whole(table, ...)  a table with the columns that fit its width whole, dropped by priority
@@ -93,9 +93,10 @@ def pane_summary(snap: ProfileSnapshot | None, panes: tuple[str, ...], width: in
     return wrap_pairs(groups, width, joins=joins)
 
 
-def summary_rows(line: Content) -> int:
-    """The rows `line` (pane_summary's) takes on the screen: none when empty."""
-    return len(line.plain.split("\n")) if line.plain else 0
+def summary_rows(line: Content, width: int) -> int:
+    """The rows `line` (pane_summary's) takes on the screen at `width` columns: none when empty. A
+    part wider than the line (a long reason NVML is unavailable) wraps, and each row it wraps to counts."""
+    return len(line.wrap(max(1, width))) if line.plain else 0
 
 
 def wrap_pairs(pairs: list[list[tuple[str, str]]], width: int, sep: str = "  ",

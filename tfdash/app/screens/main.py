@@ -143,7 +143,7 @@ class MainScreen(Screen):
         line_w = max(20, width - 2)  # the summary line's padding
 
         def rows_left(panes: tuple[str, ...]) -> int:  # under the header and over the footer
-            return height - 2 - summary_rows(pane_summary(snap, panes, line_w))
+            return height - 2 - summary_rows(pane_summary(snap, panes, line_w), line_w)
 
         was_fold = self.has_class("-fold")
         fold = narrow or short or roof.rows(ROOFLINE_W) > rows_left(("nvml",) if nvml_off else ()) - BOTTOM_MIN_H
