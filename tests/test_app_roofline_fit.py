@@ -164,3 +164,22 @@ async def test_a_reason_that_wraps_under_the_header_leaves_the_kernel_table_its_
             else:
                 assert "v Panes" in screen_text(app).splitlines()[-1], size
 
+
+@sync
+async def test_the_help_names_each_case_where_v_shows_the_roofline_pane(isolated_config, home_cache, tmp_path):
+    """The pane folds in three cases, and `v`'s description names them all: a narrow terminal, a
+    short one, and one tall enough whose kernel table its lines would leave too few rows (a CPU run
+    over its ceiling with a baseline and a long NVML reason at 120x32, where "narrow or short" was all it said)."""
+    from test_app_fit import help_rows
+
+    app = long_reason(tmp_path)
+    async with app.run_test(size=(120, 32)) as pilot:
+        await settle(pilot)
+        assert "v Panes" in screen_text(app).splitlines()[-1]  # neither narrow nor short, and folded
+        await pilot.resize_terminal(120, 80)  # the help's every row on the screen
+        await pilot.press("question_mark")
+        await settle(pilot)
+        rows = dict((i, d) for d, i in help_rows(screen_text(app)))
+    does = words(rows["panes"])
+    for case in ("under 116 columns", "under 32 rows", "leave the kernel table under 10 rows"):
+        assert case in does, does

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from textual.binding import Binding
 
+from tfdash.app.layout import BOTTOM_MIN_H, NARROW_W, SHORT_H
+
 APP = [
     Binding("q", "quit", "Quit", id="quit", tooltip="Stop the engine cleanly, keep what was measured, quit"),
     Binding("ctrl+c", "quit", "Quit", id="interrupt", show=False, priority=True,
@@ -40,8 +42,9 @@ MAIN = [
     Binding("slash", "filter", "Filter", id="table.filter", key_display="/", priority=True,
             tooltip="Filter the kernel table by name"),
     Binding("g", "group", "Group", id="table.group", tooltip="Group by op, family, layer, or none (every launch)"),
-    Binding("v", "panes", "Panes", id="panes", tooltip="In a narrow or short terminal: the roofline and NVML "
-            "panes in place of the others, and back"),
+    Binding("v", "panes", "Panes", id="panes", tooltip=f"Where the roofline pane is a line under the header "
+            f"(under {NARROW_W} columns, under {SHORT_H} rows, or where its lines would leave the kernel table "
+            f"under {BOTTOM_MIN_H} rows): the roofline and NVML panes in place of the others, and back"),
     Binding("T", "timeline", "Timeline", id="timeline",
             tooltip="The profiled step's kernels on a time axis: PDL overlap and gaps"),
 ]
