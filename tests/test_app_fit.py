@@ -176,6 +176,27 @@ async def test_the_contended_host_warning_is_read_to_its_end(isolated_config, si
     assert "--threads N or --headless" in text or "--headless to time" in text, shown
 
 
+@sync
+async def test_the_contended_host_warning_takes_one_row_after_the_terminal_shrinks(isolated_config):
+    """Shrunk from 160x48 to 80x24, the warning under the kernel table is its short wording on one
+    row, the table's border right under it: it had kept the two rows the long wording wrapped to
+    at the new width, one of them blank, a kernel row fewer."""
+    from dataclasses import replace
+
+    snap = load_snapshot(SNAPSHOT)
+    steps = tuple(1_000_000 * (5 if i % 20 == 0 else 1) for i in range(len(snap.step_ns)))
+    cpu = replace(snap, meta=replace(snap.meta, device="cpu", gpu=None), step_ns=steps)
+    app = snapshot_app(cpu, theme="tfdash-dark")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        for size in ((80, 24), (100, 30), (80, 24)):
+            await pilot.resize_terminal(*size)
+            await settle(pilot)
+            lines = screen_text(app).splitlines()
+            at = next(i for i, line in enumerate(lines) if "⚠" in line)
+            assert lines[at + 1].startswith("╰"), (size, lines[at - 1:at + 2])
+
+
 def help_rows(text: str) -> list[tuple[str, str]]:
     """(does, id) of each help row on this screen: "does" joined across its wrapped lines; a
     section's heading (a place's name alone in "does") starts no row and ends the one before."""

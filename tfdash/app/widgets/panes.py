@@ -46,7 +46,9 @@ class Throttle:
 def set_content(widget: Static, content: Content | str) -> None:
     """Update a Static only when what it shows changes, and reflow the layout only when its
     number of lines changes, wrapped lines counted at the widget's width (a one-line total that
-    becomes a long warning wraps): a live refresh then repaints a few small regions, nothing more."""
+    becomes a long warning wraps), or that width does (after a resize its height was laid out for
+    the old text at the new width: a long wording that wrapped there, replaced by a short one that
+    fits, kept two rows): a live refresh then repaints a few small regions, nothing more."""
     if isinstance(content, str):
         content = Content(content)
     content = visible_content(content, KEEP_LAYOUT)  # no control from a snapshot reaches the terminal
@@ -57,8 +59,8 @@ def set_content(widget: Static, content: Content | str) -> None:
     width = widget.content_size.width
     lines = sum(max(1, -(-cell_len(line) // width)) for line in content.plain.split("\n")) if width \
         else content.plain.count("\n")
-    layout = old is None or lines != getattr(widget, "_tf_lines", None)
-    widget._tf_key, widget._tf_lines = key, lines
+    layout = old is None or (lines, width) != getattr(widget, "_tf_lines", None)
+    widget._tf_key, widget._tf_lines = key, (lines, width)
     widget.update(content, layout=layout)
 
 
