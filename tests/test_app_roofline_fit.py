@@ -112,12 +112,13 @@ async def test_the_reviewers_sizes_on_a_live_dashboard(isolated_config):
 
 @sync
 async def test_v_gives_the_roofline_pane_its_rows_and_no_more(isolated_config, tmp_path):
-    """`v` shows the roofline pane as tall as its lines, NVML (or nothing) under it: at 80x24 it had
-    kept six empty rows inside its border down to the footer, and at 100x48 four, which NVML's
-    charts went without."""
+    """`v` shows the roofline pane as tall as its lines, NVML under it, or where NVML has nothing to
+    show the kernel table when it keeps its 10 rows there, or else nothing: at 80x24 the pane had kept
+    six empty rows inside its border down to the footer, at 100x48 four that NVML's charts went
+    without, and a CPU run's at 100x30 ten where its kernel table fits."""
     cpu = write_snapshot(cpu_run(load_snapshot(SNAPSHOT)), tmp_path / "cpu.json")
-    for path, size, nvml in ((SNAPSHOT, (80, 24), False), (cpu, (80, 24), False), (SNAPSHOT, (100, 48), True),
-                             (cpu, (120, 30), False)):
+    for path, size, under in ((SNAPSHOT, (80, 24), ""), (cpu, (80, 24), ""), (SNAPSHOT, (100, 48), "╭─ NVML"),
+                              (cpu, (100, 30), "╭─ kernels"), (cpu, (120, 30), "╭─ kernels")):
         app = snapshot_app(path, theme="tfdash-dark")
         async with app.run_test(size=size) as pilot:
             await settle(pilot)
@@ -125,13 +126,16 @@ async def test_v_gives_the_roofline_pane_its_rows_and_no_more(isolated_config, t
             await settle(pilot)
             r = app.screen.query_one("#roofline").region
             lines = screen_text(app).splitlines()
+            if under == "╭─ kernels":  # the table's keys act on it: `s` sorts by the next column
+                assert "s Sort" in lines[-1] and "sort measured ▼" in screen_text(app), lines[-1]
+                await pilot.press("s")
+                await settle(pilot)
+                assert "sort measured ▼" not in screen_text(app), screen_text(app)
         inside = [line[r.x + 1:r.right - 1].strip() for line in lines[r.y + 1:r.bottom - 1]]
         assert inside and inside[-1].split()[1:3] == ["tok/s", "ceiling"], (path, size, lines)
-        assert "" not in inside[:-1] or inside.count("") == 1, (path, size, inside)  # the line over the gap bar
+        assert inside.count("") <= 1, (path, size, inside)  # the line over the gap bar
         assert lines[r.bottom - 1].lstrip().startswith("╰"), (path, size, lines)
-        assert ("╭─ NVML" in lines[r.bottom]) == nvml, (path, size, lines[r.bottom])
-
-
+        assert lines[r.bottom].startswith(under) if under else not lines[r.bottom].strip(), (size, lines[r.bottom])
 
 LONG_WHY = ("nvmlInit failed: NVML_ERROR_DRIVER_NOT_LOADED: the NVIDIA kernel module is not loaded (a container "
             "started without --gpus, or a driver updated since boot that wants a reboot); tfdash reads no clocks, "

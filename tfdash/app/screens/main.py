@@ -107,9 +107,13 @@ class MainScreen(Screen):
         """The kernel table takes the focus back once it is shown again (`v` back, or a terminal wide
         enough for every pane): hidden, it lost the focus, and ⏎, s and / would do nothing."""
         def focus() -> None:
-            if self.focused is None and not (self.has_class("-fold") and self.has_class("-aside")):
+            if self.focused is None and self._table_shown():
                 self.query_one("#kernel-table").focus()
         self.call_after_refresh(focus)
+
+    def _table_shown(self) -> bool:
+        """The kernel table is on the screen: not put aside by `v`, or kept under the roofline pane."""
+        return not (self.has_class("-fold") and self.has_class("-aside")) or self.has_class("-aside-table")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """`v` (panes) only where it swaps something: where the roofline pane steps aside; the
@@ -123,7 +127,7 @@ class MainScreen(Screen):
         if action == "filter" and getattr(self.focused, "id", None) == "kernel-filter":
             return False
         if action in ("sort", "reverse", "filter", "group", "drill"):
-            return not (fold and self.has_class("-aside"))
+            return self._table_shown()
         return True
 
     def _fit_panes(self, snap: ProfileSnapshot | None, size=None) -> None:
@@ -133,8 +137,9 @@ class MainScreen(Screen):
         hold it, or where the kernel table would keep fewer than BOTTOM_MIN_H rows under it. NVML is
         a line when it has nothing, and beside the roofline pane `v` shows when fewer than NVML_MIN_H
         rows are left under it (an NVML pane cut short, or none at all, would take the roofline's).
-        `v` gives the roofline pane its rows and no more (app.tcss), NVML the rest: where NVML is a
-        line, the screen under the pane is left bare rather than drawn as empty rows inside it."""
+        `v` gives the roofline pane its rows and no more (app.tcss), NVML the rest; where NVML has
+        nothing to show, the kernel table keeps the rest if they are BOTTOM_MIN_H or more (-aside-table),
+        and otherwise the screen under the pane is left bare rather than drawn as empty rows inside it."""
         width, height = size or self.size
         narrow, short = self.has_class("-narrow"), self.has_class("-short")
         nvml_off = snap is not None and bool(snap.unavailable.get("nvml")) and not snap.nvml
@@ -149,13 +154,17 @@ class MainScreen(Screen):
         fold = narrow or short or roof.rows(ROOFLINE_W) > rows_left(("nvml",) if nvml_off else ()) - BOTTOM_MIN_H
         self.set_class(fold, "-fold")
         aside = fold and self.has_class("-aside")
+        table = False
         if aside:  # the roofline pane over NVML, as wide as the screen, with its rows and no more
             need = roof.rows(width)
             nvml_line = nvml_off or rows_left(("throughput",)) - need < NVML_MIN_H
+            table = nvml_off and rows_left(("throughput",)) - need >= BOTTOM_MIN_H  # NVML has nothing: the table
             panes = ("throughput", "nvml") if nvml_line else ("throughput",)
         else:
             need, nvml_line = 0 if fold else roof.rows(ROOFLINE_W), False
             panes = ("roofline", "nvml") if narrow else ("roofline",) * fold + ("nvml",) * nvml_off
+        was_table = self.has_class("-aside-table")
+        self.set_class(table, "-aside-table")
         self.set_class(nvml_line, "-nvml-line")  # `v` then gives the roofline pane the whole screen
         top = max(need, 0 if short or aside else TOP_MIN_H) or None  # None: the stylesheet's
         if top != self._top_min:  # set only on a change: each setting lays the screen out
@@ -164,8 +173,8 @@ class MainScreen(Screen):
         line = pane_summary(snap, panes, line_w)
         set_content(self.query_one("#pane-summary", Static), line)
         self.set_class(bool(line.plain), "-summary")
-        if fold != was_fold:
-            self.refresh_bindings()  # `v` comes into the footer, or leaves it
+        if fold != was_fold or table != was_table:
+            self.refresh_bindings()  # `v` comes into the footer, or leaves it; the table's keys with the table
             self._refocus_table()
 
     def action_panes(self) -> None:
