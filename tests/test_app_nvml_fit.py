@@ -11,7 +11,7 @@ from fixtures.appkit import SNAPSHOT, isolated_config, sync  # noqa: F401  (fixt
 from test_app_fit import screen_text, settle
 
 from tfdash.app.main import snapshot_app
-from tfdash.app.widgets.panes import NVML_CHARTS_H, NVML_NUMBERS
+from tfdash.app.widgets.nvml import NVML_CHARTS_H, NVML_NUMBERS
 
 LABELS = ("DRAM GB/s", "GB/s window", "GB/s predicted", "NVML ÷ predicted", "MHz SM", "°C")
 WHOLE = 2 + NVML_NUMBERS + NVML_CHARTS_H  # the pane's rows with both charts: its border included

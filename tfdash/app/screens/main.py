@@ -24,7 +24,8 @@ from tfdash.app.widgets.continuation import Continuation
 from tfdash.app.widgets.footer import FitFooter
 from tfdash.app.widgets.kernel_cells import timing_label
 from tfdash.app.widgets.kernel_table import KernelTable
-from tfdash.app.widgets.panes import NvmlPane, RooflinePane, ThroughputPane, set_content
+from tfdash.app.widgets.nvml import NvmlPane
+from tfdash.app.widgets.panes import RooflinePane, ThroughputPane, set_content
 from tfdash.profiling.snapshot import ProfileSnapshot
 
 

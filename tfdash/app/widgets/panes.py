@@ -1,4 +1,5 @@
-"""The dashboard's number panes: throughput, roofline and NVML. Each renders from a snapshot.
+"""The dashboard's number panes: throughput and roofline (NVML's is widgets/nvml.py), and the
+parts every pane is made of (stat lines, chart keys, set_content). Each renders from a snapshot.
 
 Values are right-aligned in a fixed column so they can be compared at a glance; a value that
 could not be measured is "—" and the pane says why (the snapshot's `unavailable` reasons).
@@ -17,10 +18,10 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from tfdash.app.model import fmt_bytes, fmt_gbps, fmt_ns, fmt_num, throughput, tok_s_now
-from tfdash.app.widgets.chart import CHART_MIN_H, Chart, Figure, Line, rule_mark
+from tfdash.app.widgets.chart import Chart, Figure, Line, rule_mark
 from tfdash.stats import percentile
 from tfdash.profiling.probe import ceiling_note
-from tfdash.profiling.snapshot import ProfileSnapshot, Series
+from tfdash.profiling.snapshot import ProfileSnapshot
 from tfdash.textsafe import KEEP_LAYOUT, visible_content
 
 VALUE_W = 10
@@ -283,107 +284,3 @@ def _baseline_step(snap: ProfileSnapshot, baseline: ProfileSnapshot | None) -> l
         return [stat("—", "baseline", note="no profile window in one of them")]
     step, pct = both
     return [stat(fmt_ns(step), "baseline", "bold", note=f"Δ {'+' if pct > 0 else ''}{pct:.1f} % vs it")]
-
-
-def _series(snap: ProfileSnapshot, name: str) -> Series | None:
-    for s in snap.nvml:
-        if s.name == name:
-            return s
-    return None
-
-
-def _last(s: Series | None) -> float | None:
-    if s is None:
-        return None
-    for v in reversed(s.values):
-        if v is not None:
-            return v
-    return None
-
-
-def _points(s: Series | None) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    if s is None:
-        return (), ()
-    pts = [(t, v) for t, v in zip(s.t, s.values) if v is not None]
-    return tuple(p[0] for p in pts), tuple(p[1] for p in pts)
-
-
-NVML_NUMBERS = 6  # the NVML pane's lines of numbers (layout.NVML_MIN_H: with its border)
-NVML_DRAM_H = 1 + CHART_MIN_H  # the DRAM chart's key and its least plot
-NVML_CHARTS_H = NVML_DRAM_H + 2 + CHART_MIN_H  # and the power chart's key, a blank line over it
-
-
-class NvmlPane(Vertical):
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id)
-        self._slow = Throttle()
-
-    def compose(self):
-        yield Static(id="nvml-stats", classes="stats")
-        # each chart's key a widget of its own, hidden with its chart where the pane is too short for it
-        yield Static(Content.assemble(*key("$primary", "DRAM GB/s"), *key("$accent", "predicted")),
-                     id="nvml-dram-key", classes="stats")
-        yield Chart(id="nvml-dram")
-        yield Static(Content.assemble(*key("$secondary", "power W"), ("over the run, s", "$text-muted")),
-                     id="nvml-power-key", classes="stats")
-        yield Chart(id="nvml-power")
-
-    def on_resize(self) -> None:
-        self.fit_charts(self.content_region.height)
-
-    def fit_charts(self, rows: int) -> None:
-        """Each chart whole, at CHART_MIN_H rows or more, or not at all: the power chart goes first,
-        then the DRAM chart, and the border says how many more rows would show them (a chart cut
-        mid-plot, or a key over no chart, was all a short pane showed of them)."""
-        if rows <= 0:
-            return  # not laid out yet (or put aside): its resize fits it
-        off = self.has_class("-unavailable")
-        both, dram = NVML_NUMBERS + NVML_CHARTS_H, NVML_NUMBERS + NVML_DRAM_H
-        keep = 0 if off else 2 if rows >= both else 1 if rows >= dram else 0
-        for i, part in ((1, "dram"), (2, "power")):
-            for node in (f"#nvml-{part}-key", f"#nvml-{part}"):
-                self.query_one(node).display = keep >= i
-        hidden = "" if off or keep == 2 else f"{'power chart needs' if keep else 'charts need'} {both - rows} more rows"
-        if (self.border_subtitle or "") != hidden:  # setting it repaints the whole pane
-            self.border_subtitle = hidden
-
-    def show(self, snap: ProfileSnapshot | None, final: bool = True) -> None:
-        stats = self.query_one("#nvml-stats", Static)
-        dram_chart = self.query_one("#nvml-dram", Chart)
-        power_chart = self.query_one("#nvml-power", Chart)
-        if snap is None:
-            set_content(stats, "")
-            return
-        why = snap.unavailable.get("nvml")
-        self.set_class(bool(why) and not snap.nvml, "-unavailable")
-        self.fit_charts(self.content_region.height)
-        if why and not snap.nvml:
-            set_content(stats, Content.assemble(("NVML unavailable\n", "bold $text-warning"),
-                                                (why, "italic $text-muted")))
-            dram_chart.show(Figure())
-            power_chart.show(Figure())
-            return
-        dram = _series(snap, "dram_gbps")
-        r = snap.roofline
-        predicted = r.achieved_gbps if r is not None else None
-        ratio = r.nvml_ratio if r is not None else None
-        set_content(stats, lines(
-            stat(fmt_num(_last(dram), 0), "DRAM GB/s", "bold $text-primary", note="NVML GPM, now"),
-            # the profile window's own NVML figure (the second of decode before it): mid-run it is
-            # not the latest sample above, and it is what the ratio divides
-            stat(fmt_num(r.nvml_gbps if r is not None else None, 0), "GB/s window", note="NVML GPM"),
-            stat(fmt_num(predicted, 0), "GB/s predicted", note="bytes ÷ step"),
-            stat(fmt_num(ratio, 2, "×"), "NVML ÷ predicted", note="window"),
-            stat(fmt_num(_last(_series(snap, "sm_clock_mhz")), 0), "MHz SM",
-                 note=f"{fmt_num(_last(_series(snap, 'mem_clock_mhz')), 0)} MHz mem"),
-            stat(fmt_num(_last(_series(snap, "power_w")), 0), "W",
-                 note=f"{fmt_num(_last(_series(snap, 'temp_c')), 0)} °C"),
-        ))
-        if not self._slow.due(force=final):
-            return
-        x, y = _points(dram)
-        hl = ((predicted, "accent"),) if predicted else ()
-        dram_chart.show(Figure(lines=(Line(x, y, "primary"),), hlines=hl, y_from_zero=True, xlabel="s",
-                               ylabel="GB/s"))
-        px, py = _points(_series(snap, "power_w"))
-        power_chart.show(Figure(lines=(Line(px, py, "secondary"),), y_from_zero=True, xlabel="s", ylabel="W"))
