@@ -17,11 +17,13 @@ LABELS = ("DRAM GB/s", "GB/s window", "GB/s predicted", "NVML ÷ predicted", "MH
 WHOLE = 2 + NVML_NUMBERS + NVML_CHARTS_H  # the pane's rows with both charts: its border included
 
 
-def region_lines(app, node: str) -> tuple[list[str], str]:
-    """The lines inside a pane's border, and its bottom border (where a subtitle is drawn)."""
+def region_lines(app, node: str, strip: bool = True) -> tuple[list[str], str]:
+    """The lines inside a pane's border (stripped, or as drawn), and its bottom border (where a
+    subtitle is drawn)."""
     r = app.screen.query_one(node).region
     lines = screen_text(app).splitlines()
-    return [line[r.x + 1:r.right - 1].strip() for line in lines[r.y + 1:r.bottom - 1]], lines[r.bottom - 1][r.x:r.right]
+    inside = [line[r.x + 1:r.right - 1] for line in lines[r.y + 1:r.bottom - 1]]
+    return [line.strip() for line in inside] if strip else inside, lines[r.bottom - 1][r.x:r.right]
 
 
 def assert_charts_whole_or_said(app, size) -> int:
@@ -91,3 +93,25 @@ async def test_the_pane_grown_by_the_rows_it_asked_for_shows_both_charts(isolate
         await pilot.resize_terminal(100, 30 + more - 1)
         await settle(pilot)
         assert assert_charts_whole_or_said(app, (100, 30 + more - 1)) == 1
+
+
+@sync
+async def test_the_nvml_notes_start_in_one_column(isolated_config):
+    """Each note in the NVML pane starts in one column, on its label's line: "bytes ÷ step" and
+    "window" had started one and three cells past the others, after labels as long as the column."""
+    notes = {"DRAM GB/s": "NVML GPM, now", "GB/s window": "NVML GPM", "GB/s predicted": "bytes ÷ step",
+             "NVML ÷ predicted": "window", "MHz SM": "3,201 MHz mem", "W": "50 °C"}
+    app = snapshot_app(SNAPSHOT, theme="tfdash-dark")
+    async with app.run_test(size=(120, 40)) as pilot:
+        for size, keys in (((120, 40), ()), ((160, 48), ()), ((100, 30), ("v",))):
+            await pilot.resize_terminal(*size)
+            await settle(pilot)
+            await pilot.press(*keys)
+            await settle(pilot)
+            inside, _ = region_lines(app, "#nvml", strip=False)
+            starts = set()
+            for label, note in notes.items():
+                line = next(x for x in inside if re.search(rf"\d\S*\s+{re.escape(label)}\s", x))
+                assert note in line, (size, label, line)
+                starts.add(line.index(note))
+            assert len(starts) == 1, (size, inside[:6])

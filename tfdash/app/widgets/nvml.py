@@ -13,6 +13,16 @@ from tfdash.app.widgets.panes import Throttle, key, lines, set_content, stat
 from tfdash.profiling.snapshot import ProfileSnapshot, Series
 
 
+# "NVML ÷ predicted" and two spaces in the label column, so every note starts in one column; the values
+# (5 cells at most: "1,983", "0.98×") in 7, which keeps the longest line ("NVML GPM, now") to the
+# 40 cells inside the 44-column pane (app.tcss)
+VALUE_W, LABEL_W = 7, 18
+
+
+def nv_stat(value: str, label: str, value_style: str = "bold", note: str = "") -> Content:
+    return stat(value, label, value_style, note, VALUE_W, LABEL_W)
+
+
 def _series(snap: ProfileSnapshot, name: str) -> Series | None:
     for s in snap.nvml:
         if s.name == name:
@@ -96,15 +106,15 @@ class NvmlPane(Vertical):
         predicted = r.achieved_gbps if r is not None else None
         ratio = r.nvml_ratio if r is not None else None
         set_content(stats, lines(
-            stat(fmt_num(_last(dram), 0), "DRAM GB/s", "bold $text-primary", note="NVML GPM, now"),
+            nv_stat(fmt_num(_last(dram), 0), "DRAM GB/s", "bold $text-primary", note="NVML GPM, now"),
             # the profile window's own NVML figure (the second of decode before it): mid-run it is
             # not the latest sample above, and it is what the ratio divides
-            stat(fmt_num(r.nvml_gbps if r is not None else None, 0), "GB/s window", note="NVML GPM"),
-            stat(fmt_num(predicted, 0), "GB/s predicted", note="bytes ÷ step"),
-            stat(fmt_num(ratio, 2, "×"), "NVML ÷ predicted", note="window"),
-            stat(fmt_num(_last(_series(snap, "sm_clock_mhz")), 0), "MHz SM",
+            nv_stat(fmt_num(r.nvml_gbps if r is not None else None, 0), "GB/s window", note="NVML GPM"),
+            nv_stat(fmt_num(predicted, 0), "GB/s predicted", note="bytes ÷ step"),
+            nv_stat(fmt_num(ratio, 2, "×"), "NVML ÷ predicted", note="window"),
+            nv_stat(fmt_num(_last(_series(snap, "sm_clock_mhz")), 0), "MHz SM",
                  note=f"{fmt_num(_last(_series(snap, 'mem_clock_mhz')), 0)} MHz mem"),
-            stat(fmt_num(_last(_series(snap, "power_w")), 0), "W",
+            nv_stat(fmt_num(_last(_series(snap, "power_w")), 0), "W",
                  note=f"{fmt_num(_last(_series(snap, 'temp_c')), 0)} °C"),
         ))
         if not self._slow.due(force=final):

@@ -65,9 +65,12 @@ def set_content(widget: Static, content: Content | str) -> None:
     widget.update(content, layout=layout)
 
 
-def stat(value: str, label: str, value_style: str = "bold", note: str = "") -> Content:
-    label = "  " + (label.ljust(LABEL_W) + (" " if len(label) >= LABEL_W else "") if note else label)
-    parts = [(value.rjust(VALUE_W), value_style), (label, "$text-muted")]
+def stat(value: str, label: str, value_style: str = "bold", note: str = "", value_w: int = VALUE_W,
+         label_w: int = LABEL_W) -> Content:
+    """One line: the value right-aligned in `value_w` cells, its label, and a note from `label_w`
+    cells after the label's start (a label that long pushes its note a cell past the others')."""
+    label = "  " + (label.ljust(label_w) + (" " if len(label) >= label_w else "") if note else label)
+    parts = [(value.rjust(value_w), value_style), (label, "$text-muted")]
     if note:
         parts.append((note, "$text-muted italic"))
     return Content.assemble(*parts)
