@@ -44,8 +44,10 @@ async def settle(pilot) -> None:
 
 
 def pane_cells(line: str, pane: int = 0) -> list[str]:
-    """The cells of one table line inside a pane on it (between its two borders; 0: the first)."""
+    """The cells of one table line inside a pane on it (between its two borders; 0: the first),
+    less the scrollbar's glyph against its right border."""
     inner = line.split("│")[1 + 2 * pane]
+    inner = inner[:-1] if re.fullmatch(r"[▁-█]", inner[-1:]) else inner
     return [c for c in re.split(r" {2,}", inner.strip()) if c]
 
 
@@ -106,6 +108,29 @@ async def test_the_drill_downs_operands_show_whole_columns(isolated_config, size
                 "written": fmt_bytes(o.written) if o.written else "—",
                 "%": fmt_num(100 * (o.read + o.written) / total, 1), "buffer": o.buffers}
         assert pane_cells(line, 1) == [want[h] for h in shown], (lines[at], line)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (100, 30), (160, 48)])
+@sync
+async def test_the_drill_downs_operands_say_how_many_are_shown(isolated_config, size):
+    """Under a GEMV's dims and geometry at 80x24 the cost-by-operand table has room for one of
+    gate_up's four operands: its border says "1 of 4 operands shown" (the table had run on past the
+    pane's border, three rows cut with nothing said). Where every row fits, nothing is said."""
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")  # gate_up: w, out, x, norm_w
+        await settle(pilot)
+        r = app.screen.query_one("#operands").region
+        lines = screen_text(app).splitlines()
+    inside = [line[r.x + 1:r.right - 1].strip() for line in lines[r.y + 1:r.bottom - 1]]
+    shown = [x for x in inside if x.split()[:1] in (["w"], ["out"], ["x"], ["norm_w"])]
+    bottom = lines[r.bottom - 1][r.x:r.right]
+    if len(shown) < 4:
+        assert f"{len(shown)} of 4 operands shown" in bottom, (size, inside, bottom)
+    else:
+        assert "operands shown" not in bottom, (size, bottom)
+    assert (len(shown) < 4) == (size == (80, 24)), (size, inside)
 
 
 @pytest.mark.parametrize("size", [(200, 60), (120, 40), (100, 30), (80, 24)])

@@ -247,8 +247,13 @@ class DrillScreen(CodeTabs, MarginalTab, CountersTab, Screen):
                  Text(fmt_bytes(o.written) if o.written else "—", justify="right"),
                  Text(fmt_num(100 * (o.read + o.written) / total, 1), justify="right"),
                  Text(visible(o.buffers), style="dim")] for o in ops]
-        room = self.query_one("#operands").content_size.height - caption.outer_size.height  # rows with a header
+        pane = self.query_one("#operands")
+        room = pane.content_size.height - caption.outer_size.height  # rows with a header
         fill_whole(t, OPERAND_COLUMNS, rows, [None] * len(rows), OPERAND_PRIORITY, int(len(rows) + 1 > room))
+        # fewer rows than operands (an 80x24 terminal under a GEMV's geometry): the border says how many
+        shown = max(1, room - 1)
+        pane.border_subtitle = f"{shown} of {len(rows)} operands shown" if pane.content_size.height and \
+            shown < len(rows) else ""
 
     def _sweep_chart(self, snap: ProfileSnapshot) -> None:
         caption = self.query_one("#sweep-caption", Static)
