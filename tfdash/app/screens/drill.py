@@ -66,6 +66,12 @@ def summary_pairs(r: TableRow, group: str) -> list[list[tuple[str, str]]]:
     return pairs
 
 
+def operands_shown(room: int, n: int) -> str:
+    """The cost-by-operand pane's subtitle where its table's `room` rows (its header's among them)
+    show fewer than its `n` operands (80x24, under a GEMV's dims and geometry), the rest scrolled."""
+    return f"{max(1, room - 1)} of {n} operands shown" if room - 1 < n else ""
+
+
 class DrillScreen(CodeTabs, MarginalTab, CountersTab, Screen):
     BINDINGS = bindings.DRILL
     AUTO_FOCUS = "#instances-table"
@@ -250,10 +256,7 @@ class DrillScreen(CodeTabs, MarginalTab, CountersTab, Screen):
         pane = self.query_one("#operands")
         room = pane.content_size.height - caption.outer_size.height  # rows with a header
         fill_whole(t, OPERAND_COLUMNS, rows, [None] * len(rows), OPERAND_PRIORITY, int(len(rows) + 1 > room))
-        # fewer rows than operands (an 80x24 terminal under a GEMV's geometry): the border says how many
-        shown = max(1, room - 1)
-        pane.border_subtitle = f"{shown} of {len(rows)} operands shown" if pane.content_size.height and \
-            shown < len(rows) else ""
+        pane.border_subtitle = operands_shown(room, len(rows)) if pane.content_size.height else ""
 
     def _sweep_chart(self, snap: ProfileSnapshot) -> None:
         caption = self.query_one("#sweep-caption", Static)
