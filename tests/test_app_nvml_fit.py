@@ -52,6 +52,12 @@ def assert_charts_whole_or_said(app, size) -> int:
     return shown
 
 
+def test_the_least_nvml_pane_is_its_numbers_and_its_border():
+    from tfdash.app.layout import NVML_MIN_H
+
+    assert NVML_MIN_H == NVML_NUMBERS + 2
+
+
 @sync
 async def test_the_nvml_pane_shows_each_chart_whole_or_says_how_many_rows_it_needs(isolated_config):
     app = snapshot_app(SNAPSHOT, theme="tfdash-dark")

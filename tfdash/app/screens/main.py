@@ -166,7 +166,7 @@ class MainScreen(Screen):
             panes = ("roofline", "nvml") if narrow else ("roofline",) * fold + ("nvml",) * nvml_off
         was_table = self.has_class("-aside-table")
         self.set_class(table, "-aside-table")
-        self.set_class(nvml_line, "-nvml-line")  # `v` then gives the roofline pane the whole screen
+        self.set_class(nvml_line, "-nvml-line")  # `v` then shows no NVML pane under the roofline's
         top = max(need, 0 if short or aside else TOP_MIN_H) or None  # None: the stylesheet's
         if top != self._top_min:  # set only on a change: each setting lays the screen out
             self._top_min = top
