@@ -187,3 +187,32 @@ async def test_the_help_names_each_case_where_v_shows_the_roofline_pane(isolated
     does = words(rows["panes"])
     for case in ("under 116 columns", "under 32 rows", "leave the kernel table under 10 rows"):
         assert case in does, does
+
+
+@sync
+async def test_v_waits_for_the_first_snapshot(isolated_config):
+    """While the engine is built there is no snapshot, and `v` had shown an empty roofline pane over
+    an NVML pane of a chart key and nothing else: it is offered once the first snapshot is in."""
+    from fixtures.appkit import LiveStandIn
+
+    from tfdash.app.app import TfdashApp
+    from tfdash.app.messages import SessionNews
+
+    class Building(LiveStandIn):
+        def start(self, app) -> None:  # the engine is still being built: no news yet
+            pass
+
+    app = TfdashApp(Building(), theme="tfdash-dark", tilelang_source=lambda fam: "#\n")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        lines = screen_text(app).splitlines()
+        assert "v Panes" not in lines[-1] and "q Quit" in lines[-1], lines[-1]
+        await pilot.press("v")
+        await settle(pilot)
+        assert "╭─ roofline" not in screen_text(app) and "╭─ continuation" in screen_text(app)
+        app.post_message(SessionNews())  # the first snapshot
+        await settle(pilot)
+        assert "v Panes" in screen_text(app).splitlines()[-1]
+        await pilot.press("v")
+        await settle(pilot)
+        assert_every_line_shown(app, (80, 24))

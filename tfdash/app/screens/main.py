@@ -85,6 +85,7 @@ class MainScreen(Screen):
     BINDINGS = bindings.MAIN
     AUTO_FOCUS = "#kernel-table"
     _top_min: int | None = None  # the top row's least height as last set (None: the stylesheet's)
+    _no_snap = True  # no snapshot yet, as the footer was last fitted to
 
     def compose(self) -> ComposeResult:
         yield TopBar(id="topbar")
@@ -123,8 +124,8 @@ class MainScreen(Screen):
         palette, and is left unbound rather than changing what no one sees. In the filter, `/` (a
         priority key) is the filter's: typed, not reopening it."""
         fold = self.has_class("-fold")
-        if action == "panes":
-            return fold
+        if action == "panes":  # nothing to show before the first snapshot (an engine being built)
+            return fold and self.app.snapshot is not None
         if action == "filter" and getattr(self.focused, "id", None) == "kernel-filter":
             return False
         if action in ("sort", "reverse", "filter", "group", "drill"):
@@ -174,7 +175,8 @@ class MainScreen(Screen):
         line = pane_summary(snap, panes, line_w)
         set_content(self.query_one("#pane-summary", Static), line)
         self.set_class(bool(line.plain), "-summary")
-        if fold != was_fold or table != was_table:
+        if (fold, table, snap is None) != (was_fold, was_table, self._no_snap):
+            self._no_snap = snap is None
             self.refresh_bindings()  # `v` comes into the footer, or leaves it; the table's keys with the table
             self._refocus_table()
 
