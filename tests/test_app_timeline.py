@@ -198,3 +198,35 @@ def test_timeline_picture_160x48(isolated_config, snap_compare):
 
 def test_timeline_picture_80x24(isolated_config, snap_compare):
     assert snap_compare(app_on(), terminal_size=(80, 24), run_before=_open_zoomed)
+
+
+def contrast(a: str, b: str) -> float:
+    """WCAG contrast ratio of two colours."""
+    from textual.color import Color
+
+    def lum(c: str) -> float:
+        ch = [v / 255 for v in Color.parse(c).rgb]
+        ch = [v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4 for v in ch]
+        return 0.2126 * ch[0] + 0.7152 * ch[1] + 0.0722 * ch[2]
+
+    hi, lo = sorted((lum(a), lum(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+@pytest.mark.parametrize("theme", ["tfdash-dark", "tfdash-light", "tfdash-contrast"])
+@sync
+async def test_the_timelines_title_can_be_read(isolated_config, theme):
+    """The title in the timeline's border is drawn in a text colour, read against the screen at 3:1
+    or better: in its border's own colour it had stood at 1.5:1 to 2.3:1, in every theme."""
+    import re
+
+    app = snapshot_app(SNAPSHOT, theme=theme)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("T")
+        await pilot.pause()
+        svg = app.export_screenshot()
+        ground = [app.theme_variables[k] for k in ("background", "surface")]
+    cls = re.search(r'<text class="([^"]+)"[^>]*>[^<]*kernels&#160;on&#160;a&#160;time', svg).group(1)
+    fill = re.search(re.escape(cls) + r" \{ fill: (#[0-9a-fA-F]{6})", svg).group(1)
+    assert min(contrast(fill, g) for g in ground) >= 3, (theme, fill, ground)

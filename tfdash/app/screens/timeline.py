@@ -59,7 +59,11 @@ class TimelineScreen(Screen):
     AUTO_FOCUS = "#timeline-view"
     DEFAULT_CSS = """
     TimelineScreen #timeline-summary { height: auto; padding: 0 1; }
-    TimelineScreen #timeline-view { border: round $primary-muted; }
+    TimelineScreen #timeline-view {
+        border: round $primary-muted;
+        border-title-color: $text-primary;  /* the border's own colour left it unreadable in every theme */
+        border-title-style: bold;
+    }
     """
 
     def __init__(self) -> None:
