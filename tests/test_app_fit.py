@@ -519,3 +519,22 @@ async def test_the_kernel_table_shows_whole_cells_while_a_filter_is_typed(isolat
     row = lines[next(i for i, line in enumerate(lines) if re.search(r"│ op\s", line)) + 1]
     assert pane_cells(row)[:2] == ["gate_up", "330.3 µs"] and "3,367" in row, row
     assert any("filter gate  1 row · 143 launches" in line for line in lines), lines
+
+
+@pytest.mark.parametrize("size", [(80, 24), (130, 26), (120, 40)])
+@sync
+async def test_a_short_terminal_says_where_the_throughput_chart_went(isolated_config, size):
+    """Under 32 rows the throughput pane keeps its numbers and drops its chart; the row the chart's
+    key took says from how many rows it is drawn (it had gone with nothing said)."""
+    from tfdash.app.layout import SHORT_H
+
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        r = app.screen.query_one("#throughput").region
+        lines = screen_text(app).splitlines()
+    inside = " ".join(line[r.x + 1:r.right - 1].strip() for line in lines[r.y + 1:r.bottom - 1])
+    note = f"ms/step chart from {SHORT_H} rows"
+    assert "ms/step p99" in inside and "tokens" in inside, inside
+    assert (note in inside) == (size[1] < SHORT_H), inside
+    assert ("━ ms/step" in inside) == (size[1] >= SHORT_H), inside

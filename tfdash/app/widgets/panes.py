@@ -17,6 +17,7 @@ from textual.geometry import Size
 from textual.widget import Widget
 from textual.widgets import Static
 
+from tfdash.app.layout import SHORT_H
 from tfdash.app.model import fmt_bytes, fmt_gbps, fmt_ns, fmt_num, throughput, tok_s_now
 from tfdash.app.widgets.chart import Chart, Figure, Line, rule_mark
 from tfdash.stats import percentile
@@ -96,6 +97,9 @@ class ThroughputPane(Vertical):
         yield Static(Content.assemble(*key("$primary", "ms/step"), *key("$success", "p50", rule_mark())),
                      id="throughput-legend", classes="stats")
         yield Chart(id="throughput-chart")
+        # in its place in a short terminal (app.tcss), so that it is not left out unsaid
+        yield Static(Content.styled(f"ms/step chart from {SHORT_H} rows", "italic $text-muted"),
+                     id="throughput-short", classes="stats")
 
     def show(self, snap: ProfileSnapshot | None, max_new: int | None = None, final: bool = True) -> None:
         """`final=False` while live: the percentiles and the chart update at most twice a second."""
