@@ -207,12 +207,15 @@ async def test_v_waits_for_the_first_snapshot(isolated_config):
         await settle(pilot)
         lines = screen_text(app).splitlines()
         assert "v Panes" not in lines[-1] and "q Quit" in lines[-1], lines[-1]
+        # nor the table's keys over an empty table (they were offered while the engine was built)
+        assert not any(k in lines[-1] for k in ("⏎ Drill", "s Sort", "/ Filter", "g Group")), lines[-1]
         await pilot.press("v")
         await settle(pilot)
         assert "╭─ roofline" not in screen_text(app) and "╭─ continuation" in screen_text(app)
         app.post_message(SessionNews())  # the first snapshot
         await settle(pilot)
         assert "v Panes" in screen_text(app).splitlines()[-1]
+        assert "s Sort" in screen_text(app).splitlines()[-1] and "⏎ Drill" in screen_text(app).splitlines()[-1]
         await pilot.press("v")
         await settle(pilot)
         assert_every_line_shown(app, (80, 24))

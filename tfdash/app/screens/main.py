@@ -121,15 +121,16 @@ class MainScreen(Screen):
         """`v` (panes) only where it swaps something: where the roofline pane steps aside; the
         table's keys (sort, filter, group, drill) only while the table is on the screen (`v` can
         put the roofline and NVML in its place). Elsewhere a key is neither in the footer nor in the
-        palette, and is left unbound rather than changing what no one sees. In the filter, `/` (a
-        priority key) is the filter's: typed, not reopening it."""
+        palette, and is left unbound rather than changing what no one sees; before the first snapshot
+        (an engine being built) neither `v` nor the table's keys have anything to act on. In the
+        filter, `/` (a priority key) is the filter's: typed, not reopening it."""
         fold = self.has_class("-fold")
         if action == "panes":  # nothing to show before the first snapshot (an engine being built)
             return fold and self.app.snapshot is not None
         if action == "filter" and getattr(self.focused, "id", None) == "kernel-filter":
             return False
-        if action in ("sort", "reverse", "filter", "group", "drill"):
-            return self._table_shown()
+        if action in ("sort", "reverse", "filter", "group", "drill"):  # and a row to act on: not while building
+            return self._table_shown() and self.app.snapshot is not None
         return True
 
     def _fit_panes(self, snap: ProfileSnapshot | None, size=None) -> None:

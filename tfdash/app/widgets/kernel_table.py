@@ -31,6 +31,10 @@ class KernelDataTable(DataTable):
 
     BINDINGS = bindings.TABLE
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Enter is offered once there is a snapshot, not over the empty table of an engine being built."""
+        return action != "drill" or self.app.snapshot is not None
+
     def action_drill(self) -> None:
         table = self.parent
         while table is not None and not isinstance(table, KernelTable):
