@@ -112,6 +112,32 @@ async def test_r_keeps_the_run_before_and_b_lists_it(isolated_config, tiny_engin
         assert app.baseline.snapshot == first
 
 
+@sync
+async def test_a_run_kept_by_r_is_not_kept_again_when_the_next_run_never_built(isolated_config, tiny_engine,
+                                                                              tmp_path):
+    """r keeps the run; the next run's engine fails to build, so the screen still shows the run
+    before: a second r, and then q, name the file it is kept in and write no copy of it."""
+    runs = tmp_path / "runs"
+    rec = Recorder(tiny_engine, 24)
+
+    def first_builds(status):
+        if rec.sessions:
+            raise TfdashError("out of memory building the engine")
+        return rec(status)
+
+    app = live_app(first_builds, max_new_tokens=24, keep_dir=runs)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.state == "done", what="the first run's end")
+        for _ in range(2):
+            await pilot.press("r")
+            await wait_for(pilot, lambda: app.state == "error", what="the build's failure")
+        await pilot.press("q")
+        await wait_for(pilot, lambda: not app.is_running, timeout=20, what="the app to exit")
+    (kept,) = runs.iterdir()
+    assert load_snapshot(kept) == app.return_value and app.return_value.new_tokens == 24
+    assert final_line(app).endswith(f"; snapshot kept as {kept} (tfdash open it; b in a run lists it)")
+
+
 def test_keep_removes_the_oldest_past_the_limit_and_only_its_own_files(tmp_path):
     runs = tmp_path / "runs"
     runs.mkdir()

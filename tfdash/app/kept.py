@@ -78,11 +78,14 @@ def prune(directory: Path, limit: int) -> list[Path]:
 
 class KeptRuns:
     """`keep_run` on TfdashApp (mixed in): the app's `keep_dir` (None: keep nothing), `kept` (the
-    file quitting wrote) and `keep_error` (why the last run could not be kept)."""
+    file quitting wrote) and `keep_error` (why the last run could not be kept). A snapshot is kept
+    once: a run that never built (its engine failed, or q came while it was building) leaves the
+    app's snapshot the run before's, which `r` had kept already."""
 
     keep_dir: Path | None = None
     kept: Path | None = None
     keep_error: str | None = None
+    _kept_last: tuple[ProfileSnapshot, Path] | None = None  # the snapshot written last, and where
 
     def keep_run(self, snap: ProfileSnapshot | None) -> Path | None:
         """Keep a live run's snapshot (one that made a token) in keep_dir: the path, or None (and
@@ -90,14 +93,21 @@ class KeptRuns:
         self.keep_error = None
         if self.keep_dir is None or not self.source.live or not worth_keeping(snap):
             return None
+        if self._kept_last is not None and self._kept_last[0] is snap:  # kept already: not a second copy
+            return self._kept_last[1]
         try:
-            return keep(snap, self.keep_dir)
+            path = keep(snap, self.keep_dir)
         except TfdashError as e:
             self.keep_error = str(e)
             return None
+        self._kept_last = (snap, path)
+        return path
 
     def keep_before_rerun(self) -> None:
-        """Keep the run `r` is about to start over, and say where (or why not) in a toast."""
+        """Keep the run `r` is about to start over, and say where (or why not) in a toast; nothing
+        where it was kept already (the run between never built)."""
+        if self._kept_last is not None and self._kept_last[0] is self.snapshot:
+            return
         path = self.keep_run(self.snapshot)
         if path is not None:
             self.notify(f"the run before is kept as {path.name} (b compares against it)", timeout=4)
