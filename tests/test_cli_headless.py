@@ -426,6 +426,8 @@ def test_the_torch_fallback_on_cuda_is_named(monkeypatch):
     (["--backends", "tilelang-graph,nope"], ["unknown backend(s): nope", "tilelang-latekv"]),
     (["--backends", "torch-graph,tilelang-graph,torch-graph"],  # it built the peer twice, one row replacing the other
      ["--backends names torch-graph twice: each backend is one row of the table"]),
+    (["--gemv", "down:seg=8", "--gemv", "down:seg=8"], ["--gemv down:seg=8 given twice: each is one row"]),
+    (["--also-capacity", "2048", "--also-capacity", "2048"], ["--also-capacity 2048 given twice: each is one row"]),
     (["--capacity", "0"], ["--capacity 0 must be positive"]),
     (["--rounds", "0"], ["--rounds 0 must be at least 1"]),  # it named --max-new-tokens too
     (["--max-new-tokens", "-2"], ["--max-new-tokens -2 must be at least 1"]),

@@ -64,6 +64,10 @@ def check_numbers(args) -> None:
     for n in args.also_capacity:
         if n < 1:
             raise UsageError(f"--also-capacity {n} must be positive", PROG)
+    for flag, given in (("--gemv", args.gemv), ("--also-capacity", args.also_capacity)):
+        twice = sorted({str(v) for v in given if given.count(v) > 1})
+        if twice:  # one name per row: the second copy was built beside the first and replaced its row
+            raise UsageError(f"{flag} {', '.join(twice)} given twice: each is one row of the table", PROG)
 
 
 def check_lengths(args, cfg):
