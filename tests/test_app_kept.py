@@ -138,6 +138,23 @@ async def test_a_run_kept_by_r_is_not_kept_again_when_the_next_run_never_built(i
     assert final_line(app).endswith(f"; snapshot kept as {kept} (tfdash open it; b in a run lists it)")
 
 
+@sync
+async def test_a_run_r_could_not_keep_is_not_said_of_the_final_snapshot_that_save_wrote(isolated_config, tiny_engine,
+                                                                                        tmp_path):
+    (tmp_path / "runs").write_text("a file where the folder would be")
+    app = live_app(Recorder(tiny_engine, 24), max_new_tokens=24, save_path=tmp_path / "run.json",
+                   keep_dir=tmp_path / "runs")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.state == "done", what="the first run's end")
+        await pilot.press("r")  # its toast says the run before was not kept
+        await wait_for(pilot, lambda: app.state == "done" and app.refreshes > 1, what="the second run")
+        await pilot.press("q")
+        await wait_for(pilot, lambda: not app.is_running, timeout=20, what="the app to exit")
+    assert load_snapshot(tmp_path / "run.json") == app.return_value
+    assert "snapshot saved to" in final_line(app)
+    assert app.keep_error is None  # run_app's "the final snapshot was not kept" line: not said of a saved one
+
+
 def test_keep_removes_the_oldest_past_the_limit_and_only_its_own_files(tmp_path):
     runs = tmp_path / "runs"
     runs.mkdir()

@@ -78,7 +78,7 @@ def prune(directory: Path, limit: int) -> list[Path]:
 
 class KeptRuns:
     """`keep_run` on TfdashApp (mixed in): the app's `keep_dir` (None: keep nothing), `kept` (the
-    file quitting wrote) and `keep_error` (why the last run could not be kept). A snapshot is kept
+    file quitting wrote) and `keep_error` (why quitting could not keep the final run). A snapshot is kept
     once: a run that never built (its engine failed, or q came while it was building) leaves the
     app's snapshot the run before's, which `r` had kept already."""
 
@@ -111,5 +111,6 @@ class KeptRuns:
         path = self.keep_run(self.snapshot)
         if path is not None:
             self.notify(f"the run before is kept as {path.name} (b compares against it)", timeout=4)
-        elif self.keep_error:
+        elif self.keep_error:  # said here, and not again after the screen closes, which is of the final run
             self.notify(self.keep_error, title="the run before", severity="warning", timeout=8)
+            self.keep_error = None
