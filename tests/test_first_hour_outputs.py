@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 from conftest import assert_one_line_error, read_json, run_tfdash
@@ -327,3 +328,20 @@ def test_a_report_is_never_written_over_a_file_of_the_checkpoint_it_reads(ckpt_c
     r = run_tfdash("analyze", "--ckpt", str(d), "--json", str(d / "report.json"), timeout=60)  # a new file there is fine
     assert r.rc == 0, r.stderr
     assert json.loads((d / "report.json").read_text())
+
+
+def test_a_checkpoint_folder_that_cannot_be_listed_still_guards_its_files(ckpt_copy, monkeypatch):
+    """A folder that can be searched but not listed (mode 311): analyze reads its config.json by name,
+    and the check of --json against the folder's files was a PermissionError traceback."""
+    from tfdash.errors import TfdashError
+    from tfdash.profiling.files import check_not_a_snapshot
+
+    d = ckpt_copy()
+
+    def unlisted(self):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "iterdir", unlisted)
+    with pytest.raises(TfdashError, match="is the checkpoint's config.json, which this command reads"):
+        check_not_a_snapshot(d / "config.json", "--json", d)
+    check_not_a_snapshot(d / "report.json", "--json", d)  # a new file there is fine

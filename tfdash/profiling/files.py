@@ -208,7 +208,12 @@ def check_not_a_snapshot(path, what: str, ckpt=None) -> None:
         return
     if ckpt is not None and os.path.isdir(Path(ckpt).expanduser()):
         d = Path(ckpt).expanduser()
-        check_not_an_input(path, what, {f"the checkpoint's {p.name}": p for p in d.iterdir() if p.is_file()})
+        try:
+            files = [p for p in d.iterdir() if p.is_file()]
+        except OSError:  # searched but not listed (mode 311: analyze reads config.json by name): the OUT's own name
+            out = Path(path).expanduser()
+            files = [d / n for n in {out.name, Path(os.path.realpath(out)).name} if (d / n).is_file()]
+        check_not_an_input(path, what, {f"the checkpoint's {p.name}": p for p in files})
     try:
         with open(Path(path).expanduser(), "rb") as f:
             head = f.read(256)
