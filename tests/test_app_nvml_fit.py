@@ -45,10 +45,11 @@ def assert_charts_whole_or_said(app, size) -> int:
         assert len([line for line in below[:end] if line]) >= 3, (size, key, text)  # ticks and a plot
     rows = app.screen.query_one("#nvml").region.height
     if shown == 2:
-        assert "more rows" not in bottom, (size, bottom)
+        assert "more row" not in bottom, (size, bottom)
     else:
         said = "power chart needs" if shown == 1 else "charts need"
-        assert f"{said} {WHOLE - rows} more rows" in bottom, (size, rows, bottom, text)
+        more = f"{WHOLE - rows} more row{'' if WHOLE - rows == 1 else 's'}"
+        assert f"{said} {more}" in bottom and f"{more}s" not in bottom, (size, rows, bottom, text)
     return shown
 
 
@@ -99,6 +100,7 @@ async def test_the_pane_grown_by_the_rows_it_asked_for_shows_both_charts(isolate
         await pilot.resize_terminal(100, 30 + more - 1)
         await settle(pilot)
         assert assert_charts_whole_or_said(app, (100, 30 + more - 1)) == 1
+        assert "power chart needs 1 more row ─" in region_lines(app, "#nvml")[1]  # one row, not '1 more rows'
 
 
 @sync

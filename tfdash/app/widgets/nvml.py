@@ -81,7 +81,8 @@ class NvmlPane(Vertical):
         for i, part in ((1, "dram"), (2, "power")):
             for node in (f"#nvml-{part}-key", f"#nvml-{part}"):
                 self.query_one(node).display = keep >= i
-        hidden = "" if off or keep == 2 else f"{'power chart needs' if keep else 'charts need'} {both - rows} more rows"
+        more = f"{both - rows} more row{'' if both - rows == 1 else 's'}"
+        hidden = "" if off or keep == 2 else f"{'power chart needs' if keep else 'charts need'} {more}"
         if (self.border_subtitle or "") != hidden:  # setting it repaints the whole pane
             self.border_subtitle = hidden
 
