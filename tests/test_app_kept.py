@@ -187,6 +187,42 @@ def test_keep_writes_the_snapshot_under_a_new_name_each_time(tmp_path):
     assert load_snapshot(a) == load_snapshot(b) == snap
 
 
+def test_two_dashboards_keeping_in_the_same_second_keep_both_runs(tmp_path, monkeypatch):
+    """The name keep() writes is its own from the moment it is chosen: a second dashboard that
+    found the same free name (quitting in the same second) wrote over the first's run."""
+    from tfdash.app import kept
+
+    snap = load_snapshot(Path(__file__).parent / "fixtures" / "snapshot-1.7b.json")
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    other = runs / "tfdash-qwen3-1.7b-20260101-000000.json"
+    real = kept.unique_path
+    calls = []
+
+    def raced(directory, stem, suffix):  # the other dashboard writes this name after it was found free
+        calls.append(stem)
+        if len(calls) == 1:
+            other.write_text('{"schema": "tfdash.snapshot", "the other run": 1}')
+            return other
+        return real(directory, stem, suffix)
+
+    monkeypatch.setattr(kept, "unique_path", raced)
+    path = keep(snap, runs)
+    assert other.read_text() == '{"schema": "tfdash.snapshot", "the other run": 1}'  # the other run, whole
+    assert path != other and load_snapshot(path) == snap
+
+
+def test_an_empty_file_left_in_the_runs_folder_is_not_the_newest_run(tmp_path):
+    from tfdash.app.kept import kept_runs
+
+    snap = load_snapshot(Path(__file__).parent / "fixtures" / "snapshot-1.7b.json")
+    runs = tmp_path / "runs"
+    good = keep(snap, runs)
+    os.utime(good, (1_000_000, 1_000_000))
+    (runs / "tfdash-qwen3-1.7b-20260101-000000.json").write_text("")  # a reserved name never written
+    assert kept_runs(runs) == [good]
+
+
 def test_open_without_a_file_opens_the_newest_kept_run_or_says_there_is_none(tmp_path):
     from conftest import assert_one_line_error, run_tfdash
 

@@ -12,6 +12,7 @@ one keeps nothing.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from tfdash.app.exports import stem_for, unique_path, write
@@ -38,27 +39,60 @@ def keep(snap: ProfileSnapshot, directory: Path, limit: int = KEEP) -> Path:
     blocked = not_a_folder() if directory.is_relative_to(cache_dir()) else None
     if blocked:
         raise TfdashError(f"not kept: {blocked}")
+    path = None
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        path = write("snapshot", snap, unique_path(directory, stem_for(snap), ".json"))
+        path = reserve(directory, stem_for(snap))
+        write("snapshot", snap, path)
     except OSError as e:
+        _unreserve(path)
         raise TfdashError(f"not kept: cannot write {directory} ({e.strerror or e})") from None
     except TfdashError as e:
+        _unreserve(path)
         raise TfdashError(f"not kept: {e}") from None
     prune(directory, limit)
     return path
 
 
+def reserve(directory: Path, stem: str) -> Path:
+    """A new name in `directory`, made there (empty) at once: two dashboards keeping a run in the same
+    second (a closed SSH session hangs up on both) found the same free name, and the second write
+    replaced the first run."""
+    while True:
+        path = unique_path(directory, stem, ".json")
+        try:
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
+            return path
+        except FileExistsError:  # taken since unique_path looked: the next name
+            continue
+
+
+def _unreserve(path: Path | None) -> None:
+    """Remove reserve()'s empty file where the write into it failed."""
+    try:
+        if path is not None and path.stat().st_size == 0:
+            path.unlink()
+    except OSError:
+        pass
+
+
 def kept_runs(directory: Path) -> list[Path]:
-    """keep()'s files in `directory`, newest first (by modification time); none where it cannot be read."""
+    """keep()'s files in `directory`, newest first (by modification time); none where it cannot be read.
+    An empty one is a name reserve() made for a write that never came: not a run."""
     def mtime(p: Path) -> float:
         try:
             return p.stat().st_mtime
         except OSError:
             return 0.0
 
+    def written(p: Path) -> bool:
+        try:
+            return p.is_file() and p.stat().st_size > 0
+        except OSError:
+            return False
+
     try:
-        return sorted((p for p in directory.glob(PATTERN) if p.is_file()), key=mtime, reverse=True)
+        return sorted((p for p in directory.glob(PATTERN) if written(p)), key=mtime, reverse=True)
     except OSError:
         return []
 
