@@ -237,3 +237,22 @@ def test_open_without_a_file_opens_the_newest_kept_run_or_says_there_is_none(tmp
     assert r.rc == 0, r.stderr
     assert r.stderr.splitlines()[0] == f"tfdash: opening the newest kept run, {older}"
     assert r.stdout.startswith(f"snapshot {older}: qwen3-1.7b") and str(newer) not in r.stdout
+
+
+def test_the_line_saying_a_run_was_not_kept_shows_the_folders_control_characters(tmp_path, monkeypatch, capsys):
+    """The line after the screen names the cache folder (TFDASH_CACHE_DIR's), whose escapes went to the
+    terminal as they were; the closing line's path is shown safe, and this one now is too."""
+    from types import SimpleNamespace
+
+    from tfdash.app import main
+
+    monkeypatch.setenv("TFDASH_CACHE_DIR", str(tmp_path))
+    bad = tmp_path / "\x1b[2J" / "runs"
+    app = SimpleNamespace(run=lambda: None, unseen_toasts=lambda: [], final_snapshot=None, return_code=0,
+                          save_error=None, interrupted_by=None, keep_error=f"not kept: cannot write {bad} (No space)")
+    monkeypatch.setattr(main, "preflight", lambda args, n: None)
+    monkeypatch.setattr(main, "session_factory", lambda args, n: None)
+    monkeypatch.setattr(main, "live_app", lambda *a, **kw: app)
+    assert main.run_app(SimpleNamespace(save=None)) == 0
+    err = capsys.readouterr().err
+    assert "tfdash: the final snapshot was not kept: cannot write " in err and "\x1b" not in err

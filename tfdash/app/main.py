@@ -155,7 +155,7 @@ def run_app(args) -> int:
     if line:
         print(line)
     if app.keep_error:
-        print(f"tfdash: the final snapshot was {app.keep_error}", file=sys.stderr)
+        print(f"tfdash: the final snapshot was {visible(app.keep_error)}", file=sys.stderr)  # names the cache folder
     return exit_status(app)
 
 
