@@ -285,9 +285,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _dispatch(argv: list[str]) -> int:
-    from tfdash.settings import removed_in_env
+    from tfdash.settings import env_warnings
 
-    for line in removed_in_env():  # a knob that changes nothing any more is worth a line, never silence
+    for line in env_warnings():  # a removed knob or a mistyped TFDASH_ name is worth a line, never silence
         _say(f"tfdash: warning: {visible(line)}")
     if argv and argv[0] in SUBCOMMANDS:
         cmd = argv.pop(0)

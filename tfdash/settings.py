@@ -58,7 +58,7 @@ class Knob:
 
 
 # knobs that were measured, decided and removed: still set in a user's environment they change nothing,
-# which `removed_in_env` says rather than running silently as if they did
+# which `env_warnings` says rather than running silently as if they did
 REMOVED_KNOBS = {
     "TFDASH_LM_HEAD_PICK_AHEAD": "the int8 head's pick has one form, the one that loads its bounds ahead",
     "TFDASH_OPROJ_MERGES": "attention merges its own partials; o_proj merging them lost and was removed",
@@ -75,7 +75,7 @@ OTHER_VARIABLES = ("TFDASH_CACHE_DIR", "TFDASH_CONFIG_DIR", "TFDASH_FORCE_TUI", 
                    "TFDASH_H200_SNAPSHOT", "TFDASH_CUPTI_STUB_H", "TFDASH_F32_TRUTH_UP_TO")
 
 
-def removed_in_env() -> list[str]:
+def env_warnings() -> list[str]:
     """One line for each removed knob set in the environment, its name and what took its place;
     and for each TFDASH_ variable tfdash does not read (a typo: TFDASH_PREFIL=0 changed nothing, unsaid),
     with the name it is nearest to."""
