@@ -93,7 +93,7 @@ async def test_the_pane_grown_by_the_rows_it_asked_for_shows_both_charts(isolate
         await pilot.press("v")
         await settle(pilot)
         _, bottom = region_lines(app, "#nvml")
-        more = int(re.search(r"charts need (\d+) more rows", bottom).group(1))
+        more = int(re.search(r"charts? needs? (\d+) more rows?", bottom).group(1))
         await pilot.resize_terminal(100, 30 + more)
         await settle(pilot)
         assert assert_charts_whole_or_said(app, (100, 30 + more)) == 2
@@ -123,3 +123,19 @@ async def test_the_nvml_notes_start_in_one_column(isolated_config):
                 assert note in line, (size, label, line)
                 starts.add(line.index(note))
             assert len(starts) == 1, (size, inside[:6])
+
+
+@sync
+async def test_v_at_100x30_shows_the_dram_chart(isolated_config):
+    """`v` at 100x30: the NVML pane had four rows under its numbers, one short of the DRAM chart's key
+    and least plot, and showed them empty; the roofline pane above gives up the blank line over its
+    gap bar, and the chart is drawn whole."""
+    app = snapshot_app(SNAPSHOT, theme="tfdash-dark")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("v")
+        await settle(pilot)
+        assert assert_charts_whole_or_said(app, (100, 30)) == 1
+        inside, _ = region_lines(app, "#nvml")
+        assert "" not in inside, inside  # no empty row left in the pane
+

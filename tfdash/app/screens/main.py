@@ -140,9 +140,10 @@ class MainScreen(Screen):
         hold it, or where the kernel table would keep fewer than BOTTOM_MIN_H rows under it. NVML is
         a line when it has nothing, and beside the roofline pane `v` shows when fewer than NVML_MIN_H
         rows are left under it (an NVML pane cut short, or none at all, would take the roofline's).
-        `v` gives the roofline pane its rows and no more (app.tcss), NVML the rest; where NVML has
-        nothing to show, the kernel table keeps the rest if they are BOTTOM_MIN_H or more (-aside-table),
-        and otherwise the screen under the pane is left bare rather than drawn as empty rows inside it."""
+        `v` gives the roofline pane its rows and no more (app.tcss), less the blank line over its gap
+        bar, NVML the rest; where NVML has nothing to show, the kernel table keeps the rest if they are
+        BOTTOM_MIN_H or more (-aside-table), and otherwise the screen under the pane is left bare
+        rather than drawn as empty rows inside it."""
         width, height = size or self.size
         narrow, short = self.has_class("-narrow"), self.has_class("-short")
         nvml_off = snap is not None and bool(snap.unavailable.get("nvml")) and not snap.nvml
@@ -154,9 +155,11 @@ class MainScreen(Screen):
             return height - 2 - summary_rows(pane_summary(snap, panes, line_w), line_w)
 
         was_fold = self.has_class("-fold")
-        fold = narrow or short or roof.rows(ROOFLINE_W) > rows_left(("nvml",) if nvml_off else ()) - BOTTOM_MIN_H
+        fold = narrow or short or roof.rows(ROOFLINE_W, tight=False) > \
+            rows_left(("nvml",) if nvml_off else ()) - BOTTOM_MIN_H
         self.set_class(fold, "-fold")
         aside = fold and self.has_class("-aside")
+        roof.set_tight(aside)  # over NVML, its gap bar gives the line over it to the DRAM chart
         table = False
         if aside:  # the roofline pane over NVML, as wide as the screen, with its rows and no more
             need = roof.rows(width)

@@ -179,10 +179,15 @@ class GapBar(Widget):
                                 (bar[2] * cells[2], "$tf-poor"), "\n", legend)
 
 
+GAP_OVER = 1  # the blank line over the roofline pane's gap bar (app.tcss #roofline-gap)
+
+
 class RooflinePane(VerticalScroll):
     """The step against its floor. A step over its copy ceiling gets a note under its share
     (#roofline-over, a Static of its own so the stylesheet's left padding indents every line it
     wraps to, not only the first)."""
+
+    tight = False  # the blank line over the gap bar given up (set_tight)
 
     def compose(self):
         yield Static(id="roofline-stats", classes="stats")
@@ -191,10 +196,21 @@ class RooflinePane(VerticalScroll):
         yield GapBar(id="roofline-gap")
         yield Static(id="roofline-note", classes="stats")
 
-    def rows(self, width: int) -> int:
+    def set_tight(self, tight: bool) -> None:
+        """Without the blank line over the gap bar (`v`: the pane over NVML, whose DRAM chart takes
+        that row; app.tcss draws the line otherwise). An inline margin, so rows() reads it at once."""
+        self.tight = tight
+        gap = self.query_one("#roofline-gap")
+        top = 0 if tight else GAP_OVER
+        if gap.styles.margin.top != top:
+            gap.styles.margin = (top, 0, 0, 0)
+
+    def rows(self, width: int, tight: bool | None = None) -> int:
         """The rows the pane takes, its border included, to show every line it holds now at `width`
         columns (the over-the-ceiling note wraps to it): the dashboard gives its row that many or puts
-        the pane aside (screens/main.py), so that no line of it is ever under a scrollbar."""
+        the pane aside (screens/main.py), so that no line of it is ever under a scrollbar. `tight`:
+        without the line over the gap bar (set_tight), or as the pane is now when None."""
+        tight = self.tight if tight is None else tight
         inner = max(1, width - self.styles.gutter.width)
         total = self.styles.gutter.height
         for child in self.children:
@@ -205,7 +221,8 @@ class RooflinePane(VerticalScroll):
             text_w = max(1, inner - st.gutter.width - st.margin.width)
             height = fixed if fixed is not None else \
                 child.get_content_height(Size(inner, 0), Size(inner, 0), text_w) + st.gutter.height
-            total += height + st.margin.height
+            margin = (0 if tight else GAP_OVER) if child.id == "roofline-gap" else st.margin.height
+            total += height + margin
         return total
 
     def show(self, snap: ProfileSnapshot | None, baseline: ProfileSnapshot | None = None) -> None:
