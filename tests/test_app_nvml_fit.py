@@ -139,3 +139,22 @@ async def test_v_at_100x30_shows_the_dram_chart(isolated_config):
         inside, _ = region_lines(app, "#nvml")
         assert "" not in inside, inside  # no empty row left in the pane
 
+
+@sync
+async def test_v_at_80x24_leaves_no_bare_rows_under_the_roofline_pane(isolated_config):
+    """`v` at 80x24 had left six bare rows between the roofline pane and the footer (too few for NVML's
+    numbers, which the line over the panes holds): the NVML pane takes them with its DRAM chart, whole."""
+    app = snapshot_app(SNAPSHOT, theme="tfdash-dark")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("v")
+        await settle(pilot)
+        lines = screen_text(app).splitlines()
+        roof, nvml = (app.screen.query_one(q).region for q in ("#roofline", "#nvml"))
+        inside, bottom = region_lines(app, "#nvml")
+    assert "NVML 1,983 GB/s  422 W" in lines[1], lines[1]  # the numbers, in the line
+    assert nvml.y == roof.bottom and nvml.bottom == len(lines) - 1, (roof, nvml, lines)  # down to the footer
+    assert not [line for line in lines[roof.bottom:-1] if not line.strip()], lines
+    assert inside[0].startswith("━ DRAM GB/s"), inside
+    assert re.fullmatch(r"GB/s\s+s", inside[-1]) and all(inside), inside  # its plot down to the axis labels
+    assert "numbers and power chart need 12 more rows" in bottom, bottom

@@ -115,9 +115,10 @@ async def test_v_gives_the_roofline_pane_its_rows_and_no_more(isolated_config, t
     """`v` shows the roofline pane as tall as its lines, NVML under it, or where NVML has nothing to
     show the kernel table when it keeps its 10 rows there, or else nothing: at 80x24 the pane had kept
     six empty rows inside its border down to the footer, at 100x48 four that NVML's charts went
-    without, and a CPU run's at 100x30 ten where its kernel table fits."""
+    without, and a CPU run's at 100x30 ten where its kernel table fits (at 80x24 NVML's DRAM chart
+    alone is under it: test_app_nvml_fit)."""
     cpu = write_snapshot(cpu_run(load_snapshot(SNAPSHOT)), tmp_path / "cpu.json")
-    for path, size, under in ((SNAPSHOT, (80, 24), ""), (cpu, (80, 24), ""), (SNAPSHOT, (100, 48), "╭─ NVML"),
+    for path, size, under in ((SNAPSHOT, (80, 24), "╭─ NVML"), (cpu, (80, 24), ""), (SNAPSHOT, (100, 48), "╭─ NVML"),
                               (cpu, (100, 30), "╭─ kernels"), (cpu, (120, 30), "╭─ kernels")):
         app = snapshot_app(path, theme="tfdash-dark")
         async with app.run_test(size=size) as pilot:

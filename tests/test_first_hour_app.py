@@ -350,8 +350,8 @@ async def test_p50_shows_with_the_first_step_times(isolated_config):
 # -- item 4: what does not fit moves behind a key ------------------------------------------------
 @sync
 async def test_at_80x24_roofline_and_nvml_are_one_line_and_v_shows_them(isolated_config):
-    """`v` shows the roofline pane with every line; NVML stays its line there, the rows left under
-    the roofline too few for its numbers."""
+    """`v` shows the roofline pane with every line; NVML's numbers stay its line there, the rows left
+    under the roofline too few for them, and those rows show its DRAM chart."""
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
@@ -363,7 +363,8 @@ async def test_at_80x24_roofline_and_nvml_are_one_line_and_v_shows_them(isolated
         await pilot.pause()
         text = screen_text(app)
         assert "bytes/step" in text and "tok/s ceiling" in text and "throughput 569.7 tok/s" in text
-        assert "NVML 1,983 GB/s" in text.splitlines()[1] and "DRAM GB/s" not in text, text
+        assert "NVML 1,983 GB/s" in text.splitlines()[1] and "GB/s window" not in text, text
+        assert "━ DRAM GB/s" in text, text
         await pilot.press("v")
         await pilot.pause()
         assert "bytes/step" not in screen_text(app)

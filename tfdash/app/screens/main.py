@@ -24,7 +24,7 @@ from tfdash.app.widgets.continuation import Continuation
 from tfdash.app.widgets.footer import FitFooter
 from tfdash.app.widgets.kernel_cells import timing_label
 from tfdash.app.widgets.kernel_table import KernelTable
-from tfdash.app.widgets.nvml import NvmlPane
+from tfdash.app.widgets.nvml import NVML_CHART_ONLY_H, NvmlPane
 from tfdash.app.widgets.panes import RooflinePane, ThroughputPane, set_content
 from tfdash.profiling.snapshot import ProfileSnapshot
 
@@ -141,8 +141,9 @@ class MainScreen(Screen):
         a line when it has nothing, and beside the roofline pane `v` shows when fewer than NVML_MIN_H
         rows are left under it (an NVML pane cut short, or none at all, would take the roofline's).
         `v` gives the roofline pane its rows and no more (app.tcss), less the blank line over its gap
-        bar, NVML the rest; where NVML has nothing to show, the kernel table keeps the rest if they are
-        BOTTOM_MIN_H or more (-aside-table), and otherwise the screen under the pane is left bare
+        bar, NVML the rest: too few for NVML's numbers, its DRAM chart alone where that fits (the
+        numbers in the line); where NVML has nothing to show, the kernel table keeps the rest if they
+        are BOTTOM_MIN_H or more (-aside-table), and otherwise the screen under the pane is left bare
         rather than drawn as empty rows inside it."""
         width, height = size or self.size
         narrow, short = self.has_class("-narrow"), self.has_class("-short")
@@ -160,18 +161,24 @@ class MainScreen(Screen):
         self.set_class(fold, "-fold")
         aside = fold and self.has_class("-aside")
         roof.set_tight(aside)  # over NVML, its gap bar gives the line over it to the DRAM chart
-        table = False
+        table = chart = False
         if aside:  # the roofline pane over NVML, as wide as the screen, with its rows and no more
             need = roof.rows(width)
             nvml_line = nvml_off or rows_left(("throughput",)) - need < NVML_MIN_H
             table = nvml_off and rows_left(("throughput",)) - need >= BOTTOM_MIN_H  # NVML has nothing: the table
             panes = ("throughput", "nvml") if nvml_line else ("throughput",)
+            # too few rows for NVML's numbers, which the line then holds: its DRAM chart alone if that fits
+            chart = nvml_line and not nvml_off and rows_left(panes) - need >= NVML_CHART_ONLY_H
         else:
             need, nvml_line = 0 if fold else roof.rows(ROOFLINE_W), False
             panes = ("roofline", "nvml") if narrow else ("roofline",) * fold + ("nvml",) * nvml_off
         was_table = self.has_class("-aside-table")
         self.set_class(table, "-aside-table")
-        self.set_class(nvml_line, "-nvml-line")  # `v` then shows no NVML pane under the roofline's
+        self.set_class(nvml_line and not chart, "-nvml-line")  # `v` then shows no NVML pane under the roofline's
+        nvml = self.query_one(NvmlPane)
+        if nvml.has_class("-chart-only") != chart:
+            nvml.set_class(chart, "-chart-only")
+            nvml.fit_charts(nvml.content_region.height)
         top = max(need, 0 if short or aside else TOP_MIN_H) or None  # None: the stylesheet's
         if top != self._top_min:  # set only on a change: each setting lays the screen out
             self._top_min = top

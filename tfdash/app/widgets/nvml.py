@@ -49,6 +49,7 @@ def _points(s: Series | None) -> tuple[tuple[float, ...], tuple[float, ...]]:
 NVML_NUMBERS = 6  # the NVML pane's lines of numbers (layout.NVML_MIN_H: with its border)
 NVML_DRAM_H = 1 + CHART_MIN_H  # the DRAM chart's key and its least plot
 NVML_CHARTS_H = NVML_DRAM_H + 2 + CHART_MIN_H  # and the power chart's key, a blank line over it
+NVML_CHART_ONLY_H = 2 + NVML_DRAM_H  # the least pane of the DRAM chart alone (-chart-only), its border included
 
 
 class NvmlPane(Vertical):
@@ -72,17 +73,23 @@ class NvmlPane(Vertical):
     def fit_charts(self, rows: int) -> None:
         """Each chart whole, at CHART_MIN_H rows or more, or not at all: the power chart goes first,
         then the DRAM chart, and the border says how many more rows would show them (a chart cut
-        mid-plot, or a key over no chart, was all a short pane showed of them)."""
+        mid-plot, or a key over no chart, was all a short pane showed of them). With -chart-only
+        (too few rows for the numbers, which the line over the panes then holds) the DRAM chart alone."""
         if rows <= 0:
             return  # not laid out yet (or put aside): its resize fits it
         off = self.has_class("-unavailable")
-        both, dram = NVML_NUMBERS + NVML_CHARTS_H, NVML_NUMBERS + NVML_DRAM_H
+        only = self.has_class("-chart-only")  # its numbers left to the line over the panes (screens/main.py)
+        numbers = 0 if only else NVML_NUMBERS
+        both, dram = numbers + NVML_CHARTS_H, numbers + NVML_DRAM_H
         keep = 0 if off else 2 if rows >= both else 1 if rows >= dram else 0
+        self.query_one("#nvml-stats").display = not only
         for i, part in ((1, "dram"), (2, "power")):
             for node in (f"#nvml-{part}-key", f"#nvml-{part}"):
                 self.query_one(node).display = keep >= i
-        more = f"{both - rows} more row{'' if both - rows == 1 else 's'}"
-        hidden = "" if off or keep == 2 else f"{'power chart needs' if keep else 'charts need'} {more}"
+        more = NVML_NUMBERS + NVML_CHARTS_H - rows
+        more = f"{more} more row{'' if more == 1 else 's'}"
+        said = "numbers and power chart need" if only else "power chart needs" if keep else "charts need"
+        hidden = "" if off or keep == 2 else f"{said} {more}"
         if (self.border_subtitle or "") != hidden:  # setting it repaints the whole pane
             self.border_subtitle = hidden
 
