@@ -32,10 +32,12 @@ COLUMNS = (
     ("meas_bytes", "meas bytes"),  # DRAM bytes Nsight Compute measured; shown once a launch has counters
     ("share", "% of step"),
     ("bound", "bound by"),
+    ("kernel", "kernel"),  # the tilelang kernel the row runs (how many, for a row of several): where it fits
 )
 SORT_KEYS = tuple(k for k, _ in COLUMNS)
 # Which columns go first when the table is too narrow for all (the last listed goes first).
-COLUMN_PRIORITY = ("label", "measured", "gap", "share", "predicted", "gbps", "p90", "meas_bytes", "count", "bound")
+COLUMN_PRIORITY = ("label", "measured", "gap", "share", "predicted", "gbps", "p90", "meas_bytes", "count", "bound",
+                   "kernel")
 
 
 def fit_columns(width: int, widths: dict[str, int]) -> tuple[str, ...]:
@@ -81,7 +83,14 @@ class TableRow:
             return self.label
         if key == "bound":
             return self.bound
+        if key == "kernel":
+            return self.kernel
         return getattr(self, key)
+
+    @property
+    def kernel(self) -> str:
+        """The kernel the row's launches run, or how many kernels where they run several."""
+        return self.kernels[0] if len(self.kernels) == 1 else f"{len(self.kernels)} kernels"
 
     def haystack(self) -> str:
         return " ".join((self.label, *self.families, *self.kernels, *self.roles)).lower()

@@ -16,26 +16,28 @@ from textual.content import Content
 
 from tfdash.app import baseline as basemod
 from tfdash.app.counters_view import meas_cell
-from tfdash.app.model import (COLUMNS, GROUP_LABEL, SORT_KEYS, TableRow, bar, fmt_gap, fmt_gbps, fmt_ns, fmt_num,
-                              gap_level, own_window)
+from tfdash.app.model import (COLUMNS, GROUP_LABEL, SORT_KEYS, TableRow, bar, fit_columns, fmt_gap, fmt_gbps, fmt_ns,
+                              fmt_num, gap_level, own_window)
 from tfdash.textsafe import visible
 
 SORT_CYCLE = SORT_KEYS  # `s` walks the columns left to right, as the header shows them
-ASCENDING_FIRST = {"label", "bound"}
-LEFT = ("label", "bound", "share")  # the columns read from the left; numbers align right
+ASCENDING_FIRST = {"label", "bound", "kernel"}
+LEFT = ("label", "bound", "share", "kernel")  # the columns read from the left; numbers align right
+BAR_W = 6  # the % of step bar's least cells; the table's spare width widens it (KernelTable)
 
 Color = Callable[[str], str]
 Forms = str | tuple[str, ...]  # one line, or its wordings, the preferred first: the first that fits is shown
 
 
-def cells(r: TableRow, group: str, color: Color, step_share_max: float, columns: tuple[str, ...]) -> list:
-    """The row's cells for `columns`, in that order (share's bar is scaled to `step_share_max`)."""
+def cells(r: TableRow, group: str, color: Color, step_share_max: float, columns: tuple[str, ...],
+          bar_w: int = BAR_W) -> list:
+    """The row's cells for `columns`, in that order (share's bar, `bar_w` cells, is scaled to `step_share_max`)."""
     right = dict(justify="right")
     gap = r.gap
     gap_cell = Text(fmt_gap(gap), style=color(gap_level(gap)), **right)
     share = r.share
     share_cell = Text.assemble((fmt_num(share * 100 if share is not None else None, 1).rjust(5), ""),
-                               " ", (bar((share or 0.0) / step_share_max, 6), color("fair") or ""))
+                               " ", (bar((share or 0.0) / step_share_max, bar_w), color("fair") or ""))
     by_key = {
         "label": Text(visible(r.label), style="bold" if group != "none" else ""),
         "count": Text(f"{r.count}", **right),
@@ -47,6 +49,7 @@ def cells(r: TableRow, group: str, color: Color, step_share_max: float, columns:
         "meas_bytes": Text(meas_cell(r.meas_bytes, r.meas_count, r.count), **right),
         "share": share_cell,
         "bound": Text(visible(r.bound), style="dim" if r.bound == "memory" else ""),
+        "kernel": Text(visible(r.kernel), style="dim" if len(r.kernels) != 1 else ""),
     }
     return [by_key[k] for k in columns]
 
@@ -60,6 +63,18 @@ def widths(rows: list[TableRow], group: str, sort_key: str, color: Color) -> dic
         for key, cell in zip(SORT_KEYS, cells(r, group, color, 1.0, SORT_KEYS)):
             out[key] = max(out[key], cell.cell_len + 2)
     return out
+
+
+def layout(width: int | None, widths: dict[str, int], hide: set[str]) -> tuple[tuple[str, ...], int]:
+    """The columns that fit `width` cells (None: not laid out yet, all of them), dropped by priority
+    (model.COLUMN_PRIORITY), the `hide` ones left out; and the % of step bar's cells: BAR_W and the
+    width the columns leave over (a wide terminal had drawn a six-cell bar beside a band of empty
+    columns), less a cell kept free: rows filled to the last cell left the screen under a dialog laid
+    out for the old size after the terminal shrank and grew back (test_app_min_size)."""
+    widths = {k: 0 if k in hide else w for k, w in widths.items()}
+    shown = tuple(k for k in fit_columns(10_000 if width is None else width, widths) if k not in hide)
+    spare = width - sum(widths[k] for k in shown) - 1 if width is not None and "share" in shown else 0
+    return shown, BAR_W + max(0, spare)
 
 
 def baseline_width(against, rows: list[TableRow], sort_key: str) -> int:

@@ -18,7 +18,7 @@ from textual.widgets import DataTable, Input, Static
 
 from tfdash.app import baseline as basemod
 from tfdash.app import bindings
-from tfdash.app.model import DEFAULT_SORT, GROUPS, SORT_KEYS, TableRow, fit_columns, table_rows
+from tfdash.app.model import DEFAULT_SORT, GROUPS, SORT_KEYS, TableRow, table_rows
 from tfdash.app.widgets import kernel_cells as cellsmod
 from tfdash.app.widgets.kernel_cells import ASCENDING_FIRST
 from tfdash.app.widgets.panes import set_content
@@ -65,6 +65,7 @@ class KernelTable(Vertical):
         self.against = None  # the baseline Index of the rows shown (None without a baseline)
         self._built_for = None  # the baseline the table was last built against
         self._shown_columns: tuple[str, ...] = ()
+        self._bar_w = cellsmod.BAR_W  # the % of step bar's cells (_layout)
         self.warning: cellsmod.Forms = ""  # e.g. a contended host: said under the table
 
     def compose(self):
@@ -153,19 +154,20 @@ class KernelTable(Vertical):
         return self.app.theme_variables.get(f"tf-{level}", "") if level else ""
 
     def _cells(self, r: TableRow, step_share_max: float) -> list:
-        return cellsmod.cells(r, self.group, self._color, step_share_max, self._shown_columns)
+        return cellsmod.cells(r, self.group, self._color, step_share_max, self._shown_columns, self._bar_w)
 
     @property
     def columns(self) -> tuple[str, ...]:
         """The columns that fit the pane beside the baseline's Δ columns, dropped by priority
         (model.COLUMN_PRIORITY)."""
-        width = self.size.width - 2 if self.size.width else 10_000  # its scrollbar
-        width -= cellsmod.baseline_width(self.against, self.rows, self.sort[0])
+        return self._layout()[0]
+
+    def _layout(self) -> tuple[tuple[str, ...], int]:
+        """The columns that fit, and the % of step bar's cells (kernel_cells.layout)."""
+        width = self.size.width - 2 - cellsmod.baseline_width(self.against, self.rows, self.sort[0]) \
+            if self.size.width else None  # its scrollbar and the Δ columns; None: not laid out yet
         widths = cellsmod.widths(self.rows, self.group, self.sort[0], self._color)
-        hide = cellsmod.hidden(self.kernels)  # meas bytes and p90 exist once there is a value
-        for k in hide:
-            widths[k] = 0
-        return tuple(k for k in fit_columns(width, widths) if k not in hide)
+        return cellsmod.layout(width, widths, cellsmod.hidden(self.kernels))
 
     def on_resize(self) -> None:
         # After the layout that resized it: a line's new wording changes its height (a long one
@@ -175,7 +177,7 @@ class KernelTable(Vertical):
     def _fit_width(self) -> None:
         if not self.is_mounted:
             return
-        if self.columns != self._shown_columns:
+        if self._layout() != (self._shown_columns, self._bar_w):
             self.rebuild()
         else:
             self._caption()  # the caption's and the Σ line's wordings fit the new width
@@ -199,7 +201,7 @@ class KernelTable(Vertical):
         if self.against is not None and key in basemod.SORT_KEYS:
             self.rows = basemod.sort_rows(self.rows, self.against, key, desc)
         t.clear(columns=True)
-        self._shown_columns = self.columns
+        self._shown_columns, self._bar_w = self._layout()
         for col_key, header in cellsmod.headers(self._shown_columns, self.group, (key, desc), self.against is not None):
             t.add_column(header, key=col_key)
         share_max = max((r.share or 0.0 for r in self.rows), default=0.0) or 1.0

@@ -1,0 +1,34 @@
+"""The kernel table at wide terminals: its columns take the pane's width, the % of step bar widened
+by what the columns leave over and the kernel each row runs beside them where it fits. At 160 and
+200 columns it had drawn a six-cell bar and left a band of 25 to 60 empty columns to its right."""
+
+from __future__ import annotations
+
+from fixtures.appkit import SNAPSHOT, isolated_config, sync  # noqa: F401  (fixture)
+from test_app_fit import screen_text, settle
+
+from tfdash.app.main import snapshot_app
+
+
+def table_lines(app) -> list[str]:
+    """The kernel table's lines as drawn (its header and rows), inside the pane's border."""
+    r = app.screen.query_one("#kernel-table").region
+    pane = app.screen.query_one("#kernels").region
+    return [line[pane.x + 1:pane.right - 1] for line in screen_text(app).splitlines()[r.y:r.bottom]]
+
+
+@sync
+async def test_the_kernel_table_uses_a_wide_panes_width(isolated_config):
+    app = snapshot_app(SNAPSHOT, theme="tfdash-dark")
+    async with app.run_test(size=(160, 48)) as pilot:
+        for size, kernel_column in (((160, 48), False), ((200, 50), True), ((180, 50), True)):
+            await pilot.resize_terminal(*size)
+            await settle(pilot)
+            lines = [line for line in table_lines(app) if line.strip()]
+            # the widest row reaches the pane's right side: a scrollbar's cell and a cell of padding
+            blank = min(len(line) - len(line.rstrip()) for line in lines)
+            assert blank <= 4, (size, blank, lines[:3])
+            gate_up = next(line for line in lines if line.lstrip().startswith("gate_up"))
+            assert gate_up.count("█") > 6, (size, gate_up)  # the costliest op's bar, widened
+            assert ("gemv_down_silu_residual" in "\n".join(lines)) == kernel_column, (size, lines[:4])
+            assert "bound by" in lines[0], (size, lines[0])
