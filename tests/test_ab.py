@@ -106,6 +106,35 @@ def test_cancel_stops_after_the_window_in_progress(tiny):
     assert s.snapshot().new_tokens == 300  # the generation went on with the running plan
 
 
+def test_cancel_after_the_run_stops_after_the_window_in_progress(tiny):
+    """After the generation the windows run on the caller's thread: a cancel set meanwhile (the
+    dashboard quitting) stopped nothing until all of them had run. Now the window in progress is
+    the last, and what it measured is kept in the result and in the snapshot."""
+    s = session(tiny, 24)
+    s.run()
+    stop = threading.Event()
+    result = s.ab("tilelang-unfused", windows=W, steps=N, profile_steps=P, cancel=stop,
+                  progress=lambda p: stop.set() if p.phase == "running" and p.done == 2 else None)
+    assert result["incomplete"] == "cancelled" and result["order"] == "AB"
+    assert result["during"] == "after the generation, from where it stopped"
+    assert s.snapshot().ab[-1] == result
+
+
+def test_cancel_while_the_variant_builds_runs_no_window(tiny):
+    s = session(tiny, 24)
+    s.run()
+    stop = threading.Event()
+    progress = []
+
+    def say(p):
+        progress.append(p.phase)
+        stop.set()  # on the first line: "building"
+
+    result = s.ab("tilelang-unfused", windows=W, steps=N, profile_steps=P, cancel=stop, progress=say)
+    assert result["unavailable"] == "cancelled before its first window"
+    assert "running" not in progress and s.snapshot().ab == ()
+
+
 def test_a_variant_that_computes_something_else_is_reported():
     eng = micro_engine(capacity=256)
     var = eng.runtime.variant(build_plan(eng.config, "float32", capacity=256, fused_rope=False), share_state=True)

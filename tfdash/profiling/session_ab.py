@@ -1,5 +1,10 @@
 """Session.ab: a plan variant A/B'd on the session's generation (tfdash.profiling.ab does the
 alternation); inside the live generation, or after it ended from where it left off.
+
+`cancel` (a threading.Event, set from any thread) is checked at every window boundary, on the
+thread running the steps, in both cases: the A/B stops after the window in progress and returns
+what it measured, marked incomplete. Set while the variant is still being built, the A/B runs no
+window at all.
 """
 
 from __future__ import annotations
@@ -54,9 +59,13 @@ def run_ab(self: "Session", what: str, windows: int | None = None, steps: int | 
             v.name, "building", 0, 0, f"compiling {v.name}'s kernels {d}/{t}: {name} ({sec:.1f} s)")))
     except TfdashError as e:
         return marginal_mod.unavailable(what, str(e))
+    if cancel is not None and cancel.is_set():  # during the build: nothing measured, nothing to keep
+        return marginal_mod.unavailable(v.name, "cancelled before its first window")
 
     def on_turn(r):
         say(ABProgress(v.name, "running", r.finished, r.total, f"{v.name}: window {r.finished}/{r.total}"))
+        if cancel is not None and cancel.is_set():  # ABRun.next stops here, after this window
+            r.cancel()
 
     timers = (self.timer, Timer(var))
     if self.continuous is not None and self.continuous.active:  # torch.profiler needs CUPTI for each side's window
