@@ -3,7 +3,8 @@
     b   a baseline picker over recent snapshot exports (tfdash.app.screens.picker): the chosen
         one becomes `app.baseline`, the same Baseline `tfdash open B --baseline A` gives, so the
         kernel table's Δ columns, the drill-down's both sides and the roofline's both steps follow
-    a   the live A/B of a plan variant (tfdash.app.screens.ab)
+    a   the live A/B of a plan variant (tfdash.app.screens.ab); `stop_ab` cancels one that runs
+        and waits for it, before q or r stops the engine it steps
 
 `recent_snapshots(dirs)` lists the snapshot files where the dashboard writes exports (the export
 directory, the last export's, --save's, the open file's) and where it keeps runs (tfdash.app.kept),
@@ -13,7 +14,9 @@ can say what it is (model, dtype, when, tok/s) or why it does not load.
 
 from __future__ import annotations
 
+import asyncio
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -22,6 +25,9 @@ from tfdash.profiling.export import snapshot_label
 from tfdash.profiling.snapshot import SCHEMA, ProfileSnapshot
 
 RECENT = 20  # snapshot files the picker lists at most (each one is read and validated)
+# How long q and r wait for an A/B to end its window in progress: a window is 64 steps and a profile
+# window 32 (milliseconds on a GPU); one still building its variant's kernels is not waited out
+AB_STOP_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -139,3 +145,18 @@ class CompareActions:
             self.notify("a saved snapshot is read-only: nothing to A/B", severity="warning", timeout=3)
             return
         self.push_screen(ABScreen(), callback=lambda _: self.show_held_window_toast())  # refresh.py
+
+    async def stop_ab(self, timeout: float = AB_STOP_TIMEOUT_S) -> bool:
+        """Cancel a running A/B after its window in progress and wait for its worker (at most
+        `timeout` s): quitting or re-running must not leave it stepping the engine (on a GPU,
+        replaying graphs) beside the teardown or the next run, and what it measured reaches the
+        run's snapshot first. True once none runs."""
+        from tfdash.app.screens.ab import ABScreen
+
+        ended = [s.cancel_run() for s in self.screen_stack if isinstance(s, ABScreen)]
+        deadline = time.monotonic() + timeout
+        while not all(e.is_set() for e in ended):
+            if time.monotonic() > deadline:
+                return False
+            await asyncio.sleep(0.02)
+        return True

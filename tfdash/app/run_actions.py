@@ -5,6 +5,10 @@ path when there is one (any folder made for it is named in the line printed afte
 closes, as the CLI's outputs name theirs); without --save, or where it failed, the run is kept in a
 folder of the cache, as the run `r` starts over is (tfdash.app.kept). On a saved snapshot the keys
 that need an engine say it is read-only.
+
+A live A/B steps the same engine: quitting and re-running first cancel it after its window in
+progress and wait for it (compare.py `stop_ab`), so it neither runs on beside the teardown or the
+next run nor loses what it measured (its result so far goes into the run's snapshot).
 """
 
 from __future__ import annotations
@@ -41,9 +45,10 @@ class RunActions:
             self.state = "paused" if paused else "running"
         self.notify("paused: the engine holds at its next step" if paused else "resumed", timeout=2)
 
-    def action_rerun(self) -> None:
+    async def action_rerun(self) -> None:
         if not self._live_only("re-run"):
             return
+        await self.stop_ab()  # an A/B steps this run's engine: it ends (and is kept with the run) first
         if self.running:
             self._rerun = True
             self.state = "stopping"
@@ -89,7 +94,9 @@ class RunActions:
             self.call_later(self.action_quit)
 
     async def stop_engine(self) -> ProfileSnapshot | None:
-        """Stop the run after the steps in flight, wait for the worker; the final snapshot."""
+        """Cancel a live A/B and wait for it (compare.py), stop the run after the steps in flight,
+        wait for the worker; the final snapshot."""
+        await self.stop_ab()
         source = self.source
         if source.running:
             self._stopping = True

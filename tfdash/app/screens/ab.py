@@ -14,7 +14,10 @@ was measured) and the variants scroll in what is left.
 
 The A/B runs in a thread worker; its progress arrives as ABProgressed messages (posted from the
 decode thread, which never waits on the screen). Escape cancels it after the window in progress,
-and closes the screen when nothing runs. On a saved snapshot the screen shows the A/Bs it holds.
+and closes the screen when nothing runs. A quit (Ctrl+C, a stop signal, the palette's Quit) or a
+re-run (the palette's Re-run) cancels it the same way and waits for its worker (`cancel_run`,
+tfdash.app.compare.stop_ab); a screen that goes without waiting (the app exits) cancels it too.
+On a saved snapshot the screen shows the A/Bs it holds.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, ProgressBar, Static
+from textual.worker import get_current_worker
 
 from tfdash.app import bindings
 from tfdash.app.widgets.footer import FitFooter
@@ -117,6 +121,8 @@ class ABScreen(ModalScreen):
         self._marked_for = None  # the meta whose engine the rows were marked for (_mark_variants)
         self.running: str | None = None  # the variant being A/B'd
         self.cancel = threading.Event()
+        self.ended = threading.Event()  # set while no A/B worker runs: what quit and r wait on
+        self.ended.set()
         self.result: dict | None = None
         self.sides: list[list[Text]] = []  # the cells of A and B, refitted to the width on resize
 
@@ -230,19 +236,27 @@ class ABScreen(ModalScreen):
         bar.display = True
         bar.update(total=None, progress=0)
         self._status(f"building {name} beside the running plan…", "$text-accent")
-        self._run(name, self.cancel)
+        self.ended.clear()
+        self._run(name, self.cancel, self.ended)
 
     @work(thread=True, group="ab", exit_on_error=False)
-    def _run(self, name: str, cancel: threading.Event) -> None:
-        try:  # the sizes are tfdash.profiling.ab's, as the intro says
-            result = dict(self.app.source.ab(name, progress=lambda p: self.post_message(ABProgressed(p)),
-                                             cancel=cancel))
-        except Exception as e:  # noqa: BLE001 - one line on the screen, never a traceback
-            result = {"what": name, "unavailable": f"{type(e).__name__}: {e}"}
+    def _run(self, name: str, cancel: threading.Event, ended: threading.Event) -> None:
+        """The A/B, blocking on this thread: the engine side checks `cancel` between its windows.
+        `ended` is set last, once the result is on the screen (or the app has gone)."""
         try:
-            self.app.call_from_thread(self._done, name, result)
-        except RuntimeError:  # the app has closed meanwhile
-            pass
+            try:  # the sizes are tfdash.profiling.ab's, as the intro says
+                result = dict(self.app.source.ab(name, progress=lambda p: self.post_message(ABProgressed(p)),
+                                                 cancel=cancel))
+            except Exception as e:  # noqa: BLE001 - one line on the screen, never a traceback
+                result = {"what": name, "unavailable": f"{type(e).__name__}: {e}"}
+            if get_current_worker().is_cancelled:  # Textual cancelled it: the screen or the app has gone
+                return
+            try:
+                self.app.call_from_thread(self._done, name, result)
+            except RuntimeError:  # the app has closed meanwhile
+                pass
+        finally:
+            ended.set()
 
     def on_abprogressed(self, message: ABProgressed) -> None:
         p = message.progress
@@ -302,9 +316,19 @@ class ABScreen(ModalScreen):
         self._status(f"{done}: {what} ({result.get('about', '')}) on "
                      f"{result.get('backend', '?')}", "$text-muted")
 
-    def action_close(self) -> None:
+    def cancel_run(self) -> threading.Event:
+        """Cancel the running A/B after its window in progress (what it measured is kept and
+        shown); the event set once its worker has ended (already set where none runs)."""
         if self.running is not None:
             self.cancel.set()
             self._status(f"cancelling {self.running} after the window in progress…", "$text-warning")
+        return self.ended
+
+    def action_close(self) -> None:
+        if self.running is not None:
+            self.cancel_run()
             return
         self.dismiss(self.result)
+
+    def on_unmount(self) -> None:
+        self.cancel.set()  # gone without cancel_run (the app exits): no A/B goes on stepping the engine
