@@ -269,6 +269,43 @@ def test_headless_ab_prints_the_table(capsys, monkeypatch, tmp_path):
     assert "tokens agree at all 12 turn starts" in opened
 
 
+def test_ctrl_c_during_the_headless_ab_after_the_generation_stops_it_and_reports_it(capsys, monkeypatch, tmp_path):
+    """Ctrl+C while `--ab` runs after the generation: the A/B stops after the window in progress,
+    one line says so, the report ends with what it measured (marked incomplete, and kept in the
+    export), and the exit code is 130. The A/B ran inside the report's signal guard, so the
+    signal was only noted and all 12 windows and both profile windows ran first."""
+    import signal
+
+    from tfdash.cli import main
+    from tfdash.profiling.export import load_snapshot
+
+    monkeypatch.setattr(ab, "STEPS", 16)
+    monkeypatch.setattr(ab, "PROFILE_STEPS", 8)
+    monkeypatch.setenv("TFDASH_CACHE_DIR", str(tmp_path / "cache"))
+    real_ab = Session.ab
+
+    def ab_then_ctrl_c(self, what, progress=None, cancel=None, **sizes):
+        def say(p):
+            if progress is not None:
+                progress(p)
+            if p.phase == "running" and p.done == 2:  # the terminal's Ctrl+C reaches the main thread
+                signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+        return real_ab(self, what, progress=say, cancel=cancel, **sizes)
+
+    monkeypatch.setattr(Session, "ab", ab_then_ctrl_c)
+    rc = main(["--headless", "--device", "cpu", "--threads", "1", "--max-new-tokens", "24", "--ab", "tilelang-unfused",
+               "--export", str(tmp_path / "out")])
+    out, err = capsys.readouterr()
+    assert rc == 130, err
+    assert [line for line in err.splitlines() if "SIGINT" in line] == [
+        "tfdash: interrupted (SIGINT); the A/B stops after its window in progress; reporting what was measured"]
+    assert "Traceback" not in err and "incomplete: cancelled" in out
+    [kept] = load_snapshot(tmp_path / "out" / "snapshot.json").ab
+    assert kept["incomplete"] == "cancelled" and kept["order"].startswith("AB") and len(kept["order"]) < 12
+    assert f"order {kept['order']}, after the generation" in out
+
+
 def test_a_variant_shares_state_on_an_indexed_device_too():
     """A tensor of `cuda:0` lives on the runtime's `cuda`: the variant must share it (torch.device
     equality says the two differ, which once left a CUDA A/B with nothing shared)."""

@@ -11,13 +11,16 @@ roofline line, NVML's bandwidth, the files written with --export (and any folder
 and ends with the top kernels by measured time beside their predicted time and gap.
 
 Ctrl+C, SIGTERM and SIGHUP stop the run and the report is still written (a second signal waits
-for it); the exit code is then 128 + the signal.
+for it); the exit code is then 128 + the signal. An A/B in progress, during the generation or after
+it, stops after its window in progress (it runs on a thread of its own, with a cancel event), and
+the report ends with what it measured, marked incomplete.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 from pathlib import Path
 
 from tfdash.errors import TfdashError
@@ -146,17 +149,29 @@ def profile_run(eng, args, max_new: int) -> int:
     at = max(1, (max_new - steps) // 2)
     asked = [False]
     wrote_prompt = [False]
-    variant, ab_results, ab_thread = getattr(args, "ab", None), [], []
+    variant, ab_results, ab_cancel = getattr(args, "ab", None), [], threading.Event()
+    ab_ended: list[threading.Event] = []  # one an A/B started, set once it has returned
 
-    def start_ab() -> None:
-        import threading
-
+    def start_ab(notes: bool = True) -> threading.Event:
         def say(p):
             streams.note(f"tfdash: {visible(p.line)}")
 
-        t = threading.Thread(target=lambda: ab_results.append(session.ab(variant, progress=say)), daemon=True)
-        ab_thread.append(t)
-        t.start()
+        def work():
+            try:
+                ab_results.append(session.ab(variant, progress=say if notes else None, cancel=ab_cancel))
+            finally:
+                ended.set()
+
+        ended = threading.Event()
+        ab_ended.append(ended)
+        threading.Thread(target=work, daemon=True).start()
+        return ended
+
+    def wait_ab() -> None:
+        # An Event, not Thread.join: on Python 3.11 a signal that interrupts join() marks the thread
+        # stopped while it still runs, and the join after the signal would return at once
+        for ended in ab_ended:
+            ended.wait()
 
     def on_event(m) -> None:
         if isinstance(m, TokenBatch):
@@ -167,7 +182,7 @@ def profile_run(eng, args, max_new: int) -> int:
                 if t.text:
                     streams.text(visible(t.text, KEEP_LAYOUT))
             out.flush()
-            if variant and not ab_thread:
+            if variant and not ab_ended:
                 start_ab()
             windows = session.timing_method != "continuous"  # continuous timing needs none
             if profile and windows and not asked[0] and m.new_tokens >= at:
@@ -179,21 +194,23 @@ def profile_run(eng, args, max_new: int) -> int:
     try:
         with stop_signals():  # SIGTERM and SIGHUP stop the run as Ctrl+C does
             session.run(on_event)
+            wait_ab()
+            if variant and (not ab_results or "unavailable" in ab_results[-1]):  # the generation ended first:
+                ab_results.clear()  # after it, from where it stopped (waited on here, so a signal can cancel it)
+                start_ab(notes=False).wait()
     except KeyboardInterrupt as e:  # Ctrl+C, or Interrupted by SIGTERM/SIGHUP
         interrupted = e
+        ab_cancel.set()
         session.stop()
-        print(f"\ntfdash: interrupted ({signal_name(e)}); reporting what was measured", file=err)
+        ab = "the A/B stops after its window in progress; " if not all(e.is_set() for e in ab_ended) else ""
+        print(f"\ntfdash: interrupted ({signal_name(e)}); {ab}reporting what was measured", file=err)
     with finishing():  # a second signal waits for the report and the files
-        if variant:
-            for t in ab_thread:
-                t.join()
-            if (not ab_results or "unavailable" in ab_results[0]) and interrupted is None:
-                ab_results[:] = [session.ab(variant)]  # the generation ended first: after it
+        wait_ab()
         report(session, args, profile, steps, out)
         if variant and ab_results:
             from tfdash.profiling.ab import table
 
-            for line in table(ab_results[0]):
+            for line in table(ab_results[-1]):
                 print(visible(line), file=out)
     return exit_code(interrupted) if interrupted is not None else 0
 
