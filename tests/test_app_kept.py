@@ -190,13 +190,13 @@ def test_keep_writes_the_snapshot_under_a_new_name_each_time(tmp_path):
 def test_two_dashboards_keeping_in_the_same_second_keep_both_runs(tmp_path, monkeypatch):
     """The name keep() writes is its own from the moment it is chosen: a second dashboard that
     found the same free name (quitting in the same second) wrote over the first's run."""
-    from tfdash.app import kept
+    from tfdash.app import exports
 
     snap = load_snapshot(Path(__file__).parent / "fixtures" / "snapshot-1.7b.json")
     runs = tmp_path / "runs"
     runs.mkdir()
     other = runs / "tfdash-qwen3-1.7b-20260101-000000.json"
-    real = kept.unique_path
+    real = exports.unique_path
     calls = []
 
     def raced(directory, stem, suffix):  # the other dashboard writes this name after it was found free
@@ -206,7 +206,7 @@ def test_two_dashboards_keeping_in_the_same_second_keep_both_runs(tmp_path, monk
             return other
         return real(directory, stem, suffix)
 
-    monkeypatch.setattr(kept, "unique_path", raced)
+    monkeypatch.setattr(exports, "unique_path", raced)
     path = keep(snap, runs)
     assert other.read_text() == '{"schema": "tfdash.snapshot", "the other run": 1}'  # the other run, whole
     assert path != other and load_snapshot(path) == snap

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import stat
+from pathlib import Path
 
 import pytest
 from conftest import assert_one_line_error, run_tfdash
@@ -173,3 +174,57 @@ def test_open_of_an_export_folder_names_the_snapshot_in_it(tmp_path, snap, capsy
                           f"{tmp_path / 'out' / 'snapshot.json'} is the snapshot in it")
     assert main(["open", str(SNAPSHOT), "--baseline", str(tmp_path)]) == 2
     assert_one_line_error(capsys.readouterr().err, f"--baseline {tmp_path}: is a directory, not a snapshot file")
+
+
+@pytest.mark.parametrize("kind,key", [("snapshot", "e"), ("csv", "c"), ("trace", "t"), ("svg", "ctrl+s")])
+@sync
+async def test_an_export_never_replaces_a_file_made_under_its_name_after_the_name_was_found_free(
+        isolated_config, tmp_path, monkeypatch, kind, key):
+    """`e` looked for a free name, then renamed its file onto it: a file made there in between (another
+    dashboard exporting in the same second) was replaced. The name is claimed before the write."""
+    from test_app_static import SIZE, make_app
+
+    from tfdash.app import exports
+
+    out = tmp_path / "out"
+    out.mkdir()
+    other = out / f"theirs{exports.KINDS[kind]}"
+    real, calls = exports.unique_path, []
+
+    def raced(directory, stem, suffix):  # the name is found free, then someone else writes it
+        calls.append(stem)
+        if len(calls) == 1:
+            other.write_text("another dashboard's export")
+            return other
+        return real(directory, stem, suffix)
+
+    monkeypatch.setattr(exports, "unique_path", raced)
+    app = make_app(export_dir=out)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press(key)
+        await pilot.pause()
+    assert other.read_text() == "another dashboard's export"  # theirs, whole
+    assert app.last_export not in (None, other) and app.last_export.stat().st_size > 0
+
+
+def test_an_export_folder_made_while_the_export_was_written_keeps_what_was_put_in_it(tmp_path, snap, monkeypatch):
+    """export_all looked for its folder, then renamed its finished one there: a folder made in between
+    failed the rename ("Directory not empty") and the run's export was lost, or (made empty) was replaced,
+    its own mode with it. The folder is claimed with mkdir first; one there already takes the files."""
+    from tfdash.profiling import files
+
+    d = tmp_path / "out"
+    real = os.rename
+
+    def raced(src, dst):  # someone makes the folder, and a file in it, just before the rename
+        if Path(dst) == d and not (d / "notes.txt").exists():
+            d.mkdir(exist_ok=True)
+            (d / "notes.txt").write_text("mine")
+        return real(src, dst)
+
+    monkeypatch.setattr(files.os, "rename", raced)
+    paths = export_all(snap, d)
+    assert (d / "notes.txt").read_text() == "mine"
+    assert load_snapshot(paths["snapshot"]) == snap
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no temporary folder left behind

@@ -5,17 +5,20 @@ from the app.
 
 Files are named after the run and a counter, never overwritten:
     tfdash-qwen3-1.7b-20261129-101500.json / .csv / .trace.json / .svg
+each name claimed (`reserve`: created empty, exclusively) before the file is written over its own
+claim, so a file made meanwhile under the same name (another dashboard, the same second) stays.
 A folder made for them is named in the toast, as the CLI's outputs name theirs.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from pathlib import Path
 
 from tfdash.errors import TfdashError
-from tfdash.profiling.files import created_note, missing_folders
+from tfdash.profiling.files import created_note, missing_folders, write_text_atomic
 from tfdash.profiling.snapshot import ProfileSnapshot
 from tfdash.textsafe import visible
 
@@ -63,6 +66,28 @@ def unique_path(directory: Path, stem: str, suffix: str) -> Path:
     return path
 
 
+def reserve(directory: Path, stem: str, suffix: str) -> Path:
+    """A new name in `directory`, made there (empty) at once with O_EXCL: `unique_path` only looked,
+    and a file made under that name before the write (two dashboards exporting or keeping a run in
+    the same second) was replaced by it."""
+    while True:
+        path = unique_path(directory, stem, suffix)
+        try:
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
+            return path
+        except FileExistsError:  # taken since unique_path looked: the next name
+            continue
+
+
+def unreserve(path: Path | None) -> None:
+    """Remove reserve()'s empty file where the write into it failed."""
+    try:
+        if path is not None and path.stat().st_size == 0:
+            path.unlink()
+    except OSError:
+        pass
+
+
 def write(kind: str, snap: ProfileSnapshot, path: Path) -> Path:
     """Write one export of `snap` (not the screenshot) to `path`."""
     from tfdash.profiling import export
@@ -103,15 +128,17 @@ class ExportActions:
         if snap is None and kind != "svg":  # said before any folder is made for it
             self.notify("nothing measured yet to export", severity="warning", timeout=3)
             return None
+        path = None
         try:
             new = missing_folders(directory)  # asked before the mkdir makes them: the toast says so
             directory.mkdir(parents=True, exist_ok=True)
-            path = unique_path(directory, stem_for(snap), KINDS[kind])
-            if kind == "svg":
-                self.save_screenshot(filename=path.name, path=str(directory))
+            path = reserve(directory, stem_for(snap), KINDS[kind])
+            if kind == "svg":  # written over its claim as the others are (save_screenshot opens with "w")
+                write_text_atomic(path, self.export_screenshot())
             else:
                 write(kind, snap, path)
         except (TfdashError, OSError) as e:
+            unreserve(path)
             why = f"cannot write {directory}: {e.strerror or e}" if isinstance(e, OSError) else str(e)
             self.notify(f"{why} ({self.export_remedy()})", title=f"export {LABELS[kind]}", severity="error",
                         timeout=8)

@@ -12,10 +12,9 @@ one keeps nothing.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from tfdash.app.exports import stem_for, unique_path, write
+from tfdash.app.exports import reserve, stem_for, unreserve, write
 from tfdash.cache import cache_dir, not_a_folder
 from tfdash.errors import TfdashError
 from tfdash.profiling.snapshot import ProfileSnapshot
@@ -42,38 +41,16 @@ def keep(snap: ProfileSnapshot, directory: Path, limit: int = KEEP) -> Path:
     path = None
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        path = reserve(directory, stem_for(snap))
+        path = reserve(directory, stem_for(snap), ".json")  # its own name at once (exports.reserve)
         write("snapshot", snap, path)
     except OSError as e:
-        _unreserve(path)
+        unreserve(path)
         raise TfdashError(f"not kept: cannot write {directory} ({e.strerror or e})") from None
     except TfdashError as e:
-        _unreserve(path)
+        unreserve(path)
         raise TfdashError(f"not kept: {e}") from None
     prune(directory, limit)
     return path
-
-
-def reserve(directory: Path, stem: str) -> Path:
-    """A new name in `directory`, made there (empty) at once: two dashboards keeping a run in the same
-    second (a closed SSH session hangs up on both) found the same free name, and the second write
-    replaced the first run."""
-    while True:
-        path = unique_path(directory, stem, ".json")
-        try:
-            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
-            return path
-        except FileExistsError:  # taken since unique_path looked: the next name
-            continue
-
-
-def _unreserve(path: Path | None) -> None:
-    """Remove reserve()'s empty file where the write into it failed."""
-    try:
-        if path is not None and path.stat().st_size == 0:
-            path.unlink()
-    except OSError:
-        pass
 
 
 def kept_runs(directory: Path) -> list[Path]:

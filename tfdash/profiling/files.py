@@ -238,12 +238,23 @@ def fresh_directory(directory) -> Path:
 
 
 def move_into(tmp: Path, directory) -> None:
-    """Move every file of `tmp` into `directory` (renamed whole when it does not exist yet)."""
+    """Move every file of `tmp` into `directory`. A missing one is claimed first (mkdir, which never
+    takes a folder or file that is there), then `tmp` renamed whole over that empty claim: looked
+    for and then renamed to, a folder made in between (with a file of someone's in it) failed the
+    rename and lost the export, or (empty) was replaced. One there already takes the files."""
     d = Path(directory).expanduser()
     try:
-        if not d.exists():
-            os.rename(tmp, d)
-            return
+        try:
+            os.mkdir(d)
+        except FileExistsError:
+            pass
+        else:
+            try:
+                os.rename(tmp, d)  # over our own empty folder: the files appear together
+                return
+            except OSError as e:
+                if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):  # not filled meanwhile: a real failure
+                    raise
         if not d.is_dir():
             raise TfdashError(f"cannot write {d}: not a directory")
         for f in sorted(tmp.iterdir()):
