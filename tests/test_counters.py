@@ -236,3 +236,36 @@ def test_snapshot_named_with_a_control_character_is_said_as_text(plan, tmp_path,
     [added] = [line for line in err.splitlines() if line.startswith("# counters added to ")]
     assert added.endswith(".json") and "[2J" in added
     assert sum(k.counters is not None for k in load_snapshot(path).kernels) == len(got)
+
+
+def test_a_snapshot_in_a_folder_that_cannot_be_written_is_said_before_the_profiling(plan, tmp_path, monkeypatch,
+                                                                                    capsys):
+    """`counters --snapshot F` rewrites F at the end, through a new file in F's folder: a read-only
+    folder (the snapshot read fine) failed that write after minutes of profiling, and the counters
+    were lost. The folder is checked first, as every other output is. Root passes the permission
+    bits, so the folder's mkdir is refused here as the kernel refuses everyone else there."""
+    import errno
+    import os
+
+    from conftest import assert_one_line_error
+    from fixtures.appkit import build_snapshot
+
+    from tfdash.cli import main
+    from tfdash.profiling import counters_cli
+    from tfdash.profiling.export import write_snapshot
+
+    ro = tmp_path / "ro"
+    path = write_snapshot(build_snapshot(), ro / "run.json")
+    real_mkdir, profiled = os.mkdir, []
+
+    def refuse(p, *a, **k):
+        if os.path.abspath(os.fsdecode(p)).startswith(str(ro) + os.sep):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fsdecode(p))
+        return real_mkdir(p, *a, **k)
+
+    monkeypatch.setattr(os, "mkdir", refuse)
+    monkeypatch.setattr(counters_cli, "prepare", lambda *a: profiled.append(a) or request(plan, [0]))
+    monkeypatch.setattr(counters_cli, "measure", lambda req, progress=None: {})
+    assert main(["counters", "--all", "--snapshot", str(path)]) == 2
+    assert profiled == []
+    assert_one_line_error(capsys.readouterr().err, f"--snapshot {path}: cannot write there ({ro} is not a writable")

@@ -133,8 +133,10 @@ def main(argv: list[str]) -> int:
         check_not_a_snapshot(args.json, "--json")
     if args.snapshot is not None:  # a snapshot that cannot take the counters is said before minutes of profiling
         from tfdash.profiling.export import load_snapshot
+        from tfdash.profiling.files import check_writable_file
 
         load_snapshot(args.snapshot)
+        check_writable_file(args.snapshot, "--snapshot")  # rewritten through a new file in its folder
     engine_args = dict(ckpt=args.ckpt, model=args.model, device=args.device, dtype=args.dtype,
                        backend=args.backend, seed=args.seed)
     req = prepare(engine_args, lambda plan: select(plan, args.launch or (), args.all, args.layers), args.ctx,
