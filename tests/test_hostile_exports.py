@@ -228,3 +228,33 @@ def test_an_export_folder_made_while_the_export_was_written_keeps_what_was_put_i
     assert (d / "notes.txt").read_text() == "mine"
     assert load_snapshot(paths["snapshot"]) == snap
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no temporary folder left behind
+
+
+@pytest.mark.parametrize("command", [["open"], ["diff", str(SNAPSHOT)]], ids=["open", "diff"])
+@pytest.mark.parametrize("name", ["trace.json", "kernels.csv"])
+def test_an_export_file_given_for_its_snapshot_names_the_snapshot_beside_it(tmp_path, snap, capsys, command, name):
+    """`tfdash open out/trace.json` said "not a tfdash snapshot (no 'schema' field ...)" (the CSV: "not
+    valid JSON"), never that the snapshot the export wrote with it is out/snapshot.json."""
+    from tfdash.cli import main
+
+    paths = export_all(snap, tmp_path / "out")
+    given = tmp_path / "out" / name
+    assert main([*command, str(given)]) == 2
+    assert_one_line_error(capsys.readouterr().err, f"{given}: is the export's ",
+                          f"not a snapshot; {paths['snapshot']} is the snapshot beside it")
+
+
+@pytest.mark.parametrize("kind", ["trace", "csv"])
+def test_a_dashboard_export_given_for_its_snapshot_names_the_snapshot_of_the_same_name(tmp_path, snap, capsys, kind):
+    """The dashboard's e, t and c write STEM.json, STEM.trace.json and STEM.csv: the trace or CSV given
+    to `open` names STEM.json where it is there, and only says what the file is where it is not."""
+    from tfdash.app import exports
+    from tfdash.cli import main
+
+    given = exports.write(kind, snap, tmp_path / f"tfdash-run{exports.KINDS[kind]}")
+    assert main(["open", str(given)]) == 2
+    line = assert_one_line_error(capsys.readouterr().err, f"{given}: is the export's ", "not a snapshot")
+    assert "beside it" not in line
+    exports.write("snapshot", snap, tmp_path / "tfdash-run.json")
+    assert main(["open", str(given)]) == 2
+    assert_one_line_error(capsys.readouterr().err, f"; {tmp_path / 'tfdash-run.json'} is the snapshot beside it")

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Iterable
 
 from tfdash.profiling.export import snapshot_label
+from tfdash.profiling.export_files import EXPORT_TRACE, TRACE_SUFFIX  # Chrome traces: --export's, e's
 from tfdash.profiling.snapshot import SCHEMA, ProfileSnapshot
 
 RECENT = 20  # snapshot files the picker lists at most (each one is read and validated)
@@ -38,7 +39,6 @@ class Recent:
     error: str | None = None  # why the file is not a snapshot this tfdash reads
 
 
-EXPORT_TRACE, TRACE_SUFFIX = "trace.json", ".trace.json"  # Chrome traces: --export's, e's beside its snapshot
 HEAD_BYTES = 4096  # how much of a JSON file is read to tell whether it claims to be a snapshot
 SCHEMA_FIELD = re.compile(rb'"schema"\s*:\s*"' + re.escape(SCHEMA.encode()) + rb'"')
 

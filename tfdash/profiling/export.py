@@ -1,5 +1,5 @@
-"""Snapshot files: JSON (with a validating loader), Chrome trace JSON, CSV of the kernel table
-(tfdash.profiling.csv_export).
+"""Snapshot files: JSON (with a validating loader), Chrome trace JSON (tfdash.profiling.chrome_trace),
+CSV of the kernel table (tfdash.profiling.csv_export).
 
 Snapshot JSON, schema "tfdash.snapshot" (version: `snapshot.VERSION`; older versions load): the ProfileSnapshot dataclass field by field
 (tuples as arrays, nested dataclasses as objects, None as null, floats always finite), with
@@ -18,9 +18,8 @@ Snapshot JSON, schema "tfdash.snapshot" (version: `snapshot.VERSION`; older vers
 missing fields, and sizes; any problem is one `SnapshotError` line naming the file and the field
 path (e.g. "run.json: kernels[3].measured_p50_ns: expected a number or null, got 'fast'").
 
-Chrome trace (opens in Perfetto / chrome://tracing): process "tfdash decode" with a track of
-decode steps (laid end to end from their measured times, ending at the run's wall time) and a
-track of the latest profile window's kernels; process "NVML" with one counter per series.
+The Chrome trace is tfdash.profiling.chrome_trace's; a trace or CSV given where a snapshot is
+wanted is named as such, with the snapshot written beside it (tfdash.profiling.export_files).
 """
 
 from __future__ import annotations
@@ -36,8 +35,10 @@ import typing
 from pathlib import Path
 
 from tfdash.errors import SnapshotError, TfdashError
+from tfdash.profiling.chrome_trace import chrome_trace, write_chrome_trace  # noqa: F401  (re-exported)
 from tfdash.profiling.csv_export import CSV_COLUMNS, kernel_csv, write_kernel_csv  # noqa: F401  (re-exported)
-from tfdash.profiling.files import fresh_directory, move_into, write_json_atomic, write_text_atomic
+from tfdash.profiling.export_files import EXPORT_CSV, EXPORT_SNAPSHOT, EXPORT_TRACE, not_the_snapshot
+from tfdash.profiling.files import fresh_directory, move_into, write_text_atomic
 from tfdash.profiling.snapshot import SCHEMA, VERSION, ProfileSnapshot
 
 MAX_FILE_BYTES = 1 << 30  # a snapshot is bounded by the session's ring buffers; 1 GiB is absurd
@@ -303,6 +304,9 @@ def load_snapshot(path) -> ProfileSnapshot:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise SnapshotError(f"{p}: not UTF-8 text (byte {e.start})") from None
+    other = not_the_snapshot(p, text)  # an export's trace or CSV: the snapshot beside it is named
+    if other:
+        raise SnapshotError(other)
     return loads_snapshot(text, str(p))
 
 
@@ -333,49 +337,6 @@ def schema_doc() -> str:
 
 
 # -- Chrome trace --------------------------------------------------------------------------
-PID_DECODE, PID_NVML = 1, 2
-TID_STEPS, TID_KERNELS = 1, 2
-
-
-def chrome_trace(snap: ProfileSnapshot) -> dict:
-    """The trace-event JSON object (times in microseconds)."""
-    roles = {k.index: k.role for k in snap.kernels}
-    ev: list[dict] = [
-        {"name": "process_name", "ph": "M", "ts": 0, "pid": PID_DECODE, "tid": 0,
-         "args": {"name": f"tfdash decode ({snap.meta.model.get('name', '?')}, {snap.meta.backend})"}},
-        {"name": "thread_name", "ph": "M", "ts": 0, "pid": PID_DECODE, "tid": TID_STEPS,
-         "args": {"name": "decode steps"}},
-        {"name": "thread_name", "ph": "M", "ts": 0, "pid": PID_DECODE, "tid": TID_KERNELS,
-         "args": {"name": "kernels (latest profile window)"}},
-        {"name": "process_name", "ph": "M", "ts": 0, "pid": PID_NVML, "tid": 0, "args": {"name": "NVML"}},
-    ]
-    first = max(0, snap.steps - len(snap.step_ns))
-    t = max(0, snap.wall_ns - sum(snap.step_ns))
-    for k, dt in enumerate(snap.step_ns):
-        ev.append({"name": "step", "cat": "decode", "ph": "X", "ts": t / 1e3, "dur": max(0, dt) / 1e3,
-                   "pid": PID_DECODE, "tid": TID_STEPS, "args": {"step": first + k}})
-        t += max(0, dt)
-    for sp in snap.timeline:
-        ev.append({"name": sp.name, "cat": "kernel", "ph": "X", "ts": max(0, sp.start_ns) / 1e3,
-                   "dur": max(0, sp.dur_ns) / 1e3, "pid": PID_DECODE, "tid": TID_KERNELS,
-                   "args": {"launch": sp.launch, "role": roles.get(sp.launch, "?"), "step": sp.step}})
-    for s in snap.nvml:
-        for ts, v in zip(s.t, s.values):
-            if v is not None:
-                ev.append({"name": s.name, "cat": "nvml", "ph": "C", "ts": max(0.0, ts) * 1e6,
-                           "pid": PID_NVML, "tid": 0, "args": {s.unit or "value": v}})
-    return {"traceEvents": ev, "displayTimeUnit": "ns",
-            "otherData": {"schema": SCHEMA, "version": VERSION, "host": snap.meta.host,
-                          "gpu": snap.meta.gpu or "cpu", "started_at": snap.meta.started_at}}
-
-
-def write_chrome_trace(snap: ProfileSnapshot, path) -> Path:
-    return write_json_atomic(path, chrome_trace(snap))
-
-
-EXPORT_SNAPSHOT = "snapshot.json"  # the snapshot's name in every export folder
-
-
 def snapshot_label(path) -> str:
     """How a snapshot file is named beside another (diff, the dashboard's baseline): its file name,
     with its folder where that name is an export's own, which every export shares."""
@@ -389,12 +350,12 @@ def export_all(snap: ProfileSnapshot, directory) -> dict[str, Path]:
     tmp = fresh_directory(d)  # all three are written, then moved in: a folder never mixes two runs
     try:
         write_snapshot(snap, tmp / EXPORT_SNAPSHOT)
-        write_chrome_trace(snap, tmp / "trace.json")
-        write_kernel_csv(snap, tmp / "kernels.csv")
+        write_chrome_trace(snap, tmp / EXPORT_TRACE)
+        write_kernel_csv(snap, tmp / EXPORT_CSV)
         move_into(tmp, d)
     except TfdashError as e:  # name the folder asked for, not the hidden one that is removed below
         raise TfdashError(str(e).replace(str(tmp), str(d))) from None
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-    return {"snapshot": d / EXPORT_SNAPSHOT, "trace": d / "trace.json", "csv": d / "kernels.csv"}
+    return {"snapshot": d / EXPORT_SNAPSHOT, "trace": d / EXPORT_TRACE, "csv": d / EXPORT_CSV}

@@ -1,0 +1,53 @@
+"""The files an export writes, by name, and what each one is.
+
+    tfdash --headless --export DIR    DIR/snapshot.json, DIR/trace.json, DIR/kernels.csv
+    the dashboard's e, t and c        STEM.json, STEM.trace.json, STEM.csv (one STEM a run)
+
+A trace or CSV given where a snapshot is wanted (`tfdash open out/trace.json`) is said as what it
+is, with the snapshot written beside it named: the schema error alone left the user to guess.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from tfdash.profiling.csv_export import ROW_COLUMNS
+
+EXPORT_SNAPSHOT, EXPORT_TRACE, EXPORT_CSV = "snapshot.json", "trace.json", "kernels.csv"  # in every export folder
+SNAPSHOT_SUFFIX, TRACE_SUFFIX, CSV_SUFFIX = ".json", ".trace.json", ".csv"  # the dashboard's, after its STEM
+
+_TRACE_HEAD = re.compile(r'\s*\{\s*"traceEvents"\s*:')  # how chrome_trace's JSON opens
+_CSV_HEAD = ",".join(ROW_COLUMNS[:3]) + ","  # kernel_csv's header, with or without the counter columns
+
+
+def export_files(directory) -> tuple[Path, ...]:
+    """The files `--export DIR` writes (a leading ~ expanded, as the export expands it)."""
+    d = Path(directory).expanduser()
+    return tuple(d / n for n in (EXPORT_SNAPSHOT, EXPORT_TRACE, EXPORT_CSV))
+
+
+def snapshot_beside(path: Path) -> Path | None:
+    """The snapshot written with `path`, an export's trace or CSV, where it is there."""
+    name = path.name
+    if name in (EXPORT_TRACE, EXPORT_CSV):
+        snap = path.with_name(EXPORT_SNAPSHOT)
+    elif name.endswith(TRACE_SUFFIX) and len(name) > len(TRACE_SUFFIX):
+        snap = path.with_name(name[:-len(TRACE_SUFFIX)] + SNAPSHOT_SUFFIX)
+    elif name.endswith(CSV_SUFFIX) and len(name) > len(CSV_SUFFIX):
+        snap = path.with_name(name[:-len(CSV_SUFFIX)] + SNAPSHOT_SUFFIX)
+    else:
+        return None
+    return snap if os.path.isfile(snap) else None
+
+
+def not_the_snapshot(path, text: str) -> str | None:
+    """"PATH: is the export's Chrome trace, not a snapshot; DIR/snapshot.json is the snapshot beside it"
+    where `text` (the file's) is an export's trace or kernel CSV, told by how each opens; else None."""
+    what = "Chrome trace" if _TRACE_HEAD.match(text) else "kernel table (CSV)" if text.startswith(_CSV_HEAD) else None
+    if what is None:
+        return None
+    snap = snapshot_beside(Path(path))
+    where = f"{snap} is the snapshot beside it" if snap else "give the snapshot (.json) written with it"
+    return f"{path}: is the export's {what}, not a snapshot; {where}"
