@@ -192,6 +192,23 @@ def test_save_and_export_to_the_same_path_is_refused_before_the_run(tmp_path):
     assert_one_line_error(r.stderr, f"--save {same}: is the --export folder too; give --save a file name")
 
 
+@pytest.mark.parametrize("name, what", [("trace.json", "its Chrome trace"), ("kernels.csv", "its kernel table"),
+                                        ("snapshot.json", "its snapshot")])
+def test_save_onto_a_file_the_export_writes_is_refused_before_the_run(tmp_path, capsys, monkeypatch, name, what):
+    """`--export out --save out/trace.json`: after the run the save replaced the export's trace with a
+    snapshot (the CSV likewise), unsaid. Refused first, however the two paths are spelled."""
+    from tfdash.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "link").symlink_to("out")  # another way to the same folder
+    for save in (f"out/{name}", str(tmp_path / "link" / name), f"out/../out/{name}"):
+        rc = main(["--headless", "--device", "cpu", "--model", "qwen3-tiny", "--max-new-tokens", "2",
+                   "--export", "out", "--save", save])
+        out, err = capsys.readouterr()
+        assert rc == 2 and out == "" and not (tmp_path / "out").exists()
+        assert_one_line_error(err, f"--save {save}: is a file the --export writes ({what}); give --save another name")
+
+
 def test_a_one_token_profile_counts_one_step_in_the_singular():
     """`--profile --max-new-tokens 1` said "over 1 steps" twice, as bench said "1 new tokens"."""
     r = run_tfdash("--headless", "--profile", "--max-new-tokens", "1", "--threads", "1", timeout=120)

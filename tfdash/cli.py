@@ -171,10 +171,9 @@ def run_headless(args) -> int:
         check_writable_dir(args.export, "--export")
     if getattr(args, "save", None):  # headless too: the final snapshot, as the dashboard writes it on quit
         check_writable_file(args.save, "--save")
-        if getattr(args, "export", None) and os.path.abspath(os.path.expanduser(args.save)) == \
-                os.path.abspath(os.path.expanduser(args.export)):  # the export makes it a folder, and the save fails
-            raise TfdashError(f"--save {args.save}: is the --export folder too; give --save a file name "
-                              f"(the export writes {os.path.join(args.export, 'snapshot.json')} anyway)")
+        from tfdash.profiling.export_files import check_save_beside_export
+
+        check_save_beside_export(args.save, getattr(args, "export", None))  # neither its folder nor one of its files
     variant = None
     if getattr(args, "ab", None) is not None:  # a typo in the variant is one line now, not after the generation
         from tfdash.profiling.ab import resolve

@@ -5,6 +5,7 @@
 
 A trace or CSV given where a snapshot is wanted (`tfdash open out/trace.json`) is said as what it
 is, with the snapshot written beside it named: the schema error alone left the user to guess.
+A --save that is one of the files (or the folder) the --export writes is refused before the run.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import re
 from pathlib import Path
 
+from tfdash.errors import TfdashError
 from tfdash.profiling.csv_export import ROW_COLUMNS
 
 EXPORT_SNAPSHOT, EXPORT_TRACE, EXPORT_CSV = "snapshot.json", "trace.json", "kernels.csv"  # in every export folder
@@ -51,3 +53,20 @@ def not_the_snapshot(path, text: str) -> str | None:
     snap = snapshot_beside(Path(path))
     where = f"{snap} is the snapshot beside it" if snap else "give the snapshot (.json) written with it"
     return f"{path}: is the export's {what}, not a snapshot; {where}"
+
+
+def check_save_beside_export(save, export) -> None:
+    """--save (written after the export) is neither the --export folder, which the export makes a
+    folder so that the save failed after the run, nor a file the export writes: the save replaced
+    the export's trace or CSV with a snapshot, unsaid. The same file through a link or a `..` is
+    the same file; checked before the run."""
+    if not save or not export:
+        return
+    s, d = os.path.realpath(os.path.expanduser(save)), os.path.realpath(os.path.expanduser(export))
+    if s == d:
+        raise TfdashError(f"--save {save}: is the --export folder too; give --save a file name "
+                          f"(the export writes {os.path.join(export, EXPORT_SNAPSHOT)} anyway)")
+    for f, what in zip(export_files(d), ("its snapshot", "its Chrome trace", "its kernel table")):
+        if s == str(f):
+            also = f" (the export's {f} is this run's snapshot)" if f.name == EXPORT_SNAPSHOT else ""
+            raise TfdashError(f"--save {save}: is a file the --export writes ({what}); give --save another name{also}")
