@@ -53,3 +53,16 @@ def test_a_cache_folder_named_from_the_home_is_the_one_written_and_checked(tmp_p
     assert r.rc == 0, r.stderr
     said = [ln for ln in r.stderr.splitlines() if "bandwidth" in ln and "probing" not in ln]
     assert said == [f"TFDASH_CACHE_DIR {tmp_path / 'f'} is a file, not a folder: the bandwidth probe is not cached"]
+
+
+@pytest.mark.parametrize("value", ["rel/cache", ".", "./c", "~user-that-does-not-exist/c"])
+def test_a_relative_xdg_cache_home_is_ignored(tmp_path, monkeypatch, value):
+    """The XDG spec: a relative path in $XDG_CACHE_HOME is invalid and ignored. It was taken from the
+    working directory, so each folder a command ran in grew its own cache (and kept runs)."""
+    monkeypatch.delenv("TFDASH_CACHE_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CACHE_HOME", value)
+    assert cache_dir() == Path.home() / ".cache" / "tfdash"
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", "~/xdg")  # the home's, as a quoted `~` in an env file means it
+    assert cache_dir() == tmp_path / "xdg" / "tfdash"

@@ -2,6 +2,7 @@
 
     cache_dir()            $TFDASH_CACHE_DIR, else $XDG_CACHE_HOME/tfdash, else ~/.cache/tfdash:
                            the bandwidth probe's results, the dashboard's stderr log
+    xdg_home(var, dflt)    an XDG base folder: $var where it is absolute (after a leading ~), else dflt
     tilelang_cache_dir()   $TILELANG_CACHE_DIR, else cache_dir()/tilelang: compiled kernels (the
                            variable is set when it was not, because tilelang itself reads it)
     not_a_folder()         what stands in cache_dir()'s way where a file does (TFDASH_CACHE_DIR=a
@@ -21,7 +22,15 @@ def cache_dir() -> Path:
     d = os.environ.get("TFDASH_CACHE_DIR")
     if d:
         return Path(d).expanduser()
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "tfdash"
+    return xdg_home("XDG_CACHE_HOME", ".cache") / "tfdash"
+
+
+def xdg_home(var: str, default: str) -> Path:
+    """$`var` (XDG_CACHE_HOME, XDG_CONFIG_HOME), else ~/`default`. The XDG spec has a relative value
+    ignored: it was read from the working directory, so each folder a command ran in grew its own
+    cache. A leading `~` is the home first, as tfdash reads it in every variable that names a folder."""
+    d = Path(os.path.expanduser(os.environ.get(var) or ""))  # "~nobody/x" stays as it is (relative): ignored
+    return d if d.is_absolute() else Path.home() / default
 
 
 def tilelang_cache_dir() -> Path:
