@@ -160,6 +160,18 @@ def test_config_paths(tmp_path, monkeypatch):
     assert config_path() == tmp_path / "mine" / "config.json"
 
 
+@pytest.mark.parametrize("value", ["rel/cfg", ".", "~nobody-here/cfg"])
+def test_a_relative_xdg_config_home_is_ignored(tmp_path, monkeypatch, value):
+    """The XDG spec ignores a relative $XDG_CONFIG_HOME: the keymap was read from (and saved into)
+    a folder of whatever directory the dashboard was started in."""
+    from pathlib import Path
+
+    monkeypatch.delenv("TFDASH_CONFIG_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", value)
+    assert config_path() == Path.home() / ".config" / "tfdash" / "config.json"
+
+
 def test_config_round_trip_keeps_unknown_keys(tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"theme": "tfdash-light", "keymap": {"pause": "p"}, "future": [1, 2]}))

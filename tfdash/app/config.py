@@ -1,7 +1,7 @@
 """The user's dashboard settings: a keymap and a theme, in one small JSON file.
 
     $TFDASH_CONFIG_DIR/config.json           when set (tests point it at a temporary directory)
-    $XDG_CONFIG_HOME/tfdash/config.json      otherwise, when XDG_CONFIG_HOME is set
+    $XDG_CONFIG_HOME/tfdash/config.json      otherwise, when XDG_CONFIG_HOME is set (and absolute)
     ~/.config/tfdash/config.json             otherwise
 
     {"theme": "tfdash-light", "keymap": {"pause": "P", "export.svg": "f12"}, "export_dir": "~/profiles"}
@@ -20,6 +20,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tfdash.cache import xdg_home
 from tfdash.errors import TfdashError
 from tfdash.pathstat import stat_or_none
 
@@ -29,8 +30,7 @@ FILENAME = "config.json"
 def config_dir() -> Path:
     if os.environ.get("TFDASH_CONFIG_DIR"):
         return Path(os.environ["TFDASH_CONFIG_DIR"]).expanduser()
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base).expanduser() / "tfdash"
+    return xdg_home("XDG_CONFIG_HOME", ".config") / "tfdash"  # a relative one ignored, as the XDG spec says
 
 
 def config_path() -> Path:
