@@ -258,3 +258,14 @@ def test_a_dashboard_export_given_for_its_snapshot_names_the_snapshot_of_the_sam
     exports.write("snapshot", snap, tmp_path / "tfdash-run.json")
     assert main(["open", str(given)]) == 2
     assert_one_line_error(capsys.readouterr().err, f"; {tmp_path / 'tfdash-run.json'} is the snapshot beside it")
+
+
+def test_a_dangling_link_under_an_export_name_is_a_taken_name(tmp_path):
+    """A broken symlink reads as absent to Path.exists, yet O_EXCL refuses its name: reserve() asked
+    for that name again and again, for ever (and a write through the link went where it points)."""
+    from tfdash.app import exports
+
+    (tmp_path / "x.json").symlink_to(tmp_path / "elsewhere" / "gone.json")
+    assert exports.unique_path(tmp_path, "x", ".json") == tmp_path / "x-2.json"
+    assert exports.reserve(tmp_path, "x", ".json") == tmp_path / "x-2.json"
+    assert not (tmp_path / "elsewhere").exists()

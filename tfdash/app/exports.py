@@ -60,7 +60,7 @@ def path_lines(path: Path, width: int) -> str:
 def unique_path(directory: Path, stem: str, suffix: str) -> Path:
     path = directory / f"{stem}{suffix}"
     n = 2
-    while path.exists():
+    while os.path.lexists(path):  # a dangling link too: O_EXCL refuses its name, and a write follows it
         path = directory / f"{stem}-{n}{suffix}"
         n += 1
     return path
