@@ -240,8 +240,8 @@ def test_an_export_file_given_for_its_snapshot_names_the_snapshot_beside_it(tmp_
     paths = export_all(snap, tmp_path / "out")
     given = tmp_path / "out" / name
     assert main([*command, str(given)]) == 2
-    assert_one_line_error(capsys.readouterr().err, f"{given}: is the export's ",
-                          f"not a snapshot; {paths['snapshot']} is the snapshot beside it")
+    assert_one_line_error(capsys.readouterr().err, f"{given}: is an export's ",
+                          f"not a tfdash snapshot; {paths['snapshot']} is the snapshot beside it")
 
 
 @pytest.mark.parametrize("kind", ["trace", "csv"])
@@ -253,7 +253,7 @@ def test_a_dashboard_export_given_for_its_snapshot_names_the_snapshot_of_the_sam
 
     given = exports.write(kind, snap, tmp_path / f"tfdash-run{exports.KINDS[kind]}")
     assert main(["open", str(given)]) == 2
-    line = assert_one_line_error(capsys.readouterr().err, f"{given}: is the export's ", "not a snapshot")
+    line = assert_one_line_error(capsys.readouterr().err, f"{given}: is an export's ", "not a tfdash snapshot")
     assert "beside it" not in line
     exports.write("snapshot", snap, tmp_path / "tfdash-run.json")
     assert main(["open", str(given)]) == 2

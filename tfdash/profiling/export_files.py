@@ -45,14 +45,14 @@ def snapshot_beside(path: Path) -> Path | None:
 
 
 def not_the_snapshot(path, text: str) -> str | None:
-    """"PATH: is the export's Chrome trace, not a snapshot; DIR/snapshot.json is the snapshot beside it"
+    """"PATH: is an export's Chrome trace, not a tfdash snapshot; DIR/snapshot.json is the snapshot beside it"
     where `text` (the file's) is an export's trace or kernel CSV, told by how each opens; else None."""
     what = "Chrome trace" if _TRACE_HEAD.match(text) else "kernel table (CSV)" if text.startswith(_CSV_HEAD) else None
     if what is None:
         return None
     snap = snapshot_beside(Path(path))
     where = f"{snap} is the snapshot beside it" if snap else "give the snapshot (.json) written with it"
-    return f"{path}: is the export's {what}, not a snapshot; {where}"
+    return f"{path}: is an export's {what}, not a tfdash snapshot; {where}"
 
 
 def check_save_beside_export(save, export) -> None:
