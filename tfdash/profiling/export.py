@@ -336,7 +336,7 @@ def schema_doc() -> str:
     return "\n".join(lines)
 
 
-# -- Chrome trace --------------------------------------------------------------------------
+# -- export folders ------------------------------------------------------------------------
 def snapshot_label(path) -> str:
     """How a snapshot file is named beside another (diff, the dashboard's baseline): its file name,
     with its folder where that name is an export's own, which every export shares."""

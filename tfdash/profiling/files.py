@@ -254,6 +254,7 @@ def move_into(tmp: Path, directory) -> None:
                 return
             except OSError as e:
                 if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):  # not filled meanwhile: a real failure
+                    _remove_empty(d)  # the claim, which holds nothing
                     raise
         if not d.is_dir():
             raise TfdashError(f"cannot write {d}: not a directory")
@@ -262,6 +263,13 @@ def move_into(tmp: Path, directory) -> None:
         tmp.rmdir()
     except OSError as e:
         raise TfdashError(f"cannot write {d}: {e.strerror or e}") from None
+
+
+def _remove_empty(d: Path) -> None:
+    try:
+        os.rmdir(d)
+    except OSError:  # not empty (someone's files came) or gone: left as it is
+        pass
 
 
 @contextmanager
