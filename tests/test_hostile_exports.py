@@ -269,3 +269,15 @@ def test_a_dangling_link_under_an_export_name_is_a_taken_name(tmp_path):
     assert exports.unique_path(tmp_path, "x", ".json") == tmp_path / "x-2.json"
     assert exports.reserve(tmp_path, "x", ".json") == tmp_path / "x-2.json"
     assert not (tmp_path / "elsewhere").exists()
+
+
+@pytest.mark.parametrize("kind", ["trace", "csv"])
+def test_the_dashboards_export_names_are_the_ones_open_reads_back(tmp_path, kind):
+    """app.exports names its files with export_files' suffixes: a STEM's trace or CSV leads back to
+    that STEM's snapshot, whatever the suffixes become."""
+    from tfdash.app import exports
+    from tfdash.profiling.export_files import snapshot_beside
+
+    snap = tmp_path / f"tfdash-run{exports.KINDS['snapshot']}"
+    snap.write_text("{}")
+    assert snapshot_beside(tmp_path / f"tfdash-run{exports.KINDS[kind]}") == snap

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Iterable
 
 from tfdash.profiling.export import snapshot_label
-from tfdash.profiling.export_files import EXPORT_TRACE, TRACE_SUFFIX  # Chrome traces: --export's, e's
+from tfdash.profiling.export_files import EXPORT_TRACE, TRACE_SUFFIX  # Chrome traces: --export's, t's
 from tfdash.profiling.snapshot import SCHEMA, ProfileSnapshot
 
 RECENT = 20  # snapshot files the picker lists at most (each one is read and validated)

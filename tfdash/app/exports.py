@@ -18,11 +18,12 @@ import time
 from pathlib import Path
 
 from tfdash.errors import TfdashError
+from tfdash.profiling.export_files import CSV_SUFFIX, SNAPSHOT_SUFFIX, TRACE_SUFFIX
 from tfdash.profiling.files import created_note, missing_folders, write_text_atomic
 from tfdash.profiling.snapshot import ProfileSnapshot
 from tfdash.textsafe import visible
 
-KINDS = {"snapshot": ".json", "csv": ".csv", "trace": ".trace.json", "svg": ".svg"}
+KINDS = {"snapshot": SNAPSHOT_SUFFIX, "csv": CSV_SUFFIX, "trace": TRACE_SUFFIX, "svg": ".svg"}
 # A toast's columns: at most TOAST_WIDTH and TOAST_SHARE of the screen less TOAST_EDGE (themes/app.tcss),
 # its text TOAST_FRAME fewer (border and padding)
 TOAST_WIDTH, TOAST_SHARE, TOAST_EDGE, TOAST_FRAME = 60, 0.65, 3, 3

@@ -1,7 +1,9 @@
 """The files an export writes, by name, and what each one is.
 
     tfdash --headless --export DIR    DIR/snapshot.json, DIR/trace.json, DIR/kernels.csv
-    the dashboard's e, t and c        STEM.json, STEM.trace.json, STEM.csv (one STEM a run)
+    the dashboard's e, t and c        STEM.json, STEM.trace.json, STEM.csv (app.exports: STEM is
+                                      the model and the second of the key press, so the three
+                                      share one only when pressed in the same second)
 
 A trace or CSV given where a snapshot is wanted (`tfdash open out/trace.json`) is said as what it
 is, with the snapshot written beside it named: the schema error alone left the user to guess.
@@ -18,7 +20,7 @@ from tfdash.errors import TfdashError
 from tfdash.profiling.csv_export import ROW_COLUMNS
 
 EXPORT_SNAPSHOT, EXPORT_TRACE, EXPORT_CSV = "snapshot.json", "trace.json", "kernels.csv"  # in every export folder
-SNAPSHOT_SUFFIX, TRACE_SUFFIX, CSV_SUFFIX = ".json", ".trace.json", ".csv"  # the dashboard's, after its STEM
+SNAPSHOT_SUFFIX, TRACE_SUFFIX, CSV_SUFFIX = ".json", ".trace.json", ".csv"  # the dashboard's (app.exports.KINDS)
 
 _TRACE_HEAD = re.compile(r'\s*\{\s*"traceEvents"\s*:')  # how chrome_trace's JSON opens
 _CSV_HEAD = ",".join(ROW_COLUMNS[:3]) + ","  # kernel_csv's header, with or without the counter columns
