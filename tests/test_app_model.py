@@ -53,6 +53,15 @@ def test_sort_puts_unmeasured_last_either_way(snap):
     assert [r.members[0] for r in counts] == sorted(r.members[0] for r in counts)
 
 
+def test_the_kernel_column_names_the_kernel_or_how_many_and_sorts_by_it(snap):
+    layer = model.group_rows(snap.kernels, "layer")[1]
+    assert len(layer.kernels) > 1 and layer.kernel == f"{len(layer.kernels)} kernels"
+    rows = model.group_rows(snap.kernels, "op")
+    assert {r.label: r.kernel for r in rows}["gate_up"] == "gemv_gate_up"
+    names = [r.kernel for r in model.sort_rows(rows, "kernel", False)]
+    assert names == sorted(names)
+
+
 def test_filter_matches_names_families_and_kernels(snap):
     rows = model.group_rows(snap.kernels, "op")
     assert {r.label for r in model.filter_rows(rows, "GEMV")} == {"qkv_proj", "o_proj", "gate_up", "down", "lm_head"}

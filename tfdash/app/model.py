@@ -83,8 +83,6 @@ class TableRow:
             return self.label
         if key == "bound":
             return self.bound
-        if key == "kernel":
-            return self.kernel
         return getattr(self, key)
 
     @property

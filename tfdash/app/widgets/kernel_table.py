@@ -156,14 +156,9 @@ class KernelTable(Vertical):
     def _cells(self, r: TableRow, step_share_max: float) -> list:
         return cellsmod.cells(r, self.group, self._color, step_share_max, self._shown_columns, self._bar_w)
 
-    @property
-    def columns(self) -> tuple[str, ...]:
-        """The columns that fit the pane beside the baseline's Δ columns, dropped by priority
-        (model.COLUMN_PRIORITY)."""
-        return self._layout()[0]
-
     def _layout(self) -> tuple[tuple[str, ...], int]:
-        """The columns that fit, and the % of step bar's cells (kernel_cells.layout)."""
+        """The columns that fit the pane beside the baseline's Δ columns, dropped by priority
+        (model.COLUMN_PRIORITY), and the % of step bar's cells (kernel_cells.layout)."""
         width = self.size.width - 2 - cellsmod.baseline_width(self.against, self.rows, self.sort[0]) \
             if self.size.width else None  # its scrollbar and the Δ columns; None: not laid out yet
         widths = cellsmod.widths(self.rows, self.group, self.sort[0], self._color)
