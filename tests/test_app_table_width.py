@@ -32,3 +32,20 @@ async def test_the_kernel_table_uses_a_wide_panes_width(isolated_config):
             assert gate_up.count("█") > 6, (size, gate_up)  # the costliest op's bar, widened
             assert ("gemv_down_silu_residual" in "\n".join(lines)) == kernel_column, (size, lines[:4])
             assert "bound by" in lines[0], (size, lines[0])
+
+
+def test_the_readme_names_the_columns_in_the_order_a_narrow_table_drops_them():
+    """The README's "drops columns by priority (... first" is COLUMN_PRIORITY read from its end (meas
+    bytes and p90 left unsaid: they show only once measured). The kernel column, dropped first,
+    was missing from it."""
+    import re
+
+    from conftest import REPO
+
+    from tfdash.app.model import COLUMN_PRIORITY
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    said = re.search(r"drops columns\s+by priority \(([^;]+) first;", readme).group(1).split(", ")
+    keys = {"the kernel": "kernel", "bound-by": "bound", "count": "count", "GB/s": "gbps", "predicted": "predicted"}
+    dropped = [k for k in reversed(COLUMN_PRIORITY) if k not in ("meas_bytes", "p90")]
+    assert [keys.get(w, w) for w in said] == dropped[:len(said)]
