@@ -66,3 +66,38 @@ def test_a_relative_xdg_cache_home_is_ignored(tmp_path, monkeypatch, value):
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("XDG_CACHE_HOME", "~/xdg")  # the home's, as a quoted `~` in an env file means it
     assert cache_dir() == tmp_path / "xdg" / "tfdash"
+
+
+@pytest.mark.parametrize("var", ["TFDASH_CACHE_DIR", "TFDASH_CONFIG_DIR"])
+def test_a_home_of_no_user_is_one_line_naming_the_variable(tmp_path, var):
+    """`TFDASH_CACHE_DIR="~nobody-here/x"`: Path.expanduser raises RuntimeError for a user with no
+    home, which reached the user as a traceback."""
+    from conftest import assert_one_line_error, run_tfdash
+    from fixtures.appkit import SNAPSHOT
+
+    env = {"TFDASH_FORCE_TUI": "1", "TFDASH_CONFIG_DIR": str(tmp_path / "cfg"),
+           "TFDASH_CACHE_DIR": str(tmp_path / "cache"), var: "~user-that-does-not-exist/x"}
+    r = run_tfdash("open", str(SNAPSHOT), timeout=60, env=env)
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, f"{var} ~user-that-does-not-exist/x: there is no user "
+                          "'user-that-does-not-exist'")
+
+
+def test_a_path_argument_in_the_home_of_no_user_is_the_parsers_line():
+    from conftest import assert_one_line_error, run_tfdash
+
+    r = run_tfdash("--headless", "--max-new-tokens", "2", "--save", "~user-that-does-not-exist/run.json")
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, "argument --save: ~user-that-does-not-exist/run.json: there is no user")
+
+
+@pytest.mark.parametrize("var", ["HF_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME"])
+def test_the_hub_cache_reads_a_home_of_no_user_as_huggingface_hub_does(monkeypatch, var):
+    """os.path.expanduser, as huggingface_hub reads these, leaves `~nobody` as written; Path.expanduser
+    raised (a traceback after a --ckpt that looked like a model id)."""
+    from tfdash.engine.config import hub_cache
+
+    for v in ("HF_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(v, raising=False)
+    monkeypatch.setenv(var, "~user-that-does-not-exist/h")
+    assert str(hub_cache()).startswith("~user-that-does-not-exist/h")

@@ -66,6 +66,19 @@ def named(value: str) -> str:
     (`--save "$OUT"` with OUT unset) read as none given, and the run's snapshot went unwritten, unsaid."""
     if not value.strip():
         raise argparse.ArgumentTypeError(f"{value!r} is empty: give a path")
+    return home_known(value)
+
+
+def home_known(value: str) -> str:
+    """`value`, where a leading `~user` names a home (`--save "~nobody/x"`: Path.expanduser's RuntimeError,
+    a traceback, where the path was used); otherwise the parser's one line."""
+    from tfdash.cache import expand_home
+    from tfdash.errors import TfdashError
+
+    try:
+        expand_home(value)
+    except TfdashError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
     return value
 
 

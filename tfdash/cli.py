@@ -78,7 +78,9 @@ def user_path(v: str) -> str:
     """The type of a file or folder tfdash reads (--ckpt, a snapshot, --baseline, --target): a leading
     `~` is the home, as the files it writes read it. `--save=~/run.json` (the shell leaves a ~ after
     `=`) wrote ~/run.json, and `open --baseline=~/run.json` then said "no such snapshot file"."""
-    return os.path.expanduser(v)
+    from tfdash.argparsing import home_known
+
+    return os.path.expanduser(home_known(v))
 
 
 def snapshot_path(v: str) -> str:

@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tfdash.cache import xdg_home
+from tfdash.cache import expand_home, xdg_home
 from tfdash.errors import TfdashError
 from tfdash.pathstat import stat_or_none
 
@@ -29,7 +29,7 @@ FILENAME = "config.json"
 
 def config_dir() -> Path:
     if os.environ.get("TFDASH_CONFIG_DIR"):
-        return Path(os.environ["TFDASH_CONFIG_DIR"]).expanduser()
+        return Path(expand_home(os.environ["TFDASH_CONFIG_DIR"], "TFDASH_CONFIG_DIR"))
     return xdg_home("XDG_CONFIG_HOME", ".config") / "tfdash"  # a relative one ignored, as the XDG spec says
 
 

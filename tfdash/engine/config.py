@@ -286,11 +286,12 @@ _MODEL_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
 
 def hub_cache() -> Path:
     """Where Hugging Face's hub keeps downloaded models: HF_HUB_CACHE, else HF_HOME/hub, else
-    ~/.cache/huggingface/hub (huggingface_hub's own order)."""
+    ~/.cache/huggingface/hub (huggingface_hub's own order, and its os.path.expanduser: a `~user` with
+    no home stays as written, where Path.expanduser raised RuntimeError, a traceback)."""
     if os.environ.get("HF_HUB_CACHE"):
-        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+        return Path(os.path.expanduser(os.environ["HF_HUB_CACHE"]))
     home = os.environ.get("HF_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME", "~/.cache"), "huggingface")
-    return Path(home).expanduser() / "hub"
+    return Path(os.path.expanduser(home)) / "hub"
 
 
 def _as_model_id(text: str) -> str:
