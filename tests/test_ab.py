@@ -16,7 +16,7 @@ from profiling_support import micro_engine
 from tfdash.engine.plan import build_plan
 from tfdash.engine.runtime import Runtime
 from tfdash.errors import TfdashError
-from tfdash.profiling import ab
+from tfdash.profiling import ab, ab_table
 from tfdash.profiling.export import dumps_snapshot, loads_snapshot
 from tfdash.profiling.messages import ABDone, ABProgress
 from tfdash.profiling.probe import CPU
@@ -82,7 +82,7 @@ def test_turns_alternate_on_the_generation_and_tokens_agree(tiny):
     snap = s.snapshot()
     assert snap.ab == (result,) and snap.new_tokens == 200
     assert loads_snapshot(dumps_snapshot(snap)).ab == (result,)  # exports carry it
-    assert "tokens agree at all 6 turn starts" in "\n".join(ab.table(result))
+    assert "tokens agree at all 6 turn starts" in "\n".join(ab_table.table(result))
 
 
 def test_after_the_run_it_continues_from_where_it_stopped(tiny):
@@ -151,7 +151,7 @@ def test_a_variant_that_computes_something_else_is_reported():
     r = run.result()
     assert r["tokens"]["checks"] == 4 and r["tokens"]["agree"] == 0
     assert r["tokens"]["first_mismatch"]["b"] == r["tokens"]["first_mismatch"]["a"] + 1
-    assert "tokens DIFFER at 4 of 4 turn starts" in "\n".join(ab.table(r))
+    assert "tokens DIFFER at 4 of 4 turn starts" in "\n".join(ab_table.table(r))
 
 
 def test_a_shared_variant_uses_the_cache_and_state_in_place():

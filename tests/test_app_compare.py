@@ -22,7 +22,7 @@ from tfdash.app.widgets.kernel_table import KernelTable
 from tfdash.errors import TfdashError
 from tfdash.profiling.diff import compare
 from tfdash.profiling.export import load_snapshot, write_snapshot
-from tfdash.profiling.ab import VERDICT_LABEL
+from tfdash.profiling.ab_table import VERDICT_LABEL
 from tfdash.profiling.variants import TORCH_VISIBLE
 from tfdash.profiling.probe import CPU
 
@@ -555,7 +555,7 @@ async def test_a_live_ab_names_each_figure_and_fits_80_columns(isolated_config, 
 def test_the_printed_ab_keeps_its_columns_for_a_long_variant_name():
     """`--ab down:seg=24,blocks_per_sm=1` printed B's figures a column to the right of A's and of
     the header: the side's label was padded to 26 characters, and a GEMV spec's name is longer."""
-    from tfdash.profiling.ab import table
+    from tfdash.profiling.ab_table import table
 
     for what in ("tilelang-unfused", "tilelang[down:seg=24,blocks_per_sm=1+o_proj:rows=2]"):
         r = {**recorded_ab(), "what": what}

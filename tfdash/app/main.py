@@ -291,7 +291,7 @@ def snapshot_summary(snap: ProfileSnapshot, path: Path) -> str:
         out += roofline_lines(snap)
     out += top_kernels(snap)
     for result in snap.ab:  # an A/B the run recorded: its table, as the headless report printed it
-        from tfdash.profiling.ab import table
+        from tfdash.profiling.ab_table import table
 
         try:
             out += table(result)

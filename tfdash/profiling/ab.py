@@ -17,7 +17,8 @@ interquartile range as the spread, like the marginal cost's. Then one profile wi
     resolve("tilelang-lateres")     a Variant (also a GEMV spec as bench --gemv spells it)
     build(runtime, variant)         the variant's runtime beside the running one
     ABRun(live, var, variant, ...)  the turns and profile windows, as `Generation.intercept` windows
-    summarize(...)                  the result dict the snapshot keeps (`ProfileSnapshot.ab`)
+    summarize(...)                  the result dict the snapshot keeps (`ProfileSnapshot.ab`); its
+                                    lines of text are tfdash.profiling.ab_table's
 """
 
 from __future__ import annotations
@@ -31,9 +32,6 @@ from tfdash.errors import TfdashError
 from tfdash.profiling.variants import refusal, variant_options
 
 WINDOWS, STEPS, PROFILE_STEPS = 6, 64, 32  # turns per side, steps per turn, profile steps per side
-# What the verdict's Δ is, said beside it: the sides' medians can differ the other way (a drifting
-# host moves both sides of a pair, not the pairs' median)
-VERDICT_LABEL = "paired windows' median Δ"
 
 
 @dataclass(frozen=True)
@@ -329,12 +327,6 @@ def per_op(live_plan, var_plan, profiles) -> tuple[list[dict], str]:
     return rows, res["A"].method
 
 
-def when(result: dict) -> str:
-    """When the turns ran, as a phrase: "during the generation", or "after the generation, …"."""
-    during = str(result.get("during", "?"))
-    return f"during {during}" if during == "the generation" else during
-
-
 def summarize(v: Variant, live, var, turns, checks, profiles, error=None) -> dict:
     a, b = _side(turns, "A"), _side(turns, "B")
     pa = [_turn_ns(t[2]) for t in turns if t[0] == "A"]
@@ -358,42 +350,3 @@ def summarize(v: Variant, live, var, turns, checks, profiles, error=None) -> dic
     if error:
         out["incomplete"] = error
     return out
-
-
-def table(result: dict) -> list[str]:
-    """The A/B as lines of text (the headless report; the dashboard draws the same numbers)."""
-    if "unavailable" in result:
-        return [f"A/B {result.get('what', '?')}: unavailable: {result['unavailable']}"]
-    a, b = result["a"], result["b"]
-    labels = [f"A running plan ({result['launches'][0]})", f"B {result['what']} ({result['launches'][1]})"]
-    w = max(26, *(len(x) + 2 for x in labels))  # a GEMV spec's name is long: the columns stay in line
-
-    def row(label, s):
-        if not s.get("windows"):
-            return f"{label:<{w}}{'—':>13}"
-        return (f"{label:<{w}}{s['tok_per_s']:>13.1f}{s['tok_per_s_min']:>10.1f} - {s['tok_per_s_max']:<9.1f}"
-                f"{s['step_ns'] / 1e6:>16.3f}{s['windows']:>9}")
-
-    t = result["tokens"]
-    lines = [f"A/B {result['what']} ({result['about']}) on {result['backend']}: {result['windows_per_side']} windows "
-             f"of {result['steps_per_window']} steps a side, order {result['order']}"
-             + (f", {when(result)}" if result.get("during") else ""),
-             f"{'side':<{w}}{'median tok/s':>13}{'range':>22}{'median ms/step':>16}{'windows':>9}",
-             row(labels[0], a), row(labels[1], b),
-             f"{VERDICT_LABEL}: {result['verdict']}",
-             (f"tokens agree at all {t['checks']} turn starts" if t["agree"] == t["checks"] else
-              f"tokens DIFFER at {t['checks'] - t['agree']} of {t['checks']} turn starts (first at ctx_len "
-              f"{t['first_mismatch']['ctx_len']}: A {t['first_mismatch']['a']}, B {t['first_mismatch']['b']})")]
-    if result.get("incomplete"):
-        lines.append(f"incomplete: {result['incomplete']}")
-    if result["per_op"]:
-        lines.append(f"{'op':<16}{'A':>12}{'B':>12}{'Δ':>12}{'Δ %':>8}   ({result['per_op_method']} profile window a side)")
-        for r in result["per_op"]:
-            def ns(x):
-                return "—" if x is None else f"{x / 1e3:.1f} µs"
-            pct = "—" if r["delta_pct"] is None else f"{r['delta_pct']:+.1f}"
-            d = "—" if r["delta_ns"] is None else f"{r['delta_ns'] / 1e3:+.1f} µs"
-            lines.append(f"{r['op']:<16}{ns(r['a_ns']):>12}{ns(r['b_ns']):>12}{d:>12}{pct:>8}")
-    else:
-        lines.append(result["per_op_method"])
-    return lines

@@ -208,7 +208,7 @@ def profile_run(eng, args, max_new: int) -> int:
         wait_ab()
         report(session, args, profile, steps, out)
         if variant and ab_results:
-            from tfdash.profiling.ab import table
+            from tfdash.profiling.ab_table import table
 
             for line in table(ab_results[-1]):
                 print(visible(line), file=out)

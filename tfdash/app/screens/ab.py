@@ -36,7 +36,7 @@ from textual.worker import get_current_worker
 from tfdash.app import bindings
 from tfdash.app.widgets.footer import FitFooter
 from tfdash.app.layout import SHORT_H, fill_whole
-from tfdash.profiling.ab import VERDICT_LABEL, when
+from tfdash.profiling.ab_table import VERDICT_LABEL, when
 from tfdash.profiling.variants import Refusal, refusal
 from tfdash.app.messages import ABMeasured, ABProgressed
 from tfdash.app.model import fmt_ns

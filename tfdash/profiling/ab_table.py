@@ -1,0 +1,58 @@
+"""The A/B's result (tfdash.profiling.ab.summarize) as lines of text: the headless report's table,
+`tfdash open`'s summary; the dashboard's A/B screen says its verdict with the same label and phrase.
+
+    VERDICT_LABEL    what the verdict's Δ is, said beside it
+    when(result)     when the turns ran: "during the generation", or "after the generation, …"
+    table(result)    the lines
+"""
+
+from __future__ import annotations
+
+# What the verdict's Δ is, said beside it: the sides' medians can differ the other way (a drifting
+# host moves both sides of a pair, not the pairs' median)
+VERDICT_LABEL = "paired windows' median Δ"
+
+
+def when(result: dict) -> str:
+    """When the turns ran, as a phrase: "during the generation", or "after the generation, …"."""
+    during = str(result.get("during", "?"))
+    return f"during {during}" if during == "the generation" else during
+
+
+def table(result: dict) -> list[str]:
+    """The A/B as lines of text (the headless report; the dashboard draws the same numbers)."""
+    if "unavailable" in result:
+        return [f"A/B {result.get('what', '?')}: unavailable: {result['unavailable']}"]
+    a, b = result["a"], result["b"]
+    labels = [f"A running plan ({result['launches'][0]})", f"B {result['what']} ({result['launches'][1]})"]
+    w = max(26, *(len(x) + 2 for x in labels))  # a GEMV spec's name is long: the columns stay in line
+
+    def row(label, s):
+        if not s.get("windows"):
+            return f"{label:<{w}}{'—':>13}"
+        return (f"{label:<{w}}{s['tok_per_s']:>13.1f}{s['tok_per_s_min']:>10.1f} - {s['tok_per_s_max']:<9.1f}"
+                f"{s['step_ns'] / 1e6:>16.3f}{s['windows']:>9}")
+
+    t = result["tokens"]
+    lines = [f"A/B {result['what']} ({result['about']}) on {result['backend']}: {result['windows_per_side']} windows "
+             f"of {result['steps_per_window']} steps a side, order {result['order']}"
+             + (f", {when(result)}" if result.get("during") else ""),
+             f"{'side':<{w}}{'median tok/s':>13}{'range':>22}{'median ms/step':>16}{'windows':>9}",
+             row(labels[0], a), row(labels[1], b),
+             f"{VERDICT_LABEL}: {result['verdict']}",
+             (f"tokens agree at all {t['checks']} turn starts" if t["agree"] == t["checks"] else
+              f"tokens DIFFER at {t['checks'] - t['agree']} of {t['checks']} turn starts (first at ctx_len "
+              f"{t['first_mismatch']['ctx_len']}: A {t['first_mismatch']['a']}, B {t['first_mismatch']['b']})")]
+    if result.get("incomplete"):
+        lines.append(f"incomplete: {result['incomplete']}")
+    if result["per_op"]:
+        lines.append(f"{'op':<16}{'A':>12}{'B':>12}{'Δ':>12}{'Δ %':>8}   ({result['per_op_method']} profile window a side)")
+        for r in result["per_op"]:
+            def ns(x):
+                return "—" if x is None else f"{x / 1e3:.1f} µs"
+            pct = "—" if r["delta_pct"] is None else f"{r['delta_pct']:+.1f}"
+            d = "—" if r["delta_ns"] is None else f"{r['delta_ns'] / 1e3:+.1f} µs"
+            lines.append(f"{r['op']:<16}{ns(r['a_ns']):>12}{ns(r['b_ns']):>12}{d:>12}{pct:>8}")
+    else:
+        lines.append(result["per_op_method"])
+    return lines
