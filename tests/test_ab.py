@@ -120,6 +120,18 @@ def test_cancel_after_the_run_stops_after_the_window_in_progress(tiny):
     assert s.snapshot().ab[-1] == result
 
 
+def test_the_timeout_holds_after_the_run_too(tiny):
+    """After the generation the windows run on the caller's thread, and the timeout was checked only
+    once they had all run: a slow A/B there could take as long as it liked. Now it ends at the first
+    window boundary past it, marked "timed out", with what it measured."""
+    s = session(tiny, 24)
+    s.run()
+    result = s.ab("tilelang-unfused", windows=W, steps=N, profile_steps=P, timeout=0.5,
+                  progress=lambda p: time.sleep(0.6) if p.phase == "running" and p.done == 2 else None)
+    assert result["incomplete"] == "timed out" and result["order"] == "AB"
+    assert result["during"] == "after the generation, from where it stopped"
+
+
 def test_cancel_while_the_variant_builds_runs_no_window(tiny):
     s = session(tiny, 24)
     s.run()
@@ -255,8 +267,12 @@ def test_headless_ab_prints_the_table(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("TFDASH_CACHE_DIR", str(tmp_path / "cache"))
     rc = main(["--headless", "--device", "cpu", "--threads", "1", "--max-new-tokens", "24", "--ab", "tilelang-unfused",
                "--export", str(tmp_path / "out")])
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert rc == 0
+    # a line a window after the generation too, where it said nothing until the table; the build's once
+    said = [ln for ln in err.splitlines() if "tilelang-unfused" in ln]
+    assert said[0] == "tfdash: building tilelang-unfused (fused_rope=False) beside the running plan…"
+    assert said[1:] == [f"tfdash: tilelang-unfused: window {k}/14" for k in range(1, 15)], said
     assert "A/B tilelang-unfused (fused_rope=False) on torch-eager: 6 windows of 16 steps a side, order ABABABABABAB, " \
            "after the generation, from where it stopped" in out and "during after" not in out
     assert "tokens agree at all 12 turn starts" in out and "qk_norm_rope" in out

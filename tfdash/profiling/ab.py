@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import statistics
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -242,11 +243,16 @@ class ABRun:
         self._gen = gen
         gen.intercept(self._queue.popleft())
 
-    def run_idle(self, runtime) -> None:
-        """Outside any generation: the windows one after another from the runtime's position."""
+    def run_idle(self, runtime, deadline: float | None = None) -> None:
+        """Outside any generation: the windows one after another from the runtime's position, on
+        the caller's thread. Past `deadline` (time.monotonic) it ends "timed out" at the next window
+        boundary, as a live run's caller stops waiting; the window in progress finishes first."""
         from tfdash.profiling.timeline import run_window
 
         while self._queue and not self.done.is_set():
+            if deadline is not None and time.monotonic() >= deadline:
+                self.abort("timed out")
+                break
             w = self._queue.popleft()
             run_window(runtime, w, w.steps, runtime.position)
 

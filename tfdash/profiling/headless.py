@@ -6,7 +6,8 @@ window of steps is profiled around the middle of the generation (CUPTI in graph 
 host timing on CPU), and, if the generation ended before it ran, once more right after it at the
 ctx where it stopped. With --ab the plan variant is A/B'd against the running plan on the
 generation (tfdash.profiling.ab), from a second thread as soon as the first tokens arrive; if the
-generation ends first, right after it from where it stopped. The report prints tok/s, the
+generation ends first, right after it from where it stopped; either way a line on stderr per window,
+and Session.ab's timeout ends it. The report prints tok/s, the
 roofline line, NVML's bandwidth, the files written with --export (and any folder made for them),
 and ends with the top kernels by measured time beside their predicted time and gap.
 
@@ -152,13 +153,18 @@ def profile_run(eng, args, max_new: int) -> int:
     variant, ab_results, ab_cancel = getattr(args, "ab", None), [], threading.Event()
     ab_ended: list[threading.Event] = []  # one an A/B started, set once it has returned
 
-    def start_ab(notes: bool = True) -> threading.Event:
-        def say(p):
-            streams.note(f"tfdash: {visible(p.line)}")
+    said: set[str] = set()  # the build's lines, said once: the A/B after the generation builds again
 
+    def say(p) -> None:  # a line per window, during the generation or after it
+        if p.phase == "building" and p.line in said:
+            return
+        said.add(p.line)
+        streams.note(f"tfdash: {visible(p.line)}")
+
+    def start_ab() -> threading.Event:
         def work():
             try:
-                ab_results.append(session.ab(variant, progress=say if notes else None, cancel=ab_cancel))
+                ab_results.append(session.ab(variant, progress=say, cancel=ab_cancel))
             finally:
                 ended.set()
 
@@ -197,7 +203,7 @@ def profile_run(eng, args, max_new: int) -> int:
             wait_ab()
             if variant and (not ab_results or "unavailable" in ab_results[-1]):  # the generation ended first:
                 ab_results.clear()  # after it, from where it stopped (waited on here, so a signal can cancel it)
-                start_ab(notes=False).wait()
+                start_ab().wait()
     except KeyboardInterrupt as e:  # Ctrl+C, or Interrupted by SIGTERM/SIGHUP
         interrupted = e
         ab_cancel.set()

@@ -200,7 +200,7 @@ class Session:
         """A/B of the plan variant `what` against the running plan (tfdash.profiling.session_ab:
         inside the live generation, or after it ended from where it left off). Blocks;
         `progress(ABProgress)` hears how it goes, a set `cancel` stops it after the window in
-        progress. A dict with "unavailable" and the one-line reason when it cannot run."""
+        progress, and so does `timeout` seconds after its first window. A dict with "unavailable" and the one-line reason when it cannot run."""
         from tfdash.profiling.session_ab import run_ab
 
         return run_ab(self, what, windows, steps, profile_steps, progress, cancel, timeout)

@@ -4,12 +4,15 @@ alternation); inside the live generation, or after it ended from where it left o
 `cancel` (a threading.Event, set from any thread) is checked at every window boundary, on the
 thread running the steps, in both cases: the A/B stops after the window in progress and returns
 what it measured, marked incomplete. Set while the variant is still being built, the A/B runs no
-window at all.
+window at all. `timeout` (seconds from the first window) ends it the same way, marked "timed out":
+checked by the caller while the windows run in the generation, and at every window boundary when
+they run after it (on the caller's thread).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from typing import TYPE_CHECKING
 
 from tfdash.errors import TfdashError
@@ -70,6 +73,7 @@ def run_ab(self: "Session", what: str, windows: int | None = None, steps: int | 
     timers = (self.timer, Timer(var))
     if self.continuous is not None and self.continuous.active:  # torch.profiler needs CUPTI for each side's window
         timers = tuple(Pausing(t, self.continuous, self._post) for t in timers)
+    deadline = time.monotonic() + timeout  # from the first window: the build (compiling, on CUDA) is not counted
     run = abmod.ABRun(self.runtime, var, v, windows, steps, profile_steps, timers=timers, on_turn=on_turn)
     with self._lock:
         gen = self._gen if self._state == "running" else None
@@ -89,12 +93,11 @@ def run_ab(self: "Session", what: str, windows: int | None = None, steps: int | 
                 return marginal_mod.unavailable(v.name, f"the cache holds {self.plan.capacity} positions; "
                                                         f"the A/B needs {run.steps_needed + 2}")
             self.runtime.set_position(min(self._ctx_now(), cap))
-            run.run_idle(self.runtime)  # a failing window ends the run with its line, never raises
+            run.run_idle(self.runtime, deadline)  # a failing window ends the run with its line, never raises
     while not run.done.wait(0.05):
         if cancel is not None and cancel.is_set():
             run.cancel()
-        timeout -= 0.05
-        if timeout <= 0:
+        if time.monotonic() >= deadline:
             run.abort("timed out")
     result = asm.jsonable({**run.result(), "during": "the generation" if gen is not None else
                            "after the generation, from where it stopped"})
