@@ -79,6 +79,49 @@ def test_bench_help_lists_the_backends(capsys):
         assert said.strip() and default in said, (flag, said)
 
 
+def _parsers():
+    from tfdash.app.main import open_parser
+    from tfdash.cli import run_parser
+    from tfdash.profiling import analyze_cli, bench_args, counters_cli, diff_cli
+
+    return {"tfdash": run_parser(), "open": open_parser(), "analyze": analyze_cli.parser(),
+            "bench": bench_args.parser(), "diff": diff_cli.parser(), "counters": counters_cli.parser()}
+
+
+def _flat(text: str) -> str:
+    return re.sub(r"-\s+", "-", " ".join(text.split()))  # argparse may wrap at a hyphen
+
+
+def test_every_option_of_every_help_is_in_the_readme_and_says_what_it_does():
+    """Each command's --help against the README's command line section: an option the help shows
+    is named there, and has a help line of its own (analyze's --dtype had none)."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## The command line"):readme.index("## The dashboard")]
+    for cmd, p in _parsers().items():
+        for a in p._actions:
+            for opt in (o for o in a.option_strings if o.startswith("--") and o != "--help"):
+                assert re.search(re.escape(opt) + r"(?![\w-])", section), (cmd, opt)
+                assert a.help, (cmd, opt)
+
+
+def test_the_help_and_the_readme_say_the_defaults_the_commands_use():
+    """--max-new-tokens said 256 headless where --ab runs 1024; bench's --capacity said attention's
+    grid covers the capacity, where it stops growing at 32 programs a kv head (the README's words);
+    counters' --timeout default was in its help only."""
+    from tfdash.defaults import AB_MAX_NEW, DASHBOARD_MAX_NEW, HEADLESS_MAX_NEW
+    from tfdash.profiling.counters import RUN_TIMEOUT_S
+
+    helps = {cmd: _flat(p.format_help()) for cmd, p in _parsers().items()}
+    readme = _flat((REPO / "README.md").read_text(encoding="utf-8"))
+    assert (f"(default {HEADLESS_MAX_NEW} headless, {AB_MAX_NEW} with --ab, {DASHBOARD_MAX_NEW} in the "
+            "dashboard)") in helps["tfdash"]
+    assert (f"`--max-new-tokens N` ({HEADLESS_MAX_NEW} headless, {AB_MAX_NEW} with `--ab`, {DASHBOARD_MAX_NEW} "
+            "in the dashboard)") in readme
+    assert "a larger cache launches no more" in helps["bench"] and "a larger cache launches no more" in readme
+    assert f"after S seconds (default {RUN_TIMEOUT_S:g})" in helps["counters"]
+    assert f"`--timeout S` stops one ncu run after S seconds, default {RUN_TIMEOUT_S:g}" in readme
+
+
 def test_exports_follow_the_umask(tmp_path):
     from tfdash.app import exports
 

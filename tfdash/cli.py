@@ -116,13 +116,14 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
 
 
 def add_run_args(p: argparse.ArgumentParser) -> None:
-    from tfdash.defaults import DEFAULT_PROMPT
+    from tfdash.defaults import AB_MAX_NEW, DASHBOARD_MAX_NEW, DEFAULT_PROMPT, HEADLESS_MAX_NEW
 
     add_model_args(p)
     g = p.add_argument_group("generation")
     g.add_argument("--prompt", default=DEFAULT_PROMPT, help="the prompt text (default: %(default)r)")
     g.add_argument("--max-new-tokens", type=_positive, default=None, metavar="N",
-                   help="tokens to generate (default 256 headless, 2048 in the dashboard)")
+                   help=f"tokens to generate (default {HEADLESS_MAX_NEW} headless, {AB_MAX_NEW} with --ab, "
+                        f"{DASHBOARD_MAX_NEW} in the dashboard)")
     g.add_argument("--ignore-eos", action="store_true", help="keep generating past an end-of-sequence token")
 
 
@@ -137,7 +138,8 @@ def run_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"tfdash {__version__}")
     p.add_argument("--headless", action="store_true", help="no dashboard: print the continuation and a summary")
-    p.add_argument("--profile", action="store_true", help="headless: profile a window of steps per kernel")
+    p.add_argument("--profile", action="store_true", help="headless: time each kernel (every step where continuous "
+                   "timing runs, else a window of steps: TFDASH_TIMING)")
     p.add_argument("--export", metavar="DIR", type=a_file,
                    help="headless: write snapshot JSON, Chrome trace and CSV here")
     p.add_argument("--ab", metavar="VARIANT", help="headless: A/B a plan variant against the running plan on the "
@@ -166,7 +168,9 @@ def _describe(eng) -> str:
 def run_headless(args) -> int:
     from tfdash.engine import load_engine
 
-    max_new = args.max_new_tokens or (1024 if getattr(args, "ab", None) else 256)  # --ab: room for its windows
+    from tfdash.defaults import AB_MAX_NEW, HEADLESS_MAX_NEW
+
+    max_new = args.max_new_tokens or (AB_MAX_NEW if getattr(args, "ab", None) else HEADLESS_MAX_NEW)
     from tfdash.profiling.files import check_writable_dir, check_writable_file
 
     if getattr(args, "export", None):

@@ -1,7 +1,12 @@
 """Defaults the command line needs before anything heavy is imported (`tfdash --help` must not
-import torch): the default prompt and the model presets' names."""
+import torch): the default prompt, the default generation lengths and the model presets' names."""
 
 DEFAULT_PROMPT = "Write a detailed explanation of how a GPU executes a matrix multiplication."
+
+# New tokens without --max-new-tokens, where the run uses them and where --help says them
+HEADLESS_MAX_NEW = 256
+AB_MAX_NEW = 1024  # headless --ab: room for the A/B's windows (832 steps at its sizes) inside the generation
+DASHBOARD_MAX_NEW = 2048  # the dashboard's: the headline tok/s length
 
 # The model presets' names (tfdash.engine.config.PRESETS holds their shapes; a test keeps the two
 # in step), here so that `--help` can list them without importing torch.

@@ -18,13 +18,13 @@ from typing import Callable
 from tfdash.app.live import LiveSource, SnapshotSource
 from tfdash.argparsing import Parser, a_file
 from tfdash.cli import snapshot_path
+from tfdash.defaults import DASHBOARD_MAX_NEW
 from tfdash.errors import TfdashError
 from tfdash.profiling.snapshot import ProfileSnapshot
 from tfdash.stats import tokens
 from tfdash.termenc import dashboard_refusal
 from tfdash.textsafe import visible
 
-DASHBOARD_MAX_NEW = 2048  # the dashboard's default generation: the headline tok/s length
 # New tokens before the CPU dashboard's own profile window: past the first steps, which the thread
 # pool's start makes slow, and early enough that a 2048-token run shows its numbers within a second.
 AUTO_WINDOW_AT = 64

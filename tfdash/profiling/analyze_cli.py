@@ -49,7 +49,8 @@ def parser() -> argparse.ArgumentParser:
                    help="h200 (datasheet) or a JSON file: a target's fields, a snapshot or an analyze --json "
                         "report or sweep (the target it was priced against), or the bandwidth probe's "
                         "bandwidth.json")
-    p.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float16", "float32"))
+    p.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float16", "float32"),
+                   help="the dtype of the plan priced, as a run's --dtype (default %(default)s)")
     p.add_argument("--capacity", type=int, metavar="N",
                    help="KV cache positions (default: max_position_embeddings)")
     when = p.add_mutually_exclusive_group()

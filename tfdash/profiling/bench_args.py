@@ -47,7 +47,7 @@ def parser() -> argparse.ArgumentParser:
                    help="seed of the random weights (default %(default)s), as the other commands take it")
     p.add_argument("--capacity", type=int, default=None, metavar="N",
                    help="KV cache positions (default: just enough for the run; the dashboard uses 4096). "
-                        "Attention's grid covers the capacity, so it moves tok/s")
+                        "Attention's grid stops growing at 32 programs a kv head, so a larger cache launches no more")
     p.add_argument("--also-capacity", type=int, action="append", default=[], metavar="N",
                    help="one more tilelang-graph peer whose KV cache holds N positions (repeatable), "
                         "e.g. 4096, the dashboard's: what a larger cache costs, in the same process")

@@ -58,7 +58,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--snapshot", metavar="FILE", type=snapshot_path,
                    help="put the counters into this saved snapshot (rewritten)")
     p.add_argument("--timeout", type=float, default=RUN_TIMEOUT_S, metavar="S",
-                   help="stop one ncu run after S seconds (default %(default)s)")
+                   help="stop one ncu run after S seconds (default %(default)g)")
     add_model_args(p)
     return p
 
