@@ -253,3 +253,16 @@ def test_p90_and_meas_bytes_take_no_place_until_a_launch_has_one(snap):
     assert "p90" not in walked and "meas_bytes" not in walked and "gap" in walked
     rows = model.table_rows(bare, "op", ("measured", True), "")
     assert all(r.p90 is None for r in rows)
+
+
+def test_a_snapshot_from_an_h100_is_priced_on_its_datasheet(snap):
+    """A snapshot that records no target is priced on its own GPU's datasheet: an H100's run is not
+    held to the H200's compute peaks or its 4.8 TB/s."""
+    from tfdash.profiling.targets import H100_SXM
+
+    bare = replace(snap, target=None, meta=replace(snap.meta, gpu="NVIDIA H100 80GB HBM3"))
+    t = drill_model.target_of(bare)
+    assert t.datasheet_bandwidth == H100_SXM.datasheet_bandwidth and t.peak_flops == H100_SXM.peak_flops
+    assert t.bandwidth == pytest.approx(snap.roofline.ceiling_gbps * 1e9)  # the run's measured ceiling kept
+    h200 = replace(bare, meta=replace(snap.meta, gpu="NVIDIA H200"))
+    assert drill_model.target_of(h200).datasheet_bandwidth == 4.8e12

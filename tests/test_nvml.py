@@ -141,7 +141,11 @@ def test_peak_from_bus_width_and_clock_or_datasheet():
     assert gbps == pytest.approx(6144 * 3201e6 * 2 / 8 / 1e9)  # 4917.2 GB/s
     assert "bus 6144 bit x max mem clock 3201 MHz x 2 / 8" in note
     gbps, note = NvmlDevice(Nvml(fake_pynvml(missing=("nvmlDeviceGetMemoryBusWidth",))), 0).peak_gbps()
-    assert gbps == 4800.0 and "datasheet" in note
+    assert gbps == 4800.0 and "h200 datasheet" in note
+    lib = fake_pynvml(missing=("nvmlDeviceGetMemoryBusWidth",))
+    lib.nvmlDeviceGetName = lambda h: b"NVIDIA H100 80GB HBM3"
+    gbps, note = NvmlDevice(Nvml(lib), 0).peak_gbps()  # an H100's own datasheet, not the H200's
+    assert gbps == 3350.0 and "h100-sxm datasheet" in note
 
 
 def test_gpm_needs_two_samples_100ms_apart():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from conftest import run_tfdash
@@ -199,3 +200,23 @@ def test_a_file_where_the_cache_folder_goes_is_one_line_said_once(tmp_path, wher
     assert said == [f"TFDASH_CACHE_DIR {blocked}, not a folder: the bandwidth probe is not cached"]
     probing = [ln for ln in r.stderr.splitlines() if "probing memory bandwidth" in ln]
     assert probing and not any("cached" in ln for ln in probing), probing  # it is not: never said so
+
+
+def test_an_h100_is_priced_against_its_own_datasheet(monkeypatch, cache_dir):
+    """A run on an H100 is held to the H100's memory, not the H200's: the base target, the measured
+    one's datasheet figure and the probe's plausibility all follow the device's name."""
+    from tfdash.profiling.targets import H100_NVL, H100_PCIE, H100_SXM, datasheet_for
+
+    assert datasheet_for("NVIDIA H100 80GB HBM3") is H100_SXM
+    assert datasheet_for("NVIDIA H100 PCIe") is H100_PCIE and datasheet_for("NVIDIA H100 NVL") is H100_NVL
+    assert datasheet_for("NVIDIA H200") is H200 and datasheet_for(None) is H200
+    monkeypatch.setattr(probe, "device_name", lambda device="cpu": "NVIDIA H100 80GB HBM3")
+    assert probe.base_target("cuda") is H100_SXM and probe.default_target("cuda") is H100_SXM
+    r = probe.ProbeResult("NVIDIA H100 80GB HBM3", 2.9e12, 2 << 30, 5, 1.0, "cuda d2d copy",
+                          "2026-12-06T00:00:00Z", "2.11")
+    t = probe.measured_target("cuda", result=r)
+    assert t.name == "h100-sxm-measured" and t.datasheet_bandwidth == 3.35e12 and t.sms == 132
+    # a PCIe card's copy at 1.0 TB/s is half its datasheet, not a busy GPU (a quarter of an H200's is 1.2)
+    pcie = probe.ProbeResult("NVIDIA H100 PCIe", 1.0e12, 2 << 30, 5, 1.0, "cuda d2d copy", "2026-12-06T00:00:00Z", "2.11")
+    assert probe.plausible(pcie)
+    assert not probe.plausible(replace(pcie, device="NVIDIA H200"))

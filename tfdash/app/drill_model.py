@@ -95,8 +95,9 @@ def windows_of(snap: ProfileSnapshot) -> dict[int, dict[int, float]]:
 
 
 def target_of(snap: ProfileSnapshot):
-    """The roofline target the snapshot was priced on: H200 with the measured ceiling if any."""
-    from tfdash.profiling.targets import H200, Target
+    """The roofline target the snapshot was priced on: its GPU's datasheet (`datasheet_for`) with the
+    measured ceiling if any."""
+    from tfdash.profiling.targets import Target, datasheet_for
 
     recorded = getattr(snap, "target", None)
     if recorded:
@@ -104,10 +105,11 @@ def target_of(snap: ProfileSnapshot):
             return Target.from_dict(dict(recorded))
         except Exception:  # noqa: BLE001 - an unknown field: fall back to the roofline's ceiling
             pass
+    sheet = datasheet_for(snap.meta.gpu)
     r = snap.roofline
     if r is not None and r.ceiling_gbps:
-        return H200.measured(r.ceiling_gbps * 1e9, r.ceiling_source or "measured")
-    return H200
+        return sheet.measured(r.ceiling_gbps * 1e9, r.ceiling_source or "measured")
+    return sheet
 
 
 def geometry_text(launch, ctx_len: int) -> str | None:

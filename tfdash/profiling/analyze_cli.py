@@ -45,8 +45,8 @@ def parser() -> argparse.ArgumentParser:
                      + " (default: qwen3-1.7b)")
     src.add_argument("--ckpt", metavar="DIR", type=user_path,
                      help="read the shape from DIR/config.json (no weights loaded)")
-    p.add_argument("--target", default="h200", metavar="h200|FILE", type=user_path,
-                   help="h200 (datasheet) or a JSON file: a target's fields, a snapshot or an analyze --json "
+    p.add_argument("--target", default="h200", metavar="h200|h100-sxm|h100-pcie|h100-nvl|FILE", type=user_path,
+                   help="a GPU's datasheet (h200, h100-sxm, h100-pcie, h100-nvl) or a JSON file: a target's fields, a snapshot or an analyze --json "
                         "report or sweep (the target it was priced against), or the bandwidth probe's "
                         "bandwidth.json")
     p.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float16", "float32"),

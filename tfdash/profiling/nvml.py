@@ -197,7 +197,8 @@ class NvmlDevice:
 
     def peak_gbps(self) -> tuple[float, str]:
         """(peak DRAM GB/s, how it was computed): bus width x max memory clock x 2 / 8, or the
-        datasheet's 4.8 TB/s where NVML cannot say."""
+        device's datasheet (`targets.datasheet_for` its name; the H200's 4.8 TB/s where NVML
+        names no H100) where NVML cannot say."""
         if self._peak is None:
             bus = self.q("memory bus width", "nvmlDeviceGetMemoryBusWidth")
             clk = self.q("max memory clock", "nvmlDeviceGetMaxClockInfo", self.nvml.const("NVML_CLOCK_MEM", 2))
@@ -206,10 +207,14 @@ class NvmlDevice:
                 self._peak = (gbps, f"GPM DRAM_BW_UTIL x {gbps:.0f} GB/s "
                                     f"(bus {bus} bit x max mem clock {clk} MHz x 2 / 8)")
             else:
+                from tfdash.profiling.targets import datasheet_for
+
                 why = bus.reason if is_na(bus) else (clk.reason if is_na(clk) else "zero")
-                self._peak = (DATASHEET_PEAK_GBPS,
-                              f"GPM DRAM_BW_UTIL x {DATASHEET_PEAK_GBPS:.0f} GB/s (H200 datasheet; "
-                              f"bus width/clock unavailable: {why})")
+                name = self.name()
+                sheet = datasheet_for(None if is_na(name) else str(name))
+                gbps = sheet.datasheet_bandwidth / 1e9
+                self._peak = (gbps, f"GPM DRAM_BW_UTIL x {gbps:.0f} GB/s ({sheet.name} datasheet; "
+                                    f"bus width/clock unavailable: {why})")
         return self._peak
 
     def gpm_supported(self):

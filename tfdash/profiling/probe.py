@@ -25,7 +25,7 @@ from pathlib import Path
 
 from tfdash.cache import cache_dir, not_a_folder  # noqa: F401  (cache_dir also imported from here)
 from tfdash.profiling.files import write_json_atomic
-from tfdash.profiling.targets import H200, Target
+from tfdash.profiling.targets import Target, datasheet_for
 
 log = logging.getLogger("tfdash.probe")
 
@@ -34,11 +34,11 @@ CPU_BYTES = 256 << 20
 
 # The host's memory has no datasheet figure here: predictions on CPU use the probe alone.
 CPU = Target(name="cpu", bandwidth=20e9, source="nominal 20 GB/s (no probe yet)")
-# A GPU copy slower than this share of the H200's datasheet was not the memory's speed but a busy
+# A GPU copy slower than this share of its GPU's datasheet was not the memory's speed but a busy
 # GPU (another process copying or decoding beside it): measured again, and never cached, since one
 # such figure would price every later run on the machine against a ceiling a few times too low.
 PLAUSIBLE_SHARE = 0.25
-NOT_CACHED = "under a quarter of the H200's datasheet twice: not cached"
+NOT_CACHED = "under a quarter of the GPU's datasheet twice: not cached"
 
 
 # A step over this share of its copy ceiling: a cold copy is as fast as the memory streams, so past the
@@ -205,7 +205,8 @@ def _read_cache() -> dict:
 def plausible(result: ProbeResult) -> bool:
     """False for a GPU copy too slow to be the memory's speed (PLAUSIBLE_SHARE); a host has no
     datasheet figure to hold it to."""
-    return not result.method.startswith("cuda") or result.bandwidth >= PLAUSIBLE_SHARE * H200.bandwidth
+    return (not result.method.startswith("cuda")
+            or result.bandwidth >= PLAUSIBLE_SHARE * datasheet_for(result.device).bandwidth)
 
 
 def cached(device: str = "cpu") -> ProbeResult | None:
@@ -302,8 +303,13 @@ def probe_bandwidth(device: str = "cpu", nbytes: int | None = None, reps: int = 
 
 
 def base_target(device: str = "cpu") -> Target:
-    """The datasheet (GPU: H200) or nominal (CPU) target, before any probe."""
-    return H200 if str(device).startswith("cuda") else CPU
+    """The GPU's datasheet (`datasheet_for` its name) or the nominal CPU target, before any probe."""
+    if not str(device).startswith("cuda"):
+        return CPU
+    try:
+        return datasheet_for(device_name(device))
+    except Exception:  # noqa: BLE001 - no such device here: the engine's own target
+        return datasheet_for(None)
 
 
 def measured_target(device: str = "cpu", result: ProbeResult | None = None, **probe_kw) -> Target:

@@ -1,8 +1,11 @@
 """Targets: the ceilings a step is priced against.
 
 `h200` is the datasheet (4.8 TB/s HBM3e, dense bf16 989 TFLOP/s, f32 67 TFLOP/s, 132 SMs, 60 MB
-L2, 227 KB shared memory per block). A measured target keeps the datasheet's compute peaks and
-replaces the bandwidth with a probe's cold copy result (read + written bytes over time).
+L2, 227 KB shared memory per block); `h100-sxm`, `h100-pcie` and `h100-nvl` are the H100s' (3.35 TB/s
+HBM3, 2.0 TB/s HBM2e, 3.9 TB/s HBM3), so a run on an H100 is not priced, nor its share of the datasheet given, against an
+H200's memory. `datasheet_for` picks one by the device's name. A measured target keeps the
+datasheet's compute peaks and replaces the bandwidth with a probe's cold copy result (read + written
+bytes over time).
 A target file is JSON with the same fields as `Target.to_dict()`.
 """
 
@@ -85,7 +88,57 @@ H200 = Target(
     datasheet_bandwidth=4.8e12,
 )
 
-TARGETS = {"h200": H200}
+H100_SXM = Target(
+    name="h100-sxm",
+    bandwidth=3.35e12,
+    peak_flops={"bf16": 989e12, "f16": 989e12, "f32": 67e12},
+    special_ops=132 * 16 * 1.98e9,
+    sms=132,
+    l2_bytes=50 * 1024 * 1024,
+    smem_per_block=227 * 1024,
+    source="datasheet",
+    datasheet_bandwidth=3.35e12,
+)
+
+H100_PCIE = Target(
+    name="h100-pcie",
+    bandwidth=2.0e12,
+    peak_flops={"bf16": 756e12, "f16": 756e12, "f32": 51e12},
+    special_ops=114 * 16 * 1.755e9,  # 114 SMs at the 1755 MHz boost clock
+    sms=114,
+    l2_bytes=50 * 1024 * 1024,
+    smem_per_block=227 * 1024,
+    source="datasheet",
+    datasheet_bandwidth=2.0e12,
+)
+
+H100_NVL = Target(
+    name="h100-nvl",
+    bandwidth=3.9e12,
+    peak_flops={"bf16": 835e12, "f16": 835e12, "f32": 60e12},
+    special_ops=132 * 16 * 1.785e9,  # at the 1785 MHz boost clock
+    sms=132,
+    l2_bytes=50 * 1024 * 1024,
+    smem_per_block=227 * 1024,
+    source="datasheet",
+    datasheet_bandwidth=3.9e12,
+)
+
+TARGETS = {"h200": H200, "h100-sxm": H100_SXM, "h100-pcie": H100_PCIE, "h100-nvl": H100_NVL}
+
+
+def datasheet_for(gpu_name: str | None) -> Target:
+    """The datasheet target of the GPU CUDA names ("NVIDIA H100 80GB HBM3" is the SXM part, "NVIDIA
+    H100 PCIe" and "NVIDIA H100 NVL" the cards); the H200's, the engine's own target, for any other
+    name or none."""
+    name = (gpu_name or "").upper()
+    if "H100" in name and "PCIE" in name:
+        return H100_PCIE
+    if "H100" in name and "NVL" in name:
+        return H100_NVL
+    if "H100" in name and ("HBM3" in name or "SXM" in name):
+        return H100_SXM
+    return H200
 
 
 def resolve_target(spec: str) -> Target:
