@@ -111,6 +111,28 @@ async def test_every_screen_shrunk_below_80x24_is_the_size_line(isolated_config,
     assert len(text.splitlines()[0]) == 100
 
 
+@pytest.mark.parametrize("key", ["question_mark", "b"])
+@sync
+async def test_the_dashboards_summary_line_is_one_row_again_under_a_dialog_grown_back(isolated_config, key):
+    """At 60 columns the line for the hidden panes (roofline, NVML) wraps to two rows; the dashboard
+    under a dialog, grown back to 80x24, shows it on one row again, the panes under it where they
+    were (it had kept two rows, a blank one over the panes, which lost a row of the kernel table)."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        before = screen_text(app).splitlines()
+        assert "roofline" in before[1] and before[2].startswith("╭─ continuation"), before[:3]
+        await pilot.press(key)
+        await settle(pilot)
+        await pilot.resize_terminal(60, 20)
+        await settle(pilot)
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot)
+        app.pop_screen()
+        await settle(pilot)
+        assert screen_text(app).splitlines() == before
+
+
 @pytest.mark.parametrize("key", ["question_mark", "T"])
 @sync
 async def test_the_screen_returned_to_after_a_resize_fits_the_terminal_now(isolated_config, key):

@@ -86,6 +86,7 @@ class MainScreen(Screen):
     AUTO_FOCUS = "#kernel-table"
     _top_min: int | None = None  # the top row's least height as last set (None: the stylesheet's)
     _no_snap = True  # no snapshot yet, as the footer was last fitted to
+    _summary_rows: int | None = None  # the summary line's rows as last set (None: the stylesheet's)
 
     def compose(self) -> ComposeResult:
         yield TopBar(id="topbar")
@@ -184,7 +185,16 @@ class MainScreen(Screen):
             self._top_min = top
             self.query_one("#top-row").styles.min_height = top
         line = pane_summary(snap, panes, line_w)
-        set_content(self.query_one("#pane-summary", Static), line)
+        summary = self.query_one("#pane-summary", Static)
+        set_content(summary, line)
+        rows = summary_rows(line, line_w) or None  # None: the stylesheet's (hidden with no line)
+        if rows != self._summary_rows:  # set only on a change: each setting lays the screen out
+            # Its rows as counted above, not measured by Textual (height: auto): a resize's reflow
+            # caches the box of the old text (two rows, wrapped at 60 columns), and the new text set
+            # while that reflow's layout request is pending does not invalidate it (Textual 8.2);
+            # under a dialog, grown back from below 80x24, the summary had kept the two rows.
+            self._summary_rows = rows
+            summary.styles.height = rows
         self.set_class(bool(line.plain), "-summary")
         if (fold, table, snap is None) != (was_fold, was_table, self._no_snap):
             self._no_snap = snap is None

@@ -69,11 +69,10 @@ def layout(width: int | None, widths: dict[str, int], hide: set[str]) -> tuple[t
     """The columns that fit `width` cells (None: not laid out yet, all of them), dropped by priority
     (model.COLUMN_PRIORITY), the `hide` ones left out; and the % of step bar's cells: BAR_W and the
     width the columns leave over (a wide terminal had drawn a six-cell bar beside a band of empty
-    columns), less a cell kept free: rows filled to the last cell left the screen under a dialog laid
-    out for the old size after the terminal shrank and grew back (test_app_min_size)."""
+    columns)."""
     widths = {k: 0 if k in hide else w for k, w in widths.items()}
     shown = tuple(k for k in fit_columns(10_000 if width is None else width, widths) if k not in hide)
-    spare = width - sum(widths[k] for k in shown) - 1 if width is not None and "share" in shown else 0
+    spare = width - sum(widths[k] for k in shown) if width is not None and "share" in shown else 0
     return shown, BAR_W + max(0, spare)
 
 
