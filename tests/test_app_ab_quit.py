@@ -119,3 +119,27 @@ async def test_rerun_mid_ab_cancels_it_before_the_next_run_starts(isolated_confi
         # the A/B had ended (and its result was in the snapshot) before the next run began
         assert [a.split(" after ")[0] for a in source.asked] == ["run", "ab tilelang-unfused", "run"]
         assert ran(source) < WINDOWS
+
+
+@sync
+async def test_a_run_that_ends_mid_ab_with_exit_when_done_waits_for_the_ab_and_keeps_it(isolated_config):
+    """With `exit_when_done` (tfdash.app.overhead) the app quits with the final snapshot as soon as
+    the run ends: an A/B still running then is cancelled after its window in progress and waited
+    for, as a quit does, so its result reaches the snapshot the app returns."""
+    from tfdash.app.messages import RunEnded
+
+    messages = []
+    source = SlowAB()
+    app = TfdashApp(source, theme="tfdash-dark", exit_when_done=True)
+    async with app.run_test(size=(120, 40), message_hook=messages.append) as pilot:
+        await start_ab(pilot, messages)
+        t0 = time.monotonic()
+        app.post_message(RunEnded(source.run_id))  # the generation reached its last token
+        await wait_for(pilot, lambda: not app.is_running, timeout=15, what="the app to exit")
+        took = time.monotonic() - t0
+    assert took < EXIT_S, f"exiting took {took:.1f} s with an A/B running"
+    assert ran(source) < WINDOWS  # the A/B's worker saw the cancel and stopped early
+    final = app.return_value
+    assert final is not None and final is app.final_snapshot
+    assert final.ab and final.ab[-1]["incomplete"] == "cancelled"  # what it measured, kept
+    assert final.ab[-1]["windows_per_side"] == ran(source) // 2

@@ -1,5 +1,6 @@
 """The app's live side (TfdashApp mixes it in): a run started on the Source, its news coalesced
-into snapshots, its status lines and its end.
+into snapshots, its status lines and its end (with `exit_when_done`, the app's exit with the
+final snapshot, after any live A/B has ended as a quit waits for it: compare.py `stop_ab`).
 
 The worker posts at most one SessionNews at a time; the app takes a snapshot at most
 `refresh_hz` (20) times a second, and less often while drawing costs its thread more than
@@ -123,7 +124,7 @@ class LiveRefresh:
         if self.state == "starting":
             self.snapshot = self.snapshot  # re-render the placeholder with the new line
 
-    def on_run_ended(self, message: RunEnded) -> None:
+    async def on_run_ended(self, message: RunEnded) -> None:
         if message.run_id != self.source.run_id:
             return
         self.source.take_news()
@@ -145,5 +146,8 @@ class LiveRefresh:
             self.keep_before_rerun()
             self._start_run()
         elif self.exit_when_done:
-            self.final_snapshot = self.snapshot
-            self.exit(self.snapshot)
+            # An A/B still stepping the engine ends after its window in progress, waited for (at
+            # most AB_STOP_TIMEOUT_S) as a quit does: its result goes into the snapshot returned.
+            await self.stop_ab()
+            self.final_snapshot = self.source.snapshot() or self.snapshot
+            self.exit(self.final_snapshot)
