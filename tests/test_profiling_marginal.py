@@ -50,3 +50,50 @@ def test_cpu_says_unavailable():
     task = MarginalTask("lm_head")
     task.cancel("the generation ended")
     assert task.done.is_set() and task.result["unavailable"] == "the generation ended"
+
+
+class FakeGraphs:
+    """A runtime that claims CUDA graphs: it captures nothing and holds nothing."""
+
+    cuda = True
+    position = 100
+
+    def __init__(self, plan):
+        self.plan = plan
+
+    def held(self):
+        import contextlib
+
+        return contextlib.nullcontext()
+
+    def capture_variant(self, launches, ctx):
+        return object()
+
+
+@pytest.mark.parametrize("stop_after", [0, 3])
+def test_a_cancel_ends_the_measurement_after_the_round_in_progress(plan, monkeypatch, stop_after):
+    """A quit or a re-run sets `cancel`: the rounds stop there (the runtime's lock is not held through
+    the rest), the rounds done are the result, marked incomplete; none done, it says so."""
+    import threading
+
+    from tfdash.profiling import marginal
+
+    cancel = threading.Event()
+    timed = []
+
+    def fake_time(graph, reps):  # a round times both graphs; the warm-up times each twice first
+        timed.append(reps)
+        if (len(timed) - 2) // 2 >= stop_after:
+            cancel.set()
+        return 1000.0 if len(timed) % 2 else 1100.0
+
+    monkeypatch.setattr(marginal, "_time", fake_time)
+    r = measure(FakeGraphs(plan), "L3.gate_up", rounds=7, cancel=cancel)
+    if stop_after == 0:
+        assert r == {"what": "L3.gate_up", "unavailable": marginal.CANCELLED}
+    else:
+        assert r["rounds"] == stop_after and r["incomplete"] == "cancelled", r
+    assert len(timed) == 2 + 2 * stop_after  # the warm-up, then the rounds before the cancel
+    cancel.set()
+    assert measure(FakeGraphs(plan), "L3.gate_up", cancel=cancel)["unavailable"] == marginal.CANCELLED
+    assert "incomplete" not in measure(FakeGraphs(plan), "L3.gate_up", rounds=2)  # uncancelled: whole

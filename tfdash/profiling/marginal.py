@@ -6,7 +6,9 @@ restoring pos and tok from two device scalars, so every timed replay is the same
 its end, and the row written at ctx is the one the live step writes next). Time `reps` back-to-
 back replays of each with CUDA events, alternating the order (AB, BA, ...) for `rounds` rounds
 in one process; the marginal cost is median(variant) - median(plain), with its spread (half the
-interquartile range of the per-round differences).
+interquartile range of the per-round differences). A set `cancel` event ends it after the round in
+progress (a quit or a re-run must not wait out every round, nor hold the runtime's lock through
+them): the rounds done so far are the result, marked "incomplete", as a cancelled A/B's are.
 
     resolve(plan, "L13.gate_up")  -> [launch index]         a role
     resolve(plan, "gate_up")      -> every layer's gate_up   an op
@@ -16,6 +18,7 @@ interquartile range of the per-round differences).
 from __future__ import annotations
 
 import statistics
+import threading
 from pathlib import Path
 
 from tfdash.errors import TfdashError
@@ -70,9 +73,15 @@ def _time(graph, reps: int) -> float:
     return a.elapsed_time(b) * 1e6 / reps
 
 
-def measure(runtime, what: str, ctx_len: int | None = None, rounds: int = 7, reps: int = 20) -> dict:
+CANCELLED = "cancelled before its first round"
+
+
+def measure(runtime, what: str, ctx_len: int | None = None, rounds: int = 7, reps: int = 20,
+            cancel: threading.Event | None = None) -> dict:
     """Marginal cost of `what` at ctx_len (default: the runtime's current pos, keeping its tok).
-    Leaves pos and tok as they were. CUDA only; on CPU a dict saying why not."""
+    Leaves pos and tok as they were. CUDA only; on CPU a dict saying why not. `cancel`, checked
+    before the graphs are captured and between rounds, ends it early (see the module's doc)."""
+    cancelled = cancel.is_set if cancel is not None else (lambda: False)
     if not getattr(runtime, "cuda", False):
         return unavailable(what, f"marginal cost needs CUDA graphs; this is {runtime.backend} on "
                                  f"{runtime.device.type}")
@@ -82,6 +91,8 @@ def measure(runtime, what: str, ctx_len: int | None = None, rounds: int = 7, rep
         return unavailable(what, str(e))
     ctx = runtime.position if ctx_len is None else int(ctx_len)
     runtime.plan.check_ctx(ctx)
+    if cancelled():
+        return unavailable(what, CANCELLED)
     with runtime.held():
         plain = runtime.capture_variant((), ctx)
         variant = runtime.capture_variant(launches, ctx)
@@ -89,11 +100,18 @@ def measure(runtime, what: str, ctx_len: int | None = None, rounds: int = 7, rep
             _time(g, 2)
         t_plain, t_variant = [], []
         for r in range(rounds):
+            if cancelled():
+                break
             order = (plain, variant) if r % 2 == 0 else (variant, plain)
             for g in order:
                 (t_plain if g is plain else t_variant).append(_time(g, reps))
         del plain, variant
-    return summarize(what, launches, t_plain, t_variant, ctx, reps)
+    if not t_plain:
+        return unavailable(what, CANCELLED)
+    result = summarize(what, launches, t_plain, t_variant, ctx, reps)
+    if len(t_plain) < rounds:
+        result["incomplete"] = "cancelled"
+    return result
 
 
 class MarginalTask:
@@ -103,8 +121,6 @@ class MarginalTask:
     step_fn = None
 
     def __init__(self, what: str, **kw):
-        import threading
-
         self.what, self.kw = what, kw
         self.result: dict | None = None
         self.done = threading.Event()

@@ -192,7 +192,8 @@ class Session:
 
     def marginal(self, what: str, **kw) -> dict:
         """Marginal in-graph cost of a role ("L3.gate_up"), op, kernel or family (CUDA only; a
-        dict with "unavailable" and the reason otherwise). Blocks until measured."""
+        dict with "unavailable" and the reason otherwise). Blocks until measured; a set `cancel`
+        (a threading.Event in `kw`, as measure takes it) ends it after the round in progress."""
         return session_requests.run_marginal(self, what, **kw)
 
     def ab(self, what: str, windows: int | None = None, steps: int | None = None, profile_steps: int | None = None,
