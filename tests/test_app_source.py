@@ -19,7 +19,7 @@ class MeasuringSource(LiveStandIn):
     """A source of neither kind: a recorded run that can measure a marginal, which its
     snapshots then carry (as a live Session's do)."""
 
-    def marginal(self, what: str) -> dict:
+    def marginal(self, what: str, cancel=None) -> dict:
         self.asked.append(what)
         self.snap = dataclasses.replace(self.snap, marginal=self.snap.marginal + (dict(RESULT),))
         return dict(RESULT)

@@ -153,10 +153,15 @@ class CompareActions:
         run's snapshot first. True once none runs."""
         from tfdash.app.screens.ab import ABScreen
 
-        ended = [s.cancel_run() for s in self.screen_stack if isinstance(s, ABScreen)]
-        deadline = time.monotonic() + timeout
-        while not all(e.is_set() for e in ended):
-            if time.monotonic() > deadline:
-                return False
-            await asyncio.sleep(0.02)
-        return True
+        return await all_set([s.cancel_run() for s in self.screen_stack if isinstance(s, ABScreen)], timeout)
+
+
+async def all_set(events: list, timeout: float) -> bool:
+    """Wait (on the app's loop, polling) until every threading.Event in `events` is set, at most
+    `timeout` s; whether they all were."""
+    deadline = time.monotonic() + timeout
+    while not all(e.is_set() for e in events):
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True

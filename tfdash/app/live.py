@@ -13,7 +13,7 @@ contract between the app and the engine side:
     session.run(on_event, stop)           blocking, in the worker
     session.snapshot()                    taken by the app, at most 20 times a second
     session.request_profile(steps)        from the app's thread
-    session.marginal(what)                in a second thread worker (drill-down)
+    session.marginal(what, cancel=)       in a second thread worker (drill-down)
     session.ab(variant, progress, cancel)  in a thread worker (the A/B screen)
 
 `on_event` runs on the engine's thread, so it does almost nothing: it notes the kind of event
@@ -46,7 +46,7 @@ class Source(Protocol):
     def stop(self) -> None: ...
     def pause(self, paused: bool) -> None: ...
     def request_profile(self, steps: int = 32) -> bool: ...
-    def marginal(self, what: str) -> dict: ...  # blocking: call it from a thread worker
+    def marginal(self, what: str, cancel=None) -> dict: ...  # blocking: call it from a thread worker
     def ab(self, what: str, progress=None, cancel=None, **sizes) -> dict: ...  # blocking, likewise
     def snapshot(self) -> ProfileSnapshot | None: ...
     def take_news(self) -> frozenset[str]: ...
@@ -77,7 +77,7 @@ class SnapshotSource:
     def request_profile(self, steps: int = 32) -> bool:
         return False
 
-    def marginal(self, what: str) -> dict:
+    def marginal(self, what: str, cancel=None) -> dict:
         return {"what": what, "unavailable": "a saved snapshot has no live session to measure"}
 
     def ab(self, what: str, progress=None, cancel=None, **sizes) -> dict:
@@ -179,12 +179,13 @@ class LiveSource:
         if self.session is not None:
             self.session.add_counters(counters)
 
-    def marginal(self, what: str) -> dict:
-        """The marginal in-graph cost of `what` (blocks until measured: call it from a worker)."""
+    def marginal(self, what: str, cancel=None) -> dict:
+        """The marginal in-graph cost of `what` (blocks until measured: call it from a worker); a
+        set `cancel` (threading.Event) ends it after the round in progress."""
         session = self.session
         if session is None:
             return {"what": what, "unavailable": "no run in progress to measure (r re-runs)"}
-        return dict(session.marginal(what))
+        return dict(session.marginal(what, cancel=cancel))
 
     def ab(self, what: str, progress=None, cancel=None, **sizes) -> dict:
         """A live A/B of the plan variant `what` (blocks until done: call it from a worker);

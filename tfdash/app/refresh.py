@@ -1,6 +1,7 @@
 """The app's live side (TfdashApp mixes it in): a run started on the Source, its news coalesced
 into snapshots, its status lines and its end (with `exit_when_done`, the app's exit with the
-final snapshot, after any live A/B has ended as a quit waits for it: compare.py `stop_ab`).
+final snapshot, after a live A/B or marginal has ended as a quit waits for them: run_actions.py
+`stop_measuring`).
 
 The worker posts at most one SessionNews at a time; the app takes a snapshot at most
 `refresh_hz` (20) times a second, and less often while drawing costs its thread more than
@@ -146,8 +147,8 @@ class LiveRefresh:
             self.keep_before_rerun()
             self._start_run()
         elif self.exit_when_done:
-            # An A/B still stepping the engine ends after its window in progress, waited for (at
-            # most AB_STOP_TIMEOUT_S) as a quit does: its result goes into the snapshot returned.
-            await self.stop_ab()
+            # An A/B or a marginal still stepping the engine ends after its window or round in
+            # progress, waited for (bounded) as a quit does: its result goes into the snapshot returned.
+            await self.stop_measuring()
             self.final_snapshot = self.source.snapshot() or self.snapshot
             self.exit(self.final_snapshot)

@@ -6,9 +6,10 @@ closes, as the CLI's outputs name theirs); without --save, or where it failed, t
 folder of the cache, as the run `r` starts over is (tfdash.app.kept). On a saved snapshot the keys
 that need an engine say it is read-only.
 
-A live A/B steps the same engine: quitting and re-running first cancel it after its window in
-progress and wait for it (compare.py `stop_ab`), so it neither runs on beside the teardown or the
-next run nor loses what it measured (its result so far goes into the run's snapshot).
+A live A/B and a drill-down's marginal step the same engine: quitting and re-running first
+cancel them after their window or round in progress and wait for them (`stop_measuring`), so
+neither runs on beside the teardown or the next run nor loses what it measured (its result so far
+goes into the run's snapshot).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 
 from tfdash.app import exports
+from tfdash.app.compare import AB_STOP_TIMEOUT_S, all_set
 from tfdash.errors import TfdashError
 from tfdash.profiling.files import missing_folders_of_file
 from tfdash.profiling.snapshot import ProfileSnapshot
@@ -48,7 +50,7 @@ class RunActions:
     async def action_rerun(self) -> None:
         if not self._live_only("re-run"):
             return
-        await self.stop_ab()  # an A/B steps this run's engine: it ends (and is kept with the run) first
+        await self.stop_measuring()  # they step this run's engine: they end (and are kept with the run) first
         if self.running:
             self._rerun = True
             self.state = "stopping"
@@ -93,10 +95,20 @@ class RunActions:
             self.interrupted_by = signum
             self.call_later(self.action_quit)
 
+    async def stop_measuring(self, timeout: float = AB_STOP_TIMEOUT_S) -> bool:
+        """Cancel a live A/B (compare.py `stop_ab`) and the drill-downs' marginals after their
+        window or round in progress, and wait for their workers (at most `timeout` s each kind): a
+        round is milliseconds on a GPU, capturing its two graphs longer. True once none runs."""
+        from tfdash.app.screens.drill import DrillScreen
+
+        marginals = [e for s in self.screen_stack if isinstance(s, DrillScreen) for e in s.cancel_marginal()]
+        ab = await self.stop_ab(timeout)
+        return await all_set(marginals, timeout) and ab
+
     async def stop_engine(self) -> ProfileSnapshot | None:
-        """Cancel a live A/B and wait for it (compare.py), stop the run after the steps in flight,
-        wait for the worker; the final snapshot."""
-        await self.stop_ab()
+        """Cancel a live A/B and a marginal and wait for them (`stop_measuring`), stop the run after
+        the steps in flight, wait for the worker; the final snapshot."""
+        await self.stop_measuring()
         source = self.source
         if source.running:
             self._stopping = True

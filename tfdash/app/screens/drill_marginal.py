@@ -3,6 +3,11 @@ step with the launch doubled, minus the plain step) through the Source, in a thr
 posts MarginalMeasured. The tab shows what the snapshot recorded for the launch, and this
 screen's own measurement until the snapshot has it (once).
 
+A measurement steps the engine (inside the generation, or after it holding the runtime's lock):
+a quit or a re-run cancels it after its round in progress and waits for its worker
+(`cancel_marginal`, run_actions.py `stop_measuring`), and a screen that goes without waiting (the
+app exits) cancels it too. What it measured so far is its result, marked incomplete.
+
 Where no marginal can be measured -- a saved snapshot, or a run without CUDA graphs to double a
 launch in (the snapshot says so) -- `m` is not offered in the footer, and pressed anyway it says
 why in one toast: the source's answer, with no "measuring…" before it.
@@ -10,9 +15,12 @@ why in one toast: the source's answer, with no "measuring…" before it.
 
 from __future__ import annotations
 
+import threading
+
 from textual import work
 from textual.content import Content
 from textual.widgets import Static, TabbedContent
+from textual.worker import get_current_worker
 
 from tfdash.app import drill_model
 from tfdash.app.messages import MarginalMeasured
@@ -24,6 +32,9 @@ class MarginalTab:
     """Mixed into DrillScreen: the marginal tab's key, its worker and what it shows."""
 
     _marginal: dict[str, dict]  # role -> this screen's measurement (or its "measuring…" status)
+    # each measurement in flight, cancel -> ended: replaced whole, never changed in place (the
+    # class's empty one stands until the first `m`)
+    _measuring: dict[threading.Event, threading.Event] = {}
     _marginal_offered = True  # `m` in the footer, as last drawn
 
     def offers(self, action: str) -> bool:
@@ -64,14 +75,39 @@ class MarginalTab:
         self.notify(f"measuring the marginal cost of {launch_role}…", timeout=2)
         self._measure(source, launch_role)
 
-    @work(thread=True, group="marginal", exit_on_error=False)
     def _measure(self, source, role: str) -> None:
+        cancel, ended = threading.Event(), threading.Event()
+        self._measuring = {**{c: e for c, e in self._measuring.items() if not e.is_set()}, cancel: ended}
+        self._measure_worker(source, role, cancel, ended)
+
+    @work(thread=True, group="marginal", exit_on_error=False)
+    def _measure_worker(self, source, role: str, cancel: threading.Event, ended: threading.Event) -> None:
+        """The measurement, blocking on this thread: the engine side checks `cancel` between its
+        rounds. `ended` is set last, once the result is on the screen (or the screen has gone)."""
         try:
-            result = dict(source.marginal(role))
-        except BaseException as e:  # noqa: BLE001
-            result = {"unavailable": f"{type(e).__name__}: {e}"}
-        result.setdefault("what", role)
-        self.app.call_from_thread(self._marginal_done, role, result)
+            try:
+                result = dict(source.marginal(role, cancel=cancel))
+            except BaseException as e:  # noqa: BLE001
+                result = {"unavailable": f"{type(e).__name__}: {e}"}
+            result.setdefault("what", role)
+            if get_current_worker().is_cancelled:  # Textual cancelled it: the screen or the app has gone
+                return
+            try:
+                self.app.call_from_thread(self._marginal_done, role, result)
+            except RuntimeError:  # the app has closed meanwhile
+                pass
+        finally:
+            ended.set()
+
+    def cancel_marginal(self) -> list[threading.Event]:
+        """Cancel the measurements in flight after their round in progress (what they measured is
+        kept and shown); the events set once each one's worker has ended."""
+        for cancel in self._measuring:
+            cancel.set()
+        return [ended for ended in self._measuring.values() if not ended.is_set()]
+
+    def on_unmount(self) -> None:
+        self.cancel_marginal()  # gone without waiting (the app exits): no measurement goes on stepping the engine
 
     def _marginal_done(self, role: str, result: dict) -> None:
         self._marginal[role] = result
@@ -79,6 +115,10 @@ class MarginalTab:
         self.post_message(MarginalMeasured(role, result))
         if "unavailable" in result:
             self.notify(f"marginal {role}: unavailable: {result['unavailable']}", severity="warning", timeout=4)
+        elif result.get("incomplete"):  # over fewer rounds than asked: never a plain figure
+            self.notify(f"marginal {role} {result['incomplete']} after {result.get('rounds', 0)} rounds: "
+                        f"{fmt_ns(result.get('delta_ns'))}", title="marginal incomplete", severity="warning",
+                        timeout=6)
         else:
             self.notify(f"marginal {role}: {fmt_ns(result.get('delta_ns'))}", timeout=4)
 
