@@ -150,7 +150,7 @@ def test_analyze_target_takes_the_files_tfdash_writes(tmp_path):
     probe["cuda:x"] = probe["cpu:Test CPU"]
     cache.write_text(json.dumps(probe))
     for target, said in ((cache, "the bandwidth probe's cache holds 2 devices (cpu:Test CPU, cuda:x)"),
-                         (tmp_path, f"--target {tmp_path}: is a directory; give h200 or a target JSON file")):
+                         (tmp_path, f"--target {tmp_path}: is a directory; give a GPU's datasheet (h200, h100-sxm, h100-pcie, h100-nvl) or a target JSON file")):
         r = run_tfdash("analyze", "--model", "qwen3-tiny", "--target", str(target), timeout=60)
         assert r.rc == 2 and r.stdout == ""
         assert_one_line_error(r.stderr, said)

@@ -62,7 +62,7 @@ def test_an_empty_target_name_is_said_so():
     """`analyze --target ""` said the empty name "is a directory" (it read as the current folder)."""
     r = run_tfdash("analyze", "--target", "", timeout=60)
     assert r.rc == 2 and r.stdout == ""
-    assert_one_line_error(r.stderr, "--target '' is empty: give h200 or a target JSON file")
+    assert_one_line_error(r.stderr, "--target '' is empty: give a GPU's datasheet (h200, h100-sxm, h100-pcie, h100-nvl) or a target JSON file")
 
 
 def test_one_row_left_out_by_top_is_said_in_the_singular():
@@ -164,7 +164,7 @@ def test_an_export_folder_as_the_target_names_its_snapshot_as_open_does(tmp_path
     shutil.copy(SNAPSHOT, tmp_path / "snapshot.json")
     r = run_tfdash("analyze", "--target", str(tmp_path), timeout=60)
     assert r.rc == 2 and r.stdout == ""
-    assert_one_line_error(r.stderr, f"--target {tmp_path}: is a directory; give h200 or a target JSON file; "
+    assert_one_line_error(r.stderr, f"--target {tmp_path}: is a directory; give a GPU's datasheet (h200, h100-sxm, h100-pcie, h100-nvl) or a target JSON file; "
                                     f"{tmp_path / 'snapshot.json'} is the snapshot in it")
     r = run_tfdash("analyze", "--target", str(tmp_path / "snapshot.json"), "--model", "qwen3-tiny", timeout=60)
     assert r.rc == 0  # and that file is a target

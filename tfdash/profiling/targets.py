@@ -125,6 +125,7 @@ H100_NVL = Target(
 )
 
 TARGETS = {"h200": H200, "h100-sxm": H100_SXM, "h100-pcie": H100_PCIE, "h100-nvl": H100_NVL}
+NAMED = f"a GPU's datasheet ({', '.join(TARGETS)})"  # what an error offers beside a target JSON file
 
 
 def datasheet_for(gpu_name: str | None) -> Target:
@@ -148,7 +149,7 @@ def resolve_target(spec: str) -> Target:
     if spec in TARGETS:
         return TARGETS[spec]
     if not spec.strip():  # Path('') is the current folder: "is a directory" said nothing of the empty name
-        raise TfdashError(f"--target {spec!r} is empty: give {' or '.join(TARGETS)} or a target JSON file")
+        raise TfdashError(f"--target {spec!r} is empty: give {NAMED} or a target JSON file")
     path = Path(spec)
     try:  # one stat, as `open` checks a snapshot: a folder on the way that cannot be searched is said, not raised
         st = stat_or_none(path)
@@ -161,7 +162,7 @@ def resolve_target(spec: str) -> Target:
         what = "is a directory" if stat.S_ISDIR(mode) else "not a regular file (a FIFO, device or socket)"
         inside = path / "snapshot.json"  # an export folder: its snapshot named, as open and diff name it
         hint = f"; {inside} is the snapshot in it" if stat.S_ISDIR(mode) and os.path.isfile(inside) else ""
-        raise TfdashError(f"--target {spec}: {what}; give {' or '.join(TARGETS)} or a target JSON file{hint}")
+        raise TfdashError(f"--target {spec}: {what}; give {NAMED} or a target JSON file{hint}")
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:  # ValueError: not UTF-8, not JSON, a 5000-digit integer
@@ -204,6 +205,6 @@ def _recorded(path: Path, doc: dict) -> dict:
         target = reports[0].get("target")
     if not isinstance(target, dict):
         raise TfdashError(f"target file {path}: a {doc['schema'][:80]!r} file that records no target; give "
-                          f"{' or '.join(TARGETS)}, a target's fields, a snapshot, an analyze --json report or "
+                          f"{NAMED}, a target's fields, a snapshot, an analyze --json report or "
                           "the bandwidth probe's bandwidth.json")
     return target
