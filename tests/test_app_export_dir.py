@@ -51,3 +51,31 @@ async def test_a_writable_export_dir_says_nothing(isolated_config, tmp_path):
         await pilot.pause()
         assert config_warnings(app) == []
         assert not (tmp_path / "new").exists()  # checked, not made, until an export
+
+
+@sync
+async def test_an_export_dir_of_a_user_with_no_home_is_one_line_not_a_traceback(isolated_config):
+    """`"export_dir": "~nouser/x"`: Path.expanduser raised RuntimeError at start (the check) and at e (an
+    export) and b (the picker lists the export folder), each a traceback that ended the dashboard."""
+    from textual.notifications import Notify
+
+    from tfdash.app.screens.picker import PickerScreen
+
+    config = isolated_config / "config.json"
+    config.write_text(json.dumps({"export_dir": "~tfdash-no-such-user/profiles"}))
+    messages = []
+    app = snapshot_app(SNAPSHOT)
+    async with app.run_test(size=(120, 40), message_hook=messages.append) as pilot:
+        await pilot.pause()
+        await pilot.press("e")
+        await pilot.pause()
+        await pilot.press("b")
+        await pilot.pause()
+        assert isinstance(app.screen, PickerScreen)
+    toasts = [m.notification for m in messages if isinstance(m, Notify)]
+    said = f"export_dir in {config}: ~tfdash-no-such-user/profiles: there is no user 'tfdash-no-such-user'"
+    [start] = [n for n in toasts if n.title == "config" and "export_dir" in n.message]
+    assert start.message.startswith(said) and start.message.endswith("until it is fixed (or pass --export-dir)")
+    [export] = [n for n in toasts if n.title == "export snapshot"]
+    assert export.severity == "error" and "\n" not in export.message
+    assert export.message.startswith(said) and export.message.endswith(f"(fix export_dir in {config})")

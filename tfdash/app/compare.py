@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+from tfdash.errors import TfdashError
 from tfdash.profiling.export import snapshot_label
 from tfdash.profiling.export_files import EXPORT_TRACE, TRACE_SUFFIX  # Chrome traces: --export's, t's
 from tfdash.profiling.snapshot import SCHEMA, ProfileSnapshot
@@ -97,7 +98,10 @@ class CompareActions:
     """`b` and `a` on TfdashApp (bindings.APP: ids "baseline" and "ab")."""
 
     def snapshot_dirs(self) -> list[Path]:
-        dirs = [self.export_directory()]
+        try:
+            dirs = [self.export_directory()]
+        except TfdashError:  # a config export_dir that names no folder (said at start): nothing listed there
+            dirs = []
         for p in (self.last_export, self.save_path, self.source.path):
             if p is not None:
                 dirs.append(Path(p).parent)

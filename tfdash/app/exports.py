@@ -17,6 +17,7 @@ import re
 import time
 from pathlib import Path
 
+from tfdash.cache import expand_home
 from tfdash.errors import TfdashError
 from tfdash.profiling.export_files import CSV_SUFFIX, SNAPSHOT_SUFFIX, TRACE_SUFFIX
 from tfdash.profiling.files import created_note, missing_folders, write_text_atomic
@@ -108,11 +109,13 @@ class ExportActions:
     """The export keys on TfdashApp (TfdashApp mixes them in; bindings.APP, ids export.*)."""
 
     def export_directory(self) -> Path:
-        """Where exports go: the app's export_dir, else the config file's, else the current directory."""
+        """Where exports go: the app's export_dir, else the config file's, else the current directory.
+        A config value whose leading ~user has no home is a TfdashError naming the file (one line, where
+        Path.expanduser's RuntimeError was a traceback)."""
         if self.export_dir is not None:
             return self.export_dir
         if self.config.export_dir:
-            return Path(self.config.export_dir).expanduser()
+            return Path(expand_home(self.config.export_dir, f"export_dir in {self.config.path}:"))
         return Path.cwd()
 
     def export_remedy(self) -> str:
@@ -125,12 +128,12 @@ class ExportActions:
     def action_export(self, kind: str) -> Path | None:
         """Write one export of what is on screen (ids export.*); a toast names the file or why not."""
         snap = self.snapshot
-        directory = self.export_directory()
         if snap is None and kind != "svg":  # said before any folder is made for it
             self.notify("nothing measured yet to export", severity="warning", timeout=3)
             return None
-        path = None
+        path = directory = None
         try:
+            directory = self.export_directory()  # a config export_dir of "~nouser/x" is a TfdashError
             new = missing_folders(directory)  # asked before the mkdir makes them: the toast says so
             directory.mkdir(parents=True, exist_ok=True)
             path = reserve(directory, stem_for(snap), KINDS[kind])
@@ -140,7 +143,8 @@ class ExportActions:
                 write(kind, snap, path)
         except (TfdashError, OSError) as e:
             unreserve(path)
-            why = f"cannot write {directory}: {e.strerror or e}" if isinstance(e, OSError) else str(e)
+            where = directory if directory is not None else "the current folder"  # Path.cwd() gone
+            why = f"cannot write {where}: {e.strerror or e}" if isinstance(e, OSError) else str(e)
             self.notify(f"{why} ({self.export_remedy()})", title=f"export {LABELS[kind]}", severity="error",
                         timeout=8)
             return None

@@ -13,6 +13,7 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
+from tfdash.cache import expand_home
 from tfdash.errors import TfdashError
 
 
@@ -45,8 +46,9 @@ def check_writable_dir(directory, what: str) -> None:
     """`directory` is, or can be made, a writable folder: checked before a run, so that nothing
     measured is lost to a typo at the end of it. Asked through os.path, which never raises: a path
     inside a folder that cannot be searched (chmod 000) reads as absent, and that folder, where no
-    file can be made, is the one named, where Path.exists raised PermissionError."""
-    d = Path(directory).expanduser()
+    file can be made, is the one named, where Path.exists raised PermissionError. A leading ~user
+    with no home is a TfdashError naming `what`, where Path.expanduser raised RuntimeError."""
+    d = Path(expand_home(str(directory), what))
     if os.path.exists(d) and not os.path.isdir(d):
         raise TfdashError(f"{what} {d}: exists and is not a directory")
     parent = next((p for p in (d, *d.parents) if os.path.exists(p)), None)
