@@ -260,3 +260,31 @@ async def test_toasts_held_through_a_long_stay_below_80x24_are_a_few_the_warning
         await pilot.resize_terminal(80, 24)
         await settle(pilot)
         assert len(app.screen.query("Toast")) == HELD_TOASTS
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+@sync
+async def test_the_drill_downs_summary_fits_again_under_help_grown_back(isolated_config, size):
+    """The drill-down under `?`, shrunk below 80x24 and grown to `size`, is the drill-down a fresh
+    app draws at that size once the help closes: its summary had kept the three rows its text took
+    at 60 columns (a blank row over the panes) and the wording for the width it was opened at."""
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        fresh = screen_text(app)
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await settle(pilot)
+        await pilot.resize_terminal(60, 20)
+        await settle(pilot)
+        await pilot.resize_terminal(*size)
+        await settle(pilot)
+        app.pop_screen()
+        await settle(pilot)
+        assert screen_text(app) == fresh

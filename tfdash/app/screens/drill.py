@@ -72,6 +72,18 @@ def operands_shown(room: int, n: int) -> str:
     return f"{max(1, room - 1)} of {n} operands shown" if room - 1 < n else ""
 
 
+def show_counted(summary: Static, content: Content, width: int) -> None:
+    """`content` in `summary`, its height the rows the text wraps to at `width`, counted here rather
+    than measured by Textual (height: auto): under a dialog, shrunk below 80x24 and grown back,
+    Textual 8.2 kept the box it had laid out at 60 columns (three rows, one blank over the panes)
+    for the text set on the way back, as it did the dashboard's summary line."""
+    shown = visible_content(content, KEEP_LAYOUT)  # its control characters shown, as they take cells
+    summary.update(shown)
+    rows = len(shown.wrap(width))
+    if summary.styles.height is None or summary.styles.height.cells != rows:  # a setting lays it out
+        summary.styles.height = rows
+
+
 class DrillScreen(CodeTabs, MarginalTab, CountersTab, Screen):
     BINDINGS = bindings.DRILL
     AUTO_FOCUS = "#instances-table"
@@ -197,7 +209,7 @@ class DrillScreen(CodeTabs, MarginalTab, CountersTab, Screen):
         base = getattr(self.app, "baseline", None)
         if base is not None:
             content = Content.assemble(content, *basemod.summary_parts(base, snap.kernels, self.group, r.members))
-        self.query_one("#drill-summary", Static).update(visible_content(content, KEEP_LAYOUT))
+        show_counted(self.query_one("#drill-summary", Static), content, width)
 
     def _instances(self, members) -> None:
         t = self.query_one("#instances-table", DataTable)
