@@ -538,3 +538,29 @@ async def test_a_short_terminal_says_where_the_throughput_chart_went(isolated_co
     assert "ms/step p99" in inside and "tokens" in inside, inside
     assert (note in inside) == (size[1] < SHORT_H), inside
     assert ("━ ms/step" in inside) == (size[1] >= SHORT_H), inside
+
+
+@sync
+async def test_a_dialog_closed_over_v_leaves_enter_off_the_hidden_table(isolated_config):
+    """At 80x24 `v` puts the kernel table aside; `?` opened and closed there must not hand the focus
+    back to that table, or ⏎ (in the footer again) drills into a row no one can see. `v` back shows
+    the table and ⏎ drills as before."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("v")
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await settle(pilot)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert "Drill in" not in footer(app) and "v Panes" in footer(app)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert "drill-down · op" not in screen_text(app) and "bytes/step" in screen_text(app)
+        await pilot.press("v")
+        await settle(pilot)
+        assert "Drill in" in footer(app)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert "drill-down · op gate_up" in screen_text(app)

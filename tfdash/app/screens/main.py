@@ -220,6 +220,13 @@ class MainScreen(Screen):
 
     def on_screen_resume(self) -> None:
         self.render_snapshot(self.app.snapshot)
+        self.call_after_refresh(self._unfocus_hidden_table)
+
+    def _unfocus_hidden_table(self) -> None:
+        """A dialog closed over `v`'s panes hands the focus back by AUTO_FOCUS to the kernel table put
+        aside: ⏎ would then drill into a row no one can see. Nothing is focused until it is shown."""
+        if not self._table_shown() and getattr(self.focused, "id", None) == "kernel-table":
+            self.set_focus(None)
 
     def render_snapshot(self, snap: ProfileSnapshot | None) -> None:
         if not self.is_current:
