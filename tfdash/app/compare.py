@@ -160,6 +160,19 @@ class CompareActions:
         return await all_set([s.cancel_run() for s in self.screen_stack if isinstance(s, ABScreen)], timeout)
 
 
+def hand_back(app, fn, *args) -> None:
+    """From a measuring worker's thread: `fn(*args)` on the app's loop, unless Textual cancelled the
+    worker (its screen or the app has gone) or the app closed meanwhile."""
+    from textual.worker import get_current_worker
+
+    if get_current_worker().is_cancelled:
+        return
+    try:
+        app.call_from_thread(fn, *args)
+    except RuntimeError:  # the app has closed meanwhile
+        pass
+
+
 async def all_set(events: list, timeout: float) -> bool:
     """Wait (on the app's loop, polling) until every threading.Event in `events` is set, at most
     `timeout` s; whether they all were."""

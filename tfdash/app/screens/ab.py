@@ -31,9 +31,9 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, ProgressBar, Static
-from textual.worker import get_current_worker
 
 from tfdash.app import bindings
+from tfdash.app.compare import hand_back
 from tfdash.app.widgets.footer import FitFooter
 from tfdash.app.layout import SHORT_H, fill_whole
 from tfdash.profiling.ab_table import VERDICT_LABEL, when
@@ -249,12 +249,7 @@ class ABScreen(ModalScreen):
                                                  cancel=cancel))
             except Exception as e:  # noqa: BLE001 - one line on the screen, never a traceback
                 result = {"what": name, "unavailable": f"{type(e).__name__}: {e}"}
-            if get_current_worker().is_cancelled:  # Textual cancelled it: the screen or the app has gone
-                return
-            try:
-                self.app.call_from_thread(self._done, name, result)
-            except RuntimeError:  # the app has closed meanwhile
-                pass
+            hand_back(self.app, self._done, name, result)
         finally:
             ended.set()
 

@@ -20,9 +20,9 @@ import threading
 from textual import work
 from textual.content import Content
 from textual.widgets import Static, TabbedContent
-from textual.worker import get_current_worker
 
 from tfdash.app import drill_model
+from tfdash.app.compare import hand_back
 from tfdash.app.messages import MarginalMeasured
 from tfdash.app.model import fmt_ns
 from tfdash.textsafe import KEEP_LAYOUT, visible_content
@@ -90,12 +90,7 @@ class MarginalTab:
             except BaseException as e:  # noqa: BLE001
                 result = {"unavailable": f"{type(e).__name__}: {e}"}
             result.setdefault("what", role)
-            if get_current_worker().is_cancelled:  # Textual cancelled it: the screen or the app has gone
-                return
-            try:
-                self.app.call_from_thread(self._marginal_done, role, result)
-            except RuntimeError:  # the app has closed meanwhile
-                pass
+            hand_back(self.app, self._marginal_done, role, result)
         finally:
             ended.set()
 
