@@ -123,3 +123,42 @@ def test_an_unwritable_log_place_falls_back_to_a_temporary_file(tmp_path):
         assert "from a library" in g.path.read_text() and g.lines == 1
     finally:
         g.path.unlink(missing_ok=True)
+
+
+THREAD_PROFILE = """
+import sys, threading
+from torch.profiler import ProfilerActivity, profile
+if sys.argv[1] == "primed":
+    from tfdash.profiling.kernel_map import profiler_on_this_thread
+    profiler_on_this_thread()
+    profiler_on_this_thread()  # once a process
+def window():
+    with profile(activities=[ProfilerActivity.CPU]):
+        pass
+t = threading.Thread(target=window)
+t.start()
+t.join()
+"""
+
+
+def test_the_profiler_started_on_the_main_thread_first_keeps_kineto_quiet():
+    """The dashboard's session (and a headless A/B) start torch.profiler in a worker thread; the
+    process's first start there made kineto print "External init callback must run in same thread
+    as registerClient" below Python. The main thread starting it first keeps that line away."""
+    def run(mode):
+        return subprocess.run([sys.executable, "-c", THREAD_PROFILE, mode], capture_output=True, text=True,
+                              timeout=120, env=dict(os.environ, PYTHONPATH=str(REPO)))
+
+    bare = run("bare")
+    if "External init callback" not in bare.stderr:
+        pytest.skip("this torch's kineto does not say it")
+    primed = run("primed")
+    assert primed.returncode == 0, primed.stderr
+    assert "External init callback" not in primed.stderr
+
+
+def test_the_closing_note_counts_library_lines_in_words():
+    from tfdash.app.main import library_note
+
+    assert library_note(1, "/c/log") == "tfdash: 1 line of library output during the run is in /c/log"
+    assert library_note(3, "/c/log") == "tfdash: 3 lines of library output during the run are in /c/log"

@@ -107,9 +107,10 @@ def session_factory(args, max_new_tokens: int) -> Callable:
     return make
 
 
-def preflight(args, max_new_tokens: int) -> None:
+def preflight(args, max_new_tokens: int):
     """The checks that need no weights (the config, the tokenizer file, the device, the lengths),
-    before the screen opens: a mistake is one line on the terminal, not an error pane."""
+    before the screen opens: a mistake is one line on the terminal, not an error pane. The engine
+    chosen (its device, dtype and backend)."""
     from tfdash.engine import choose_engine
     from tfdash.engine.limits import check_generation
 
@@ -132,11 +133,16 @@ def preflight(args, max_new_tokens: int) -> None:
         from tfdash.profiling.files import check_writable_file
 
         check_writable_file(args.save, "--save")
+    return choice
 
 
 def run_app(args) -> int:
     max_new = getattr(args, "max_new_tokens", None) or DASHBOARD_MAX_NEW
-    preflight(args, max_new)
+    choice = preflight(args, max_new)
+    if str(choice.device) == "cuda":  # the session's worker starts the profiler: kineto wants this thread first
+        from tfdash.profiling.kernel_map import profiler_on_this_thread
+
+        profiler_on_this_thread()
     from tfdash.app.kept import runs_dir
     from tfdash.app.stderr_guard import native_stderr_to
     from tfdash.profiling.probe import cache_dir
@@ -150,13 +156,19 @@ def run_app(args) -> int:
     for line in app.unseen_toasts():  # raised while the terminal was too small to show them
         print(f"tfdash: {line}", file=sys.stderr)
     if guarded.lines:
-        print(f"tfdash: {guarded.lines} lines of library output during the run are in {guarded.path}")
+        print(library_note(guarded.lines, guarded.path))
     line = final_line(app)
     if line:
         print(line)
     if app.keep_error:
         print(f"tfdash: the final snapshot was {visible(app.keep_error)}", file=sys.stderr)  # names the cache folder
     return exit_status(app)
+
+
+def library_note(lines: int, path) -> str:
+    """Where the native libraries' lines written during the dashboard went (`native_stderr_to`)."""
+    said = "1 line" if lines == 1 else f"{lines} lines"
+    return f"tfdash: {said} of library output during the run {'is' if lines == 1 else 'are'} in {visible(str(path))}"
 
 
 def final_line(app) -> str | None:

@@ -151,6 +151,10 @@ def profile_run(eng, args, max_new: int) -> int:
     asked = [False]
     wrote_prompt = [False]
     variant, ab_results, ab_cancel = getattr(args, "ab", None), [], threading.Event()
+    if variant and str(eng.device) == "cuda":  # the A/B's windows start the profiler in its thread
+        from tfdash.profiling.kernel_map import profiler_on_this_thread
+
+        profiler_on_this_thread()
     ab_ended: list[threading.Event] = []  # one an A/B started, set once it has returned
 
     said: set[str] = set()  # the build's lines, said once: the A/B after the generation builds again

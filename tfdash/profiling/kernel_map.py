@@ -6,6 +6,8 @@ the StepPlan's launches by their order within each replay.
                                 graph a copy can run as a kernel); the runtime's state is held
     map_replays(events, names)  per launch x step exclusive device ns of a window's replays,
                                 checked name by name against the learned map
+    profiler_on_this_thread()   torch.profiler's one-time start on the main thread, before any
+                                worker starts a window
 
 The mapping functions are pure and tested on CPU with synthetic events.
 """
@@ -210,6 +212,27 @@ def _kineto_events(prof):
         elif e.name.startswith(ANNOTATION):
             anns.append((int(e.name[len(ANNOTATION):]), start, end))
     return devs, anns
+
+
+_profiler_started = False
+
+
+def profiler_on_this_thread() -> None:
+    """Start and stop an empty CPU-only torch.profiler here, once a process. kineto sets its client
+    up on the first profiler start of the process, and when that thread is not the one that
+    registered the client (the main thread, as torch is imported) it prints "External init
+    callback must run in same thread as registerClient" on the native stderr and skips the set-up.
+    The dashboard's session and a headless A/B start their windows in worker threads, so the main
+    thread calls this first. It moves the profiler's one-time start (most of a second) off the first
+    window's pause; later starts take about a millisecond."""
+    global _profiler_started
+    if _profiler_started:
+        return
+    _profiler_started = True
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]):
+        pass
 
 
 def learn_kernel_map(runtime) -> tuple[tuple[str, ...], ...]:
