@@ -282,8 +282,13 @@ async def test_no_color_draws_the_step_times_over_their_p50_rule(isolated_config
 @sync
 async def test_an_unprofiled_run_says_which_key_profiles_it_at_80x24(isolated_config):
     # a short CPU run is over before anyone presses p: below 116 columns the roofline is one line,
-    # and it named no key (the hint in the wide pane's note is not on screen there)
-    app = make_app(dataclasses.replace(cpu_snapshot(), roofline=None))
+    # and it named no key (the hint in the wide pane's note is not on screen there). A live run's:
+    # a saved snapshot cannot profile, and names no key (test_app_unprofiled)
+    from fixtures.appkit import LiveStandIn
+
+    from tfdash.app.app import TfdashApp
+
+    app = TfdashApp(LiveStandIn(dataclasses.replace(cpu_snapshot(), roofline=None)), theme="tfdash-dark")
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         assert "roofline not profiled yet · p profiles" in screen_text(app)

@@ -57,8 +57,11 @@ def nvml_summary(snap: ProfileSnapshot) -> list[list[tuple[str, str]]]:
              ("  ", ""), (fmt_num(_last(snap, "power_w"), 0, " W"), "bold")]]
 
 
-def roofline_summary(snap: ProfileSnapshot) -> list[list[tuple[str, str]]]:
+def roofline_summary(snap: ProfileSnapshot, live: bool = True) -> list[list[tuple[str, str]]]:
+    """`live`: p can profile a window; a saved snapshot cannot, so it names no key."""
     r = snap.roofline
+    if r is None and not live:
+        return [[("roofline ", "$text-muted"), ("not profiled in this snapshot", "italic $text-muted")]]
     if r is None:
         return [[("roofline ", "$text-muted"), ("not profiled yet", "italic $text-muted"), (" · ", "$text-muted"),
                  ("p", "bold $accent"), (" profiles", "$text-muted")]]
@@ -77,14 +80,17 @@ def throughput_summary(snap: ProfileSnapshot) -> list[list[tuple[str, str]]]:
 SUMMARIES = {"roofline": roofline_summary, "nvml": nvml_summary, "throughput": throughput_summary}
 
 
-def pane_summary(snap: ProfileSnapshot | None, panes: tuple[str, ...], width: int = 10_000) -> Content:
-    """A line for the panes that are hidden (`v` swaps which are), wrapped between items to `width`."""
+def pane_summary(snap: ProfileSnapshot | None, panes: tuple[str, ...], width: int = 10_000,
+                 live: bool = True) -> Content:
+    """A line for the panes that are hidden (`v` swaps which are), wrapped between items to `width`.
+    `live`: the run can still be profiled (roofline_summary's)."""
     if snap is None or not panes:
         return Content("")
     groups: list[list[tuple[str, str]]] = []
     joins: list[tuple[str, str]] = []
     for name in panes:
-        for i, item in enumerate(SUMMARIES[name](snap)):
+        items = roofline_summary(snap, live) if name == "roofline" else SUMMARIES[name](snap)
+        for i, item in enumerate(items):
             # An item wider than the line (NVML's reason) puts its last part, whole, on a line of its own.
             wide = len(item) > 1 and sum(len(t) for t, _ in item) > width
             split = [item[:-1], item[-1:]] if wide else [item]

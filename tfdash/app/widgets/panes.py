@@ -225,8 +225,9 @@ class RooflinePane(VerticalScroll):
             total += height + margin
         return total
 
-    def show(self, snap: ProfileSnapshot | None, baseline: ProfileSnapshot | None = None) -> None:
-        """`baseline`: another run's snapshot, whose measured step is shown under this one's."""
+    def show(self, snap: ProfileSnapshot | None, baseline: ProfileSnapshot | None = None, live: bool = True) -> None:
+        """`baseline`: another run's snapshot, whose measured step is shown under this one's.
+        `live`: p can profile a window (a saved snapshot without one names no key)."""
         stats = self.query_one("#roofline-stats", Static)
         over = self.query_one("#roofline-over", Static)
         datasheet = self.query_one("#roofline-datasheet", Static)
@@ -293,8 +294,9 @@ class RooflinePane(VerticalScroll):
         ))
         gapbar.set_parts(0, 0, 0)
         why = snap.unavailable.get("roofline") or snap.unavailable.get("kernels") or "no profile window yet"
-        set_content(note, Content.assemble((why, "italic $text-muted"), (" · press ", "$text-muted"),
-                                     ("p", "bold $accent"), (" to profile", "$text-muted")))
+        hint = [(" · press ", "$text-muted"), ("p", "bold $accent"), (" to profile", "$text-muted")] if live else \
+            [(" · this snapshot kept none (--headless --profile records one)", "$text-muted")]
+        set_content(note, Content.assemble((why, "italic $text-muted"), *hint))
 
 
 def _baseline_step(snap: ProfileSnapshot, baseline: ProfileSnapshot | None) -> list[Content]:

@@ -1,0 +1,57 @@
+"""A run with no profile window, as the dashboard shows it: live, every place that says so names
+the key that profiles one (p); a saved snapshot cannot profile (p there only says it is
+read-only), so the same places say the snapshot kept none and name no key. The snapshot is the
+one `tfdash --headless --save` writes without --profile."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from fixtures.appkit import LiveStandIn, build_snapshot, isolated_config, sync  # noqa: F401  (fixture)
+from test_first_hour_app import screen_text
+
+from tfdash.app.app import TfdashApp
+from tfdash.app.main import snapshot_app
+
+
+def unprofiled():
+    """The recorded snapshot before any window: no roofline, no measured kernel, no spans."""
+    snap = build_snapshot()
+    kernels = tuple(replace(k, measured_p50_ns=None, measured_p90_ns=None, share=None, samples=0)
+                    for k in snap.kernels)
+    return replace(snap, roofline=None, kernels=kernels, timeline=(),
+                   unavailable={**snap.unavailable, "kernels": "no profile window yet"})
+
+
+NAMES_P = ("p profiles", "press p", "· p ")
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+@sync
+async def test_a_saved_snapshot_without_a_window_names_no_key_that_cannot_profile(isolated_config, size):
+    app = snapshot_app(unprofiled())
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+        await pilot.press("p")  # what p does here: a toast says the snapshot is read-only
+        await pilot.pause()
+        toast = screen_text(app)
+    assert "read-only" in toast, toast
+    assert not [s for s in NAMES_P if s in text], text
+    assert "this snapshot kept no profile window" in text, text  # the Σ line under the table
+    if size == (80, 24):  # the roofline is one line under the header
+        assert "roofline not profiled in this snapshot" in text, text
+    else:  # the roofline pane's note (wrapped in the pane)
+        assert "this snapshot kept" in text and "--headless --profile records one" in text, text
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+@sync
+async def test_a_live_run_without_a_window_names_p(isolated_config, size):
+    app = TfdashApp(LiveStandIn(unprofiled()), theme="tfdash-dark")
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+    assert "press p to profile a window" in text, text
+    assert ("roofline not profiled yet · p profiles" if size == (80, 24) else "· press p to profile") in text, text
