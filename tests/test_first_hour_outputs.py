@@ -170,6 +170,20 @@ def test_an_export_folder_as_the_target_names_its_snapshot_as_open_does(tmp_path
     assert r.rc == 0  # and that file is a target
 
 
+@pytest.mark.parametrize("name, what", [("trace.json", "Chrome trace"), ("kernels.csv", "kernel table (CSV)")])
+def test_an_exports_trace_or_csv_as_the_target_names_the_snapshot_beside_it(tmp_path, name, what):
+    """`analyze --target out/trace.json` (an export's other file) said "unknown field(s)
+    displayTimeUnit, otherData, traceEvents", the CSV "cannot read JSON": open and diff name the
+    snapshot beside them, which records the target."""
+    from tfdash.profiling.export import export_all, load_snapshot
+
+    export_all(load_snapshot(SNAPSHOT), tmp_path)
+    r = run_tfdash("analyze", "--target", str(tmp_path / name), "--model", "qwen3-tiny", timeout=60)
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, f"target file {tmp_path / name}: is an export's {what}, not a tfdash snapshot; "
+                                    f"{tmp_path / 'snapshot.json'} is the snapshot beside it")
+
+
 def test_counters_json_over_its_snapshot_is_refused_before_the_host_is_asked(tmp_path):
     """`counters --snapshot run.json --json run.json` wrote the table's JSON over the snapshot, then
     failed to put the counters into it: the run's snapshot was lost after minutes of profiling."""

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from tfdash.errors import TfdashError
+from tfdash.profiling.export_files import not_the_snapshot
 from tfdash.pathstat import stat_or_none
 
 
@@ -164,11 +165,15 @@ def resolve_target(spec: str) -> Target:
         hint = f"; {inside} is the snapshot in it" if stat.S_ISDIR(mode) and os.path.isfile(inside) else ""
         raise TfdashError(f"--target {spec}: {what}; give {NAMED} or a target JSON file{hint}")
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        other = not_the_snapshot(path, text)  # an export's trace or CSV: the snapshot beside it records the target
+        raw = None if other else json.loads(text)
     except (OSError, ValueError) as e:  # ValueError: not UTF-8, not JSON, a 5000-digit integer
         raise TfdashError(f"target file {path}: cannot read JSON ({str(e)[:200]})") from None
     except RecursionError:  # arrays in arrays past Python's recursion limit
         raise TfdashError(f"target file {path}: cannot read JSON (nested too deeply)") from None
+    if other:
+        raise TfdashError(f"target file {other}")
     if not isinstance(raw, dict):
         raise TfdashError(f"target file {path}: expected a JSON object")
     if isinstance(raw.get("schema"), str):  # a snapshot, a report or a sweep: the target it records
