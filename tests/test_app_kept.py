@@ -250,7 +250,7 @@ def test_the_line_saying_a_run_was_not_kept_shows_the_folders_control_characters
     bad = tmp_path / "\x1b[2J" / "runs"
     app = SimpleNamespace(run=lambda: None, unseen_toasts=lambda: [], final_snapshot=None, return_code=0,
                           save_error=None, interrupted_by=None, keep_error=f"not kept: cannot write {bad} (No space)")
-    monkeypatch.setattr(main, "preflight", lambda args, n: None)
+    monkeypatch.setattr(main, "preflight", lambda args, n: SimpleNamespace(device="cpu"))
     monkeypatch.setattr(main, "session_factory", lambda args, n: None)
     monkeypatch.setattr(main, "live_app", lambda *a, **kw: app)
     assert main.run_app(SimpleNamespace(save=None)) == 0
