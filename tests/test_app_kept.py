@@ -256,3 +256,23 @@ def test_the_line_saying_a_run_was_not_kept_shows_the_folders_control_characters
     assert main.run_app(SimpleNamespace(save=None)) == 0
     err = capsys.readouterr().err
     assert "tfdash: the final snapshot was not kept: cannot write " in err and "\x1b" not in err
+
+
+@pytest.mark.parametrize("device, primed", [("cuda", 1), ("cpu", 0)])
+def test_on_cuda_the_main_thread_starts_the_profiler_before_the_screen(monkeypatch, device, primed):
+    """The session's worker starts torch.profiler; kineto wants the main thread's start first (see
+    kernel_map.profiler_on_this_thread). On the CPU no profiler runs, so nothing is started."""
+    from types import SimpleNamespace
+
+    from tfdash.app import main
+    from tfdash.profiling import kernel_map
+
+    calls = []
+    app = SimpleNamespace(run=lambda: calls.append("app"), unseen_toasts=lambda: [], final_snapshot=None,
+                          return_code=0, save_error=None, interrupted_by=None, keep_error=None)
+    monkeypatch.setattr(main, "preflight", lambda args, n: SimpleNamespace(device=device))
+    monkeypatch.setattr(main, "session_factory", lambda args, n: None)
+    monkeypatch.setattr(main, "live_app", lambda *a, **kw: app)
+    monkeypatch.setattr(kernel_map, "profiler_on_this_thread", lambda: calls.append("profiler"))
+    assert main.run_app(SimpleNamespace(save=None)) == 0
+    assert calls == ["profiler"] * primed + ["app"]
