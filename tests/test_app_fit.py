@@ -507,6 +507,30 @@ async def test_at_80x24_the_drill_downs_footer_keeps_v_which_shows_the_sweep(iso
 
 
 @sync
+async def test_at_80x24_the_drill_downs_first_layout_is_the_narrow_one(isolated_config):
+    """The drill-down's panes are laid out for 80 columns from the first frame: it was drawn wide
+    first (a 62-column instances pane, the cost by operand 2 columns wide, the sweep cut off) until
+    the first Resize reached the screen, up to 1.8 s later. The widths are read as each Resize
+    arrives, the first of them made on the first layout, before any handler has run."""
+    from textual import events
+
+    from tfdash.app.screens.drill import DrillScreen
+
+    widths = []
+
+    def record(message) -> None:
+        if isinstance(message, events.Resize) and isinstance(app.screen, DrillScreen):
+            widths.append(tuple(app.screen.query_one(p).region.width for p in ("#instances", "#operands", "#sweep")))
+
+    app = make_app()
+    async with app.run_test(size=(80, 24), message_hook=record) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        await pilot.pause()
+    assert widths and widths[0][2] == 0 and min(widths[0][:2]) >= 30, widths  # two panes share the row
+
+
+@sync
 async def test_the_kernel_table_shows_whole_cells_while_a_filter_is_typed(isolated_config):
     """The rows a filter leaves are redrawn at their columns' widths as each letter is typed (they
     were drawn at the headers' widths: "ga" for gate_up, "3,36" for 3,367)."""

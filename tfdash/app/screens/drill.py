@@ -72,6 +72,19 @@ def operands_shown(room: int, n: int) -> str:
     return f"{max(1, room - 1)} of {n} operands shown" if room - 1 < n else ""
 
 
+def sweep_caption(xs, ys, mx, my) -> Content:
+    """The sweep's caption: the prediction from ctx 0 to the last ctx_len, and each measured point."""
+    lo, hi = fmt_ns(ys[0]), fmt_ns(ys[-1])  # scaled as everywhere else (ms from 1,000 µs)
+    if lo.split(" ")[-1] == hi.split(" ")[-1]:
+        lo = lo.rsplit(" ", 1)[0]  # "330.3 → 330.3 µs"
+    return Content.assemble(
+        ("predicted ", "$text-muted"), (lo, "bold $text-primary"), (" → ", "$text-muted"),
+        (hi, "bold $text-primary"), (f" over ctx 0…{xs[-1]:,}", "$text-muted"),
+        ("\nmeasured ", "$text-muted"),
+        (", ".join(f"{fmt_ns(y)} @ {x:,}" for x, y in zip(mx, my)) or "not profiled yet",
+         "bold $text-accent" if mx else "italic $text-muted"))
+
+
 def show_counted(summary: Static, content: Content, width: int) -> None:
     """`content` in `summary`, its height the rows the text wraps to at `width`, counted here rather
     than measured by Textual (height: auto): under a dialog, shrunk below 80x24 and grown back,
@@ -127,11 +140,15 @@ class DrillScreen(CodeTabs, MarginalTab, CountersTab, Screen):
                 yield Static(id="counters-body")
         yield FitFooter()
 
-    def on_resize(self, event: events.Resize) -> None:
-        if self.has_class("-narrow") != (event.size.width < DRILL_NARROW_W):
-            self.set_class(event.size.width < DRILL_NARROW_W, "-narrow")
+    def _size_classes(self, width: int, height: int) -> None:
+        """"-narrow" and "-short" for a terminal of `width` x `height`."""
+        if self.has_class("-narrow") != (width < DRILL_NARROW_W):
+            self.set_class(width < DRILL_NARROW_W, "-narrow")
             self.refresh_bindings()  # `v` comes into the footer, or leaves it
-        self.set_class(event.size.height < SHORT_H, "-short")
+        self.set_class(height < SHORT_H, "-short")
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._size_classes(event.size.width, event.size.height)
         snap = self.app.snapshot
         if snap is not None and self.is_current:
             self._summary(snap)
@@ -154,6 +171,8 @@ class DrillScreen(CodeTabs, MarginalTab, CountersTab, Screen):
         self._refit_operands()
 
     def on_mount(self) -> None:
+        # The first layout comes before the first Resize: at 80x24 it would be the wide one.
+        self._size_classes(*self.app.size)
         self.query_one("#instances").border_title = "instances"
         self.query_one("#operands").border_title = "cost by operand"
         self.query_one("#sweep").border_title = "ctx_len sweep"
@@ -284,20 +303,10 @@ class DrillScreen(CodeTabs, MarginalTab, CountersTab, Screen):
             self._sweep = drill_model.predicted_sweep(plan, target, self.row.members)
         xs, ys = self._sweep
         mx, my = drill_model.measured_points(self.app.windows, self.row.members)
-        ys_us = tuple(y / 1e3 for y in ys)
-        my_us = tuple(y / 1e3 for y in my)
-        lo, hi = fmt_ns(ys[0]), fmt_ns(ys[-1])  # scaled as everywhere else (ms from 1,000 µs)
-        if lo.split(" ")[-1] == hi.split(" ")[-1]:
-            lo = lo.rsplit(" ", 1)[0]  # "330.3 → 330.3 µs"
-        caption.update(Content.assemble(
-            ("predicted ", "$text-muted"), (lo, "bold $text-primary"), (" → ", "$text-muted"),
-            (hi, "bold $text-primary"), (f" over ctx 0…{xs[-1]:,}", "$text-muted"),
-            ("\nmeasured ", "$text-muted"),
-            (", ".join(f"{fmt_ns(y)} @ {x:,}" for x, y in zip(mx, my)) or "not profiled yet",
-             "bold $text-accent" if mx else "italic $text-muted")))
-        lines = [Line(tuple(float(x) for x in xs), ys_us, "primary")]
+        caption.update(sweep_caption(xs, ys, mx, my))
+        lines = [Line(tuple(float(x) for x in xs), tuple(y / 1e3 for y in ys), "primary")]
         if mx:
-            lines.append(Line(tuple(float(x) for x in mx), my_us, "accent", scatter=True))
+            lines.append(Line(tuple(float(x) for x in mx), tuple(y / 1e3 for y in my), "accent", scatter=True))
         chart.show(Figure(lines=tuple(lines), xlabel="ctx_len (tokens)", ylabel="µs", y_from_zero=True))
 
     # -- the current launch: source, CUDA, marginal, counters follow it ------------------------
