@@ -286,6 +286,23 @@ async def test_space_after_the_run_ended_says_why_nothing_pauses(isolated_config
 
 
 @sync
+async def test_p_while_paused_says_the_window_starts_when_the_run_resumes(isolated_config, tiny_engine):
+    """Paused, the engine takes no step, so a window asked for with p starts only on resume: the
+    toast said "profiling the next 32 steps…" and then nothing happened."""
+    app = live_app(Recorder(tiny_engine, 3000), max_new_tokens=3000)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.new_tokens >= 10, what="tokens")
+        await pilot.press("space")
+        said = []
+        notify = app.notify
+        app.notify = lambda message, **kw: (said.append(str(message)), notify(message, **kw))
+        await pilot.press("p")
+        await pilot.pause()
+        assert said == ["profiling 32 steps once the run resumes (space)"], said
+        await pilot.press("q")
+
+
+@sync
 async def test_a_rerun_sorts_by_a_column_it_shows(isolated_config, tiny_engine):
     """Sorted by p90 after a profile window, `r` starts a run with no p90 yet (the column goes):
     the caption then names the column the table is sorted by, measured, not the hidden p90."""

@@ -64,7 +64,10 @@ class RunActions:
         if not self._live_only("profile"):
             return
         if self.source.request_profile(PROFILE_STEPS):
-            self.notify(f"profiling the next {PROFILE_STEPS} steps…", timeout=2)
+            if self.source.paused:  # the window times steps: none is taken while the engine holds
+                self.notify(f"profiling {PROFILE_STEPS} steps once the run resumes (space)", timeout=3)
+            else:
+                self.notify(f"profiling the next {PROFILE_STEPS} steps…", timeout=2)
         elif self.state in ("done", "stopped", "error"):  # a window needs steps to time: a run
             self.notify("the run is over: r re-runs, then p profiles", severity="warning", timeout=3)
         else:
