@@ -545,6 +545,21 @@ async def test_the_kernel_table_shows_whole_cells_while_a_filter_is_typed(isolat
     assert any("filter gate  1 row · 143 launches" in line for line in lines), lines
 
 
+@pytest.mark.parametrize("words", ["zzz", "gate_up zzz"])
+@sync
+async def test_at_80_columns_a_filter_that_matches_nothing_says_so(isolated_config, words):
+    """The caption says why the table is empty at 80 columns too: its shortest hint was one column
+    too wide there and was left out, leaving an empty table and nothing said."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *words, "enter")
+        await settle(pilot)
+        lines = screen_text(app).splitlines()
+    line = next(line for line in lines if f"filter {words}" in line)
+    assert "0 rows" in line and "no op row matches" in line, lines
+
+
 @pytest.mark.parametrize("size", [(80, 24), (130, 26), (120, 40)])
 @sync
 async def test_a_short_terminal_says_where_the_throughput_chart_went(isolated_config, size):

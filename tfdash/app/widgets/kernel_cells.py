@@ -227,10 +227,20 @@ def caption(group: str, sort: tuple[str, bool], filter_text: str, rows: list, ke
              ("  sort ", "$text-muted"), (f"{header} {'▼' if desc else '▲'}", "bold $text-accent")]
     if filter_text:
         parts += [("  filter ", "$text-muted"), (filter_text, "bold $text-warning")]
-    parts += [("  ", ""), (f"{len(rows)} row{'' if len(rows) == 1 else 's'} · {len(kernels)} launches", "$text-muted")]
+    counts = f"{len(rows)} row{'' if len(rows) == 1 else 's'}"
+    parts += [("  ", ""), (f"{counts} · {len(kernels)} launches", "$text-muted")]
 
     def add(*wordings: list[Part]) -> None:
         parts.extend(first_fit(wordings, width - span(parts)))
+
+    if filter_text and not rows and kernels:  # the table is empty: why, before anything else, in what fits
+        no = [("  · no ", "$text-warning"), (GROUP_LABEL[group], "$text-warning")]
+        hints = (no + [(" row's names hold every word of the filter (/ edits it, esc in it clears)", "$text-warning")],
+                 no + [(" row's names hold every word of the filter", "$text-warning")],
+                 no + [(" row matches", "$text-warning")], [("  · no match", "$text-warning")])
+        if not first_fit(hints[:-1], width - span(parts)):  # at 80 columns: the launches' count makes room
+            parts[-1] = (counts, "$text-muted")
+        add(*hints)
 
     if against is not None:
         name = tail(baseline.label, width - span(parts) - 5)  # 5: "  vs "
@@ -239,11 +249,6 @@ def caption(group: str, sort: tuple[str, bool], filter_text: str, rows: list, ke
         if gone:
             add([("  baseline only: ", "$text-muted"), (_names(gone, 4), "$text-warning")],
                 [("  baseline only: ", "$text-muted"), (_names(gone, 1), "$text-warning")])
-    if filter_text and not rows and kernels:
-        no = [("  · no ", "$text-warning"), (GROUP_LABEL[group], "$text-warning")]
-        add(no + [(" row's names hold every word of the filter (/ edits it, esc in it clears)", "$text-warning")],
-            no + [(" row's names hold every word of the filter", "$text-warning")],
-            no + [(" row matches", "$text-warning")])
     if kernels and not measured:
         why = unavailable or "not profiled yet"
         cut = head(why, width - span(parts) - 4)  # 4: "  · "
