@@ -560,6 +560,22 @@ async def test_at_80_columns_a_filter_that_matches_nothing_says_so(isolated_conf
     assert "0 rows" in line and "no op row matches" in line, lines
 
 
+@sync
+async def test_the_footer_offers_drill_in_only_over_a_row(isolated_config):
+    """A filter that matches nothing leaves no row to open: ⏎ Drill in leaves the footer (it stayed,
+    and did nothing), and comes back with the rows once the filter is cleared."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert "⏎ Drill in" in footer(app)
+        await pilot.press("slash", *"zzz", "enter")
+        await settle(pilot)
+        assert "Drill in" not in footer(app) and "s Sort" in footer(app), footer(app)
+        await pilot.press("slash", "escape")  # esc in the filter clears it
+        await settle(pilot)
+        assert "⏎ Drill in" in footer(app), footer(app)
+
+
 @pytest.mark.parametrize("size", [(80, 24), (130, 26), (120, 40)])
 @sync
 async def test_a_short_terminal_says_where_the_throughput_chart_went(isolated_config, size):

@@ -32,8 +32,9 @@ class KernelDataTable(DataTable):
     BINDINGS = bindings.TABLE
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Enter is offered once there is a snapshot, not over the empty table of an engine being built."""
-        return action != "drill" or self.app.snapshot is not None
+        """Enter is offered over a row to open: not over the empty table of an engine being built, nor
+        of a filter that matches nothing."""
+        return action != "drill" or (self.app.snapshot is not None and self.row_count > 0)
 
     def action_drill(self) -> None:
         table = self.parent
@@ -192,6 +193,7 @@ class KernelTable(Vertical):
         base = self._built_for = self.baseline
         if (key not in SORT_KEYS and base is None) or key in cellsmod.hidden(self.kernels):
             key, desc = self.sort = DEFAULT_SORT  # a re-run's first steps have no p90 to sort by
+        had_rows = t.row_count > 0
         self.rows = table_rows(self.kernels, self.group, self.sort if key in SORT_KEYS else DEFAULT_SORT,
                                self.filter_text)
         self.against = basemod.index(base, self.kernels, self.group) if base is not None else None
@@ -217,6 +219,8 @@ class KernelTable(Vertical):
         # headers' widths ("ga" for gate_up, while a filter is typed): drawn again once measured.
         self.call_after_refresh(t.notify_style_update)
         self._caption()
+        if (t.row_count > 0) != had_rows:
+            self.screen.refresh_bindings()  # ⏎ (drill in) comes into the footer, or leaves it
 
     def _caption(self) -> None:
         set_content(self.query_one("#kernel-caption", Static), cellsmod.caption(
