@@ -38,6 +38,7 @@ def test_headless_profile_export(tmp_path, capsys):
     assert lines[0].startswith("hello there")
     assert any(line.startswith("16 new tokens") or "tok/s over the whole generation (16 new tokens" in line
                for line in lines)
+    assert any("16 new; profiling pauses " in line for line in lines)  # a window paused the decode
     assert any(line.startswith("roofline @ ctx") for line in lines)
     # CPU timing is direct: no device idle is measured, so no gap is printed as if it were one
     step_line = next(line for line in lines if line.startswith("step ") and "sum of kernels" in line)
@@ -74,6 +75,7 @@ def test_headless_export_without_profile_has_predictions_only(tmp_path, capsys):
                  "--prompt", "hi"]) == 0
     out = capsys.readouterr().out
     assert "wrote " in out and "top 10 kernels" not in out
+    assert "4 new\n" in out and "profiling pauses" not in out  # nothing profiled, nothing paused
     snap = load_snapshot(out_dir / "snapshot.json")
     assert snap.profile_windows == 0 and snap.unavailable["kernels"] == "no profile window yet"
     assert all(k.measured_p50_ns is None and k.predicted_ns > 0 for k in snap.kernels)

@@ -67,10 +67,13 @@ def window_steps(max_new: int) -> int:
 
 
 def summary_line(snap: ProfileSnapshot) -> str:
+    """The run's one-line summary (stats.summary), with the wall time profiling paused the decode
+    where it profiled (a window, or a marginal measured in the dashboard): a run that profiled
+    nothing (--save or --export alone, a saved snapshot without a window) has no pauses to report."""
     p50, p99 = step_ms(snap.step_ns)
-    return (summary(snap.tok_per_s, snap.new_tokens, snap.wall_ns, snap.held_ns, snap.ttft_ns, snap.decode_tok_per_s,
-                    p50, p99, snap.prompt_tokens, snap.prefill_positions, snap.prefill_ns)
-            + f"; profiling pauses {snap.paused_ns / 1e6:.1f} ms")
+    pauses = f"; profiling pauses {snap.paused_ns / 1e6:.1f} ms" if snap.profile_windows or snap.paused_ns else ""
+    return summary(snap.tok_per_s, snap.new_tokens, snap.wall_ns, snap.held_ns, snap.ttft_ns, snap.decode_tok_per_s,
+                   p50, p99, snap.prompt_tokens, snap.prefill_positions, snap.prefill_ns) + pauses
 
 
 def roofline_lines(snap: ProfileSnapshot) -> list[str]:
