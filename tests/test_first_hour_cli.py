@@ -289,6 +289,28 @@ def test_threads_option_sets_torch_and_shows_in_the_header(capsys):
     assert "2 threads (--threads)" in err
 
 
+def test_threads_past_the_cores_is_one_warning_line(capsys, monkeypatch):
+    """More threads than cores ran silently, each step many times slower (999 on 2 cores: a 542 ms
+    first token against 8 ms): it still runs as asked, and one stderr line says why it is slow."""
+    import torch
+
+    from tfdash.cli import main
+    from tfdash.engine import threads
+
+    monkeypatch.setattr(threads, "available_cores", lambda: 1)  # 2 threads on a host of one core
+    n = torch.get_num_threads()
+    try:
+        assert main(["--headless", "--model", "qwen3-tiny", "--device", "cpu", "--threads", "2",
+                     "--max-new-tokens", "2"]) == 0
+    finally:
+        torch.set_num_threads(n)
+    warned = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert warned == ["tfdash: warning: --threads 2 is more than the 1 core this process may use: every op waits "
+                      "for the extra threads' time slices, so each step slows down (use at most 1)"], warned
+    assert threads.oversubscribed(2, "--threads", cores=2) == ""  # as many as the cores: nothing said
+    assert threads.oversubscribed(8, "of 16 cores, 1 left spare", cores=2) == ""  # tfdash's own count
+
+
 def test_bad_threads_is_one_line(capsys):
     from tfdash.cli import main
 

@@ -205,6 +205,11 @@ def run_headless(args) -> int:
     note = eng.fallback or fallback_note(eng.device, eng.backend, args.backend)
     if note:
         print(f"tfdash: {visible(note)}", file=sys.stderr)
+    from tfdash.engine.threads import oversubscribed
+
+    crowded = oversubscribed(eng.threads, eng.threads_why)
+    if crowded:
+        print(f"tfdash: warning: {crowded}", file=sys.stderr)
     if any(getattr(args, k, None) for k in ("profile", "export", "ab", "save")):
         from tfdash.profiling.headless import profile_run
 

@@ -99,9 +99,12 @@ def session_factory(args, max_new_tokens: int) -> Callable:
                                  ui=True)
             from tfdash.engine import fallback_note
 
+            from tfdash.engine.threads import oversubscribed
+
             note = engine.fallback or fallback_note(engine.device, engine.backend, args.backend)
-            if note:
-                status(f"warning: {note}")
+            for line in (note, oversubscribed(engine.threads, engine.threads_why)):
+                if line:
+                    status(f"warning: {line}")
         return make_session(engine, args.prompt, max_new_tokens, ignore_eos=bool(getattr(args, "ignore_eos", False)))
 
     return make

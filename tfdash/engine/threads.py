@@ -49,6 +49,20 @@ def choose_threads(requested: int | None = None, ui: bool = False, cores: int | 
     return n, why + (f"; OMP_NUM_THREADS={omp[:20]!r} is not one count" if omp else "")
 
 
+def oversubscribed(threads: int | None, why: str, cores: int | None = None) -> str:
+    """One line where a count the user chose (`why`: "--threads" or "OMP_NUM_THREADS") is more than
+    the cores this process may use, else "": the surplus threads queue for time slices at every
+    op's barrier (above), so each step slows many times over; run as asked, and said."""
+    if threads is None or why not in ("--threads", "OMP_NUM_THREADS"):
+        return ""
+    cores = available_cores() if cores is None else cores
+    if threads <= cores:
+        return ""
+    name = f"--threads {threads}" if why == "--threads" else f"OMP_NUM_THREADS={threads}"
+    return (f"{name} is more than the {cores} core{'s' if cores != 1 else ''} this process may use: every op "
+            f"waits for the extra threads' time slices, so each step slows down (use at most {cores})")
+
+
 def apply_threads(threads: int) -> None:
     import torch
 
