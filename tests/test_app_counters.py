@@ -59,11 +59,14 @@ async def test_counters_key_on_a_cpu_host_says_why(isolated_config):
         await pilot.press("4")
         await pilot.pause()
         assert "not measured yet" in body(app)
+        # a saved snapshot: no engine of the dashboard's decodes; the child builds the snapshot's model
+        assert "one that builds this snapshot's model" in body(app) and "keeps decoding" not in body(app)
         await pilot.press("n")
         await app.workers.wait_for_complete()
         await pilot.pause()
         text = body(app)
-        assert "unavailable: counters need an NVIDIA GPU" in text and "Traceback" not in text
+        assert "unavailable: counters need an NVIDIA GPU and there is no CUDA device here" in text
+        assert "Traceback" not in text
         assert "not measured yet" not in text and "Press n" not in text  # nothing to wait for, no key to press
         assert app.snapshot.kernels[4].counters is None
 

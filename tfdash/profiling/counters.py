@@ -265,8 +265,11 @@ def with_counters(rows: Sequence[KernelRow], counters: dict[int, Counters]) -> t
 def check_host(device: str | None, backend: str | None) -> None:
     """CountersUnavailable on a host or engine where ncu cannot measure the step's launches."""
     if device is not None and not str(device).startswith("cuda"):
-        raise CountersUnavailable(f"counters need an NVIDIA GPU and this engine runs on the {device.upper()} "
-                                  "(no CUDA device here): run tfdash counters on the GPU host")
+        from tfdash.engine import default_device
+
+        where = ("there is no CUDA device here" if default_device() == "cpu"
+                 else f"this engine is asked to run on the {str(device).upper()} (--device)")
+        raise CountersUnavailable(f"counters need an NVIDIA GPU and {where}: run tfdash counters on the GPU host")
     if backend is not None and backend != "tilelang-graph":
         raise CountersUnavailable(f"counters map one device kernel to each launch, which only the tilelang-graph "
                                   f"engine has; this is {backend} (install tilelang, or pass --backend "
