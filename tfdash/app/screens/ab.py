@@ -26,6 +26,7 @@ import threading
 
 from rich.text import Text
 from textual import work
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.content import Content
@@ -216,16 +217,29 @@ class ABScreen(ModalScreen):
     # -- running -----------------------------------------------------------------------------
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
-        if event.data_table.id == "ab-variants":
-            self.action_start()
+        if event.data_table.id == "ab-variants" and self._startable():
+            self._start()
 
     def action_start(self) -> None:
+        if not self._startable():
+            return
+        if self.query_one("#ab-variants", DataTable).has_focus:  # ⏎ (a priority binding, so the footer
+            # shows it) runs as the key arrives, before the table has moved for the arrows typed ahead
+            # of it: the table's own ⏎ selects in order (on_data_table_row_selected)
+            raise SkipAction()
+        self._start()
+
+    def _startable(self) -> bool:
+        """Whether a new A/B may start; if not, a toast says why."""
         if self.running is not None:
             self.notify(f"the A/B of {self.running} is still running (esc cancels it)", severity="warning", timeout=3)
-            return
+            return False
         if not self.app.source.live:
             self.notify("a saved snapshot is read-only: nothing to A/B", severity="warning", timeout=3)
-            return
+            return False
+        return True
+
+    def _start(self) -> None:
         t = self.query_one("#ab-variants", DataTable)
         name = self.variants[max(0, min(t.cursor_row, len(self.variants) - 1))][0]
         self.running, self.cancel = name, threading.Event()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 
 from rich.text import Text
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.content import Content
@@ -144,7 +145,7 @@ class PickerScreen(ModalScreen):
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
-        self.action_choose()
+        self._choose()
 
     def _say(self, line: str) -> None:
         self.query_one("#picker-status", Static).update(Content.styled(visible(line), "$text-error"))
@@ -154,6 +155,13 @@ class PickerScreen(ModalScreen):
         if not self.offers("choose"):  # not in the footer; pressed anyway, it says why it does nothing
             self._say("no snapshot to compare against yet: esc, then e writes one")
             return
+        if t.has_focus:  # ⏎ (a priority binding, so the footer shows it) runs as the key arrives, before
+            # the table has moved for the arrows typed ahead of it: the table's own ⏎ selects in order
+            raise SkipAction()
+        self._choose()
+
+    def _choose(self) -> None:
+        t = self.query_one("#picker-table", DataTable)
         chosen = self.entries[max(0, min(t.cursor_row, len(self.entries) - 1))]
         line = self.app.set_baseline(chosen)
         if line:
