@@ -211,6 +211,11 @@ def test_refusals_are_one_line(isolated_config, unfused, tmp_path):
                            tmp_path / "fp16.json")
     with pytest.raises(TfdashError, match=r"--baseline fp16.json is another run .*dtype: float16 vs bfloat16"):
         open_main([str(unfused), "--baseline", str(other)])
+    bigger = {**snap.meta.model, "name": "qwen3-big", "hidden_size": 4096, "num_layers": 36, "vocab_size": 1}
+    big = write_snapshot(dataclasses.replace(snap, meta=dataclasses.replace(snap.meta, model=bigger)),
+                         tmp_path / "big.json")
+    with pytest.raises(TfdashError, match=r"model name: qwen3-big vs qwen3-1.7b; .*; and 1 more\); `tfdash diff"):
+        open_main([str(unfused), "--baseline", str(big)])  # as many differences as diff counts, not three
     with pytest.raises(TfdashError, match="--baseline .*nope.json: no such snapshot file"):
         open_main([str(unfused), "--baseline", str(tmp_path / "nope.json")])
     cut = tmp_path / "cut.json"

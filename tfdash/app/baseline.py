@@ -15,7 +15,7 @@ from typing import Sequence
 
 from tfdash.app.model import TableRow, fmt_ns, fmt_num
 from tfdash.errors import TfdashError
-from tfdash.profiling.diff import DiffRow, align, differences
+from tfdash.profiling.diff import DiffRow, align, differences, shown_differences
 from tfdash.profiling.snapshot import KernelRow, ProfileSnapshot
 
 # The kernel table's extra columns (key, header), after its own.
@@ -35,7 +35,7 @@ def check_comparable(base: ProfileSnapshot, snap: ProfileSnapshot, base_name: st
     """One TfdashError line when the two runs are not of one model and dtype."""
     diffs = differences(base, snap)
     if diffs:
-        raise TfdashError(f"--baseline {base_name} is another run than {name} ({'; '.join(diffs[:3])}); "
+        raise TfdashError(f"--baseline {base_name} is another run than {name} ({shown_differences(diffs)}); "
                           f"`tfdash diff --force` compares such runs by op")
 
 

@@ -241,8 +241,12 @@ def refusal(a: ProfileSnapshot, b: ProfileSnapshot, a_source: str = "A", b_sourc
     diffs = differences(a, b)
     if not diffs:
         return None
-    shown = "; ".join(diffs[:3]) + (f"; and {len(diffs) - 3} more" if len(diffs) > 3 else "")
-    return f"{a_source} and {b_source} are different runs ({shown}); --force compares them by op"
+    return f"{a_source} and {b_source} are different runs ({shown_differences(diffs)}); --force compares them by op"
+
+
+def shown_differences(diffs: list[str]) -> str:
+    """The first three of `differences`, and how many more: every refusal names them alike."""
+    return "; ".join(diffs[:3]) + (f"; and {len(diffs) - 3} more" if len(diffs) > 3 else "")
 
 
 def step_of(snap: ProfileSnapshot, source: str = "") -> Step:
