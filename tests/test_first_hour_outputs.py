@@ -270,6 +270,22 @@ def test_a_report_never_replaces_a_runs_snapshot(tmp_path, argv):
     assert files["old"].read_bytes() == SNAPSHOT.read_bytes()
 
 
+@pytest.mark.parametrize(("name", "kind"), [("trace.json", "Chrome trace"), ("kernels.csv", "kernel table (CSV)")])
+def test_a_report_never_replaces_an_exports_trace_or_csv(tmp_path, name, kind):
+    """`tfdash diff a.json b.json --json out/trace.json` wrote the diff over the export's Chrome trace,
+    unsaid: the folder then held one run's snapshot and CSV beside a diff."""
+    from tfdash.profiling.export import export_all, load_snapshot
+
+    paths = export_all(load_snapshot(SNAPSHOT), tmp_path / "out")
+    target = tmp_path / "out" / name
+    before = target.read_bytes()
+    for flag in ("--json", "--markdown"):
+        r = run_tfdash("diff", str(SNAPSHOT), str(paths["snapshot"]), flag, str(target), timeout=60)
+        assert r.rc == 2 and r.stdout == ""
+        assert_one_line_error(r.stderr, f"{target}: is a run's {kind}; a report never replaces one")
+    assert target.read_bytes() == before
+
+
 def test_a_report_is_written_again_over_its_own_last_copy(tmp_path):
     out = tmp_path / "d.json"
     for _ in range(2):  # the second time over the first's diff: a report, not a snapshot

@@ -46,10 +46,16 @@ def snapshot_beside(path: Path) -> Path | None:
     return snap if os.path.isfile(snap) else None
 
 
+def export_kind(text: str) -> str | None:
+    """"Chrome trace" or "kernel table (CSV)" where `text` (a file's start) opens as an export's trace
+    or CSV does, else None."""
+    return "Chrome trace" if _TRACE_HEAD.match(text) else "kernel table (CSV)" if text.startswith(_CSV_HEAD) else None
+
+
 def not_the_snapshot(path, text: str) -> str | None:
     """"PATH: is an export's Chrome trace, not a tfdash snapshot; DIR/snapshot.json is the snapshot beside it"
     where `text` (the file's) is an export's trace or kernel CSV, told by how each opens; else None."""
-    what = "Chrome trace" if _TRACE_HEAD.match(text) else "kernel table (CSV)" if text.startswith(_CSV_HEAD) else None
+    what = export_kind(text)
     if what is None:
         return None
     snap = snapshot_beside(Path(path))

@@ -202,7 +202,7 @@ _SNAPSHOT_HEAD = re.compile(rb'\s*\{\s*"schema"\s*:\s*"tfdash\.snapshot"')  # ho
 
 def check_not_a_snapshot(path, what: str, ckpt=None) -> None:
     """`path`, a report's OUT file (a diff, an analysis, a bench's or counters' JSON), is not a run's
-    snapshot: one written over it replaced the run. A misplaced flag does it: `diff --markdown old.json
+    snapshot, nor an export's Chrome trace or kernel CSV: one written over it replaced the run's. A misplaced flag does it: `diff --markdown old.json
     new.json extra.json` took old.json as its OUT. Told by the file's head, where a snapshot names its
     schema; a device, pipe or descriptor is never read. Nor is it a file of the `ckpt` folder the
     command reads (`--json D/config.json` replaced the checkpoint's config)."""
@@ -221,8 +221,11 @@ def check_not_a_snapshot(path, what: str, ckpt=None) -> None:
             head = f.read(256)
     except OSError:  # not there (or not readable): nothing of a run's to lose
         return
-    if _SNAPSHOT_HEAD.match(head):
-        raise TfdashError(f"{what} {Path(path).expanduser()}: is a run's snapshot; a report never replaces "
+    from tfdash.profiling.export_files import export_kind
+
+    kind = "snapshot" if _SNAPSHOT_HEAD.match(head) else export_kind(head.decode("utf-8", "replace"))
+    if kind:  # an export's trace or CSV is the run's too: `diff A B --json out/trace.json` replaced it
+        raise TfdashError(f"{what} {Path(path).expanduser()}: is a run's {kind}; a report never replaces "
                           "one: give another file name")
 
 
