@@ -73,14 +73,15 @@ def value(r: DiffRow | None, key: str) -> float | None:
     if key == "base":
         return r.a.measured_ns if r.a else None
     if key == "delta":
-        return r.delta_ns if r.a else None  # an added row has no baseline to differ from
+        return r.delta_ns  # an added row's is its whole time (the baseline's side counts 0), as in diff
     if key == "delta_pct":
         return r.delta_pct
     raise ValueError(f"baseline column {key!r} is not one of {', '.join(SORT_KEYS)}")
 
 
 def sort_rows(rows: Sequence[TableRow], idx: Index, key: str, descending: bool) -> list[TableRow]:
-    """By a Δ column; rows without a value (added, unmeasured) last whichever the direction."""
+    """By a Δ column; rows without a value (unmeasured; added ones for baseline and Δ %) last whichever
+    the direction."""
     present = [r for r in rows if value(idx.get(r.members), key) is not None]
     missing = [r for r in rows if value(idx.get(r.members), key) is None]
     present.sort(key=lambda r: value(idx.get(r.members), key), reverse=descending)
@@ -96,12 +97,15 @@ def level(r: DiffRow | None) -> str:
 
 
 def cells(r: DiffRow | None) -> list[tuple[str, str]]:
-    """(text, level) of the extra columns for one row."""
-    if r is None or r.a is None:
+    """(text, level) of the extra columns for one row. An added row's Δ is its own time, as `tfdash
+    diff` counts it, so the column adds up to the kernel sums' Δ; it has no Δ %."""
+    if r is None:
         return [("added", "fair"), ("—", ""), ("—", "")]
     d = r.delta_ns
     pct = r.delta_pct
     delta = "—" if d is None else ("+" if d > 0 else "") + fmt_ns(d)
+    if r.a is None:
+        return [("added", "fair"), (delta, "poor" if d else ""), ("—", "")]
     return [(fmt_ns(r.a.measured_ns), ""), (delta, level(r)),
             ("—" if pct is None else fmt_num(pct, 1, " %") if pct <= 0 else "+" + fmt_num(pct, 1, " %"), level(r))]
 
