@@ -176,9 +176,15 @@ def _call(r: LaunchCost) -> str:
     return f"{launch.role} = {launch.kernel}({args})"
 
 
+def bandwidth_text(bytes_per_s: float) -> str:
+    """A target's bandwidth as the other views give it: TB/s for a GPU's, GB/s under 1 TB/s (a CPU
+    probe's 13.5 GB/s read "0.01 TB/s", a quarter off what `open` and the roofline pane say)."""
+    return f"{bytes_per_s / 1e12:.2f} TB/s" if bytes_per_s >= 1e12 else f"{bytes_per_s / 1e9:.1f} GB/s"
+
+
 def render_header(a: StepAnalysis) -> list[str]:
     t, plan = a.target, a.plan
-    bw = f"{t.bandwidth / 1e12:.2f} TB/s {t.source}"
+    bw = f"{bandwidth_text(t.bandwidth)} {t.source}"
     kinds = " ".join(f"{k}:r{a.read_by_kind(k)}/w{a.written_by_kind(k)}" for k in ALL_KINDS
                      if a.read_by_kind(k) or a.written_by_kind(k))
     return [
@@ -216,7 +222,7 @@ def render_text(a: StepAnalysis, operands: bool = False) -> str:
 def render_sweep(rows: list[StepAnalysis]) -> str:
     a0 = rows[0]
     t = a0.target
-    out = [f"# sweep target={t.name} ({t.bandwidth / 1e12:.2f} TB/s {t.source}) model={a0.plan.config.name} "
+    out = [f"# sweep target={t.name} ({bandwidth_text(t.bandwidth)} {t.source}) model={a0.plan.config.name} "
            f"dtype={a0.plan.dtype} launches={len(a0.rows)}",
            f"{'ctx_len':>8} {'read B':>14} {'written B':>11} {'kv read B':>13} {'ideal us':>10} "
            f"{'floor us':>10} {'tok/s ceiling':>14} bound"]
