@@ -365,8 +365,10 @@ async def test_an_export_into_a_folder_it_made_says_so_in_its_toast(isolated_con
 async def test_save_on_quit_into_a_folder_it_made_says_so(isolated_config, tmp_path):
     """`--save runs/today/final.json` made its missing folders on quit and the line after the screen
     said only "snapshot saved to ...": a typo in a folder's name went unseen. It says so, as
-    `tfdash diff` does; a save into a folder that is there, not."""
+    `tfdash diff` does; a save into a folder that is there, not, but over the first save it names the
+    run it replaced."""
     from tfdash.app.main import final_line
+    from tfdash.profiling.export import load_snapshot
 
     lines = []
     for _ in range(2):
@@ -378,10 +380,12 @@ async def test_save_on_quit_into_a_folder_it_made_says_so(isolated_config, tmp_p
             await pilot.pause()
         assert app.saved == save and save.is_file()
         lines.append(final_line(app))
+        recorded = load_snapshot(save).meta.started_at
     head = "tfdash: 2048 new tokens, "
     assert lines[0].startswith(head) and lines[0].endswith(
         f" tok/s over the run; snapshot saved to {save} (its folder {save.parent} was created)"), lines[0]
-    assert lines[1].startswith(head) and lines[1].endswith(f"; snapshot saved to {save}"), lines[1]
+    assert lines[1].startswith(head) and lines[1].endswith(
+        f"; snapshot saved to {save} (replacing the snapshot of the run recorded {recorded})"), lines[1]
 
 
 @sync

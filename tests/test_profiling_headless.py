@@ -101,7 +101,8 @@ def test_a_cached_ceiling_under_the_step_is_named_in_the_report_and_by_open(tmp_
 def test_an_export_into_a_folder_it_made_says_so(tmp_path, capsys):
     """`--export DIR` (and `--save PATH`) made a missing folder silently, so a typo in its name went
     unseen; the line that names the files says the folder was created, as `tfdash diff` says it,
-    and a second run into the same folder does not."""
+    and a second run into the same folder does not: it says whose results it replaced there (they
+    went unsaid)."""
     out_dir, save = tmp_path / "exprots" / "run", tmp_path / "saves" / "final.json"
     argv = ["--headless", "--device", "cpu", "--export", str(out_dir), "--save", str(save), "--max-new-tokens", "2",
             "--prompt", "hi"]
@@ -110,9 +111,11 @@ def test_an_export_into_a_folder_it_made_says_so(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert f"wrote {files} (its folder {out_dir} was created)" in lines, lines
     assert f"wrote {save} (its folder {save.parent} was created)" in lines, lines
+    first = load_snapshot(save).meta.started_at
     assert main(argv) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert f"wrote {files}" in lines and f"wrote {save}" in lines, lines
+    assert f"wrote {files} (replacing the export of the run recorded {first})" in lines, lines
+    assert f"wrote {save} (replacing the snapshot of the run recorded {first})" in lines, lines
 
 
 def test_an_export_under_home_names_its_files_as_the_folder_it_made(tmp_path, monkeypatch, capsys):

@@ -88,6 +88,7 @@ class TfdashApp(MinSizeGuard, LiveRefresh, RunActions, ExportActions, CompareAct
         self._held_window_toast: tuple[str, dict] | None = None  # refresh.py: shown when the A/B closes
         self.saved: Path | None = None  # where --save wrote the final snapshot
         self.save_made: list[Path] = []  # the folders that write made (files.missing_folders)
+        self.save_replaced: str | None = None  # the run whose snapshot that write replaced (recorded_run)
         self.save_error: str | None = None  # why it could not
         self.interrupted_by: int | None = None  # the signal that quit the app, if one did
         self.quitting = False  # a quit is stopping the engine and writing --save

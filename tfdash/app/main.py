@@ -183,7 +183,8 @@ def final_line(app) -> str | None:
     snap = app.final_snapshot
     if snap is None:
         return None
-    saved = f"; snapshot saved to {visible(str(app.saved) + created_note(app.save_made))}" if app.saved else ""
+    gone = f" (replacing the snapshot of {app.save_replaced})" if getattr(app, "save_replaced", None) else ""
+    saved = f"; snapshot saved to {visible(str(app.saved) + created_note(app.save_made) + gone)}" if app.saved else ""
     if getattr(app, "kept", None):
         saved = f"; snapshot kept as {visible(str(app.kept))} (tfdash open it; b in a run lists it)"
     return f"tfdash: {tokens(snap.new_tokens, 'new ')}, {snap.tok_per_s:.1f} tok/s over the run{saved}"

@@ -19,6 +19,7 @@ import asyncio
 from tfdash.app import exports
 from tfdash.app.compare import AB_STOP_TIMEOUT_S, all_set
 from tfdash.errors import TfdashError
+from tfdash.profiling.export_files import recorded_run
 from tfdash.profiling.files import missing_folders_of_file
 from tfdash.profiling.snapshot import ProfileSnapshot
 
@@ -82,8 +83,9 @@ class RunActions:
         if snap is not None and self.save_path is not None:
             try:
                 made = missing_folders_of_file(self.save_path)  # asked before the write makes them
+                gone = recorded_run(self.save_path)  # and the run it replaces
                 exports.write("snapshot", snap, self.save_path)
-                self.saved, self.save_made = self.save_path, made  # the line after the screen names them
+                self.saved, self.save_made, self.save_replaced = self.save_path, made, gone  # said after the screen
             except (TfdashError, OSError) as e:
                 self.save_error = str(e)  # the CLI says so after the screen closes, and exits 1
                 self.notify(str(e), severity="error")

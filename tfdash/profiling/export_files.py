@@ -78,3 +78,28 @@ def check_save_beside_export(save, export) -> None:
         if s == str(f):
             also = f" (the export's {f} is this run's snapshot)" if f.name == EXPORT_SNAPSHOT else ""
             raise TfdashError(f"--save {save}: is a file the --export writes ({what}); give --save another name{also}")
+
+
+def recorded_run(path) -> str | None:
+    """When the run whose snapshot `path` holds was recorded ("an earlier run" where the file does
+    not say), or None where it holds no snapshot: asked before a write over it (--save, --export's
+    snapshot.json), so that the line naming the write says which run's results it replaced."""
+    import json
+
+    from tfdash.profiling.files import _SNAPSHOT_HEAD
+
+    p = Path(path).expanduser()
+    try:
+        if not p.is_file():
+            return None
+        with open(p, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    if not _SNAPSHOT_HEAD.match(data[:256]):
+        return None
+    try:
+        when = json.loads(data)["meta"]["started_at"]
+    except (ValueError, KeyError, TypeError):
+        when = None
+    return f"the run recorded {when}" if isinstance(when, str) and when else "an earlier run"

@@ -241,16 +241,20 @@ def report(session: Session, args, profile: bool, steps: int, out) -> None:
     failed = None
     try:
         from tfdash.profiling.export import export_all, write_snapshot
+        from tfdash.profiling.export_files import EXPORT_SNAPSHOT, recorded_run
         from tfdash.profiling.files import created_note, missing_folders, missing_folders_of_file
 
         if getattr(args, "export", None):
             new = missing_folders(args.export)  # asked before the export makes them
+            gone = recorded_run(Path(args.export).expanduser() / EXPORT_SNAPSHOT)  # and what it replaces
             paths = export_all(snap, args.export)
-            print(visible("wrote " + ", ".join(str(p) for p in paths.values()) + created_note(new)), file=out)
+            print(visible("wrote " + ", ".join(str(p) for p in paths.values()) + created_note(new)
+                          + (f" (replacing the export of {gone})" if gone else "")), file=out)
         if getattr(args, "save", None):
             save = Path(args.save).expanduser()
-            new = missing_folders_of_file(save)
-            print(visible(f"wrote {write_snapshot(snap, save)}{created_note(new)}"), file=out)
+            new, gone = missing_folders_of_file(save), recorded_run(save)
+            print(visible(f"wrote {write_snapshot(snap, save)}{created_note(new)}"
+                          + (f" (replacing the snapshot of {gone})" if gone else "")), file=out)
     except TfdashError as e:  # the report still ends with the top kernels; then the error, non-zero
         failed = e
     if profile:
