@@ -247,3 +247,28 @@ async def test_the_header_names_an_export_folders_snapshot_by_its_folder(isolate
         assert app.source_label == "run1/snapshot.json vs run2/snapshot.json"
         top = app.screen.query_one("#topbar-state").render()
     assert "snapshot · run1/snapshot.json vs run2/snapshot.json" in str(top), str(top)
+
+
+@sync
+async def test_a_baseline_without_kernel_times_says_so(isolated_config, tmp_path, monkeypatch):
+    """A snapshot saved without a profile window compares (same model and dtype) but has no kernel
+    times: the picker offered it as "✓ same model and dtype" and the table then showed a "—" in every
+    Δ without a word of why (`tfdash diff` says it)."""
+    from test_app_compare import rows
+
+    monkeypatch.chdir(tmp_path)
+    snap = load_snapshot(SNAPSHOT)
+    bare = dataclasses.replace(snap, kernels=tuple(dataclasses.replace(k, measured_p50_ns=None, measured_p90_ns=None)
+                                                   for k in snap.kernels))
+    write_snapshot(bare, tmp_path / "bare.json")
+    app = snapshot_app(SNAPSHOT, theme="tfdash-dark", tilelang_source=fake_tilelang)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("b")
+        await settle(pilot)
+        [listed] = rows(app.screen.query_one("#picker-table"))
+        assert listed[0] == "bare.json" and listed[-1] == "same model and dtype, not profiled"
+        await pilot.press("enter")
+        await settle(pilot)
+        caption = plain(app.screen.query_one("#kernel-caption"))
+    assert "vs bare.json" in caption and "baseline not profiled: no Δ" in caption, caption

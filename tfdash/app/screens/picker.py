@@ -52,7 +52,12 @@ def row_cells(e: Recent, current) -> list[Text]:
         time.strftime("%Y-%m-%d %H:%M", time.localtime(e.mtime))
     tps = Text(f"{e.snapshot.tok_per_s:,.1f}" if e.snapshot.wall_ns else "—", justify="right")
     diffs = differences(e.snapshot, current) if current is not None else []
-    fit = Text(visible(diffs[0]), style="italic") if diffs else Text("✓ same model and dtype")
+    if diffs:
+        fit = Text(visible(diffs[0]), style="italic")
+    elif not any(k.measured_p50_ns is not None for k in e.snapshot.kernels):  # compares, but with no Δ to show
+        fit = Text("same model and dtype, not profiled", style="italic")
+    else:
+        fit = Text("✓ same model and dtype")
     return [name, Text(visible(model)), Text(visible(m.dtype)), Text(when), tps, fit]
 
 

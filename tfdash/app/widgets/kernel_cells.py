@@ -245,6 +245,8 @@ def caption(group: str, sort: tuple[str, bool], filter_text: str, rows: list, ke
     if against is not None:
         name = tail(baseline.label, width - span(parts) - 5)  # 5: "  vs "
         add([("  vs ", "$text-muted"), (name, "bold")] if name else [])
+        if not any(k.measured_p50_ns is not None for k in baseline.snapshot.kernels):  # every Δ is "—": why
+            add([("  · baseline not profiled: no Δ", "$text-warning")], [("  · baseline not profiled", "$text-warning")])
         gone = [r.label for r in against.removed]
         if gone:
             add([("  baseline only: ", "$text-muted"), (_names(gone, 4), "$text-warning")],
