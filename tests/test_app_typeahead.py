@@ -57,3 +57,36 @@ async def test_down_then_enter_typed_ahead_in_the_ab_box_runs_the_variant_reache
         await app.workers.wait_for_complete()
         await settle(pilot)
     assert source.asked == [f"ab {second}"]
+
+
+@sync
+async def test_a_remapped_choose_key_still_chooses_and_runs(isolated_config, tmp_path, monkeypatch):
+    """⏎ hands itself to the table so it acts in order with the arrows; a key the user remapped
+    the picker's and the A/B box's ⏎ to (the table does not bind it) still acts."""
+    import json
+
+    (isolated_config / "config.json").write_text(json.dumps({"keymap": {"picker.choose": "c", "ab.start": "g"}}))
+    monkeypatch.chdir(tmp_path)
+    shown = shutil.copy(SNAPSHOT, tmp_path / "run.json")
+    shutil.copy(SNAPSHOT, tmp_path / "a.json")
+    messages = []
+    app = snapshot_app(shown, theme="tfdash-dark")
+    async with app.run_test(size=(100, 30), message_hook=messages.append) as pilot:
+        await settle(pilot)
+        await pilot.press("b")
+        await settle(pilot)
+        await pilot.press("c")
+        await settle(pilot)
+    assert [m.label for m in once(messages, BaselineChosen)] == ["a.json"]
+
+    source = LiveStandIn()
+    app = TfdashApp(source, theme="tfdash-dark")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("a")
+        await settle(pilot)
+        first = str(app.screen.query_one("#ab-variants").get_row_at(0)[0])
+        await pilot.press("g")
+        await settle(pilot)
+        await app.workers.wait_for_complete()
+    assert source.asked == [f"ab {first}"]

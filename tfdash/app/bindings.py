@@ -140,6 +140,14 @@ def effective_key(binding: Binding, keymap: dict[str, str]) -> str:
     return keymap.get(binding.id, binding.key) if binding.id else binding.key
 
 
+def takes_enter(app, binding_id: str) -> bool:
+    """Whether the binding `binding_id` answers to enter under the app's keymap: a dialog's ⏎ hands
+    itself to its focused table (which selects in order with the arrows typed before it) only then;
+    a key the user moved it to, the table does not bind."""
+    b = next(b for table in (PICKER, AB) for b in table if b.id == binding_id)
+    return "enter" in [k.strip() for k in effective_key(b, getattr(app, "_keymap", None) or {}).split(",")]
+
+
 def describe_key(key: str, app=None) -> str:
     parts = [k.strip() for k in key.split(",")]
     if app is not None:

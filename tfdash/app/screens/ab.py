@@ -223,9 +223,9 @@ class ABScreen(ModalScreen):
     def action_start(self) -> None:
         if not self._startable():
             return
-        if self.query_one("#ab-variants", DataTable).has_focus:  # ⏎ (a priority binding, so the footer
-            # shows it) runs as the key arrives, before the table has moved for the arrows typed ahead
-            # of it: the table's own ⏎ selects in order (on_data_table_row_selected)
+        # ⏎ (a priority binding, so the footer shows it) runs as the key arrives, before the table has
+        # moved for the arrows typed ahead of it: the table's own ⏎ selects in order (on_data_table_row_selected)
+        if self.query_one("#ab-variants", DataTable).has_focus and bindings.takes_enter(self.app, "ab.start"):
             raise SkipAction()
         self._start()
 

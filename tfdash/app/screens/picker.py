@@ -160,8 +160,9 @@ class PickerScreen(ModalScreen):
         if not self.offers("choose"):  # not in the footer; pressed anyway, it says why it does nothing
             self._say("no snapshot to compare against yet: esc, then e writes one")
             return
-        if t.has_focus:  # ⏎ (a priority binding, so the footer shows it) runs as the key arrives, before
-            # the table has moved for the arrows typed ahead of it: the table's own ⏎ selects in order
+        if t.has_focus and bindings.takes_enter(self.app, "picker.choose"):  # ⏎ (a priority binding, so the
+            # footer shows it) runs as the key arrives, before the table has moved for the arrows typed
+            # ahead of it: the table's own ⏎ selects in order (on_data_table_row_selected)
             raise SkipAction()
         self._choose()
 
