@@ -347,3 +347,24 @@ def test_the_folder_note_names_the_folders_the_write_made(pair, tmp_path, monkey
     assert (tmp_path / "made" / "by" / "d.json").is_file()
     made = tmp_path / "made" / "by"
     assert capsys.readouterr().err.splitlines() == [f"# wrote link.json (its folder {made} was created)"]
+
+
+def test_the_same_run_twice_is_said(tmp_path, capsys):
+    """`tfdash diff a.json a.json` (a slip of tab completion), or a copy of one file against it, printed
+    a table of zeros as if two runs had measured alike."""
+    import shutil
+
+    from fixtures.appkit import SNAPSHOT, build_snapshot
+
+    from tfdash.profiling import diff_cli
+
+    copy = shutil.copy(SNAPSHOT, tmp_path / "copy.json")
+    for a, b in ((SNAPSHOT, SNAPSHOT), (SNAPSHOT, copy)):
+        assert diff_cli.main([str(a), str(b), "--top", "1"]) == 0
+        printed = capsys.readouterr()
+        assert printed.out.startswith("# A: ")
+        assert printed.err.splitlines() == [f"tfdash diff: {a} and {b} hold the same run, byte for byte: every Δ is 0 "
+                                            "(two runs were meant?)"]
+    other = write_snapshot(build_snapshot(fused_rope=False), tmp_path / "other.json")
+    assert diff_cli.main([str(SNAPSHOT), str(other), "--top", "1"]) == 0
+    assert capsys.readouterr().err == ""

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from pathlib import Path
 
 from tfdash.argparsing import Parser, named
 from tfdash.cli import snapshot_path
@@ -274,4 +276,17 @@ def main(argv: list[str]) -> int:
     # --json or --markdown /dev/stdout: stdout is that file alone, for a pipe, and the table goes to stderr
     out = sys.stderr if sys.stderr in (table_stream(args.json), table_stream(args.markdown)) else sys.stdout
     out.write(visible(render_text(d, top), keep="\n"))
+    if same_run(args.a, args.b):  # every Δ reads 0, which says nothing of the change one meant to measure
+        print(visible(f"tfdash diff: {args.a} and {args.b} hold the same run, byte for byte: every Δ is 0 "
+                      "(two runs were meant?)"), file=sys.stderr)
     return 0
+
+
+def same_run(a, b) -> bool:
+    """Whether the two snapshot files are one file, or copies of one file."""
+    try:
+        if os.path.samefile(a, b):
+            return True
+        return os.path.getsize(a) == os.path.getsize(b) and Path(a).read_bytes() == Path(b).read_bytes()
+    except OSError:
+        return False
