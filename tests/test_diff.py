@@ -188,6 +188,24 @@ def test_other_models_refused_unless_forced(pair, tmp_path, capsys):
     assert "--force: different runs" in out and "8 ops matched" in out
 
 
+def test_forced_diff_honours_group_launch(pair, capsys):
+    """--force kept --group family and layer but turned an explicit --group launch into op rows.
+    A group asked for is honoured forced or not: launches align by role, a layer one model lacks
+    added; without --group a forced diff is still per op."""
+    from fixtures.appkit import SNAPSHOT
+
+    a, _ = pair
+    d = diff_json(capsys, a, SNAPSHOT, "--force", "--group", "launch")
+    assert d["forced"] and d["group"] == "launch" and d["aligned_by"] == "role"
+    labels = {r["label"] for r in d["rows"]}
+    assert "L0.attention" in labels and "L27.attention" in labels and "attention" not in labels
+    assert "L27.attention" in d["added"] and "aligned by role" in d["note"]
+    assert main(["diff", str(a), str(SNAPSHOT), "--force", "--group", "launch"]) == 0
+    out = capsys.readouterr().out
+    assert "one row per launch" in out and "\nlaunch " in out
+    assert diff_json(capsys, a, SNAPSHOT, "--force")["group"] == "op"
+
+
 def test_the_checkpoints_saved_dtype_is_not_a_difference(pair, tmp_path, capsys):
     """Two float32 runs, one of a bfloat16 checkpoint: "model dtype: bfloat16 vs float32" named a
     dtype the user never ran in. The runs compare; the dtype they ran in is what is checked."""

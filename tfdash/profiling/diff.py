@@ -8,8 +8,10 @@ only) or "removed" (in A only), never dropped. Rows group by launch, op, family 
 sums its members, and its measured time is None unless every member was measured.
 
 Snapshots of different models or dtypes are refused (`compare` raises TfdashError naming what
-differs); with `force=True` they are aligned by op instead of by role (a per-launch grouping
-becomes the op grouping; a family or layer grouping stays) and `SnapshotDiff.note` says so.
+differs); with `force=True` they are compared in the grouping asked for, and without one by op
+(group=None: per launch unforced, per op forced, as two models' launches seldom pair one to one);
+`SnapshotDiff.note` says so. Forced per launch, roles still align: a layer one model lacks is added
+or removed.
 
 Δ is always B − A. An added or removed row counts its missing side as 0, so the Δs of all rows
 add up to B's kernel sum minus A's; Δ % is against A and None where A has no time.
@@ -18,7 +20,7 @@ JSON (`to_json`), schema "tfdash.diff", version 1:
 
     {"schema": "tfdash.diff", "version": 1,
      "group": "launch" | "op" | "family" | "layer",
-     "aligned_by": "role" | "op" | "family" | "layer"   (forced: the group, per launch becoming op),
+     "aligned_by": "role" | "op" | "family" | "layer"   (forced: the group, per launch by role),
      "forced": bool, "differs": [str], "note": str,
      "a": Step, "b": Step,
      "step": {"delta_ns", "delta_pct", "tok_s_delta", "tok_s_delta_pct", "pct_ceiling_delta"},
@@ -155,6 +157,8 @@ class SnapshotDiff:
     def note(self) -> str:
         if not self.forced:
             return ""
+        if self.aligned_by == "role":
+            return f"--force: different runs ({'; '.join(self.differs)}), launches aligned by role all the same"
         return (f"--force: different runs ({'; '.join(self.differs)}), so launches are aligned by "
                 f"{self.aligned_by}, not by role")
 
@@ -267,19 +271,21 @@ def step_of(snap: ProfileSnapshot, source: str = "") -> Step:
                 ceiling_gbps=r.ceiling_gbps if r is not None and r.ceiling_gbps else None)
 
 
-def compare(a: ProfileSnapshot, b: ProfileSnapshot, group: str = "launch", force: bool = False,
+def compare(a: ProfileSnapshot, b: ProfileSnapshot, group: str | None = None, force: bool = False,
             a_source: str = "A", b_source: str = "B") -> SnapshotDiff:
-    """A against B (Δ = B − A). Different models or dtypes: TfdashError, unless `force`."""
-    if group not in GROUPS:
+    """A against B (Δ = B − A). Different models or dtypes: TfdashError, unless `force`. A `group`
+    given is honoured forced or not; None is per launch, or per op when forced."""
+    if group is not None and group not in GROUPS:
         raise TfdashError(f"--group {group!r}: expected one of {', '.join(GROUPS)}")
     diffs = differences(a, b)
     if diffs and not force:
         raise TfdashError(refusal(a, b, a_source, b_source))
     forced = bool(diffs)
-    if forced and group == "launch":
-        group = "op"
+    if group is None:
+        group = "op" if forced else "launch"
     rows = sort_rows(align(a.kernels, b.kernels, group))
-    return SnapshotDiff(group=group, aligned_by=group if forced else "role", forced=forced, differs=tuple(diffs),
+    aligned_by = group if forced and group != "launch" else "role"
+    return SnapshotDiff(group=group, aligned_by=aligned_by, forced=forced, differs=tuple(diffs),
                         a=step_of(a, a_source), b=step_of(b, b_source), rows=tuple(rows))
 
 

@@ -220,9 +220,10 @@ def parser() -> argparse.ArgumentParser:
                            "launch: measured, predicted and gap in A and B, Δ = B − A, sorted by |Δ|.")
     p.add_argument("a", metavar="A.json", type=snapshot_path, help="the baseline snapshot")
     p.add_argument("b", metavar="B.json", type=snapshot_path, help="the snapshot compared against it")
-    p.add_argument("--group", choices=GROUPS, default="launch", help="one row per launch (default), op, family "
-                   "or layer")
-    p.add_argument("--force", action="store_true", help="compare snapshots of different models or dtypes, by op")
+    p.add_argument("--group", choices=GROUPS, default=None, help="one row per launch (default; per op with "
+                   "--force), op, family or layer")
+    p.add_argument("--force", action="store_true", help="compare snapshots of different models or dtypes (by op "
+                   "unless --group says otherwise)")
     p.add_argument("--top", type=int, default=0, metavar="N", help="only the N rows that moved most (0: all)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", nargs="?", const="-", metavar="OUT", type=named,
