@@ -184,3 +184,20 @@ async def test_enter_is_offered_only_where_it_acts(isolated_config, tmp_path, mo
     else:
         assert after == before and "a saved snapshot is read-only: nothing to A/B" in toasts, (after, toasts)
         assert not [m for m in messages if type(m).__name__ in ("ABMeasured", "ABProgressed")]
+
+
+@sync
+async def test_the_help_says_the_csv_holds_every_launch_not_the_tables_rows(isolated_config):
+    """`c` writes one row per launch whatever the table shows; the help said "Write the kernel
+    table as CSV", which a table grouped by op or filtered is not."""
+    from test_app_fit import help_rows
+
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await settle(pilot)
+        rows = dict((bid, does) for does, bid in help_rows(screen_text(app)))
+    does = rows["export.csv"]
+    assert "every launch" in does and "one row each" in does and "grouping or filter" in does, does
+    assert "kernel table" not in does, does

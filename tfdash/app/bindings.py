@@ -26,7 +26,7 @@ APP = [
             tooltip="A/B a plan variant against the running plan, live, on this generation"),
     Binding("e", "export('snapshot')", "Snapshot", id="export.snapshot",
             tooltip="Write the profile snapshot (JSON; `tfdash open` reads it)"),
-    Binding("c", "export('csv')", "CSV", id="export.csv", tooltip="Write the kernel table as CSV"),
+    Binding("c", "export('csv')", "CSV", id="export.csv", tooltip="Write a CSV of every launch, one row each, whatever the table's grouping or filter"),
     Binding("t", "export('trace')", "Trace", id="export.trace",
             tooltip="Write a Chrome trace (chrome://tracing, Perfetto)"),
     Binding("ctrl+s", "export('svg')", "SVG", id="export.svg", key_display="^s",

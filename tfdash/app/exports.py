@@ -1,7 +1,7 @@
-"""Exports from the dashboard: the snapshot (JSON), the kernel table (CSV), a Chrome trace, and an
-SVG screenshot. The first three go through `tfdash.profiling.export`, the same writers the
-headless CLI uses; the screenshot is Textual's own. ExportActions are the keys that write them
-from the app.
+"""Exports from the dashboard: the snapshot (JSON), every launch (CSV, not the table's grouping),
+a Chrome trace, and an SVG screenshot. The first three go through `tfdash.profiling.export`, the
+same writers the headless CLI uses; the screenshot is Textual's own. ExportActions are the keys
+that write them from the app.
 
 Files are named after the run and a counter, never overwritten:
     tfdash-qwen3-1.7b-20261129-101500.json / .csv / .trace.json / .svg
