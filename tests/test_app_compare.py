@@ -111,6 +111,29 @@ async def test_picker_at_80x24_shows_each_file_and_whether_it_compares_whole(iso
 
 
 @sync
+async def test_picker_gives_a_snapshot_without_its_start_in_utc_too(isolated_config, exports, monkeypatch):
+    """"recorded" is a snapshot's started_at, in UTC; one without it fell back to the file's mtime in
+    local time, so two rows of one column read on two clocks. Both are UTC now."""
+    snap = load_snapshot(exports.unfused)
+    write_snapshot(dataclasses.replace(snap, meta=dataclasses.replace(snap.meta, started_at="")), exports.unfused)
+    os.utime(exports.unfused, (1_800_000_000, 1_800_000_000))  # 2027-01-15 08:00 UTC
+    monkeypatch.setenv("TZ", "XYZ+05")  # five hours behind UTC: 03:00 local
+    time.tzset()
+    try:
+        app = open_app(exports.shown)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await pilot.press("b")
+            await settle(pilot)
+            listed = {r[0]: r for r in rows(app.screen.query_one("#picker-table"))}
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert listed[exports.unfused.name][3] == "2027-01-15 08:00", listed
+    assert listed[exports.fp16.name][3] == "2026-11-29 10:15", listed  # started_at, as it was
+
+
+@sync
 async def test_picker_refuses_another_dtype_and_sets_the_baseline(isolated_config, exports):
     messages = []
     app = open_app(exports.shown)

@@ -1,6 +1,7 @@
 """The baseline picker (`b`): recent snapshot exports, newest first, each with its model, dtype,
 when it was recorded and its tok/s, and whether it compares with the run on screen (in a narrow
-box the columns that do not fit go, model and dtype first; the rest are whole). A file is named as
+box the columns that do not fit go, model and dtype first; the rest are whole). "recorded" is UTC:
+the snapshot's start, or for one without it the file's modification time. A file is named as
 `snapshot_label` names it (`DIR/snapshot.json` for a `--headless --export DIR` folder, whose files
 all share one name); a name too long for the box loses its start, never its end, which tells one
 export from the next. Enter makes the selected one the baseline (`app.set_baseline`); one of another
@@ -49,7 +50,7 @@ def row_cells(e: Recent, current) -> list[Text]:
     m = e.snapshot.meta
     model = str(m.model.get("name", "?")) if isinstance(m.model, dict) else "?"
     when = visible(m.started_at.replace("T", " ").removesuffix("Z")[:16]) if m.started_at else \
-        time.strftime("%Y-%m-%d %H:%M", time.localtime(e.mtime))
+        time.strftime("%Y-%m-%d %H:%M", time.gmtime(e.mtime))  # UTC, as started_at is: one clock in the column
     tps = Text(f"{e.snapshot.tok_per_s:,.1f}" if e.snapshot.wall_ns else "—", justify="right")
     diffs = differences(e.snapshot, current) if current is not None else []
     if diffs:
