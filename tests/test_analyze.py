@@ -374,6 +374,16 @@ def test_cli_sweep(capsys):
     assert all(r[7] == "memory" for r in rows)
 
 
+def test_cli_sweep_ends_at_b_off_the_step_grid(capsys):
+    """ctx_len=0:10:4 stopped at 8, though the help reads "A, A+STEP, ..., B": B, the length asked
+    about, is the last point, on the grid or not; on it, it is not priced twice."""
+    rc, out, err = analyze_cli(capsys, "--model", "qwen3-tiny", "--sweep", "ctx_len=0:10:4")
+    assert rc == 0, err
+    assert [int(line.split()[0]) for line in out.splitlines()[2:]] == [0, 4, 8, 10]
+    rc, out, err = analyze_cli(capsys, "--model", "qwen3-tiny", "--sweep", "ctx_len=0:8:4")
+    assert [int(line.split()[0]) for line in out.splitlines()[2:]] == [0, 4, 8]
+
+
 def test_cli_json(capsys, tmp_path):
     out_path = tmp_path / "sub" / "a.json"
     rc, out, err = analyze_cli(capsys, "--dim", "ctx_len=512", "--json", str(out_path))

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Sequence
 
 from tfdash.engine.plan import Launch, StepPlan
 from tfdash.kernels.base import KINDS, Cost, Geometry, family
@@ -148,15 +149,18 @@ def analyze(plan: StepPlan, target: Target, ctx_len: int = 0) -> StepAnalysis:
     return StepAnalysis(plan, target, ctx_len, tuple(rows))
 
 
-def sweep_points(start: int, stop: int, step: int) -> range:
-    """ctx_len = start, start+step, ..., stop (inclusive), or one clear error for a bad range."""
+def sweep_points(start: int, stop: int, step: int) -> Sequence[int]:
+    """ctx_len = start, start+step, ..., stop, or one clear error for a bad range. `stop` is always
+    the last point, also off the step's grid (0:10:4 is 0, 4, 8, 10): the end of a ctx sweep is
+    the length one asked about."""
     from tfdash.errors import TfdashError
 
     if step < 1:
         raise TfdashError(f"sweep step {step} must be at least 1")
     if stop < start:
         raise TfdashError(f"sweep ctx_len={start}:{stop}:{step}: the end {stop} is before the start {start}")
-    return range(start, stop + 1, step)
+    grid = range(start, stop + 1, step)
+    return grid if grid[-1] == stop else [*grid, stop]
 
 
 def sweep(plan: StepPlan, target: Target, start: int, stop: int, step: int) -> list[StepAnalysis]:

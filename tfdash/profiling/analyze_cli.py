@@ -55,7 +55,8 @@ def parser() -> argparse.ArgumentParser:
                    help="KV cache positions (default: max_position_embeddings)")
     when = p.add_mutually_exclusive_group()
     when.add_argument("--dim", metavar="ctx_len=N", help="the context length of the step (default 0)")
-    when.add_argument("--sweep", metavar="ctx_len=A:B:STEP", help="a table over ctx_len = A, A+STEP, ..., B")
+    when.add_argument("--sweep", metavar="ctx_len=A:B:STEP", help="a table over ctx_len = A, A+STEP, ..., and B last, "
+                      "off the STEP grid or not")
     p.add_argument("--operands", action="store_true", help="split each launch's traffic by operand")
     p.add_argument("--json", metavar="OUT", type=out_arg,
                    help="also write the report as JSON (schema tfdash.analysis/1; - for stdout)")

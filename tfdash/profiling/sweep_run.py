@@ -15,6 +15,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import Sequence
 
 from tfdash.errors import TfdashError
 from tfdash.profiling.analyze import analyze, render_sweep, sweep_points, to_json
@@ -39,7 +40,7 @@ def _narrower(a: int, b: int, per_point: int, fits: int) -> str:
     """The smallest STEP whose points' JSON fits in `fits` bytes, as the user would type it."""
     n = max(2, fits // per_point)
     step = max(1, -(-(b - a) // (n - 1)))
-    count = len(range(a, b + 1, step))
+    count = len(sweep_points(a, b, step))
     return f"ctx_len={a}:{b}:{step}: {count} points, about {fmt_bytes(count * per_point)}"
 
 
@@ -94,7 +95,7 @@ def run_sweep(plan, target, a: int, b: int, step: int, json_path: str | None,
         raise stopped
 
 
-def _rows(plan, target, points: range, head: list, out, err, clock, t0: float, write) -> None:
+def _rows(plan, target, points: Sequence[int], head: list, out, err, clock, t0: float, write) -> None:
     """The rows under the header (render_sweep's first two lines): `head`'s, already priced and
     written, then each further point's, its JSON written after the others' (with `write`)."""
     out.write(render_sweep(head))
