@@ -85,6 +85,31 @@ def test_turns_alternate_on_the_generation_and_tokens_agree(tiny):
     assert "tokens agree at all 6 turn starts" in "\n".join(ab_table.table(result))
 
 
+def test_an_added_or_removed_ops_delta_is_its_whole_time():
+    """The headless A/B's per-op table gave "—" as an added op's Δ, where `tfdash diff` and the
+    dashboard's baseline column count its whole time (the side without it counts 0)."""
+    from types import SimpleNamespace as NS
+
+    def plan(*ops):
+        return NS(launches=[NS(op=op, index=i) for i, op in enumerate(ops)])
+
+    def window(*ns):
+        return NS(ok=True, error=None, method="direct", p50=lambda i: ns[i])
+
+    live, var = plan("attention", "old_norm"), plan("attention", "qk_norm_rope", "qk_norm_rope")
+    rows, how = ab.per_op(live, var, {"A": window(5000.0, 300.0), "B": window(4000.0, 700.0, 800.0)})
+    ops = {r["op"]: r for r in rows}
+    assert ops["qk_norm_rope"]["a_ns"] is None and ops["qk_norm_rope"]["delta_ns"] == 1500.0
+    assert ops["qk_norm_rope"]["delta_pct"] is None  # no A time to take a share of
+    assert ops["old_norm"]["b_ns"] is None and ops["old_norm"]["delta_ns"] == -300.0
+    assert [r["op"] for r in rows] == ["qk_norm_rope", "attention", "old_norm"]  # by |Δ|, the added ones too
+    result = {"what": "v", "about": "", "backend": "torch-eager", "windows_per_side": 1, "steps_per_window": 1,
+              "order": "AB", "a": {}, "b": {}, "launches": [2, 3], "verdict": "-",
+              "tokens": {"checks": 2, "agree": 2}, "per_op": rows, "per_op_method": how}
+    [line] = [x for x in ab_table.table(result) if x.startswith("qk_norm_rope")]
+    assert line.split()[1:] == ["—", "1.5", "µs", "+1.5", "µs", "—"], line
+
+
 def test_after_the_run_it_continues_from_where_it_stopped(tiny):
     s = session(tiny, 24)
     s.run()

@@ -312,7 +312,9 @@ def verdict(delta_pct: float | None, spread_pct: float | None) -> str:
 
 def per_op(live_plan, var_plan, profiles) -> tuple[list[dict], str]:
     """Each op's summed p50 in A and B (from the two profile windows), largest |Δ| first; an op
-    on one side only has None on the other. With the reason when a side has no window."""
+    on one side only has None on the other, and its whole time as its Δ (the missing side counts
+    0, as in `tfdash diff` and the baseline column), its Δ % None. With the reason when a side has
+    no window."""
     res = {s: profiles.get(s) for s in "AB"}
     bad = [f"{s}: {r.error if r is not None else 'not measured'}" for s, r in res.items() if r is None or not r.ok]
     if bad:
@@ -326,10 +328,10 @@ def per_op(live_plan, var_plan, profiles) -> tuple[list[dict], str]:
             entry[2 + k] += 1
     rows = []
     for op, (a, b, na, nb) in sums.items():
-        d = b - a if a is not None and b is not None else None
+        d = (b or 0.0) - (a or 0.0)
         rows.append({"op": op, "a_ns": a, "b_ns": b, "a_launches": na, "b_launches": nb, "delta_ns": d,
-                     "delta_pct": 100 * d / a if d is not None and a else None})
-    rows.sort(key=lambda r: -abs(r["delta_ns"]) if r["delta_ns"] is not None else -float("inf"))
+                     "delta_pct": 100 * d / a if a else None})
+    rows.sort(key=lambda r: -abs(r["delta_ns"]))
     return rows, res["A"].method
 
 
