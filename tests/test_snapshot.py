@@ -87,6 +87,11 @@ def _bad(mutate) -> str:
     (lambda r: r.__setitem__("roofline", []), "roofline: expected an object or null"),
     (lambda r: r["nvml"][0]["values"].append(1.0), "nvml[0]: series 'dram_gbps' has 2 times and 3 values"),
     (lambda r: r["timeline"][1].__setitem__("dur_ns", None), "timeline[1].dur_ns: expected an integer, got None"),
+    (lambda r: r["kernels"][0].__setitem__("measured_p50_ns", 1e308),  # diff and open drew 1,300-character lines
+     "bad.json: kernels[0].measured_p50_ns: 1e+308 ns is over an hour, not a measured time"),
+    (lambda r: r["kernels"][0].__setitem__("measured_p90_ns", 3.7e12), "kernels[0].measured_p90_ns: 3.7e+12 ns is over"),
+    (lambda r: r["step_ns"].__setitem__(1, 10 ** 16), "step_ns[1]: 1e+16 ns is over an hour"),
+    (lambda r: r["roofline"].__setitem__("measured_step_ns", 1e300), "roofline.measured_step_ns: 1e+300 ns is over"),
     (lambda r: r.__setitem__("unavailable", ["nvml"]), "unavailable: expected an object"),
     (lambda r: r.__setitem__("new_tokens", 2 ** 70), "new_tokens: integer"),
     (lambda r: r.__setitem__("version", snapmod.VERSION + 1),

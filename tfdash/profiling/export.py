@@ -15,7 +15,7 @@ Snapshot JSON, schema "tfdash.snapshot" (version: `snapshot.VERSION`; older vers
 
 `schema_doc()` prints every field with its type, generated from the dataclasses themselves.
 `load_snapshot(path)` checks the schema name, the version, every field's type, unknown and
-missing fields, and sizes; any problem is one `SnapshotError` line naming the file and the field
+missing fields, sizes, and measured times (finite, none over an hour); any problem is one `SnapshotError` line naming the file and the field
 path (e.g. "run.json: kernels[3].measured_p50_ns: expected a number or null, got 'fast'").
 
 The Chrome trace is tfdash.profiling.chrome_trace's; a trace or CSV given where a snapshot is
@@ -201,6 +201,16 @@ NON_NEGATIVE = {  # times and sizes: a negative one is a corrupt file, not a mea
     "ProfileSnapshot": ("prompt_tokens", "new_tokens", "wall_ns", "steps", "paused_ns", "profile_windows", "ttft_ns",
                         "held_ns", "prefill_positions", "prefill_ns"),
 }
+MAX_MEASURED_NS = 3600e9  # an hour: no launch or step of a decode takes it; a time past it is a corrupt file
+MEASURED_NS = {  # measured times (one value, or one per launch or step), each at most MAX_MEASURED_NS
+    "KernelRow": ("measured_p50_ns", "measured_p90_ns", "measured_last_ns"),
+    "Counters": ("ncu_ns",),
+    "KernelSpan": ("dur_ns",),
+    "Roofline": ("measured_step_ns", "kernel_sum_ns"),
+    "WindowRecord": ("step_ns", "kernel_ns"),
+    "SlowStep": ("span_ns", "busy_ns", "launch_ns"),
+    "ProfileSnapshot": ("step_ns",),
+}
 
 
 def _depth(v, limit: int) -> int:
@@ -223,6 +233,12 @@ def _check(obj, path: str) -> None:
         v = getattr(obj, name)
         if v is not None and v < 0:
             _fail(f"{path}.{name}" if path else name, f"{_short(v)} is negative")
+    for name in MEASURED_NS.get(type(obj).__name__, ()):
+        v = getattr(obj, name)
+        for i, x in enumerate(v) if isinstance(v, tuple) else [(None, v)]:
+            if x is not None and x > MAX_MEASURED_NS:
+                where = (f"{path}.{name}" if path else name) + ("" if i is None else f"[{i}]")
+                _fail(where, f"{x:.4g} ns is over an hour, not a measured time")
     if isinstance(obj, ProfileSnapshot):
         for i, v in enumerate(obj.step_ns):
             if v < 0:
