@@ -565,6 +565,11 @@ async def test_a_live_ab_names_each_figure_and_fits_80_columns(isolated_config, 
         await settle(pilot)
         await pilot.press("a", "enter")
         await app.workers.wait_for_complete()
+        # the worker hands its result to the app's loop (call_from_thread), and the sides' columns are
+        # fitted again after the refresh that gives their table its width: on a busy host both can come
+        # a few pauses after the worker ends
+        await wait_for(pilot, lambda: "paired windows" in screen_text(app) and "median ms/step" in screen_text(app),
+                       30, "the A/B's verdict and the sides' columns fitted to the box")
         await settle(pilot)
         inside = box_lines(screen_text(app), "A/B a plan variant")
     header = re.split(r" {2,}", next(line for line in inside if line.startswith("side")))
