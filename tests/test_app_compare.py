@@ -488,7 +488,9 @@ async def test_the_ab_result_is_read_whole_in_a_small_terminal(isolated_config, 
             assert a.endswith(" 6") == (size[0] >= 100), text  # the windows column, whole (at 80: the verdict's)
             assert ("768.0 – 768.0" in a) == (size[0] >= 120), text
             assert ("take turns on this generation" in text) == (size[1] >= 32), text
-            assert any(line.startswith("qk_norm_rope") and "added" in line for line in lines), text
+            # An op on B only: its whole time as Δ, as the headless table and `tfdash diff` give it
+            added = next(line for line in lines if line.startswith("qk_norm_rope"))
+            assert added.startswith("qk_norm_rope (B only)") and "+84.6 µs" in added, text
 
 
 @sync

@@ -81,9 +81,11 @@ def op_cells(r: dict) -> list[Text]:
     right = dict(justify="right")
     d, pct = r.get("delta_ns"), r.get("delta_pct")
     style = "" if pct is None or abs(pct) < 1.0 else ("green" if pct < 0 else "red")
-    delta = "added" if r.get("a_ns") is None else "removed" if r.get("b_ns") is None else \
-        ("+" if d > 0 else "") + fmt_ns(d)
-    return [Text(visible(str(r.get("op", "?")))), Text(fmt_ns(r.get("a_ns")), **right),
+    # An op on one side only has its whole time as Δ (as in the headless table and `tfdash diff`);
+    # its name says which side it is on
+    delta = "—" if d is None else ("+" if d > 0 else "") + fmt_ns(d)
+    side = " (B only)" if r.get("a_ns") is None else " (A only)" if r.get("b_ns") is None else ""
+    return [Text(visible(str(r.get("op", "?")) + side)), Text(fmt_ns(r.get("a_ns")), **right),
             Text(fmt_ns(r.get("b_ns")), **right), Text(delta, style=style, **right),
             Text("—" if pct is None else f"{pct:+.1f} %", style=style, **right)]
 
