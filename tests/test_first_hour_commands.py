@@ -456,3 +456,38 @@ def test_a_sweep_json_past_the_free_disk_is_refused_with_a_step_that_fits(tmp_pa
     monkeypatch.setattr(sweep_run.shutil, "disk_usage", lambda where: usage(1, 1, 1000))
     with pytest.raises(TfdashError, match=r"free some space there or drop --json for the table alone"):
         sweep_run.run_sweep(plan, H200, 0, 10, 1, str(tmp_path / "s.json"))
+
+
+def test_save_over_an_earlier_exports_snapshot_is_refused_before_the_run(tmp_path, capsys, monkeypatch):
+    """`--save e1/snapshot.json` after `--export e1` replaced the export's snapshot and left its trace
+    and CSV beside a snapshot of another run. Refused before the run, headless and dashboard alike;
+    the export is as it was, and `--export e1` still replaces all three."""
+    from tfdash.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    tiny = ["--device", "cpu", "--model", "qwen3-tiny", "--max-new-tokens", "2", "--threads", "1"]
+    assert main(["--headless", *tiny, "--export", "e1"]) == 0
+    capsys.readouterr()
+    before = {p.name: p.read_bytes() for p in (tmp_path / "e1").iterdir()}
+    assert sorted(before) == ["kernels.csv", "snapshot.json", "trace.json"]
+    said = ("--save e1/snapshot.json: is an export's snapshot, with its trace.json and kernels.csv beside it; "
+            "--export e1 replaces all three, or give --save another name")
+    rc = main(["--headless", *tiny, "--save", "e1/snapshot.json"])
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == "", (out, err)
+    assert_one_line_error(err, said)
+    from tfdash.app.main import preflight
+    from tfdash.errors import TfdashError
+
+    args = type("Args", (), dict(ckpt=None, model="qwen3-tiny", device="cpu", dtype=None, backend=None,
+                                 prompt="hello", save="e1/snapshot.json"))()
+    with pytest.raises(TfdashError) as e:  # the dashboard's check before its run
+        preflight(args, 2)
+    assert str(e.value) == said
+    assert {p.name: p.read_bytes() for p in (tmp_path / "e1").iterdir()} == before
+    (tmp_path / "e1" / "trace.json").unlink()  # a snapshot beside its CSV alone is still an export's
+    rc = main(["--headless", *tiny, "--save", "e1/snapshot.json"])
+    assert rc == 2 and "with its kernels.csv beside it;" in capsys.readouterr().err
+    (tmp_path / "e1" / "kernels.csv").unlink()  # a snapshot.json alone is anyone's: replaced, and said so
+    assert main(["--headless", *tiny, "--save", "e1/snapshot.json"]) == 0
+    assert "(replacing the snapshot of the run recorded " in capsys.readouterr().out

@@ -136,6 +136,9 @@ def preflight(args, max_new_tokens: int):
         from tfdash.profiling.files import check_writable_file
 
         check_writable_file(args.save, "--save")
+        from tfdash.profiling.export_files import check_not_an_exports_snapshot
+
+        check_not_an_exports_snapshot(args.save)  # an export's trace and CSV would be left beside another run
     return choice
 
 

@@ -68,8 +68,14 @@ def check_save_beside_export(save, export) -> None:
     folder so that the save failed after the run, nor a file the export writes: the save replaced
     the export's trace or CSV with a snapshot, unsaid. The same file through a link or a `..` is
     the same file; checked before the run."""
-    if not save or not export:
+    if not save:
         return
+    if export:
+        _check_save_not_in_export(save, export)
+    check_not_an_exports_snapshot(save)
+
+
+def _check_save_not_in_export(save, export) -> None:
     s, d = os.path.realpath(os.path.expanduser(save)), os.path.realpath(os.path.expanduser(export))
     if s == d:
         raise TfdashError(f"--save {save}: is the --export folder too; give --save a file name "
@@ -78,6 +84,19 @@ def check_save_beside_export(save, export) -> None:
         if s == str(f):
             also = f" (the export's {f} is this run's snapshot)" if f.name == EXPORT_SNAPSHOT else ""
             raise TfdashError(f"--save {save}: is a file the --export writes ({what}); give --save another name{also}")
+
+
+def check_not_an_exports_snapshot(save) -> None:
+    """--save over an earlier export's snapshot.json left that export's trace and CSV beside a
+    snapshot of another run, a folder mixing two runs that nothing said; an export replaces all
+    three at once (export_all), so --export is the way to replace one."""
+    s = Path(os.path.realpath(os.path.expanduser(save)))
+    if s.name != EXPORT_SNAPSHOT:
+        return
+    beside = [n for n in (EXPORT_TRACE, EXPORT_CSV) if (s.parent / n).is_file()]
+    if beside:
+        raise TfdashError(f"--save {save}: is an export's snapshot, with its {' and '.join(beside)} beside it; "
+                          f"--export {os.path.dirname(save) or '.'} replaces all three, or give --save another name")
 
 
 def recorded_run(path) -> str | None:
