@@ -128,6 +128,22 @@ def test_cli_on_a_cpu_host_is_one_line():
     assert line.startswith("tfdash: error: counters need an NVIDIA GPU") and "Traceback" not in r.stderr
 
 
+def test_counters_take_no_cpu_threads(capsys):
+    """`counters --threads N` was listed and accepted, and did nothing: ncu profiles a CUDA step."""
+    from tfdash.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["counters", "--help"])
+    assert "--threads" not in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:
+        main(["counters", "--all", "--threads", "2"])
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2 and "unrecognized arguments: --threads 2" in line
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "--threads N" in capsys.readouterr().out  # the run's own options keep it
+
+
 @pytest.mark.parametrize("argv, says", [(["--ctx", "-1"], "--ctx -1 must be 0 or more"),
                                         (["--timeout", "0"], "--timeout 0 must be a positive number of seconds"),
                                         (["--timeout", "nan"], "--timeout nan must be a positive number of seconds")])

@@ -94,7 +94,8 @@ def snapshot_path(v: str) -> str:
 SEED_LIMIT = 1 << 40  # the per-tensor generator seeds (seed * 1e6 + a 32-bit hash) stay under 2**64
 
 
-def add_model_args(p: argparse.ArgumentParser) -> None:
+def add_model_args(p: argparse.ArgumentParser, threads: bool = True) -> None:
+    """The model's options; `threads` False where no CPU engine runs (counters: a CUDA step)."""
     src = p.add_argument_group("model")
     src.add_argument("--ckpt", metavar="DIR", type=user_path,
                      help="a Qwen3 checkpoint directory (config.json, safetensors, "
@@ -110,6 +111,8 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     src.add_argument("--backend", choices=("torch-eager", "torch-graph", "tilelang-graph"),
                      help="default: tilelang-graph on CUDA (torch-graph without tilelang), torch-eager on CPU")
     src.add_argument("--seed", type=seed_number, default=0, help="seed of the random weights (default 0)")
+    if not threads:
+        return
     src.add_argument("--threads", type=_threads, default=None, metavar="N",
                      help="CPU: torch's threads (default: OMP_NUM_THREADS, else the cores less one left spare, "
                           "two with the dashboard, at most 8: a busy core stalls every op of a wider pool)")

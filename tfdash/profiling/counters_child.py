@@ -20,7 +20,7 @@ def parser() -> argparse.ArgumentParser:
     from tfdash.cli import add_model_args
 
     p = argparse.ArgumentParser(prog="python -m tfdash.profiling.counters_child")
-    add_model_args(p)
+    add_model_args(p, threads=False)  # ncu profiles a CUDA step: no CPU threads to set
     p.add_argument("--ctx", type=int, required=True, help="ctx_len of the profiled replay")
     p.add_argument("--replays", type=int, default=1, help="graph replays in the profiled range")
     return p

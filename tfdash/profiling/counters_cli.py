@@ -59,7 +59,7 @@ def parser() -> argparse.ArgumentParser:
                    help="put the counters into this saved snapshot (rewritten)")
     p.add_argument("--timeout", type=float, default=RUN_TIMEOUT_S, metavar="S",
                    help="stop one ncu run after S seconds (default %(default)g)")
-    add_model_args(p)
+    add_model_args(p, threads=False)  # ncu profiles a CUDA step: no CPU threads to set
     return p
 
 
