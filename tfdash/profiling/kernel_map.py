@@ -15,12 +15,18 @@ The mapping functions are pure and tested on CPU with synthetic events.
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
 from tfdash.engine.decode import percentile
+
+# torch.profiler warns (once, on stderr) that a profiler "clears events at the end of each cycle",
+# some torch versions on a profiler's first start with no schedule at all. Clearing is what every
+# profiler here wants; the terminal before the dashboard, its log and headless runs should not carry it.
+warnings.filterwarnings("ignore", message=r"Warning: Profiler clears events", category=UserWarning)
 
 ANNOTATION = "tfdash.launch."
 STEP_DEVICE_KINDS = ("kernel", "gpu_memset", "gpu_memcpy")

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import threading
 import time
-import warnings
 import weakref
 from collections import deque
 from dataclasses import dataclass
@@ -28,10 +27,6 @@ from typing import Callable
 from tfdash.engine.decode import percentile
 from tfdash.profiling.kernel_map import (DeviceEvent, KernelMap, _kineto_events, attribute,  # noqa: F401
                                          check_tilelang_names, graph_names, map_replays, step_events)
-
-# torch.profiler warns (once, on stderr) that a profiler "clears events at the end of each cycle".
-# That is what a window wants; headless runs and the dashboard's log should not carry it.
-warnings.filterwarnings("ignore", message=r"Warning: Profiler clears events", category=UserWarning)
 
 TRACE_STEPS = 8  # a window keeps the kernel spans of its last few steps for the timeline
 
