@@ -116,6 +116,10 @@ def main(argv=None) -> int:
     from tfdash.engine import DEFAULT_PROMPT, load_engine
 
     cpu = args.device == "cpu"
+    if not cpu:  # as `tfdash` on CUDA does before its screen: the sessions' profilers start in workers
+        from tfdash.profiling.kernel_map import profiler_on_this_thread
+
+        profiler_on_this_thread()
     n = 96 if cpu else args.max_new_tokens
     m_n = 192 if cpu else args.midrun_tokens
     model = args.model or ("qwen3-tiny" if cpu else "qwen3-1.7b")
