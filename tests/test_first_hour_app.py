@@ -163,6 +163,39 @@ async def test_drill_down_tab_keys_are_on_screen_and_arrows_switch_tabs(isolated
 
 
 @sync
+async def test_a_slow_cuda_compile_counts_its_seconds_then_shows_the_code(isolated_config):
+    """The CUDA tab said "(a few seconds)" for the whole of a first compile, which on a busy host
+    took tens of seconds: the line now counts the seconds until the code comes."""
+    import threading
+
+    go = threading.Event()
+
+    def slow_cuda(launch):
+        go.wait(timeout=30)
+        return "// generated\n__global__ void k() {}\n"
+
+    app = make_app(cuda_source=slow_cuda)
+    try:
+        async with app.run_test(size=(120, 32)) as pilot:
+            await pilot.pause()
+            await pilot.press("enter", "2")
+            await pilot.pause()
+            assert "for sm_90a with tilelang… (a few seconds)" in screen_text(app)
+            await pilot.pause(2.3)
+            text = screen_text(app)
+            assert "for sm_90a with tilelang… (2 s so far)" in text, text
+            go.set()
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            text = screen_text(app)
+            assert "__global__ void k()" in text and "so far" not in text, text
+            await pilot.pause(1.2)  # and stays
+            assert "__global__ void k()" in screen_text(app)
+    finally:
+        go.set()
+
+
+@sync
 async def test_the_footer_never_cuts_a_key(isolated_config):
     from tfdash.app import bindings
 

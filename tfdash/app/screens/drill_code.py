@@ -6,6 +6,8 @@ anything that stops the compile (no tilelang, no nvcc) is the pane's one line.
 
 from __future__ import annotations
 
+import time
+
 from textual import work
 
 from tfdash.app import drill_model
@@ -17,6 +19,8 @@ class CodeTabs:
 
     _tl_cache: dict[str, str]  # family -> its tilelang source
     _cuda_cache: dict[tuple, str]  # (family, kernel, dims) -> the CUDA, or "unavailable: why"
+    _cuda_compiling: dict[tuple, float] | None = None  # (family, kernel, dims) -> when its compile started
+    _cuda_timer = None  # ticks the compiling line's seconds while a compile runs
 
     def _current_launch(self):
         plan = self.plan
@@ -62,8 +66,24 @@ class CodeTabs:
                 note = self._source_note()
                 view.show_code((f"// {note}\n" if note else "") + text, "cuda")
             return
-        view.show_message(f"compiling {launch.kernel} for sm_90a with tilelang… (a few seconds)")
+        # its time counts from the first ask; the worker it replaces (exclusive) may never start
+        self._cuda_compiling = {key: (self._cuda_compiling or {}).get(key, time.monotonic())}
+        self._show_compiling(launch, key)
         self._compile(launch, key)
+        if self._cuda_timer is None:  # a first compile on a busy host takes tens of seconds: its time is shown
+            self._cuda_timer = self.set_interval(1.0, self._tick_compiling)
+
+    def _show_compiling(self, launch, key) -> None:
+        took = time.monotonic() - self._cuda_compiling[key]
+        so_far = f"{took:.0f} s so far" if took >= 1 else "a few seconds"
+        self.query_one("#cuda-code", CodeView).show_message(
+            f"compiling {launch.kernel} for sm_90a with tilelang… ({so_far})")
+
+    def _tick_compiling(self) -> None:
+        launch = self._current_launch()
+        key = self._cuda_key(launch) if launch is not None else None
+        if key in (self._cuda_compiling or {}):
+            self._show_compiling(launch, key)
 
     @work(thread=True, group="cuda", exclusive=True, exit_on_error=False)
     def _compile(self, launch, key) -> None:
@@ -80,6 +100,10 @@ class CodeTabs:
 
     def _cuda_done(self, key, text: str) -> None:
         self._cuda_cache[key] = text
+        (self._cuda_compiling or {}).pop(key, None)
+        if not self._cuda_compiling and self._cuda_timer is not None:  # nothing left compiling: the clock stops
+            self._cuda_timer.stop()
+            self._cuda_timer = None
         launch = self._current_launch()
         if launch is not None and self._cuda_key(launch) == key:
             self._load_cuda()
