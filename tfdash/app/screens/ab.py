@@ -90,6 +90,19 @@ def op_cells(r: dict) -> list[Text]:
             Text("—" if pct is None else f"{pct:+.1f} %", style=style, **right)]
 
 
+class SidesTable(DataTable):
+    """The two sides' table. Its columns are chosen to fit its width whole, so it is refitted
+    whenever that width changes: when a result first shows it (its width comes with a layout
+    that can follow the refresh after the result) and when the box is resized."""
+
+    fitted_width = -1
+
+    def on_resize(self, event) -> None:
+        box = next((a for a in self.ancestors if isinstance(a, ABScreen)), None)  # not app.screen: gone on exit
+        if event.size.width != self.fitted_width and box is not None:
+            box.fill_sides()
+
+
 def verdict_content(result: dict) -> Content:
     """The verdict, the token check, and how (and when) it was measured."""
     if "unavailable" in result:
@@ -135,7 +148,7 @@ class ABScreen(ModalScreen):
             yield DataTable(id="ab-variants", cursor_type="row", zebra_stripes=True)
             yield Static(id="ab-status")
             yield ProgressBar(id="ab-progress", show_eta=False)
-            yield DataTable(id="ab-sides", cursor_type="none")
+            yield SidesTable(id="ab-sides", cursor_type="none")
             yield Static(id="ab-verdict")
             yield DataTable(id="ab-ops", cursor_type="none", zebra_stripes=True)
         yield FitFooter()  # its own keys: the dashboard's footer underneath names keys that do not act here
@@ -157,7 +170,7 @@ class ABScreen(ModalScreen):
         for row in self.variants:
             t.add_row(*variant_cells(*row), key=row[0])
         self.watch(self.app, "snapshot", self._mark_variants, init=True)
-        self._fill_sides()
+        self.fill_sides()
         self.query_one("#ab-ops", DataTable).add_columns(
             "op", Text("A", justify="right"), Text("B", justify="right"), Text("Δ", justify="right"),
             Text("Δ %", justify="right"))
@@ -189,12 +202,13 @@ class ABScreen(ModalScreen):
 
     def on_resize(self) -> None:
         self.set_class(self.app.size.height < SHORT_H, "-short")
-        self.call_after_refresh(self._fill_sides)
+        self.call_after_refresh(self.fill_sides)
 
-    def _fill_sides(self) -> None:
+    def fill_sides(self) -> None:
         """Both sides with the columns that fit the box whole: in 80 columns the range goes."""
-        fill_whole(self.query_one("#ab-sides", DataTable), SIDE_COLUMNS, self.sides, [None] * len(self.sides),
-                   SIDE_PRIORITY, scrollbar=0)
+        table = self.query_one("#ab-sides", SidesTable)
+        table.fitted_width = table.size.width
+        fill_whole(table, SIDE_COLUMNS, self.sides, [None] * len(self.sides), SIDE_PRIORITY, scrollbar=0)
 
     def offers(self, action: str) -> bool:
         """⏎ Run is offered only where it runs an A/B: on a live source, with none running
@@ -301,7 +315,7 @@ class ABScreen(ModalScreen):
         self.query_one("#ab-verdict", Static).update("")
         self.query_one("#ab-ops", DataTable).clear()
         self.sides = []
-        self._fill_sides()
+        self.fill_sides()
 
     def show_result(self, result: dict, recorded: bool = False) -> None:
         self.result = result
@@ -313,14 +327,14 @@ class ABScreen(ModalScreen):
         ops.clear()
         self.sides = []
         if "unavailable" in result:
-            self._fill_sides()
+            self.fill_sides()
             self._status("the A/B did not run", "$text-error")
             return
         what, (na, nb) = str(result.get("what", "?")), result.get("launches", ["?", "?"])
         self.sides = [side_cells(f"A running plan · {na} launches", result.get("a", {})),
                       side_cells(f"B {what} · {nb} launches", result.get("b", {}))]
-        self._fill_sides()
-        self.call_after_refresh(self._fill_sides)  # shown only now: its columns fit once it has a width
+        self.fill_sides()
+        self.call_after_refresh(self.fill_sides)  # shown only now: its columns fit once it has a width
         for r in result.get("per_op", []):
             ops.add_row(*op_cells(r))
         done = "recorded" if recorded else "incomplete" if result.get("incomplete") else "done"
