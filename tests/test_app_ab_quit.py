@@ -2,7 +2,7 @@
 after its window in progress, the app waits for its worker (a bounded time) before it stops the
 engine or starts the next run, and what the A/B measured so far is kept in the final snapshot and
 shown, as an `esc` cancel keeps it. The engine is a slow stand-in that measures a window every
-50 ms for 10 s and checks its cancel event between windows, as Session.ab does.
+50 ms for 30 s and checks its cancel event between windows, as Session.ab does.
 
 On the A/B screen `q` is its own Cancel/Close key (bindings.AB) and the app's other keys do not
 reach past a modal screen, so a quit lands while an A/B runs as Ctrl+C (a priority key), a stop
@@ -22,7 +22,10 @@ from tfdash.app.app import TfdashApp
 from tfdash.app.messages import ABMeasured, ABProgressed
 from tfdash.profiling.messages import ABProgress
 
-WINDOW_S, WINDOWS = 0.05, 200  # the stand-in's A/B: 10 s if nothing cancels it
+# the stand-in's A/B: 30 s if nothing cancels it. Typing into the palette waits for the app to go idle
+# after each key, up to a second each while the A/B's progress keeps it busy; at 10 s a loaded host
+# had the A/B done before the palette's command ran
+WINDOW_S, WINDOWS = 0.05, 600
 EXIT_S = 3.0  # quitting mid-A/B: one window, then the snapshot (a 2-core runner is slow to deliver keys)
 
 
