@@ -49,7 +49,7 @@ class Continuation(Widget, can_focus=False):
         self._text = ""
         self._trimmed = False
         self._last_index = -1
-        self._running = False
+        self._streaming = False  # the cursor; not `_running`, which is Textual's message pump's own
         self._note = ""
         self._lines: Content | None = None  # the tail, wrapped for the current size
         self._lines_key = None
@@ -69,8 +69,8 @@ class Continuation(Widget, can_focus=False):
         self.refresh()
 
     def show(self, snap: ProfileSnapshot | None, running: bool = False, note: str = "") -> None:
-        changed = note != self._note or running != self._running
-        self._note, self._running = note, running
+        changed = note != self._note or running != self._streaming
+        self._note, self._streaming = note, running
         if snap is not None:
             toks = snap.tokens
             if toks and toks[-1].index < self._last_index:
@@ -126,7 +126,7 @@ class Continuation(Widget, can_focus=False):
             cut = text.find(" ")
             text = text[cut:] if 0 <= cut < 40 else text
         parts.append((text, ""))
-        if self._running:
+        if self._streaming:
             parts.append(("▌", "$accent"))
         if self._note:
             parts.append((f"\n\n{self._note}", "italic $text-muted"))
