@@ -58,10 +58,13 @@ async def test_counters_key_on_a_cpu_host_says_why(isolated_config):
         await open_gate_up(app, pilot)
         await pilot.press("4")
         await pilot.pause()
-        assert "not measured yet" in body(app)
         # a saved snapshot: no engine of the dashboard's decodes; the child builds the snapshot's model
         assert "one that builds this snapshot's model" in body(app) and "keeps decoding" not in body(app)
-        await pilot.press("n")
+        # said as the tab opens (it offered "Press n to measure it", and n then said this)
+        text = body(app)
+        assert "unavailable: counters need an NVIDIA GPU and there is no CUDA device here" in text
+        assert "Press n" not in text and "not measured yet" not in text
+        await pilot.press("n")  # pressed anyway: the same line
         await app.workers.wait_for_complete()
         await pilot.pause()
         text = body(app)

@@ -116,11 +116,8 @@ def prepare(engine_args: dict, pick: Callable[[object], list[int]], ctx: int = D
     child builds that engine and no other."""
     from tfdash.engine import choose_engine, plan_for
 
-    from tfdash.engine import default_device
-
     args = {k: engine_args.get(k) for k in ("ckpt", "model", "device", "dtype", "backend")}
-    device = default_device() if args["device"] in (None, "cuda") else args["device"]
-    check_host(device, None)  # no GPU here: said first, before any engine argument is weighed
+    check_this_host(args["device"])  # no GPU here: said first, before any engine argument is weighed
     choice = choose_engine(**args)
     check_host(choice.device, choice.backend)
     plan = plan_for(choice.config, choice.dtype, choice.capacity())
@@ -260,6 +257,14 @@ def with_counters(rows: Sequence[KernelRow], counters: dict[int, Counters]) -> t
     if not counters:
         return tuple(rows)
     return tuple(replace(r, counters=counters[r.index]) if r.index in counters else r for r in rows)
+
+
+def check_this_host(device: str | None, backend: str | None = None) -> None:
+    """check_host for an engine asked to run on `device` (None or "cuda": this host's default, so
+    a host without CUDA says so first), and on `backend` where given."""
+    from tfdash.engine import default_device
+
+    check_host(default_device() if device in (None, "cuda") else device, backend)
 
 
 def check_host(device: str | None, backend: str | None) -> None:

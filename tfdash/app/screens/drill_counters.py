@@ -44,9 +44,24 @@ class CountersTab:
         role = self._current_role()
         rows = {k.index: k for k in snap.kernels} if snap is not None else {}
         members = [rows[i] for i in self.row.members if i in rows]
-        status = getattr(self, "_counter_status", {}).get(role)
+        status = getattr(self, "_counter_status", {}).get(role) or self._host_cannot(snap)
         body = counters_content(role, rows.get(self.current), members, status, self.app.source.live)
         self.query_one("#counters-body", Static).update(visible_content(body, KEEP_LAYOUT))
+
+    def _host_cannot(self, snap) -> str | None:
+        """"unavailable: why" where this host cannot measure the snapshot's engine at all (a CPU run,
+        no ncu), said when the tab opens, as the marginal tab says it, rather than after `n`; asked once."""
+        if not hasattr(self, "_host_why"):
+            from tfdash.profiling.counters import check_this_host
+
+            self._host_why = None
+            if snap is not None:
+                args = engine_args(snap)
+                try:
+                    check_this_host(args["device"], args["backend"])
+                except TfdashError as e:
+                    self._host_why = f"unavailable: {e}"
+        return self._host_why
 
     def _counters_snapshot(self, snap) -> None:
         """Redraw the tab when the counters of the row's launches change (not on every snapshot)."""
