@@ -12,6 +12,8 @@ from dataclasses import replace
 import pytest
 from fixtures.appkit import SNAPSHOT, isolated_config, sync  # noqa: F401  (fixture)
 
+from test_app_fit import toast_lines
+
 from tfdash.app.main import snapshot_app
 from tfdash.profiling.export import load_snapshot
 from tfdash.profiling.snapshot import KernelSpan
@@ -63,7 +65,7 @@ def test_the_model_measures_overlap_and_gaps():
 @sync
 async def test_timeline_draws_zooms_pans_and_drills(isolated_config):
     app = app_on()
-    async with app.run_test(size=(160, 48)) as pilot:
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
         await pilot.pause()
         await pilot.press("T")
         await pilot.pause()
@@ -99,6 +101,13 @@ async def test_timeline_draws_zooms_pans_and_drills(isolated_config):
         await pilot.press("left_square_bracket")  # the other recorded step
         await pilot.pause()
         assert "step 1024 (1 of 2 kept)" in summary_text(app)
+        assert not app.screen.query("Toast")
+        await pilot.press("left_square_bracket")  # "the step before" the first: round to the last, and said
+        await pilot.pause()
+        assert "step 1025 (2 of 2 kept)" in summary_text(app)
+        assert "past the first kept step: step 1025 (2 of 2)" in " ".join(toast_lines(app))
+        await pilot.press("left_square_bracket")
+        await pilot.pause()
         # Enter drills into the launch under the cursor.
         view = app.screen.view
         await pilot.press("down")

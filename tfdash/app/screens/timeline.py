@@ -135,8 +135,12 @@ class TimelineScreen(Screen):
         if len(held) < 2 or self.step not in held:
             self.notify("the snapshot keeps one step's spans", timeout=2)
             return
-        self.step = held[(held.index(self.step) + delta) % len(held)]
+        at = held.index(self.step) + delta
+        self.step = held[at % len(held)]
         self.render_snapshot(self.app.snapshot)
+        if not 0 <= at < len(held):  # round the ring of kept steps: said, or "the step after" went back
+            self.notify(f"past the {'last' if at >= len(held) else 'first'} kept step: step {self.step} "
+                        f"({at % len(held) + 1} of {len(held)})", timeout=3)
 
     def action_drill(self) -> None:
         from tfdash.app.model import group_rows
