@@ -495,6 +495,33 @@ async def test_the_ab_result_is_read_whole_in_a_small_terminal(isolated_config, 
 
 
 @sync
+async def test_the_ops_a_small_box_cannot_show_are_reached_by_tab_and_arrows(isolated_config):
+    """At 80x24 the per-op table shows its first rows; the rest were out of reach from the keyboard
+    (tab went to the sides' table, where the arrows did nothing). tab moves between the variants
+    and the ops, the footer says where it goes, and the arrows scroll the ops to the last."""
+    from test_app_fit import screen_text
+
+    r = recorded_ab()
+    last = r["per_op"][-1]["op"]
+    app = snapshot_app(dataclasses.replace(load_snapshot(SNAPSHOT), ab=(r,)), theme="tfdash-dark")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("a")
+        await settle(pilot)
+        text = screen_text(app)
+        assert f"│  {last} " not in text and "tab Ops" in text.splitlines()[-1], text
+        await pilot.press("tab")
+        await settle(pilot)
+        assert "tab Variants" in screen_text(app).splitlines()[-1]
+        await pilot.press(*["down"] * len(r["per_op"]))
+        await settle(pilot)
+        assert f"│  {last} " in screen_text(app), screen_text(app)
+        await pilot.press("tab")  # back: the arrows move among the variants again
+        await settle(pilot)
+        assert "tab Ops" in screen_text(app).splitlines()[-1]
+
+
+@sync
 async def test_a_new_ab_clears_the_last_result_and_run_leaves_the_footer_while_it_runs(isolated_config):
     """After one A/B, a second one's run showed the first one's sides ("B tilelang-unfused · …") and
     verdict beside its progress, and the footer still offered ⏎ Run (which only said "still

@@ -93,6 +93,8 @@ AB = [  # the A/B screen (a)
             tooltip="Cancel the A/B in progress (after its current window), else close (q too)"),
     Binding("enter", "start", "Run", id="ab.start", key_display="⏎", priority=True,
             tooltip="A/B the selected variant"),
+    Binding("tab", "ops", "Ops", id="ab.ops", key_display="tab",
+            tooltip="Move between the variants and the per-op table (↑↓ scroll it)"),
 ]
 
 TIMELINE = [

@@ -90,7 +90,7 @@ def op_cells(r: dict) -> list[Text]:
             Text("—" if pct is None else f"{pct:+.1f} %", style=style, **right)]
 
 
-class SidesTable(DataTable):
+class SidesTable(DataTable, can_focus=False):
     """The two sides' table. Its columns are chosen to fit its width whole, so it is refitted
     whenever that width changes: when a result first shows it (its width comes with a layout
     that can follow the refresh after the result) and when the box is resized."""
@@ -213,11 +213,23 @@ class ABScreen(ModalScreen):
     def offers(self, action: str) -> bool:
         """⏎ Run is offered only where it runs an A/B: on a live source, with none running
         (widgets/footer.py); pressed anyway, it says why it does nothing."""
+        if action == "ops":  # the per-op table, where a result has one: in a small terminal it scrolls
+            return self.has_class("-ops")
         return action != "start" or (self.running is None and self.app.source.live)
 
     def footer_label(self, action: str) -> str | None:
-        """esc in the footer as it acts now: it cancels a running A/B, else it closes the box."""
+        """esc in the footer as it acts now: it cancels a running A/B, else it closes the box; tab
+        names where it moves the focus."""
+        if action == "ops":
+            return "Variants" if self.query_one("#ab-ops", DataTable).has_focus else "Ops"
         return ("Cancel" if self.running is not None else "Close") if action == "close" else None
+
+    def action_ops(self) -> None:
+        ops = self.query_one("#ab-ops", DataTable)
+        (self.query_one("#ab-variants", DataTable) if ops.has_focus or not self.has_class("-ops") else ops).focus()
+
+    def on_descendant_focus(self) -> None:
+        self.refresh_bindings()  # tab's word: where it moves the focus from here (a click moves it too)
 
     def _keys(self) -> None:
         """The box's subtitle and the footer name the keys that act now: no ⏎ during a run or on a
