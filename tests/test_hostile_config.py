@@ -262,3 +262,20 @@ def test_the_dashboard_refuses_a_run_too_large_for_memory_before_the_screen_open
     with pytest.raises(CapacityError) as e:
         preflight(args, 2048)
     assert "KV cache" in str(e.value) and "1.00 MiB" not in str(e.value) and "GiB free" in str(e.value)
+
+
+@sync
+async def test_a_remapped_key_keeps_its_place_on_the_footer(isolated_config):
+    """Textual re-adds a remapped binding after the others, so `b` moved to `B` went last on the
+    footer, and at 120 columns was the key left out while ^t Theme stayed: it stays where b was."""
+    from test_app_fit import screen_text
+
+    (isolated_config / "config.json").write_text(json.dumps({"keymap": {"baseline": "B"}}))
+    app = _app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        footer = screen_text(app).splitlines()[-1]
+    assert "B Baseline" in footer, footer
+    assert footer.index("? Help") < footer.index("B Baseline") < footer.index("e Snapshot"), footer
+    assert not [t for t in app.toasts if "keymap" in t], app.toasts

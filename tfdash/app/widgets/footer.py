@@ -12,6 +12,10 @@ it out, and the key, pressed anyway, only says why it does nothing. Textual's `c
 cannot do this: what it hides, it also unbinds. Where the node's `footer_label(action)` gives a
 word, the key is offered under it rather than its binding's (esc is "Cancel" while an A/B runs and
 "Close" otherwise), so the footer names what the key does now.
+
+A key moved by the config's keymap keeps its binding's place: Textual re-adds a remapped binding
+after its node's others, which put it last on the footer, the first key a narrow terminal leaves
+out (`b` moved to `B` vanished at 120 columns while ^t Theme stayed).
 """
 
 from __future__ import annotations
@@ -46,6 +50,27 @@ def labels(screen) -> dict[str, str]:
     return out
 
 
+def places(screen) -> dict[tuple[str, str], float]:
+    """Each active binding's place on the footer, by its action and keys: its place in
+    `active_bindings`, but a binding the keymap moved goes just after the shown one declared before
+    it in its node (else just before the one after it), where it would be unmoved."""
+    moved = getattr(screen.app, "_keymap", None) or {}
+    active = list(screen.active_bindings.values())
+    at = {(node, b.id): i for i, (node, b, *_) in enumerate(active)
+          if b.id and b.show and b.id not in moved}
+    out: dict[tuple[str, str], float] = {}
+    for i, (node, binding, *_) in enumerate(active):
+        place = float(i)
+        if binding.id in moved:
+            ids = [b.id for bs in node._merge_bindings().key_to_bindings.values() for b in bs]
+            k = ids.index(binding.id) if binding.id in ids else -1
+            before = [at[node, j] for j in ids[:k] if (node, j) in at] if k >= 0 else []
+            after = [at[node, j] for j in ids[k + 1:] if (node, j) in at] if k >= 0 else []
+            place = before[-1] + 0.5 if before else after[0] - 0.5 if after else place
+        out.setdefault((binding.action, binding.key), place)
+    return out
+
+
 def key_width(key: FooterKey) -> int:
     """Cells a compact FooterKey takes, with the space after it."""
     return cell_len(key.key_display) + (1 + cell_len(key.description) if key.description else 0) + 1
@@ -60,6 +85,8 @@ class FitFooter(Footer):
     def compose(self):
         hidden = not_offered(self.screen)
         keys = [k for k in super().compose() if getattr(k, "action", None) not in hidden]
+        place = places(self.screen)
+        keys.sort(key=lambda k: place.get((getattr(k, "action", None), getattr(k, "key", None)), len(place)))
         words = labels(self.screen)
         for k in keys:
             if getattr(k, "action", None) in words:
