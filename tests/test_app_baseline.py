@@ -272,3 +272,27 @@ async def test_a_baseline_without_kernel_times_says_so(isolated_config, tmp_path
         await settle(pilot)
         caption = plain(app.screen.query_one("#kernel-caption"))
     assert "vs bare.json" in caption and "baseline not profiled: no Δ" in caption, caption
+
+
+@sync
+async def test_at_80_columns_the_header_keeps_both_runs_names_ends(isolated_config, tmp_path):
+    """Two kept runs' names ("tfdash-qwen3-tiny-20261207-014529.json vs ...-014457.json") were
+    wider than an 80-column header, which clipped them at the right edge: the baseline's timestamp,
+    what tells one kept run from the next, was cut off. Each name now keeps its end after "…"."""
+    import shutil
+
+    a, b = tmp_path / "tfdash-qwen3-1.7b-20261207-014457.json", tmp_path / "tfdash-qwen3-1.7b-20261207-014529.json"
+    shutil.copy(SNAPSHOT, a)
+    shutil.copy(SNAPSHOT, b)
+    app = snapshot_app(b, baseline=a, theme="tfdash-dark", tilelang_source=fake_tilelang)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        top = screen_text(app).splitlines()[0]
+        await pilot.press("enter")  # the drill-down's header too
+        await pilot.pause()
+        await pilot.pause()
+        drill_top = screen_text(app).splitlines()[0]
+    for line in (top, drill_top):
+        assert "snapshot · …" in line and line.rstrip().endswith("014457.json"), line
+        assert "014529.json vs …" in line, line

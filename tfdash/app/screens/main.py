@@ -22,7 +22,7 @@ from tfdash.app.layout import (BOTTOM_MIN_H, NVML_MIN_H, ROOFLINE_W, TOP_MIN_H, 
 from tfdash.app.model import contention_note
 from tfdash.app.widgets.continuation import Continuation
 from tfdash.app.widgets.footer import FitFooter
-from tfdash.app.widgets.kernel_cells import timing_label
+from tfdash.app.widgets.kernel_cells import MIN_NAME, tail, timing_label
 from tfdash.app.widgets.kernel_table import KernelTable
 from tfdash.app.widgets.nvml import NVML_CHART_ONLY_H, NvmlPane
 from tfdash.app.widgets.panes import RooflinePane, ThroughputPane, set_content
@@ -49,6 +49,19 @@ def describe_run(snap: ProfileSnapshot) -> str:
     return f"{src} · {m.backend} on {where} · {dtype}{cpu} · {m.launches_per_step} launches/step"
 
 
+def fit_state(state: str, room: int) -> str:
+    """The state label within `room` cells: a snapshot's file names ("snapshot · A.json vs B.json")
+    each cut to its end after "…", alike, rather than the whole clipped at the right edge, which
+    took the baseline's timestamp (what tells one kept run from the next) at 80 columns."""
+    if cell_len(state) <= room or " · " not in state:
+        return state
+    lead, names = state.split(" · ", 1)[0], state.split(" · ", 1)[1].split(" vs ")
+    over = cell_len(state) - room
+    each = -(-over // len(names))
+    cut = [tail(n, max(cell_len(n) - each, MIN_NAME)) for n in names]  # a narrower one is clipped still
+    return f"{lead} · " + " vs ".join(cut)
+
+
 class TopBar(Horizontal):
     """One line: what is running, and its state. No clock: a recorded snapshot renders the same."""
 
@@ -68,6 +81,8 @@ class TopBar(Horizontal):
         """`title`'s " · " items that fit beside the state, whole: one that does not fit is left
         out with those after it, never cut (a "143" without its "launches/step")."""
         self._shown = (title, state, state_style)
+        if self.size.width:
+            state = fit_state(state, self.size.width - 2)
         room = self.size.width - len(" tfdash │ ") - cell_len(f" {state} ") - 1
         items = title.split(" · ")
         while len(items) > 1 and self.size.width and cell_len(" · ".join(items)) > room:
