@@ -296,3 +296,23 @@ async def test_at_80_columns_the_header_keeps_both_runs_names_ends(isolated_conf
     for line in (top, drill_top):
         assert "snapshot · …" in line and line.rstrip().endswith("014457.json"), line
         assert "014529.json vs …" in line, line
+
+
+@sync
+async def test_the_drill_downs_baseline_line_wraps_between_its_pairs(isolated_config, unfused):
+    """The drill-down's baseline line was one run of text wrapped at the edge, so at 80 columns
+    "predicted" ended a line and its value began the next, and at 120 "Δ +4.4 µs (+1.3" left its
+    "%)" alone below: it now wraps between label-value pairs, as the line above it does."""
+    for width in (80, 96, 104, 112, 120, 136):
+        app = make_app(unfused)
+        async with app.run_test(size=(width, 30)) as pilot:
+            await settle(pilot)
+            await pilot.press("enter")
+            await settle(pilot)
+            text = screen_text(app)
+        summary = text[:text.index("╭─ instances")].splitlines()[1:]
+        assert any(line.lstrip().startswith("baseline ") for line in summary), summary
+        for line in summary:
+            words = line.split()
+            assert words and words[-1] not in ("predicted", "measured", "Δ", "baseline"), (width, summary)
+            assert not line.lstrip().startswith(("%)", "µs", "ms")), (width, summary)

@@ -119,17 +119,18 @@ def step_delta(base: ProfileSnapshot, snap: ProfileSnapshot) -> tuple[float, flo
 
 
 def summary_parts(base: Baseline, kernels: Sequence[KernelRow], group: str,
-                  members: tuple[int, ...]) -> list[tuple[str, str]]:
-    """The drill-down summary's second line: the row's numbers in the baseline, and Δ."""
+                  members: tuple[int, ...]) -> list[list[tuple[str, str]]]:
+    """The drill-down summary's baseline line: the row's numbers in the baseline, and Δ, as groups
+    of styled parts that wrap_pairs keeps whole ("predicted" beside its value, Δ with its %)."""
     d = index(base, kernels, group).get(members)
-    parts = [("\nbaseline ", "$text-muted"), (base.label, "bold")]
+    pairs = [[("baseline ", "$text-muted"), (base.label, "bold")]]
     if d is None or d.a is None:
-        return parts + [("  not in the baseline (added)", "italic $text-warning")]
+        return pairs + [[("not in the baseline (added)", "italic $text-warning")]]
     (delta, _), (pct, _) = cells(d)[1:]
-    parts += [(f"  {d.a.count} launch{'es' if d.a.count != 1 else ''}/step", "$text-muted"),
-              ("  predicted ", "$text-muted"), (fmt_ns(d.a.predicted_ns), "bold"),
-              ("  measured ", "$text-muted"), (fmt_ns(d.a.measured_ns), "bold"),
-              ("  Δ ", "$text-muted"), (f"{delta} ({pct})" if d.delta_ns is not None else "—", "bold")]
+    pairs += [[(f"{d.a.count} launch{'es' if d.a.count != 1 else ''}/step", "$text-muted")],
+              [("predicted ", "$text-muted"), (fmt_ns(d.a.predicted_ns), "bold")],
+              [("measured ", "$text-muted"), (fmt_ns(d.a.measured_ns), "bold")],
+              [("Δ ", "$text-muted"), (f"{delta} ({pct})" if d.delta_ns is not None else "—", "bold")]]
     if d.kernel_changed:
-        parts += [("  kernel ", "$text-muted"), (", ".join(d.a.kernels), "bold")]
-    return parts
+        pairs += [[("kernel ", "$text-muted"), (", ".join(d.a.kernels), "bold")]]
+    return pairs

@@ -227,7 +227,8 @@ class DrillScreen(CodeTabs, MarginalTab, CountersTab, Screen):
         content = wrap_pairs(pairs, width)
         base = getattr(self.app, "baseline", None)
         if base is not None:
-            content = Content.assemble(content, *basemod.summary_parts(base, snap.kernels, self.group, r.members))
+            line = wrap_pairs(basemod.summary_parts(base, snap.kernels, self.group, r.members), width)
+            content = Content.assemble(content, "\n", line)
         show_counted(self.query_one("#drill-summary", Static), content, width)
 
     def _instances(self, members) -> None:
