@@ -316,3 +316,28 @@ async def test_the_drill_downs_baseline_line_wraps_between_its_pairs(isolated_co
             words = line.split()
             assert words and words[-1] not in ("predicted", "measured", "Δ", "baseline"), (width, summary)
             assert not line.lstrip().startswith(("%)", "µs", "ms")), (width, summary)
+
+
+@sync
+async def test_the_pickers_refusal_names_the_command_that_has_force(isolated_config, tmp_path, monkeypatch):
+    """Choosing a float16 run as the baseline of a bfloat16 one said "--force compares them by op",
+    an option the dashboard does not have: it names `tfdash diff --force`, as --baseline's refusal does."""
+    monkeypatch.chdir(tmp_path)
+    snap = load_snapshot(SNAPSHOT)
+    write_snapshot(dataclasses.replace(snap, meta=dataclasses.replace(snap.meta, dtype="float16")),
+                   tmp_path / "fp16.json")
+    app = snapshot_app(SNAPSHOT, theme="tfdash-dark", tilelang_source=fake_tilelang)
+    said = []
+    notify = app.notify
+    app.notify = lambda message, **kw: (said.append(str(message)), notify(message, **kw))[1]
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("b")  # fp16.json is the picker's only row
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        text = " ".join(screen_text(app).split())
+    refusal = next(s for s in said if "different runs" in s)
+    assert "`tfdash diff --force` compares them by op" in refusal, refusal
+    assert "dtype: float16 vs bfloat16" in refusal, refusal
+    assert "; --force" not in text, text

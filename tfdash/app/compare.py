@@ -133,7 +133,8 @@ class CompareActions:
                 return f"{snapshot_label(chosen.path)}: {chosen.error}"
             if self.snapshot is None:
                 return "nothing measured yet to compare with: wait for the first tokens"
-            line = refusal(chosen.snapshot, self.snapshot, snapshot_label(chosen.path), self.shown_name())
+            line = refusal(chosen.snapshot, self.snapshot, snapshot_label(chosen.path), self.shown_name(),
+                           force="`tfdash diff --force`")
             if line:
                 return line
             self.baseline = Baseline(chosen.snapshot, snapshot_label(chosen.path))

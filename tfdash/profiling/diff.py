@@ -239,13 +239,15 @@ def differences(a: ProfileSnapshot, b: ProfileSnapshot) -> list[str]:
     return out
 
 
-def refusal(a: ProfileSnapshot, b: ProfileSnapshot, a_source: str = "A", b_source: str = "B") -> str | None:
+def refusal(a: ProfileSnapshot, b: ProfileSnapshot, a_source: str = "A", b_source: str = "B",
+            force: str = "--force") -> str | None:
     """The one line that refuses to compare two runs launch by launch (None when they compare):
-    what `tfdash diff` says, and the dashboard's baseline picker too."""
+    what `tfdash diff` says, and the dashboard's baseline picker too, which has no --force of its
+    own and so names the command that has it (`force`)."""
     diffs = differences(a, b)
     if not diffs:
         return None
-    return f"{a_source} and {b_source} are different runs ({shown_differences(diffs)}); --force compares them by op"
+    return f"{a_source} and {b_source} are different runs ({shown_differences(diffs)}); {force} compares them by op"
 
 
 def shown_differences(diffs: list[str]) -> str:
