@@ -53,7 +53,7 @@ class TfdashApp(MinSizeGuard, LiveRefresh, RunActions, ExportActions, CompareAct
     TITLE = "tfdash"
 
     snapshot: var[ProfileSnapshot | None] = var(None, always_update=True, init=False)
-    state: var[str] = var("starting", init=False)
+    state: var[str] = var("starting", init=False, bindings=True)  # the footer's offers follow it
 
     def __init__(self, source: Source, *, config: Config | None = None,
                  export_dir: str | Path | None = None, save_path: str | Path | None = None,
@@ -167,8 +167,11 @@ class TfdashApp(MinSizeGuard, LiveRefresh, RunActions, ExportActions, CompareAct
     def offers(self, action: str) -> bool:
         """Whether the footer and the palette offer `action` now (widgets/footer.py). On a saved
         snapshot the keys that need an engine (pause, re-run, profile; A/B when it holds none) are
-        not offered; pressed anyway, they say it is read-only."""
-        if action in ("pause", "rerun", "profile"):
+        not offered; pressed anyway, they say it is read-only. Once a live run is over, pause and
+        profile are not either (there is no step left to hold or time; pressed, they say r re-runs)."""
+        if action in ("pause", "profile"):
+            return self.source.live and self.state not in ("done", "stopped", "error")
+        if action == "rerun":
             return self.source.live
         if action == "ab":
             return self.source.live or bool(getattr(self.snapshot, "ab", ()))
