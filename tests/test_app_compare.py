@@ -154,7 +154,8 @@ async def test_picker_refuses_another_dtype_and_sets_the_baseline(isolated_confi
         with pytest.raises(TfdashError) as diff_says:
             compare(load_snapshot(exports.fp16), load_snapshot(exports.shown),
                     a_source=exports.fp16.name, b_source="run.json")
-        assert plain(app, "#picker-status") == str(diff_says.value)
+        # the picker has no --force of its own: it names the command that has it
+        assert plain(app, "#picker-status") == str(diff_says.value).replace("; --force", "; `tfdash diff --force`")
         assert app.baseline is None and not once(messages, BaselineChosen)
 
         await pilot.press("down", "enter")  # the fused_rope=False run of the same model
