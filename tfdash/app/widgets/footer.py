@@ -62,7 +62,8 @@ def places(screen) -> dict[tuple[str, str], float]:
     for i, (node, binding, *_) in enumerate(active):
         place = float(i)
         if binding.id in moved:
-            ids = [b.id for bs in node._merge_bindings().key_to_bindings.values() for b in bs]
+            merged = getattr(node, "_merge_bindings", None)  # Textual's own: where a later one lacks it, its order
+            ids = [b.id for bs in merged().key_to_bindings.values() for b in bs] if merged is not None else []
             k = ids.index(binding.id) if binding.id in ids else -1
             before = [at[node, j] for j in ids[:k] if (node, j) in at] if k >= 0 else []
             after = [at[node, j] for j in ids[k + 1:] if (node, j) in at] if k >= 0 else []
