@@ -138,6 +138,31 @@ async def test_sort_filter_and_group_the_kernel_table(isolated_config):
         assert sorted(table_labels(app)) == ["o_proj", "qkv_proj"]
 
 
+@sync
+async def test_the_cursor_on_the_top_row_stays_on_top_and_a_moved_one_follows_its_row(isolated_config):
+    """A fresh table's cursor is on the costliest op; re-sorted, ⏎ opens the new top row, not the old
+    top row wherever it went. A cursor the user moved follows its row through a re-sort."""
+    from tfdash.app.screens.drill import DrillScreen
+
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert table_labels(app)[0] == "gate_up"
+        await pilot.press("s", "s")  # by gap: argmax on top, gate_up far down
+        assert table_labels(app)[0] == "argmax" and table_labels(app).index("gate_up") > 2
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, DrillScreen) and app.screen.row.label == "argmax"
+        await pilot.press("escape", "down", "down")
+        await pilot.pause()
+        chosen = table_labels(app)[2]
+        await pilot.press("S")  # reversed: the chosen op moves
+        assert table_labels(app).index(chosen) != 2
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, DrillScreen) and app.screen.row.label == chosen
+
+
 KEY_NAMES = {"/": "slash", "_": "underscore", "\x1b": "escape", "\r": "enter"}
 
 

@@ -1,7 +1,9 @@
 """The kernel table: one row per op, family, layer or launch; sorted, filtered, drillable.
 
 Rows are rebuilt only when the snapshot's kernels, the grouping, the sort or the filter change
-(a profile window, a key), never per token. The cursor stays on the same row across rebuilds.
+(a profile window, a key), never per token. A cursor the user moved off the top stays on its row
+across rebuilds; one on the top row stays on the top row, so on a fresh dashboard ⏎ opens the
+costliest op whatever the last profile window re-sorted.
 With a baseline snapshot (`app.baseline`) the table gains its Δ columns (tfdash.app.baseline),
 sortable like the others; `s` goes from measured to Δ next.
 """
@@ -186,7 +188,7 @@ class KernelTable(Vertical):
         self._built_at = time.monotonic()
         t = self.table
         keep = None
-        if t.row_count and self.rows:
+        if t.row_count and self.rows and t.cursor_row > 0:
             sel = self.selected_row()
             keep = sel.key if sel else None
         key, desc = self.sort
@@ -210,11 +212,10 @@ class KernelTable(Vertical):
                 extra = [Text(v, style=self._color(lv), justify="right")
                          for v, lv in basemod.cells(self.against.get(r.members))]
             t.add_row(*self._cells(r, share_max), *extra, key=r.key)
-        if keep is not None:
-            for i, r in enumerate(self.rows):
-                if r.key == keep:
-                    t.move_cursor(row=i, animate=False)
-                    break
+        for i, r in enumerate(self.rows):
+            if r.key == keep:
+                t.move_cursor(row=i, animate=False)
+                break
         # The DataTable measures its new columns when idle, after it has drawn the rows at their
         # headers' widths ("ga" for gate_up, while a filter is typed): drawn again once measured.
         self.call_after_refresh(t.notify_style_update)
