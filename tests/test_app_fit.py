@@ -74,6 +74,24 @@ async def test_the_drill_downs_instances_show_whole_columns(isolated_config, siz
     assert pane_cells(row) == [want[h] for h in shown], (header, row)
 
 
+@pytest.mark.parametrize("size", [(160, 48), (100, 30), (80, 24)])
+@sync
+async def test_against_a_baseline_the_instances_keep_their_delta(isolated_config, size):
+    """With a baseline the instances' Δ column is the last number dropped but the measured time,
+    as the kernel table never drops its Δ: at 80x24 a launch's move stays on the screen."""
+    app = make_app(baseline=SNAPSHOT)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        lines = screen_text(app).splitlines()
+    header = next(line for line in lines if "│ launch" in line)
+    shown = pane_cells(header)
+    assert {"launch", "measured", "Δ"} <= set(shown) and shown[-1] == "Δ", header
+    row = pane_cells(next(line for line in lines if "│ L0.gate_up" in line))
+    assert len(row) == len(shown) and row[shown.index("Δ")].startswith(("0", "+0", "-0")), row
+
+
 @pytest.mark.parametrize("size", [(160, 48), (100, 30), (80, 24), (160, 48, 80, 24)])
 @sync
 async def test_the_drill_downs_operands_show_whole_columns(isolated_config, size):

@@ -43,6 +43,8 @@ KIND_SHORT = {"activation": "act", "weight": "weight", "cache": "KV cache", "tab
 # The columns that go first when a pane is too narrow for all (the last listed first): ← → switch
 # the tabs, so a table here is never scrolled sideways and a column is shown whole or not at all.
 INSTANCE_PRIORITY = ("role", "meas", "pred", "base", "delta", "gap", "p90", "gbps")
+# Against a baseline, Δ outlasts every other number but the measured time, as in the kernel table.
+INSTANCE_PRIORITY_VS = ("role", "meas", "delta", "pred", "base", "gap", "p90", "gbps")
 OPERAND_PRIORITY = ("op", "pct", "read", "written", "kind", "buf")
 OPERAND_COLUMNS = tuple((key, Text(label, justify="right" if key in ("read", "written", "pct") else "left"))
                         for key, label in (("op", "operand"), ("kind", "kind"), ("read", "read"),
@@ -253,7 +255,8 @@ class DrillScreen(CodeTabs, MarginalTab, CountersTab, Screen):
                          Text(fmt_gap(g), justify="right", style=colors.get(f"tf-{gap_level(g)}", "") if g else ""),
                          Text(fmt_gbps(k.achieved_gbps, ""), justify="right"), *extra])
         columns = tuple((key, Text(label, justify="left" if key == "role" else "right")) for key, label in columns)
-        fill_whole(t, columns, rows, [str(k.index) for k in members], INSTANCE_PRIORITY)
+        fill_whole(t, columns, rows, [str(k.index) for k in members],
+                   INSTANCE_PRIORITY if against is None else INSTANCE_PRIORITY_VS)
         if members:  # the cursor stays on the current launch across rebuilds
             row = next((i for i, k in enumerate(members) if k.index == self.current), 0)
             t.move_cursor(row=row, animate=False)
