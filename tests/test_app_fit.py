@@ -392,12 +392,15 @@ async def test_v_at_80x24_without_nvml_gives_the_roofline_pane_its_every_line(is
         assert label in text, (label, text)
 
 
-@pytest.mark.parametrize("size", [(160, 48), (80, 24)])
+@pytest.mark.parametrize("size", [(160, 48), (80, 24), (84, 24), (128, 40)])
 @sync
 async def test_s_sorts_only_by_a_column_on_the_screen(isolated_config, size):
     """The caption names the column the table is sorted by, and `s` walks only the columns on the
-    screen: at 80 columns not count or bound-by, which the table leaves out for want of width."""
+    screen: at 80 columns not count or bound-by, which the table leaves out for want of width. A
+    column that fits only without the sort mark stays on the screen once sorted by (at 84 and 128
+    columns count had gone, and `s` went back to op from it: op, count, op, count, ...)."""
     app = make_app()
+    names = []
     async with app.run_test(size=size) as pilot:
         await settle(pilot)
         for _ in range(12):
@@ -407,7 +410,10 @@ async def test_s_sorts_only_by_a_column_on_the_screen(isolated_config, size):
             caption = next(line for line in lines if "│ group " in line)
             header = next(line for line in lines if re.search(r"│ op\s", line))
             name = re.search(r"sort (.+?) [▼▲]", caption).group(1)
+            names.append(name)
             assert f"{name} ▼" in header or f"{name} ▲" in header or name == "op", (caption, header)
+    after_op = names[names.index("op") + 1:]
+    assert {"predicted", "measured"} <= set(after_op), names
 
 
 

@@ -40,10 +40,15 @@ COLUMN_PRIORITY = ("label", "measured", "gap", "share", "predicted", "gbps", "p9
                    "kernel")
 
 
-def fit_columns(width: int, widths: dict[str, int]) -> tuple[str, ...]:
+def fit_columns(width: int, widths: dict[str, int], sort_key: str | None = None) -> tuple[str, ...]:
     """The columns (in table order) whose `widths` (cells, padding included) fit `width`,
-    dropping by COLUMN_PRIORITY."""
+    dropping by COLUMN_PRIORITY; the column the table is sorted by goes last, if at all: its sort
+    mark widens it, and dropped it would leave rows ordered by a column no one can see (and `s`,
+    which walks the columns on the screen, with nowhere to go on from it)."""
     keep = list(COLUMN_PRIORITY)
+    if sort_key in keep[1:]:
+        keep.remove(sort_key)
+        keep.insert(1, sort_key)
     while len(keep) > 1 and sum(widths.get(k, 0) for k in keep) > width:
         keep.pop()
     return tuple(k for k in SORT_KEYS if k in keep)

@@ -65,13 +65,14 @@ def widths(rows: list[TableRow], group: str, sort_key: str, color: Color) -> dic
     return out
 
 
-def layout(width: int | None, widths: dict[str, int], hide: set[str]) -> tuple[tuple[str, ...], int]:
+def layout(width: int | None, widths: dict[str, int], hide: set[str],
+           sort_key: str | None = None) -> tuple[tuple[str, ...], int]:
     """The columns that fit `width` cells (None: not laid out yet, all of them), dropped by priority
-    (model.COLUMN_PRIORITY), the `hide` ones left out; and the % of step bar's cells: BAR_W and the
-    width the columns leave over (a wide terminal had drawn a six-cell bar beside a band of empty
-    columns)."""
+    (model.COLUMN_PRIORITY; the `sort_key` column is kept before any other), the `hide` ones left
+    out; and the % of step bar's cells: BAR_W and the width the columns leave over (a wide terminal
+    had drawn a six-cell bar beside a band of empty columns)."""
     widths = {k: 0 if k in hide else w for k, w in widths.items()}
-    shown = tuple(k for k in fit_columns(10_000 if width is None else width, widths) if k not in hide)
+    shown = tuple(k for k in fit_columns(10_000 if width is None else width, widths, sort_key) if k not in hide)
     spare = width - sum(widths[k] for k in shown) if width is not None and "share" in shown else 0
     return shown, BAR_W + max(0, spare)
 

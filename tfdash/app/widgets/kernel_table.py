@@ -167,7 +167,7 @@ class KernelTable(Vertical):
         width = self.size.width - 2 - cellsmod.baseline_width(self.against, self.rows, self.sort[0]) \
             if self.size.width else None  # its scrollbar and the Δ columns; None: not laid out yet
         widths = cellsmod.widths(self.rows, self.group, self.sort[0], self._color)
-        return cellsmod.layout(width, widths, cellsmod.hidden(self.kernels))
+        return cellsmod.layout(width, widths, cellsmod.hidden(self.kernels), self.sort[0])
 
     def on_resize(self) -> None:
         # After the layout that resized it: a line's new wording changes its height (a long one
