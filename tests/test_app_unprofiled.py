@@ -55,3 +55,34 @@ async def test_a_live_run_without_a_window_names_p(isolated_config, size):
         text = screen_text(app)
     assert "press p to profile a window" in text, text
     assert ("roofline not profiled yet · p profiles" if size == (80, 24) else "· press p to profile") in text, text
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+@sync
+async def test_a_live_run_over_without_a_window_says_r_comes_before_p(isolated_config, size):
+    """A generation that ended before its first window (`--max-new-tokens 1`): p has no step left to
+    time (pressed, its toast says r re-runs), so every place that named p alone names r first."""
+    from tfdash.app.messages import RunEnded
+
+    source = LiveStandIn(unprofiled())
+    app = TfdashApp(source, theme="tfdash-dark")
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        app.post_message(RunEnded(source.run_id))  # the generation reached its last token
+        for _ in range(3):
+            await pilot.pause()
+        text = screen_text(app)
+        await pilot.press("T")
+        await pilot.pause()
+        timeline = screen_text(app)
+        await pilot.press("escape", "p")
+        await pilot.pause()
+        toast = screen_text(app)
+    assert "r re-runs, then p profiles" in toast, toast
+    assert not [s for s in ("press p", "· p ") if s in text], text
+    assert "measured — r re-runs, then p profiles" in text, text  # the Σ line under the table
+    if size == (80, 24):  # the roofline is one line under the header
+        assert "roofline not profiled yet · r re-runs, then p profiles" in text, text
+    else:  # the roofline pane's note
+        assert "· r re-runs, then p" in text, text
+    assert "not profiled yet · r re-runs, then p profiles" in timeline, timeline

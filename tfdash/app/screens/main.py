@@ -169,7 +169,8 @@ class MainScreen(Screen):
         line_w = max(20, width - 2)  # the summary line's padding
 
         def rows_left(panes: tuple[str, ...]) -> int:  # under the header and over the footer
-            return height - 2 - summary_rows(pane_summary(snap, panes, line_w, self.app.source.live), line_w)
+            return height - 2 - summary_rows(pane_summary(snap, panes, line_w, self.app.source.live, self._ended),
+                                             line_w)
 
         was_fold = self.has_class("-fold")
         fold = narrow or short or roof.rows(ROOFLINE_W, tight=False) > \
@@ -199,7 +200,7 @@ class MainScreen(Screen):
         if top != self._top_min:  # set only on a change: each setting lays the screen out
             self._top_min = top
             self.query_one("#top-row").styles.min_height = top
-        line = pane_summary(snap, panes, line_w, self.app.source.live)
+        line = pane_summary(snap, panes, line_w, self.app.source.live, self._ended)
         summary = self.query_one("#pane-summary", Static)
         set_content(summary, line)
         rows = summary_rows(line, line_w) or None  # None: the stylesheet's (hidden with no line)
@@ -254,14 +255,20 @@ class MainScreen(Screen):
             cont.set_source(snap.meta.checkpoint)
         self.query_one(ThroughputPane).show(snap, app.max_new_tokens, final=not live)
         base = getattr(app, "baseline", None)
-        self.query_one(RooflinePane).show(snap, base.snapshot if base is not None else None, live=app.source.live)
+        self.query_one(RooflinePane).show(snap, base.snapshot if base is not None else None, live=app.source.live,
+                                          ended=self._ended)
         self.query_one(NvmlPane).show(snap, final=not live)
         if snap is not None:
             self.table.show(snap.kernels, snap.unavailable.get("kernels", ""), final=not live,
                             warning=contention_note(snap, app.source.live), timing=timing_label(snap),
-                            live=app.source.live)
+                            live=app.source.live, ended=self._ended)
         self._fit_panes(snap)
         self._state_changed(app.state)
+
+    @property
+    def _ended(self) -> bool:
+        """A live run that is over: p has no step left to time, so the hints that name it say r first."""
+        return self.app.source.live and not self.app.offers("profile")
 
     def _state_changed(self, state: str) -> None:
         app = self.app

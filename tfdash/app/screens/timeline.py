@@ -17,7 +17,7 @@ from textual.widgets import Static
 
 from tfdash.app import bindings
 from tfdash.app.screens.main import TopBar
-from tfdash.app.layout import wrap_pairs
+from tfdash.app.layout import profile_keys, wrap_pairs
 from tfdash.app.timeline_model import StepTimeline, step_timeline, steps
 from tfdash.app.widgets.footer import FitFooter
 from tfdash.app.widgets.panes import set_content
@@ -27,15 +27,16 @@ WIDE = 118  # from here the summary names its numbers in full
 
 
 def summary(tl: StepTimeline | None, held: list[int], scale_ns: float, width: int = 200, direct: bool = False,
-            profiled: bool = True) -> Content:
+            profiled: bool = True, ended: bool = False) -> Content:
     """The step's numbers, each with its label and unit on one line (wrap_pairs), then the key to
     the glyphs. Narrower than WIDE, the long labels go. `direct`: host timing, whose spaces between
     kernels are the timer's, not the device's idle, so no gap is given as one (as the roofline
-    says). Without spans, why: nothing profiled yet, or a snapshot kept none."""
+    says). Without spans, why: nothing profiled yet (and the keys that profile: r first where the
+    live run has `ended`), or a snapshot kept none."""
     if tl is None:
         if not profiled:
-            return Content.assemble(("not profiled yet · ", "italic $text-muted"), ("p", "bold $accent"),
-                                    (" profiles a window", "italic $text-muted"))
+            keys = profile_keys(True) if ended else [("p", "bold $accent"), (" profiles a window", "italic $text-muted")]
+            return Content.assemble(("not profiled yet · ", "italic $text-muted"), *keys)
         return Content.styled("no kernel spans in this snapshot", "italic $text-muted")
     wide = width >= WIDE
     where = f" ({held.index(tl.step) + 1} of {len(held)} kept)" if len(held) > 1 else ""
@@ -107,7 +108,8 @@ class TimelineScreen(Screen):
         profiled = roof is not None or bool(getattr(snap, "timeline", ())) or not self.app.source.live
         set_content(self.query_one("#timeline-summary", Static),
                     summary(self.view.timeline, steps(snap), self.view.scale, self.size.width - 2,
-                            direct=self.view.direct, profiled=profiled))
+                            direct=self.view.direct, profiled=profiled,
+                            ended=self.app.source.live and not self.app.offers("profile")))
 
     def on_resize(self) -> None:
         self.call_after_refresh(self._summary)

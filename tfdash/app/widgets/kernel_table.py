@@ -71,6 +71,7 @@ class KernelTable(Vertical):
         self._bar_w = cellsmod.BAR_W  # the % of step bar's cells (_layout)
         self.warning: cellsmod.Forms = ""  # e.g. a contended host: said under the table
         self.live = True  # p can profile a window: a saved snapshot's Σ line does not name it
+        self.ended = False  # the live run is over: the Σ line says r re-runs first
 
     def compose(self):
         yield Static(id="kernel-caption")
@@ -88,15 +89,16 @@ class KernelTable(Vertical):
 
     # -- data ------------------------------------------------------------------------------
     def show(self, kernels: tuple, unavailable: str = "", final: bool = True, warning: cellsmod.Forms = "",
-             timing: cellsmod.Forms = "", live: bool = True) -> None:
+             timing: cellsmod.Forms = "", live: bool = True, ended: bool = False) -> None:
         """New rows. While live (`final=False`) only new measurements rebuild the table at once;
         predictions that drift with the context (attention) are redrawn every few seconds.
         `warning`: one line under the table (a contended host). `timing`: how the measured
         columns were timed, in the caption (kernel_cells.timing_label). Either may be wordings,
         the preferred first: the first that fits the pane is shown, again on a resize. `live`: p
-        can profile (the Σ line of an unmeasured table names it only then)."""
-        if warning != self.warning or live != self.live:
-            self.warning, self.live = warning, live
+        can profile (the Σ line of an unmeasured table names it only then); `ended`: the live run
+        is over, so r comes first."""
+        if warning != self.warning or live != self.live or ended != self.ended:
+            self.warning, self.live, self.ended = warning, live, ended
             self._total()
         if timing != self.timing:
             self.timing = timing
@@ -236,7 +238,8 @@ class KernelTable(Vertical):
 
     def _total(self) -> None:
         set_content(self.query_one("#kernel-total", Static),
-                    cellsmod.total(self.kernels, self.baseline, self.warning, self._line_width, self.live))
+                    cellsmod.total(self.kernels, self.baseline, self.warning, self._line_width, self.live,
+                                   self.ended))
 
     # -- events ----------------------------------------------------------------------------
     def drill_selected(self) -> None:

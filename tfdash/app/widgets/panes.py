@@ -17,7 +17,7 @@ from textual.geometry import Size
 from textual.widget import Widget
 from textual.widgets import Static
 
-from tfdash.app.layout import SHORT_H
+from tfdash.app.layout import SHORT_H, profile_keys
 from tfdash.app.model import fmt_bytes, fmt_gbps, fmt_ns, fmt_num, throughput, tok_s_now
 from tfdash.app.widgets.chart import Chart, Figure, Line, rule_mark
 from tfdash.stats import percentile
@@ -225,9 +225,11 @@ class RooflinePane(VerticalScroll):
             total += height + margin
         return total
 
-    def show(self, snap: ProfileSnapshot | None, baseline: ProfileSnapshot | None = None, live: bool = True) -> None:
+    def show(self, snap: ProfileSnapshot | None, baseline: ProfileSnapshot | None = None, live: bool = True,
+             ended: bool = False) -> None:
         """`baseline`: another run's snapshot, whose measured step is shown under this one's.
-        `live`: p can profile a window (a saved snapshot without one names no key)."""
+        `live`: p can profile a window (a saved snapshot without one names no key); `ended`: the
+        live run is over, so r must re-run it first."""
         stats = self.query_one("#roofline-stats", Static)
         over = self.query_one("#roofline-over", Static)
         datasheet = self.query_one("#roofline-datasheet", Static)
@@ -294,7 +296,8 @@ class RooflinePane(VerticalScroll):
         ))
         gapbar.set_parts(0, 0, 0)
         why = snap.unavailable.get("roofline") or snap.unavailable.get("kernels") or "no profile window yet"
-        hint = [(" · press ", "$text-muted"), ("p", "bold $accent"), (" to profile", "$text-muted")] if live else \
+        hint = [(" · ", "$text-muted"), *profile_keys(ended)] if ended else \
+            [(" · press ", "$text-muted"), ("p", "bold $accent"), (" to profile", "$text-muted")] if live else \
             [(" · this snapshot kept none (--headless --profile records one)", "$text-muted")]
         set_content(note, Content.assemble((why, "italic $text-muted"), *hint))
 
