@@ -627,3 +627,32 @@ def test_the_drill_down_says_when_its_source_is_not_what_the_snapshot_ran():
     assert source_note(same, live=False) is None
     other = dataclasses.replace(snap, meta=dataclasses.replace(snap.meta, kernels_source="0" * 12))
     assert "0" * 12 in source_note(other, live=False) and today in source_note(other, live=False)
+
+
+@sync
+async def test_space_is_offered_as_resume_while_paused(isolated_config):
+    """The footer names what space does now: Pause while the run goes on, Resume once it holds."""
+    from fixtures.appkit import LiveStandIn
+    from test_app_fit import footer, settle
+
+    from tfdash.app.app import TfdashApp
+
+    class Pausable(LiveStandIn):
+        running = True
+
+        def pause(self, paused: bool = True) -> None:
+            self.paused = paused
+
+    app = TfdashApp(Pausable(), theme="tfdash-dark")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        running = footer(app)
+        await pilot.press("space")
+        await settle(pilot)
+        paused = footer(app)
+        await pilot.press("space")
+        await settle(pilot)
+        resumed = footer(app)
+    assert "space Pause" in running and "Resume" not in running, running
+    assert "space Resume" in paused and "space Pause" not in paused, paused
+    assert "space Pause" in resumed, resumed

@@ -177,6 +177,10 @@ class TfdashApp(MinSizeGuard, LiveRefresh, RunActions, ExportActions, CompareAct
             return self.source.live or bool(getattr(self.snapshot, "ab", ()))
         return True
 
+    def footer_label(self, action: str) -> str | None:
+        """space in the footer as it acts now: on a paused run it resumes (widgets/footer.py)."""
+        return "Resume" if action == "pause" and self.state == "paused" else None
+
     # -- actions -------------------------------------------------------------------------------
     def action_help(self) -> None:
         from tfdash.app.screens.help import HelpScreen
