@@ -131,6 +131,32 @@ def test_cancel_stops_after_the_window_in_progress(tiny):
     assert s.snapshot().new_tokens == 300  # the generation went on with the running plan
 
 
+@pytest.mark.parametrize("where", ["between windows", "mid-window"])
+def test_a_stopped_generation_marks_the_ab_cancelled_not_ended(tiny, monkeypatch, where):
+    """Ctrl+C in `--headless --ab` sets the A/B's cancel and stops the session; the generation
+    stops within a step, before the A/B's waiting thread sees the cancel (it looks every 50 ms).
+    The window cut short (or the one waiting to start) then said "the generation ended before
+    the A/B did", as if the generation had reached its end. A stop asked for is "cancelled"."""
+    s = session(tiny, 300)
+    t = run_in_thread(s, [])
+    if where == "mid-window":
+        real = ab.Turn.on_step
+
+        def on_step(self, step_ns):
+            real(self, step_ns)
+            if self.index == 2 and len(self.step_ns) == 3:  # the third window, three steps in
+                s.stop()
+
+        monkeypatch.setattr(ab.Turn, "on_step", on_step)
+    result = s.ab("tilelang-unfused", windows=W, steps=N, profile_steps=P,
+                  progress=lambda p: s.stop() if where == "between windows" and p.phase == "running"
+                  and p.done == 2 else None)
+    t.join()
+    assert result["incomplete"] == "cancelled", result["incomplete"]
+    assert result["order"] == ("AB" if where == "between windows" else "ABA")  # the cut window's steps kept
+    assert s.snapshot().new_tokens < 300
+
+
 def test_cancel_after_the_run_stops_after_the_window_in_progress(tiny):
     """After the generation the windows run on the caller's thread: a cancel set meanwhile (the
     dashboard quitting) stopped nothing until all of them had run. Now the window in progress is

@@ -158,7 +158,7 @@ class Turn:
         self.run.next(cancelled)
 
     def cancel(self, reason):
-        self.run.abort(reason)
+        self.run.abort(self.run.ended_why(reason))
 
 
 class SideProfile:
@@ -188,7 +188,7 @@ class SideProfile:
 
     def cancel(self, reason):
         self.inner.cancel(reason)
-        self.run.abort(reason)
+        self.run.abort(self.run.ended_why(reason))
 
 
 class ABRun:
@@ -262,13 +262,18 @@ class ABRun:
         self.finished += 1
         self.on_turn(self)
         if cancelled or self._cancel.is_set() or not self._queue:
-            if cancelled:
-                self.error = "the generation ended before the A/B did"
-            elif self._queue:
-                self.error = "cancelled"
+            if cancelled or self._queue:
+                self.error = self.ended_why("the generation ended before the A/B did")
             self.done.set()
         elif self._gen is not None:
             self._gen.intercept(self._queue.popleft())
+
+    def ended_why(self, reason: str) -> str:
+        """Why the windows stopped short: "cancelled" where the A/B was cancelled or the generation
+        stopped on request (Ctrl+C stops both, the cancel seen by the A/B's waiting thread only up
+        to 50 ms later), else `reason` (the generation reached its end, an EOS among them)."""
+        stopped = self._gen is not None and self._gen.stats.stopped == "cancelled"
+        return "cancelled" if self._cancel.is_set() or stopped else reason
 
     def abort(self, reason: str) -> None:
         if not self.done.is_set():
