@@ -148,6 +148,15 @@ def test_text_and_markdown(pair, capsys):
     assert len(table) == 2 + 7 + 2 + 4 and "11 more rows not shown." in md[-1]
 
 
+def test_the_matched_count_is_english_in_every_group(pair, capsys):
+    """`--group family` said "4 familys matched"."""
+    a, b = pair
+    for group, unit in (("family", "families"), ("layer", "layers"), ("op", "ops")):
+        assert main(["diff", str(a), str(b), "--group", group]) == 0
+        out = capsys.readouterr().out
+        assert f" {unit} matched, " in out and "familys" not in out, out.splitlines()[2]
+
+
 def test_json_to_a_file_prints_the_text_too(pair, tmp_path, capsys):
     a, b = pair
     out = tmp_path / "d.json"

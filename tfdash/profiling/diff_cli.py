@@ -135,7 +135,7 @@ def summary_lines(d: SnapshotDiff) -> list[str]:
            f"B: {d.b.source} ({d.b.model}, {d.b.dtype}, {d.b.backend} on {d.b.device})"]
     if d.note:
         out.append(d.note)
-    unit = "launches" if d.group == "launch" else f"{d.group}s"
+    unit = d.group if d.matched == 1 else {"launch": "launches", "family": "families"}.get(d.group, f"{d.group}s")
     line = f"aligned by {d.aligned_by}, one row per {d.group}: {d.matched} {unit} matched"
     line += f", {len(d.added)} added (B only)" + (f": {names(d.added)}" if d.added else "")
     line += f", {len(d.removed)} removed (A only)" + (f": {names(d.removed)}" if d.removed else "")
