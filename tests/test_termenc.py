@@ -85,3 +85,28 @@ def test_the_c_locale_in_utf8_mode_keeps_the_dashboard():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO,
                        env={**env, "LC_ALL": "C", "PYTHONPATH": str(REPO)})
     assert p.returncode == 0 and p.stdout.strip() == "None", p.stderr
+
+
+@pytest.mark.slow  # a fresh interpreter and a 3-token run: ~2 s
+def test_a_utf8_prompt_under_the_c_locale_is_read_as_utf8(tmp_path):
+    """`LC_ALL=C PYTHONUTF8=0 tfdash --headless --prompt 'héllo Δ'`: Python decoded the argument as
+    ASCII into lone surrogates, and the stand-in tokenizer's encode raised a UnicodeEncodeError, a
+    traceback. The argument's bytes are UTF-8: the prompt is that text, kept so in the snapshot."""
+    import json
+
+    save = tmp_path / "s.json"
+    rc, out, err = run(C_LOCALE, "--headless", "--device", "cpu", "--threads", "1", "--max-new-tokens", "3",
+                       "--prompt", "héllo Δ", "--save", str(save))
+    assert rc == 0 and "Traceback" not in err, err
+    assert out.startswith("h\\xe9llo \\u0394")  # echoed as the terminal can show it
+    assert json.loads(save.read_text(encoding="utf-8"))["meta"]["prompt"] == "héllo Δ"
+
+
+@pytest.mark.parametrize("cmd", [["--headless", "--device", "cpu"], ["bench"]], ids=["run", "bench"])
+def test_a_prompt_whose_bytes_are_not_utf8_is_one_line(cmd):
+    """A Latin-1 'é' (byte 0xe9) from a terminal that sends Latin-1: a traceback from the tokenizer
+    before; now the parser's one line, naming the byte."""
+    p = subprocess.run([sys.executable, "-m", "tfdash", *cmd, "--prompt", b"h\xe9llo"], capture_output=True,
+                       timeout=120, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO), "LC_ALL": "C.UTF-8"})
+    assert p.returncode == 2
+    assert_one_line_error(p.stderr.decode(), "--prompt", "0xe9", "UTF-8")

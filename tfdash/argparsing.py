@@ -10,6 +10,7 @@ required"); here the unknown option, the likelier mistake, is named first.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import textwrap
 
@@ -88,6 +89,21 @@ def a_file(value: str) -> str:
     if named(value) == "-":
         raise argparse.ArgumentTypeError("'-' is no file here (a report's --json - is stdout): give a path")
     return value
+
+
+def prompt_text(value: str) -> str:
+    """The type of --prompt: text the tokenizer can take. Python decodes an argument it cannot read
+    in the locale's encoding (`LC_ALL=C PYTHONUTF8=0`: ASCII) into lone surrogates, which no
+    tokenizer encodes (a traceback from the stand-in, an opaque line from tokenizer.json). The
+    argument's bytes are read as UTF-8 instead; bytes that are not UTF-8 either are the parser's line."""
+    if not any("\udc80" <= c <= "\udcff" for c in value):
+        return value
+    raw = os.fsencode(value)  # the bytes as they came, surrogates turned back into them
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise argparse.ArgumentTypeError(f"byte 0x{raw[e.start]:02x} at offset {e.start} is not UTF-8: "
+                                         "give the prompt as UTF-8 text") from None
 
 
 class _ProbeFailed(Exception):

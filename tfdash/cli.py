@@ -24,7 +24,7 @@ import os
 import sys
 
 from tfdash import __version__
-from tfdash.argparsing import Parser, a_file
+from tfdash.argparsing import Parser, a_file, prompt_text
 from tfdash.errors import TfdashError, UsageError
 from tfdash.signals import exit_code, finishing, stop_signals
 from tfdash.signals import name as signal_name
@@ -123,7 +123,7 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
 
     add_model_args(p)
     g = p.add_argument_group("generation")
-    g.add_argument("--prompt", default=DEFAULT_PROMPT, help="the prompt text (default: %(default)r)")
+    g.add_argument("--prompt", type=prompt_text, default=DEFAULT_PROMPT, help="the prompt text (default: %(default)r)")
     g.add_argument("--max-new-tokens", type=_positive, default=None, metavar="N",
                    help=f"tokens to generate (default {HEADLESS_MAX_NEW} headless, {AB_MAX_NEW} with --ab, "
                         f"{DASHBOARD_MAX_NEW} in the dashboard)")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from tfdash.argparsing import Parser
+from tfdash.argparsing import Parser, prompt_text
 from tfdash.cli import preset_name, seed_number, user_path
 from tfdash.errors import TfdashError, UsageError
 from tfdash.profiling.files import out_arg
@@ -31,7 +31,7 @@ def parser() -> argparse.ArgumentParser:
                      + " (default: qwen3-1.7b)")
     p.add_argument("--max-new-tokens", type=int, default=2048, metavar="N",
                    help="tokens each backend generates a round (default %(default)s)")
-    p.add_argument("--prompt", default=DEFAULT_PROMPT, help="the prompt text (default: %(default)r)")
+    p.add_argument("--prompt", type=prompt_text, default=DEFAULT_PROMPT, help="the prompt text (default: %(default)r)")
     p.add_argument("--rounds", type=int, default=3, help="alternations of all backends (default 3)")
     p.add_argument("--backends", default=DEFAULT_BACKENDS,
                    help="comma-separated, from: " + ", ".join(BACKENDS) + " (default: %(default)s; "
