@@ -373,6 +373,36 @@ def test_ctrl_c_during_the_headless_ab_after_the_generation_stops_it_and_reports
     assert f"order {kept['order']}, after the generation" in out
 
 
+@pytest.mark.parametrize("where", ["mid-window", "between windows"])
+def test_ctrl_c_during_the_headless_ab_on_the_generation_says_cancelled(capsys, monkeypatch, tmp_path, where):
+    """Ctrl+C while `--ab` runs on the generation: headless decodes on the main thread, so the
+    KeyboardInterrupt unwinds the decode loop itself, and the window it cut short (or the one waiting
+    to start) ended the A/B as "the generation ended before the A/B did", a reason that was not so."""
+    from tfdash.cli import main
+
+    monkeypatch.setattr(ab, "STEPS", 16)
+    monkeypatch.setattr(ab, "PROFILE_STEPS", 8)
+    monkeypatch.setenv("TFDASH_CACHE_DIR", str(tmp_path / "cache"))
+    real_on_step, real_next = ab.Turn.on_step, ab.ABRun.next
+
+    def on_step(self, step_ns):  # the terminal's Ctrl+C, landing in the decode loop
+        real_on_step(self, step_ns)
+        if where == "mid-window" and self.index == 2 and len(self.step_ns) == 3:
+            raise KeyboardInterrupt
+
+    def next_window(self, cancelled=False):  # ... or between two windows
+        real_next(self, cancelled)
+        if where == "between windows" and self.finished == 2 and not self.done.is_set():
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(ab.Turn, "on_step", on_step)
+    monkeypatch.setattr(ab.ABRun, "next", next_window)
+    rc = main(["--headless", "--device", "cpu", "--threads", "1", "--max-new-tokens", "300", "--ab", "tilelang-unfused"])
+    out, err = capsys.readouterr()
+    assert rc == 130, err
+    assert "Traceback" not in err and "incomplete: cancelled" in out, out
+
+
 def test_a_variant_shares_state_on_an_indexed_device_too():
     """A tensor of `cuda:0` lives on the runtime's `cuda`: the variant must share it (torch.device
     equality says the two differ, which once left a CUDA A/B with nothing shared)."""

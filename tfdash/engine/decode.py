@@ -229,6 +229,9 @@ class Generation:
             if self.stop.is_set() and not stats.stopped:
                 stats.stopped = "cancelled"
             rt.synchronize()
+        except (KeyboardInterrupt, GeneratorExit):  # Ctrl+C on this thread (headless decodes on the main one),
+            stats.stopped = stats.stopped or "cancelled"  # or the reader gone: a stop asked for, as the windows hear
+            raise
         finally:
             if self._win is not None:
                 rt.synchronize()
