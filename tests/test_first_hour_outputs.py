@@ -375,3 +375,26 @@ def test_a_checkpoint_folder_that_cannot_be_listed_still_guards_its_files(ckpt_c
     with pytest.raises(TfdashError, match="is the checkpoint's config.json, which this command reads"):
         check_not_a_snapshot(d / "config.json", "--json", d)
     check_not_a_snapshot(d / "report.json", "--json", d)  # a new file there is fine
+
+
+@pytest.mark.parametrize("name", ["config.json", "tokenizer.json", "model.safetensors"])
+def test_a_saved_snapshot_is_never_written_over_a_file_of_the_checkpoint_it_runs(ckpt_copy, name):
+    """`tfdash --headless --ckpt D --save D/config.json` wrote the snapshot over the checkpoint's
+    config (or its weights, or its tokenizer), and the next run of D failed to load it. The reports'
+    --json were refused so; --save, of the headless run and the dashboard alike, is refused too."""
+    from tfdash.app.main import preflight
+    from tfdash.cli import run_parser
+    from tfdash.errors import TfdashError
+
+    d = ckpt_copy()
+    before = (d / name).read_bytes()
+    r = run_tfdash("--headless", "--ckpt", str(d), "--max-new-tokens", "2", "--save", str(d / name), timeout=60)
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, f"--save {d / name}: is the checkpoint's {name}, which this command reads")
+    assert (d / name).read_bytes() == before
+    args = run_parser().parse_args(["--ckpt", str(d), "--save", str(d / ".." / d.name / name)])
+    with pytest.raises(TfdashError, match=f"is the checkpoint's {name}"):  # the dashboard's check before its screen
+        preflight(args, 2)
+    assert (d / name).read_bytes() == before
+    r = run_tfdash("--headless", "--ckpt", str(d), "--max-new-tokens", "2", "--save", str(d / "run.json"), timeout=60)
+    assert r.rc == 0 and read_json(d / "run.json")["schema"] == "tfdash.snapshot"  # a new file there is fine

@@ -174,12 +174,13 @@ def run_headless(args) -> int:
     from tfdash.defaults import AB_MAX_NEW, HEADLESS_MAX_NEW
 
     max_new = args.max_new_tokens or (AB_MAX_NEW if getattr(args, "ab", None) else HEADLESS_MAX_NEW)
-    from tfdash.profiling.files import check_writable_dir, check_writable_file
+    from tfdash.profiling.files import check_not_in_ckpt, check_writable_dir, check_writable_file
 
     if getattr(args, "export", None):
         check_writable_dir(args.export, "--export")
     if getattr(args, "save", None):  # headless too: the final snapshot, as the dashboard writes it on quit
         check_writable_file(args.save, "--save")
+        check_not_in_ckpt(args.save, "--save", args.ckpt)
         from tfdash.profiling.export_files import check_save_beside_export
 
         check_save_beside_export(args.save, getattr(args, "export", None))  # neither its folder nor one of its files

@@ -133,9 +133,10 @@ def preflight(args, max_new_tokens: int):
     made = derived_bytes(plan_for(choice.config, choice.dtype, capacity, choice.backend))  # the int8 head's copy
     check_fits(choice.config, capacity, choice.dtype, choice.device, derived=made)
     if getattr(args, "save", None):  # checked before the run, so nothing measured is lost to it
-        from tfdash.profiling.files import check_writable_file
+        from tfdash.profiling.files import check_not_in_ckpt, check_writable_file
 
         check_writable_file(args.save, "--save")
+        check_not_in_ckpt(args.save, "--save", args.ckpt)
         from tfdash.profiling.export_files import check_not_an_exports_snapshot
 
         check_not_an_exports_snapshot(args.save)  # an export's trace and CSV would be left beside another run

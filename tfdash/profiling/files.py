@@ -200,6 +200,23 @@ def check_not_an_input(path, what: str, inputs: dict[str, object]) -> None:
 _SNAPSHOT_HEAD = re.compile(rb'\s*\{\s*"schema"\s*:\s*"tfdash\.snapshot"')  # how write_snapshot opens a file
 
 
+def check_not_in_ckpt(path, what: str, ckpt) -> None:
+    """`path`, an output, is no file of the `ckpt` folder the command reads: `--save D/config.json`
+    (or a report's `--json D/config.json`) replaced the checkpoint's config with a snapshot, and the
+    checkpoint no longer loaded."""
+    if path is None or ckpt is None or own_fd(path) is not None or is_stream(path):
+        return
+    d = Path(ckpt).expanduser()
+    if not os.path.isdir(d):
+        return
+    try:
+        files = [p for p in d.iterdir() if p.is_file()]
+    except OSError:  # searched but not listed (mode 311: analyze reads config.json by name): the OUT's own name
+        out = Path(path).expanduser()
+        files = [d / n for n in {out.name, Path(os.path.realpath(out)).name} if (d / n).is_file()]
+    check_not_an_input(path, what, {f"the checkpoint's {p.name}": p for p in files})
+
+
 def check_not_a_snapshot(path, what: str, ckpt=None) -> None:
     """`path`, a report's OUT file (a diff, an analysis, a bench's or counters' JSON), is not a run's
     snapshot, nor an export's Chrome trace or kernel CSV: one written over it replaced the run's. A misplaced flag does it: `diff --markdown old.json
@@ -208,14 +225,7 @@ def check_not_a_snapshot(path, what: str, ckpt=None) -> None:
     command reads (`--json D/config.json` replaced the checkpoint's config)."""
     if path is None or own_fd(path) is not None or is_stream(path):
         return
-    if ckpt is not None and os.path.isdir(Path(ckpt).expanduser()):
-        d = Path(ckpt).expanduser()
-        try:
-            files = [p for p in d.iterdir() if p.is_file()]
-        except OSError:  # searched but not listed (mode 311: analyze reads config.json by name): the OUT's own name
-            out = Path(path).expanduser()
-            files = [d / n for n in {out.name, Path(os.path.realpath(out)).name} if (d / n).is_file()]
-        check_not_an_input(path, what, {f"the checkpoint's {p.name}": p for p in files})
+    check_not_in_ckpt(path, what, ckpt)
     try:
         with open(Path(path).expanduser(), "rb") as f:
             head = f.read(256)
