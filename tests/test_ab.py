@@ -446,3 +446,16 @@ def test_an_ab_another_version_recorded_is_one_line_in_the_opened_summary(tmp_pa
     snap = dataclasses.replace(load_snapshot(SNAPSHOT), ab=({"what": "tilelang-x", "a": {"windows": 1}},))
     text = snapshot_summary(snap, tmp_path / "s.json")
     assert text.endswith("A/B tilelang-x: recorded in a form this version does not read\n")
+
+
+def test_an_ab_that_cannot_fit_the_cache_is_refused_before_the_run(ckpt_factory):
+    """A checkpoint of 256 positions: `--ab` generated all its tokens, then said "A/B ...: unavailable:
+    the cache holds 256 positions; the A/B needs 834" and exited 0. Now one line before the run."""
+    from conftest import assert_one_line_error, run_tfdash
+
+    d = ckpt_factory().path
+    r = run_tfdash("--headless", "--ckpt", str(d), "--threads", "1", "--max-new-tokens", "200",
+                   "--ab", "tilelang-unfused", timeout=60)
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, "--ab tilelang-unfused", "need 834 positions", "holds 256",
+                          "max_position_embeddings=256")

@@ -199,9 +199,10 @@ def run_headless(args) -> int:
         why = refusal(variant, rt.backend, dict(rt.plan.meta.get("options") or {}), getattr(rt, "pdl", None))
         if why:
             raise TfdashError(f"--ab {why.line}")
-        from tfdash.profiling.ab import variant_plan
+        from tfdash.profiling.ab import check_cache, variant_plan
 
         variant_plan(rt.plan, variant)  # a GEMV setting past its weight's shape: one line now, not after it
+        check_cache(variant.name, rt.plan)  # and windows past the cache
     out = sys.stdout
     print(visible(_describe(eng)), file=sys.stderr)
     from tfdash.engine import fallback_note

@@ -77,6 +77,17 @@ def resolve(name: str, flag: str = "--ab") -> Variant:
     raise TfdashError(f"no plan variant {name!r} (known: {', '.join(VARIANTS)}, or a GEMV spec OP:KEY=V)")
 
 
+def check_cache(name: str, plan) -> None:
+    """The A/B's windows fit the run's KV cache, on the generation or after it (from a position
+    that leaves them room); TfdashError otherwise. Checked before the run: a cache too small for
+    them (a checkpoint of 256 positions) was said only after the whole generation, exit code 0."""
+    need = 2 * WINDOWS * STEPS + 2 * PROFILE_STEPS + 2  # ABRun.steps_needed and the two warm-up steps
+    if plan.capacity < need:
+        raise TfdashError(f"--ab {name}: its windows ({WINDOWS} of {STEPS} steps a side, and a profile window of "
+                          f"{PROFILE_STEPS} a side) need {need} positions of the KV cache, which holds "
+                          f"{plan.capacity} (max_position_embeddings={plan.config.max_position_embeddings})")
+
+
 def variant_plan(plan, v: Variant):
     """The running plan with the variant's options over its own, and those options."""
     from tfdash.engine.plan import build_plan
