@@ -281,3 +281,19 @@ def test_the_dashboards_export_names_are_the_ones_open_reads_back(tmp_path, kind
     snap = tmp_path / f"tfdash-run{exports.KINDS['snapshot']}"
     snap.write_text("{}")
     assert snapshot_beside(tmp_path / f"tfdash-run{exports.KINDS[kind]}") == snap
+
+
+def test_a_folder_made_under_an_export_name_during_the_run_leaves_the_last_export_whole(tmp_path, snap):
+    """The folder made after the check: the move put the new snapshot and CSV over the last
+    export's and then failed on trace.json, a folder mixing two runs. Every name is checked first."""
+    d = tmp_path / "out"
+    export_all(snap, d)
+    before = {f.name: f.read_bytes() for f in d.iterdir()}
+    (d / "trace.json").unlink()
+    (d / "trace.json").mkdir()
+    other = dataclasses.replace(snap, new_tokens=snap.new_tokens - 1)
+    with pytest.raises(TfdashError, match=f"cannot write {d / 'trace.json'}: is a directory"):
+        export_all(other, d)
+    assert {f.name: f.read_bytes() for f in d.iterdir() if f.is_file()} == {
+        k: v for k, v in before.items() if k != "trace.json"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no temporary folder left behind

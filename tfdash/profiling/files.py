@@ -273,6 +273,9 @@ def move_into(tmp: Path, directory) -> None:
                     raise
         if not d.is_dir():
             raise TfdashError(f"cannot write {d}: not a directory")
+        for f in sorted(tmp.iterdir()):  # every one checked before any is moved: never half a set
+            if os.path.isdir(d / f.name) and not os.path.islink(d / f.name):
+                raise TfdashError(f"cannot write {d / f.name}: is a directory")
         for f in sorted(tmp.iterdir()):
             os.replace(f, d / f.name)
         tmp.rmdir()
