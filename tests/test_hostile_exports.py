@@ -297,3 +297,15 @@ def test_a_folder_made_under_an_export_name_during_the_run_leaves_the_last_expor
     assert {f.name: f.read_bytes() for f in d.iterdir() if f.is_file()} == {
         k: v for k, v in before.items() if k != "trace.json"}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no temporary folder left behind
+
+
+def test_an_export_name_taken_by_a_folder_is_refused_before_the_run(tmp_path):
+    """`--export D` where D/trace.json is a folder: the run went ahead, then the export moved
+    snapshot.json and kernels.csv in, failed on the folder and said "cannot write D: Is a
+    directory": a half export, under a line naming the wrong path. Now one line before the run."""
+    d = tmp_path / "out"
+    (d / "trace.json").mkdir(parents=True)
+    r = run_tfdash("--headless", "--device", "cpu", "--max-new-tokens", "2", "--export", str(d), timeout=60)
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, f"--export {d}: {d / 'trace.json'} is a folder")
+    assert [p.name for p in d.iterdir()] == ["trace.json"]

@@ -177,7 +177,10 @@ def run_headless(args) -> int:
     from tfdash.profiling.files import check_not_in_ckpt, check_writable_dir, check_writable_file
 
     if getattr(args, "export", None):
+        from tfdash.profiling.export_files import check_export_folder
+
         check_writable_dir(args.export, "--export")
+        check_export_folder(args.export)
     if getattr(args, "save", None):  # headless too: the final snapshot, as the dashboard writes it on quit
         check_writable_file(args.save, "--save")
         check_not_in_ckpt(args.save, "--save", args.ckpt)

@@ -32,6 +32,14 @@ def export_files(directory) -> tuple[Path, ...]:
     return tuple(d / n for n in (EXPORT_SNAPSHOT, EXPORT_TRACE, EXPORT_CSV))
 
 
+def check_export_folder(directory) -> None:
+    """No file `--export DIR` writes is a folder there: checked before the run, as the export, after
+    it, could replace none of them and the run's files were lost."""
+    for f in export_files(directory):
+        if os.path.isdir(f) and not os.path.islink(f):
+            raise TfdashError(f"--export {directory}: {f} is a folder, and the export writes a file of that name")
+
+
 def snapshot_beside(path: Path) -> Path | None:
     """The snapshot written with `path`, an export's trace or CSV, where it is there."""
     name = path.name
