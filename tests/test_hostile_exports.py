@@ -309,3 +309,22 @@ def test_an_export_name_taken_by_a_folder_is_refused_before_the_run(tmp_path):
     assert r.rc == 2 and r.stdout == ""
     assert_one_line_error(r.stderr, f"--export {d}: {d / 'trace.json'} is a folder")
     assert [p.name for p in d.iterdir()] == ["trace.json"]
+
+
+def test_a_failed_export_still_writes_the_save(tmp_path, capsys, monkeypatch):
+    """The export failing after the run skipped --save as well: the run was in neither file. The
+    save is written, said, and the export's error is the exit's."""
+    from tfdash.cli import main
+    from tfdash.profiling import export as export_mod
+
+    def broken(*a, **k):
+        raise TfdashError("cannot write out: disk full")
+
+    monkeypatch.setattr(export_mod, "export_all", broken)
+    save = tmp_path / "run.json"
+    rc = main(["--headless", "--export", str(tmp_path / "out"), "--save", str(save), "--model", "qwen3-tiny",
+               "--device", "cpu", "--threads", "1", "--max-new-tokens", "4"])
+    out, err = capsys.readouterr()
+    assert rc == 2 and f"wrote {save}" in out
+    assert [ln for ln in err.splitlines() if "error" in ln] == ["tfdash: error: cannot write out: disk full"]
+    assert load_snapshot(save).new_tokens == 4

@@ -238,25 +238,28 @@ def report(session: Session, args, profile: bool, steps: int, out) -> None:
     if profile:
         for line in roofline_lines(snap):
             print(visible(line), file=out)
-    failed = None
-    try:
-        from tfdash.profiling.export import export_all, write_snapshot
-        from tfdash.profiling.export_files import EXPORT_SNAPSHOT, recorded_run
-        from tfdash.profiling.files import created_note, missing_folders, missing_folders_of_file
+    from tfdash.profiling.export import export_all, write_snapshot
+    from tfdash.profiling.export_files import EXPORT_SNAPSHOT, recorded_run
+    from tfdash.profiling.files import created_note, missing_folders, missing_folders_of_file
 
-        if getattr(args, "export", None):
+    failed = None  # the report still ends with the top kernels; then the first error, non-zero
+    if getattr(args, "export", None):
+        try:
             new = missing_folders(args.export)  # asked before the export makes them
             gone = recorded_run(Path(args.export).expanduser() / EXPORT_SNAPSHOT)  # and what it replaces
             paths = export_all(snap, args.export)
             print(visible("wrote " + ", ".join(str(p) for p in paths.values()) + created_note(new)
                           + (f" (replacing the export of {gone})" if gone else "")), file=out)
-        if getattr(args, "save", None):
+        except TfdashError as e:
+            failed = e
+    if getattr(args, "save", None):  # written even where the export failed: the run is in it
+        try:
             save = Path(args.save).expanduser()
             new, gone = missing_folders_of_file(save), recorded_run(save)
             print(visible(f"wrote {write_snapshot(snap, save)}{created_note(new)}"
                           + (f" (replacing the snapshot of {gone})" if gone else "")), file=out)
-    except TfdashError as e:  # the report still ends with the top kernels; then the error, non-zero
-        failed = e
+        except TfdashError as e:
+            failed = failed or e
     if profile:
         for line in top_kernels(snap):
             print(visible(line), file=out)
