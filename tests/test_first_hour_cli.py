@@ -410,6 +410,27 @@ def test_a_reader_that_goes_away_stops_the_run_quietly(tmp_path):
     assert rc == 141 and "Traceback" not in err and "Error" not in err, err
 
 
+@pytest.mark.parametrize("args", [["--model", "qwen3-32b"], ["--model", "qwen3-tiny", "--sweep", "ctx_len=0:8000:10"]],
+                         ids=["report", "sweep"])
+def test_a_json_to_stdout_whose_reader_goes_away_stops_quietly(tmp_path, args):
+    """`tfdash analyze --json - | head -1`: the JSON's writer turned the broken pipe into
+    "tfdash: error: cannot write /dev/stdout: Broken pipe", exit 2, where the text's stops quietly
+    with 141, as a tool killed by SIGPIPE does."""
+    err_file = tmp_path / "stderr"  # the table goes there, more than a pipe holds before the JSON is read
+    with open(err_file, "wb") as err_out:
+        p = subprocess.Popen([sys.executable, "-m", "tfdash", "analyze", *args, "--json", "-"], stdout=subprocess.PIPE,
+                             stderr=err_out, cwd=REPO, env=_env(tmp_path))
+        try:
+            assert p.stdout.read(1) == b"{"
+            p.stdout.close()
+            rc = p.wait(timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+    err = err_file.read_text()
+    assert rc == 141 and "error" not in err and "Traceback" not in err, err
+
+
 def test_a_closed_stdout_is_one_line(tmp_path):
     p = subprocess.run([sys.executable, "-m", "tfdash", "--headless", "--max-new-tokens", "2"],
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=REPO, env=_env(tmp_path),

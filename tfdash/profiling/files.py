@@ -336,6 +336,8 @@ def _writer(f, path):
     def write(text: str) -> None:
         try:
             f.write(text)
+        except BrokenPipeError:  # `--json - | head`: the reader went away; the CLI stops quietly, as on stdout
+            raise
         except OSError as e:
             raise TfdashError(f"cannot write {path}: {e.strerror or e}") from None
 
@@ -357,6 +359,8 @@ def _stream_writer(path: Path, fd: int | None):
         yield _writer(f, path)
         try:
             f.flush()
+        except BrokenPipeError:
+            raise
         except OSError as e:
             raise TfdashError(f"cannot write {path}: {e.strerror or e}") from None
     finally:
