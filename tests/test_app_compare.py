@@ -292,6 +292,27 @@ async def test_picker_names_each_export_folder_and_cuts_a_long_one_at_its_start(
     assert chosen.label == f"{long}/snapshot.json" and app.baseline.label == chosen.label
 
 
+@sync
+async def test_picker_names_each_folder_once_for_a_snapshot_opened_by_a_relative_name(isolated_config, exports):
+    """`tfdash open run.json` in the folder it is in: the export folder (the current directory) and
+    the open file's folder (".") are one folder, and the picker named it twice ("Snapshots in the
+    current directory, the current directory, ..."). It is named once."""
+    from pathlib import Path
+
+    from test_app_dialogs import box_lines
+    from test_app_fit import screen_text
+
+    app = open_app(Path(exports.shown.name))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("b")
+        await settle(pilot)
+        intro = " ".join(box_lines(screen_text(app), "baseline snapshot")[:3])
+        listed = [r[0] for r in rows(app.screen.query_one("#picker-table"))]
+    assert intro.count("the current directory") == 1, intro
+    assert listed == [exports.fp16.name, exports.unfused.name], listed
+
+
 def test_picker_picture(isolated_config, exports, snap_compare):
     async def pick(pilot):
         await settle(pilot)

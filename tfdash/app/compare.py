@@ -107,7 +107,11 @@ class CompareActions:
                 dirs.append(Path(p).parent)
         if self.keep_dir is not None:  # the runs q and r kept (tfdash.app.kept)
             dirs.append(self.keep_dir)
-        return list(dict.fromkeys(dirs))
+        # one folder once, however it was spelled (`tfdash open run.json`: "." beside the cwd)
+        unique: dict[Path, Path] = {}
+        for d in dirs:
+            unique.setdefault(_real(d), d)
+        return list(unique.values())
 
     def action_baseline(self) -> None:
         from tfdash.app.screens.picker import PickerScreen
