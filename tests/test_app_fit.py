@@ -643,3 +643,33 @@ async def test_a_dialog_closed_over_v_leaves_enter_off_the_hidden_table(isolated
         await pilot.press("enter")
         await settle(pilot)
         assert "drill-down · op gate_up" in screen_text(app)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+@sync
+async def test_the_drill_downs_operands_count_none_shown_as_none(isolated_config, size):
+    """Under attention's dims and geometry at 80x24 the caption fills the cost-by-operand pane and
+    no operand row is left, yet its border said "1 of 9 operands shown". It counts the rows that
+    are on the screen, none among them."""
+    from tfdash.app import drill_model
+
+    snap = load_snapshot(SNAPSHOT)
+    members = tuple(k.index for k in snap.kernels if k.role.endswith(".attention"))
+    names = [o.role for o in drill_model.operand_costs(drill_model.plan_of(snap), members, drill_model.ctx_of(snap))]
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await pilot.press("/", *"attention", "enter")
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert "attention" in str(app.screen.query_one("#drill-summary").render())
+        r = app.screen.query_one("#operands").region
+        lines = screen_text(app).splitlines()
+    inside = [line[r.x + 1:r.right - 1].strip() for line in lines[r.y + 1:r.bottom - 1]]
+    shown = [x for x in inside if x.split()[:1] and x.split()[0] in names]
+    bottom = lines[r.bottom - 1][r.x:r.right]
+    if len(shown) < len(names):
+        assert f"{len(shown)} of {len(names)} operands shown" in bottom, (size, inside, bottom)
+    else:
+        assert "operands shown" not in bottom, (size, bottom)

@@ -70,8 +70,9 @@ def summary_pairs(r: TableRow, group: str) -> list[list[tuple[str, str]]]:
 
 def operands_shown(room: int, n: int) -> str:
     """The cost-by-operand pane's subtitle where its table's `room` rows (its header's among them)
-    show fewer than its `n` operands (80x24, under a GEMV's dims and geometry), the rest scrolled."""
-    return f"{max(1, room - 1)} of {n} operands shown" if room - 1 < n else ""
+    show fewer than its `n` operands (80x24, under a GEMV's dims and geometry), the rest scrolled;
+    under attention's longer dims at 80x24 the caption leaves no row for one, and it says 0."""
+    return f"{max(0, room - 1)} of {n} operands shown" if room - 1 < n else ""
 
 
 def sweep_caption(xs, ys, mx, my) -> Content:
