@@ -341,3 +341,40 @@ async def test_the_pickers_refusal_names_the_command_that_has_force(isolated_con
     assert "`tfdash diff --force` compares them by op" in refusal, refusal
     assert "dtype: float16 vs bfloat16" in refusal, refusal
     assert "; --force" not in text, text
+
+
+async def drill_l5(unfused, size) -> tuple[str, list[str], str]:
+    """Against the unfused baseline, grouped by layer, L5's drill-down: its summary, its instances'
+    roles and the instances pane's bottom border, as shown."""
+    app = snapshot_app(SNAPSHOT, baseline=unfused, theme="tfdash-dark", tilelang_source=fake_tilelang)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await pilot.press("g", "g")  # op -> family -> layer
+        await settle(pilot)
+        await pilot.press("slash", *"L5", "enter")
+        await settle(pilot)
+        assert cells(app.screen.query_one(KernelTable).table, "label") == ["L5"]
+        await pilot.press("enter")
+        await settle(pilot)
+        r = app.screen.query_one("#instances").region
+        return (plain(app.screen.query_one("#drill-summary")), cells(app.screen.query_one("#instances-table"), "role"),
+                screen_text(app).splitlines()[r.bottom - 1][r.x:r.right])
+
+
+@sync
+async def test_a_layers_drill_down_names_the_launch_only_the_baseline_has(isolated_config, unfused):
+    """Grouped by layer against the unfused baseline, L5's Δ counts the baseline's L5.qk_norm_rope
+    (as `tfdash diff --group layer` does), but the instances list only this run's five launches,
+    whose Δs did not add up to it and nothing said why. The instances' border names the launch
+    only the baseline has and its Δ, so the two add up; in a narrow pane, a shorter form, its Δ whole."""
+    from tfdash.app.model import fmt_ns
+
+    b = load_snapshot(unfused)
+    layer = {r.label: r for r in compare(b, load_snapshot(SNAPSHOT), group="layer").rows}["L5"]
+    gone = fmt_ns(-{k.role: k for k in b.kernels}["L5.qk_norm_rope"].measured_p50_ns)
+    summary, roles, bottom = await drill_l5(unfused, SIZE)
+    assert f"Δ {signed(layer.delta_ns)} (" in summary, summary
+    assert roles == [f"L5.{op}" for op in ("qkv_proj", "attention", "o_proj", "gate_up", "down")], roles
+    assert f"baseline only: L5.qk_norm_rope Δ {gone}" in bottom, bottom
+    _, _, bottom = await drill_l5(unfused, (80, 24))
+    assert re.search(rf"baseline only: .*{re.escape(gone)} ─", bottom), bottom

@@ -110,6 +110,32 @@ def cells(r: DiffRow | None) -> list[tuple[str, str]]:
             ("—" if pct is None else fmt_num(pct, 1, " %") if pct <= 0 else "+" + fmt_num(pct, 1, " %"), level(r))]
 
 
+def baseline_only(base: Baseline, kernels: Sequence[KernelRow], group: str,
+                  members: tuple[int, ...]) -> tuple[DiffRow, ...]:
+    """The launches of the row `members` (grouped as `group`) that only the baseline has: a layer
+    row's q/k norm launch the shown plan fused away. The row's Δ counts them (as `tfdash diff`
+    does), so the drill-down names them beside instances whose Δs would not add up to it."""
+    row = index(base, kernels, group).get(members)
+    if row is None or row.a is None:
+        return ()
+    theirs = set(row.a.members)
+    return tuple(r for r in index(base, kernels, "none").removed if set(r.a.members) <= theirs)
+
+
+def baseline_only_caption(gone: Sequence[DiffRow], room: int = 0) -> str:
+    """"baseline only: L5.qk_norm_rope Δ -3.1 µs" (several: their count and summed Δ), or a shorter
+    form that fits `room` cells (0: any), the Δ kept whole; "" for none."""
+    if not gone:
+        return ""
+    deltas = [r.delta_ns for r in gone]
+    delta = "—" if any(d is None for d in deltas) else fmt_ns(sum(deltas))
+    count = f"{len(gone)} launch{'es' if len(gone) != 1 else ''}"
+    name = gone[0].label if len(gone) == 1 else count
+    forms = [f"baseline only: {name} Δ {delta}", f"baseline only: {name} {delta}",
+             f"baseline only: {count} {delta}", f"baseline only: {delta}"]
+    return next((f for f in forms if not room or len(f) <= room), forms[-1])
+
+
 def step_delta(base: ProfileSnapshot, snap: ProfileSnapshot) -> tuple[float, float] | None:
     """(baseline's measured step ns, Δ %) of the profile windows, None unless both have one."""
     a, b = base.roofline, snap.roofline

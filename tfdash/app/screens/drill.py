@@ -75,6 +75,13 @@ def operands_shown(room: int, n: int) -> str:
     return f"{max(0, room - 1)} of {n} operands shown" if room - 1 < n else ""
 
 
+def name_baseline_only(pane, base, snap: ProfileSnapshot, group: str, members: tuple[int, ...]) -> None:
+    """The instances pane's subtitle: the row's launches only the baseline has (`base`; None: none),
+    whose Δ the summary counts and no instance shows, in the room the pane's border leaves."""
+    gone = basemod.baseline_only(base, snap.kernels, group, members) if base is not None else ()
+    pane.border_subtitle = Content(visible(basemod.baseline_only_caption(gone, max(0, pane.size.width - 6))))
+
+
 def sweep_caption(xs, ys, mx, my) -> Content:
     """The sweep's caption: the prediction from ctx 0 to the last ctx_len, and each measured point."""
     lo, hi = fmt_ns(ys[0]), fmt_ns(ys[-1])  # scaled as everywhere else (ms from 1,000 µs)
@@ -258,6 +265,7 @@ class DrillScreen(CodeTabs, MarginalTab, CountersTab, Screen):
         columns = tuple((key, Text(label, justify="left" if key == "role" else "right")) for key, label in columns)
         fill_whole(t, columns, rows, [str(k.index) for k in members],
                    INSTANCE_PRIORITY if against is None else INSTANCE_PRIORITY_VS)
+        name_baseline_only(self.query_one("#instances"), base if against else None, snap, self.group, self.row.members)
         if members:  # the cursor stays on the current launch across rebuilds
             row = next((i for i, k in enumerate(members) if k.index == self.current), 0)
             t.move_cursor(row=row, animate=False)
