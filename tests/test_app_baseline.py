@@ -378,3 +378,29 @@ async def test_a_layers_drill_down_names_the_launch_only_the_baseline_has(isolat
     assert f"baseline only: L5.qk_norm_rope Δ {gone}" in bottom, bottom
     _, _, bottom = await drill_l5(unfused, (80, 24))
     assert re.search(rf"baseline only: .*{re.escape(gone)} ─", bottom), bottom
+
+
+@sync
+async def test_a_tall_drill_down_summary_fits_80x24_without_scrolling_the_screen(isolated_config, unfused):
+    """At 80x24 a layer's summary against a baseline whose kernels changed wraps to nine rows; with
+    the panes' and the tabs' least heights the screen ran past 24 rows: it scrolled (a scrollbar in
+    the footer's row), its last row was hidden and the summary, wrapped for the screen's width, was
+    cut inside a pair ("measured 54.4" / "µs"). The tabs give up rows first; it fits."""
+    from tfdash.app.model import fmt_ns
+
+    app = snapshot_app(SNAPSHOT, baseline=unfused, theme="tfdash-dark", tilelang_source=fake_tilelang)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("g", "g", "slash", *"L5", "enter")
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        r = app.screen.query_one("#drill-summary").region
+        lines = screen_text(app).splitlines()
+    base = {k.role: k for k in load_snapshot(unfused).kernels}
+    shown = lines[r.y:r.bottom]
+    assert r.width == 80 and r.bottom <= 22, r  # no scrollbar beside it; the panes, tabs and footer below
+    assert "gemv_down_residual" in shown[-1] and "q Quit" in lines[-1] and "▇" not in lines[-1], lines
+    measured = fmt_ns(sum(base[f"L5.{op}"].measured_p50_ns for op in ("qkv_proj", "qk_norm_rope", "attention",
+                                                                         "o_proj", "gate_up", "down")))
+    assert any(f"measured {measured}" in line for line in shown), shown
