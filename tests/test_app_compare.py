@@ -195,7 +195,7 @@ async def test_picker_with_nothing_to_offer_says_how_to_get_one(isolated_config,
         await settle(pilot)
         assert app.baseline is None and app.screen.query(KernelTable)
         titles = [c.title for c in app.get_system_commands(app.screen)]  # the command palette offers b (a saved
-        assert "Baseline (b)" in titles and "A/B (a)" not in titles  # snapshot with no A/B has none to show)
+        assert "Baseline: compare with a snapshot (b)" in titles and "A/B (a)" not in titles  # snapshot with no A/B has none to show)
         await pilot.press("question_mark")
         await settle(pilot)
         ids = [str(c) for c in app.screen.query_one("#help-table").get_column_at(2)]

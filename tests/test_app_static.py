@@ -535,8 +535,15 @@ async def test_the_command_palette_has_the_actions(isolated_config):
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         titles = [c.title for c in app.get_system_commands(app.screen)]
-        for want in ("Snapshot", "CSV", "Trace", "SVG", "Sort", "Filter", "Group", "Drill in", "Quit", "Help"):
+        for want in ("Export snapshot", "Export CSV", "Export trace", "Export SVG screenshot", "Sort", "Filter", "Group",
+                     "Drill in", "Quit", "Help"):
             assert any(t.startswith(want + " (") for t in titles), want
+        # Typed as a user would name them: each finds its command, first.
+        from textual.fuzzy import Matcher
+
+        for query, want in (("export csv", "Export CSV (c)"), ("compare", "Baseline: compare with a snapshot (b)")):
+            best = max(titles, key=Matcher(query).match)
+            assert best == want and Matcher(query).match(best) > 0, (query, best)
         # Running one from the palette does what the key does.
         from tfdash.app.widgets.kernel_table import KernelTable
 

@@ -238,5 +238,6 @@ class TfdashApp(MinSizeGuard, LiveRefresh, RunActions, ExportActions, CompareAct
                     continue  # it would only say why not (space on a saved snapshot)
                 seen.add(b.id)
                 key = bindings.describe_key(bindings.effective_key(b, self._keymap), self)
-                yield SystemCommand(f"{b.description} ({key})", b.tooltip or b.description,
+                title = bindings.PALETTE_TITLES.get(b.id, b.description)
+                yield SystemCommand(f"{title} ({key})", b.tooltip or b.description,
                                     partial(self.run_action, b.action, target))

@@ -133,6 +133,13 @@ SCOPES = {"everywhere": APP, "dashboard": MAIN + TABLE, "drill-down": DRILL, "ti
 KEYMAP_SCOPES = [[APP, MAIN, TABLE], [APP, DRILL], [APP, TIMELINE], [PICKER], [AB], [HELP]]
 
 
+# The command palette searches titles only: where the footer's word is short for its screen
+# ("Snapshot" beside the other exports), the palette's title says what it does, so typing
+# "export" or "compare" finds it.
+PALETTE_TITLES = {"export.snapshot": "Export snapshot", "export.csv": "Export CSV", "export.trace": "Export trace",
+                  "export.svg": "Export SVG screenshot", "baseline": "Baseline: compare with a snapshot"}
+
+
 def all_ids() -> set[str]:
     return {b.id for table in (APP, MAIN, TABLE, DRILL, TIMELINE, PICKER, AB, HELP) for b in table if b.id}
 
