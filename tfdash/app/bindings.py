@@ -149,12 +149,36 @@ def effective_key(binding: Binding, keymap: dict[str, str]) -> str:
     return keymap.get(binding.id, binding.key) if binding.id else binding.key
 
 
+def binding(binding_id: str) -> Binding:
+    """The binding whose id is `binding_id` (ids are unique across the tables)."""
+    return next(b for table in (APP, MAIN, TABLE, DRILL, TIMELINE, PICKER, AB, HELP) for b in table
+                if b.id == binding_id)
+
+
 def takes_enter(app, binding_id: str) -> bool:
     """Whether the binding `binding_id` answers to enter under the app's keymap: a dialog's ⏎ hands
     itself to its focused table (which selects in order with the arrows typed before it) only then;
     a key the user moved it to, the table does not bind."""
-    b = next(b for table in (PICKER, AB) for b in table if b.id == binding_id)
-    return "enter" in [k.strip() for k in effective_key(b, getattr(app, "_keymap", None) or {}).split(",")]
+    keys = effective_key(binding(binding_id), getattr(app, "_keymap", None) or {})
+    return "enter" in [k.strip() for k in keys.split(",")]
+
+
+def key_name(app, binding_id: str) -> str:
+    """The key a hint names for `binding_id` (a toast, a status line, a pane's text): the first key it
+    answers to under the app's keymap, written as the footer writes it. Unmapped, the binding's own
+    key_display where it has one (esc, ⏎), so the text reads as the footer does; a hint that named
+    the default after a remap would name a key that does nothing. `app` None: the default keys."""
+    b = binding(binding_id)
+    keymap = getattr(app, "_keymap", None) or {}
+    if b.id not in keymap and b.key_display:
+        return b.key_display
+    first = effective_key(b, keymap).split(",")[0].strip()
+    return app.get_key_display(Binding(first, "")) if app is not None else first
+
+
+def key_names(app, *binding_ids: str) -> dict[str, str]:
+    """key_name of each id, for the pure functions that word a hint (they take the names, not the app)."""
+    return {bid: key_name(app, bid) for bid in binding_ids}
 
 
 def describe_key(key: str, app=None) -> str:

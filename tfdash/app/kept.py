@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tfdash.app.bindings import key_name
 from tfdash.app.exports import reserve, stem_for, unreserve, write
 from tfdash.cache import cache_dir, not_a_folder
 from tfdash.errors import TfdashError
@@ -121,7 +122,8 @@ class KeptRuns:
             return
         path = self.keep_run(self.snapshot)
         if path is not None:
-            self.notify(f"the run before is kept as {path.name} (b compares against it)", timeout=4)
+            self.notify(f"the run before is kept as {path.name} ({key_name(self, 'baseline')} compares against it)",
+                        timeout=4)
         elif self.keep_error:  # said here, and not again after the screen closes, which is of the final run
             self.notify(self.keep_error, title="the run before", severity="warning", timeout=8)
             self.keep_error = None

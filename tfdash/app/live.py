@@ -27,6 +27,7 @@ import threading
 from pathlib import Path
 from typing import Callable, Protocol
 
+from tfdash.app.bindings import key_name
 from tfdash.app.messages import EngineStatus, RunEnded, SessionNews
 from tfdash.errors import TfdashError
 from tfdash.profiling.snapshot import ProfileSnapshot
@@ -184,16 +185,16 @@ class LiveSource:
         set `cancel` (threading.Event) ends it after the round in progress."""
         session = self.session
         if session is None:
-            return {"what": what, "unavailable": "no run in progress to measure (r re-runs)"}
+            return {"what": what, "unavailable": f"no run in progress to measure ({key_name(self._app, 'rerun')} re-runs)"}
         return dict(session.marginal(what, cancel=cancel))
 
     def ab(self, what: str, progress=None, cancel=None, **sizes) -> dict:
         """A live A/B of the plan variant `what` (blocks until done: call it from a worker);
-        `sizes`: windows, steps, profile_steps (Session.ab's)."""
-        session = self.session
+        `sizes`: windows, steps, profile_steps (Session.ab's). Its refusals name the app's keys."""
+        session, rerun = self.session, key_name(self._app, "rerun")
         if session is None:
-            return {"what": what, "unavailable": "no run in progress to A/B (r re-runs)"}
-        return dict(session.ab(what, progress=progress, cancel=cancel, **sizes))
+            return {"what": what, "unavailable": f"no run in progress to A/B ({rerun} re-runs)"}
+        return dict(session.ab(what, progress=progress, cancel=cancel, rerun_key=rerun, **sizes))
 
     # -- worker side -----------------------------------------------------------------------
     def _status(self, text: str) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 
 from tfdash.app import exports
+from tfdash.app.bindings import key_name
 from tfdash.app.compare import AB_STOP_TIMEOUT_S, all_set
 from tfdash.errors import TfdashError
 from tfdash.profiling.export_files import recorded_run
@@ -40,7 +41,8 @@ class RunActions:
         if not self._live_only("pause"):
             return
         if not self.running:
-            self.notify("no run in progress to pause (r re-runs)", severity="warning", timeout=3)
+            self.notify(f"no run in progress to pause ({key_name(self, 'rerun')} re-runs)", severity="warning",
+                        timeout=3)
             return
         paused = not self.source.paused
         self.source.pause(paused)
@@ -66,13 +68,16 @@ class RunActions:
             return
         if self.source.request_profile(PROFILE_STEPS):
             if self.source.paused:  # the window times steps: none is taken while the engine holds
-                self.notify(f"profiling {PROFILE_STEPS} steps once the run resumes (space)", timeout=3)
+                self.notify(f"profiling {PROFILE_STEPS} steps once the run resumes ({key_name(self, 'pause')})",
+                            timeout=3)
             else:
                 self.notify(f"profiling the next {PROFILE_STEPS} steps…", timeout=2)
         elif self.state in ("done", "stopped", "error"):  # a window needs steps to time: a run
-            self.notify("the run is over: r re-runs, then p profiles", severity="warning", timeout=3)
+            rerun, profile = key_name(self, "rerun"), key_name(self, "profile")
+            self.notify(f"the run is over: {rerun} re-runs, then {profile} profiles", severity="warning", timeout=3)
         else:
-            self.notify("no run in progress to profile (r re-runs)", severity="warning", timeout=3)
+            self.notify(f"no run in progress to profile ({key_name(self, 'rerun')} re-runs)", severity="warning",
+                        timeout=3)
 
     async def action_quit(self) -> None:
         if self.quitting:  # a second q or Ctrl+C: the first one finishes its stop and --save

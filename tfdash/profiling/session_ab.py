@@ -39,9 +39,11 @@ class Pausing:
 
 def run_ab(self: "Session", what: str, windows: int | None = None, steps: int | None = None,
            profile_steps: int | None = None, progress=None, cancel: threading.Event | None = None,
-           timeout: float = 600) -> dict:
+           timeout: float = 600, rerun_key: str | None = None) -> dict:
     """Session.ab's work (see there), on the session's state: the variant built over the running
-    runtime, then ABRun on the live generation (or after it, from where it stopped)."""
+    runtime, then ABRun on the live generation (or after it, from where it stopped). The refusals
+    name no key of the dashboard's (a headless run has none): `rerun_key` is the key that re-runs
+    the generation where there is one, which the advice to re-run then names."""
     from tfdash.profiling import ab as abmod
 
     windows, steps = windows or abmod.WINDOWS, steps or abmod.STEPS  # None: the module's sizes
@@ -50,7 +52,7 @@ def run_ab(self: "Session", what: str, windows: int | None = None, steps: int | 
     with self._lock:
         state, held = self._state, self._held
     why = ("the session has not started: the A/B continues its generation" if state == "idle" else
-           "resume first (space): the A/B runs between decode steps" if held and state == "running" else
+           "resume first: the A/B runs between decode steps" if held and state == "running" else
            "Session.ab blocks: call it from another thread than Session.run"
            if threading.get_ident() == self._run_thread and state == "running" else None)
     if why:
@@ -81,8 +83,10 @@ def run_ab(self: "Session", what: str, windows: int | None = None, steps: int | 
         if left >= run.steps_needed and gen is not None:
             run.start_live(gen)
     if left < run.steps_needed and gen is not None:  # a re-run helps only where the whole run is long enough
-        rerun = "r re-runs it; or" if gen.max_new_tokens >= run.steps_needed else \
-            f"more than its {gen.max_new_tokens:,} new tokens:"
+        if gen.max_new_tokens < run.steps_needed:
+            rerun = f"more than its {gen.max_new_tokens:,} new tokens:"
+        else:
+            rerun = f"{rerun_key} re-runs it; or" if rerun_key else "a re-run has room for it; or"
         return marginal_mod.unavailable(v.name, f"{left} steps are left in this generation and the A/B needs "
                                                 f"{run.steps_needed} ({rerun} run it once the generation ends, "
                                                 "from where it stopped)")
