@@ -179,7 +179,8 @@ class ABScreen(ModalScreen):
         if snap is not None and getattr(snap, "ab", ()):
             self.show_result(snap.ab[-1], recorded=True)
         else:
-            self._status("pick a variant, ⏎ runs it" if self.app.source.live else
+            start = bindings.key_name(self.app, "ab.start")
+            self._status(f"pick a variant, {start} runs it" if self.app.source.live else
                          "a saved snapshot is read-only: it holds no A/B", "$text-muted")
         t.focus()
 
@@ -235,8 +236,9 @@ class ABScreen(ModalScreen):
         """The box's subtitle and the footer name the keys that act now: no ⏎ during a run or on a
         saved snapshot, and esc as what it does (cancel the run, else close)."""
         box = self.query_one("#ab-box")
-        box.border_subtitle = "esc cancel" if self.running is not None else \
-            "⏎ run · esc close" if self.offers("start") else "esc close"
+        start, close = bindings.key_name(self.app, "ab.start"), bindings.key_name(self.app, "ab.close")
+        box.border_subtitle = f"{close} cancel" if self.running is not None else \
+            f"{start} run · {close} close" if self.offers("start") else f"{close} close"
         self.refresh_bindings()
 
     def _status(self, line: str, style: str = "") -> None:
@@ -259,11 +261,17 @@ class ABScreen(ModalScreen):
 
     def _startable(self) -> bool:
         """Whether a new A/B may start; if not, a toast says why."""
+        source = self.app.source
         if self.running is not None:
-            self.notify(f"the A/B of {self.running} is still running (esc cancels it)", severity="warning", timeout=3)
+            self.notify(f"the A/B of {self.running} is still running ({bindings.key_name(self.app, 'ab.close')} "
+                        "cancels it)", severity="warning", timeout=3)
             return False
-        if not self.app.source.live:
+        if not source.live:
             self.notify("a saved snapshot is read-only: nothing to A/B", severity="warning", timeout=3)
+            return False
+        if source.paused and source.running:  # said here, with the key that resumes (the engine's line names none)
+            self.notify(f"resume first ({bindings.key_name(self.app, 'pause')}): the A/B runs between decode steps",
+                        severity="warning", timeout=4)
             return False
         return True
 

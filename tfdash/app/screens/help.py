@@ -40,8 +40,8 @@ class HelpScreen(ModalScreen):
     def on_mount(self) -> None:
         box = self.query_one("#help-box")
         box.border_title = "keys"
-        box.border_subtitle = "esc to close"
         app = self.app
+        box.border_subtitle = f"{bindings.key_name(app, 'help.close')} to close"
         keymap = getattr(app, "config", None)
         keymap = valid_keymap(keymap.keymap) if keymap is not None else {}  # what is really bound
         path = app.config.path if getattr(app, "config", None) is not None else "config.json"

@@ -111,16 +111,18 @@ class PickerScreen(ModalScreen):
         app = self.app
         where = ", ".join(visible(shown_dir(d)) for d in app.snapshot_dirs())
         base = getattr(app, "baseline", None)
-        keys = (["⏎ compare"] if self.entries else []) + (["x none"] if base else [])  # as the footer offers them
-        box.border_subtitle = " · ".join(keys + ["esc close"])
+        key = bindings.key_names(app, "picker.choose", "picker.clear", "picker.close", "export.snapshot")
+        keys = ([f"{key['picker.choose']} compare"] if self.entries else []) + \
+            ([f"{key['picker.clear']} none"] if base else [])  # as the footer offers them
+        box.border_subtitle = " · ".join(keys + [f"{key['picker.close']} close"])
         intro = [("Snapshots in ", "$text-muted"), (where, "bold"), (", newest first. ", "$text-muted")]
         intro += [("Now against ", "$text-muted"), (visible(base.label), "bold")] if base else \
             [("No baseline now.", "$text-muted")]
         if not self.entries:  # no table, no ⏎: what to do instead (the dashboard's keys do not act in here)
             self.add_class("-empty")
-            intro += [("\nNo snapshot there yet: ", "$text-warning"), ("e", "bold"),
-                      (" on the dashboard (esc closes this) writes one, or `tfdash open B.json --baseline A.json` "
-                       "compares two files.", "$text-muted")]
+            intro += [("\nNo snapshot there yet: ", "$text-warning"), (key["export.snapshot"], "bold"),
+                      (f" on the dashboard ({key['picker.close']} closes this) writes one, or "
+                       "`tfdash open B.json --baseline A.json` compares two files.", "$text-muted")]
         self.query_one("#picker-intro", Static).update(Content.assemble(*intro))
         self.rows = [row_cells(e, app.snapshot) for e in self.entries]
         self._fill()
@@ -159,7 +161,8 @@ class PickerScreen(ModalScreen):
     def action_choose(self) -> None:
         t = self.query_one("#picker-table", DataTable)
         if not self.offers("choose"):  # not in the footer; pressed anyway, it says why it does nothing
-            self._say("no snapshot to compare against yet: esc, then e writes one")
+            close, export = bindings.key_name(self.app, "picker.close"), bindings.key_name(self.app, "export.snapshot")
+            self._say(f"no snapshot to compare against yet: {close}, then {export} writes one")
             return
         if t.has_focus and bindings.takes_enter(self.app, "picker.choose"):  # ⏎ (a priority binding, so the
             # footer shows it) runs as the key arrives, before the table has moved for the arrows typed
