@@ -69,16 +69,16 @@ def detail(c: Counters) -> list[tuple[str, str]]:
 
 
 def counters_content(role: str, current: KernelRow | None, members: Sequence[KernelRow], status: str | None,
-                     live: bool) -> Content:
+                     live: bool, key: str) -> Content:
     """The counters tab: the current launch's counters in full, then one line per measured member.
-    `n` measures in a child process: beside a live run's engine, or (a saved snapshot) one that
-    builds the snapshot's model."""
+    `key` (n unless remapped) measures in a child process: beside a live run's engine, or (a saved
+    snapshot) one that builds the snapshot's model."""
     # said at once (no GPU): no key to press, nothing to wait for
     cannot = bool(status) and status.startswith("unavailable")
     beside = "the dashboard's engine keeps decoding" if live else "one that builds this snapshot's model"
     parts: list = [("Nsight Compute's counters of ", "$text-muted"), (role, "bold $text-primary"),
                    (f", inside one replay of the step's graph in a child process ({beside}).", "$text-muted")]
-    parts += [("\n\n", "")] if cannot else [(" Press ", "$text-muted"), ("n", "bold $accent"),
+    parts += [("\n\n", "")] if cannot else [(" Press ", "$text-muted"), (key, "bold $accent"),
                                               (" to measure it.\n\n", "$text-muted")]
     if status:
         parts += [(status, "bold $text-warning" if status.startswith("unavailable") else "italic $text-accent"),

@@ -139,14 +139,17 @@ class DrillScreen(CodeTabs, MarginalTab, CountersTab, Screen):
             with Vertical(id="sweep"):
                 yield Static(id="sweep-caption", classes="caption")
                 yield Chart(id="sweep-chart")
+        def tab(name: str, label: str) -> TabPane:  # named with the key that shows it (text, not markup)
+            return TabPane(Content(f"{bindings.key_name(self.app, 'drill.tab.' + name)} {label}"), id=name)
+
         with TabbedContent(id="drill-tabs", initial="tilelang"):
-            with TabPane("1 tilelang source", id="tilelang"):
+            with tab("tilelang", "tilelang source"):
                 yield CodeView(id="tilelang-code")
-            with TabPane("2 generated CUDA", id="cuda"):
+            with tab("cuda", "generated CUDA"):
                 yield CodeView(id="cuda-code")
-            with TabPane("3 marginal cost", id="marginal"):
+            with tab("marginal", "marginal cost"):
                 yield Static(id="marginal-body")
-            with TabPane("4 counters", id="counters"):
+            with tab("counters", "counters"):
                 yield Static(id="counters-body")
         yield FitFooter()
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from textual import work
 from textual.widgets import Static, TabbedContent
 
+from tfdash.app.bindings import key_name
 from tfdash.app.counters_view import counters_content, engine_args
 from tfdash.errors import TfdashError
 from tfdash.textsafe import KEEP_LAYOUT, visible_content
@@ -45,7 +46,8 @@ class CountersTab:
         rows = {k.index: k for k in snap.kernels} if snap is not None else {}
         members = [rows[i] for i in self.row.members if i in rows]
         status = getattr(self, "_counter_status", {}).get(role) or self._host_cannot(snap)
-        body = counters_content(role, rows.get(self.current), members, status, self.app.source.live)
+        body = counters_content(role, rows.get(self.current), members, status, self.app.source.live,
+                                key_name(self.app, "drill.counters"))
         self.query_one("#counters-body", Static).update(visible_content(body, KEEP_LAYOUT))
 
     def _host_cannot(self, snap) -> str | None:

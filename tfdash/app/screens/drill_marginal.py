@@ -22,6 +22,7 @@ from textual.content import Content
 from textual.widgets import Static, TabbedContent
 
 from tfdash.app import drill_model
+from tfdash.app.bindings import key_name
 from tfdash.app.compare import hand_back
 from tfdash.app.messages import MarginalMeasured
 from tfdash.app.model import fmt_ns
@@ -67,8 +68,8 @@ class MarginalTab:
             self._measure(source, launch_role)
             return
         if source.paused and source.running:
-            self.notify("resume first (space): the marginal is measured between decode steps", severity="warning",
-                        timeout=4)
+            self.notify(f"resume first ({key_name(self.app, 'pause')}): the marginal is measured between decode steps",
+                        severity="warning", timeout=4)
             return
         self._marginal[launch_role] = {"what": launch_role, "status": "measuring…"}
         self._show_marginal()
@@ -130,8 +131,9 @@ class MarginalTab:
         if cannot:
             out += [(" Not in this run: ", "$text-muted"), (cannot, "italic $text-warning"), (".\n\n", "$text-muted")]
         else:
-            out += [(" Press ", "$text-muted"), ("m", "bold $accent"), (" to measure it.\n\n", "$text-muted")] if live \
-                else [(" A saved snapshot shows what its run measured (m in a live run).\n\n", "$text-muted")]
+            m = key_name(self.app, "drill.marginal")
+            out += [(" Press ", "$text-muted"), (m, "bold $accent"), (" to measure it.\n\n", "$text-muted")] if live \
+                else [(f" A saved snapshot shows what its run measured ({m} in a live run).\n\n", "$text-muted")]
         mine = self._marginal.get(role)
         # A measurement of this session is in the snapshot too, once the app has taken one: once.
         results = recorded + ([mine] if mine is not None and mine not in recorded else [])
