@@ -57,24 +57,26 @@ def nvml_summary(snap: ProfileSnapshot) -> list[list[tuple[str, str]]]:
              ("  ", ""), (fmt_num(_last(snap, "power_w"), 0, " W"), "bold")]]
 
 
-def profile_keys(ended: bool) -> list[tuple[str, str]]:
-    """The keys that take a profile window: p while the run goes on; once it is over, p has no step
+def profile_keys(ended: bool, keys: dict[str, str]) -> list[tuple[str, str]]:
+    """The keys that take a profile window, as `keys` names them (bindings.key_names of "rerun" and
+    "profile": the user's keymap applies): p while the run goes on; once it is over, p has no step
     left to time (pressed, it says r re-runs), so r first."""
     if ended:
-        return [("r", "bold $accent"), (" re-runs, then ", "$text-muted"), ("p", "bold $accent"),
-                (" profiles", "$text-muted")]
-    return [("p", "bold $accent"), (" profiles", "$text-muted")]
+        return [(keys["rerun"], "bold $accent"), (" re-runs, then ", "$text-muted"),
+                (keys["profile"], "bold $accent"), (" profiles", "$text-muted")]
+    return [(keys["profile"], "bold $accent"), (" profiles", "$text-muted")]
 
 
-def roofline_summary(snap: ProfileSnapshot, live: bool = True, ended: bool = False) -> list[list[tuple[str, str]]]:
+def roofline_summary(snap: ProfileSnapshot, live: bool = True, ended: bool = False, *,
+                     keys: dict[str, str]) -> list[list[tuple[str, str]]]:
     """`live`: p can profile a window; a saved snapshot cannot, so it names no key. `ended`: the
-    live run is over (profile_keys)."""
+    live run is over; `keys`: what the keys are named (profile_keys)."""
     r = snap.roofline
     if r is None and not live:
         return [[("roofline ", "$text-muted"), ("not profiled in this snapshot", "italic $text-muted")]]
     if r is None:
         return [[("roofline ", "$text-muted"), ("not profiled yet", "italic $text-muted"), (" · ", "$text-muted"),
-                 *profile_keys(ended)]]
+                 *profile_keys(ended, keys)]]
     over = over_ceiling(r.pct_ceiling)  # marked as diff and bench mark it (a colour alone is lost to NO_COLOR)
     share = "bold $text-warning" if over else "bold $text-primary"
     line = [("roofline ", "$text-muted"), (fmt_ns(r.measured_step_ns), "bold $text-primary"), ("/step  ", "$text-muted"),
@@ -91,15 +93,16 @@ SUMMARIES = {"roofline": roofline_summary, "nvml": nvml_summary, "throughput": t
 
 
 def pane_summary(snap: ProfileSnapshot | None, panes: tuple[str, ...], width: int = 10_000,
-                 live: bool = True, ended: bool = False) -> Content:
+                 live: bool = True, ended: bool = False, *, keys: dict[str, str]) -> Content:
     """A line for the panes that are hidden (`v` swaps which are), wrapped between items to `width`.
-    `live`, `ended`: the run can be profiled, and whether it is over (roofline_summary's)."""
+    `live`, `ended`, `keys`: the run can be profiled, whether it is over, and the keys' names
+    (roofline_summary's)."""
     if snap is None or not panes:
         return Content("")
     groups: list[list[tuple[str, str]]] = []
     joins: list[tuple[str, str]] = []
     for name in panes:
-        items = roofline_summary(snap, live, ended) if name == "roofline" else SUMMARIES[name](snap)
+        items = roofline_summary(snap, live, ended, keys=keys) if name == "roofline" else SUMMARIES[name](snap)
         for i, item in enumerate(items):
             # An item wider than the line (NVML's reason) puts its last part, whole, on a line of its own.
             wide = len(item) > 1 and sum(len(t) for t, _ in item) > width

@@ -169,8 +169,8 @@ class MainScreen(Screen):
         line_w = max(20, width - 2)  # the summary line's padding
 
         def rows_left(panes: tuple[str, ...]) -> int:  # under the header and over the footer
-            return height - 2 - summary_rows(pane_summary(snap, panes, line_w, self.app.source.live, self._ended),
-                                             line_w)
+            return height - 2 - summary_rows(pane_summary(snap, panes, line_w, self.app.source.live, self._ended,
+                                                          keys=self._profile_keys), line_w)
 
         was_fold = self.has_class("-fold")
         fold = narrow or short or roof.rows(ROOFLINE_W, tight=False) > \
@@ -200,7 +200,7 @@ class MainScreen(Screen):
         if top != self._top_min:  # set only on a change: each setting lays the screen out
             self._top_min = top
             self.query_one("#top-row").styles.min_height = top
-        line = pane_summary(snap, panes, line_w, self.app.source.live, self._ended)
+        line = pane_summary(snap, panes, line_w, self.app.source.live, self._ended, keys=self._profile_keys)
         summary = self.query_one("#pane-summary", Static)
         set_content(summary, line)
         rows = summary_rows(line, line_w) or None  # None: the stylesheet's (hidden with no line)
@@ -269,6 +269,11 @@ class MainScreen(Screen):
     def _ended(self) -> bool:
         """A live run that is over: p has no step left to time, so the hints that name it say r first."""
         return self.app.source.live and not self.app.offers("profile")
+
+    @property
+    def _profile_keys(self) -> dict[str, str]:
+        """The re-run and profile keys as the hints name them (the user's keymap applied)."""
+        return bindings.key_names(self.app, "rerun", "profile")
 
     def _state_changed(self, state: str) -> None:
         app = self.app

@@ -27,16 +27,17 @@ WIDE = 118  # from here the summary names its numbers in full
 
 
 def summary(tl: StepTimeline | None, held: list[int], scale_ns: float, width: int = 200, direct: bool = False,
-            profiled: bool = True, ended: bool = False) -> Content:
+            profiled: bool = True, ended: bool = False, *, keys: dict[str, str]) -> Content:
     """The step's numbers, each with its label and unit on one line (wrap_pairs), then the key to
     the glyphs. Narrower than WIDE, the long labels go. `direct`: host timing, whose spaces between
     kernels are the timer's, not the device's idle, so no gap is given as one (as the roofline
     says). Without spans, why: nothing profiled yet (and the keys that profile: r first where the
-    live run has `ended`), or a snapshot kept none."""
+    live run has `ended`; `keys` names them, layout.profile_keys), or a snapshot kept none."""
     if tl is None:
         if not profiled:
-            keys = profile_keys(True) if ended else [("p", "bold $accent"), (" profiles a window", "italic $text-muted")]
-            return Content.assemble(("not profiled yet · ", "italic $text-muted"), *keys)
+            hint = profile_keys(True, keys) if ended else \
+                [(keys["profile"], "bold $accent"), (" profiles a window", "italic $text-muted")]
+            return Content.assemble(("not profiled yet · ", "italic $text-muted"), *hint)
         return Content.styled("no kernel spans in this snapshot", "italic $text-muted")
     wide = width >= WIDE
     where = f" ({held.index(tl.step) + 1} of {len(held)} kept)" if len(held) > 1 else ""
@@ -109,7 +110,8 @@ class TimelineScreen(Screen):
         set_content(self.query_one("#timeline-summary", Static),
                     summary(self.view.timeline, steps(snap), self.view.scale, self.size.width - 2,
                             direct=self.view.direct, profiled=profiled,
-                            ended=self.app.source.live and not self.app.offers("profile")))
+                            ended=self.app.source.live and not self.app.offers("profile"),
+                            keys=bindings.key_names(self.app, "rerun", "profile")))
 
     def on_resize(self) -> None:
         self.call_after_refresh(self._summary)

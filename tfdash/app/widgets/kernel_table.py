@@ -239,7 +239,7 @@ class KernelTable(Vertical):
     def _total(self) -> None:
         set_content(self.query_one("#kernel-total", Static),
                     cellsmod.total(self.kernels, self.baseline, self.warning, self._line_width, self.live,
-                                   self.ended))
+                                   self.ended, keys=bindings.key_names(self.app, "rerun", "profile")))
 
     # -- events ----------------------------------------------------------------------------
     def drill_selected(self) -> None:

@@ -17,6 +17,7 @@ from textual.geometry import Size
 from textual.widget import Widget
 from textual.widgets import Static
 
+from tfdash.app.bindings import key_names
 from tfdash.app.layout import SHORT_H, profile_keys
 from tfdash.app.model import fmt_bytes, fmt_gbps, fmt_ns, fmt_num, throughput, tok_s_now
 from tfdash.app.widgets.chart import Chart, Figure, Line, rule_mark
@@ -296,9 +297,10 @@ class RooflinePane(VerticalScroll):
         ))
         gapbar.set_parts(0, 0, 0)
         why = snap.unavailable.get("roofline") or snap.unavailable.get("kernels") or "no profile window yet"
-        hint = [(" · ", "$text-muted"), *profile_keys(ended)] if ended else \
-            [(" · press ", "$text-muted"), ("p", "bold $accent"), (" to profile", "$text-muted")] if live else \
-            [(" · this snapshot kept none (--headless --profile records one)", "$text-muted")]
+        keys = key_names(self.app, "rerun", "profile")  # as the keymap binds them
+        hint = [(" · ", "$text-muted"), *profile_keys(ended, keys)] if ended else \
+            [(" · press ", "$text-muted"), (keys["profile"], "bold $accent"), (" to profile", "$text-muted")] \
+            if live else [(" · this snapshot kept none (--headless --profile records one)", "$text-muted")]
         set_content(note, Content.assemble((why, "italic $text-muted"), *hint))
 
 
