@@ -197,13 +197,11 @@ class Session:
         return session_requests.run_marginal(self, what, **kw)
 
     def ab(self, what: str, windows: int | None = None, steps: int | None = None, profile_steps: int | None = None,
-           progress=None, cancel: threading.Event | None = None, timeout: float = 600,
-           rerun_key: str | None = None) -> dict:
-        """A/B of the plan variant `what` against the running plan (tfdash.profiling.session_ab:
-        inside the live generation, or after it ended from where it left off). Blocks;
-        `progress(ABProgress)` hears how it goes, a set `cancel` stops it after the window in
-        progress, and so does `timeout` seconds after its first window. A dict with "unavailable" and the one-line reason when it cannot run.
-        `rerun_key`: the key that re-runs the generation (the dashboard's), named where a re-run would fit the A/B."""
+           progress=None, cancel: threading.Event | None = None, timeout: float = 600, rerun_key: str | None = None) -> dict:
+        """A/B of the plan variant `what` against the running plan (tfdash.profiling.session_ab: inside the live
+        generation, or after it ended from where it left off). Blocks; `progress(ABProgress)` hears how it goes; a set
+        `cancel`, or `timeout` seconds after its first window, stops it after the window in progress. A dict with
+        "unavailable" and the one-line reason when it cannot run (naming `rerun_key`, the dashboard's re-run key)."""
         from tfdash.profiling.session_ab import run_ab
 
         return run_ab(self, what, windows, steps, profile_steps, progress, cancel, timeout, rerun_key)

@@ -125,6 +125,19 @@ def verdict_content(result: dict) -> Content:
     return Content.assemble(*parts)
 
 
+def why_not_start(app, running: str | None) -> str:
+    """Why a new A/B may not start now ("" where it may), naming the keys as the keymap binds them.
+    A paused run is said here, with the key that resumes it: the engine's own line names no key."""
+    source = app.source
+    if running is not None:
+        return f"the A/B of {running} is still running ({bindings.key_name(app, 'ab.close')} cancels it)"
+    if not source.live:
+        return "a saved snapshot is read-only: nothing to A/B"
+    if source.paused and source.running:
+        return f"resume first ({bindings.key_name(app, 'pause')}): the A/B runs between decode steps"
+    return ""
+
+
 class ABScreen(ModalScreen):
     BINDINGS = bindings.AB
     # At 80x24 the box is nearly the whole screen: a new profile window's toast (refresh.py) would
@@ -261,19 +274,10 @@ class ABScreen(ModalScreen):
 
     def _startable(self) -> bool:
         """Whether a new A/B may start; if not, a toast says why."""
-        source = self.app.source
-        if self.running is not None:
-            self.notify(f"the A/B of {self.running} is still running ({bindings.key_name(self.app, 'ab.close')} "
-                        "cancels it)", severity="warning", timeout=3)
-            return False
-        if not source.live:
-            self.notify("a saved snapshot is read-only: nothing to A/B", severity="warning", timeout=3)
-            return False
-        if source.paused and source.running:  # said here, with the key that resumes (the engine's line names none)
-            self.notify(f"resume first ({bindings.key_name(self.app, 'pause')}): the A/B runs between decode steps",
-                        severity="warning", timeout=4)
-            return False
-        return True
+        why = why_not_start(self.app, self.running)
+        if why:
+            self.notify(why, severity="warning", timeout=3)
+        return not why
 
     def _start(self) -> None:
         t = self.query_one("#ab-variants", DataTable)

@@ -107,6 +107,11 @@ def show_counted(summary: Static, content: Content, width: int) -> None:
         summary.styles.height = rows
 
 
+def tab_pane(app, name: str, label: str) -> TabPane:
+    """A source tab, named with the key that shows it under the keymap (as text: a key is no markup)."""
+    return TabPane(Content(f"{bindings.key_name(app, 'drill.tab.' + name)} {label}"), id=name)
+
+
 class DrillScreen(CodeTabs, MarginalTab, CountersTab, Screen):
     BINDINGS = bindings.DRILL
     AUTO_FOCUS = "#instances-table"
@@ -139,17 +144,14 @@ class DrillScreen(CodeTabs, MarginalTab, CountersTab, Screen):
             with Vertical(id="sweep"):
                 yield Static(id="sweep-caption", classes="caption")
                 yield Chart(id="sweep-chart")
-        def tab(name: str, label: str) -> TabPane:  # named with the key that shows it (text, not markup)
-            return TabPane(Content(f"{bindings.key_name(self.app, 'drill.tab.' + name)} {label}"), id=name)
-
         with TabbedContent(id="drill-tabs", initial="tilelang"):
-            with tab("tilelang", "tilelang source"):
+            with tab_pane(self.app, "tilelang", "tilelang source"):
                 yield CodeView(id="tilelang-code")
-            with tab("cuda", "generated CUDA"):
+            with tab_pane(self.app, "cuda", "generated CUDA"):
                 yield CodeView(id="cuda-code")
-            with tab("marginal", "marginal cost"):
+            with tab_pane(self.app, "marginal", "marginal cost"):
                 yield Static(id="marginal-body")
-            with tab("counters", "counters"):
+            with tab_pane(self.app, "counters", "counters"):
                 yield Static(id="counters-body")
         yield FitFooter()
 
