@@ -1,0 +1,263 @@
+"""A key the user remapped in config.json is the key every hint names: the toasts, the status
+lines, the dialogs' box subtitles and the panes' texts that tell what to press say the new key,
+never the default one, which after the remap does nothing. Unmapped, the texts are the ones the
+other tests assert (bindings.key_name gives the default display)."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+from fixtures import appkit
+from fixtures.appkit import SNAPSHOT, LiveStandIn, sync
+from test_app_dialogs import box_lines
+from test_app_fit import settle, toast_lines
+from test_first_hour_app import screen_text
+from test_app_unprofiled import unprofiled
+
+from tfdash.app import bindings
+from tfdash.app.app import TfdashApp
+from tfdash.app.main import snapshot_app
+
+isolated_config = appkit.isolated_config  # the fixture: the tests below take it by this name
+RUN_KEYS = {"pause": "z", "rerun": "f5", "profile": "o", "baseline": "B"}
+
+
+def remap(config_dir, keymap: dict[str, str]) -> None:
+    """The user's config.json, with `keymap` in it (the app reads it when built)."""
+    (config_dir / "config.json").write_text(json.dumps({"keymap": keymap}))
+
+
+class HeldStandIn(LiveStandIn):
+    """A live run paused by the user: a profile window is taken once it resumes, and neither a
+    marginal nor an A/B is measured while it holds."""
+
+    running = True
+    paused = True
+
+    def request_profile(self, steps: int = 32) -> bool:
+        return True
+
+
+class SlowABStandIn(LiveStandIn):
+    """A live source whose A/B runs until it is cancelled."""
+
+    def ab(self, what: str, progress=None, cancel=None, **sizes) -> dict:
+        cancel.wait(10)
+        return {"what": what, "unavailable": "cancelled before its first window"}
+
+
+def test_key_name_is_the_footers_display_of_the_first_key_and_the_default_unmapped():
+    assert bindings.key_names(None, "pause", "rerun", "profile", "ab.start", "ab.close", "picker.clear") == \
+        {"pause": "space", "rerun": "r", "profile": "p", "ab.start": "⏎", "ab.close": "esc", "picker.clear": "x"}
+    app = TfdashApp(LiveStandIn(), theme="tfdash-dark")
+    app.set_keymap({"pause": "ctrl+z,P", "ab.close": "escape", "rerun": "f5"})
+    assert bindings.key_names(app, "pause", "ab.close", "rerun", "profile") == \
+        {"pause": "^z", "ab.close": "esc", "rerun": "f5", "profile": "p"}
+
+
+@sync
+async def test_the_run_toasts_name_the_remapped_keys(isolated_config):
+    remap(isolated_config, RUN_KEYS)
+    app = TfdashApp(LiveStandIn(unprofiled()), theme="tfdash-dark")  # live, no run in progress
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        said = []
+        notify = app.notify
+        app.notify = lambda message, **kw: (said.append(str(message)), notify(message, **kw))
+        await pilot.press("z", "o")
+        await pilot.pause()
+    assert said == ["no run in progress to pause (f5 re-runs)", "no run in progress to profile (f5 re-runs)"], said
+
+
+@sync
+async def test_profiling_while_paused_names_the_remapped_pause_key(isolated_config):
+    remap(isolated_config, RUN_KEYS)
+    app = TfdashApp(HeldStandIn(), theme="tfdash-dark")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        said = []
+        notify = app.notify
+        app.notify = lambda message, **kw: (said.append(str(message)), notify(message, **kw))
+        await pilot.press("o")
+        await pilot.pause()
+    assert said == ["profiling 32 steps once the run resumes (z)"], said
+
+
+@sync
+async def test_an_unprofiled_live_run_names_the_remapped_profile_key(isolated_config):
+    remap(isolated_config, RUN_KEYS)
+    app = TfdashApp(LiveStandIn(unprofiled()), theme="tfdash-dark")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        folded = screen_text(app)
+        await pilot.press("T")
+        await settle(pilot)
+        timeline = screen_text(app)
+    async with TfdashApp(LiveStandIn(unprofiled()), theme="tfdash-dark").run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        wide = screen_text(pilot.app)
+    assert "press o to profile a window" in folded and "roofline not profiled yet · o profiles" in folded, folded
+    assert "not profiled yet · o profiles a window" in timeline, timeline
+    assert "· press o to profile" in wide, wide  # the roofline pane's note
+    assert not [s for s in ("press p", "p profiles", "· p ") if s in folded + timeline + wide]
+
+
+@sync
+async def test_a_live_run_over_names_the_remapped_rerun_and_profile_keys(isolated_config):
+    from tfdash.app.messages import RunEnded
+
+    remap(isolated_config, RUN_KEYS)
+    source = LiveStandIn(unprofiled())
+    app = TfdashApp(source, theme="tfdash-dark")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        app.post_message(RunEnded(source.run_id))  # the generation reached its last token
+        await settle(pilot)
+        text = screen_text(app)
+        await pilot.press("T")
+        await settle(pilot)
+        timeline = screen_text(app)
+        await pilot.press("escape")
+        await settle(pilot)
+        said = []
+        notify = app.notify
+        app.notify = lambda message, **kw: (said.append(str(message)), notify(message, **kw))
+        await pilot.press("o")
+        await pilot.pause()
+    assert said == ["the run is over: f5 re-runs, then o profiles"], said
+    assert "measured — f5 re-runs, then o profiles" in text, text  # the Σ line under the table
+    assert "roofline not profiled yet · f5 re-runs, then o profiles" in text, text
+    assert "not profiled yet · f5 re-runs, then o profiles" in timeline, timeline
+
+
+@sync
+async def test_the_kept_run_toast_names_the_remapped_baseline_key(isolated_config, tmp_path):
+    remap(isolated_config, RUN_KEYS)
+    runs = tmp_path / "runs"
+    app = TfdashApp(LiveStandIn(), theme="tfdash-dark", keep_dir=runs)
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("f5")  # no run in progress: the one on screen is kept, and a new one starts
+        await settle(pilot)
+        toasts = " ".join(toast_lines(app))
+    (kept,) = runs.iterdir()
+    assert f"the run before is kept as {kept.name} (B compares against it)" in toasts, toasts
+
+
+@sync
+async def test_the_ab_dialog_names_its_remapped_keys(isolated_config):
+    remap(isolated_config, {"ab.start": "f6", "ab.close": "f7"})
+    app = TfdashApp(SlowABStandIn(), theme="tfdash-dark")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("a")
+        await settle(pilot)
+        idle = screen_text(app)
+        await pilot.press("f6")
+        await settle(pilot)
+        said = []
+        notify = app.notify
+        app.notify = lambda message, **kw: (said.append(str(message)), notify(message, **kw))
+        await pilot.press("f6")
+        await settle(pilot)
+        running = screen_text(app)
+        await pilot.press("f7")  # cancels the A/B
+        await settle(pilot)
+    assert [line for line in box_lines(idle, "A/B a plan variant") if line][-1] == "pick a variant, f6 runs it", idle
+    assert "─ f6 run · f7 close ─" in idle, idle
+    assert "─ f7 cancel ─" in running, running
+    assert said[0] == "the A/B of tilelang-unfused is still running (f7 cancels it)", said
+
+
+@sync
+async def test_an_ab_asked_for_while_paused_names_the_remapped_pause_key(isolated_config):
+    remap(isolated_config, {"pause": "z"})
+    source = HeldStandIn()
+    app = TfdashApp(source, theme="tfdash-dark")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("a")
+        await settle(pilot)
+        said = []
+        notify = app.notify
+        app.notify = lambda message, **kw: (said.append(str(message)), notify(message, **kw))
+        await pilot.press("enter")
+        await settle(pilot)
+    assert said == ["resume first (z): the A/B runs between decode steps"], said
+    assert source.asked == []  # the engine is not asked while it holds
+
+
+@sync
+async def test_the_picker_names_its_remapped_keys(isolated_config, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no snapshot to pick
+    remap(isolated_config, {"picker.close": "f8", "picker.choose": "f10", "export.snapshot": "f9"})
+    app = snapshot_app(SNAPSHOT, theme="tfdash-dark", export_dir=tmp_path / "exports")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("b")
+        await settle(pilot)
+        text = screen_text(app)
+        await pilot.press("f10")
+        await settle(pilot)
+        after = box_lines(screen_text(app), "baseline snapshot")
+    assert "─ f8 close ─" in text, text
+    assert "f9 on the dashboard (f8 closes this) writes" in " ".join(box_lines(text, "baseline snapshot")), text
+    assert "no snapshot to compare against yet: f8, then f9 writes one" in after, after
+
+
+@sync
+async def test_the_help_names_its_remapped_close_key(isolated_config):
+    remap(isolated_config, {"help.close": "f2"})
+    app = snapshot_app(SNAPSHOT, theme="tfdash-dark")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await settle(pilot)
+        text = screen_text(app)
+    assert "─ f2 to close ─" in text, text
+
+
+@sync
+async def test_the_drill_down_names_its_remapped_keys(isolated_config):
+    remap(isolated_config, {"pause": "z", "drill.marginal": "M", "drill.tab.marginal": "9"})
+    source = HeldStandIn()
+    app = TfdashApp(source, theme="tfdash-dark", tilelang_source=lambda f: f"def {f}():\n    ...\n")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")  # the kernel table's first row
+        await settle(pilot)
+        await pilot.press("9")
+        await settle(pilot)
+        text = screen_text(app)
+        said = []
+        notify = app.notify
+        app.notify = lambda message, **kw: (said.append(str(message)), notify(message, **kw))
+        await pilot.press("M")
+        await settle(pilot)
+    assert "9 marginal cost" in text and "Press M to measure it." in text, text
+    assert said == ["resume first (z): the marginal is measured between decode steps"], said
+    assert source.asked == []
+
+
+@sync
+async def test_the_live_sources_refusals_name_the_remapped_rerun_key(isolated_config):
+    """Before its session is built (or after a run failed), the live source refuses a marginal and
+    an A/B with the key that starts a run."""
+    from tfdash.app.live import LiveSource
+    from tfdash.errors import TfdashError
+
+    remap(isolated_config, {"rerun": "f5"})
+    release = threading.Event()
+
+    def make_session(status):
+        release.wait(10)
+        raise TfdashError("no engine in this test")
+
+    app = TfdashApp(LiveSource(make_session), theme="tfdash-dark")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        said = [app.source.marginal("L0.gate_up")["unavailable"], app.source.ab("tilelang-unfused")["unavailable"]]
+        release.set()
+        await settle(pilot)
+    assert said == ["no run in progress to measure (f5 re-runs)", "no run in progress to A/B (f5 re-runs)"], said
