@@ -7,6 +7,8 @@ terminal below the minimum size.
     pane_summary(snap, ...) a line (wrapped between items) for the panes that are hidden
     wrap_pairs(pairs, w)    a Content whose lines break between pairs, never inside one
     fill_whole(table, ...)  a table with the columns that fit its width whole, dropped by priority
+    FitsBeforeDraw          mixed into a Screen: its widgets fitted to the sizes a layout gave them,
+                            before the frame it laid out is drawn
     fit_min_size(screen, s) below MIN_W×MIN_H, one line over the whole screen: the size needed, the quit key
     MinSizeGuard            mixed into the App: every screen it shows is fitted so, dialogs included,
                             and below the minimum only the quit keys act
@@ -147,7 +149,7 @@ def fit_whole(width: int, columns: tuple, rows: list[list[Text]], priority: tupl
               scrollbar: int = 1) -> set[str]:
     """The columns whose widest cell (or header), with padding, fit `width` less a scrollbar."""
     if width <= 0:
-        return {key for key, _ in columns}  # not laid out yet: on_resize fits it
+        return set()  # not laid out yet: FitsBeforeDraw fills it before it is first drawn
     need = {key: w + 2 for key, w in cell_widths(columns, rows).items()}
     keep = [k for k in priority if k in need]
     while len(keep) > 1 and sum(need[k] for k in keep) > width - scrollbar:
@@ -159,15 +161,42 @@ def fill_whole(t: DataTable, columns: tuple, rows: list[list[Text]], keys: list,
                scrollbar: int = 1) -> None:
     """Fill `t` with the columns (key, header) that fit its width whole (fit_whole). Each is
     given its width: a DataTable measures new columns only when idle, and until then draws them
-    at their headers' widths ("othe" for a file name)."""
+    at their headers' widths ("othe" for a file name). Before its first layout (no width) it is
+    left empty, rather than filled with every column: its virtual size, measured when idle, would
+    give the first frame a horizontal scrollbar."""
     keep = fit_whole(t.size.width, columns, rows, priority, scrollbar)
     widths = cell_widths(columns, rows)
     t.clear(columns=True)
+    if not keep:
+        return
     for key, label in columns:
         if key in keep:
             t.add_column(label, key=key, width=widths[key])
     for k, cells in zip(keys, rows):
         t.add_row(*(c for (key, _), c in zip(columns, cells) if key in keep), key=k)
+
+
+class FitsBeforeDraw:
+    """Mixed into a Screen whose widgets choose what they show for their size (a table's columns
+    that fit whole): the screen's `fit_laid_out()` runs once a layout has given every widget its size, before the
+    frame it laid out is drawn. Textual posts Resize only after drawing that frame, so a widget
+    fitted on Resize (or after the refresh that follows) was drawn once unfitted -- every column at
+    first, headers cut mid-word, a stray scrollbar -- for a second or two on a loaded host.
+
+    The screen is the root of its compositor's layout: its size is updated last in the pass, after
+    every widget's (Textual's `_size_updated`, called in layer order, the root at the bottom).
+    `fit_laid_out` runs at every layout, so it compares the sizes it fitted to before doing work.
+    That hook is Textual's private one, so its arguments pass through as they come, and the screen's
+    Resize fits it too: a Textual that stopped calling the hook would only bring back the late fit."""
+
+    def _size_updated(self, *args, **kwargs):
+        resized = super()._size_updated(*args, **kwargs)
+        if self.is_attached:
+            self.fit_laid_out()
+        return resized
+
+    def on_resize(self) -> None:  # Textual calls each class's handler, the screen's own too
+        self.call_after_refresh(self.fit_laid_out)
 
 
 def too_small(size: Size) -> bool:

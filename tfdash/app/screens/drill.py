@@ -1,7 +1,7 @@
 """The kernel drill-down: one row of the kernel table opened up.
 
-    instances      every launch in the row, across layers: predicted vs measured
-    operands       bytes by operand at the profiled ctx_len
+    instances      every launch in the row, across layers: predicted vs measured (drill_tables)
+    operands       bytes by operand at the profiled ctx_len (drill_tables)
     ctx_len sweep  predicted (analyze over ctx_len) everywhere, measured where profiled
     tabs           tilelang source · generated CUDA (sm_90a, compiled on demand: drill_code) ·
                    marginal cost (m measures it: drill_marginal) ·
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import time
 
-from rich.text import Text
 from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -25,10 +24,11 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
 from tfdash.app import baseline as basemod, bindings, drill_model
-from tfdash.app.layout import SHORT_H, fill_whole, wrap_pairs
-from tfdash.app.model import TableRow, fmt_bytes, fmt_gap, fmt_gbps, fmt_ns, fmt_num, gap_level, make_row
+from tfdash.app.layout import SHORT_H, FitsBeforeDraw, wrap_pairs
+from tfdash.app.model import TableRow, fmt_gap, fmt_ns, fmt_num, gap_level, make_row
 from tfdash.app.screens.drill_code import CodeTabs
 from tfdash.app.screens.drill_counters import CountersTab
+from tfdash.app.screens.drill_tables import DrillTables
 from tfdash.app.screens.drill_marginal import MarginalTab
 from tfdash.app.screens.main import TopBar
 from tfdash.app.widgets.footer import FitFooter
@@ -36,20 +36,9 @@ from tfdash.app.widgets.chart import Chart, Figure, Line
 from tfdash.app.widgets.code import CodeView
 from tfdash.app.widgets.kernel_table import DRIFT_REDRAW_S
 from tfdash.profiling.snapshot import ProfileSnapshot
-from tfdash.textsafe import KEEP_LAYOUT, visible, visible_content
+from tfdash.textsafe import KEEP_LAYOUT, visible_content
 
 DRILL_NARROW_W = 140  # below this the instances, operands and sweep panes do not fit side by side
-KIND_SHORT = {"activation": "act", "weight": "weight", "cache": "KV cache", "table": "table"}
-# The columns that go first when a pane is too narrow for all (the last listed first): ← → switch
-# the tabs, so a table here is never scrolled sideways and a column is shown whole or not at all.
-INSTANCE_PRIORITY = ("role", "meas", "pred", "base", "delta", "gap", "p90", "gbps")
-# Against a baseline, Δ outlasts every other number but the measured time, as in the kernel table.
-INSTANCE_PRIORITY_VS = ("role", "meas", "delta", "pred", "base", "gap", "p90", "gbps")
-OPERAND_PRIORITY = ("op", "pct", "read", "written", "kind", "buf")
-OPERAND_COLUMNS = tuple((key, Text(label, justify="right" if key in ("read", "written", "pct") else "left"))
-                        for key, label in (("op", "operand"), ("kind", "kind"), ("read", "read"),
-                                           ("written", "written"), ("pct", "%"), ("buf", "buffer")))
-
 
 def summary_pairs(r: TableRow, group: str) -> list[list[tuple[str, str]]]:
     """The summary's label-value pairs: the row, its family and kernel, its times and share."""
@@ -66,20 +55,6 @@ def summary_pairs(r: TableRow, group: str) -> list[list[tuple[str, str]]]:
     if r.share is not None:
         pairs.append([(fmt_num(r.share * 100, 1, " %"), "bold"), (" of the step", "$text-muted")])
     return pairs
-
-
-def operands_shown(room: int, n: int) -> str:
-    """The cost-by-operand pane's subtitle where its table's `room` rows (its header's among them)
-    show fewer than its `n` operands (80x24, under a GEMV's dims and geometry), the rest scrolled;
-    under attention's longer dims at 80x24 the caption leaves no row for one, and it says 0."""
-    return f"{max(0, room - 1)} of {n} operands shown" if room - 1 < n else ""
-
-
-def name_baseline_only(pane, base, snap: ProfileSnapshot, group: str, members: tuple[int, ...]) -> None:
-    """The instances pane's subtitle: the row's launches only the baseline has (`base`; None: none),
-    whose Δ the summary counts and no instance shows, in the room the pane's border leaves."""
-    gone = basemod.baseline_only(base, snap.kernels, group, members) if base is not None else ()
-    pane.border_subtitle = Content(visible(basemod.baseline_only_caption(gone, max(0, pane.size.width - 6))))
 
 
 def sweep_caption(xs, ys, mx, my) -> Content:
@@ -112,7 +87,7 @@ def tab_pane(app, name: str, label: str) -> TabPane:
     return TabPane(Content(f"{bindings.key_name(app, 'drill.tab.' + name)} {label}"), id=name)
 
 
-class DrillScreen(CodeTabs, MarginalTab, CountersTab, Screen):
+class DrillScreen(FitsBeforeDraw, DrillTables, CodeTabs, MarginalTab, CountersTab, Screen):
     BINDINGS = bindings.DRILL
     AUTO_FOCUS = "#instances-table"
 
@@ -167,23 +142,13 @@ class DrillScreen(CodeTabs, MarginalTab, CountersTab, Screen):
         snap = self.app.snapshot
         if snap is not None and self.is_current:
             self._summary(snap)
-        if self._members_shown is not None:  # the instances' columns fit the pane's new width
-            self.call_after_refresh(self._instances, self._members_shown[1])
-        self._refit_operands()
-
-    def _refit_operands(self) -> None:
-        """The operands' columns fit the pane's width once laid out (a resize, or `v` showing it)."""
-        self._operands_key = None
-        if self.app.snapshot is not None:
-            self.call_after_refresh(self._operands, self.app.snapshot)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """`v` (swap) only where the sweep and the operands share a place: in a narrow terminal."""
         return self.has_class("-narrow") if action == "swap" else True
 
     def action_swap(self) -> None:
-        self.toggle_class("-swap")
-        self._refit_operands()
+        self.toggle_class("-swap")  # the operands, shown, are filled to their width as laid out
 
     def on_mount(self) -> None:
         # The first layout comes before the first Resize: at 80x24 it would be the wide one.
@@ -245,67 +210,6 @@ class DrillScreen(CodeTabs, MarginalTab, CountersTab, Screen):
             line = wrap_pairs(basemod.summary_parts(base, snap.kernels, self.group, r.members), width)
             content = Content.assemble(content, "\n", line)
         show_counted(self.query_one("#drill-summary", Static), content, width)
-
-    def _instances(self, members) -> None:
-        t = self.query_one("#instances-table", DataTable)
-        base, snap = getattr(self.app, "baseline", None), self.app.snapshot
-        against = basemod.index(base, snap.kernels, "none") if base is not None and snap is not None else None
-        columns = (("role", "launch"), ("pred", "predicted"), ("meas", "measured"), ("p90", "p90"),
-                   ("gap", "gap ×"), ("gbps", "GB/s"))
-        if against is not None:
-            columns += basemod.COLUMNS[:2]  # baseline, Δ
-        colors = self.app.theme_variables
-        rows = []
-        for k in members:
-            g = k.gap
-            extra = []
-            if against is not None:
-                extra = [Text(v, justify="right", style=colors.get(f"tf-{lv}", "") if lv else "")
-                         for v, lv in basemod.cells(against.get((k.index,)))[:2]]
-            rows.append([Text(visible(k.role)), Text(fmt_ns(k.predicted_ns), justify="right"),
-                         Text(fmt_ns(k.measured_p50_ns), justify="right"),
-                         Text(fmt_ns(k.measured_p90_ns), justify="right"),
-                         Text(fmt_gap(g), justify="right", style=colors.get(f"tf-{gap_level(g)}", "") if g else ""),
-                         Text(fmt_gbps(k.achieved_gbps, ""), justify="right"), *extra])
-        columns = tuple((key, Text(label, justify="left" if key == "role" else "right")) for key, label in columns)
-        fill_whole(t, columns, rows, [str(k.index) for k in members],
-                   INSTANCE_PRIORITY if against is None else INSTANCE_PRIORITY_VS)
-        name_baseline_only(self.query_one("#instances"), base if against else None, snap, self.group, self.row.members)
-        if members:  # the cursor stays on the current launch across rebuilds
-            row = next((i for i, k in enumerate(members) if k.index == self.current), 0)
-            t.move_cursor(row=row, animate=False)
-
-    def _operands(self, snap: ProfileSnapshot) -> None:
-        t = self.query_one("#operands-table", DataTable)
-        caption = self.query_one("#operands-caption", Static)
-        plan = self.plan
-        if plan is None:
-            caption.update(Content.styled("this snapshot's step plan could not be rebuilt (another tfdash "
-                                          "version?)", "italic $text-muted"))
-            return
-        ctx = drill_model.ctx_of(snap)
-        key = (ctx, self.current)
-        if key == self._operands_key:
-            return
-        self._operands_key = key
-        ops = drill_model.operand_costs(plan, self.row.members, ctx)
-        total = sum(o.read + o.written for o in ops) or 1
-        launch = plan.launches[self.current]
-        dims = " ".join(f"{k}={v}" for k, v in launch.dims.items() if k not in ("dtype", "eps"))
-        geometry = drill_model.geometry_text(launch, ctx) if snap.meta.backend.startswith("tilelang") else None
-        caption.update(visible_content(Content.assemble(
-            ("at ctx_len ", "$text-muted"), (f"{ctx:,}", "bold"), ("  Σ ", "$text-muted"),
-            (fmt_bytes(total), "bold"), ("\n", ""), (dims, "$text-muted"),
-            *((("\n", ""), (geometry, "")) if geometry else ())), KEEP_LAYOUT))
-        rows = [[Text(visible(o.role), style="bold"), Text(KIND_SHORT.get(o.kind, o.kind)),
-                 Text(fmt_bytes(o.read) if o.read else "—", justify="right"),
-                 Text(fmt_bytes(o.written) if o.written else "—", justify="right"),
-                 Text(fmt_num(100 * (o.read + o.written) / total, 1), justify="right"),
-                 Text(visible(o.buffers), style="dim")] for o in ops]
-        pane = self.query_one("#operands")
-        room = pane.content_size.height - caption.outer_size.height  # rows with a header
-        fill_whole(t, OPERAND_COLUMNS, rows, [None] * len(rows), OPERAND_PRIORITY, int(len(rows) + 1 > room))
-        pane.border_subtitle = operands_shown(room, len(rows)) if pane.content_size.height else ""
 
     def _sweep_chart(self, snap: ProfileSnapshot) -> None:
         caption = self.query_one("#sweep-caption", Static)

@@ -79,13 +79,15 @@ class TopBar(Horizontal):
 
     def show(self, title: str, state: str, state_style: str) -> None:
         """`title`'s " · " items that fit beside the state, whole: one that does not fit is left
-        out with those after it, never cut (a "143" without its "launches/step")."""
+        out with those after it, never cut (a "143" without its "launches/step"). Before its first
+        layout it fits the screen's width, which it spans: fitted to none, its first frame was cut."""
         self._shown = (title, state, state_style)
-        if self.size.width:
-            state = fit_state(state, self.size.width - 2)
-        room = self.size.width - len(" tfdash │ ") - cell_len(f" {state} ") - 1
+        width = self.size.width or self.screen.size.width
+        if width:
+            state = fit_state(state, width - 2)
+        room = width - len(" tfdash │ ") - cell_len(f" {state} ") - 1
         items = title.split(" · ")
-        while len(items) > 1 and self.size.width and cell_len(" · ".join(items)) > room:
+        while len(items) > 1 and width and cell_len(" · ".join(items)) > room:
             items.pop()
         set_content(self.query_one("#topbar-title", Static), Content.assemble(
             (" tfdash ", "bold $text-primary"), ("│ ", "$text-muted"), (" · ".join(items), "")))

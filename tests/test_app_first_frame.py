@@ -1,0 +1,79 @@
+"""The first frame a screen draws is already fitted to the terminal: a table whose columns are
+chosen for its width shows at once the columns it settles on, never every column cut off at the
+pane's border for a frame (a second or two on a loaded host) before it is refitted."""
+
+from __future__ import annotations
+
+import pytest
+from fixtures import appkit
+from fixtures.appkit import SNAPSHOT, sync
+from textual.widgets import DataTable, Static
+
+from tfdash.app.main import snapshot_app
+
+isolated_config = appkit.isolated_config  # the fixture, for usefixtures
+
+SIZES = [(80, 24), (100, 30), (120, 40), (160, 48)]
+
+
+def make_app(**kw):
+    return snapshot_app(SNAPSHOT, theme="tfdash-dark", tilelang_source=lambda f: f"def {f}():\n    ...\n", **kw)
+
+
+async def settle(pilot) -> None:
+    for _ in range(3):
+        await pilot.pause()
+        await pilot.wait_for_scheduled_animations()
+
+
+def headers(t: DataTable) -> list[str]:
+    return [str(c.label) for c in t.ordered_columns]
+
+
+def record_first_draws(monkeypatch, screen_name: str) -> dict[str, tuple]:
+    """Each table's (headers, width) and the top bar's text as first drawn on `screen_name`, from
+    their draw methods (DataTable.render_lines, Static.render)."""
+    first: dict[str, tuple] = {}
+    render_lines, render = DataTable.render_lines, Static.render
+
+    def table_drawn(self, crop):
+        if type(self.screen).__name__ == screen_name and self.size.width:
+            first.setdefault(self.id, (headers(self), self.size.width))
+        return render_lines(self, crop)
+
+    def static_drawn(self):
+        shown = render(self)
+        if self.id == "topbar-title" and type(self.screen).__name__ == screen_name:
+            first.setdefault(self.id, str(shown))
+        return shown
+
+    monkeypatch.setattr(DataTable, "render_lines", table_drawn)
+    monkeypatch.setattr(Static, "render", static_drawn)
+    return first
+
+
+@pytest.mark.parametrize("baseline", [False, True])
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.usefixtures("isolated_config")
+@sync
+async def test_the_drill_downs_tables_are_fitted_in_its_first_frame(monkeypatch, size, baseline):
+    """⏎ on a row: the instances and the cost-by-operand tables are first drawn with the columns
+    they keep once settled (against a baseline, its Δ among them), never with every column at first
+    ("writte", a lone "b", the Δ scrolled off behind a horizontal scrollbar); the top bar names
+    whole items ("drill-down", not "drill-down · op ")."""
+    first = record_first_draws(monkeypatch, "DrillScreen")
+    app = make_app(**({"baseline": SNAPSHOT} if baseline else {}))
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")  # gate_up: 28 instances, 4 operands
+        await settle(pilot)
+        tables = {t.id: t for t in app.screen.query(DataTable)}
+        settled = {k: (headers(t), t.size.width) for k, t in tables.items() if t.size.width}
+        title = str(app.screen.query_one("#topbar-title", Static).render())
+    assert "instances-table" in first and "operands-table" in settled
+    for key in first.keys() - {"topbar-title"}:  # at 80x24 against a baseline the operands' rows are all scrolled
+        assert first[key] == settled[key], key
+        assert settled[key][0], key
+    if baseline:
+        assert settled["instances-table"][0][-1] == "Δ"
+    assert first["topbar-title"] == title

@@ -1,0 +1,138 @@
+"""The drill-down's two tables: the row's instances (every launch, predicted vs measured, and the
+baseline's time and Δ), and the current launch's cost by operand.
+
+Each shows the columns that fit its pane whole (layout.fill_whole). What they hold is kept, and
+they are filled once a layout has given them their width, before that frame is drawn
+(layout.FitsBeforeDraw): a table filled at the screen's mount, before it had a width, was drawn
+for a frame with every column (headers cut mid-word, the Δ scrolled off, a horizontal scrollbar).
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.content import Content
+from textual.widgets import DataTable, Static
+
+from tfdash.app import baseline as basemod, drill_model
+from tfdash.app.layout import fill_whole
+from tfdash.app.model import fmt_bytes, fmt_gap, fmt_gbps, fmt_ns, fmt_num, gap_level
+from tfdash.profiling.snapshot import ProfileSnapshot
+from tfdash.textsafe import KEEP_LAYOUT, visible, visible_content
+
+KIND_SHORT = {"activation": "act", "weight": "weight", "cache": "KV cache", "table": "table"}
+# The columns that go first when a pane is too narrow for all (the last listed first): ← → switch
+# the tabs, so a table here is never scrolled sideways and a column is shown whole or not at all.
+INSTANCE_PRIORITY = ("role", "meas", "pred", "base", "delta", "gap", "p90", "gbps")
+# Against a baseline, Δ outlasts every other number but the measured time, as in the kernel table.
+INSTANCE_PRIORITY_VS = ("role", "meas", "delta", "pred", "base", "gap", "p90", "gbps")
+OPERAND_PRIORITY = ("op", "pct", "read", "written", "kind", "buf")
+OPERAND_COLUMNS = tuple((key, Text(label, justify="right" if key in ("read", "written", "pct") else "left"))
+                        for key, label in (("op", "operand"), ("kind", "kind"), ("read", "read"),
+                                           ("written", "written"), ("pct", "%"), ("buf", "buffer")))
+
+
+def operands_shown(room: int, n: int) -> str:
+    """The cost-by-operand pane's subtitle where its table's `room` rows (its header's among them)
+    show fewer than its `n` operands (80x24, under a GEMV's dims and geometry), the rest scrolled;
+    under attention's longer dims at 80x24 the caption leaves no row for one, and it says 0."""
+    return f"{max(0, room - 1)} of {n} operands shown" if room - 1 < n else ""
+
+
+def instance_cells(k, against, colors) -> list[Text]:
+    """One launch's row: its role, times, gap and GB/s, and against a baseline its time there and Δ."""
+    g = k.gap
+    extra = []
+    if against is not None:
+        extra = [Text(v, justify="right", style=colors.get(f"tf-{lv}", "") if lv else "")
+                 for v, lv in basemod.cells(against.get((k.index,)))[:2]]
+    return [Text(visible(k.role)), Text(fmt_ns(k.predicted_ns), justify="right"),
+            Text(fmt_ns(k.measured_p50_ns), justify="right"), Text(fmt_ns(k.measured_p90_ns), justify="right"),
+            Text(fmt_gap(g), justify="right", style=colors.get(f"tf-{gap_level(g)}", "") if g else ""),
+            Text(fmt_gbps(k.achieved_gbps, ""), justify="right"), *extra]
+
+
+class DrillTables:
+    """Mixed into DrillScreen: the instances and operands tables, refilled to their panes' sizes."""
+
+    _instance_rows = None  # (columns, rows, keys, priority, launches only the baseline has) as last built
+    _operand_rows: list[list[Text]] | None = None  # as last built, for the current launch
+    _fitted_to = None  # the panes' sizes the tables were last filled to
+
+    def fit_laid_out(self) -> None:
+        """Both tables refilled where their panes' sizes changed (layout.FitsBeforeDraw)."""
+        pane, caption = self.query_one("#operands"), self.query_one("#operands-caption")
+        sizes = (self.query_one("#instances").size, pane.content_size, caption.outer_size)
+        if sizes != self._fitted_to:
+            self._fitted_to = sizes
+            self._fill_instances()
+            self._fill_operands()
+
+    def _instances(self, members) -> None:
+        base, snap = getattr(self.app, "baseline", None), self.app.snapshot
+        against = basemod.index(base, snap.kernels, "none") if base is not None and snap is not None else None
+        columns = (("role", "launch"), ("pred", "predicted"), ("meas", "measured"), ("p90", "p90"),
+                   ("gap", "gap ×"), ("gbps", "GB/s"))
+        if against is not None:
+            columns += basemod.COLUMNS[:2]  # baseline, Δ
+        columns = tuple((key, Text(label, justify="left" if key == "role" else "right")) for key, label in columns)
+        rows = [instance_cells(k, against, self.app.theme_variables) for k in members]
+        gone = basemod.baseline_only(base, snap.kernels, self.group, self.row.members) \
+            if against is not None else ()
+        self._instance_rows = (columns, rows, [str(k.index) for k in members],
+                               INSTANCE_PRIORITY if against is None else INSTANCE_PRIORITY_VS, gone)
+        self._fill_instances()
+
+    def _fill_instances(self) -> None:
+        """The instances with the columns that fit the pane, the cursor on the current launch, and
+        the launches only the baseline has (whose Δ the summary counts and no instance shows) named
+        in the room the pane's border leaves."""
+        if self._instance_rows is None:
+            return
+        t = self.query_one("#instances-table", DataTable)
+        columns, rows, keys, priority, gone = self._instance_rows
+        fill_whole(t, columns, rows, keys, priority)
+        pane = self.query_one("#instances")
+        pane.border_subtitle = Content(visible(basemod.baseline_only_caption(gone, max(0, pane.size.width - 6))))
+        if keys:  # the cursor stays on the current launch across rebuilds
+            t.move_cursor(row=keys.index(str(self.current)) if str(self.current) in keys else 0, animate=False)
+
+    def _operands(self, snap: ProfileSnapshot) -> None:
+        caption = self.query_one("#operands-caption", Static)
+        plan = self.plan
+        if plan is None:
+            caption.update(Content.styled("this snapshot's step plan could not be rebuilt (another tfdash "
+                                          "version?)", "italic $text-muted"))
+            return
+        ctx = drill_model.ctx_of(snap)
+        key = (ctx, self.current)
+        if key == self._operands_key:
+            return
+        self._operands_key = key
+        ops = drill_model.operand_costs(plan, self.row.members, ctx)
+        total = sum(o.read + o.written for o in ops) or 1
+        launch = plan.launches[self.current]
+        dims = " ".join(f"{k}={v}" for k, v in launch.dims.items() if k not in ("dtype", "eps"))
+        geometry = drill_model.geometry_text(launch, ctx) if snap.meta.backend.startswith("tilelang") else None
+        caption.update(visible_content(Content.assemble(
+            ("at ctx_len ", "$text-muted"), (f"{ctx:,}", "bold"), ("  Σ ", "$text-muted"),
+            (fmt_bytes(total), "bold"), ("\n", ""), (dims, "$text-muted"),
+            *((("\n", ""), (geometry, "")) if geometry else ())), KEEP_LAYOUT))
+        self._operand_rows = [
+            [Text(visible(o.role), style="bold"), Text(KIND_SHORT.get(o.kind, o.kind)),
+             Text(fmt_bytes(o.read) if o.read else "—", justify="right"),
+             Text(fmt_bytes(o.written) if o.written else "—", justify="right"),
+             Text(fmt_num(100 * (o.read + o.written) / total, 1), justify="right"),
+             Text(visible(o.buffers), style="dim")] for o in ops]
+        self._fill_operands()
+
+    def _fill_operands(self) -> None:
+        """The operands with the columns that fit the pane (less a scrollbar where the rows under
+        the caption are fewer than the operands), and how many of them show."""
+        rows = self._operand_rows
+        if rows is None:
+            return
+        pane = self.query_one("#operands")
+        room = pane.content_size.height - self.query_one("#operands-caption").outer_size.height  # rows with a header
+        fill_whole(self.query_one("#operands-table", DataTable), OPERAND_COLUMNS, rows, [None] * len(rows),
+                   OPERAND_PRIORITY, int(len(rows) + 1 > room))
+        pane.border_subtitle = operands_shown(room, len(rows)) if pane.content_size.height else ""
