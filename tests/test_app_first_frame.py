@@ -77,3 +77,28 @@ async def test_the_drill_downs_tables_are_fitted_in_its_first_frame(monkeypatch,
     if baseline:
         assert settled["instances-table"][0][-1] == "Δ"
     assert first["topbar-title"] == title
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+@pytest.mark.usefixtures("isolated_config")
+@sync
+async def test_the_timelines_summary_is_worded_for_its_width_in_its_first_frame(monkeypatch, size):
+    """T: the summary's µs a cell is the fit of the step to the view's width from the first frame,
+    not the fallback's before layout (218 µs/cell for a frame, then 47.1 at 80x24)."""
+    first: list[str] = []
+    render = Static.render
+
+    def static_drawn(self):
+        shown = render(self)
+        if self.id == "timeline-summary" and not first:
+            first.append(str(shown))
+        return shown
+
+    monkeypatch.setattr(Static, "render", static_drawn)
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await pilot.press("T")
+        await settle(pilot)
+        settled = str(app.screen.query_one("#timeline-summary", Static).render())
+    assert "µs/cell" in settled and first == [settled], (first, settled)

@@ -17,7 +17,7 @@ from textual.widgets import Static
 
 from tfdash.app import bindings
 from tfdash.app.screens.main import TopBar
-from tfdash.app.layout import profile_keys, wrap_pairs
+from tfdash.app.layout import FitsBeforeDraw, profile_keys, wrap_pairs
 from tfdash.app.timeline_model import StepTimeline, step_timeline, steps
 from tfdash.app.widgets.footer import FitFooter
 from tfdash.app.widgets.panes import set_content
@@ -56,7 +56,7 @@ def summary(tl: StepTimeline | None, held: list[int], scale_ns: float, width: in
                             ("· ", "bold $text-warning"), ("idle", "$text-muted"))
 
 
-class TimelineScreen(Screen):
+class TimelineScreen(FitsBeforeDraw, Screen):
     BINDINGS = bindings.TIMELINE
     AUTO_FOCUS = "#timeline-view"
     DEFAULT_CSS = """
@@ -71,6 +71,7 @@ class TimelineScreen(Screen):
     def __init__(self) -> None:
         super().__init__()
         self.step: int | None = None
+        self._fitted_to = None  # the widths the summary's scale and wrapping were worded for
 
     def compose(self) -> ComposeResult:
         yield TopBar(id="topbar")
@@ -113,8 +114,13 @@ class TimelineScreen(Screen):
                             ended=self.app.source.live and not self.app.offers("profile"),
                             keys=bindings.key_names(self.app, "rerun", "profile")))
 
-    def on_resize(self) -> None:
-        self.call_after_refresh(self._summary)
+    def fit_laid_out(self) -> None:
+        """The summary's µs/cell and its wrapping for the view's laid-out width (layout.FitsBeforeDraw):
+        worded before the first layout, they were the 8-cell fallback's ("218 µs/cell") for a frame."""
+        widths = (self.size.width, self.view.content_size.width)
+        if widths != self._fitted_to and self.view.content_size.width:
+            self._fitted_to = widths
+            self._summary()
 
     # -- actions (ids in bindings.TIMELINE) -------------------------------------------------------
     def action_back(self) -> None:

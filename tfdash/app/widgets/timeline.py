@@ -64,7 +64,10 @@ class TimelineView(Widget, can_focus=True):
 
     @property
     def bar_cells(self) -> int:
-        return max(8, self.content_size.width - LABEL_W - INFO_W)
+        # Before its first layout: the screen's width less the view's border and padding, which it
+        # spans, so the summary worded then (its µs a cell) is the one the first frame needs.
+        width = self.content_size.width or (self.app.size.width - 4 if self.is_attached else 0)
+        return max(8, width - LABEL_W - INFO_W)
 
     @property
     def rows_shown(self) -> int:
