@@ -419,8 +419,8 @@ def test_cli_json_into_a_new_folder_says_the_folder_was_made(capsys, tmp_path, w
     rc, _, err = analyze_cli(capsys, "--model", "qwen3-tiny", *what, "--json", str(out_path))
     assert rc == 0 and out_path.is_file(), err
     assert err.splitlines() == [f"# wrote {out_path} (its folder {out_path.parent} was created)"]
-    rc, _, err = analyze_cli(capsys, "--model", "qwen3-tiny", *what, "--json", str(out_path))  # there now
-    assert rc == 0 and err.splitlines() == [f"# wrote {out_path}"]
+    rc, _, err = analyze_cli(capsys, "--model", "qwen3-tiny", *what, "--json", str(out_path))  # there now: replaced
+    assert rc == 0 and err.splitlines() == [f"# wrote {out_path} (replacing the file there)"]
 
 
 def test_cli_json_subprocess(tmp_path):

@@ -26,8 +26,8 @@ def test_json_into_a_new_folder_says_the_folder_was_made(tmp_path, capsys):
     assert printed.out.splitlines() == lines
     assert printed.err.splitlines() == [f"# wrote {out} (its folder {out.parent} was created)"]
     assert json.loads(out.read_text()) == {"table": lines}
-    write_report(lines, str(out), {"table": lines})  # there now: nothing made
-    assert capsys.readouterr().err.splitlines() == [f"# wrote {out}"]
+    write_report(lines, str(out), {"table": lines})  # there now: replaced, no folder made
+    assert capsys.readouterr().err.splitlines() == [f"# wrote {out} (replacing the file there)"]
 
 
 def test_a_share_over_the_ceiling_is_marked_and_said_once(monkeypatch, tmp_path):

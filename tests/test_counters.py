@@ -229,8 +229,9 @@ def test_json_into_a_new_folder_says_the_folder_was_made(plan, tmp_path, monkeyp
     wrote = [line for line in capsys.readouterr().err.splitlines() if line.startswith("# wrote")]
     assert wrote == [f"# wrote {out} (its folder {out.parent} was created)"]
     assert json.loads(out.read_text())["schema"] == "tfdash.counters/1"
-    assert main(["counters", "--all", "--json", str(out)]) == 0  # there now: nothing made
-    assert [line for line in capsys.readouterr().err.splitlines() if line.startswith("# wrote")] == [f"# wrote {out}"]
+    assert main(["counters", "--all", "--json", str(out)]) == 0  # there now: replaced, no folder made
+    assert [line for line in capsys.readouterr().err.splitlines()
+            if line.startswith("# wrote")] == [f"# wrote {out} (replacing the file there)"]
 
 
 def test_snapshot_named_with_a_control_character_is_said_as_text(plan, tmp_path, monkeypatch, capsys):

@@ -395,3 +395,15 @@ def test_the_same_run_twice_is_said(tmp_path, capsys):
     other = write_snapshot(build_snapshot(fused_rope=False), tmp_path / "other.json")
     assert diff_cli.main([str(SNAPSHOT), str(other), "--top", "1"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_a_report_written_over_another_says_it_replaced_it(pair, tmp_path, capsys):
+    """`diff A B --json out` then `--markdown out` wrote the Markdown over the JSON report with the
+    same "# wrote out" as a new file; the second line says it replaced what was there."""
+    a, b = pair
+    out = tmp_path / "out"
+    assert main(["diff", str(a), str(b), "--json", str(out)]) == 0
+    assert capsys.readouterr().err.splitlines() == [f"# wrote {out}"]
+    assert main(["diff", str(a), str(b), "--markdown", str(out)]) == 0
+    assert capsys.readouterr().err.splitlines() == [f"# wrote {out} (replacing the file there)"]
+    assert out.read_text().startswith("**tfdash diff**")

@@ -125,8 +125,8 @@ def test_a_diff_output_in_a_new_folder_says_the_folder_was_made(tmp_path, flag):
     assert r.rc == 0 and out.is_file() and r.stdout.startswith("# A: ")
     # (then the line that says A and B are one run: this test diffs the fixture with itself)
     assert r.stderr.splitlines()[0] == f"# wrote {out} (its folder {out.parent} was created)"
-    r = run_tfdash("diff", str(SNAPSHOT), str(SNAPSHOT), flag, str(out), timeout=60)  # there now: nothing made
-    assert r.rc == 0 and r.stderr.splitlines()[0] == f"# wrote {out}"
+    r = run_tfdash("diff", str(SNAPSHOT), str(SNAPSHOT), flag, str(out), timeout=60)  # there now: replaced
+    assert r.rc == 0 and r.stderr.splitlines()[0] == f"# wrote {out} (replacing the file there)"
 
 
 def test_analyze_target_takes_the_files_tfdash_writes(tmp_path):

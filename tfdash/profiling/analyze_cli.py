@@ -114,11 +114,12 @@ def main(argv: list[str]) -> int:
     if capacity > cfg.max_position_embeddings:
         raise TfdashError(f"--capacity {capacity} is past max_position_embeddings={cfg.max_position_embeddings}")
     plan = plan_for(cfg, args.dtype, capacity)  # the plan the engine runs: the TFDASH_* plan knobs in effect
-    from tfdash.profiling.files import missing_folders_of_file, table_stream
+    from tfdash.profiling.files import missing_folders_of_file, replaces_file, table_stream
 
     out = _Shown(table_stream(args.json))  # --json /dev/stdout: the table to stderr
     # asked before a sweep's file (or the report's) makes them: the "# wrote" line says so, as diff's does
     new = missing_folders_of_file(args.json) if args.json else []
+    replaced = bool(args.json) and replaces_file(args.json)
     if sw is not None:
         parts = sw.split(":")
         if len(parts) != 3:
@@ -140,7 +141,7 @@ def main(argv: list[str]) -> int:
 
         if payload is not None:  # a sweep wrote its file as it went
             write_json_atomic(args.json, payload)
-        print(wrote_line(args.json, new), file=sys.stderr)
+        print(wrote_line(args.json, new, replaced), file=sys.stderr)
     if not args.ckpt and not args.model:  # after the report: an error stays its one line
         print(f"# {default_model_note()}", file=sys.stderr)
     return 0

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 
-from tfdash.profiling.files import missing_folders_of_file, table_stream, write_json_atomic, wrote_line
+from tfdash.profiling.files import missing_folders_of_file, replaces_file, table_stream, write_json_atomic, wrote_line
 from tfdash.profiling.probe import over_ceiling, over_ceiling_note
 from tfdash.stats import tokens
 from tfdash.textsafe import visible
@@ -68,6 +68,6 @@ def write_report(lines: list[str], json_path: str | None, payload: dict | None) 
     # --json /dev/stdout: stdout is the JSON alone; a checkpoint's name or a peer's error shown, never sent as is
     print(visible("\n".join(lines), keep="\n"), file=table_stream(json_path))
     if json_path:
-        new = missing_folders_of_file(json_path)  # before the write makes them
+        new, replaced = missing_folders_of_file(json_path), replaces_file(json_path)  # before the write
         write_json_atomic(json_path, payload)
-        print(wrote_line(json_path, new), file=sys.stderr)
+        print(wrote_line(json_path, new, replaced), file=sys.stderr)

@@ -82,14 +82,29 @@ def created_note(missing: list[Path]) -> str:
     return f" (its folder {missing[0]} was created)" if missing else ""
 
 
-def wrote_line(path, missing: list[Path]) -> str:
+def wrote_line(path, missing: list[Path], replaced: bool = False) -> str:
     """"# wrote PATH", and `created_note(missing)`: the line a command prints once its OUT file is written
     (diff's --json/--markdown, analyze's, bench's and counters' --json), `missing` asked of the file's
-    folder before the write made it. PATH as the write read it (a leading ~ expanded), its control
-    characters shown rather than sent to the terminal."""
+    folder before the write made it, `replaced` (`replaces_file`) whether a file was there, so that a
+    report written over another one (a `--markdown` given the `--json` file's name) is said, not silent.
+    PATH as the write read it (a leading ~ expanded), its control characters shown rather than sent to
+    the terminal."""
     from tfdash.textsafe import visible
 
-    return visible(f"# wrote {Path(path).expanduser()}{created_note(missing)}")
+    was = " (replacing the file there)" if replaced else ""
+    return visible(f"# wrote {Path(path).expanduser()}{created_note(missing)}{was}")
+
+
+def replaces_file(path) -> bool:
+    """Whether writing the file `path` replaces a file with something in it: asked before the write,
+    for `wrote_line`. A device, pipe or descriptor (/dev/stdout) is written in place, not replaced."""
+    p = Path(path).expanduser()
+    if own_fd(p) is not None or is_stream(p):
+        return False
+    try:
+        return p.is_file() and p.stat().st_size > 0
+    except OSError:
+        return False
 
 
 # a descriptor of this process named as a path: /dev/stdout leads to /proc/self/fd/1
