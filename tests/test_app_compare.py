@@ -823,3 +823,28 @@ async def test_a_window_toast_waits_while_the_ab_box_is_up_at_80x24(isolated_con
             assert toasts[0] == "profile window" and "ctx_len 2,048" in toasts[1] and "1,536" not in " ".join(toasts)
     finally:
         source.go.set()
+
+
+@sync
+async def test_picker_lists_runs_in_the_order_of_their_recorded_column(isolated_config, exports):
+    """The picker sorted by the files' mtime while its "recorded" column shows each run's start: a
+    snapshot copied or saved again later was listed above newer runs, the column out of order. The
+    rows are newest run first, as the column reads."""
+    def started(path, when):
+        snap = load_snapshot(path)
+        write_snapshot(dataclasses.replace(snap, meta=dataclasses.replace(snap.meta, started_at=when)), path)
+
+    started(exports.fp16, "2026-11-01T09:00:00Z")  # the newest file holds the oldest run
+    started(exports.unfused, "2026-12-01T09:00:00Z")
+    os.utime(exports.unfused, (1_800_000_000, 1_800_000_000))
+    os.utime(exports.fp16, (1_800_000_100, 1_800_000_100))
+    app = open_app(exports.shown)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("b")
+        await settle(pilot)
+        listed = rows(app.screen.query_one("#picker-table"))
+    names = [r[0] for r in listed]
+    assert names.index(exports.unfused.name) < names.index(exports.fp16.name), listed
+    when = [r[3] for r in listed if r[3]]
+    assert when == sorted(when, reverse=True), listed

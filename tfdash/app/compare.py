@@ -7,9 +7,9 @@
         and waits for it, before q or r stops the engine it steps
 
 `recent_snapshots(dirs)` lists the snapshot files where the dashboard writes exports (the export
-directory, the last export's, --save's, the open file's) and where it keeps runs (tfdash.app.kept),
-newest first: those whose start names the snapshot schema, each loaded and validated so the picker
-can say what it is (model, dtype, when, tok/s) or why it does not load.
+directory, the last export's, --save's, the open file's) and where it keeps runs (tfdash.app.kept):
+the newest files whose start names the snapshot schema, each loaded and validated so the picker can
+say what it is (model, dtype, when, tok/s) or why it does not load, the latest recorded run first.
 """
 
 from __future__ import annotations
@@ -79,12 +79,26 @@ def recent_snapshots(dirs: Iterable[Path], limit: int = RECENT, skip: Iterable[P
             except OSError:
                 continue
     out = []
-    for p, mtime in sorted(found.items(), key=lambda kv: -kv[1])[:limit]:
+    for p, mtime in sorted(found.items(), key=lambda kv: -kv[1])[:limit]:  # the newest files: only they are read
         try:
             out.append(Recent(p, mtime, load_snapshot(p)))
         except (TfdashError, OSError) as e:
             out.append(Recent(p, mtime, error=str(e).removeprefix(f"{p}: ")))
-    return out
+    return sorted(out, key=recorded, reverse=True)
+
+
+def recorded(e: Recent) -> tuple[float, float]:
+    """When the run `e` holds was recorded (its started_at, else its file's mtime, as the picker's
+    "recorded" column says it), then the file's mtime: the picker's order, newest first, so that the
+    rows read in the order of that column. A snapshot copied or saved again later has a new mtime
+    and kept its run's start."""
+    import calendar
+
+    started = e.snapshot.meta.started_at if e.snapshot is not None else ""
+    try:
+        return calendar.timegm(time.strptime(started, "%Y-%m-%dT%H:%M:%SZ")), e.mtime
+    except (TypeError, ValueError):
+        return e.mtime, e.mtime
 
 
 def _real(p: Path) -> Path:
