@@ -102,3 +102,51 @@ async def test_the_timelines_summary_is_worded_for_its_width_in_its_first_frame(
         await settle(pilot)
         settled = str(app.screen.query_one("#timeline-summary", Static).render())
     assert "µs/cell" in settled and first == [settled], (first, settled)
+
+
+def record_first_frames(monkeypatch) -> dict[str, str]:
+    """The text of the first frame each screen (by class name) draws as the current screen, taken
+    as it is drawn (Screen._compositor_refresh), the dialogs with the dashboard around them."""
+    from test_app_fit import screen_text
+    from textual.screen import Screen
+
+    first: dict[str, str] = {}
+    refresh = Screen._compositor_refresh
+
+    def drawn(self):
+        refresh(self)
+        if self.is_current and self.size.width:
+            first.setdefault(type(self).__name__, screen_text(self.app))
+
+    monkeypatch.setattr(Screen, "_compositor_refresh", drawn)
+    return first
+
+
+async def first_and_settled(monkeypatch, app, size, key: str | None) -> tuple[str, str]:
+    """The first frame of the screen `key` opens (None: the dashboard) and the same screen settled,
+    less the footer line: Textual's Footer composes its keys only after the first frame."""
+    from test_app_fit import screen_text
+
+    first = record_first_frames(monkeypatch)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        if key:
+            await pilot.press(key)
+            await settle(pilot)
+        name, settled = type(app.screen).__name__, screen_text(app)
+    assert name in first, (name, list(first))
+    return "\n".join(first[name].splitlines()[:-1]), "\n".join(settled.splitlines()[:-1])
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+@pytest.mark.usefixtures("isolated_config")
+@sync
+async def test_the_pickers_table_is_filled_in_its_first_frame(monkeypatch, tmp_path, size):
+    """b: the snapshots are in the picker's first frame, with the columns that fit; the table was
+    empty for a frame (filled before it had a width), a blank box where the list comes."""
+    from tfdash.profiling.export import load_snapshot, write_snapshot
+
+    monkeypatch.chdir(tmp_path)
+    write_snapshot(load_snapshot(SNAPSHOT), tmp_path / "exports" / "tfdash-qwen3-1.7b-20261129-101500.json")
+    first, settled = await first_and_settled(monkeypatch, make_app(export_dir=tmp_path / "exports"), size, "b")
+    assert "tfdash-qwen3-1.7b-20261129-101500.json" in settled and first == settled, (first, settled)

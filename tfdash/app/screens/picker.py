@@ -25,7 +25,7 @@ from textual.widgets import DataTable, Static
 from tfdash.app import bindings
 from tfdash.app.widgets.footer import FitFooter
 from tfdash.app.compare import Recent
-from tfdash.app.layout import cell_widths, fill_whole
+from tfdash.app.layout import FitsBeforeDraw, cell_widths, fill_whole
 from tfdash.app.messages import BaselineChosen
 from tfdash.app.widgets.kernel_cells import MIN_NAME, tail
 from tfdash.profiling.export import snapshot_label
@@ -90,8 +90,13 @@ def shown_dir(d) -> str:
         return str(d)
 
 
-class PickerScreen(ModalScreen):
+class PickerScreen(FitsBeforeDraw, ModalScreen):
+    """The table is filled once a layout has given it its size, before that frame is drawn
+    (layout.FitsBeforeDraw): filled at mount, before it had a width, its first frame was an empty
+    box where the snapshots would be."""
+
     BINDINGS = bindings.PICKER
+    _fitted_to = None  # the table's size it was last filled to
 
     def __init__(self, entries: list[Recent]):
         super().__init__()
@@ -138,8 +143,12 @@ class PickerScreen(ModalScreen):
             return bool(self.entries)
         return action != "clear" or getattr(self.app, "baseline", None) is not None
 
-    def on_resize(self) -> None:
-        self.call_after_refresh(self._fill)
+    def fit_laid_out(self) -> None:
+        """The table refilled where its size changed (layout.FitsBeforeDraw)."""
+        size = self.query_one("#picker-table", DataTable).size
+        if size != self._fitted_to:
+            self._fitted_to = size
+            self._fill()
 
     def _fill(self) -> None:
         """The columns that fit the box whole (the file names cut at their start to fit), refitted on
