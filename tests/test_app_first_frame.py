@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from fixtures import appkit
 from fixtures.appkit import SNAPSHOT, sync
+from textual.renderables.blank import Blank
 from textual.widgets import DataTable, Static
 
 from tfdash.app.main import snapshot_app
@@ -106,8 +107,10 @@ async def test_the_timelines_summary_is_worded_for_its_width_in_its_first_frame(
 
 def record_first_frames(monkeypatch) -> dict[str, str]:
     """The text of the first frame each screen (by class name) draws as the current screen, taken
-    as it is drawn (Screen._compositor_refresh), the dialogs with the dashboard around them."""
+    as it is drawn (Screen._compositor_refresh), the dialogs with the dashboard around them.
+    Scrollbars are drawn blank: Textual shows a widget's one a layout after the first that sizes it."""
     from test_app_fit import screen_text
+    from textual.scrollbar import ScrollBar
     from textual.screen import Screen
 
     first: dict[str, str] = {}
@@ -119,6 +122,7 @@ def record_first_frames(monkeypatch) -> dict[str, str]:
             first.setdefault(type(self).__name__, screen_text(self.app))
 
     monkeypatch.setattr(Screen, "_compositor_refresh", drawn)
+    monkeypatch.setattr(ScrollBar, "render", lambda self: Blank(self.styles.scrollbar_background))
     return first
 
 
@@ -150,3 +154,14 @@ async def test_the_pickers_table_is_filled_in_its_first_frame(monkeypatch, tmp_p
     write_snapshot(load_snapshot(SNAPSHOT), tmp_path / "exports" / "tfdash-qwen3-1.7b-20261129-101500.json")
     first, settled = await first_and_settled(monkeypatch, make_app(export_dir=tmp_path / "exports"), size, "b")
     assert "tfdash-qwen3-1.7b-20261129-101500.json" in settled and first == settled, (first, settled)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+@pytest.mark.usefixtures("isolated_config")
+@sync
+async def test_the_helps_rows_are_wrapped_to_its_table_in_its_first_frame(monkeypatch, size):
+    """?: "does" is wrapped to its column from the first frame; fitted at mount to a guess at the
+    table's width, it was two cells short for a frame ("the drill-down / and roofline" on a third
+    line at 80 columns), the ids two cells left of where they settle."""
+    first, settled = await first_and_settled(monkeypatch, make_app(), size, "question_mark")
+    assert "interrupt" in settled and first == settled, (first, settled)

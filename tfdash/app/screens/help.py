@@ -2,8 +2,10 @@
 
 The keys come in sections, one per place they act (everywhere, the dashboard, the drill-down…),
 each under a heading row, so no column repeats the place on every row. What each key does wraps
-within its column, so the id (what a keymap names) stays on the screen down to 80 columns; the
-rows are refitted when the terminal is resized."""
+within its column, so the id (what a keymap names) stays on the screen down to 80 columns. The
+rows are fitted to the table's width in the layout that gives it that width, before that frame is
+drawn, and refitted when the terminal is resized (layout.FitsBeforeDraw): fitted at mount to a
+guess at the width, the first frame wrapped "does" two cells short of its column."""
 
 from __future__ import annotations
 
@@ -20,12 +22,13 @@ from textual.widgets import DataTable, Static
 from tfdash.app import bindings
 from tfdash.app.widgets.footer import FitFooter
 from tfdash.app.config import valid_keymap
+from tfdash.app.layout import FitsBeforeDraw
 from tfdash.textsafe import visible
 
 DOES_MIN_W = 24  # the "does" column never wraps narrower than this
 
 
-class HelpScreen(ModalScreen):
+class HelpScreen(FitsBeforeDraw, ModalScreen):
     BINDINGS = bindings.HELP
 
     _rows: list[tuple[str, str, str, str]] = []  # (section, key, does, id)
@@ -61,8 +64,9 @@ class HelpScreen(ModalScreen):
         t = self.query_one("#help-table", DataTable)
         t.move_cursor(row=(t.row_count - 1) * end, animate=False)
 
-    def on_resize(self) -> None:
-        self.call_after_refresh(self._fill)
+    def fit_laid_out(self) -> None:
+        if self._rows:  # mounted: the rows are read at mount
+            self._fill()
 
     def _widths(self) -> tuple[int, int, int]:
         """key, does, id: "does" gets what is left once the others (each padded) and a scrollbar
@@ -89,6 +93,8 @@ class HelpScreen(ModalScreen):
             if scope != section:
                 section = scope
                 t.add_row("", Text(f"── {scope} " + "─" * max(widths[1] - cell_len(scope) - 4, 0), style="bold"), "")
-            t.add_row(Text(key, style="bold", justify="right"), "\n".join(textwrap.wrap(does, widths[1])),
-                      Text(bid, style="dim"), height=None)
+            lines = textwrap.wrap(does, widths[1])  # its height given: an auto one is measured only when
+            # idle, and a row refilled in a layout was drawn 0 rows high in the frame that layout drew
+            t.add_row(Text(key, style="bold", justify="right"), "\n".join(lines), Text(bid, style="dim"),
+                      height=max(1, len(lines)))
         t.move_cursor(row=row, animate=False)
