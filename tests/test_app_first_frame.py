@@ -165,3 +165,25 @@ async def test_the_helps_rows_are_wrapped_to_its_table_in_its_first_frame(monkey
     line at 80 columns), the ids two cells left of where they settle."""
     first, settled = await first_and_settled(monkeypatch, make_app(), size, "question_mark")
     assert "interrupt" in settled and first == settled, (first, settled)
+
+
+@pytest.mark.parametrize("recorded", [False, True])
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+@pytest.mark.usefixtures("isolated_config")
+@sync
+async def test_the_ab_box_is_laid_out_for_its_size_in_its_first_frame(monkeypatch, size, recorded):
+    """a: the box is laid out as it settles from its first frame. Short (80x24), it was drawn for a
+    frame at 85 % of the height before it took the whole of it; a recorded A/B's sides had no rows
+    (filled after that frame), and the verdict and the per-op table were drawn higher than they settle."""
+    import dataclasses
+
+    from test_app_compare import recorded_ab
+
+    from tfdash.app.app import TfdashApp
+    from tfdash.profiling.export import load_snapshot
+
+    app = snapshot_app(dataclasses.replace(load_snapshot(SNAPSHOT), ab=(recorded_ab(),)), theme="tfdash-dark") \
+        if recorded else TfdashApp(appkit.LiveStandIn(), theme="tfdash-dark")
+    first, settled = await first_and_settled(monkeypatch, app, size, "a")
+    assert ("B tilelang-unfused" in settled) == recorded and "tilelang-gu1" in settled
+    assert first == settled, (first, settled)

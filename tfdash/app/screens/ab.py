@@ -36,7 +36,7 @@ from textual.widgets import DataTable, ProgressBar, Static
 from tfdash.app import bindings
 from tfdash.app.compare import hand_back
 from tfdash.app.widgets.footer import FitFooter
-from tfdash.app.layout import SHORT_H, fill_whole
+from tfdash.app.layout import SHORT_H, FitsBeforeDraw, fill_whole
 from tfdash.profiling.ab_table import VERDICT_LABEL, when
 from tfdash.profiling.variants import Refusal, refusal
 from tfdash.app.messages import ABMeasured, ABProgressed
@@ -138,7 +138,7 @@ def why_not_start(app, running: str | None) -> str:
     return ""
 
 
-class ABScreen(ModalScreen):
+class ABScreen(FitsBeforeDraw, ModalScreen):
     BINDINGS = bindings.AB
     # At 80x24 the box is nearly the whole screen: a new profile window's toast (refresh.py) would
     # cover its progress bar and status line; it waits until the box closes (warnings do not)
@@ -167,6 +167,7 @@ class ABScreen(ModalScreen):
         yield FitFooter()  # its own keys: the dashboard's footer underneath names keys that do not act here
 
     def on_mount(self) -> None:
+        self.set_class(self.app.size.height < SHORT_H, "-short")  # laid out short from its first frame
         box = self.query_one("#ab-box")
         box.border_title = "A/B a plan variant"
         self._keys()
@@ -216,12 +217,20 @@ class ABScreen(ModalScreen):
 
     def on_resize(self) -> None:
         self.set_class(self.app.size.height < SHORT_H, "-short")
-        self.call_after_refresh(self.fill_sides)
+
+    def fit_laid_out(self) -> None:
+        """The sides refilled where their table's width changed (layout.FitsBeforeDraw)."""
+        table = self.query_one("#ab-sides", SidesTable)
+        if table.size.width != table.fitted_width:
+            self.fill_sides()
 
     def fill_sides(self) -> None:
         """Both sides with the columns that fit the box whole: in 80 columns the range goes."""
         table = self.query_one("#ab-sides", SidesTable)
         table.fitted_width = table.size.width
+        # its header and rows, one line each: filled in the layout that gives it its width, its
+        # height is laid out before then (height: auto would take the empty table's)
+        table.styles.height = table.header_height + len(self.sides)
         fill_whole(table, SIDE_COLUMNS, self.sides, [None] * len(self.sides), SIDE_PRIORITY, scrollbar=0)
 
     def offers(self, action: str) -> bool:
