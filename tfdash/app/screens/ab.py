@@ -228,8 +228,7 @@ class ABScreen(FitsBeforeDraw, ModalScreen):
         """Both sides with the columns that fit the box whole: in 80 columns the range goes."""
         table = self.query_one("#ab-sides", SidesTable)
         table.fitted_width = table.size.width
-        # its header and rows, one line each: filled in the layout that gives it its width, its
-        # height is laid out before then (height: auto would take the empty table's)
+        # its header and rows, a line each, laid out before they are filled (auto: the empty table's)
         table.styles.height = table.header_height + len(self.sides)
         fill_whole(table, SIDE_COLUMNS, self.sides, [None] * len(self.sides), SIDE_PRIORITY, scrollbar=0)
 
@@ -366,8 +365,7 @@ class ABScreen(FitsBeforeDraw, ModalScreen):
         what, (na, nb) = str(result.get("what", "?")), result.get("launches", ["?", "?"])
         self.sides = [side_cells(f"A running plan · {na} launches", result.get("a", {})),
                       side_cells(f"B {what} · {nb} launches", result.get("b", {}))]
-        self.fill_sides()
-        self.call_after_refresh(self.fill_sides)  # shown only now: its columns fit once it has a width
+        self.fill_sides()  # shown only now: its columns are fitted in the layout that gives it a width
         for r in result.get("per_op", []):
             ops.add_row(*op_cells(r))
         done = "recorded" if recorded else "incomplete" if result.get("incomplete") else "done"
