@@ -187,3 +187,24 @@ async def test_the_ab_box_is_laid_out_for_its_size_in_its_first_frame(monkeypatc
     first, settled = await first_and_settled(monkeypatch, app, size, "a")
     assert ("B tilelang-unfused" in settled) == recorded and "tilelang-gu1" in settled
     assert first == settled, (first, settled)
+
+
+def pane_places(text: str) -> list[tuple[int, int, str]]:
+    """Where each pane's top border is (row, column) and its title, and the summary line's text."""
+    import re
+
+    lines = text.splitlines()
+    places = [(y, m.start(), m.group(1)) for y, line in enumerate(lines) for m in re.finditer(r"╭─ (\w+)", line)]
+    return places + [(1, 0, lines[1].strip())]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (100, 30), (120, 40)])
+@pytest.mark.usefixtures("isolated_config")
+@sync
+async def test_the_dashboards_panes_are_placed_for_its_size_in_its_first_frame(monkeypatch, size):
+    """The dashboard's first frame places its panes as they settle, the line for the hidden panes
+    with them: its size classes (-narrow, -short) were set on its first Resize, after that frame,
+    and at 80x24 it drew the kernel table cut to 34 columns beside an NVML pane `v` shows."""
+    first, settled = await first_and_settled(monkeypatch, make_app(), size, None)
+    assert any(title == "kernels" for _, _, title in pane_places(settled))
+    assert pane_places(first) == pane_places(settled), (first, settled)

@@ -118,10 +118,12 @@ class MainScreen(Screen):
         yield FitFooter()
 
     def on_resize(self, event: events.Resize) -> None:
-        classes = size_classes(event.size.width, event.size.height)
-        for c, on in classes.items():
-            self.set_class(on, c)
+        self._size_classes(event.size)
         self._fit_panes(self.app.snapshot, event.size)  # what fits the new size, the line for the rest
+
+    def _size_classes(self, size) -> None:
+        for c, is_on in size_classes(size.width, size.height).items():
+            self.set_class(is_on, c)
 
     def _refocus_table(self) -> None:
         """The kernel table takes the focus back once it is shown again (`v` back, or a terminal wide
@@ -163,7 +165,7 @@ class MainScreen(Screen):
         numbers in the line); where NVML has nothing to show, the kernel table keeps the rest if they
         are BOTTOM_MIN_H or more (-aside-table), and otherwise the screen under the pane is left bare
         rather than drawn as empty rows inside it."""
-        width, height = size or self.size
+        width, height = size or self.size or self.app.size  # the app's before a layout sizes the screen
         narrow, short = self.has_class("-narrow"), self.has_class("-short")
         nvml_off = snap is not None and bool(snap.unavailable.get("nvml")) and not snap.nvml
         self.query_one(NvmlPane).set_class(nvml_off, "-unavailable")
@@ -229,6 +231,10 @@ class MainScreen(Screen):
         for pane_id, title in (("continuation", "continuation"), ("throughput", "throughput"),
                                ("roofline", "roofline"), ("kernels", "kernels"), ("nvml", "NVML")):
             self.query_one(f"#{pane_id}").border_title = title
+        # The terminal's size classes and what fits it, before the first layout: set on the first
+        # Resize, which comes after the first frame, that frame was laid out for no size (at 80x24
+        # the kernel table cut to 34 columns beside the NVML pane, the summary line without NVML's).
+        self._size_classes(self.app.size)
         self.watch(self.app, "snapshot", self.render_snapshot, init=True)
         self.watch(self.app, "state", self._state_changed, init=True)
 
