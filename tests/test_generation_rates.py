@@ -86,6 +86,24 @@ def test_a_pause_is_held_time_not_run_time(eng):
     assert f"paused {st.held_ns / 1e9:.3f} s not counted" in st.summary()
 
 
+def test_a_run_stopped_while_paused_keeps_its_rate(eng):
+    """Pause, then quit or re-run while paused (the dashboard's q, r): the hold came after the last
+    token, so it is not in the wall time; it was still taken off it, and the kept run said 0.0 tok/s
+    (or, for a hold shorter than the run, a rate too high by the hold)."""
+    gen = eng.generate([5, 6, 7], 400)
+    hold_s = 0.5
+    for ev in gen:
+        if ev.index == 10:
+            gen.pause(True)
+            threading.Timer(hold_s, gen.cancel).start()  # stopped while held, never resumed
+    st = gen.stats
+    assert st.stopped == "cancelled" and 10 < st.new_tokens < 400
+    assert 0 <= st.held_ns < st.wall_ns
+    assert st.tok_per_s == pytest.approx(st.new_tokens / ((st.wall_ns - st.held_ns) / 1e9))
+    assert st.wall_ns - st.held_ns < hold_s * 1e9 or st.tok_per_s > 0  # the run's own time, not less
+    assert f"{st.tok_per_s:.1f} tok/s" in st.summary() and st.tok_per_s > 0
+
+
 def test_a_session_pause_and_the_snapshot(eng):
     s = Session(eng, "w1 w2 w3", 80, target=TARGET, nvml=False, ignore_eos=True, probe_bandwidth=False)
     held = []

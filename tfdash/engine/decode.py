@@ -143,6 +143,7 @@ class Generation:
         self._inflight: deque[int] = deque()
         self._harvested = -1  # the last step harvested
         self._t0 = 0
+        self._held_after_token = 0  # held time since the last token's wall stamp (see _hold)
         # The window in progress: its first step, steps still to enqueue, last step, and whether it
         # runs with steps in flight around it (see _overlaps).
         self._win, self._win_first, self._win_left, self._win_last, self._win_overlaps = None, 0, 0, -1, False
@@ -233,6 +234,8 @@ class Generation:
             stats.stopped = stats.stopped or "cancelled"  # or the reader gone: a stop asked for, as the windows hear
             raise
         finally:
+            self.stats.held_ns -= self._held_after_token  # a hold the run ended in: not in wall_ns
+            self._held_after_token = 0
             if self._win is not None:
                 rt.synchronize()
                 w, self._win = self._win, None
@@ -333,6 +336,7 @@ class Generation:
         self.tokens.append(tok)
         stats.new_tokens += 1
         stats.wall_ns = time.perf_counter_ns() - self._t0
+        self._held_after_token = 0  # every hold so far is inside wall_ns now
         if stats.new_tokens == 1:
             stats.ttft_ns = stats.wall_ns - stats.held_ns
         text = self.decoder.push(tok)
@@ -340,10 +344,14 @@ class Generation:
         return TokenEvent(stats.new_tokens - 1, tok, text, dt, stats.wall_ns)
 
     def _hold(self) -> None:
-        """Nothing in flight and paused: wait for resume (or stop); the wait is held time."""
+        """Nothing in flight and paused: wait for resume (or stop); the wait is held time. wall_ns is
+        stamped at each token, so a hold is in it only once a token follows: a run stopped while
+        held (quit or re-run from a pause) takes that hold back out of held_ns at its end."""
         t = time.perf_counter_ns()
         while not self._resume.wait(0.05):
             if self.stop.is_set():
                 break
-        self.stats.held_ns += time.perf_counter_ns() - t
+        held = time.perf_counter_ns() - t
+        self.stats.held_ns += held
+        self._held_after_token += held
         self.runtime.begin(self._step)  # the next step's time starts now, not before the pause
