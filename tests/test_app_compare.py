@@ -183,6 +183,32 @@ async def test_picker_refuses_another_dtype_and_sets_the_baseline(isolated_confi
 
 
 @sync
+async def test_a_baseline_chosen_or_dropped_from_the_drill_down_shows_there(isolated_config, exports):
+    """b works on the drill-down too; the picker closed over it, and the drill-down kept what it
+    showed before: a dropped baseline's line and Δ column stayed (a finished run or a saved
+    snapshot draws no new frame), and one chosen there did not appear until the measurements moved."""
+    from test_app_fit import screen_text
+
+    app = open_app(exports.shown)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")  # the costliest op
+        await settle(pilot)
+        before = screen_text(app)
+        assert "drill-down" in before and f"baseline {exports.unfused.name}" not in before
+        await pilot.press("b", "down", "enter")  # the fused_rope=False run, chosen from here
+        await settle(pilot)
+        shown = screen_text(app)
+        assert "drill-down" in shown and f"baseline {exports.unfused.name}" in shown, shown
+        assert "Δ" in [str(c.label) for c in app.screen.query_one("#instances-table").columns.values()]
+        await pilot.press("b", "x")  # and dropped from here
+        await settle(pilot)
+        shown = screen_text(app)
+        assert "drill-down" in shown and f"baseline {exports.unfused.name}" not in shown, shown
+        assert "Δ" not in [str(c.label) for c in app.screen.query_one("#instances-table").columns.values()]
+
+
+@sync
 async def test_picker_with_nothing_to_offer_says_how_to_get_one(isolated_config, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     app = open_app(SNAPSHOT, export_dir=tmp_path / "none-yet")

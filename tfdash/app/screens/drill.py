@@ -161,6 +161,11 @@ class DrillScreen(FitsBeforeDraw, DrillTables, CodeTabs, MarginalTab, CountersTa
         self._show_marginal()
         self._show_counters()
 
+    def on_screen_resume(self) -> None:
+        """A dialog (the picker, help, the A/B) closed over this screen: what changed under it is
+        drawn now, not at the next snapshot (a finished run or a saved one sends none)."""
+        self.render_snapshot(self.app.snapshot)
+
     # -- data ------------------------------------------------------------------------------
     @property
     def plan(self):
@@ -184,11 +189,12 @@ class DrillScreen(FitsBeforeDraw, DrillTables, CodeTabs, MarginalTab, CountersTa
             self.row = make_row(self.row.key, self.row.label, members)
         # New measurements (a profile window) redraw at once; predictions that drift with the
         # live context, every few seconds.
+        # A baseline chosen or dropped (b, here or under a dialog) redraws at once too.
         measured = tuple(k.measured_p50_ns for k in members)
-        shown = self._members_shown
-        if shown is None or (members != shown[1] and (measured != shown[0] or
-                                                      time.monotonic() - self._shown_at >= DRIFT_REDRAW_S)):
-            self._members_shown, self._shown_at = (measured, members), time.monotonic()
+        shown, base = self._members_shown, getattr(self.app, "baseline", None)
+        if shown is None or shown[2] is not base or (members != shown[1] and (
+                measured != shown[0] or time.monotonic() - self._shown_at >= DRIFT_REDRAW_S)):
+            self._members_shown, self._shown_at = (measured, members, base), time.monotonic()
             self._summary(snap)
             self._instances(members)
             self._sweep_chart(snap)
