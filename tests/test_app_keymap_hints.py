@@ -100,7 +100,8 @@ async def test_an_unprofiled_live_run_names_the_remapped_profile_key(isolated_co
     assert "press o to profile a window" in folded and "roofline not profiled yet · o profiles" in folded, folded
     assert "not profiled yet · o profiles a window" in timeline, timeline
     assert "· press o to profile" in wide, wide  # the roofline pane's note
-    assert not [s for s in ("press p", "p profiles", "· p ") if s in folded + timeline + wide]
+    assert not [s for s in ("press p", "p profiles", "· p ", "(p)") if s in folded + timeline + wide]
+    assert "no profiled step yet: o profiles a window" in timeline, timeline  # the view's own line
 
 
 @sync
@@ -129,6 +130,7 @@ async def test_a_live_run_over_names_the_remapped_rerun_and_profile_keys(isolate
     assert "measured — f5 re-runs, then o profiles" in text, text  # the Σ line under the table
     assert "roofline not profiled yet · f5 re-runs, then o profiles" in text, text
     assert "not profiled yet · f5 re-runs, then o profiles" in timeline, timeline
+    assert "no profiled step: f5 re-runs, then o profiles a window" in timeline and "(p)" not in timeline, timeline
 
 
 @sync

@@ -135,6 +135,8 @@ async def test_timeline_of_a_snapshot_without_spans_says_so(isolated_config):
         await pilot.pause()
         assert "no profiled step" in view_text(app)[0]
         assert "no kernel spans" in summary_text(app)
+        # a saved snapshot is read-only: its view named p, which here only says so
+        assert "(p)" not in view_text(app)[0] and "kept none" in view_text(app)[0], view_text(app)
 
 
 @sync

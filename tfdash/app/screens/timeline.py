@@ -56,6 +56,18 @@ def summary(tl: StepTimeline | None, held: list[int], scale_ns: float, width: in
                             ("· ", "bold $text-warning"), ("idle", "$text-muted"))
 
 
+def empty_line(live: bool, profiled: bool, ended: bool, keys: dict[str, str]) -> str:
+    """The view's line without spans, as the summary words why: the keys that profile only where
+    they can (the user's keymap's names); a saved snapshot is read-only, so it names none."""
+    if not live:
+        return "no profiled step: this snapshot kept none"
+    if profiled:
+        return "no profiled step: the profile window kept no kernel spans"
+    if ended:
+        return f"no profiled step: {keys['rerun']} re-runs, then {keys['profile']} profiles a window"
+    return f"no profiled step yet: {keys['profile']} profiles a window"
+
+
 class TimelineScreen(FitsBeforeDraw, Screen):
     BINDINGS = bindings.TIMELINE
     AUTO_FOCUS = "#timeline-view"
@@ -107,12 +119,15 @@ class TimelineScreen(FitsBeforeDraw, Screen):
         snap = self.app.snapshot
         roof = getattr(snap, "roofline", None)
         # "not profiled yet" only where p can profile: a saved snapshot without spans kept none
-        profiled = roof is not None or bool(getattr(snap, "timeline", ())) or not self.app.source.live
+        live = self.app.source.live
+        profiled = roof is not None or bool(getattr(snap, "timeline", ())) or not live
+        ended, keys = live and not self.app.offers("profile"), bindings.key_names(self.app, "rerun", "profile")
         set_content(self.query_one("#timeline-summary", Static),
                     summary(self.view.timeline, steps(snap), self.view.scale, self.size.width - 2,
-                            direct=self.view.direct, profiled=profiled,
-                            ended=self.app.source.live and not self.app.offers("profile"),
-                            keys=bindings.key_names(self.app, "rerun", "profile")))
+                            direct=self.view.direct, profiled=profiled, ended=ended, keys=keys))
+        if self.view.empty != (empty := empty_line(live, profiled, ended, keys)):
+            self.view.empty = empty
+            self.view.refresh()
 
     def fit_laid_out(self) -> None:
         """The summary's µs/cell and its wrapping for the view's laid-out width (layout.FitsBeforeDraw):

@@ -52,6 +52,7 @@ class TimelineView(Widget, can_focus=True):
         self.timeline: StepTimeline | None = None
         self.palette: dict[str, str] = {}
         self.direct = False
+        self.empty = "no profiled step"  # the line without spans: the screen words why (and any key)
 
     # -- state -------------------------------------------------------------------------------
     def show(self, tl: StepTimeline | None, colors: dict[str, str], direct: bool = False) -> None:
@@ -166,8 +167,7 @@ class TimelineView(Widget, can_focus=True):
     def render(self) -> Text:
         tl = self.timeline
         if tl is None or not tl.bars:
-            return Text("no profiled step: the timeline needs a profile window (p), or a snapshot that kept "
-                        "one", style="italic")
+            return Text(self.empty, style="italic")
         fr = frontiers(tl)
         lines = [self.axis()]
         for i in range(self.top, min(len(tl.bars), self.top + self.rows_shown)):
