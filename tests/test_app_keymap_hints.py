@@ -148,6 +148,23 @@ async def test_the_kept_run_toast_names_the_remapped_baseline_key(isolated_confi
 
 
 @sync
+async def test_the_line_after_quitting_names_the_remapped_baseline_key(isolated_config, tmp_path):
+    """The run kept on q is printed with how to reach it again: it said 'b in a run lists it' with
+    the baseline key moved to B, where b does nothing."""
+    from tfdash.app.main import final_line
+
+    remap(isolated_config, RUN_KEYS)
+    runs = tmp_path / "runs"
+    app = TfdashApp(LiveStandIn(), theme="tfdash-dark", keep_dir=runs)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("q")
+        await pilot.pause()
+    (kept,) = runs.iterdir()
+    assert final_line(app).endswith(f"; snapshot kept as {kept} (tfdash open it; B in a run lists it)"), final_line(app)
+
+
+@sync
 async def test_the_ab_dialog_names_its_remapped_keys(isolated_config):
     remap(isolated_config, {"ab.start": "f6", "ab.close": "f7"})
     app = TfdashApp(SlowABStandIn(), theme="tfdash-dark")

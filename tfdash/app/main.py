@@ -189,8 +189,11 @@ def final_line(app) -> str | None:
         return None
     gone = f" (replacing the snapshot of {app.save_replaced})" if getattr(app, "save_replaced", None) else ""
     saved = f"; snapshot saved to {visible(str(app.saved) + created_note(app.save_made) + gone)}" if app.saved else ""
-    if getattr(app, "kept", None):
-        saved = f"; snapshot kept as {visible(str(app.kept))} (tfdash open it; b in a run lists it)"
+    if getattr(app, "kept", None):  # the baseline key as the user's keymap binds it
+        from tfdash.app.bindings import key_name
+
+        b = key_name(app, "baseline")
+        saved = f"; snapshot kept as {visible(str(app.kept))} (tfdash open it; {b} in a run lists it)"
     return f"tfdash: {tokens(snap.new_tokens, 'new ')}, {snap.tok_per_s:.1f} tok/s over the run{saved}"
 
 
