@@ -131,3 +131,40 @@ async def test_m_is_in_the_drill_downs_footer_only_where_a_marginal_can_be_measu
         await settle(pilot)
         text = screen_text(app)
     assert "marginal L0.gate_up: unavailable:" in text and "measuring the marginal cost" not in text, text
+
+
+def test_quitting_while_the_cuda_tab_compiles_ends_the_compile_at_once(isolated_config, monkeypatch, tmp_path):
+    """q on the drill-down's CUDA tab while its compile ran (a cold tilelang and nvcc: tens of seconds)
+    closed the screen and then waited for the compile to end before the process exited, the shell
+    held meanwhile. Now the compile's child is ended with the screen."""
+    import asyncio
+    import os
+    import sys
+    import time
+
+    from test_app_fit import screen_text
+
+    from tfdash.app import cuda_source
+
+    pid_file = tmp_path / "pid"
+    sleeper = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+    monkeypatch.setattr(cuda_source, "child_command", lambda spec: [sys.executable, "-c", sleeper])
+    app = TfdashApp(LiveStandIn(), tilelang_source=lambda fam: "# stand-in\n")  # the real compile path
+
+    async def quit_while_compiling():
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause(0.2)
+            await pilot.press("enter", "2")
+            for _ in range(200):
+                if pid_file.exists() and pid_file.read_text():
+                    break
+                await pilot.pause(0.05)
+            assert "compiling" in screen_text(app), screen_text(app)
+            await pilot.press("q")
+
+    start = time.monotonic()
+    asyncio.run(quit_while_compiling())  # returns once the loop's worker threads have ended too
+    assert time.monotonic() - start < 20
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # no compile left running after the dashboard

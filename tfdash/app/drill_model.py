@@ -261,9 +261,10 @@ def _source(fn) -> str:
         return f"# {getattr(fn, '__qualname__', fn)}: source unavailable ({e})"
 
 
-def cuda_source(launch) -> str:
+def cuda_source(launch, cancel=None) -> str:
     """The generated CUDA of one launch's kernel, for sm_90a (needs tilelang and nvcc, not a GPU).
-    Seconds the first time, in a child process: call it from a thread worker."""
+    Seconds the first time, in a child process: call it from a thread worker; a set `cancel` (a
+    threading.Event) ends the child."""
     from tfdash.app.cuda_source import cuda_source as compile_in_child
 
-    return compile_in_child(launch)
+    return compile_in_child(launch, cancel)

@@ -6,6 +6,7 @@ anything that stops the compile (no tilelang, no nvcc) is the pane's one line.
 
 from __future__ import annotations
 
+import threading
 import time
 
 from textual import work
@@ -85,11 +86,20 @@ class CodeTabs:
         if key in (self._cuda_compiling or {}):
             self._show_compiling(launch, key)
 
+    def on_unmount(self) -> None:
+        self._cuda_gone.set()  # the screen closed (q, or the app quits): its compiles' children end
+
+    @property
+    def _cuda_gone(self) -> threading.Event:
+        if "_cuda_stop" not in self.__dict__:
+            self._cuda_stop = threading.Event()
+        return self._cuda_stop
+
     @work(thread=True, group="cuda", exclusive=True, exit_on_error=False)
     def _compile(self, launch, key) -> None:
-        compile_fn = getattr(self.app, "cuda_source", None) or drill_model.cuda_source
+        injected = getattr(self.app, "cuda_source", None)  # the tests' stand-in takes the launch alone
         try:
-            text = compile_fn(launch)
+            text = injected(launch) if injected else drill_model.cuda_source(launch, self._cuda_gone)
             if not text:
                 text = "unavailable: tilelang returned no source"
         except BaseException as e:  # noqa: BLE001 - a missing tilelang or nvcc is a message, not a crash
