@@ -125,6 +125,20 @@ def test_headless_only_options_are_not_dropped_by_the_dashboard(capsys, monkeypa
     rc, out, err = cli(capsys, "--device", "cpu", "--export", str(tmp_path / "out"), "--profile")
     assert rc == 2 and list(tmp_path.iterdir()) == []
     assert_one_line_error(err, "--profile, --export: with --headless only", "--save PATH")
+    assert "p profiles, e exports, a A/Bs" in err, err
+
+
+def test_headless_only_refusal_names_the_keys_the_keymap_binds(capsys, monkeypatch, tmp_path):
+    """The line said 'p profiles, e exports, a A/Bs' with those keys moved in config.json: in the
+    dashboard it sent the user to keys that do nothing there."""
+    import json
+
+    monkeypatch.setenv("TFDASH_FORCE_TUI", "1")
+    monkeypatch.setenv("TFDASH_CONFIG_DIR", str(tmp_path))
+    (tmp_path / "config.json").write_text(json.dumps({"keymap": {"profile": "o", "export.snapshot": "E", "ab": "f6"}}))
+    rc, out, err = cli(capsys, "--device", "cpu", "--profile")
+    assert rc == 2
+    assert_one_line_error(err, "--profile: with --headless only", "o profiles, E exports, f6 A/Bs", "--save PATH")
 
 
 def test_version_and_help(capsys):

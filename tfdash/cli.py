@@ -344,9 +344,12 @@ def _dispatch(argv: list[str]) -> int:
             print("tfdash: TERM=dumb cannot draw the dashboard; running --headless", file=sys.stderr)
             return run_headless(args)
     headless_only = [f"--{k}" for k in ("profile", "export", "ab") if getattr(args, k)]
-    if headless_only:  # never silently dropped: the dashboard does these with its keys
-        raise TfdashError(f"{', '.join(headless_only)}: with --headless only (the dashboard: p profiles, e exports, "
-                          "a A/Bs, --save PATH writes the snapshot on quit)")
+    if headless_only:  # never silently dropped: the dashboard does these with its keys, as config.json binds them
+        from tfdash.app.bindings import config_key_names
+
+        k = config_key_names("profile", "export.snapshot", "ab")
+        raise TfdashError(f"{', '.join(headless_only)}: with --headless only (the dashboard: {k['profile']} profiles, "
+                          f"{k['export.snapshot']} exports, {k['ab']} A/Bs, --save PATH writes the snapshot on quit)")
     refusal = dashboard_refusal("run --headless")
     if refusal:  # a screen of `?` says nothing; this line says why and what to do
         raise TfdashError(refusal)

@@ -176,6 +176,15 @@ def key_name(app, binding_id: str) -> str:
     return app.get_key_display(Binding(first, "")) if app is not None else first
 
 
+def config_key_names(*binding_ids: str) -> dict[str, str]:
+    """key_name of each id under the keymap of the user's config.json, before there is an app (the
+    CLI's lines that send the user to a dashboard key); the first key as written there."""
+    from tfdash.app.config import load_config, valid_keymap
+
+    keymap = valid_keymap(load_config().keymap)
+    return {bid: keymap[bid].split(",")[0].strip() if bid in keymap else key_name(None, bid) for bid in binding_ids}
+
+
 def key_names(app, *binding_ids: str) -> dict[str, str]:
     """key_name of each id, for the pure functions that word a hint (they take the names, not the app)."""
     return {bid: key_name(app, bid) for bid in binding_ids}
