@@ -229,7 +229,12 @@ def test_open_without_a_file_opens_the_newest_kept_run_or_says_there_is_none(tmp
     env = {"TFDASH_CACHE_DIR": str(tmp_path / "cache"), "TFDASH_CONFIG_DIR": str(tmp_path / "cfg")}
     r = run_tfdash("open", env=env)
     assert r.rc == 2 and r.stdout == ""
-    assert_one_line_error(r.stderr, f"no snapshot named, and no kept run in {tmp_path / 'cache' / 'runs'}")
+    assert_one_line_error(r.stderr, f"no snapshot named, and no kept run in {tmp_path / 'cache' / 'runs'}",
+                          "; e exports one)")
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "config.json").write_text('{"keymap": {"export.snapshot": "E"}}')
+    r = run_tfdash("open", env=env)  # the export key as config.json binds it, not the default e
+    assert_one_line_error(r.stderr, "no kept run in", "; E exports one)")
     snap = load_snapshot(Path(__file__).parent / "fixtures" / "snapshot-1.7b.json")
     older, newer = keep(snap, tmp_path / "cache" / "runs"), keep(snap, tmp_path / "cache" / "runs")
     os.utime(older, (2_000_000_000, 2_000_000_000))  # the newest by time, whatever the names say

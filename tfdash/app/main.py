@@ -260,9 +260,12 @@ def newest_kept() -> Path:
     from tfdash.app.kept import kept_runs, runs_dir
 
     runs = kept_runs(runs_dir())
-    if not runs:
+    if not runs:  # the export key as the user's config.json binds it
+        from tfdash.app.bindings import config_key_names
+
+        e = config_key_names("export.snapshot")["export.snapshot"]
         raise TfdashError(f"no snapshot named, and no kept run in {visible(str(runs_dir()))} (the dashboard keeps "
-                          "one when it quits without --save; e exports one)")
+                          f"one when it quits without --save; {e} exports one)")
     print(f"tfdash: opening the newest kept run, {visible(str(runs[0]))}", file=sys.stderr)
     return runs[0]
 
