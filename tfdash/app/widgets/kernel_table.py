@@ -20,6 +20,7 @@ from textual.widgets import DataTable, Input, Static
 
 from tfdash.app import baseline as basemod
 from tfdash.app import bindings
+from tfdash.app.layout import cell_widths
 from tfdash.app.model import DEFAULT_SORT, GROUPS, SORT_KEYS, TableRow, table_rows
 from tfdash.app.widgets import kernel_cells as cellsmod
 from tfdash.app.widgets.kernel_cells import ASCENDING_FIRST
@@ -161,7 +162,10 @@ class KernelTable(Vertical):
         return self.app.theme_variables.get(f"tf-{level}", "") if level else ""
 
     def _cells(self, r: TableRow, step_share_max: float) -> list:
-        return cellsmod.cells(r, self.group, self._color, step_share_max, self._shown_columns, self._bar_w)
+        """The row's cells for the shown columns, then its Δ cells against the baseline (if any)."""
+        extra = [] if self.against is None else [Text(v, style=self._color(lv), justify="right")
+                                                 for v, lv in basemod.cells(self.against.get(r.members))]
+        return cellsmod.cells(r, self.group, self._color, step_share_max, self._shown_columns, self._bar_w) + extra
 
     def _layout(self) -> tuple[tuple[str, ...], int]:
         """The columns that fit the pane beside the baseline's Δ columns, dropped by priority
@@ -205,22 +209,19 @@ class KernelTable(Vertical):
             self.rows = basemod.sort_rows(self.rows, self.against, key, desc)
         t.clear(columns=True)
         self._shown_columns, self._bar_w = self._layout()
-        for col_key, header in cellsmod.headers(self._shown_columns, self.group, (key, desc), self.against is not None):
-            t.add_column(header, key=col_key)
+        columns = cellsmod.headers(self._shown_columns, self.group, (key, desc), self.against is not None)
         share_max = max((r.share or 0.0 for r in self.rows), default=0.0) or 1.0
-        for r in self.rows:
-            extra = []
-            if self.against is not None:
-                extra = [Text(v, style=self._color(lv), justify="right")
-                         for v, lv in basemod.cells(self.against.get(r.members))]
-            t.add_row(*self._cells(r, share_max), *extra, key=r.key)
+        cells = [self._cells(r, share_max) for r in self.rows]
+        # Widths given: a DataTable measures new columns only when idle, till then as wide as headers ("ga")
+        widths = cell_widths(tuple(columns), cells)
+        for col_key, header in columns:
+            t.add_column(header, key=col_key, width=widths[col_key])
+        for r, row in zip(self.rows, cells):
+            t.add_row(*row, key=r.key)
         for i, r in enumerate(self.rows):
             if r.key == keep:
                 t.move_cursor(row=i, animate=False)
                 break
-        # The DataTable measures its new columns when idle, after it has drawn the rows at their
-        # headers' widths ("ga" for gate_up, while a filter is typed): drawn again once measured.
-        self.call_after_refresh(t.notify_style_update)
         self._caption()
         if (t.row_count > 0) != had_rows:
             self.screen.refresh_bindings()  # ⏎ (drill in) comes into the footer, or leaves it
