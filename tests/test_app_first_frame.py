@@ -201,10 +201,15 @@ def pane_places(text: str) -> list[tuple[int, int, str]]:
 @pytest.mark.parametrize("size", [(80, 24), (100, 30), (120, 40)])
 @pytest.mark.usefixtures("isolated_config")
 @sync
-async def test_the_dashboards_panes_are_placed_for_its_size_in_its_first_frame(monkeypatch, size):
-    """The dashboard's first frame places its panes as they settle, the line for the hidden panes
-    with them: its size classes (-narrow, -short) were set on its first Resize, after that frame,
-    and at 80x24 it drew the kernel table cut to 34 columns beside an NVML pane `v` shows."""
+async def test_the_dashboard_is_drawn_for_its_size_in_its_first_frame(monkeypatch, size):
+    """The dashboard's first frame is the one it settles on. Its panes are placed as they settle,
+    the line for the hidden panes with them: its size classes (-narrow, -short) were set on its
+    first Resize, after that frame, and at 80x24 it drew the kernel table cut to 34 columns beside an
+    NVML pane `v` shows. The widgets that fit their size are fitted in that frame too: the kernel
+    table showed a "count" column and a cut "% of s" before its fitted columns at 120x40, the
+    continuation's border "stand-in vo…" before "made-up vocab", the charts' ticks spaced for
+    another width."""
     first, settled = await first_and_settled(monkeypatch, make_app(), size, None)
     assert any(title == "kernels" for _, _, title in pane_places(settled))
     assert pane_places(first) == pane_places(settled), (first, settled)
+    assert first == settled, (first, settled)

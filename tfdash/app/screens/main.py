@@ -17,9 +17,10 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from tfdash.app import bindings
-from tfdash.app.layout import (BOTTOM_MIN_H, NVML_MIN_H, ROOFLINE_W, TOP_MIN_H, pane_summary, size_classes,
-                               summary_rows)
+from tfdash.app.layout import (BOTTOM_MIN_H, NVML_MIN_H, ROOFLINE_W, TOP_MIN_H, FitsBeforeDraw, pane_summary,
+                               size_classes, summary_rows)
 from tfdash.app.model import contention_note
+from tfdash.app.widgets.chart import Chart
 from tfdash.app.widgets.continuation import Continuation
 from tfdash.app.widgets.footer import FitFooter
 from tfdash.app.widgets.kernel_cells import MIN_NAME, tail, timing_label
@@ -98,7 +99,11 @@ class TopBar(Horizontal):
             self.show(*self._shown)
 
 
-class MainScreen(Screen):
+class MainScreen(FitsBeforeDraw, Screen):
+    """The dashboard. Its panes are placed for the terminal at mount (_size_classes); the widgets that
+    fit their size (the kernel table's columns, the continuation's subtitle, the charts' ticks) are
+    fitted in the layout that gives it, before its frame is drawn (fit_laid_out)."""
+
     BINDINGS = bindings.MAIN
     AUTO_FOCUS = "#kernel-table"
     _top_min: int | None = None  # the top row's least height as last set (None: the stylesheet's)
@@ -120,6 +125,16 @@ class MainScreen(Screen):
     def on_resize(self, event: events.Resize) -> None:
         self._size_classes(event.size)
         self._fit_panes(self.app.snapshot, event.size)  # what fits the new size, the line for the rest
+
+    def fit_laid_out(self) -> None:
+        """Each widget that fits its size, where that size changed (layout.FitsBeforeDraw): fitted on
+        their own Resize, after the frame, at 120x40 the kernel table showed a "count" column and a cut
+        "% of s" for a frame, the continuation's subtitle "stand-in vo…", the charts' ticks spaced for
+        another width. Each compares its size first: this runs at every layout, a live refresh's too."""
+        self.table.fit_size()
+        self.query_one(Continuation).fit_size()
+        for chart in self.query(Chart):
+            chart.fit_size()
 
     def _size_classes(self, size) -> None:
         for c, is_on in size_classes(size.width, size.height).items():

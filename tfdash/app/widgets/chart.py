@@ -97,8 +97,16 @@ class Chart(PlotextPlot):
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._draw())
         self._draw()
 
+    def fit_size(self) -> None:
+        """The ticks spaced for the size a layout gave the plot, called in that layout (the
+        dashboard's fit_laid_out, layout.FitsBeforeDraw) so that its frame draws them so: drawn on
+        Resize, after that frame, they were spaced for another width for a frame. Only where the
+        size changed: it runs at every layout."""
+        if self.size != self._drawn_size:
+            self._draw()
+
     def on_resize(self) -> None:
-        self._draw()
+        self.fit_size()
 
     def show(self, figure: Figure) -> None:
         if figure == self._figure:
@@ -117,6 +125,7 @@ class Chart(PlotextPlot):
     def _draw(self) -> None:
         if not self.is_mounted:
             return
+        self._drawn_size = self.size
         f, plt = self._figure, self.plt
         plt.clear_data()
         plt.clear_figure()

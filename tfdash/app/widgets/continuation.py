@@ -54,6 +54,7 @@ class Continuation(Widget, can_focus=False):
         self._lines: Content | None = None  # the tail, wrapped for the current size
         self._lines_key = None
         self._source = ""  # the snapshot's checkpoint ("random" for random weights)
+        self._fitted_w = -1  # the pane's width the subtitle was last fitted to
 
     @property
     def text(self) -> str:
@@ -102,13 +103,21 @@ class Continuation(Widget, can_focus=False):
             self._source = checkpoint
             self._fit_source()
 
+    def fit_size(self) -> None:
+        """The subtitle for the width a layout gave the pane, called in that layout (the dashboard's
+        fit_laid_out, layout.FitsBeforeDraw) so that its frame draws it fitted: fitted on Resize, after
+        that frame, it read "stand-in vo…" for a frame. Only where the width changed: it runs at every layout."""
+        if self.outer_size.width != self._fitted_w:
+            self._fit_source()
+
     def on_resize(self) -> None:
-        self._fit_source()
+        self.fit_size()
 
     def _fit_source(self) -> None:
+        self._fitted_w = self.outer_size.width
         if not self._source:
             return
-        label = fit_source(self._source, self.outer_size.width - BORDER_CELLS)
+        label = fit_source(self._source, self._fitted_w - BORDER_CELLS)
         if (self.border_subtitle or "") != Content(label).markup:  # setting it repaints the pane
             self.border_subtitle = Content(label)  # a path is text, never markup
 

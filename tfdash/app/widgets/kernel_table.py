@@ -69,6 +69,7 @@ class KernelTable(Vertical):
         self.against = None  # the baseline Index of the rows shown (None without a baseline)
         self._built_for = None  # the baseline the table was last built against
         self._shown_columns: tuple[str, ...] = ()
+        self._fitted_w = -1  # the pane's width the columns and lines were last fitted to
         self._bar_w = cellsmod.BAR_W  # the % of step bar's cells (_layout)
         self.warning: cellsmod.Forms = ""  # e.g. a contended host: said under the table
         self.live = True  # p can profile a window: a saved snapshot's Σ line does not name it
@@ -175,18 +176,19 @@ class KernelTable(Vertical):
         widths = cellsmod.widths(self.rows, self.group, self.sort[0], self._color)
         return cellsmod.layout(width, widths, cellsmod.hidden(self.kernels), self.sort[0])
 
-    def on_resize(self) -> None:
-        # After the layout that resized it: a line's new wording changes its height (a long one
-        # wrapped at first), and a height changed inside that layout pass is not laid out again.
-        self.call_after_refresh(self._fit_width)
-
-    def _fit_width(self) -> None:
-        if not self.is_mounted:
+    def fit_size(self) -> None:
+        """The columns, bar and lines' wordings for the width a layout gave, in that layout (the dashboard's
+        fit_laid_out, layout.FitsBeforeDraw); only where the width changed: it runs at every layout."""
+        if self.size.width == self._fitted_w or not self.is_mounted:
             return
+        self._fitted_w = self.size.width
         if self._layout() != (self._shown_columns, self._bar_w):
             self.rebuild()
         else:
             self._caption()  # the caption's and the Σ line's wordings fit the new width
+
+    def on_resize(self) -> None:  # after the layout, where Textual no longer calls the screen's hook
+        self.call_after_refresh(self.fit_size)
 
     def rebuild(self) -> None:
         if not self.is_mounted:
@@ -209,6 +211,7 @@ class KernelTable(Vertical):
             self.rows = basemod.sort_rows(self.rows, self.against, key, desc)
         t.clear(columns=True)
         self._shown_columns, self._bar_w = self._layout()
+        self._fitted_w = self.size.width
         columns = cellsmod.headers(self._shown_columns, self.group, (key, desc), self.against is not None)
         share_max = max((r.share or 0.0 for r in self.rows), default=0.0) or 1.0
         cells = [self._cells(r, share_max) for r in self.rows]
