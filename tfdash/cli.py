@@ -192,9 +192,12 @@ def run_headless(args) -> int:
         from tfdash.profiling.ab import resolve
 
         variant = resolve(args.ab)
-    eng = load_engine(ckpt=args.ckpt, model=args.model, device=args.device, dtype=args.dtype,
-                      backend=args.backend, prompt=args.prompt, max_new_tokens=max_new, seed=args.seed,
-                      threads=getattr(args, "threads", None))
+    from tfdash.engine.loading import LoadingBar
+
+    with LoadingBar() as loading:  # on a terminal: a large model's weights take a minute or more
+        eng = load_engine(ckpt=args.ckpt, model=args.model, device=args.device, dtype=args.dtype,
+                          backend=args.backend, prompt=args.prompt, max_new_tokens=max_new, seed=args.seed,
+                          threads=getattr(args, "threads", None), loading=loading)
     if variant is not None:  # one this engine refuses (another backend's setting, the plan running) too
         from tfdash.profiling.variants import refusal
 

@@ -88,6 +88,7 @@ def session_factory(args, max_new_tokens: int) -> Callable:
         nonlocal engine
         if engine is None:
             from tfdash.engine import load_engine
+            from tfdash.engine.loading import loading_status
 
             def progress(done, total, name, seconds):
                 status(f"compiling tilelang kernels {done}/{total}: {name} ({seconds:.1f} s)")
@@ -96,7 +97,7 @@ def session_factory(args, max_new_tokens: int) -> Callable:
             engine = load_engine(ckpt=args.ckpt, model=args.model, device=args.device, dtype=args.dtype,
                                  backend=args.backend, prompt=args.prompt, max_new_tokens=max_new_tokens,
                                  seed=args.seed, progress=progress, threads=getattr(args, "threads", None),
-                                 ui=True)
+                                 ui=True, loading=loading_status(status))
             from tfdash.engine import fallback_note
 
             from tfdash.engine.threads import oversubscribed

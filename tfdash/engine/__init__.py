@@ -210,12 +210,13 @@ def plan_for(cfg: ModelConfig, dtype: str, capacity: int, backend: str = "tilela
 def load_engine(ckpt: str | Path | None = None, model: str | None = None, device: str | None = None,
                 dtype: str | None = None, backend: str | None = None, capacity: int | None = None,
                 prompt: str | None = None, max_new_tokens: int | None = None, seed: int = 0,
-                progress=None, threads: int | None = None, ui: bool = False) -> Engine:
+                progress=None, threads: int | None = None, ui: bool = False, loading=None) -> Engine:
     """Build an engine on the embedded default (qwen3-tiny on CPU, the qwen3-1.7b shape on CUDA,
     random weights) or on a checkpoint. When prompt and max_new_tokens are given, the lengths are
     checked against max_position_embeddings and the capacity before any weight is loaded. On CPU,
     torch's thread count is set by `choose_threads(threads, ui)` (`ui`: a dashboard shares the
-    process and wants a core)."""
+    process and wants a core). `progress` hears of each kernel compiled (compile.compile_plan) and
+    `loading(done_bytes, total_bytes)` of each weight loaded (tfdash.engine.loading)."""
     import torch
 
     from tfdash.engine.runtime import make_runtime
@@ -259,7 +260,7 @@ def load_engine(ckpt: str | Path | None = None, model: str | None = None, device
     made = derived_bytes(plan)  # every runtime of the plan makes them (the torch spellings read them too)
     check_fits(cfg, plan.capacity, dtype, device, derived=made)
     try:
-        weights = load_weights(cfg, ckpt, torch_dtype(dtype), device, seed)
+        weights = load_weights(cfg, ckpt, torch_dtype(dtype), device, seed, loaded=loading)
         runtime = make_runtime(backend, plan, weights, device, progress=progress)
     except (torch.OutOfMemoryError, MemoryError) as e:
         raise allocation_error(e, cfg, plan.capacity, dtype, device, made) from None

@@ -209,12 +209,20 @@ def check_finite(path: Path, name: str, t: torch.Tensor) -> None:
                               f"the checkpoint is corrupt or was saved after a diverged step")
 
 
-def load_state_dict(ckpt: str | Path, cfg: ModelConfig, dtype: torch.dtype, device="cpu") -> dict[str, torch.Tensor]:
-    """Validated HF-named tensors, converted to `dtype` on `device`."""
+def load_state_dict(ckpt: str | Path, cfg: ModelConfig, dtype: torch.dtype, device="cpu",
+                    loaded=None) -> dict[str, torch.Tensor]:
+    """Validated HF-named tensors, converted to `dtype` on `device`; `loaded(done_bytes, total_bytes)`
+    after each (weights.load_weights)."""
+    import math
+
     from safetensors import SafetensorError, safe_open
+
+    from tfdash.engine.weights import counter
 
     ckpt = Path(ckpt)
     files = inventory(ckpt, cfg)
+    shapes = expected_tensors(cfg)
+    count = counter(loaded, sum(math.prod(shapes.get(n, ())) for n in files) * dtype.itemsize)
     by_file: dict[Path, list[str]] = {}
     for name, path in files.items():
         by_file.setdefault(path, []).append(name)
@@ -228,6 +236,7 @@ def load_state_dict(ckpt: str | Path, cfg: ModelConfig, dtype: torch.dtype, devi
                     t = f.get_tensor(name).to(device=device, dtype=dtype, copy=True)
                     check_finite(path, name, t)
                     out[name] = t
+                    count(t)
         except CheckpointError:
             raise
         except (SafetensorError, OSError, RuntimeError, ValueError) as e:

@@ -27,7 +27,7 @@ def _seed(base: int, name: str) -> int:
 
 
 def random_state_dict(cfg: ModelConfig, dtype: torch.dtype, device="cpu", seed: int = 0,
-                      gain: float = 1.5) -> dict[str, torch.Tensor]:
+                      gain: float = 1.5, loaded=None) -> dict[str, torch.Tensor]:
     """HF-named random weights of cfg's shape. Linears have std 1.5/sqrt(fan_in), so each layer
     mixes rather than passes its input through; the (tied) embedding has std 3/sqrt(hidden), so a
     logit of a unit-RMS hidden state has std about 3 (not flat, and greedy decoding does not
@@ -35,10 +35,13 @@ def random_state_dict(cfg: ModelConfig, dtype: torch.dtype, device="cpu", seed: 
 
     `gain` scales the linears. The default 1.5 makes a deep stack chaotic: bf16 rounding alone moves
     the 28-layer model's logits to cosine ~0.9997 of its f32 self. Accuracy tests use gain 0.5,
-    whose stack is tame like a trained checkpoint's."""
+    whose stack is tame like a trained checkpoint's. `loaded(done_bytes, total_bytes)` is called
+    after each tensor (`load_weights`)."""
     gen = torch.Generator(device=device)
     out = {}
-    for name, shape in expected_tensors(cfg).items():
+    shapes = expected_tensors(cfg)
+    count = counter(loaded, sum(math.prod(s) for s in shapes.values()) * dtype.itemsize)
+    for name, shape in shapes.items():
         gen.manual_seed(_seed(seed, name))
         t = torch.empty(shape, dtype=torch.float32 if device == "cpu" else dtype, device=device)
         if len(shape) == 1:
@@ -48,7 +51,21 @@ def random_state_dict(cfg: ModelConfig, dtype: torch.dtype, device="cpu", seed: 
         else:
             t.normal_(0.0, gain / math.sqrt(shape[1]), generator=gen)
         out[name] = t.to(dtype)
+        count(out[name])
     return out
+
+
+def counter(loaded, total: int):
+    """A function of each tensor made, calling `loaded(done_bytes, total)` (none where `loaded` is None)."""
+    done = 0
+
+    def count(t: torch.Tensor) -> None:
+        nonlocal done
+        done += t.numel() * t.element_size()
+        if loaded is not None:
+            loaded(done, total)
+
+    return count
 
 
 def pack(cfg: ModelConfig, sd: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -64,12 +81,15 @@ def pack(cfg: ModelConfig, sd: dict[str, torch.Tensor]) -> dict[str, torch.Tenso
     return {k: v.contiguous() for k, v in w.items()}
 
 
-def load_weights(cfg: ModelConfig, ckpt=None, dtype: torch.dtype = torch.bfloat16, device="cpu", seed: int = 0):
-    """Packed weights from `ckpt`, or random ones of cfg's shape when ckpt is None."""
+def load_weights(cfg: ModelConfig, ckpt=None, dtype: torch.dtype = torch.bfloat16, device="cpu", seed: int = 0,
+                 loaded=None):
+    """Packed weights from `ckpt`, or random ones of cfg's shape when ckpt is None. A large model's
+    weights take a minute or more (a checkpoint read from disk, random ones made on a CPU), so
+    `loaded(done_bytes, total_bytes)` is called after each tensor, for a progress bar."""
     if ckpt is None:
-        sd = random_state_dict(cfg, dtype, device, seed)
+        sd = random_state_dict(cfg, dtype, device, seed, loaded=loaded)
     else:
         from tfdash.engine.checkpoint import load_state_dict
 
-        sd = load_state_dict(ckpt, cfg, dtype, device)
+        sd = load_state_dict(ckpt, cfg, dtype, device, loaded=loaded)
     return pack(cfg, sd)
