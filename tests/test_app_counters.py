@@ -102,3 +102,45 @@ async def test_counters_fill_the_drill_down_table_and_csv(isolated_config, tmp_p
         rows = list(csv.DictReader(path.open()))
         assert rows[4]["dram_read"] == "50362112" and rows[4]["registers_per_thread"] == "40"
         assert rows[5]["dram_read"] == ""
+
+
+def test_quitting_while_ncu_measures_ends_it_at_once(isolated_config, monkeypatch, tmp_path):
+    """q while n's ncu run went on (an engine build and every profiled kernel: minutes on a GPU host)
+    closed the drill-down and then waited for ncu to end, up to its 900 s timeout, the shell held
+    meanwhile. Now ncu's process group is ended with the screen. ncu is the stand-in
+    (fixtures/fake_ncu.py) that sleeps; the path from n to it is the dashboard's own."""
+    import asyncio
+    import os
+    import time
+
+    import pytest
+
+    from tfdash.app.drill_model import plan_of
+    from tfdash.profiling import counters as cmod
+
+    pid_file = tmp_path / "pid"
+    monkeypatch.setenv("TFDASH_NCU", str(Path(__file__).resolve().parent / "fixtures" / "fake_ncu.py"))
+    monkeypatch.setenv("FAKE_NCU_MODE", "hang")
+    monkeypatch.setenv("FAKE_NCU_PID", str(pid_file))
+    monkeypatch.setattr(cmod, "check_this_host", lambda device, backend=None: None)  # as on a GPU host
+    monkeypatch.setattr(cmod, "prepare", lambda args, pick: cmod.Request(
+        plan_of(app.snapshot), tuple(pick(plan_of(app.snapshot))), args))  # the default 900 s timeout
+    app = make_app()
+
+    async def quit_while_measuring():
+        async with app.run_test(size=(160, 48)) as pilot:
+            await open_gate_up(app, pilot)
+            await pilot.press("n")
+            for _ in range(200):
+                if pid_file.exists() and pid_file.read_text():
+                    break
+                await pilot.pause(0.05)
+            assert "ncu run 1/1: L0.gate_up" in body(app), body(app)
+            await pilot.press("q")
+
+    start = time.monotonic()
+    asyncio.run(quit_while_measuring())  # returns once the loop's worker threads have ended too
+    assert time.monotonic() - start < 20
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # no ncu left running after the dashboard

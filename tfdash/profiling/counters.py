@@ -161,9 +161,12 @@ def match(records: Sequence[ncu_mod.NcuRecord], plan, first: int, last: int, ctx
 
 # -- running ncu ------------------------------------------------------------------------------
 def run_streaming(cmd: Sequence[str], timeout_s: float, on_line: Callable[[str], None] | None = None,
-                  env: dict | None = None) -> tuple[int, str]:
+                  env: dict | None = None, cancel: threading.Event | None = None) -> tuple[int, str]:
     """Run `cmd` in its own process group, stdout and stderr merged and handed line by line to
-    `on_line`; at `timeout_s` the group is ended and TfdashError says so."""
+    `on_line`; at `timeout_s` the group is ended and TfdashError says so. A set `cancel` (the
+    dashboard's drill-down closed: the app quits) ends the group too, within a fifth of a second,
+    and raises TfdashError("cancelled"): the thread waiting here would otherwise hold the
+    process's exit until ncu was done, up to the timeout."""
     try:
         proc = subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 errors="replace", start_new_session=True, env=env)
@@ -180,6 +183,9 @@ def run_streaming(cmd: Sequence[str], timeout_s: float, on_line: Callable[[str],
     kept: list[str] = []
     deadline = time.monotonic() + timeout_s
     while reader.is_alive() or not lines.empty():
+        if cancel is not None and cancel.is_set():
+            _end(proc)
+            raise TfdashError("cancelled")
         try:
             ln = lines.get(timeout=0.2)
         except queue.Empty:
@@ -213,8 +219,10 @@ def _end(proc: subprocess.Popen) -> None:
             continue
 
 
-def measure(req: Request, progress: Callable[[str], None] | None = None, ncu: str | None = None) -> dict[int, Counters]:
-    """Counters of every launch in `req.indices`: one ncu run per contiguous segment."""
+def measure(req: Request, progress: Callable[[str], None] | None = None, ncu: str | None = None,
+            cancel: threading.Event | None = None) -> dict[int, Counters]:
+    """Counters of every launch in `req.indices`: one ncu run per contiguous segment. A set
+    `cancel` ends the ncu run in progress and raises TfdashError("cancelled") (run_streaming)."""
     ncu = ncu or find_ncu()
     if ncu is None:
         raise CountersUnavailable(MISSING_NCU)
@@ -237,11 +245,12 @@ def measure(req: Request, progress: Callable[[str], None] | None = None, ncu: st
                 if msg:
                     say(f"[{n}/{len(segs)}] {msg}")
 
-            rc, text = run_streaming(cmd, req.timeout_s, line)
+            rc, text = run_streaming(cmd, req.timeout_s, line, cancel=cancel)
             why = ncu_mod.diagnose(text, rc)
             if why:
                 raise CountersUnavailable(why)
-            rc, csv_text = run_streaming(ncu_mod.import_command(ncu, report + ".ncu-rep"), IMPORT_TIMEOUT_S)
+            rc, csv_text = run_streaming(ncu_mod.import_command(ncu, report + ".ncu-rep"), IMPORT_TIMEOUT_S,
+                                         cancel=cancel)
             if rc != 0:
                 raise CountersUnavailable(ncu_mod.diagnose(csv_text, rc) or f"ncu --import exited with {rc}")
             try:

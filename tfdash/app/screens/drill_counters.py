@@ -9,6 +9,8 @@ that stops it (no ncu, no permission, a CPU) is one line in the tab and a toast.
 
 from __future__ import annotations
 
+import threading
+
 from textual import work
 from textual.widgets import Static, TabbedContent
 
@@ -18,12 +20,13 @@ from tfdash.errors import TfdashError
 from tfdash.textsafe import KEEP_LAYOUT, visible_content
 
 
-def measure_role(snap, role: str, progress) -> dict:
-    """{snapshot launch index: Counters} of the launch `role`, measured in a child process."""
+def measure_role(snap, role: str, progress, cancel: threading.Event | None = None) -> dict:
+    """{snapshot launch index: Counters} of the launch `role`, measured in a child process; a set
+    `cancel` ends ncu and its child (counters.run_streaming)."""
     from tfdash.profiling import counters as cmod
 
     req = cmod.prepare(engine_args(snap), lambda plan: cmod.select(plan, [role]))
-    got = cmod.measure(req, progress=progress)
+    got = cmod.measure(req, progress=progress, cancel=cancel)
     index = {k.role: k.index for k in snap.kernels}
     return {index[req.plan.launches[i].role]: c for i, c in got.items() if req.plan.launches[i].role in index}
 
@@ -84,11 +87,26 @@ class CountersTab:
         self._show_counters()
         self._count(snap, role)
 
+    def on_unmount(self) -> None:
+        self._counters_gone.set()  # the screen closed (q, or the app quits): its ncu runs end
+
+    @property
+    def _counters_gone(self) -> threading.Event:
+        if "_counters_stop" not in self.__dict__:
+            self._counters_stop = threading.Event()
+        return self._counters_stop
+
     @work(thread=True, group="counters", exclusive=True, exit_on_error=False)
     def _count(self, snap, role: str) -> None:
-        fn = getattr(self.app, "counters_fn", None) or measure_role
+        injected = getattr(self.app, "counters_fn", None)  # the tests' stand-in takes no cancel
+
+        def progress(s: str) -> None:
+            self.app.call_from_thread(self._counters_progress, role, s)
+
         try:
-            result, why = fn(snap, role, lambda s: self.app.call_from_thread(self._counters_progress, role, s)), None
+            result = injected(snap, role, progress) if injected else \
+                measure_role(snap, role, progress, self._counters_gone)
+            why = None
         except TfdashError as e:
             result, why = {}, str(e)
         except Exception as e:  # noqa: BLE001 - one line in the tab, never a traceback
