@@ -127,3 +127,20 @@ def test_an_export_under_home_names_its_files_as_the_folder_it_made(tmp_path, mo
     files = ", ".join(str(out_dir / name) for name in ("snapshot.json", "trace.json", "kernels.csv"))
     assert f"wrote {files} (its folder {out_dir} was created)" in capsys.readouterr().out.splitlines()
     assert (out_dir / "kernels.csv").is_file()
+
+
+def test_a_very_short_run_never_reports_the_cold_first_step(capsys):
+    """--max-new-tokens 2: the window was the one decode step (ctx 2 after the 2-token prompt), the
+    kernels' first, cold run reported as their times; it is taken after it now, at ctx 3, as the
+    dashboard's own. One token (no step ran): the report says why nothing is timed."""
+    argv = ["--headless", "--device", "cpu", "--model", "qwen3-tiny", "--profile", "--prompt", "hello there"]
+    assert main(argv + ["--max-new-tokens", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("roofline @ ctx 3 over 1 step (direct)") for line in lines), lines
+    assert main(argv + ["--max-new-tokens", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "roofline: unavailable (no profile window: the run was too short: its one token came from the prompt, " \
+           "so no step warmed the kernels up and a window would time their first, cold run (2 or more new tokens " \
+           "have one))" in lines, lines
+    assert any(line.startswith("top 10 kernels by predicted time (not measured: no profile window: the run was too "
+                               "short") for line in lines), lines

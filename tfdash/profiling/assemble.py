@@ -129,6 +129,7 @@ class SessionState:
     ab: tuple[dict, ...] = ()
     prefill_positions: int = 0
     prefill_ns: int = 0
+    no_window: str | None = None  # why no window was taken at all (session_requests.COLD_ONLY)
 
 
 class RunRecord:
@@ -142,6 +143,7 @@ class RunRecord:
         self.marginal: deque[dict] = deque(maxlen=64)
         self.ab: deque[dict] = deque(maxlen=16)  # A/B results
         self.window_error: str | None = None
+        self.no_window: str | None = None  # see SessionState.no_window
         self.n_windows = self.steps_total = self.new_tokens = self.wall_ns = self.paused_ns = 0
         self.ttft_ns = self.held_ns = self.prefill_positions = self.prefill_ns = 0
 
@@ -159,7 +161,7 @@ class RunRecord:
             self.paused_ns, self.steps_total, self.n_windows, target, self.windows[-1] if self.windows else None,
             self.window_error, tuple(self.marginal), tuple(self.history), cuda, backend,
             sampler.series() if sampler else (), sampler.unavailable() if sampler else None, nvml_reason,
-            self.ttft_ns, self.held_ns, tuple(self.ab), self.prefill_positions, self.prefill_ns)
+            self.ttft_ns, self.held_ns, tuple(self.ab), self.prefill_positions, self.prefill_ns, self.no_window)
 
 
 def unavailable_panels(st: SessionState, roof: Roofline | None, spans: tuple,
@@ -167,6 +169,8 @@ def unavailable_panels(st: SessionState, roof: Roofline | None, spans: tuple,
     out: dict[str, str] = {}
     why = "no profile window yet" if st.window_error is None else \
         f"no profile window yet (the last one: {st.window_error})"
+    if st.no_window is not None and st.window is None:
+        why = f"no profile window: {st.no_window}"
     if timing is not None and timing.method == "continuous":
         why = "continuous timing: no step measured yet"
     elif timing is not None and timing.note:

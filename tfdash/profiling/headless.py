@@ -3,9 +3,10 @@
 The run is one Session: the text streams to stdout as it is generated; with --profile every step
 is timed where continuous timing runs (SETTINGS.timing; CUDA graphs, CUPTI through a C ring), else a
 window of steps is profiled around the middle of the generation (CUPTI in graph replays on CUDA,
-host timing on CPU), and, if the generation ended before it ran, once more right after it at the
-ctx where it stopped. With --ab the plan variant is A/B'd against the running plan on the
-generation (tfdash.profiling.ab), from a second thread as soon as the first tokens arrive; if the
+host timing on CPU), never over its first, cold step, and, if the generation ended before it ran,
+once right after it at the ctx where it stopped (none where the generation ran no step: a window
+would time the kernels' first run; the report says so). The dashboard's own window is placed so
+too. With --ab the plan variant is A/B'd against the running plan on the generation (tfdash.profiling.ab), from a second thread as soon as the first tokens arrive; if the
 generation ends first, right after it from where it stopped; either way a line on stderr per window,
 and Session.ab's timeout ends it. The report prints tok/s, the
 roofline line, NVML's bandwidth, the files written with --export (and any folder made for them),
@@ -28,6 +29,7 @@ from tfdash.errors import TfdashError
 from tfdash.stats import step_ms, summary
 from tfdash.profiling.probe import ceiling_note
 from tfdash.profiling.session import Session, Status, TokenBatch
+from tfdash.profiling.session_requests import warmed, window_after, window_steps
 from tfdash.profiling.snapshot import KernelRow, ProfileSnapshot
 from tfdash.signals import exit_code, finishing, stop_signals
 from tfdash.signals import name as signal_name
@@ -62,8 +64,6 @@ class Streams:
         print(line, file=self.err, flush=True)
 
 
-def window_steps(max_new: int) -> int:
-    return max(1, min(64, max_new // 4))
 
 
 def summary_line(snap: ProfileSnapshot) -> str:
@@ -198,7 +198,7 @@ def profile_run(eng, args, max_new: int) -> int:
             if variant and not ab_ended:
                 start_ab()
             windows = session.timing_method != "continuous"  # continuous timing needs none
-            if profile and windows and not asked[0] and m.new_tokens >= at:
+            if profile and windows and not asked[0] and m.new_tokens >= at and warmed(session):
                 asked[0] = session.request_profile(steps)
         elif isinstance(m, Status) and m.text:
             streams.note(f"tfdash: {visible(m.text)}")
@@ -232,7 +232,7 @@ def report(session: Session, args, profile: bool, steps: int, out) -> None:
     """The summary, the roofline, the files written with --export, the top kernels."""
     out.write("\n")
     if profile and session.snapshot().profile_windows == 0 and session.timing_method != "continuous":
-        session.profile_now(steps)
+        window_after(session, steps)  # none where the generation ran no step: the snapshot says why
     snap = session.snapshot()
     print(summary_line(snap), file=out)
     if profile:

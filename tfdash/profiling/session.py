@@ -18,7 +18,8 @@ thread), session_requests (windows and marginals), session_timing (continuous ti
 
 Per-kernel timing (`timing`): "windows" (profile windows only, on request, every
 `profile_every` tokens, or once on its own at `auto_window_at` tokens when none was asked for by
-then: the CPU dashboard's first numbers), "continuous" or "auto" (every step's kernels through
+then: the CPU dashboard's first numbers; never over the first, cold step, and right after a run too
+short to hold it), "continuous" or "auto" (every step's kernels through
 `tfdash.profiling.continuous` when its record source starts, else windows, with the reason in
 one status line and in the snapshot's `timing.note`). While continuous timing runs, a requested
 window pauses it for its steps (see continuous.timing).

@@ -108,15 +108,17 @@ class TokenFeed:
     def drain(self, gen, stop: threading.Event | None) -> SessionEnded:
         """Run the generation to its end, feeding the record; profile windows every
         `profile_every` tokens when the session asks for them, and its own window once at
-        `auto_window_at` tokens (session_requests.auto_window)."""
+        `auto_window_at` tokens, never before the warm-up step has run (session_requests.auto_window),
+        and right after the generation where it had no step left for it."""
         s, stats = self.s, self.stats
         next_window = s.profile_every or None
         auto_at = s.auto_window_at or None
         for ev in gen:
             self.add(ev)
-            if auto_at is not None and stats.new_tokens >= auto_at:
-                auto_at = None
-                session_requests.auto_window(s)
+            if auto_at is not None and stats.new_tokens >= auto_at and session_requests.warmed(s):
+                auto_at = None  # after the warm-up step; none left to time: session_requests.auto_window_after
+                if gen.steps_left:
+                    session_requests.auto_window(s)
             if next_window is not None and stats.new_tokens >= next_window:
                 s.request_profile(s.profile_steps)
                 next_window += s.profile_every
@@ -124,4 +126,5 @@ class TokenFeed:
                 s.stop()
         self._take_steps()
         self.flush()
+        session_requests.auto_window_after(s, stats.stopped)  # a run too short to hold it: after the steps
         return SessionEnded(stats.stopped, stats.new_tokens, stats.wall_ns, stats.tok_per_s)

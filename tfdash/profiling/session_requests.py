@@ -13,13 +13,30 @@ from tfdash.errors import TfdashError
 from tfdash.profiling import assemble as asm
 from tfdash.profiling import marginal as marginal_mod
 from tfdash.profiling.continuous import PausingWindow
-from tfdash.profiling.messages import MarginalDone
+from tfdash.profiling.messages import MarginalDone, Status
 from tfdash.profiling.timeline import WindowResult, profile_steps
 
 if TYPE_CHECKING:
     from tfdash.profiling.session import Session
 
 MAX_WAITING = 2  # profile windows requested and not done yet: more are refused, not piled up
+# The generation's first steps run every kernel for the first time (lazy set-up, cold caches and
+# allocators): on the CPU its attention took a hundred times its warm time. No automatic window
+# (the dashboard's own, headless --profile's) times them.
+WARM_STEPS = 1
+COLD_ONLY = ("the run was too short: its one token came from the prompt, so no step warmed the kernels up and a "
+             "window would time their first, cold run (2 or more new tokens have one)")
+
+
+def warmed(s: "Session") -> bool:
+    """Whether the generation has run its warm-up steps (WARM_STEPS): a window asked for from now on
+    starts after them."""
+    return s.rec.steps_total >= WARM_STEPS
+
+
+def window_steps(max_new: int) -> int:
+    """The steps of a window that times a run of `max_new` tokens on its own: a quarter of it, 1 to 64."""
+    return max(1, min(64, max_new // 4))
 
 
 def request_window(s: "Session", steps: int, on_done=None) -> bool:
@@ -54,15 +71,59 @@ def auto_window(s: "Session") -> bool:
         return request_window(s, s.profile_steps, on_done=done)
 
 
+def auto_window_after(s: "Session", stopped: str | None) -> None:
+    """The session's own window where the generation ended before it could run one after its
+    warm-up step (a short run: `auto_window` is asked for only once that step is done): taken right
+    after the generation, at the ctx where it stopped, over `window_steps` of the run, as
+    `tfdash --headless --profile` takes its window then. Not after a run that was stopped, nor
+    where a window was taken; where the generation ran no step at all, COLD_ONLY is said instead
+    (a status warning and the snapshot's reason) of timing the kernels' first run. Called on the
+    decode thread, the runtime's lock held."""
+    if not s.auto_window_at or stopped == "cancelled" or s.timing_method != "windows" or s.rec.n_windows:
+        return
+    if _cold(s):
+        s._post(Status(f"warning: {COLD_ONLY}"))
+        return
+    result = _window_here(s, min(s.profile_steps, window_steps(s.max_new_tokens)), None)
+    if result.ok:
+        s._touch(lambda: setattr(s, "auto_window", True))
+    s._on_window(result)
+
+
+def window_after(s: "Session", steps: int) -> bool:
+    """After `Session.run`, the window a run that had none gets (headless --profile), at the ctx where
+    it stopped. False, and the snapshot says why, where the generation ran no step: nothing has
+    warmed the kernels up and the window would time their first, cold run."""
+    if _cold(s):
+        return False
+    window_now(s, steps, None)
+    return True
+
+
+def _cold(s: "Session") -> bool:
+    """The generation ran no step, so nothing warmed the kernels up: COLD_ONLY goes into the record
+    (the snapshot's reason for having no kernel times)."""
+    if warmed(s):
+        return False
+    s._touch(lambda: setattr(s.rec, "no_window", COLD_ONLY))
+    return True
+
+
+def _window_here(s: "Session", steps: int, ctx_len: int | None) -> WindowResult:
+    """A window outside the generation, at ctx_len (default: where the run left off), kept inside
+    the cache; the caller holds the runtime's lock."""
+    steps, cap = max(1, min(int(steps), s.plan.capacity - 1)), s.plan.capacity
+    ctx = max(0, min(s._ctx_now() if ctx_len is None else int(ctx_len), cap - 1 - steps))
+    s.runtime.set_position(ctx)
+    return profile_steps(s.runtime, steps, s.timer, first_step=ctx)
+
+
 def window_now(s: "Session", steps: int, ctx_len: int | None) -> WindowResult:
     """Session.profile_now's work (see there)."""
     with s._rt_lock:
         if s._state == "running":
             raise TfdashError("profile_now: the session is running; use request_profile")
-        steps, cap = max(1, min(int(steps), s.plan.capacity - 1)), s.plan.capacity
-        ctx = max(0, min(s._ctx_now() if ctx_len is None else int(ctx_len), cap - 1 - steps))
-        s.runtime.set_position(ctx)
-        result = profile_steps(s.runtime, steps, s.timer, first_step=ctx)
+        result = _window_here(s, steps, ctx_len)
     s._on_window(result)
     return result
 

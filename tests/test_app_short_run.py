@@ -1,0 +1,65 @@
+"""The dashboard's own profile window on a very short run (the real tiny CPU engine): it never times
+the generation's first step, which runs every kernel cold (on the CPU its attention took a hundred
+times its warm time, and the roofline read a few per cent of the ceiling); a run with no step to
+warm the kernels up says so and shows no kernel times."""
+
+from __future__ import annotations
+
+import pytest
+from fixtures.appkit import isolated_config, one_torch_thread, sync  # noqa: F401  (fixtures)
+from test_app_live import PROMPT, SIZE, Recorder, wait_for
+
+from tfdash.app.main import live_app
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+@pytest.fixture(scope="module")
+def tiny_engine():
+    from tfdash.engine import load_engine
+
+    return load_engine(model="qwen3-tiny", device="cpu", capacity=4096)
+
+
+def listen(app) -> list[str]:
+    said: list[str] = []
+    notify = app.notify
+    app.notify = lambda message, **kw: (said.append(str(message)), notify(message, **kw))
+    return said
+
+
+@sync
+async def test_two_tokens_are_timed_after_the_cold_step(isolated_config, tiny_engine):
+    """--max-new-tokens 2: the one decode step (at ctx_len 2, after the 2-token prompt) was the
+    window, its cold times shown as the kernels'. Now the window is taken after it, at ctx_len 3."""
+    first_step = len(tiny_engine.encode(PROMPT))
+    app = live_app(Recorder(tiny_engine, 2), max_new_tokens=2)
+    said = listen(app)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.state == "done" and any("ctx_len" in s for s in said),
+                       what="the run and its window")
+        await pilot.pause()
+        toast = next(s for s in said if "ctx_len" in s)
+        assert f"at ctx_len {first_step + 1}:" in toast, said
+        assert app.snapshot.roofline.ctx_len == first_step + 1
+        assert all(k.measured_p50_ns is not None for k in app.snapshot.kernels)
+        await pilot.press("q")
+
+
+@sync
+async def test_one_token_says_it_has_no_warm_step_to_time(isolated_config, tiny_engine):
+    """--max-new-tokens 1: the token comes from the prompt, no step runs; a window would time the
+    kernels' first run. The dashboard says so, and shows no kernel times."""
+    from test_first_hour_app import screen_text
+
+    app = live_app(Recorder(tiny_engine, 1), max_new_tokens=1)
+    said = listen(app)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.state == "done", what="the run to end")
+        await pilot.pause(0.3)
+        assert any("the run was too short" in s and "first, cold run" in s for s in said), said
+        assert not any("ctx_len" in s for s in said), said
+        assert all(k.measured_p50_ns is None for k in app.snapshot.kernels)
+        assert app.snapshot.unavailable["kernels"].startswith("no profile window: the run was too short")
+        assert "r re-runs, then p profiles" in screen_text(app)
+        await pilot.press("q")
