@@ -41,6 +41,7 @@ async def test_two_tokens_are_timed_after_the_cold_step(isolated_config, tiny_en
         await pilot.pause()
         toast = next(s for s in said if "ctx_len" in s)
         assert f"at ctx_len {first_step + 1}:" in toast, said
+        assert toast.startswith(f"1 step at ctx_len {first_step + 1}: "), toast  # it said "1 steps"
         assert app.snapshot.roofline.ctx_len == first_step + 1
         assert all(k.measured_p50_ns is not None for k in app.snapshot.kernels)
         await pilot.press("q")

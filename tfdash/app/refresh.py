@@ -102,7 +102,7 @@ class LiveRefresh:
         note = ceiling_note(r.pct_ceiling, r.ceiling_source, r.ceiling_gbps) \
             if not self._ceiling_told else ""
         self._ceiling_told = self._ceiling_told or over
-        toast = (f"{r.steps} steps at ctx_len {r.ctx_len:,}: {r.measured_step_ns / 1e6:.3f} ms/step, "
+        toast = (f"{r.steps} step{'' if r.steps == 1 else 's'} at ctx_len {r.ctx_len:,}: {r.measured_step_ns / 1e6:.3f} ms/step, "
                  f"{r.pct_ceiling:.1f} % of the ceiling" + (f"\n{note}" if note else ""),
                  dict(severity="warning" if over else "information", timeout=8 if note else 4, keep="\n",
                       title="profile window, taken on its own" if own_window(snap) else "profile window"))
