@@ -267,3 +267,62 @@ def test_prepare_profiler_is_free_on_cpu(eng):
     assert s.timer.prepared
     s.run()
     assert s.snapshot().new_tokens == 4
+
+
+def test_the_window_after_a_short_run_ends_with_a_stop(eng):
+    """A run that ended before its own window (here: 40 tokens, the window due at 1000) is timed
+    right after the generation, on the decode thread. q or r then (the app's stop: the session's
+    and the run's stop events) waited for every step of that window, which never looked at them: an
+    in-generation window stops at the next step. Now it runs no step once stopped, and a stop that
+    comes during it ends it after the step in flight, the steps timed so far kept."""
+    stop = threading.Event()
+    s = Session(eng, "a b c", 40, target=TARGET, profile_steps=8, auto_window_at=1000, ignore_eos=True,
+                batch_s=1e9, nvml=False, probe_bandwidth=False)
+
+    def on(m):  # one TokenBatch, the last flush: the generation is over, its window not yet taken
+        if isinstance(m, TokenBatch):
+            stop.set()
+            s.stop()
+
+    s.run(on, stop)
+    assert s.snapshot().profile_windows == 0 and s.snapshot().new_tokens == 40
+
+    during = Session(eng, "a b c", 40, target=TARGET, profile_steps=8, auto_window_at=1000, ignore_eos=True,
+                     nvml=False, probe_bandwidth=False)
+    window = during.timer.window
+
+    def stopping_window(steps, on_done=None):
+        w = window(steps, on_done)
+        start = w.start
+
+        def started(runtime, first_step, n):
+            start(runtime, first_step, n)
+            step = w.step_fn
+            w.step_fn = lambda: (step(), during.stop())  # q during the window's first step
+
+        w.start = started
+        return w
+
+    during.timer.window = stopping_window
+    during.run()
+    assert [w.steps for w in during.windows] == [1]  # the step in flight, then no more of its 8
+
+
+def test_a_window_asked_for_while_the_run_ends_is_not_lost(eng):
+    """p (or headless --profile's request) after the generation's last token, while the session
+    times its own window after it: it went to the ended generation, which never ran nor cancelled it,
+    so it waited for ever and no ProfileDone came. Now it ends with the session, saying so."""
+    s = Session(eng, "a b c", 40, target=TARGET, profile_steps=8, auto_window_at=1000, ignore_eos=True,
+                batch_s=1e9, nvml=False, probe_bandwidth=False)
+    asked, done = [], []
+
+    def on(m):
+        if isinstance(m, TokenBatch) and not asked:
+            asked.append(s.request_profile(4))
+        elif isinstance(m, ProfileDone):
+            done.append(m)
+
+    s.run(on)
+    assert asked == [True] and len(done) == 2, done  # the session's own window, and the one asked for
+    assert all(w.done.is_set() for w in s._outstanding)
+    assert done[-1].error and "the session ended" in done[-1].error

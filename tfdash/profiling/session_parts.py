@@ -124,7 +124,9 @@ class TokenFeed:
                 next_window += s.profile_every
             if stop is not None and stop.is_set():
                 s.stop()
+        with s._lock:  # the generation is over: a window asked for from now on (p, or one asked in the
+            s._gen = None  # last TokenBatch) waits in the session's queue, ended with it, not in the generation's
         self._take_steps()
         self.flush()
-        session_requests.auto_window_after(s, stats.stopped)  # a run too short to hold it: after the steps
+        session_requests.auto_window_after(s, stats.stopped, stop)  # a run too short to hold it: after the steps
         return SessionEnded(stats.stopped, stats.new_tokens, stats.wall_ns, stats.tok_per_s)

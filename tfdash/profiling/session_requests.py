@@ -71,20 +71,27 @@ def auto_window(s: "Session") -> bool:
         return request_window(s, s.profile_steps, on_done=done)
 
 
-def auto_window_after(s: "Session", stopped: str | None) -> None:
+def auto_window_after(s: "Session", stopped: str | None, stop: threading.Event | None = None) -> None:
     """The session's own window where the generation ended before it could run one after its
     warm-up step (a short run: `auto_window` is asked for only once that step is done): taken right
     after the generation, at the ctx where it stopped, over `window_steps` of the run, as
     `tfdash --headless --profile` takes its window then. Not after a run that was stopped, nor
     where a window was taken; where the generation ran no step at all, COLD_ONLY is said instead
-    (a status warning and the snapshot's reason) of timing the kernels' first run. Called on the
-    decode thread, the runtime's lock held."""
+    (a status warning and the snapshot's reason) of timing the kernels' first run. A stop (the
+    session's, or `stop`, the run's: q or r in the dashboard) that comes before it or during it ends
+    it at the next step, as it ends a window inside the generation: the run's worker waits for it.
+    Called on the decode thread, the runtime's lock held."""
+    def halted() -> bool:
+        return s._stop.is_set() or (stop is not None and stop.is_set())
+
     if not s.auto_window_at or stopped == "cancelled" or s.timing_method != "windows" or s.rec.n_windows:
+        return
+    if halted():
         return
     if _cold(s):
         s._post(Status(f"warning: {COLD_ONLY}"))
         return
-    result = _window_here(s, min(s.profile_steps, window_steps(s.max_new_tokens)), None)
+    result = _window_here(s, min(s.profile_steps, window_steps(s.max_new_tokens)), None, halted)
     if result.ok:
         s._touch(lambda: setattr(s, "auto_window", True))
     s._on_window(result)
@@ -109,13 +116,13 @@ def _cold(s: "Session") -> bool:
     return True
 
 
-def _window_here(s: "Session", steps: int, ctx_len: int | None) -> WindowResult:
+def _window_here(s: "Session", steps: int, ctx_len: int | None, stop=None) -> WindowResult:
     """A window outside the generation, at ctx_len (default: where the run left off), kept inside
-    the cache; the caller holds the runtime's lock."""
+    the cache, cut short once `stop()` (timeline.run_window); the caller holds the runtime's lock."""
     steps, cap = max(1, min(int(steps), s.plan.capacity - 1)), s.plan.capacity
     ctx = max(0, min(s._ctx_now() if ctx_len is None else int(ctx_len), cap - 1 - steps))
     s.runtime.set_position(ctx)
-    return profile_steps(s.runtime, steps, s.timer, first_step=ctx)
+    return profile_steps(s.runtime, steps, s.timer, first_step=ctx, stop=stop)
 
 
 def window_now(s: "Session", steps: int, ctx_len: int | None) -> WindowResult:

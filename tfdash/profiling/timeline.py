@@ -270,27 +270,34 @@ class Timer:
         return DirectWindow(steps, on_done)
 
 
-def profile_steps(runtime, steps: int, timer: Timer | None = None, first_step: int | None = None) -> WindowResult:
+def profile_steps(runtime, steps: int, timer: Timer | None = None, first_step: int | None = None,
+                  stop: Callable[[], bool] | None = None) -> WindowResult:
     """A window over `steps` steps run right now, outside any generation, from the runtime's
-    current pos (set it first; steps must fit in the cache)."""
+    current pos (set it first; steps must fit in the cache); cut short once `stop()` (run_window)."""
     timer = timer or Timer(runtime)
     runtime.ensure_captured()
     w = timer.window(steps)
-    run_window(runtime, w, steps, runtime.position if first_step is None else first_step)
+    run_window(runtime, w, steps, runtime.position if first_step is None else first_step, stop)
     return w.result
 
 
-def run_window(runtime, w, steps: int, first_step: int) -> None:
+def run_window(runtime, w, steps: int, first_step: int, stop: Callable[[], bool] | None = None) -> None:
     """Drive a window (the `Generation.intercept` protocol) over `steps` steps now, outside any
     generation, from the runtime's current pos: start, the steps (each through the window's
-    `step_fn`, read after `start` set it), their step times, finish."""
+    `step_fn`, read after `start` set it), their step times, finish. Once `stop()` is true no
+    further step is enqueued and the window finishes cancelled with the steps it timed, as a
+    generation's window does when its run is stopped (q or r must not wait for the rest)."""
     from tfdash.engine.runtime import RING
 
     w.start(runtime, first_step, steps)
     pos = runtime.position  # step k runs at pos + k: its slot is the one the graph stores into
     runtime.begin(pos)
     pending: deque[int] = deque()
+    cut = False
     for k in range(pos, pos + steps):
+        if stop is not None and stop():
+            cut = True
+            break
         if len(pending) >= RING - 1:
             s = pending.popleft()
             runtime.wait(s % RING)
@@ -301,4 +308,4 @@ def run_window(runtime, w, steps: int, first_step: int) -> None:
         s = pending.popleft()
         runtime.wait(s % RING)
         w.on_step(runtime.step_ns(s % RING))
-    w.finish(runtime, False)
+    w.finish(runtime, cut)
