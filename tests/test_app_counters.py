@@ -107,7 +107,7 @@ async def test_counters_fill_the_drill_down_table_and_csv(isolated_config, tmp_p
 def test_quitting_while_ncu_measures_ends_it_at_once(isolated_config, monkeypatch, tmp_path):
     """q while n's ncu run went on (an engine build and every profiled kernel: minutes on a GPU host)
     closed the drill-down and then waited for ncu to end, up to its 900 s timeout, the shell held
-    meanwhile. Now ncu's process group is ended with the screen. ncu is the stand-in
+    meanwhile. Now ncu's process group is ended as the app exits. ncu is the stand-in
     (fixtures/fake_ncu.py) that sleeps; the path from n to it is the dashboard's own."""
     import asyncio
     import os
@@ -144,3 +144,42 @@ def test_quitting_while_ncu_measures_ends_it_at_once(isolated_config, monkeypatc
     pid = int(pid_file.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # no ncu left running after the dashboard
+
+
+@sync
+async def test_a_measurement_goes_on_after_the_drill_down_closes(isolated_config, monkeypatch):
+    """n, then esc back to the dashboard while ncu runs (minutes on a GPU host): ncu was ended with
+    the drill-down and the measurement lost without a word, where before it went on and its counters
+    reached the kernel table. Now it goes on, its progress and result reach the Source; only the
+    app's exit ends it (q: test_quitting_while_ncu_measures_ends_it_at_once)."""
+    import threading
+
+    from tfdash.app.screens import drill_counters
+    from tfdash.errors import TfdashError
+
+    closed, cancels = threading.Event(), []
+
+    def measure_role(snap, role, progress, cancel=None):  # ncu's run, still going when esc closes the screen
+        cancels.append(cancel)
+        closed.wait(10)
+        if cancel is not None and cancel.wait(0.3):
+            raise TfdashError("cancelled")
+        return recorded_counters(snap, role, progress)
+
+    monkeypatch.setattr(drill_counters, "measure_role", measure_role)
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await open_gate_up(app, pilot)
+        await pilot.press("n")
+        await pilot.pause()
+        await pilot.press("escape")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "MainScreen"
+        closed.set()  # the screen's worker was cancelled with it; its thread goes on
+        for _ in range(100):
+            if app.snapshot.kernels[4].counters is not None:
+                break
+            await pilot.pause(0.05)
+        assert app.snapshot.kernels[4].counters is not None and app.snapshot.kernels[4].counters.dram_read == 50_362_112
+        assert not cancels[0].is_set()
+    assert cancels[0].is_set()  # the app's exit ends it

@@ -22,6 +22,7 @@ holds the state, the themes and the config, the drill-down and help screens, the
 
 from __future__ import annotations
 
+import threading
 from functools import partial
 from pathlib import Path
 from typing import Callable, Iterable
@@ -62,6 +63,9 @@ class TfdashApp(MinSizeGuard, LiveRefresh, RunActions, ExportActions, CompareAct
                  exit_when_done: bool = False, baseline=None, keep_dir: str | Path | None = None) -> None:
         super().__init__()
         self.source = source
+        # Set as the app exits: the child processes its workers wait on (the drill-down's ncu) end then, and
+        # not before, their waiting thread would hold the process's exit (drill_counters.CountersTab)
+        self.exiting = threading.Event()
         self.baseline = baseline  # a tfdash.app.baseline.Baseline: the Δ columns compare against it
         self.config = config if config is not None else load_config()
         self.export_dir = Path(export_dir).expanduser() if export_dir else None
@@ -218,6 +222,7 @@ class TfdashApp(MinSizeGuard, LiveRefresh, RunActions, ExportActions, CompareAct
 
     def on_unmount(self) -> None:
         self.source.stop()
+        self.exiting.set()
 
     # -- command palette -----------------------------------------------------------------------
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:

@@ -164,7 +164,7 @@ def run_streaming(cmd: Sequence[str], timeout_s: float, on_line: Callable[[str],
                   env: dict | None = None, cancel: threading.Event | None = None) -> tuple[int, str]:
     """Run `cmd` in its own process group, stdout and stderr merged and handed line by line to
     `on_line`; at `timeout_s` the group is ended and TfdashError says so. A set `cancel` (the
-    dashboard's drill-down closed: the app quits) ends the group too, within a fifth of a second,
+    dashboard exits) ends the group too, within a fifth of a second,
     and raises TfdashError("cancelled"): the thread waiting here would otherwise hold the
     process's exit until ncu was done, up to the timeout."""
     try:

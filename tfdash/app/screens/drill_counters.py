@@ -4,7 +4,8 @@ ncu runs in a thread worker over a child process that builds its own engine
 (tfdash.profiling.counters), so the engine of a live run keeps decoding; progress lines show in
 the tab while it runs. The result goes to the Source (`add_counters`): the snapshots carry it from
 then on, so the kernel table's "meas bytes", the CSV and a saved snapshot have it too. Anything
-that stops it (no ncu, no permission, a CPU) is one line in the tab and a toast.
+that stops it (no ncu, no permission, a CPU) is one line in the tab and a toast. Closing the
+drill-down leaves it running (its result still lands in the Source); the app's exit ends it.
 """
 
 from __future__ import annotations
@@ -85,37 +86,33 @@ class CountersTab:
             return
         self._counter_status[role] = "starting ncu…"
         self._show_counters()
-        self._count(snap, role)
-
-    def on_unmount(self) -> None:
-        self._counters_gone.set()  # the screen closed (q, or the app quits): its ncu runs end
-
-    @property
-    def _counters_gone(self) -> threading.Event:
-        if "_counters_stop" not in self.__dict__:
-            self._counters_stop = threading.Event()
-        return self._counters_stop
+        self._count(snap, role, self.app)
 
     @work(thread=True, group="counters", exclusive=True, exit_on_error=False)
-    def _count(self, snap, role: str) -> None:
-        injected = getattr(self.app, "counters_fn", None)  # the tests' stand-in takes no cancel
+    def _count(self, snap, role: str, app) -> None:
+        """ncu's run, on a thread that outlives the drill-down: closed (esc), the screen no longer
+        finds its app (hence `app`), and the measurement goes on, its result still reaching the
+        Source so the kernel table's "meas bytes" has it. Only the app's exit ends ncu
+        (TfdashApp.exiting): its waiting thread would hold the process's exit until ncu was done."""
+        injected = getattr(app, "counters_fn", None)  # the tests' stand-in takes no cancel
+        exiting = getattr(app, "exiting", None) or threading.Event()
 
         def progress(s: str) -> None:
-            self.app.call_from_thread(self._counters_progress, role, s)
+            app.call_from_thread(self._counters_progress, role, s)
 
         try:
-            result = injected(snap, role, progress) if injected else \
-                measure_role(snap, role, progress, self._counters_gone)
+            result = injected(snap, role, progress) if injected else measure_role(snap, role, progress, exiting)
             why = None
         except TfdashError as e:
             result, why = {}, str(e)
         except Exception as e:  # noqa: BLE001 - one line in the tab, never a traceback
             result, why = {}, f"{type(e).__name__}: {e}"
-        self.app.call_from_thread(self._counters_done, role, result, why)
+        app.call_from_thread(self._counters_done, role, result, why)
 
     def _counters_progress(self, role: str, text: str) -> None:
         self._counter_status[role] = text
-        self._show_counters()
+        if self.is_attached:  # closed (esc) while ncu goes on: nothing of it to redraw
+            self._show_counters()
 
     def _counters_done(self, role: str, result: dict, why: str | None) -> None:
         if why is not None:
@@ -128,4 +125,5 @@ class CountersTab:
             if snap is not None:
                 self.app.snapshot = snap
             self.notify(f"counters {role}: {len(result)} launch{'es' if len(result) != 1 else ''} measured", timeout=4)
-        self._show_counters()
+        if self.is_attached:  # closed (esc) meanwhile: the result is in the Source, the toast says so
+            self._show_counters()
