@@ -29,6 +29,8 @@
 #   boundary                     what a step's boundary costs (scripts/step_boundary.py): the event after each replay,
 #                                timed and not, at 1.7B and 0.6B (SIZES=)
 #   profile, observe, app, dash  the profiler, the dashboard (mid-run SVG, snapshot, A/B) and a real pty
+#   check47                      the profiler's, continuous timing's and counters' GPU tests, then `dash` (about 8 min;
+#                                any GPU): the session's windows, the ncu worker's cancel and the dashboard on CUDA
 #   tty                          dash's real pty alone (`tfdash` on CUDA: nothing leaked, its stderr log; ~2 minutes)
 #   live, overhead, features     the dashboard's keys; its cost against headless; session 5's features
 #   counters                     tfdash counters on one layer plus embed, lm_head and argmax
@@ -36,7 +38,7 @@
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
 what=${1:-all}; shift || true
-MODES=" tests diag bench all headless engine final sizes sizebench headline where probe sass curve same3 arena29 procs next30 next35 bar12 ladder lowctx boundary tick stamps land29 profile observe app dash tty live overhead features counters "
+MODES=" tests diag bench all headless engine final sizes sizebench headline where probe sass curve same3 arena29 procs next30 next35 bar12 ladder lowctx boundary tick stamps land29 profile observe app dash tty live overhead features counters check47 "
 case "$MODES" in *" $what "*) ;; *) echo "h200_check.sh: unknown mode '$what' (modes:$MODES)" >&2; exit 2 ;; esac
 if [ "$what" = next30 ]; then  # what session 29 leaves, in one call (about 6 minutes): arena29's modules and procs
   N=${N:-4} PLACE=${PLACE:---modules} ALIGNS=${ALIGNS:-4096} TAIL=${TAIL:-12}
@@ -104,6 +106,14 @@ if [ "$what" = dash ]; then
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
   python3 scripts/gpu_app_check.py --out-dir "$R/app" 2>&1 | grep -v "TileLang:" > "$R/app.log"; tail -4 "$R/app.log"; pack
   python3 scripts/gpu_tty_check.py --out-dir "$R/tty" > "$R/tty.log" 2>&1; cat "$R/tty.log" | cut -c1-200; pack
+fi
+if [ "$what" = check47 ]; then
+  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  timeout 240 python3 -m pytest -m gpu tests/test_profiling_gpu.py tests/gpu/test_continuous_gpu.py tests/gpu/test_counters_gpu.py \
+    -q -rA -p no:cacheprovider 2>&1 | grep -v "TileLang:" > "$R/gpu-tests.log"
+  grep -E "^(FAILED|ERROR)|passed|failed" "$R/gpu-tests.log" | cut -c1-200 | tail -10; pack
+  timeout 200 python3 scripts/gpu_app_check.py --out-dir "$R/app" 2>&1 | grep -v "TileLang:" > "$R/app.log"; tail -4 "$R/app.log"; pack
+  timeout 130 python3 scripts/gpu_tty_check.py --out-dir "$R/tty" > "$R/tty.log" 2>&1; cut -c1-200 "$R/tty.log"; pack
 fi
 if [ "$what" = tty ]; then
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
