@@ -73,11 +73,15 @@ def test_a_short_runs_decode_rate_is_its_steps(eng, monkeypatch, new):
 def test_a_pause_is_held_time_not_run_time(eng):
     gen = eng.generate([5, 6, 7], 60)
     hold_s = 0.6
+    events = []
     for ev in gen:
+        events.append(ev)
         if ev.index == 10:
             gen.pause(True)  # held at the next step boundary, once the steps in flight are harvested
             threading.Timer(hold_s, gen.pause, args=(False,)).start()
     st = gen.stats
+    assert all(e.held_ns == 0 for e in events[:11]) and events[-1].held_ns == st.held_ns  # each token's hold so far
+    assert [e.held_ns for e in events] == sorted(e.held_ns for e in events)
     assert st.new_tokens == 60
     assert st.held_ns >= hold_s * 0.9e9
     assert st.tok_per_s == pytest.approx(60 / ((st.wall_ns - st.held_ns) / 1e9))
@@ -119,8 +123,60 @@ def test_a_session_pause_and_the_snapshot(eng):
     assert held and snap.held_ns >= 0.35e9 and 0 < snap.ttft_ns < snap.wall_ns - snap.held_ns
     assert snap.tok_per_s == pytest.approx(80 / ((snap.wall_ns - snap.held_ns) / 1e9))
     assert snap.decode_tok_per_s == pytest.approx(79 / ((snap.wall_ns - snap.held_ns - snap.ttft_ns) / 1e9))
+    assert snap.tokens[0].held_ns == 0 and snap.tokens[-1].held_ns == snap.held_ns  # each token keeps its hold
     back = loads_snapshot(dumps_snapshot(snap))
     assert back == snap and back.ttft_ns == snap.ttft_ns and back.held_ns == snap.held_ns
+    assert back.tokens == snap.tokens
+
+
+def _tokens(*gaps_ms, held_at=None, hold_ms=0):
+    """TokenRecords `gaps_ms` apart; a hold of `hold_ms` before token `held_at` (wall time, and held)."""
+    from tfdash.profiling.snapshot import TokenRecord
+
+    out, t, held = [], 0, 0
+    for i, gap in enumerate(gaps_ms):
+        if i == held_at:
+            t, held = t + hold_ms * 1_000_000, held + hold_ms * 1_000_000
+        t += int(gap * 1_000_000)
+        out.append(TokenRecord(i, 1, "x", t, held))
+    return tuple(out)
+
+
+@pytest.mark.parametrize("hold_ms,after", [(400, 30), (5000, 1), (5000, 3)])
+def test_tok_s_now_leaves_out_a_hold_in_its_window(hold_ms, after):
+    """'tok/s now' dipped for about a second after a resume: its window was wall time, so the hold
+    counted as time with no tokens (one token after a 5 s hold read 0.2 tok/s). It is run time now."""
+    from profiling_support import rich_snapshot
+
+    from tfdash.app import model
+
+    toks = _tokens(*[10] * (80 + after), held_at=80, hold_ms=hold_ms)  # 100 tok/s, held after 80 tokens
+    snap = dataclasses.replace(rich_snapshot(), tokens=toks, new_tokens=len(toks))
+    assert model.tok_s_now(snap) == pytest.approx(100.0)
+    assert model.throughput(snap).tok_s_now == pytest.approx(100.0)
+
+
+def test_an_older_snapshots_tokens_load_without_their_hold():
+    """Snapshots from before each token kept its hold (version 7 and older) still load: no hold."""
+    import json
+
+    from profiling_support import rich_snapshot
+
+    from tfdash.errors import SnapshotError
+
+    raw = json.loads(dumps_snapshot(rich_snapshot()))
+    for t in raw["tokens"]:
+        del t["held_ns"]
+    raw["version"] = 7
+    back = loads_snapshot(json.dumps(raw))
+    assert [t.held_ns for t in back.tokens] == [0] * len(raw["tokens"])
+    assert [t.run_ns for t in back.tokens] == [t["elapsed_ns"] for t in raw["tokens"]]
+    raw["tokens"][1]["held_ns"] = raw["tokens"][1]["elapsed_ns"] + 1  # more held than elapsed: a corrupt file
+    with pytest.raises(SnapshotError, match=r"tokens\[1\]\.held_ns: .* more than the token's elapsed_ns"):
+        loads_snapshot(json.dumps(raw), "bad.json")
+    raw["tokens"][1]["held_ns"] = -1
+    with pytest.raises(SnapshotError, match=r"tokens\[1\]\.held_ns: -1 is negative"):
+        loads_snapshot(json.dumps(raw), "bad.json")
 
 
 def test_bench_rows_and_table_carry_ttft_and_decode_rate():

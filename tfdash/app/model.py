@@ -181,7 +181,7 @@ def table_rows(kernels: Sequence[KernelRow], group: str, sort: tuple[str, bool],
 @dataclass(frozen=True)
 class Throughput:
     tokens: int
-    tok_s_now: float | None  # over the last second of tokens (or the last 64, if fewer)
+    tok_s_now: float | None  # over the last second of run time (time held left out), at least two tokens
     tok_s_run: float | None  # over the whole generation so far
     p50_ms: float | None
     p99_ms: float | None
@@ -194,15 +194,18 @@ class Throughput:
 
 
 def tok_s_now(snap: ProfileSnapshot, window_ns: int = 1_000_000_000) -> float | None:
+    """Tokens a second over the last `window_ns` of run time (at least the last two tokens). Run
+    time is each token's elapsed_ns less the time held before it, so a pause (space) inside the
+    window is not read as slow decoding after a resume."""
     toks = snap.tokens
     if len(toks) < 2:
         return None
-    last = toks[-1].elapsed_ns
+    last = toks[-1].run_ns
     i = len(toks) - 1
-    while i > 0 and last - toks[i - 1].elapsed_ns <= window_ns:
+    while i > 0 and last - toks[i - 1].run_ns <= window_ns:
         i -= 1
     i = min(i, len(toks) - 2)
-    span = last - toks[i].elapsed_ns
+    span = last - toks[i].run_ns
     return (len(toks) - 1 - i) / (span / 1e9) if span > 0 else None
 
 

@@ -103,6 +103,7 @@ class TokenEvent:
     text: str  # the text this token adds to the stream (may be "" mid-character)
     step_ns: int  # time of the step that produced it (the first token of a prompt taken in chunks: theirs)
     elapsed_ns: int  # wall time since the generation began
+    held_ns: int = 0  # of elapsed_ns, the time held (paused) before this token: not run time
 
 
 class Generation:
@@ -341,7 +342,7 @@ class Generation:
             stats.ttft_ns = stats.wall_ns - stats.held_ns
         text = self.decoder.push(tok)
         self._trim_decoder()
-        return TokenEvent(stats.new_tokens - 1, tok, text, dt, stats.wall_ns)
+        return TokenEvent(stats.new_tokens - 1, tok, text, dt, stats.wall_ns, stats.held_ns)
 
     def _hold(self) -> None:
         """Nothing in flight and paused: wait for resume (or stop); the wait is held time. wall_ns is

@@ -5,7 +5,7 @@ Snapshot JSON, schema "tfdash.snapshot" (version: `snapshot.VERSION`; older vers
 (tuples as arrays, nested dataclasses as objects, None as null, floats always finite), with
 "schema" and "version" first:
 
-    {"schema": "tfdash.snapshot", "version": 7,
+    {"schema": "tfdash.snapshot", "version": 8,
      "meta": RunMeta, "tokens": [TokenRecord], "step_ns": [int], "prompt_tokens": int,
      "new_tokens": int, "wall_ns": int, "kernels": [KernelRow], "nvml": [Series],
      "roofline": Roofline | null, "marginal": [object], "unavailable": {panel: reason},
@@ -190,7 +190,7 @@ MAX_FREE_DEPTH = 4  # free-form objects (marginal and A/B results, target) nest 
 NON_NEGATIVE = {  # times and sizes: a negative one is a corrupt file, not a measurement
     "KernelRow": ("predicted_ns", "measured_p50_ns", "measured_p90_ns", "measured_last_ns", "bytes_read",
                   "bytes_written", "flops", "samples"),
-    "TokenRecord": ("elapsed_ns",),
+    "TokenRecord": ("elapsed_ns", "held_ns"),
     "KernelSpan": ("dur_ns",),
     "Counters": ("ctx_len", "dram_read", "dram_written", "predicted_read", "predicted_written", "registers",
                  "smem_static", "smem_dynamic", "ncu_ns"),
@@ -225,7 +225,7 @@ def _depth(v, limit: int) -> int:
 
 def _check(obj, path: str) -> None:
     """Cross-field rules the types cannot say."""
-    from tfdash.profiling.snapshot import ProfileSnapshot, Series
+    from tfdash.profiling.snapshot import ProfileSnapshot, Series, TokenRecord
 
     if isinstance(obj, Series) and len(obj.t) != len(obj.values):
         _fail(path, f"series {obj.name!r} has {len(obj.t)} times and {len(obj.values)} values")
@@ -239,6 +239,8 @@ def _check(obj, path: str) -> None:
             if x is not None and x > MAX_MEASURED_NS:
                 where = (f"{path}.{name}" if path else name) + ("" if i is None else f"[{i}]")
                 _fail(where, f"{x:.4g} ns is over an hour, not a measured time")
+    if isinstance(obj, TokenRecord) and obj.held_ns > obj.elapsed_ns:  # run time would be negative
+        _fail(f"{path}.held_ns", f"{obj.held_ns} is more than the token's elapsed_ns ({obj.elapsed_ns})")
     if isinstance(obj, ProfileSnapshot):
         for i, v in enumerate(obj.step_ns):
             if v < 0:

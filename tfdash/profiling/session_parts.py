@@ -84,7 +84,7 @@ class TokenFeed:
         self.steps.extend(fresh)
 
     def add(self, ev) -> None:
-        token = TokenRecord(ev.index, ev.token_id, ev.text, ev.elapsed_ns)
+        token = TokenRecord(ev.index, ev.token_id, ev.text, ev.elapsed_ns, ev.held_ns)
         self._take_steps()
         with self.s._lock:
             self.s.rec.tokens.append(token)

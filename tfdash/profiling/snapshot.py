@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from tfdash.stats import Rates
 
 SCHEMA = "tfdash.snapshot"
-VERSION = 7  # 2: RunMeta.kernels_source; 3: RunMeta.plan_options, windows, ttft_ns, held_ns;
+VERSION = 8  # 2: RunMeta.kernels_source; 3: RunMeta.plan_options, windows, ttft_ns, held_ns;
 #              4: RunMeta.threads; 5: timing, KernelRow.measured_last_ns and counters, ab;
-#              6: prefill_positions, prefill_ns; 7: TimingInfo.auto_window
+#              6: prefill_positions, prefill_ns; 7: TimingInfo.auto_window; 8: TokenRecord.held_ns
 #              (older files load with them None / empty / 0 / False)
 
 
@@ -66,6 +66,14 @@ class TokenRecord:
     token_id: int
     text: str
     elapsed_ns: int  # wall time since the generation began
+    # wall time the generation was held (paused) before this token, part of elapsed_ns: rates over
+    # tokens use elapsed_ns - held_ns so a pause is not read as slow decoding (0 before version 8)
+    held_ns: int = 0
+
+    @property
+    def run_ns(self) -> int:
+        """Run time since the generation began: elapsed_ns less the time held before this token."""
+        return self.elapsed_ns - self.held_ns
 
 
 @dataclass(frozen=True)
