@@ -8,7 +8,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from fixtures.appkit import SNAPSHOT, isolated_config, sync  # noqa: F401  (fixture)
+from fixtures.appkit import SNAPSHOT, isolated_config, one_torch_thread, sync  # noqa: F401  (fixtures)
 
 from tfdash.app.main import snapshot_app
 
@@ -183,3 +183,39 @@ async def test_a_measurement_goes_on_after_the_drill_down_closes(isolated_config
         assert app.snapshot.kernels[4].counters is not None and app.snapshot.kernels[4].counters.dram_read == 50_362_112
         assert not cancels[0].is_set()
     assert cancels[0].is_set()  # the app's exit ends it
+
+
+@sync
+async def test_the_counters_tab_says_what_a_live_runs_engine_is_doing(isolated_config, one_torch_thread):
+    """The counters tab of a live dashboard said "the dashboard's engine keeps decoding" while the
+    run was paused and after it was over; its words (and the drill-down's top bar) follow the run."""
+    from test_app_live import Recorder, wait_for
+
+    from tfdash.app.main import live_app
+    from tfdash.app.screens.main import TopBar
+    from tfdash.engine import load_engine
+
+    eng = load_engine(model="qwen3-tiny", device="cpu", capacity=4096)
+    app = live_app(Recorder(eng, 3000), max_new_tokens=3000)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.new_tokens >= 5, what="tokens")
+        await pilot.press("enter", "4")
+        await pilot.pause()
+        assert "keeps decoding" in body(app) and "paused" not in body(app)
+        await pilot.press("space")
+        await pilot.pause()
+        assert app.state == "paused" and "the dashboard's engine stays paused" in body(app)
+        assert "keeps decoding" not in body(app) and "paused" in top(app.screen.query_one(TopBar))
+        await pilot.press("space")
+        await pilot.pause()
+        assert "keeps decoding" in body(app)
+        app.source.stop()
+        await wait_for(pilot, lambda: app.state == "done", what="the run to end")
+        await pilot.pause()
+        text = body(app)
+        assert "the dashboard's run is over" in text and "keeps decoding" not in text, text
+        await pilot.press("q")
+
+
+def top(bar) -> str:
+    return str(bar.query_one("#topbar-state").render())

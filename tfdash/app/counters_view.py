@@ -68,14 +68,26 @@ def detail(c: Counters) -> list[tuple[str, str]]:
     ]
 
 
+def beside_engine(live: bool, state: str) -> str:
+    """What the counters' child process runs beside, in the words of the run's `state` (the app's):
+    a decoding engine, a paused one, a run that is over, or (a saved snapshot) no engine at all."""
+    if not live:
+        return "one that builds this snapshot's model"
+    if state == "paused":
+        return "the dashboard's engine stays paused"
+    if state in ("done", "stopped", "error"):
+        return "one that builds this run's model; the dashboard's run is over"
+    return "the dashboard's engine keeps decoding"
+
+
 def counters_content(role: str, current: KernelRow | None, members: Sequence[KernelRow], status: str | None,
-                     live: bool, key: str) -> Content:
+                     live: bool, key: str, state: str = "running") -> Content:
     """The counters tab: the current launch's counters in full, then one line per measured member.
-    `key` (n unless remapped) measures in a child process: beside a live run's engine, or (a saved
-    snapshot) one that builds the snapshot's model."""
+    `key` (n unless remapped) measures in a child process: beside a live run's engine (decoding,
+    paused or over, as `state` says), or (a saved snapshot) one that builds the snapshot's model."""
     # said at once (no GPU): no key to press, nothing to wait for
     cannot = bool(status) and status.startswith("unavailable")
-    beside = "the dashboard's engine keeps decoding" if live else "one that builds this snapshot's model"
+    beside = beside_engine(live, state)
     parts: list = [("Nsight Compute's counters of ", "$text-muted"), (role, "bold $text-primary"),
                    (f", inside one replay of the step's graph in a child process ({beside}).", "$text-muted")]
     parts += [("\n\n", "")] if cannot else [(" Press ", "$text-muted"), (key, "bold $accent"),

@@ -157,6 +157,8 @@ class DrillScreen(FitsBeforeDraw, DrillTables, CodeTabs, MarginalTab, CountersTa
         self.query_one("#operands").border_title = "cost by operand"
         self.query_one("#sweep").border_title = "ctx_len sweep"
         self.watch(self.app, "snapshot", self.render_snapshot, init=True)
+        # a pause or the run's end sends no snapshot: the top bar's state and the counters tab's words follow it
+        self.watch(self.app, "state", lambda _state: self.render_snapshot(self.app.snapshot), init=False)
         self._load_source()
         self._show_marginal()
         self._show_counters()

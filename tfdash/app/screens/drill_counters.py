@@ -51,7 +51,7 @@ class CountersTab:
         members = [rows[i] for i in self.row.members if i in rows]
         status = getattr(self, "_counter_status", {}).get(role) or self._host_cannot(snap)
         body = counters_content(role, rows.get(self.current), members, status, self.app.source.live,
-                                key_name(self.app, "drill.counters"))
+                                key_name(self.app, "drill.counters"), self.app.state)
         self.query_one("#counters-body", Static).update(visible_content(body, KEEP_LAYOUT))
 
     def _host_cannot(self, snap) -> str | None:
@@ -70,9 +70,10 @@ class CountersTab:
         return self._host_why
 
     def _counters_snapshot(self, snap) -> None:
-        """Redraw the tab when the counters of the row's launches change (not on every snapshot)."""
+        """Redraw the tab when the counters of the row's launches or the run's state change (its
+        words follow the state: decoding, paused, over), not on every snapshot."""
         want = set(self.row.members)
-        key = tuple(k.counters for k in snap.kernels if k.index in want)
+        key = (self.app.state, tuple(k.counters for k in snap.kernels if k.index in want))
         if key != getattr(self, "_counters_key", None):
             self._counters_key = key
             self._show_counters()
