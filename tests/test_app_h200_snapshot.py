@@ -79,3 +79,28 @@ async def test_the_kernel_table_says_every_step_was_measured(isolated_config, tm
             await pilot.pause(0.2)
             text = screen_text(app)
         assert ("every step measured · p50/p90 over the last 256 steps" in text) is want
+
+
+@sync
+async def test_a_continuous_rooflines_measured_line_fits_its_pane(isolated_config, tmp_path):
+    """The roofline pane's note "256 steps, continuous" was wider than its room in the 47-column
+    pane: "continuous" wrapped to a line of its own, under the values. Each line fits now."""
+    import dataclasses
+
+    from tfdash.profiling.export import write_snapshot
+    from tfdash.profiling.snapshot import TimingInfo
+
+    snap = load_snapshot(H200S[0])
+    cont = dataclasses.replace(snap, timing=TimingInfo("continuous", "cupti-ring, kernel activity records",
+                                                       steps_measured=2059, range_steps=256),
+                               roofline=dataclasses.replace(snap.roofline, timing="continuous", steps=256))
+    path = write_snapshot(cont, tmp_path / "cont.json")
+    for size in ((120, 40), (200, 60)):
+        app = snapshot_app(path)
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause(0.2)
+            stats = app.screen.query_one("#roofline-stats")
+            content, width = stats.render(), stats.content_size.width
+        said = str(content).splitlines()
+        assert any("measured" in line and "last 256 steps" in line for line in said), said
+        assert len(content.wrap(width)) == len(said), (size, width, said)  # no line wraps

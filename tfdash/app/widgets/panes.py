@@ -252,8 +252,7 @@ class RooflinePane(VerticalScroll):
                 stat(fmt_bytes(r.bytes_per_step), "bytes/step", note=f"at ctx_len {r.ctx_len:,}"),
                 stat(fmt_ns(r.floor_ns), "floor", note="bytes ÷ ceiling"),
                 stat(fmt_ns(r.predicted_step_ns), "ideal", note="Σ kernel ideals"),
-                stat(fmt_ns(r.measured_step_ns), "measured", "bold $text-primary", note=f"{r.steps} steps, "
-                     f"{r.timing or 'timed'}"),
+                stat(fmt_ns(r.measured_step_ns), "measured", "bold $text-primary", note=measured_note(r)),
                 *_baseline_step(snap, baseline),
                 stat(fmt_gbps(r.achieved_gbps, ""), "GB/s achieved"),
                 stat(fmt_num(r.pct_ceiling, 1, " %"), "of ceiling", f"bold $text-{'warning' if low else 'primary'}",
@@ -302,6 +301,15 @@ class RooflinePane(VerticalScroll):
             [(" · press ", "$text-muted"), (keys["profile"], "bold $accent"), (" to profile", "$text-muted")] \
             if live else [(" · this snapshot kept none (--headless --profile records one)", "$text-muted")]
         set_content(note, Content.assemble((why, "italic $text-muted"), *hint))
+
+
+def measured_note(r) -> str:
+    """How the roofline's step was measured, in the note's room beside a 47-column pane: a window's
+    steps and its timer ("32 steps, cupti"), or the continuous range's latest steps, as the kernel
+    table says ("256 steps, continuous" took two lines there, its second under the values)."""
+    if r.timing == "continuous":
+        return f"last {r.steps} steps"
+    return f"{r.steps} steps, {r.timing or 'timed'}"
 
 
 def _baseline_step(snap: ProfileSnapshot, baseline: ProfileSnapshot | None) -> list[Content]:
