@@ -104,3 +104,38 @@ async def test_a_continuous_rooflines_measured_line_fits_its_pane(isolated_confi
         said = str(content).splitlines()
         assert any("measured" in line and "last 256 steps" in line for line in said), said
         assert len(content.wrap(width)) == len(said), (size, width, said)  # no line wraps
+
+
+CONTINUOUS = ROOT / "benchmarks" / "2026-12-01" / "session8" / "app-call4" / "snapshot-h200.json.gz"
+
+
+@sync
+async def test_the_sweep_of_a_continuous_run_keeps_its_chart(isolated_config, tmp_path):
+    """A continuous run measures a sweep point a ctx_len bucket (64 of attention's here): the caption
+    named each, 20 lines of "250.8 µs @ 191, 243.0 µs @ 319, …" that filled the sweep pane at
+    200x60 and left its chart no row. It names the first and the last now, and the chart is drawn."""
+    import gzip
+
+    from tfdash.app.widgets.chart import Chart
+
+    path = tmp_path / "cont.json"
+    path.write_bytes(gzip.decompress(CONTINUOUS.read_bytes()))
+    app = snapshot_app(path)
+    async with app.run_test(size=(200, 60)) as pilot:
+        await pilot.pause(0.2)
+        await pilot.press("enter")  # attention, the costliest op
+        await pilot.pause(0.3)
+        assert app.screen.row.label == "attention"
+        said = str(app.screen.query_one("#sweep-caption").render())
+        chart = app.screen.query_one("#sweep-chart", Chart)
+        assert chart.size.height >= 10, (chart.size, said)
+        assert "points)" in said and said.count("@") == 2, said
+
+
+def test_the_sweep_caption_names_a_few_points_each_and_many_by_their_ends():
+    from tfdash.app.screens.drill import sweep_caption
+
+    caption = str(sweep_caption([0, 100], [1.0, 2000.0], [10, 20, 30, 40], [1000.0, 2000.0, 3000.0, 4000.0]))
+    assert caption.splitlines()[1] == "measured 1.0 µs @ 10 … 4.0 µs @ 40 (4 points)", caption
+    caption = str(sweep_caption([0, 100], [1.0, 2.0], [10, 1_024], [1000.0, 2000.0]))
+    assert caption.splitlines()[1] == "measured 1.0 µs @ 10, 2.0 µs @ 1,024", caption

@@ -57,17 +57,25 @@ def summary_pairs(r: TableRow, group: str) -> list[list[tuple[str, str]]]:
     return pairs
 
 
+CAPTION_POINTS = 3  # measured points the sweep's caption names; past it, the first and the last
+
+
 def sweep_caption(xs, ys, mx, my) -> Content:
-    """The sweep's caption: the prediction from ctx 0 to the last ctx_len, and each measured point."""
+    """The sweep's caption: the prediction from ctx 0 to the last ctx_len, and the measured points:
+    each of a few, else the first and the last and how many (a continuous run measures one a ctx_len
+    bucket: 65 of them filled the pane and left the chart, which draws them all, no room)."""
     lo, hi = fmt_ns(ys[0]), fmt_ns(ys[-1])  # scaled as everywhere else (ms from 1,000 µs)
     if lo.split(" ")[-1] == hi.split(" ")[-1]:
         lo = lo.rsplit(" ", 1)[0]  # "330.3 → 330.3 µs"
+    points = [f"{fmt_ns(y)} @ {x:,}" for x, y in zip(mx, my)]
+    many = len(points) > CAPTION_POINTS
+    shown = f"{points[0]} … {points[-1]}" if many else ", ".join(points)
     return Content.assemble(
         ("predicted ", "$text-muted"), (lo, "bold $text-primary"), (" → ", "$text-muted"),
         (hi, "bold $text-primary"), (f" over ctx 0…{xs[-1]:,}", "$text-muted"),
         ("\nmeasured ", "$text-muted"),
-        (", ".join(f"{fmt_ns(y)} @ {x:,}" for x, y in zip(mx, my)) or "not profiled yet",
-         "bold $text-accent" if mx else "italic $text-muted"))
+        (shown or "not profiled yet", "bold $text-accent" if mx else "italic $text-muted"),
+        (f" ({len(points)} points)" if many else "", "$text-muted"))
 
 
 def show_counted(summary: Static, content: Content, width: int) -> None:
