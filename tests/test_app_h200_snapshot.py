@@ -139,3 +139,25 @@ def test_the_sweep_caption_names_a_few_points_each_and_many_by_their_ends():
     assert caption.splitlines()[1] == "measured 1.0 µs @ 10 … 4.0 µs @ 40 (4 points)", caption
     caption = str(sweep_caption([0, 100], [1.0, 2.0], [10, 1_024], [1000.0, 2000.0]))
     assert caption.splitlines()[1] == "measured 1.0 µs @ 10, 2.0 µs @ 1,024", caption
+
+
+@pytest.mark.parametrize("size,baseline", [((80, 24), False), ((120, 40), True), ((80, 24), True)])
+@sync
+async def test_the_top_bar_keeps_the_model_beside_long_file_names(isolated_config, tmp_path, size, baseline):
+    """`tfdash open` of benchmarks/…/2026-12-01_session8_app-call4_snapshot-h200.json: at 80x24 the
+    top bar read "tfdash │" and then the file name, the model gone; against a baseline at 120x40 not
+    even "tfdash │" was left. The file names are cut to their ends to keep the model's name."""
+    import shutil
+
+    a = tmp_path / "2026-12-01_session8_app-call4_snapshot-h200.json"
+    b = tmp_path / "2026-12-01_session6_continuous_continuous-sweep-snapshot.json"
+    for p in (a, b):
+        shutil.copy(H200S[0], p)
+    app = snapshot_app(a, baseline=b if baseline else None)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause(0.2)
+        title = app.screen.query_one("#topbar-title")
+        said, room = str(title.render()), title.size.width
+        state = str(app.screen.query_one("#topbar-state").render())
+    assert said.strip().startswith("tfdash │ qwen3-1.7b") and len(said.rstrip()) <= room, (said, room)
+    assert state.strip().startswith("snapshot · …") and state.rstrip().endswith(".json"), state

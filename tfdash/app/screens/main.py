@@ -50,6 +50,9 @@ def describe_run(snap: ProfileSnapshot) -> str:
     return f"{src} · {m.backend} on {where} · {dtype}{cpu} · {m.launches_per_step} launches/step"
 
 
+TITLE_KEPT = 32  # a top bar's first title item up to this long is kept whole beside a long state
+
+
 def fit_state(state: str, room: int) -> str:
     """The state label within `room` cells: a snapshot's file names ("snapshot · A.json vs B.json")
     each cut to its end after "…", alike, rather than the whole clipped at the right edge, which
@@ -84,10 +87,11 @@ class TopBar(Horizontal):
         layout it fits the screen's width, which it spans: fitted to none, its first frame was cut."""
         self._shown = (title, state, state_style)
         width = self.size.width or self.screen.size.width
-        if width:
-            state = fit_state(state, width - 2)
-        room = width - len(" tfdash │ ") - cell_len(f" {state} ") - 1
         items = title.split(" · ")
+        if width:  # the lead and the title's first item (the model, the screen) keep their cells
+            first = cell_len(items[0]) if cell_len(items[0]) <= TITLE_KEPT else 0
+            state = fit_state(state, width - 2 - len(" tfdash │ ") - first - 1)
+        room = width - len(" tfdash │ ") - cell_len(f" {state} ") - 1
         while len(items) > 1 and width and cell_len(" · ".join(items)) > room:
             items.pop()
         set_content(self.query_one("#topbar-title", Static), Content.assemble(
