@@ -150,3 +150,18 @@ def test_pct_properties_are_safe_without_a_datasheet():
     assert r.pct_datasheet != r.pct_datasheet  # nan, computed, never stored
     assert r.nvml_ratio == pytest.approx(3000.0 / 2187.5)
     assert isinstance(r, Roofline)
+
+
+def test_a_gzip_compressed_snapshot_loads(tmp_path):
+    """benchmarks/ keeps its large snapshots as .json.gz: `tfdash open` (diff, --baseline) said
+    "not UTF-8 text (byte 1)" of them. They load as the JSON inside; a cut one says so in a line."""
+    import gzip
+
+    snap = rich_snapshot()
+    path = tmp_path / "snap.json.gz"
+    path.write_bytes(gzip.compress(dumps_snapshot(snap).encode()))
+    assert load_snapshot(path) == snap
+    path.write_bytes(path.read_bytes()[:40])
+    with pytest.raises(SnapshotError, match=r"snap\.json\.gz: gzip-compressed, but cannot be read") as e:
+        load_snapshot(path)
+    assert "\n" not in str(e.value)

@@ -26,12 +26,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import gzip
+import io
 import json
 import math
 import shutil
 import stat
 import types
 import typing
+import zlib
 from pathlib import Path
 
 from tfdash.errors import SnapshotError, TfdashError
@@ -309,6 +312,22 @@ def check_snapshot_file(path, what: str = "") -> Path:
     return p
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _gunzip(p: Path, data: bytes) -> bytes:
+    """A gzip file's contents, at most MAX_FILE_BYTES of them (its size on disk says nothing of
+    the size inside); a file that is not whole gzip is one SnapshotError line."""
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as f:
+            out = f.read(MAX_FILE_BYTES + 1)
+    except (OSError, EOFError, zlib.error) as e:
+        raise SnapshotError(f"{p}: gzip-compressed, but cannot be read ({e})") from None
+    if len(out) > MAX_FILE_BYTES:
+        raise SnapshotError(f"{p}: more than {MAX_FILE_BYTES} bytes uncompressed, larger than any snapshot")
+    return out
+
+
 def load_snapshot(path) -> ProfileSnapshot:
     """Read and validate a snapshot file (see the module docstring)."""
     p = check_snapshot_file(path)
@@ -316,6 +335,8 @@ def load_snapshot(path) -> ProfileSnapshot:
         data = p.read_bytes()
     except OSError as e:  # removed or made unreadable since the check
         raise SnapshotError(f"{p}: cannot read ({e.strerror or e})") from None
+    if data[:2] == GZIP_MAGIC:  # a snapshot kept compressed (benchmarks/ keeps its large ones .json.gz)
+        data = _gunzip(p, data)
     if not data.strip():
         raise SnapshotError(f"{p}: is empty, not a snapshot")
     try:
