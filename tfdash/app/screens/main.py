@@ -60,9 +60,13 @@ def fit_state(state: str, room: int) -> str:
     if cell_len(state) <= room or " · " not in state:
         return state
     lead, names = state.split(" · ", 1)[0], state.split(" · ", 1)[1].split(" vs ")
-    over = cell_len(state) - room
-    each = -(-over // len(names))
-    cut = [tail(n, max(cell_len(n) - each, MIN_NAME)) for n in names]  # a narrower one is clipped still
+    # the longest names are cut first, to one length, so a short name does not keep the room a
+    # long one needs ("…200.json.gz" beside a whole 41-cell name took the model off the top bar)
+    rest = room - cell_len(state) + sum(cell_len(n) for n in names)  # cells the names may have
+    cap = max((cell_len(n) for n in names), default=0)
+    while cap > MIN_NAME and sum(min(cell_len(n), cap) for n in names) > rest:
+        cap -= 1
+    cut = [tail(n, cap) if cell_len(n) > cap else n for n in names]  # a narrower one is clipped still
     return f"{lead} · " + " vs ".join(cut)
 
 
