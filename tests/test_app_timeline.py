@@ -179,6 +179,31 @@ async def test_timeline_of_host_timing_gives_no_gap_and_names_its_count_narrow(i
     assert "kernels 143" in text and "gaps 26.1 µs" in text and "direct" not in text, text
 
 
+def spaced_snapshot(timing: str):
+    """The fixture's kernels with 60 µs between each and the next: cells wide enough to draw them."""
+    snap = load_snapshot(SNAPSHOT)
+    spans, end = [], 2_000_000_000
+    for k in snap.kernels:
+        spans.append(KernelSpan(1024, k.index, k.kernel + "_kernel", end + 60_000, int(k.measured_p50_ns)))
+        end = spans[-1].start_ns + int(k.measured_p50_ns)
+    return replace(snap, timeline=tuple(spans), roofline=replace(snap.roofline, timing=timing))
+
+
+@sync
+async def test_host_timing_draws_no_idle_between_kernels(isolated_config):
+    """On the CPU the summary said "gaps n/a: direct timing" while the rows drew the host's time
+    between launches as `·` and the legend called it idle, as the README says of the GPU."""
+    for timing, idle in (("cupti", True), ("direct", False)):
+        app = app_on(spaced_snapshot(timing))
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause()
+            await pilot.press("T")
+            await pilot.pause()
+            text, rows = summary_text(app), view_text(app)
+        assert ("· idle" in text) == idle, (timing, text)
+        assert any("·" in row for row in rows[1:]) == idle, (timing, rows)
+
+
 @sync
 async def test_timeline_key_is_in_the_help(isolated_config):
     app = app_on()

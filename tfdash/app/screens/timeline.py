@@ -51,9 +51,9 @@ def summary(tl: StepTimeline | None, held: list[int], scale_ns: float, width: in
               (f" ({tl.overlapped} kernels start under the one before)" if wide else "", "$text-muted")],
              [("gaps ", "$text-muted"), *gaps],
              [("zoom " if wide else "", "$text-muted"), (f"{fmt_us(scale_ns)} µs/cell", "bold")]]
+    idle = [] if direct else [("· ", "bold $text-warning"), ("idle", "$text-muted")]  # the view draws none
     return Content.assemble(wrap_pairs(pairs, width), ("\n█ ", "bold $text-primary"), ("alone  ", "$text-muted"),
-                            ("▒ ", "bold $accent"), ("overlapping the kernel before (PDL)  ", "$text-muted"),
-                            ("· ", "bold $text-warning"), ("idle", "$text-muted"))
+                            ("▒ ", "bold $accent"), ("overlapping the kernel before (PDL)  ", "$text-muted"), *idle)
 
 
 def empty_line(live: bool, profiled: bool, ended: bool, keys: dict[str, str]) -> str:

@@ -56,7 +56,7 @@ class TimelineView(Widget, can_focus=True):
 
     # -- state -------------------------------------------------------------------------------
     def show(self, tl: StepTimeline | None, colors: dict[str, str], direct: bool = False) -> None:
-        """`direct`: host timing, whose spaces between kernels are no device idle: no row names one a gap."""
+        """`direct`: host timing, whose spaces between kernels are no device idle: no row names or draws one a gap."""
         changed = tl is None or self.timeline is None or tl.step != self.timeline.step
         self.timeline, self.palette, self.direct = tl, colors, direct
         if changed:
@@ -149,6 +149,7 @@ class TimelineView(Widget, can_focus=True):
         run, prev = [], None
         for c in range(w):
             kind = cell_kind(bar, frontier, t0 + c * scale, t0 + (c + 1) * scale)
+            kind = "" if kind == "gap" and self.direct else kind  # the host's time between launches: no idle
             if kind != prev and run:
                 out.append("".join(run), style[prev])
                 run = []
