@@ -326,3 +326,30 @@ def test_a_window_asked_for_while_the_run_ends_is_not_lost(eng):
     assert asked == [True] and len(done) == 2, done  # the session's own window, and the one asked for
     assert all(w.done.is_set() for w in s._outstanding)
     assert done[-1].error and "the session ended" in done[-1].error
+
+
+def test_a_run_with_no_step_says_so_whatever_its_timing(tiny):
+    """A one-token run's token comes from the prompt: no step runs. Windows said why; a continuously
+    timed run (the CUDA default) kept "no step measured yet" after its end, waiting for a step that
+    never comes. The record says the run had none, and continuous timing's panes say it too."""
+    from tfdash.profiling.assemble import NO_STEP, unavailable_panels
+    from tfdash.profiling.snapshot import TimingInfo
+
+    s = Session(tiny, "hello world", 1, target=TARGET, nvml=False)
+    assert s.snapshot().unavailable["kernels"] == "no profile window yet"  # before the run: yet
+    s.run()
+    st = s.rec.freeze(s.meta, 2, s.pricing.target, False, "torch-eager", None, "")
+    assert st.steps == 0 and st.new_tokens == 1 and st.no_window
+    live = dataclasses.replace(st, no_window=None)  # mid-run, before a first step
+    continuous = TimingInfo(method="continuous")
+    assert unavailable_panels(live, None, (), continuous)["kernels"] == "continuous timing: no step measured yet"
+    over = unavailable_panels(st, None, (), continuous)
+    assert over["kernels"] == over["roofline"] == f"continuous timing: no step measured: {NO_STEP}"
+    assert s.snapshot().unavailable["kernels"].startswith("no profile window: the run was too short")
+
+
+def test_a_run_stopped_before_its_first_step_is_not_called_too_short(tiny):
+    s = Session(tiny, "hello world", 8, target=TARGET, nvml=False)
+    s.stop()
+    s.run()
+    assert s.snapshot().new_tokens <= 1 and "too short" not in s.snapshot().unavailable["kernels"]

@@ -23,6 +23,9 @@ from dataclasses import dataclass
 from tfdash.profiling.snapshot import (KernelRow, KernelSpan, ProfileSnapshot, Roofline, RunMeta, TimingInfo,
                                        WindowRecord)
 
+# Why a continuously timed run that ended without a decode step has no kernel times (its record's
+# no_window is set at the generation's end: session_requests.no_step_ran)
+NO_STEP = "the run's one token came from the prompt, so no step ran (2 or more new tokens have one)"
 NVML_LOOKBACK_S = 1.0  # a window's NVML figure: GPM over this much decode before it
 NVML_SKIP_S = 0.1  # ... leaving out the run's first moments (set-up, the first steps)
 
@@ -172,7 +175,8 @@ def unavailable_panels(st: SessionState, roof: Roofline | None, spans: tuple,
     if st.no_window is not None and st.window is None:
         why = f"no profile window: {st.no_window}"
     if timing is not None and timing.method == "continuous":
-        why = "continuous timing: no step measured yet"
+        why = "continuous timing: no step measured yet" if st.no_window is None else \
+            f"continuous timing: no step measured: {NO_STEP}"
     elif timing is not None and timing.note:
         out["continuous"] = timing.note
     if st.window is None and not measured:

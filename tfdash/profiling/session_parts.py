@@ -129,4 +129,6 @@ class TokenFeed:
         self._take_steps()
         self.flush()
         session_requests.auto_window_after(s, stats.stopped, stop)  # a run too short to hold it: after the steps
+        if stats.stopped != "cancelled":
+            session_requests.no_step_ran(s)  # continuous timing too: its "no step measured yet" would wait forever
         return SessionEnded(stats.stopped, stats.new_tokens, stats.wall_ns, stats.tok_per_s)

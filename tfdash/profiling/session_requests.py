@@ -107,6 +107,13 @@ def window_after(s: "Session", steps: int) -> bool:
     return True
 
 
+def no_step_ran(s: "Session") -> bool:
+    """At a generation's end (one not stopped by the user): whether it ran no step, its one token
+    the prompt's; the record then says so (`_cold`), whatever the timing, so that no pane waits
+    for a step measured "yet"."""
+    return _cold(s)
+
+
 def _cold(s: "Session") -> bool:
     """The generation ran no step, so nothing warmed the kernels up: COLD_ONLY goes into the record
     (the snapshot's reason for having no kernel times)."""
