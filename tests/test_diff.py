@@ -145,7 +145,7 @@ def test_text_and_markdown(pair, capsys):
     md = capsys.readouterr().out.splitlines()
     table = [line for line in md if line.startswith("| ")]
     assert table[-6].startswith("| launch | meas A µs | meas B µs | Δ µs | Δ % |")
-    assert len(table) == 2 + 7 + 2 + 4 and "11 more rows not shown." in md[-1]
+    assert len(table) == 2 + 8 + 2 + 4 and "11 more rows not shown." in md[-1]
 
 
 def test_the_matched_count_is_english_in_every_group(pair, capsys):
@@ -407,3 +407,17 @@ def test_a_report_written_over_another_says_it_replaced_it(pair, tmp_path, capsy
     assert main(["diff", str(a), str(b), "--markdown", str(out)]) == 0
     assert capsys.readouterr().err.splitlines() == [f"# wrote {out} (replacing the file there)"]
     assert out.read_text().startswith("**tfdash diff**")
+
+
+def test_the_ceiling_that_prices_the_predictions_is_in_the_header(pair, tmp_path, capsys):
+    """Two runs priced on other measured ceilings predict the same bytes at other times (gate_up
+    11.97 against 13.08 µs for the same 50.36 MB), and nothing said why. The header gives each side's
+    ceiling and how far B's is from A's, in the text and in Markdown."""
+    a, b = pair
+    low_b = low_ceiling(b, tmp_path / "low-b.json")
+    ca, cb = (load_snapshot(p).roofline.ceiling_gbps for p in (a, low_b))
+    assert main(["diff", str(a), str(low_b)]) == 0
+    [row] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("# ceiling (prices predicted)")]
+    assert f"{ca:,.0f} GB/s" in row and f"{cb:,.0f} GB/s" in row and f"{100 * (cb / ca - 1):+.1f} %" in row, row
+    assert main(["diff", str(a), str(low_b), "--markdown"]) == 0
+    assert f"| ceiling (prices predicted) | {ca:,.0f} GB/s | {cb:,.0f} GB/s |" in capsys.readouterr().out

@@ -90,6 +90,12 @@ def _hung(cell: str, width: int) -> str:
     return cell[:-1].rjust(width) + OVER if cell.endswith(OVER) else cell.rjust(width) + " "
 
 
+def _gbps(v: float | None) -> str:
+    """A side's ceiling: every predicted time is its bytes over it, so two runs priced on other
+    ceilings predict the same bytes at other times."""
+    return "—" if not v else f"{v:,.0f} GB/s"
+
+
 def _delta_us(a: float | None, b: float | None) -> str:
     return "—" if a is None or b is None else f"{_us(b - a, True)} µs"
 
@@ -109,6 +115,8 @@ def header_rows(d: SnapshotDiff) -> list[tuple[str, str, str, str]]:
         ("tok/s (run)", _num(a.tok_s), _num(b.tok_s), delta_tok),
         ("share of the ceiling", _share(a), _share(b),
          "—" if pc is None else f"{pc:+.1f} points"),
+        ("ceiling (prices predicted)", _gbps(a.ceiling_gbps), _gbps(b.ceiling_gbps),
+         "—" if not (a.ceiling_gbps and b.ceiling_gbps) else _pct(100.0 * (b.ceiling_gbps / a.ceiling_gbps - 1))),
         ("predicted step", f"{_us(a.predicted_step_ns)} µs", f"{_us(b.predicted_step_ns)} µs",
          _delta_us(a.predicted_step_ns, b.predicted_step_ns)),
         ("kernel sum", f"{_us(a.kernel_sum_ns)} µs", f"{_us(b.kernel_sum_ns)} µs",
