@@ -8,7 +8,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from fixtures.appkit import SNAPSHOT, isolated_config, one_torch_thread, sync  # noqa: F401  (fixtures)
+from fixtures.appkit import SNAPSHOT, isolated_config, one_torch_thread, quits_at_once, sync  # noqa: F401
 
 from tfdash.app.main import snapshot_app
 
@@ -109,12 +109,6 @@ def test_quitting_while_ncu_measures_ends_it_at_once(isolated_config, monkeypatc
     closed the drill-down and then waited for ncu to end, up to its 900 s timeout, the shell held
     meanwhile. Now ncu's process group is ended as the app exits. ncu is the stand-in
     (fixtures/fake_ncu.py) that sleeps; the path from n to it is the dashboard's own."""
-    import asyncio
-    import os
-    import time
-
-    import pytest
-
     from tfdash.app.drill_model import plan_of
     from tfdash.profiling import counters as cmod
 
@@ -127,23 +121,11 @@ def test_quitting_while_ncu_measures_ends_it_at_once(isolated_config, monkeypatc
         plan_of(app.snapshot), tuple(pick(plan_of(app.snapshot))), args))  # the default 900 s timeout
     app = make_app()
 
-    async def quit_while_measuring():
-        async with app.run_test(size=(160, 48)) as pilot:
-            await open_gate_up(app, pilot)
-            await pilot.press("n")
-            for _ in range(200):
-                if pid_file.exists() and pid_file.read_text():
-                    break
-                await pilot.pause(0.05)
-            assert "ncu run 1/1: L0.gate_up" in body(app), body(app)
-            await pilot.press("q")
+    async def start(app, pilot):
+        await open_gate_up(app, pilot)
+        await pilot.press("n")
 
-    start = time.monotonic()
-    asyncio.run(quit_while_measuring())  # returns once the loop's worker threads have ended too
-    assert time.monotonic() - start < 20
-    pid = int(pid_file.read_text())
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)  # no ncu left running after the dashboard
+    quits_at_once(app, start, pid_file, lambda app: ("ncu run 1/1: L0.gate_up" in body(app), body(app)))
 
 
 @sync

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from fixtures.appkit import SNAPSHOT, LiveStandIn, isolated_config, sync  # noqa: F401  (fixture)
+from fixtures.appkit import SNAPSHOT, LiveStandIn, isolated_config, quits_at_once, sync  # noqa: F401
 
 from tfdash.app.app import TfdashApp
 from tfdash.app.messages import MarginalMeasured, SessionNews
@@ -137,10 +137,7 @@ def test_quitting_while_the_cuda_tab_compiles_ends_the_compile_at_once(isolated_
     """q on the drill-down's CUDA tab while its compile ran (a cold tilelang and nvcc: tens of seconds)
     closed the screen and then waited for the compile to end before the process exited, the shell
     held meanwhile. Now the compile's child is ended with the screen."""
-    import asyncio
-    import os
     import sys
-    import time
 
     from test_app_fit import screen_text
 
@@ -151,20 +148,8 @@ def test_quitting_while_the_cuda_tab_compiles_ends_the_compile_at_once(isolated_
     monkeypatch.setattr(cuda_source, "child_command", lambda spec: [sys.executable, "-c", sleeper])
     app = TfdashApp(LiveStandIn(), tilelang_source=lambda fam: "# stand-in\n")  # the real compile path
 
-    async def quit_while_compiling():
-        async with app.run_test(size=(160, 48)) as pilot:
-            await pilot.pause(0.2)
-            await pilot.press("enter", "2")
-            for _ in range(200):
-                if pid_file.exists() and pid_file.read_text():
-                    break
-                await pilot.pause(0.05)
-            assert "compiling" in screen_text(app), screen_text(app)
-            await pilot.press("q")
+    async def start(app, pilot):
+        await pilot.pause(0.2)
+        await pilot.press("enter", "2")
 
-    start = time.monotonic()
-    asyncio.run(quit_while_compiling())  # returns once the loop's worker threads have ended too
-    assert time.monotonic() - start < 20
-    pid = int(pid_file.read_text())
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)  # no compile left running after the dashboard
+    quits_at_once(app, start, pid_file, lambda app: ("compiling" in screen_text(app), screen_text(app)))
