@@ -30,6 +30,7 @@ from tfdash.kernels.splitkv import grid_splits, splits_used
 
 from kernel_times import replay_times  # this script's folder is on sys.path when it runs
 
+MERGER_PHASES = ("values", "arrived", "weighed", "end")  # the merging blocks' phases, printed apart
 CAPACITY = 2048  # one round a program up to 2048 positions: every stamp is of the block's only split
 
 
@@ -70,13 +71,17 @@ def phases(rt, stamps, dims, ctx, n):
         t0 = int(s[:, 2].min())
         row = {}
         for k, name in enumerate(PROBE_PHASES[:-1]):
-            col = sorted((int(v) - t0) / 1e3 for v in s[:, k])
-            row[name] = (col[0], col[len(col) // 2], col[-1])
+            col = sorted((int(v) - t0) / 1e3 for v in s[:, k] if int(v))  # "weighed": the mergers' only
+            row[name] = (col[0], col[len(col) // 2], col[-1]) if col else (0.0, 0.0, 0.0)
         merged = s[s[:, -1] == 1]
         row["merged_end"] = (int(merged[:, PROBE_PHASES.index("end")].max()) - t0) / 1e3 if len(merged) else None
+        # the merging blocks' own phases (one a kv head): the median merger's, and the latest
+        for name in MERGER_PHASES:
+            col = sorted((int(v) - t0) / 1e3 for v in merged[:, PROBE_PHASES.index(name)])
+            row["merger " + name] = (col[0], col[len(col) // 2], col[-1]) if col else (0.0, 0.0, 0.0)
         rows.append(row)
     out = {}
-    for name in list(PROBE_PHASES[:-1]):
+    for name in list(PROBE_PHASES[:-1]) + ["merger " + n for n in MERGER_PHASES]:
         out[name] = [statistics.median(r[name][j] for r in rows) for j in range(3)]
     ends = [r["merged_end"] for r in rows if r["merged_end"] is not None]
     out["merged_end"] = statistics.median(ends) if ends else None
@@ -117,7 +122,7 @@ def main():
               f"(us after the first block's grid dependency: earliest / median / latest block)")
         for ph, v in got.items():
             if isinstance(v, list):
-                print(f"  {ph:<11} {v[0]:8.2f} {v[1]:8.2f} {v[2]:8.2f}")
+                print(f"  {ph:<15} {v[0]:8.2f} {v[1]:8.2f} {v[2]:8.2f}")
         print(f"  last merger ends {got['merged_end']:.2f}" if got["merged_end"] is not None else "  no merger")
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)

@@ -173,8 +173,10 @@ def tilelang_attention(dims):
     trigger_at = dims.get("trigger_at", "dependency")
     assert trigger_at in TRIGGER_POINTS, trigger_at
     softmax = block_softmax_macro(T, group, threads, warps, B, SP)
+    probed = bool(dims.get("probe"))  # a diagnostic build that stamps its phases (PROBE_PHASES)
+    stamp = stamp_macro(T)
     merge = merge_macro(T, group, warps, S, D, dt, early=bool(dims.get("merge_early")),
-                        acq_rel=bool(dims.get("merge_acq_rel")), chunk=MC)
+                        acq_rel=bool(dims.get("merge_acq_rel")), chunk=MC, stamp=stamp if probed else None)
     # the rope phase's norm weights and cos/sin read before the grid dependency (fused, under PDL,
     # with the KV prefetch): the phase after it then waits only on qkv, just written, in L2
     early_norm = early and bool(dims.get("early_norm"))
@@ -184,7 +186,6 @@ def tilelang_attention(dims):
     ilp = bool(dims.get("ilp"))  # the score and value phases as independent chains (attn_dots)
     scores_ilp, values_ilp = scores_macro(T, group, iters, DC, B, fused, scale), values_macro(T, group, B, fused)
     key = key_macro(T, DC, fused)
-    probed = bool(dims.get("probe"))  # a diagnostic build that stamps its phases (PROBE_PHASES)
     assert fused or not probed, "the phase probe is built for the fused attention"
     launch_kw = dict(prelude=PROBE_PRELUDE) if probed else {}
 
@@ -201,8 +202,6 @@ def tilelang_attention(dims):
         for it in T.unroll(iters):
             for c in T.vectorized(DC):
                 kall[it, c] = k_cache[g, T.min(bx * B + warp * (iters * 4) + it * 4 + pi, C - 1), dc * DC + c]
-
-    stamp = stamp_macro(T)
 
     @T.macro
     def body(qkv, q_norm, k_norm, cos, sin, q, k_cache, v_cache, pos, out, part, ml, sem, probe=None):
@@ -326,7 +325,7 @@ def tilelang_attention(dims):
                     if carry and bx + SG < n_active:  # the next round's K/V stream under this one's merge
                         load_kv(k_cache, v_cache, kall, vv, g, bx + SG, n, tx, warp, pi, dc)
                     # the last split of this kv head to arrive merges (tfdash.kernels.splitkv)
-                    merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active)
+                    merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active, probe, px)
                     if probed:
                         stamp(probe, px, g, tx, "end")
                         if tx == 0:

@@ -5,8 +5,12 @@ fused attention's probe build into the captured step and reads the stamps back.
 """
 
 # The phases the probe build stamps (a block's thread 0, the global timer in ns), in order, and
-# the last slot: 1 where the block merged its kv head. scripts/attn_phases.py reads them.
-PROBE_PHASES = ("start", "issued", "dependency", "rope", "scores", "softmax", "values", "end", "merged")
+# the last slot: 1 where the block merged its kv head. "arrived": the block's arrival counted (its
+# partials released, the atomic's answer read); "weighed": the merging block's split weights in
+# shared memory (its loads of the (max, sum) pairs and first partials back), 0 in other blocks.
+# scripts/attn_phases.py reads them.
+PROBE_PHASES = ("start", "issued", "dependency", "rope", "scores", "softmax", "values", "arrived", "weighed", "end",
+                "merged")
 PROBE_PRELUDE = r"""
 __device__ __forceinline__ long long tfd_globaltimer() {
   unsigned long long t;

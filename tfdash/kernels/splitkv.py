@@ -40,7 +40,7 @@ def lanes(S: int) -> tuple[int, int]:
 
 
 def merge_macro(T, group: int, warps: int, S: int, D: int, dt: str, early: bool = False, acq_rel: bool = False,
-                chunk: int = MERGE_CHUNK):
+                chunk: int = MERGE_CHUNK, stamp=None):
     """The merge as a tilelang macro over the attention kernel's own buffers and indices. `early`:
     the merging block loads the first `chunk` partials of every head before the (max, sum)
     pairs, so both loads are in flight at once rather than one after the other. `acq_rel`: the
@@ -48,12 +48,13 @@ def merge_macro(T, group: int, warps: int, S: int, D: int, dt: str, early: bool 
     releases) instead of a fence and a relaxed atomic, and the merging block's threads read the
     partials after that acquire and a barrier instead of after fences of their own. `chunk`: the
     partials a thread loads at once (MERGE_CHUNK); with `early` the first chunk is what overlaps
-    the (max, sum) loads, so a chunk covering every split leaves no second round trip."""
+    the (max, sum) loads, so a chunk covering every split leaves no second round trip. `stamp`: the
+    probe build's stamp macro (tfdash.kernels.probe), called at "arrived" and "weighed"."""
     sper, S32 = lanes(S)
     MP = -(-group // warps)  # merge-weight passes: one warp per head
 
     @T.macro
-    def merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active):
+    def merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active, probe=None, px=None):
         mm = T.alloc_var("float32")
         ll = T.alloc_var("float32")
         acc = T.alloc_var("float32")
@@ -67,6 +68,8 @@ def merge_macro(T, group: int, warps: int, S: int, D: int, dt: str, early: bool 
                 T.evaluate(T.call_extern("handle", "__threadfence"))
                 flag_s[0] = T.if_then_else(T.atomic_add(sem[g], 1, return_prev=True) == n_active - 1, 1, 0)
         T.sync_threads()
+        if stamp is not None:
+            stamp(probe, px, g, tx, "arrived")
         if flag_s[0] == 1:
             if not acq_rel:
                 T.evaluate(T.call_extern("handle", "__threadfence"))
@@ -100,6 +103,8 @@ def merge_macro(T, group: int, warps: int, S: int, D: int, dt: str, early: bool 
                     for k in T.unroll(sper):
                         w_s[mp * warps + warp, k * 32 + lane] = mloc[k] / ll
             T.sync_threads()
+            if stamp is not None:
+                stamp(probe, px, g, tx, "weighed")
             # out[d] = sum over splits of weight * partial[d]: chunk independent
             # loads in flight per thread, not a chain of dependent ones
             for hh in T.unroll(group):
