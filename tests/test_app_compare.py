@@ -272,6 +272,42 @@ async def test_picker_lists_snapshots_not_traces_and_offers_x_only_with_a_baseli
 
 
 @sync
+async def test_picker_lists_gzip_compressed_snapshots(isolated_config, tmp_path, monkeypatch):
+    """`tfdash open` and the picker's Enter read a `.json.gz` snapshot, but the picker listed only
+    `*.json`: a user who gzipped a run (as benchmarks/ keeps its large ones) never saw it. Now a
+    compressed snapshot, its own or an export folder's, is listed and chosen like any other; a
+    compressed trace is not offered."""
+    import gzip
+
+    from tfdash.profiling.export import export_all
+
+    monkeypatch.chdir(tmp_path)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "unfused.json.gz").write_bytes(gzip.compress(write_snapshot(
+        build_snapshot(fused_rope=False), tmp_path / "src" / "u.json").read_bytes()))
+    folder = export_all(build_snapshot(fused_rope=False), runs / "h2")
+    (runs / "h2" / "snapshot.json.gz").write_bytes(gzip.compress(folder["snapshot"].read_bytes()))
+    folder["snapshot"].unlink()
+    (runs / "run.trace.json.gz").write_bytes(gzip.compress(folder["trace"].read_bytes()))
+    for i, path in enumerate((runs / "h2" / "snapshot.json.gz", runs / "unfused.json.gz")):
+        os.utime(path, (1_800_000_000 + i, 1_800_000_000 + i))
+    messages = []
+    app = open_app(shutil.copy(SNAPSHOT, tmp_path / "run.json"), export_dir=runs)
+    async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
+        await settle(pilot)
+        await pilot.press("b")
+        await settle(pilot)
+        listed = rows(app.screen.query_one("#picker-table"))
+        assert [r[0] for r in listed] == ["unfused.json.gz", "h2/snapshot.json.gz"], listed
+        assert all(r[-1] == "✓ same model and dtype" for r in listed), listed
+        await pilot.press("down", "enter")
+        await settle(pilot)
+    [chosen] = once(messages, BaselineChosen)
+    assert chosen.label == "h2/snapshot.json.gz"
+
+
+@sync
 async def test_picker_names_each_export_folder_and_cuts_a_long_one_at_its_start(isolated_config, tmp_path,
                                                                                 monkeypatch):
     """Three `--headless --export DIR` folders were listed as three rows of "snapshot.json", alike

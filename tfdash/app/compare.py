@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Iterable
 
 from tfdash.errors import TfdashError
-from tfdash.profiling.export import snapshot_label
+from tfdash.profiling.export import GZIP_MAGIC, snapshot_label
 from tfdash.profiling.export_files import EXPORT_TRACE, TRACE_SUFFIX  # Chrome traces: --export's, t's
 from tfdash.profiling.snapshot import SCHEMA, ProfileSnapshot
 
@@ -46,22 +46,34 @@ SCHEMA_FIELD = re.compile(rb'"schema"\s*:\s*"' + re.escape(SCHEMA.encode()) + rb
 
 def snapshot_files(directory: Path) -> list[Path]:
     """Snapshot exports in `directory`: the dashboard's `*.json` (not its `.trace.json`), and the
-    `snapshot.json` of `--headless --export DIR` folders one level down (not their `trace.json`)."""
+    `snapshot.json` of `--headless --export DIR` folders one level down (not their `trace.json`);
+    each also gzip-compressed (`.json.gz`), which `tfdash open` and the picker's Enter read as well."""
+    def trace(p: Path) -> bool:
+        name = p.name.removesuffix(".gz")
+        return name == EXPORT_TRACE or name.endswith(TRACE_SUFFIX)
+
     try:
-        own = [p for p in directory.glob("*.json") if p.name != EXPORT_TRACE and not p.name.endswith(TRACE_SUFFIX)]
-        return own + list(directory.glob("*/snapshot.json"))
+        own = [p for pattern in ("*.json", "*.json.gz") for p in directory.glob(pattern) if not trace(p)]
+        return own + [p for pattern in ("*/snapshot.json", "*/snapshot.json.gz") for p in directory.glob(pattern)]
     except OSError:
         return []
 
 
 def claims_snapshot(path: Path) -> bool:
-    """Whether the file's start names the snapshot schema (a snapshot writes it first): a JSON file
-    that is something else (a trace, a config) is not offered; one that claims to be a snapshot and
-    does not load is, with why."""
+    """Whether the file's start names the snapshot schema (a snapshot writes it first; a gzip file's
+    start once uncompressed): a JSON file that is something else (a trace, a config) is not offered;
+    one that claims to be a snapshot and does not load is, with why."""
+    import gzip
+    import zlib
+
     try:
         with open(path, "rb") as f:
-            return SCHEMA_FIELD.search(f.read(HEAD_BYTES)) is not None
-    except OSError:
+            head = f.read(HEAD_BYTES)
+        if head[:2] == GZIP_MAGIC:
+            with gzip.open(path, "rb") as f:
+                head = f.read(HEAD_BYTES)
+        return SCHEMA_FIELD.search(head) is not None
+    except (OSError, EOFError, zlib.error):  # unreadable, or gzip cut short in its first bytes
         return False
 
 

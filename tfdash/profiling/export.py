@@ -378,9 +378,9 @@ def schema_doc() -> str:
 # -- export folders ------------------------------------------------------------------------
 def snapshot_label(path) -> str:
     """How a snapshot file is named beside another (diff, the dashboard's baseline): its file name,
-    with its folder where that name is an export's own, which every export shares."""
+    with its folder where that name is an export's own (gzip-compressed or not), which every export shares."""
     p = Path(path)
-    return f"{p.parent.name}/{p.name}" if p.name == EXPORT_SNAPSHOT and p.parent.name else p.name
+    return f"{p.parent.name}/{p.name}" if p.name in (EXPORT_SNAPSHOT, EXPORT_SNAPSHOT + ".gz") and p.parent.name else p.name
 
 
 def export_all(snap: ProfileSnapshot, directory) -> dict[str, Path]:
