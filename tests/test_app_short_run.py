@@ -64,3 +64,51 @@ async def test_one_token_says_it_has_no_warm_step_to_time(isolated_config, tiny_
         assert app.snapshot.unavailable["kernels"].startswith("no profile window: the run was too short")
         assert "r re-runs, then p profiles" in screen_text(app)
         await pilot.press("q")
+
+
+@pytest.fixture
+def slow_window_after(monkeypatch):
+    """The window a short run gets after its generation (session_requests.auto_window_after) takes
+    3 s to start, as a large model's steps on the CPU make it last: long enough to press keys in."""
+    import time
+
+    from tfdash.profiling import session_requests
+
+    real = session_requests.profile_steps
+
+    def slow(runtime, steps, timer=None, first_step=None, stop=None):
+        t = time.monotonic()
+        while time.monotonic() - t < 3 and not (stop is not None and stop()):
+            time.sleep(0.02)
+        return real(runtime, steps, timer, first_step, stop)
+
+    monkeypatch.setattr(session_requests, "profile_steps", slow)
+
+
+@sync
+async def test_space_during_the_window_after_the_generation_says_nothing_pauses(isolated_config, tiny_engine,
+                                                                               slow_window_after):
+    """Once the generation was over, while the run's own window timed the steps after it, space said
+    "paused: the engine holds at its next step" and the header said paused, but nothing held: the
+    window ran on and the run ended. Now the footer stops offering space, and space says why it
+    does nothing; the header stays as it was."""
+    from test_first_hour_app import screen_text
+
+    app = live_app(Recorder(tiny_engine, 2), max_new_tokens=2)
+    said = listen(app)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.new_tokens == 2,
+                       what="the generation's end")
+        await pilot.pause(0.2)
+        assert app.state == "running", app.state  # the run goes on: its window
+        footer = screen_text(app).splitlines()[-1]
+        assert "space Pause" not in footer and "p Profile" not in footer, footer
+        await pilot.press("space")
+        await pilot.pause(0.2)
+        assert [s for s in said if "pause" in s] == [
+            "the generation is over: the run ends once its own profile window has timed a few steps; nothing to pause"]
+        assert " running " in screen_text(app).splitlines()[0] and "Resume" not in screen_text(app)
+        await wait_for(pilot, lambda: app.state == "done" and any("ctx_len" in s for s in said),
+                       what="the window and the run's end")
+        assert app.snapshot.held_ns == 0
+        await pilot.press("q")

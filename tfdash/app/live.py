@@ -39,6 +39,7 @@ class Source(Protocol):
     live: bool
     running: bool
     paused: bool
+    generation_over: bool  # running, but its generation has ended: nothing left to pause or profile
     run_id: int
     worker: object
     path: Path | None
@@ -60,6 +61,7 @@ class SnapshotSource:
     live = False
     running = False
     paused = False
+    generation_over = False
     run_id = 0
     worker = None
 
@@ -160,6 +162,16 @@ class LiveSource:
         session = self.session
         if session is not None:
             session.pause(paused)
+
+    @property
+    def generation_over(self) -> bool:
+        """The run goes on after its generation has ended (the session's own profile window over
+        the steps after it, on the CPU): no step is left to hold, and a window asked for now would
+        not be taken."""
+        from tfdash.profiling.session_requests import generation_over
+
+        session = self.session
+        return self.running and session is not None and generation_over(session)
 
     def take_news(self) -> frozenset[str]:
         """Acknowledge the outstanding SessionNews; returns the kinds of event it covered."""

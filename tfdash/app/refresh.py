@@ -54,6 +54,8 @@ class LiveRefresh:
         if self.state == "starting":
             self.state = "paused" if self.source.paused else "running"
             self.status_note = ""
+        if self.source.generation_over:  # the footer stops offering pause and profile (app.offers)
+            self.refresh_bindings()
         self._apply(snap)
 
     def _adapt_rate(self, now: float) -> None:

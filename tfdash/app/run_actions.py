@@ -25,6 +25,7 @@ from tfdash.profiling.files import missing_folders_of_file
 from tfdash.profiling.snapshot import ProfileSnapshot
 
 PROFILE_STEPS = 32
+GENERATION_OVER = "the generation is over: the run ends once its own profile window has timed a few steps; nothing to pause"
 STOP_TIMEOUT_S = 15.0  # how long quit waits for the engine to finish the steps in flight
 
 
@@ -43,6 +44,9 @@ class RunActions:
         if not self.running:
             self.notify(f"no run in progress to pause ({key_name(self, 'rerun')} re-runs)", severity="warning",
                         timeout=3)
+            return
+        if self.source.generation_over:  # its own window after it times replayed steps: a hold would time the wait
+            self.notify(GENERATION_OVER, severity="warning", timeout=4)
             return
         paused = not self.source.paused
         self.source.pause(paused)

@@ -34,6 +34,15 @@ def warmed(s: "Session") -> bool:
     return s.rec.steps_total >= WARM_STEPS
 
 
+def generation_over(s: "Session") -> bool:
+    """Whether the generation has ended while `Session.run` still finishes (the run's own window
+    after it, `auto_window_after`): no step is left to hold with a pause, and a window asked for
+    now would be ended with the session, untaken. Before the generation starts (its set-up) there
+    is no token yet, and a pause holds its first step."""
+    with s._lock:
+        return s._state == "running" and s._gen is None and s.rec.new_tokens > 0
+
+
 def window_steps(max_new: int) -> int:
     """The steps of a window that times a run of `max_new` tokens on its own: a quarter of it, 1 to 64."""
     return max(1, min(64, max_new // 4))
