@@ -86,12 +86,13 @@ def slow_window_after(monkeypatch):
 
 
 @sync
-async def test_space_during_the_window_after_the_generation_says_nothing_pauses(isolated_config, tiny_engine,
-                                                                               slow_window_after):
+async def test_space_and_p_during_the_window_after_the_generation_say_why_not(isolated_config, tiny_engine,
+                                                                           slow_window_after):
     """Once the generation was over, while the run's own window timed the steps after it, space said
     "paused: the engine holds at its next step" and the header said paused, but nothing held: the
     window ran on and the run ended. Now the footer stops offering space, and space says why it
-    does nothing; the header stays as it was."""
+    does nothing; the header stays as it was. p, likewise, said "profiling the next 32 steps…" and
+    no window came of it (the session ended it untaken)."""
     from test_first_hour_app import screen_text
 
     app = live_app(Recorder(tiny_engine, 2), max_new_tokens=2)
@@ -108,6 +109,10 @@ async def test_space_during_the_window_after_the_generation_says_nothing_pauses(
         assert [s for s in said if "pause" in s] == [
             "the generation is over: the run ends once its own profile window has timed a few steps; nothing to pause"]
         assert " running " in screen_text(app).splitlines()[0] and "Resume" not in screen_text(app)
+        await pilot.press("p")  # it said "profiling the next 32 steps…", and no window came of it
+        await pilot.pause(0.2)
+        assert not any("profiling" in s for s in said), said
+        assert said[-1] == "the generation is over: the run ends once its own profile window has timed a few steps"
         await wait_for(pilot, lambda: app.state == "done" and any("ctx_len" in s for s in said),
                        what="the window and the run's end")
         assert app.snapshot.held_ns == 0

@@ -70,6 +70,10 @@ class RunActions:
     def action_profile(self) -> None:
         if not self._live_only("profile"):
             return
+        if self.source.generation_over:  # a window asked for now would end with the session, untaken
+            self.notify("the generation is over: the run ends once its own profile window has timed a few steps",
+                        severity="warning", timeout=4)
+            return
         if self.source.request_profile(PROFILE_STEPS):
             if self.source.paused:  # the window times steps: none is taken while the engine holds
                 self.notify(f"profiling {PROFILE_STEPS} steps once the run resumes ({key_name(self, 'pause')})",
