@@ -32,7 +32,7 @@ from tfdash.stats import rank
 
 TRACE_STEPS = 8  # the timeline shows the kernels of the last few steps, as a window's does
 MIN_SPANS_FOR_SLOW = 16  # a step is "slow" against a p50 of at least this many spans
-CTX_QUANTUM = 16  # a range's ctx_len, for its predictions: a multiple of this (see ContinuousView)
+CTX_QUANTUM = 16  # a range's ctx_len, for its predictions: a multiple of this inside the range (ContinuousView)
 
 
 def pct(a: np.ndarray, q: float, axis: int = 0) -> np.ndarray:
@@ -70,9 +70,13 @@ class ContinuousView:
     @property
     def ctx_len(self) -> int:
         """The range's middle step, down to a multiple of CTX_QUANTUM: the range spans hundreds
-        of steps, and the analyzer then prices it once per CTX_QUANTUM steps, not every refresh."""
+        of steps, and the analyzer then prices it once per CTX_QUANTUM steps, not every refresh.
+        Where that multiple is 0 or falls before the range's first step (a range of a few steps, a
+        short run's), the middle step itself: the roofline was priced, and named, at ctx_len 0 (an
+        empty cache) for steps that ran at ctx_len 0 to 11, or 12 to 20."""
         mid = self.first_step + (self.last_step - self.first_step) // 2
-        return mid - mid % CTX_QUANTUM
+        down = mid - mid % CTX_QUANTUM
+        return down if down >= max(1, self.first_step) else mid
 
     def p50(self, i: int) -> float:
         return self.p50s[i]
