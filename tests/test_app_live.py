@@ -303,6 +303,26 @@ async def test_p_while_paused_says_the_window_starts_when_the_run_resumes(isolat
 
 
 @sync
+async def test_a_third_p_while_two_windows_wait_says_it_is_not_added(isolated_config, tiny_engine):
+    """The session keeps at most two windows waiting; a third p (three typed fast, or while paused)
+    said "profiling…" like the others and no window came of it. It says it is not added."""
+    app = live_app(Recorder(tiny_engine, 3000, auto_window_at=0), max_new_tokens=3000)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.new_tokens >= 10, what="tokens")
+        await pilot.press("space")
+        said = []
+        notify = app.notify
+        app.notify = lambda message, **kw: (said.append(str(message)), notify(message, **kw))
+        await pilot.press("p", "p", "p")
+        await pilot.pause()
+        assert said == ["profiling 32 steps once the run resumes (space)"] * 2 + [
+            "two profile windows are waiting already: this one is not added"], said
+        await pilot.press("space")
+        await wait_for(pilot, lambda: app.snapshot.profile_windows == 2, what="the two windows")
+        await pilot.press("q")
+
+
+@sync
 async def test_a_rerun_sorts_by_a_column_it_shows(isolated_config, tiny_engine):
     """Sorted by p90 after a profile window, `r` starts a run with no p90 yet (the column goes):
     the caption then names the column the table is sorted by, measured, not the hidden p90."""

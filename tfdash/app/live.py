@@ -183,10 +183,11 @@ class LiveSource:
         return self.session.snapshot() if self.session is not None else None
 
     def request_profile(self, steps: int = 32) -> bool:
+        """Whether the session takes the window: not where it has ended, nor where two windows wait
+        already (they do not pile up)."""
         if self.session is None or not self.running:
             return False
-        self.session.request_profile(steps)
-        return True
+        return bool(self.session.request_profile(steps))
 
     def add_counters(self, counters: dict) -> None:
         if self.session is not None:

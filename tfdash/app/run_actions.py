@@ -80,6 +80,9 @@ class RunActions:
                             timeout=3)
             else:
                 self.notify(f"profiling the next {PROFILE_STEPS} steps…", timeout=2)
+        elif self.state in ("running", "paused"):  # the session refused it: two wait already
+            self.notify("two profile windows are waiting already: this one is not added", severity="warning",
+                        timeout=3)
         elif self.state in ("done", "stopped", "error"):  # a window needs steps to time: a run
             rerun, profile = key_name(self, "rerun"), key_name(self, "profile")
             self.notify(f"the run is over: {rerun} re-runs, then {profile} profiles", severity="warning", timeout=3)
