@@ -31,6 +31,8 @@ from tfdash.kernels.splitkv import grid_splits, splits_used
 from kernel_times import replay_times  # this script's folder is on sys.path when it runs
 
 MERGER_PHASES = ("values", "arrived", "weighed", "end")  # the merging blocks' phases, printed apart
+# every block's phases: "weighed" is stamped by mergers only (another block's slot keeps an earlier layer's)
+ALL_PHASES = tuple(p for p in PROBE_PHASES[:-1] if p != "weighed")
 CAPACITY = 2048  # one round a program up to 2048 positions: every stamp is of the block's only split
 
 
@@ -70,18 +72,18 @@ def phases(rt, stamps, dims, ctx, n):
             raise SystemExit("the probe build did not run: no stamps")
         t0 = int(s[:, 2].min())
         row = {}
-        for k, name in enumerate(PROBE_PHASES[:-1]):
-            col = sorted((int(v) - t0) / 1e3 for v in s[:, k] if int(v))  # "weighed": the mergers' only
-            row[name] = (col[0], col[len(col) // 2], col[-1]) if col else (0.0, 0.0, 0.0)
+        for name in ALL_PHASES:
+            col = sorted((int(v) - t0) / 1e3 for v in s[:, PROBE_PHASES.index(name)])
+            row[name] = (col[0], col[len(col) // 2], col[-1])
         merged = s[s[:, -1] == 1]
         row["merged_end"] = (int(merged[:, PROBE_PHASES.index("end")].max()) - t0) / 1e3 if len(merged) else None
-        # the merging blocks' own phases (one a kv head): the median merger's, and the latest
+        # the merging blocks' own phases (one a kv head): the earliest, median and latest merger's
         for name in MERGER_PHASES:
             col = sorted((int(v) - t0) / 1e3 for v in merged[:, PROBE_PHASES.index(name)])
             row["merger " + name] = (col[0], col[len(col) // 2], col[-1]) if col else (0.0, 0.0, 0.0)
         rows.append(row)
     out = {}
-    for name in list(PROBE_PHASES[:-1]) + ["merger " + n for n in MERGER_PHASES]:
+    for name in list(ALL_PHASES) + ["merger " + n for n in MERGER_PHASES]:
         out[name] = [statistics.median(r[name][j] for r in rows) for j in range(3)]
     ends = [r["merged_end"] for r in rows if r["merged_end"] is not None]
     out["merged_end"] = statistics.median(ends) if ends else None
