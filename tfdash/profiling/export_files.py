@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import zlib
 from pathlib import Path
 
 from tfdash.errors import TfdashError
@@ -52,6 +53,20 @@ def snapshot_beside(path: Path) -> Path | None:
     else:
         return None
     return snap if os.path.isfile(snap) else None
+
+
+def file_head(path, n: int = 256) -> bytes:
+    """The first `n` bytes of `path`'s contents, a gzip-compressed file's uncompressed (so a
+    `.json.gz` snapshot opens with its schema as a plain one does); what does not inflate is
+    returned as it is on disk. OSError where the file cannot be read."""
+    with open(Path(path).expanduser(), "rb") as f:
+        head = f.read(max(n, 4096))  # 4 KiB of deflate holds far more than n bytes of JSON
+    if head[:2] == b"\x1f\x8b":
+        try:
+            return zlib.decompressobj(zlib.MAX_WBITS | 16).decompress(head, n)  # 16: gzip's header
+        except zlib.error:
+            pass
+    return head[:n]
 
 
 def export_kind(text: str) -> str | None:

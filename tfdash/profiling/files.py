@@ -241,12 +241,12 @@ def check_not_a_snapshot(path, what: str, ckpt=None) -> None:
     if path is None or own_fd(path) is not None or is_stream(path):
         return
     check_not_in_ckpt(path, what, ckpt)
+    from tfdash.profiling.export_files import export_kind, file_head
+
     try:
-        with open(Path(path).expanduser(), "rb") as f:
-            head = f.read(256)
+        head = file_head(path)  # a .json.gz snapshot's, uncompressed
     except OSError:  # not there (or not readable): nothing of a run's to lose
         return
-    from tfdash.profiling.export_files import export_kind
 
     kind = "snapshot" if _SNAPSHOT_HEAD.match(head) else export_kind(head.decode("utf-8", "replace"))
     if kind:  # an export's trace or CSV is the run's too: `diff A B --json out/trace.json` replaced it

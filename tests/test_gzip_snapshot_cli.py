@@ -1,0 +1,27 @@
+"""A gzip-compressed snapshot (`.json.gz`, as benchmarks/ keeps its large ones) is a run's snapshot
+to every command: no report is written over it, and `analyze --target` reads the target it records
+as it does a plain one's."""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+from conftest import assert_one_line_error, run_tfdash
+from fixtures.appkit import SNAPSHOT
+
+
+@pytest.mark.parametrize("argv", [["analyze", "--model", "qwen3-tiny", "--json", "{old}"],
+                                  ["diff", "{a}", "{a}", "--markdown", "{old}"]])
+def test_a_report_never_replaces_a_compressed_snapshot(tmp_path, argv):
+    """`tfdash analyze --json old.json.gz` wrote the analysis over that run's compressed snapshot:
+    the check read the file's head as text, where a snapshot names its schema, and gzip's bytes
+    named none."""
+    old, a = tmp_path / "old.json.gz", tmp_path / "a.json"
+    old.write_bytes(gzip.compress(SNAPSHOT.read_bytes()))
+    a.write_bytes(SNAPSHOT.read_bytes())
+    before = old.read_bytes()
+    r = run_tfdash(*(x.format(old=old, a=a) for x in argv), timeout=120)
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, f"{old}: is a run's snapshot; a report never replaces one")
+    assert old.read_bytes() == before
