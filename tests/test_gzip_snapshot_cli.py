@@ -25,3 +25,19 @@ def test_a_report_never_replaces_a_compressed_snapshot(tmp_path, argv):
     assert r.rc == 2 and r.stdout == ""
     assert_one_line_error(r.stderr, f"{old}: is a run's snapshot; a report never replaces one")
     assert old.read_bytes() == before
+
+
+def test_analyze_takes_its_target_from_a_compressed_snapshot(tmp_path):
+    """`analyze --target run.json.gz` said "cannot read JSON ('utf-8' codec can't decode byte 0x8b
+    ...)" of a snapshot that `open` and `diff` read: its target is the one the plain file gives."""
+    plain, packed = tmp_path / "run.json", tmp_path / "run.json.gz"
+    plain.write_bytes(SNAPSHOT.read_bytes())
+    packed.write_bytes(gzip.compress(SNAPSHOT.read_bytes()))
+    runs = [run_tfdash("analyze", "--model", "qwen3-tiny", "--target", str(f), timeout=120) for f in (plain, packed)]
+    assert [r.rc for r in runs] == [0, 0], runs[1].stderr
+    assert runs[1].stdout.splitlines()[0] == runs[0].stdout.splitlines()[0]  # the same target line
+    broken = tmp_path / "cut.json.gz"
+    broken.write_bytes(packed.read_bytes()[:200])
+    r = run_tfdash("analyze", "--model", "qwen3-tiny", "--target", str(broken), timeout=120)
+    assert r.rc == 2
+    assert_one_line_error(r.stderr, f"{broken}: gzip-compressed, but cannot be read")

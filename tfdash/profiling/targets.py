@@ -165,7 +165,7 @@ def resolve_target(spec: str) -> Target:
         hint = f"; {inside} is the snapshot in it" if stat.S_ISDIR(mode) and os.path.isfile(inside) else ""
         raise TfdashError(f"--target {spec}: {what}; give {NAMED} or a target JSON file{hint}")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = _read_text(path)
         other = not_the_snapshot(path, text)  # an export's trace or CSV: the snapshot beside it records the target
         raw = None if other else json.loads(text)
     except (OSError, ValueError) as e:  # ValueError: not UTF-8, not JSON, a 5000-digit integer
@@ -184,6 +184,17 @@ def resolve_target(spec: str) -> Target:
         return Target.from_dict(raw)
     except (TypeError, TfdashError) as e:
         raise TfdashError(f"target file {path}: {e}") from None
+
+
+def _read_text(path: Path) -> str:
+    """The file's text; a gzip-compressed snapshot's (`run.json.gz`, which `open` and `diff` read)
+    uncompressed, with the same limit on the size inside."""
+    data = path.read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        from tfdash.profiling.export import _gunzip
+
+        data = _gunzip(path, data)
+    return data.decode("utf-8")
 
 
 def _probed(path: Path, cache: dict) -> Target:
