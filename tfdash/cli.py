@@ -20,6 +20,7 @@ printed as a backslash escape (`\\u0394`), as Python's stderr already does.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 
@@ -303,6 +304,27 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as e:
         _say(f"tfdash: interrupted ({signal_name(e)})")
         return exit_code(e)
+    except OSError as e:  # `> out.txt` on a full disk: the report could not be printed
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) or sys.stdout is None:
+            raise
+        _stdout_failed(e)
+        return 2
+
+
+def _stdout_failed(e: OSError) -> None:
+    """Say that stdout could not be written: a disk full or over quota is a write's error alone, and
+    every file tfdash writes by name (--json, --save, --export) says its own failure, naming the file.
+    Where stderr takes the line, stdout was the one that failed, and its descriptor goes to
+    /dev/null so that the exit's flush of what is left does not fail again ("Exception ignored");
+    where it does not, stderr was (`2> log` on a full disk) and stdout is left as it is."""
+    try:
+        print(f"tfdash: error: cannot write to stdout ({e.strerror or e})", file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        return
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 def _dispatch(argv: list[str]) -> int:
