@@ -29,3 +29,29 @@ def test_a_full_stdout_is_one_line(argv):
                        if not line.startswith(("tfdash 0.", "tfdash: stdout is not a terminal")))
     assert p.returncode == 2, p.stderr
     assert_one_line_error(stderr, "cannot write to stdout", "No space left on device")
+
+
+@pytest.mark.parametrize("sink", ["pipe", "full"])
+def test_a_profiled_run_whose_stdout_goes_keeps_its_files(tmp_path, sink):
+    """`tfdash --headless --profile --export out --save run.json | head -c 10`: once the reader went
+    away, every batch of tokens logged a traceback on stderr, and the report's first line then ended
+    the run before the export and the save were written: the files it promised were lost."""
+    out, save = tmp_path / "out", tmp_path / "run.json"
+    argv = [sys.executable, "-m", "tfdash", "--headless", "--profile", "--max-new-tokens", "64",
+            "--export", str(out), "--save", str(save)]
+    if sink == "pipe":
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+        p.stdout.read(10)
+        p.stdout.close()  # the reader goes away (`| head -c 10`)
+        stderr = p.stderr.read().decode()
+        rc = p.wait(timeout=120)
+    else:
+        with open("/dev/full", "w") as full:
+            r = subprocess.run(argv, stdout=full, stderr=subprocess.PIPE, text=True, timeout=120, cwd=REPO)
+        stderr, rc = r.stderr, r.returncode
+    assert "Traceback" not in stderr, stderr
+    assert (out / "snapshot.json").is_file() and (out / "kernels.csv").is_file() and save.is_file()
+    if sink == "pipe":
+        assert rc == 128 + 13, stderr  # as a tool stopped by SIGPIPE
+    else:
+        assert rc == 2 and "tfdash: error: cannot write to stdout (No space left on device)" in stderr

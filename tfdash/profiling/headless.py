@@ -41,11 +41,16 @@ TOP = 10
 class Streams:
     """The text to stdout and the notes to stderr. Where both reach one place (a terminal, or one file
     both are redirected to), a note that comes mid-line (the A/B's progress while tokens stream)
-    first ends the text's line, so it is not spliced into a word."""
+    first ends the text's line, so it is not spliced into a word.
+    A stdout that fails mid-run (its reader gone: `| head`; a full disk) is kept in `lost` and sent
+    to /dev/null: the run, its --export and its --save go on to the end, and the error is raised
+    after them (`raise_lost`), where a write that failed on the decode's thread had logged a
+    traceback for each batch of tokens, and the report's first line had ended the run unsaved."""
 
     def __init__(self, out, err):
         self.out, self.err = out, err
         self.mid = False  # the text's last line is unterminated
+        self.lost: OSError | None = None
         try:
             self.shared = os.path.samestat(os.fstat(out.fileno()), os.fstat(err.fileno()))
         except (OSError, ValueError, AttributeError):  # a stream without a file (a test's StringIO)
@@ -53,14 +58,34 @@ class Streams:
 
     def text(self, s: str) -> None:
         if s:
-            self.out.write(s)
+            self._out(lambda: self.out.write(s))
             self.mid = not s.endswith("\n")
+
+    def flush(self) -> None:
+        self._out(self.out.flush)
+
+    write = text  # a file to print() to: the report's lines take the same care as the tokens
+
+    def _out(self, write) -> None:
+        if self.lost is not None:
+            return
+        try:
+            write()
+        except OSError as e:
+            self.lost = e
+            try:  # what is buffered, and the report's lines after it, go nowhere rather than fail again
+                os.dup2(os.open(os.devnull, os.O_WRONLY), self.out.fileno())
+            except (OSError, ValueError, AttributeError):  # a stream without a file (a test's StringIO)
+                pass
+
+    def raise_lost(self) -> None:
+        if self.lost is not None:
+            raise self.lost
 
     def note(self, line: str) -> None:
         if self.mid and self.shared:
-            self.out.write("\n")
-            self.mid = False
-        self.out.flush()
+            self.text("\n")
+        self.flush()
         print(line, file=self.err, flush=True)
 
 
@@ -194,7 +219,7 @@ def profile_run(eng, args, max_new: int) -> int:
             for t in m.tokens:
                 if t.text:
                     streams.text(visible(t.text, KEEP_LAYOUT))
-            out.flush()
+            streams.flush()
             if variant and not ab_ended:
                 start_ab()
             windows = session.timing_method != "continuous"  # continuous timing needs none
@@ -219,12 +244,15 @@ def profile_run(eng, args, max_new: int) -> int:
         print(f"\ntfdash: interrupted ({signal_name(e)}); {ab}reporting what was measured", file=err)
     with finishing():  # a second signal waits for the report and the files
         wait_ab()
-        report(session, args, profile, steps, out)
+        report(session, args, profile, steps, streams)
         if variant and ab_results:
             from tfdash.profiling.ab_table import table
 
             for line in table(ab_results[-1]):
-                print(visible(line), file=out)
+                print(visible(line), file=streams)
+        streams.flush()
+    if interrupted is None:
+        streams.raise_lost()  # after the files: main says it (a pipe's reader gone: quietly)
     return exit_code(interrupted) if interrupted is not None else 0
 
 
