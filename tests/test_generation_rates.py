@@ -271,3 +271,14 @@ def test_a_peers_failure_names_its_cause_on_one_line():
     assert said(wrapped) == "backend='inductor' raised: CalledProcessError: gcc failed"
     assert said(ValueError("plain\nsecond")) == "plain" and said(ValueError("")) == ""
     assert len(said(ValueError("x" * 900))) == 300
+
+
+def test_a_run_stopped_in_its_prompt_reports_no_rate():
+    """Ctrl+C while a long prompt was taken in chunks printed "0.0 tok/s over the whole generation
+    (0 new tokens in 0.000 s, prompt included)": a rate and a time the run never had, beside
+    "time to first token -"; tfdash diff shows the same run's tok/s as —."""
+    from tfdash.stats import summary
+
+    line = summary(0.0, 0, 0, 0, 0, None, None, None, 6000)
+    assert line.startswith("- tok/s over the whole generation (no new token: the run stopped before its first)")
+    assert "0.0 tok/s" not in line and "0.000 s" not in line and line.endswith("prompt 6000 tokens, 0 new")

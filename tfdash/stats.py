@@ -91,8 +91,10 @@ def summary(tok_per_s: float, new_tokens: int, wall_ns: int, held_ns: int, ttft_
     dec = f"{decode:.1f} tok/s" if decode is not None else "- (one new token)" if new_tokens == 1 else "-"
     p50 = "-" if p50_ms is None or p50_ms != p50_ms else f"{p50_ms:.3f}"
     p99 = "-" if p99_ms is None or p99_ms != p99_ms else f"{p99_ms:.3f}"
-    return (f"{tok_per_s:.1f} tok/s over the whole generation ({tokens(new_tokens, 'new ')} in "
-            f"{(wall_ns - held_ns) / 1e9:.3f} s, prompt included{held}); time to first token {first}; "
+    run = (f"{tok_per_s:.1f} tok/s over the whole generation ({tokens(new_tokens, 'new ')} in "
+           f"{(wall_ns - held_ns) / 1e9:.3f} s, prompt included{held})") if new_tokens else \
+        "- tok/s over the whole generation (no new token: the run stopped before its first)"  # its time is not kept
+    return (f"{run}; time to first token {first}; "
             f"decode-only {dec}; ms/step p50 {p50} p99 {p99}; prompt {tokens(prompt_tokens)}"
             f"{prompt_chunks(prefill_positions, prefill_ns)}, {new_tokens} new")
 
