@@ -1,11 +1,15 @@
 """One stat of a path a user named, telling "nothing is there" from "cannot look": Path.exists and
 Path.is_dir raise PermissionError for a path inside a folder that cannot be searched (chmod 000),
-where each caller wants one line that names it instead of a traceback."""
+where each caller wants one line that names it instead of a traceback. And whether the names a
+write would make fit the file system, asked before the run rather than found at its end."""
 
 from __future__ import annotations
 
 import errno
 import os
+from pathlib import Path
+
+from tfdash.errors import TfdashError
 
 ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)  # nothing there (or a loop of links, nothing at its end)
 
@@ -20,3 +24,25 @@ def stat_or_none(path, follow: bool = True) -> os.stat_result | None:
         if e.errno in ABSENT:
             return None
         raise
+
+
+TEMP_EXTRA = len("..") + 8  # a write goes through ".NAME.XXXXXXXX" beside NAME first (tempfile's 8 characters)
+
+
+def check_name_length(path, what: str, said=None) -> None:
+    """A TfdashError ("WHAT PATH: a name is too long ...") where `path` cannot be written for a
+    name's length: each part still to be made is held to the file system's NAME_MAX (asked of the
+    nearest folder there), the last with room for the temporary name written first. Checked before
+    a run, where the write at its end failed with "File name too long" and the run's numbers were lost."""
+    path = Path(path)
+    base = next((p for p in path.parents if os.path.isdir(p)), Path("."))
+    try:
+        limit = os.pathconf(base, "PC_NAME_MAX")
+    except (OSError, ValueError):  # no limit to ask of this file system
+        return
+    parts = path.parts[len(base.parts):]
+    for i, part in enumerate(parts):
+        room = limit - (TEMP_EXTRA if i == len(parts) - 1 else 0)
+        if len(os.fsencode(part)) > room:
+            raise TfdashError(f"{what} {said or path}: a name is too long for this file system "
+                              f"({len(os.fsencode(part))} bytes; at most {room} here)")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from tfdash.cache import expand_home
 from tfdash.errors import TfdashError
+from tfdash.pathstat import check_name_length
 
 
 def current_umask() -> int:
@@ -54,6 +55,7 @@ def check_writable_dir(directory, what: str) -> None:
     parent = next((p for p in (d, *d.parents) if os.path.exists(p)), None)
     if parent is None or not os.path.isdir(parent) or not _can_create_in(parent):
         raise TfdashError(f"{what} {d}: cannot write there ({parent} is not a writable directory)")
+    check_name_length(d, what)
 
 
 def missing_folders(directory) -> list[Path]:
@@ -189,6 +191,7 @@ def check_writable_file(path, what: str) -> None:
     parent = next((p for p in (target.parent, *target.parent.parents) if os.path.exists(p)), None)
     if parent is None or not os.path.isdir(parent) or not _can_create_in(parent):
         raise TfdashError(f"{what} {f}: cannot write there ({parent} is not a writable directory)")
+    check_name_length(target, what, f)
 
 
 def check_not_an_input(path, what: str, inputs: dict[str, object]) -> None:
