@@ -3,7 +3,9 @@
 Textual's Footer lays every shown binding out in one row and clips it at the right edge, so a
 narrow terminal shows half a key (`r Re-ru`). This one keeps the bindings in their order (the
 focused widget's, then the screen's, then the app's: the most local first) and stops before the
-first that would not fit, keeping room for quit and help wherever they come; the command palette
+first that would not fit, keeping room for quit and help wherever they come, and for pause and
+the dashboard's `v` where they are offered (below): pause is the key a running decode needs most,
+and `v`, offered only where a pane has stepped aside, is the way to that pane. The command palette
 key keeps its place at the right.
 
 A key can answer yet not be offered: where its action's node says `offers(action)` is False (the
@@ -26,7 +28,8 @@ from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
 
-KEPT = ("quit", "help")  # on the footer whatever else is left out, in their own place among the keys
+# on the footer whatever else is left out, in their own place among the keys
+KEPT = ("quit", "help", "pause", "panes")
 
 
 def not_offered(screen) -> set[str]:
