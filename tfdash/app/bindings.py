@@ -54,6 +54,13 @@ TABLE = [  # on the kernel table itself, so Enter opens a row rather than DataTa
             tooltip="Open the selected row: instances, operands, ctx_len sweep, source"),
 ]
 
+FILTER = [  # on the kernel table's filter box (/) while it has the focus: what is typed there is the filter's
+    Binding("enter", "keep", "Keep filter", id="table.filter.keep", key_display="⏎",
+            tooltip="Close the filter box, keeping the rows it leaves"),
+    Binding("escape", "clear", "Clear filter", id="table.filter.clear", key_display="esc",
+            tooltip="Close the filter box and clear the filter: every row again"),
+]
+
 DRILL = [
     Binding("escape,backspace", "back", "Back", id="drill.back", key_display="esc",
             tooltip="Back to the dashboard"),
@@ -127,10 +134,10 @@ HELP = [
 ]
 
 SCOPES = {"everywhere": APP, "dashboard": MAIN + TABLE, "drill-down": DRILL, "timeline": TIMELINE,
-          "baseline picker": PICKER, "A/B": AB}
+          "baseline picker": PICKER, "A/B": AB, "filter box": FILTER}
 
 # Tables bound together on one screen: a key may not mean two things within one of these.
-KEYMAP_SCOPES = [[APP, MAIN, TABLE], [APP, DRILL], [APP, TIMELINE], [PICKER], [AB], [HELP]]
+KEYMAP_SCOPES = [[APP, MAIN, TABLE], [APP, DRILL], [APP, TIMELINE], [PICKER], [AB], [HELP], [FILTER]]
 
 
 # The command palette searches titles only: where the footer's word is short for its screen
@@ -141,7 +148,7 @@ PALETTE_TITLES = {"export.snapshot": "Export snapshot", "export.csv": "Export CS
 
 
 def all_ids() -> set[str]:
-    return {b.id for table in (APP, MAIN, TABLE, DRILL, TIMELINE, PICKER, AB, HELP) for b in table if b.id}
+    return {b.id for table in (APP, MAIN, TABLE, FILTER, DRILL, TIMELINE, PICKER, AB, HELP) for b in table if b.id}
 
 
 def effective_key(binding: Binding, keymap: dict[str, str]) -> str:
@@ -151,7 +158,7 @@ def effective_key(binding: Binding, keymap: dict[str, str]) -> str:
 
 def binding(binding_id: str) -> Binding:
     """The binding whose id is `binding_id` (ids are unique across the tables)."""
-    return next(b for table in (APP, MAIN, TABLE, DRILL, TIMELINE, PICKER, AB, HELP) for b in table
+    return next(b for table in (APP, MAIN, TABLE, FILTER, DRILL, TIMELINE, PICKER, AB, HELP) for b in table
                 if b.id == binding_id)
 
 

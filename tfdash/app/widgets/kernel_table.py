@@ -47,6 +47,19 @@ class KernelDataTable(DataTable):
             table.drill_selected()
 
 
+class FilterInput(Input):
+    """The filter box, with its two ways out bound (bindings.FILTER) so the footer names them: while
+    it has the focus the dashboard's letter keys type, and the footer had shown no way out."""
+
+    BINDINGS = bindings.FILTER
+
+    def action_keep(self) -> None:
+        self.query_ancestor(KernelTable).close_filter(clear=False)
+
+    def action_clear(self) -> None:
+        self.query_ancestor(KernelTable).close_filter(clear=True)
+
+
 class KernelTable(Vertical):
     class Drill(Message):
         """The user opened a row (Enter)."""
@@ -77,7 +90,7 @@ class KernelTable(Vertical):
 
     def compose(self):
         yield Static(id="kernel-caption")
-        yield Input(placeholder="filter: op, family or kernel name (esc clears)", id="kernel-filter")
+        yield FilterInput(placeholder="filter: op, family or kernel name (esc clears)", id="kernel-filter")
         yield KernelDataTable(id="kernel-table", cursor_type="row", zebra_stripes=True)
         yield Static(id="kernel-total")
 
@@ -279,11 +292,6 @@ class KernelTable(Vertical):
         if event.value != self.filter_text:
             self.set_filter(event.value)
 
-    @on(Input.Submitted, "#kernel-filter")
-    def _filter_done(self, event: Input.Submitted) -> None:
-        event.stop()
-        self.close_filter(clear=False)
-
     def close_filter(self, clear: bool) -> None:
         box = self.query_one("#kernel-filter", Input)
         if clear:
@@ -292,8 +300,3 @@ class KernelTable(Vertical):
         box.remove_class("-open")
         self.table.focus()
 
-    def key_escape(self, event) -> None:
-        box = self.query_one("#kernel-filter", Input)
-        if box.has_focus:
-            event.stop()
-            self.close_filter(clear=True)
