@@ -102,12 +102,15 @@ async def test_timeline_draws_zooms_pans_and_drills(isolated_config):
         await pilot.pause()
         assert "step 1024 (1 of 2 kept)" in summary_text(app)
         assert not app.screen.query("Toast")
-        await pilot.press("left_square_bracket")  # "the step before" the first: round to the last, and said
+        await pilot.press("left_square_bracket")  # "the step before" the first: it stays there, and says so
+        await pilot.pause()
+        assert "step 1024 (1 of 2 kept)" in summary_text(app)
+        assert "step 1024 is the first kept step (1 of 2)" in " ".join(toast_lines(app))
+        app.clear_notifications()
+        await pilot.press("right_square_bracket", "right_square_bracket")  # and the step after the last
         await pilot.pause()
         assert "step 1025 (2 of 2 kept)" in summary_text(app)
-        assert "past the first kept step: step 1025 (2 of 2)" in " ".join(toast_lines(app))
-        await pilot.press("left_square_bracket")
-        await pilot.pause()
+        assert "step 1025 is the last kept step (2 of 2)" in " ".join(toast_lines(app))
         # Enter drills into the launch under the cursor.
         view = app.screen.view
         await pilot.press("down")

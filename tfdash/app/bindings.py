@@ -121,9 +121,9 @@ TIMELINE = [
     Binding("pagedown", "move(2)", "Page down", id="timeline.page_down", show=False,
             tooltip="A page of kernels down"),
     Binding("left_square_bracket", "step(-1)", "Step", id="timeline.step_prev", key_display="[", show=False,
-            tooltip="The step before, of those the profile window kept"),
+            tooltip="The step before, of those the profile window kept (the first stays, with a notice)"),
     Binding("right_square_bracket", "step(1)", "Step", id="timeline.step_next", key_display="]", show=False,
-            tooltip="The step after, of those the profile window kept"),
+            tooltip="The step after, of those the profile window kept (the last stays, with a notice)"),
 ]
 
 HELP = [

@@ -3,7 +3,8 @@
 One row per device kernel in start order, so with programmatic dependent launch a kernel's bar
 starts under its predecessor's tail (▒), and idle time between kernels shows as dots. The
 summary line says the step's span, the time overlapped and the gaps. Keys (bindings.TIMELINE):
-zoom (+ -), pan (← →), fit (0), another of the recorded steps ([ ]), Enter drills into the
+zoom (+ -), pan (← →), fit (0), another of the recorded steps ([ ], stopping at the first and the
+last with a notice), Enter drills into the
 launch under the cursor. The spans are the snapshot's, the same ones its Chrome trace holds, so
 a recorded snapshot (`tfdash open`) draws the same picture.
 """
@@ -161,11 +162,12 @@ class TimelineScreen(FitsBeforeDraw, Screen):
             self.notify("the snapshot keeps one step's spans", timeout=2)
             return
         at = held.index(self.step) + delta
-        self.step = held[at % len(held)]
+        if not 0 <= at < len(held):  # the ends stop, as a list does: wrapping round read as a step further on
+            self.notify(f"step {self.step} is the {'last' if at >= len(held) else 'first'} kept step "
+                        f"({held.index(self.step) + 1} of {len(held)})", timeout=3)
+            return
+        self.step = held[at]
         self.render_snapshot(self.app.snapshot)
-        if not 0 <= at < len(held):  # round the ring of kept steps: said, or "the step after" went back
-            self.notify(f"past the {'last' if at >= len(held) else 'first'} kept step: step {self.step} "
-                        f"({at % len(held) + 1} of {len(held)})", timeout=3)
 
     def action_drill(self) -> None:
         from tfdash.app.model import group_rows
