@@ -129,6 +129,34 @@ async def test_timeline_draws_zooms_pans_and_drills(isolated_config):
         assert not isinstance(app.screen, (TimelineScreen, DrillScreen))
 
 
+def window_snapshot():
+    """As a profile window records it: the spans' steps numbered within the window (its last two of
+    16 here, 14 and 15), the window's record with its first step, the roofline priced from it."""
+    from tfdash.profiling.snapshot import WindowRecord
+
+    snap = pdl_snapshot()
+    spans = tuple(replace(s, step=s.step - 1024 + 14) for s in snap.timeline)
+    record = WindowRecord(ctx_len=1028, first_step=1020, steps=16, step_ns=snap.roofline.measured_step_ns,
+                          kernel_ns=tuple(k.measured_p50_ns for k in snap.kernels))
+    return replace(snap, timeline=spans, windows=(record,),
+                   roofline=replace(snap.roofline, ctx_len=1028, steps=16, timing="cupti"))
+
+
+@sync
+async def test_the_timeline_names_the_ctx_len_each_step_ran_at(isolated_config):
+    """A window's steps are numbered within it ("step 15 (2 of 2 kept)"), which says nothing of the
+    decode position: the summary names the ctx_len, the window's first step plus the step's place."""
+    app = app_on(window_snapshot())
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        await pilot.press("T")
+        await pilot.pause()
+        assert "step 15 at ctx_len 1,035 (2 of 2 kept)" in summary_text(app), summary_text(app)
+        await pilot.press("left_square_bracket")
+        await pilot.pause()
+        assert "step 14 at ctx_len 1,034 (1 of 2 kept)" in summary_text(app), summary_text(app)
+
+
 @sync
 async def test_timeline_of_a_snapshot_without_spans_says_so(isolated_config):
     app = app_on(replace(load_snapshot(SNAPSHOT), timeline=()))

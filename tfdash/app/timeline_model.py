@@ -65,6 +65,21 @@ def steps(snap: ProfileSnapshot | None) -> list[int]:
     return sorted({s.step for s in snap.timeline}) if snap is not None else []
 
 
+def step_ctx(snap: ProfileSnapshot | None, step: int | None) -> int | None:
+    """The ctx_len the timeline's `step` ran at, or None where the snapshot cannot say. A profile
+    window numbers its spans' steps from 0; its record among `snap.windows` (the one the roofline
+    was priced from, found by its ctx_len and step count: the spans come from that same window)
+    gives its first step, a generation step, which is that step's ctx_len. Continuous timing
+    numbers its spans by generation step already."""
+    roof = getattr(snap, "roofline", None)
+    if roof is None or step is None:
+        return None
+    if roof.timing == "continuous":
+        return step
+    firsts = [w.first_step for w in snap.windows if w.ctx_len == roof.ctx_len and w.steps == roof.steps]
+    return firsts[-1] + step if firsts else None
+
+
 def step_timeline(snap: ProfileSnapshot | None, step: int | None = None) -> StepTimeline | None:
     """The bars of `step` (default: the latest step); None when the snapshot has no spans."""
     have = steps(snap)

@@ -19,7 +19,7 @@ from textual.widgets import Static
 from tfdash.app import bindings
 from tfdash.app.screens.main import TopBar
 from tfdash.app.layout import FitsBeforeDraw, profile_keys, wrap_pairs
-from tfdash.app.timeline_model import StepTimeline, step_timeline, steps
+from tfdash.app.timeline_model import StepTimeline, step_ctx, step_timeline, steps
 from tfdash.app.widgets.footer import FitFooter
 from tfdash.app.widgets.panes import set_content
 from tfdash.app.widgets.timeline import TimelineView, fmt_us
@@ -28,11 +28,12 @@ WIDE = 118  # from here the summary names its numbers in full
 
 
 def summary(tl: StepTimeline | None, held: list[int], scale_ns: float, width: int = 200, direct: bool = False,
-            profiled: bool = True, ended: bool = False, *, keys: dict[str, str]) -> Content:
+            profiled: bool = True, ended: bool = False, *, keys: dict[str, str], ctx: int | None = None) -> Content:
     """The step's numbers, each with its label and unit on one line (wrap_pairs), then the key to
     the glyphs. Narrower than WIDE, the long labels go. `direct`: host timing, whose spaces between
     kernels are the timer's, not the device's idle, so no gap is given as one (as the roofline
-    says). Without spans, why: nothing profiled yet (and the keys that profile: r first where the
+    says). `ctx`: the ctx_len the step ran at, where the snapshot says (timeline_model.step_ctx);
+    the step's number is its place in its window. Without spans, why: nothing profiled yet (and the keys that profile: r first where the
     live run has `ended`; `keys` names them, layout.profile_keys), or a snapshot kept none."""
     if tl is None:
         if not profiled:
@@ -46,7 +47,8 @@ def summary(tl: StepTimeline | None, held: list[int], scale_ns: float, width: in
         [(" · ", "$text-muted"), (f"{len(tl.bars)}", "bold"), (" kernels", "$text-muted")]
     gaps = [("n/a: direct timing", "italic $text-muted")] if direct else \
         [(f"{fmt_us(tl.gap_ns)} µs", "bold $text-warning")]
-    pairs = [[("step ", "$text-muted"), (f"{tl.step}", "bold"), (where, "$text-muted"), *count],
+    at = [(" at ctx_len ", "$text-muted"), (f"{ctx:,}", "bold")] if ctx is not None else []
+    pairs = [[("step ", "$text-muted"), (f"{tl.step}", "bold"), *at, (where, "$text-muted"), *count],
              [("span ", "$text-muted"), (f"{fmt_us(tl.span_ns)} µs", "bold")],
              [("overlapped ", "$text-muted"), (f"{fmt_us(tl.overlap_ns)} µs", "bold $accent"),
               (f" ({tl.overlapped} kernels start under the one before)" if wide else "", "$text-muted")],
@@ -125,7 +127,8 @@ class TimelineScreen(FitsBeforeDraw, Screen):
         ended, keys = live and not self.app.offers("profile"), bindings.key_names(self.app, "rerun", "profile")
         set_content(self.query_one("#timeline-summary", Static),
                     summary(self.view.timeline, steps(snap), self.view.scale, self.size.width - 2,
-                            direct=self.view.direct, profiled=profiled, ended=ended, keys=keys))
+                            direct=self.view.direct, profiled=profiled, ended=ended, keys=keys,
+                            ctx=step_ctx(snap, self.view.timeline.step if self.view.timeline else None)))
         if self.view.empty != (empty := empty_line(live, profiled, ended, keys)):
             self.view.empty = empty
             self.view.refresh()
