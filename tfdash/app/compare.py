@@ -6,10 +6,12 @@
     a   the live A/B of a plan variant (tfdash.app.screens.ab); `stop_ab` cancels one that runs
         and waits for it, before q or r stops the engine it steps
 
-`recent_snapshots(dirs)` lists the snapshot files where the dashboard writes exports (the export
+`snapshot_candidates(dirs)` lists the snapshot files where the dashboard writes exports (the export
 directory, the last export's, --save's, the open file's) and where it keeps runs (tfdash.app.kept):
-the newest files whose start names the snapshot schema, each loaded and validated so the picker can
-say what it is (model, dtype, when, tok/s) or why it does not load, the latest recorded run first.
+the newest files whose start names the snapshot schema. `read_snapshots(found)` loads and validates
+each, so the picker can say what it is (model, dtype, when, tok/s) or why it does not load, the
+latest recorded run first: tens of milliseconds a file, seconds for twenty while a decode shares the
+GIL, so `b` reads them in a worker and the picker opens at once.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ from tfdash.profiling.export_files import EXPORT_TRACE, TRACE_SUFFIX  # Chrome t
 from tfdash.profiling.snapshot import SCHEMA, ProfileSnapshot
 
 RECENT = 20  # snapshot files the picker lists at most (each one is read and validated)
+# A list read within this is shown whole as the picker opens; a longer read opens it at once with
+# "reading N snapshots…" (keys pressed meanwhile wait for the picker, so none reaches the dashboard)
+PICKER_GRACE_S = 0.15
 # How long q and r wait for an A/B to end its window in progress: a window is 64 steps and a profile
 # window 32 (milliseconds on a GPU); one still building its variant's kernels is not waited out
 AB_STOP_TIMEOUT_S = 10.0
@@ -77,10 +82,10 @@ def claims_snapshot(path: Path) -> bool:
         return False
 
 
-def recent_snapshots(dirs: Iterable[Path], limit: int = RECENT, skip: Iterable[Path] = ()) -> list[Recent]:
-    from tfdash.errors import TfdashError
-    from tfdash.profiling.export import load_snapshot
-
+def snapshot_candidates(dirs: Iterable[Path], limit: int = RECENT,
+                        skip: Iterable[Path] = ()) -> list[tuple[Path, float]]:
+    """The newest `limit` snapshot files in `dirs` (less `skip`) and their mtimes, newest first:
+    a glob, a stat and the first bytes of each (claims_snapshot), cheap enough for the UI thread."""
     skipped = {_real(p) for p in skip}
     found: dict[Path, float] = {}
     for d in dirs:
@@ -90,12 +95,23 @@ def recent_snapshots(dirs: Iterable[Path], limit: int = RECENT, skip: Iterable[P
                     found[_real(p)] = p.stat().st_mtime
             except OSError:
                 continue
+    return sorted(found.items(), key=lambda kv: -kv[1])[:limit]  # the newest files: only they are read
+
+
+def read_snapshots(found: Iterable[tuple[Path, float]], cancelled=lambda: False) -> list[Recent] | None:
+    """Each of `found` (snapshot_candidates) loaded and validated, the latest recorded first; None
+    once `cancelled()`, asked between files (the picker closed, the app quits: neither waits for the rest)."""
+    from tfdash.profiling.export import load_snapshot
+
     out = []
-    for p, mtime in sorted(found.items(), key=lambda kv: -kv[1])[:limit]:  # the newest files: only they are read
+    for p, mtime in found:
+        if cancelled():
+            return None
         try:
             out.append(Recent(p, mtime, load_snapshot(p)))
-        except (TfdashError, OSError) as e:
-            out.append(Recent(p, mtime, error=str(e).removeprefix(f"{p}: ")))
+        except Exception as e:  # noqa: BLE001 - any file that does not load is its row, with why (TfdashError, OSError
+            # and the rest alike): in a worker, an uncaught one would leave the picker reading forever
+            out.append(Recent(p, mtime, error=str(e).removeprefix(f"{p}: ") or type(e).__name__))
     return sorted(out, key=recorded, reverse=True)
 
 
@@ -139,12 +155,37 @@ class CompareActions:
             unique.setdefault(_real(d), d)
         return list(unique.values())
 
-    def action_baseline(self) -> None:
+    async def action_baseline(self) -> None:
+        """The picker, its snapshots read in a worker: waited for up to PICKER_GRACE_S, so a short
+        list is in the picker's first frame, and handed to the picker when read (`_snapshots_read`)."""
+        from textual.worker import get_current_worker
+
         from tfdash.app.screens.picker import PickerScreen
 
-        if not isinstance(self.screen, PickerScreen):
-            skip = [self.source.path] if self.source.path is not None else []
-            self.push_screen(PickerScreen(recent_snapshots(self.snapshot_dirs(), skip=skip)))
+        if isinstance(self.screen, PickerScreen):
+            return
+        skip = [self.source.path] if self.source.path is not None else []
+        found = snapshot_candidates(self.snapshot_dirs(), skip=skip)
+
+        def read() -> list[Recent] | None:
+            entries = read_snapshots(found, lambda: get_current_worker().is_cancelled)
+            if entries is not None:
+                hand_back(self, self._snapshots_read, get_current_worker(), entries)
+            return entries
+
+        worker = self.run_worker(read, thread=True, group="picker", exclusive=True, exit_on_error=False)
+        deadline = time.monotonic() + PICKER_GRACE_S
+        while not worker.is_finished and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        done = worker.result if worker.is_finished else None
+        self.push_screen(PickerScreen(len(found), worker, done))
+
+    def _snapshots_read(self, worker, entries: list[Recent]) -> None:
+        from tfdash.app.screens.picker import PickerScreen
+
+        for s in self.screen_stack:
+            if isinstance(s, PickerScreen) and s.reader is worker:
+                s.show_entries(entries)
 
     def shown_name(self) -> str:
         path = self.source.path

@@ -7,7 +7,9 @@ all share one name); a name too long for the box loses its start, never its end,
 export from the next. Enter makes the selected one the baseline (`app.set_baseline`); one of another
 model or dtype is refused with the line `tfdash diff` gives, shown under the list. With no snapshot
 to offer the box is its intro alone: how to write one (the dashboard's keys do not act while it is
-open, and ⏎ is not offered). Every string from a file is Text, never markup.
+open, and ⏎ is not offered). The snapshots are read in a worker (app.action_baseline): a list that
+takes longer than a blink opens as its intro and "reading N snapshots…", filled when read, and esc
+closes it at once meanwhile. Every string from a file is Text, never markup.
 """
 
 from __future__ import annotations
@@ -98,9 +100,11 @@ class PickerScreen(FitsBeforeDraw, ModalScreen):
     BINDINGS = bindings.PICKER
     _fitted_to = None  # the table's size it was last filled to
 
-    def __init__(self, entries: list[Recent]):
+    def __init__(self, count: int, reader=None, entries: list[Recent] | None = None):
+        """`count` snapshot files are being read by the worker `reader`; `entries`: already read."""
         super().__init__()
-        self.entries = entries
+        self.count, self.reader = count, reader
+        self.entries = entries  # None while the worker reads them (show_entries)
         self.rows: list[list[Text]] = []  # each entry's cells (row_cells), refitted to the width
 
     def compose(self) -> ComposeResult:
@@ -111,6 +115,34 @@ class PickerScreen(FitsBeforeDraw, ModalScreen):
         yield FitFooter()  # its own keys: the dashboard's footer underneath names keys that do not act here
 
     def on_mount(self) -> None:
+        if self.entries is not None:
+            self.show_entries(self.entries)
+            return
+        self._intro()
+        self.query_one("#picker-table", DataTable).display = False
+        n = self.count
+        self.query_one("#picker-status", Static).update(
+            Content.styled(f"reading {n} snapshot{'s' if n != 1 else ''}…", "italic $text-muted"))
+
+    def on_unmount(self) -> None:
+        if self.reader is not None:  # closed while reading: the worker stops before its next file
+            self.reader.cancel()
+
+    def show_entries(self, entries: list[Recent]) -> None:
+        """The snapshots read: the list (or what to do without one), focused, and the footer's ⏎."""
+        self.entries = entries
+        self._intro()
+        self.query_one("#picker-status", Static).update("")
+        app = self.app
+        self.rows = [row_cells(e, app.snapshot) for e in self.entries]
+        self._fill()
+        t = self.query_one("#picker-table", DataTable)
+        t.display = bool(self.entries)  # an empty table would be a header, and take ⏎ to do nothing with it
+        t.can_focus = bool(self.entries)
+        self.set_focus(t if self.entries else None)  # (the screen's auto-focus gave it the focus already)
+        self.refresh_bindings()  # ⏎ comes into the footer with a list to choose from
+
+    def _intro(self) -> None:
         box = self.query_one("#picker-box")
         box.border_title = "baseline snapshot"
         app = self.app
@@ -123,18 +155,12 @@ class PickerScreen(FitsBeforeDraw, ModalScreen):
         intro = [("Snapshots in ", "$text-muted"), (where, "bold"), (", newest first. ", "$text-muted")]
         intro += [("Now against ", "$text-muted"), (visible(base.label), "bold")] if base else \
             [("No baseline now.", "$text-muted")]
-        if not self.entries:  # no table, no ⏎: what to do instead (the dashboard's keys do not act in here)
+        if self.entries == []:  # no table, no ⏎: what to do instead (the dashboard's keys do not act in here)
             self.add_class("-empty")
             intro += [("\nNo snapshot there yet: ", "$text-warning"), (key["export.snapshot"], "bold"),
                       (f" on the dashboard ({key['picker.close']} closes this) writes one, or "
                        "`tfdash open B.json --baseline A.json` compares two files.", "$text-muted")]
         self.query_one("#picker-intro", Static).update(Content.assemble(*intro))
-        self.rows = [row_cells(e, app.snapshot) for e in self.entries]
-        self._fill()
-        t = self.query_one("#picker-table", DataTable)
-        t.display = bool(self.entries)  # an empty table would be a header, and take ⏎ to do nothing with it
-        t.can_focus = bool(self.entries)
-        self.set_focus(t if self.entries else None)  # (the screen's auto-focus gave it the focus already)
 
     def offers(self, action: str) -> bool:
         """`x` (drop the baseline) is offered only while there is one, ⏎ only with a snapshot to
@@ -169,6 +195,9 @@ class PickerScreen(FitsBeforeDraw, ModalScreen):
 
     def action_choose(self) -> None:
         t = self.query_one("#picker-table", DataTable)
+        if self.entries is None:
+            self._say("still reading the snapshots: ⏎ once they are listed")
+            return
         if not self.offers("choose"):  # not in the footer; pressed anyway, it says why it does nothing
             close, export = bindings.key_name(self.app, "picker.close"), bindings.key_name(self.app, "export.snapshot")
             self._say(f"no snapshot to compare against yet: {close}, then {export} writes one")
