@@ -202,7 +202,9 @@ class Roofline:
 class KernelSpan:
     """One device kernel of the latest profile window, for the timeline (Chrome trace)."""
 
-    step: int  # the generation step (== its ctx_len)
+    # continuous timing's: the generation step (== its ctx_len); a profile window's: the step's place
+    # in the window, 0 first (its record in `windows` has the first step: app.timeline_model.step_ctx)
+    step: int
     launch: int  # StepPlan index
     name: str  # the device kernel's name
     start_ns: int  # since the run began (CUPTI times placed at the window's wall-clock start)
