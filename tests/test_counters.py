@@ -286,3 +286,25 @@ def test_a_snapshot_in_a_folder_that_cannot_be_written_is_said_before_the_profil
     assert main(["counters", "--all", "--snapshot", str(path)]) == 2
     assert profiled == []
     assert_one_line_error(capsys.readouterr().err, f"--snapshot {path}: cannot write there ({ro} is not a writable")
+
+
+def test_a_gzip_snapshot_stays_gzip(plan, tmp_path, monkeypatch):
+    """`counters --snapshot run.json.gz` rewrote the file as plain JSON under its .gz name (zcat then
+    refused it); a snapshot written to a name ending in .gz is gzip-compressed, as `open` reads it."""
+    import gzip
+
+    from fixtures.appkit import build_snapshot
+
+    from tfdash.cli import main
+    from tfdash.profiling import counters_cli
+    from tfdash.profiling.export import dumps_snapshot, load_snapshot
+
+    got = cmod.match(ncu.parse_csv(RAW), plan, 0, 5, 512)
+    monkeypatch.setattr(counters_cli, "prepare", lambda engine_args, pick, ctx, timeout: request(plan, sorted(got)))
+    monkeypatch.setattr(counters_cli, "measure", lambda req, progress=None: got)
+    path = tmp_path / "run.json.gz"
+    path.write_bytes(gzip.compress(dumps_snapshot(build_snapshot()).encode()))
+    assert main(["counters", "--all", "--snapshot", str(path)]) == 0
+    assert path.read_bytes()[:2] == b"\x1f\x8b"
+    assert sum(k.counters is not None for k in load_snapshot(path).kernels) == len(got)
+    assert [p.name for p in tmp_path.iterdir()] == ["run.json.gz"]  # written through a temporary, renamed

@@ -88,8 +88,8 @@ def dumps_snapshot(snap: ProfileSnapshot) -> str:
 
 
 def write_snapshot(snap: ProfileSnapshot, path) -> Path:
-    """Write atomically (a reader never sees half a file)."""
-    return write_text_atomic(path, dumps_snapshot(snap))
+    """Write atomically (a reader never sees half a file); gzip-compressed where the name ends in .gz."""
+    return write_text_atomic(path, dumps_snapshot(snap), gz=str(path).endswith(".gz"))
 
 
 # -- loading -------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import gzip
 import json
 import os
 import re
@@ -132,8 +133,6 @@ def own_fd(path) -> int | None:
 def table_stream(json_path):
     """Where a command prints its table: stderr where `--json` goes to this process's stdout
     (/dev/stdout), so stdout is the JSON alone, for a pipe into jq; else stdout."""
-    import sys
-
     return sys.stderr if json_path and own_fd(json_path) == 1 else sys.stdout
 
 
@@ -309,18 +308,18 @@ def _remove_empty(d: Path) -> None:
 
 
 @contextmanager
-def atomic_writer(path):
+def atomic_writer(path, binary: bool = False):
     """`write(text)` into a file that appears at `path` whole when the block ends, or not at all
     if it raises: written to a temporary beside it, then renamed. Long outputs are written as they
     are made (a sweep of thousands of points), never held; only the file's own write errors
     become "cannot write PATH" (an error of the block's other work stays what it is). A leading
     `~` is the user's home, as the checks before the work read it (`--json=~/x` reaches us unexpanded
     by the shell). A symlink keeps pointing where it did, at the new file; a device, pipe or
-    terminal (`--json /dev/stdout`) is written in place, never replaced by a file."""
+    terminal (`--json /dev/stdout`) is written in place, never replaced by a file. `binary`: write(bytes)."""
     path = Path(path).expanduser()
     own = own_fd(path)
     if own is not None or is_stream(path):
-        with _stream_writer(path, own) as write:
+        with _stream_writer(path, own, binary) as write:
             yield write
         return
     target = Path(os.path.realpath(path))  # a symlink's file, so the link stays one
@@ -330,7 +329,7 @@ def atomic_writer(path):
     except OSError as e:
         raise TfdashError(f"cannot write {path}: {e.strerror or e}") from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") as f:
             yield _writer(f, path)
             try:
                 os.fchmod(f.fileno(), 0o666 & ~current_umask())  # mkstemp makes 0600; files follow the umask
@@ -363,14 +362,15 @@ def _writer(f, path):
 
 
 @contextmanager
-def _stream_writer(path: Path, fd: int | None):
+def _stream_writer(path: Path, fd: int | None, binary: bool = False):
     """Write to `path` in place; through a copy of descriptor `fd` where it names one of ours. What
     was printed before goes first (sys.stdout may be holding it in its buffer)."""
     try:
         for std in (sys.stdout, sys.stderr):
             if std is not None:
                 std.flush()
-        f = open(path, "w", encoding="utf-8") if fd is None else os.fdopen(os.dup(fd), "w", encoding="utf-8")
+        mode = {"mode": "wb"} if binary else {"mode": "w", "encoding": "utf-8"}
+        f = open(path, **mode) if fd is None else os.fdopen(os.dup(fd), **mode)
     except OSError as e:
         raise TfdashError(f"cannot write {path}: {e.strerror or e}") from None
     try:
@@ -388,9 +388,10 @@ def _stream_writer(path: Path, fd: int | None):
             pass  # its error, if any, was the flush's
 
 
-def write_text_atomic(path, text: str) -> Path:
-    with atomic_writer(path) as write:
-        write(text)
+def write_text_atomic(path, text: str, gz: bool = False) -> Path:
+    """`text` written whole (atomic_writer); `gz`: gzip-compressed, as a snapshot named .json.gz is read."""
+    with atomic_writer(path, binary=gz) as write:
+        write(gzip.compress(text.encode("utf-8"), mtime=0) if gz else text)
     return Path(path).expanduser()
 
 
