@@ -273,6 +273,17 @@ def test_choose_threads_leaves_cores_spare():
     assert choose_threads(cores=4, env={"OMP_NUM_THREADS": "4,2"})[1].endswith("OMP_NUM_THREADS='4,2' is not one count")
 
 
+def test_omp_num_threads_not_a_count_is_said_by_tfdash_alone(tmp_path):
+    """OMP_NUM_THREADS=abc printed libgomp's raw "Invalid value" line (torch loads libgomp on import)
+    before tfdash's note; the value is taken out of the environment before torch loads, and the note stays."""
+    p = subprocess.run([sys.executable, "-m", "tfdash", "--headless", "--max-new-tokens", "2"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True, cwd=REPO, env=_env(tmp_path, OMP_NUM_THREADS="abc"),
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "libgomp" not in p.stderr
+    assert "OMP_NUM_THREADS='abc' is not one count" in p.stderr
+
+
 def test_threads_option_sets_torch_and_shows_in_the_header(capsys):
     import torch
 

@@ -285,6 +285,9 @@ def main(argv: list[str] | None = None) -> int:
         _say("tfdash: error: stdout is closed; redirect it to a file or /dev/null")
         return 2
     tolerant_output()  # a terminal that is not UTF-8: Δ, · and … print as escapes, never a crash
+    from tfdash.omp_env import set_aside
+
+    set_aside()  # before torch loads libgomp: OMP_NUM_THREADS=abc is said once, by tfdash (engine/threads.py)
     try:
         with stop_signals():  # SIGTERM/SIGHUP anywhere: the same clean stop as Ctrl+C
             return _dispatch(argv)

@@ -33,9 +33,10 @@ def choose_threads(requested: int | None = None, ui: bool = False, cores: int | 
     """(threads, why): the count for torch's CPU kernels and a few words on where it came from."""
     if requested is not None:
         return max(1, int(requested)), "--threads"
-    env = os.environ if env is None else env
-    omp = env.get("OMP_NUM_THREADS", "").strip()
-    if omp.isdigit() and int(omp) >= 1:
+    from tfdash.omp_env import omp_value, one_count
+
+    omp = omp_value(env).strip()  # one the command line kept from libgomp too (tfdash.omp_env)
+    if one_count(omp):
         if int(omp) > MAX_THREADS:
             from tfdash.errors import ConfigError
 
