@@ -67,6 +67,17 @@ def test_headless_default_runs_fast_on_cpu():
     assert "qwen3-tiny" in r.stderr and "random weights" in r.stderr and "torch-eager on cpu" in r.stderr
 
 
+def test_seed_with_a_checkpoint_is_refused(ckpt_factory, capsys):
+    """--seed shapes random weights only: with --ckpt it changed nothing, unsaid. It is refused, as
+    --model with --ckpt is; the default (0) stays fine."""
+    ckpt = ckpt_factory(tied=False, sharded=True)
+    rc, out, err = cli(capsys, "--headless", "--ckpt", str(ckpt.path), "--seed", "3", "--max-new-tokens", "2")
+    assert rc == 2 and out == ""
+    assert_one_line_error(err, "--seed 3", "give --ckpt or --seed, not both")
+    rc, out, err = cli(capsys, "--headless", "--ckpt", str(ckpt.path), "--seed", "0", "--max-new-tokens", "2")
+    assert rc == 0, err
+
+
 def test_headless_checkpoint_in_process(ckpt_factory, capsys):
     ckpt = ckpt_factory(tied=False, sharded=True)
     rc, out, err = cli(capsys, "--headless", "--ckpt", str(ckpt.path), "--prompt", "w5 w6 w7",

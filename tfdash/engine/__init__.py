@@ -133,10 +133,11 @@ class EngineChoice:
 
 
 def choose_engine(ckpt: str | Path | None = None, model: str | None = None, device: str | None = None,
-                  dtype: str | None = None, backend: str | None = None) -> EngineChoice:
+                  dtype: str | None = None, backend: str | None = None, seed: int = 0) -> EngineChoice:
     """The engine the arguments ask for, the same for headless, the dashboard and bench: the
     embedded default (qwen3-tiny on CPU, the qwen3-1.7b shape on CUDA, random weights) or a
-    checkpoint's config and tokenizer. Every conflict is a TfdashError line."""
+    checkpoint's config and tokenizer. Every conflict is a TfdashError line; an option that would
+    change nothing (--model or a --seed other than the default 0 with --ckpt) is one, not dropped."""
     import torch
 
     from tfdash.engine.tokenizer import StandInTokenizer, load_tokenizer
@@ -148,6 +149,9 @@ def choose_engine(ckpt: str | Path | None = None, model: str | None = None, devi
     if ckpt is not None:
         if model is not None:
             raise TfdashError("give --ckpt or --model, not both")
+        if seed:
+            raise TfdashError(f"--seed {seed} seeds random weights; a checkpoint's weights are its own: "
+                              "give --ckpt or --seed, not both")
         cfg, tokenizer, source = load_config(ckpt), load_tokenizer(ckpt), str(ckpt)
     else:
         cfg = preset(model or ("qwen3-1.7b" if device.startswith("cuda") else "qwen3-tiny"))
@@ -223,7 +227,7 @@ def load_engine(ckpt: str | Path | None = None, model: str | None = None, device
     from tfdash.engine.weights import load_weights, torch_dtype
 
     requested_backend = backend
-    choice = choose_engine(ckpt, model, device, dtype, backend)
+    choice = choose_engine(ckpt, model, device, dtype, backend, seed)
     cfg, tokenizer, source, device, dtype, backend = (choice.config, choice.tokenizer, choice.source, choice.device,
                                                       choice.dtype, choice.backend)
     capacity = choice.capacity(capacity, prompt, max_new_tokens)
