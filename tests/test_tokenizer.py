@@ -137,3 +137,16 @@ def test_stream_decoder_words(ckpt_factory):
     # The stand-in: every token is its own piece too.
     st = StandInTokenizer(8192)
     assert stream(st, list(range(40))) == [st.decode([i]) for i in range(40)]
+
+
+def test_an_id_past_the_tokenizer_is_shown(tmp_path):
+    """A checkpoint whose vocab_size is past its tokenizer's (300 rows, 20 words): tokenizers drops an
+    id it has no token for, so generated tokens vanished from the text unsaid. Each is `<id N>`."""
+    from conftest import word_tokenizer
+
+    word_tokenizer(20).save(str(tmp_path / "tokenizer.json"))
+    tok = load_tokenizer(tmp_path)
+    ids = [3, 257, 4, 299, 298]
+    assert tok.decode(ids) == "w3 <id 257> w4 <id 299> <id 298>"
+    assert "".join(stream(tok, ids)) == tok.decode(ids)
+    assert tok.decode([3, 4]) == "w3 w4"  # ids it has: as tokenizers decodes them

@@ -76,7 +76,23 @@ class HFTokenizer:
                                   f"({visible(str(e).splitlines()[0] if str(e) else type(e).__name__)[:200]})") from None
 
     def decode(self, ids) -> str:
-        return self._tok.decode(list(ids), skip_special_tokens=False)
+        """The text of `ids`. An id the tokenizer has no token for (a checkpoint whose vocab_size is
+        past its tokenizer's: the embedding's padding rows) is shown as `<id N>`: tokenizers drops it,
+        and a generated token vanished from the text unsaid."""
+        pieces, run = [], []
+        for i in [*ids, None]:  # None: the end, where the last run is decoded
+            if i is not None and self._tok.id_to_token(i) is not None:
+                run.append(i)
+                continue
+            if run:
+                pieces.append(self._tok.decode(run, skip_special_tokens=False))
+                run = []
+            if i is not None:
+                pieces.append(f"<id {i}>")
+        text = ""
+        for p in pieces:  # a marker stands apart from the words beside it
+            text += p if not text or text[-1].isspace() or p[:1].isspace() else " " + p
+        return text
 
 
 def load_tokenizer(ckpt_dir: str | Path) -> HFTokenizer:
