@@ -141,12 +141,13 @@ def _steps(n: int) -> str:
     return f"{n} step{'' if n == 1 else 's'}"
 
 
-def top_kernels(snap: ProfileSnapshot, n: int = TOP) -> list[str]:
+def top_kernels(snap: ProfileSnapshot, n: int = TOP, said: str = "") -> list[str]:
+    """The n kernels with the most time; `said`: a reason already printed (the roofline's), not repeated."""
     measured = [k for k in snap.kernels if k.measured_p50_ns is not None]
     if not measured:
         rows = sorted(snap.kernels, key=lambda k: -k.predicted_ns)[:n]
-        head = f"top {len(rows)} kernels by predicted time (not measured: " \
-               f"{snap.unavailable.get('kernels', '?')})"
+        why = snap.unavailable.get("kernels", "?")
+        head = f"top {len(rows)} kernels by predicted time (not measured: {'the reason above' if why == said else why})"
     else:
         rows = sorted(measured, key=lambda k: -(k.measured_p50_ns or 0))[:n]
         head = f"top {len(rows)} kernels by measured time (p50 over {_steps(rows[0].samples)})"
@@ -289,7 +290,7 @@ def report(session: Session, args, profile: bool, steps: int, out) -> None:
         except TfdashError as e:
             failed = failed or e
     if profile:
-        for line in top_kernels(snap):
+        for line in top_kernels(snap, said=snap.unavailable.get("roofline", "") if snap.roofline is None else ""):
             print(visible(line), file=out)
     out.flush()
     if failed is not None:
