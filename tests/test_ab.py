@@ -459,3 +459,17 @@ def test_an_ab_that_cannot_fit_the_cache_is_refused_before_the_run(ckpt_factory)
     assert r.rc == 2 and r.stdout == ""
     assert_one_line_error(r.stderr, "--ab tilelang-unfused", "need 834 positions", "holds 256",
                           "max_position_embeddings=256")
+
+
+def test_the_header_counts_each_sides_windows_as_the_table_does():
+    """Stopped mid-way (Ctrl+C), A had 5 windows and B 4: the header said "4 windows of 64 steps a
+    side" above a table whose A row said 5. Where the sides differ, the header gives each count."""
+    side = {"tok_per_s": 100.0, "tok_per_s_min": 99.0, "tok_per_s_max": 101.0, "step_ns": 1e7}
+    result = {"what": "v", "about": "", "backend": "torch-eager", "windows_per_side": 4, "steps_per_window": 64,
+              "order": "ABABABABA", "a": {**side, "windows": 5}, "b": {**side, "windows": 4}, "launches": [2, 3],
+              "verdict": "-", "tokens": {"checks": 9, "agree": 9}, "per_op": [], "per_op_method": "-"}
+    lines = ab_table.table(result)
+    assert lines[0] == "A/B v () on torch-eager: windows of 64 steps, 5 of A and 4 of B (4 paired), order ABABABABA"
+    assert lines[2].split()[-1] == "5" and lines[3].split()[-1] == "4"  # the table's windows column
+    result["b"]["windows"] = result["windows_per_side"] = 5
+    assert ab_table.table(result)[0].startswith("A/B v () on torch-eager: 5 windows of 64 steps a side, order")

@@ -33,9 +33,11 @@ def table(result: dict) -> list[str]:
         return (f"{label:<{w}}{s['tok_per_s']:>13.1f}{s['tok_per_s_min']:>10.1f} - {s['tok_per_s_max']:<9.1f}"
                 f"{s['step_ns'] / 1e6:>16.3f}{s['windows']:>9}")
 
-    t = result["tokens"]
-    lines = [f"A/B {result['what']} ({result['about']}) on {result['backend']}: {result['windows_per_side']} windows "
-             f"of {result['steps_per_window']} steps a side, order {result['order']}"
+    t, na, nb = result["tokens"], a.get("windows", 0), b.get("windows", 0)
+    # stopped mid-way (Ctrl+C), A may have one window more than B: each side's count, as the table shows it
+    count = (f"{result['windows_per_side']} windows of {result['steps_per_window']} steps a side" if na == nb else
+             f"windows of {result['steps_per_window']} steps, {na} of A and {nb} of B ({min(na, nb)} paired)")
+    lines = [f"A/B {result['what']} ({result['about']}) on {result['backend']}: {count}, order {result['order']}"
              + (f", {when(result)}" if result.get("during") else ""),
              f"{'side':<{w}}{'median tok/s':>13}{'range':>22}{'median ms/step':>16}{'windows':>9}",
              row(labels[0], a), row(labels[1], b),
