@@ -535,3 +535,16 @@ def test_a_note_mid_line_ends_the_texts_line_where_both_streams_reach_one_place(
     s.note("tfdash: a note")
     s.text("othust")
     assert out.getvalue() == "tikiothust" and err.getvalue() == "tfdash: a note\n"
+
+
+def test_a_non_number_is_said_in_one_wording(capsys):
+    """`diff --top abc` said argparse's "invalid int value: 'abc'" where `--max-new-tokens abc` said
+    "'abc' is not an integer": every option that takes a number says it tfdash's way."""
+    for argv, says in ((["diff", "--top", "abc", "a.json", "b.json"], "argument --top: 'abc' is not an integer"),
+                       (["--headless", "--max-new-tokens", "abc"], "argument --max-new-tokens: 'abc' is not an integer"),
+                       (["counters", "--all", "--timeout", "soon"], "argument --timeout: 'soon' is not a number")):
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 2
+        assert_one_line_error(capsys.readouterr().err, says)

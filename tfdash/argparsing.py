@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import textwrap
 
@@ -32,6 +33,9 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str):
         if getattr(self, "_probing", False):
             raise _ProbeFailed
+        # argparse's own "invalid int value: 'abc'" in tfdash's words, as its own types say it (--max-new-tokens)
+        message = re.sub(r"invalid int value: (.*)$", r"\1 is not an integer", message)
+        message = re.sub(r"invalid float value: (.*)$", r"\1 is not a number", message)
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
     def parse_args(self, args=None, namespace=None):
