@@ -97,6 +97,7 @@ def _bad(mutate) -> str:
     (lambda r: r.__setitem__("version", snapmod.VERSION + 1),
      f"snapshot version {snapmod.VERSION + 1} is newer than this tfdash reads (version {snapmod.VERSION})"),
     (lambda r: r.__setitem__("version", "1"), "version: expected an integer, got '1'"),
+    (lambda r: r.pop("version"), "bad.json: no 'version' field"),  # it said "expected an integer, got None"
     (lambda r: r.__setitem__("version", 0), "version 0 is not a snapshot version"),
     (lambda r: r.__setitem__("schema", "other"), "not a tfdash snapshot (schema is 'other'"),
     (lambda r: r.pop("schema"), "not a tfdash snapshot (no 'schema' field"),

@@ -273,13 +273,13 @@ def loads_snapshot(text: str, source: str = "snapshot") -> ProfileSnapshot:
         raise SnapshotError(f"{source}: not valid JSON ({str(e).splitlines()[0][:120]})") from None
     if not isinstance(raw, dict):
         raise SnapshotError(f"{source}: expected a JSON object, got {json.dumps(raw)[:40]}")  # null, not NoneType
-    schema = raw.get("schema")
-    if schema != SCHEMA:
+    if (schema := raw.get("schema")) != SCHEMA:
         what = "no 'schema' field" if "schema" not in raw else f"schema is {_short(schema)}"
         raise SnapshotError(f"{source}: not a tfdash snapshot ({what}; expected {SCHEMA!r})")
     version = raw.get("version")
     if isinstance(version, bool) or not isinstance(version, int):
-        raise SnapshotError(f"{source}: version: expected an integer, got {_short(version)}")
+        why = f"version: expected an integer, got {_short(version)}" if "version" in raw else "no 'version' field"
+        raise SnapshotError(f"{source}: {why}")
     if version > VERSION:
         raise SnapshotError(f"{source}: snapshot version {version} is newer than this tfdash reads "
                             f"(version {VERSION}); upgrade tfdash")
