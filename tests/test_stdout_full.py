@@ -55,3 +55,16 @@ def test_a_profiled_run_whose_stdout_goes_keeps_its_files(tmp_path, sink):
         assert rc == 128 + 13, stderr  # as a tool stopped by SIGPIPE
     else:
         assert rc == 2 and "tfdash: error: cannot write to stdout (No space left on device)" in stderr
+
+
+@pytest.mark.parametrize("argv", [["--headless", "--max-new-tokens", "2"],
+                                  ["--headless", "--profile", "--max-new-tokens", "2"],
+                                  ["diff", str(SNAPSHOT), str(SNAPSHOT)]])
+def test_a_full_stderr_loses_the_notes_not_the_run(argv):
+    """`tfdash --headless 2>/dev/full`: the first note on stderr (the header line) failed with ENOSPC
+    and ended the run, exit 2 and nothing on stdout. The notes are lost; the output and exit 0 stay."""
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([sys.executable, "-m", "tfdash", *argv], stdout=subprocess.PIPE, stderr=full,
+                           text=True, timeout=120, cwd=REPO)
+    assert p.returncode == 0
+    assert ("tok/s over the whole generation" if argv[0] == "--headless" else "launch") in p.stdout, p.stdout

@@ -9,8 +9,8 @@
     tfdash counters (--launch ROLE | --all) [...]     Nsight Compute's counters per launch
 
 Errors a user can act on print one line (`tfdash: error: ...`) on stderr and exit 2; never a traceback.
-With stderr closed (`2>&-`) or unread, such lines are lost, never written into stdout's data, and the
-exit status still says what happened.
+With stderr closed (`2>&-`), unread or on a full disk, such lines (and every note) are lost, never written
+into stdout's data, the run goes on, and the exit status still says what happened.
 Ctrl+C, SIGTERM and SIGHUP stop a run cleanly (what was measured is reported and written) and
 exit 128 + the signal. Untrusted text (the prompt, tokens, paths) is printed with its control
 characters made visible. Where stdout's encoding is not UTF-8, a character it cannot encode is
@@ -288,6 +288,13 @@ def main(argv: list[str] | None = None) -> int:
     from tfdash.omp_env import set_aside
 
     set_aside()  # before torch loads libgomp: OMP_NUM_THREADS=abc is said once, by tfdash (engine/threads.py)
+    from tfdash.stderr_notes import losing_stderr
+
+    with losing_stderr():  # `2>/dev/full`: the notes are lost, the run and its stdout go on
+        return _run(argv)
+
+
+def _run(argv: list[str]) -> int:
     try:
         with stop_signals():  # SIGTERM/SIGHUP anywhere: the same clean stop as Ctrl+C
             return _dispatch(argv)
