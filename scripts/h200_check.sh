@@ -30,6 +30,7 @@
 #                                timed and not, at 1.7B and 0.6B (SIZES=)
 #   profile, observe, app, dash  the profiler, the dashboard (mid-run SVG, snapshot, A/B) and a real pty
 #   poll48                       tilelang-pollmerge against the default: its tests, the A/B at 1.7B and 0.6B, its phases
+#                                (POLL_FULL=0: the tests at 1.7B and 0.6B and the A/B alone)
 #   check47                      the profiler's, continuous timing's and counters' GPU tests, then `dash` (about 8 min;
 #                                any GPU): the session's windows, the ncu worker's cancel and the dashboard on CUDA
 #   tty                          dash's real pty alone (`tfdash` on CUDA: nothing leaked, its stderr log; ~2 minutes)
@@ -124,11 +125,14 @@ if [ "$what" = poll48 ]; then
         --json "$R/bench-$m-poll.json" 2>&1 | grep -v "TileLang:" > "$R/bench-$m-poll.log"
       grep -E "failed|^tilelang" "$R/bench-$m-poll.log" | grep -v "^# round" | cut -c1-160; pack
     done
+    [ "${POLL_FULL:-1}" = 1 ] || exit 0  # POLL_FULL=0: the tests at 1.7B and 0.6B and the A/B alone (about 3 minutes)
     PROBE_VARIANTS=tilelang-pollmerge bash "$0" probe 2>&1 | grep -v "^NVIDIA\|^torch" | grep -E "ctx|values|arrived|weighed|merger|end" \
       | cut -c1-160; pack
-    timeout 200 python3 -m pytest -m gpu -v -p no:cacheprovider tests/gpu/test_kernels_gpu.py -k "polling_merge" \
+    timeout 200 python3 -m pytest -m gpu -v -p no:cacheprovider tests/gpu/test_kernels_gpu.py -k "polling_merge" 2>&1 \
+      | grep --line-buffered -v "TileLang:" > "$R/poll-tests-all.log"
+    timeout 200 python3 -m pytest -m gpu -v -p no:cacheprovider \
       tests/gpu/test_engine_gpu.py::test_plan_variants_decode_the_same_bits 2>&1 | grep --line-buffered -v "TileLang:" \
-      > "$R/poll-tests-all.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/poll-tests-all.log" | cut -c1-200 | tail -8; pack
+      >> "$R/poll-tests-all.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/poll-tests-all.log" | cut -c1-200 | tail -8; pack
   fi
 fi
 if [ "$what" = check47 ]; then
