@@ -29,8 +29,6 @@
 #   boundary                     what a step's boundary costs (scripts/step_boundary.py): the event after each replay,
 #                                timed and not, at 1.7B and 0.6B (SIZES=)
 #   profile, observe, app, dash  the profiler, the dashboard (mid-run SVG, snapshot, A/B) and a real pty
-#   poll48                       tilelang-pollmerge against the default: its tests, the A/B at 1.7B and 0.6B, its phases
-#                                (POLL_FULL=0: the tests at 1.7B and 0.6B and the A/B alone)
 #   check47                      the profiler's, continuous timing's and counters' GPU tests, then `dash` (about 8 min;
 #                                any GPU): the session's windows, the ncu worker's cancel and the dashboard on CUDA
 #   tty                          dash's real pty alone (`tfdash` on CUDA: nothing leaked, its stderr log; ~2 minutes)
@@ -40,7 +38,7 @@
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
 what=${1:-all}; shift || true
-MODES=" tests diag bench all headless engine final sizes sizebench headline where probe sass curve same3 arena29 procs next30 next35 bar12 ladder lowctx boundary tick stamps land29 profile observe app dash tty live overhead features counters check47 poll48 "
+MODES=" tests diag bench all headless engine final sizes sizebench headline where probe sass curve same3 arena29 procs next30 next35 bar12 ladder lowctx boundary tick stamps land29 profile observe app dash tty live overhead features counters check47 "
 case "$MODES" in *" $what "*) ;; *) echo "h200_check.sh: unknown mode '$what' (modes:$MODES)" >&2; exit 2 ;; esac
 if [ "$what" = next30 ]; then  # what session 29 leaves, in one call (about 6 minutes): arena29's modules and procs
   N=${N:-4} PLACE=${PLACE:---modules} ALIGNS=${ALIGNS:-4096} TAIL=${TAIL:-12}
@@ -108,32 +106,6 @@ if [ "$what" = dash ]; then
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
   python3 scripts/gpu_app_check.py --out-dir "$R/app" 2>&1 | grep -v "TileLang:" > "$R/app.log"; tail -4 "$R/app.log"; pack
   python3 scripts/gpu_tty_check.py --out-dir "$R/tty" > "$R/tty.log" 2>&1; cat "$R/tty.log" | cut -c1-200; pack
-fi
-if [ "$what" = poll48 ]; then
-  # tilelang-pollmerge (attention's program 0 merging by polling the partials, no arrival) against the default
-  # (about 7 minutes fresh): its kernel tests at 1.7B and 0.6B, the A/B at 1.7B and 0.6B (`tfdash bench --rounds 3`),
-  # the tests at the other sizes and the engine's same-bits test, then its phases (scripts/attn_phases.py)
-  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-  timeout 150 python3 scripts/precompile.py --only-default --sizes qwen3-1.7b,qwen3-0.6b --variants tilelang-pollmerge \
-    2>&1 | grep -v "TileLang:" | tail -1
-  timeout 150 python3 -m pytest -m gpu -v -p no:cacheprovider tests/gpu/test_kernels_gpu.py -k "polling_merge and (1.7b or 0.6b)" \
-    2>&1 | grep --line-buffered -v "TileLang:" > "$R/poll-tests.log"; grep -E "^(FAILED|ERROR)|passed|failed" \
-    "$R/poll-tests.log" | cut -c1-200 | tail -8; pack
-  if grep -q " passed" "$R/poll-tests.log" && ! grep -q "failed" "$R/poll-tests.log"; then
-    for m in qwen3-1.7b qwen3-0.6b; do
-      timeout 150 python3 -m tfdash bench --model $m --rounds 3 --backends tilelang-graph,tilelang-pollmerge \
-        --json "$R/bench-$m-poll.json" 2>&1 | grep -v "TileLang:" > "$R/bench-$m-poll.log"
-      grep -E "failed|^tilelang" "$R/bench-$m-poll.log" | grep -v "^# round" | cut -c1-160; pack
-    done
-    [ "${POLL_FULL:-1}" = 1 ] || exit 0  # POLL_FULL=0: the tests at 1.7B and 0.6B and the A/B alone (about 3 minutes)
-    PROBE_VARIANTS=tilelang-pollmerge bash "$0" probe 2>&1 | grep -v "^NVIDIA\|^torch" | grep -E "ctx|values|arrived|weighed|merger|end" \
-      | cut -c1-160; pack
-    timeout 200 python3 -m pytest -m gpu -v -p no:cacheprovider tests/gpu/test_kernels_gpu.py -k "polling_merge" 2>&1 \
-      | grep --line-buffered -v "TileLang:" > "$R/poll-tests-all.log"
-    timeout 200 python3 -m pytest -m gpu -v -p no:cacheprovider \
-      tests/gpu/test_engine_gpu.py::test_plan_variants_decode_the_same_bits 2>&1 | grep --line-buffered -v "TileLang:" \
-      >> "$R/poll-tests-all.log"; grep -E "^(FAILED|ERROR)|passed|failed" "$R/poll-tests-all.log" | cut -c1-200 | tail -8; pack
-  fi
 fi
 if [ "$what" = check47 ]; then
   R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }

@@ -36,12 +36,11 @@ QTFIRST = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, qkv_
 RINGCOPY = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, ring_in_graph=False)  # argmax_feed
 CHAINS = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_ilp=False)  # one chain a phase
 EACHROUND = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_rounds_carry=False)  # _er
-POLL = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, attn_merge_poll=True)  # merge_poll, _pm
 Q8HEAD = build_plan(preset("qwen3-1.7b"), dtype="bfloat16", capacity=4096, lm_head_q8=True)  # lm_head_q8, pick
 # the int8 head's pick at 1.7B (two rows at once) and 32B (one row, the largest K)
 PICK = {size: build_plan(preset(size), dtype="bfloat16", capacity=4096, lm_head_q8=True).ops()["lm_head_pick"][0]
         for size in ("qwen3-1.7b", "qwen3-32b")}
-KERNELS = {**POLL.kernels(), **Q8HEAD.kernels(), **EACHROUND.kernels(),
+KERNELS = {**Q8HEAD.kernels(), **EACHROUND.kernels(),
            **CHAINS.kernels(), **RINGCOPY.kernels(), **QTFIRST.kernels(), **DOWNSILU.kernels(), **FENCED.kernels(), **LATENORM.kernels(), **UNFUSED.kernels(), **GU1.kernels(), **LATE.kernels(), **LATERES.kernels(), **OTLATE.kernels(),
            **MLATE.kernels(), **UNFUSED_MLATE.kernels(), **PLAN.kernels()}  # every kernel the plan variants launch
 

@@ -386,7 +386,7 @@ def test_plan_variants_decode_the_same_bits(state):
     the splits' arrival with fences; the merge's partials 16 at a time, summed in the same order;
     o_proj launched after attention's values, as 0.6B's default does; down making silu(g) * u
     from gate_up's g|u; attention launched at qkv's start, as 0.6B's default
-    does; attention's program 0 merging by polling the partials, no arrival)."""
+    does)."""
     sd, weights, plan, _, eng, _ = state
     base_tokens, base_logits = decode_steps(eng)
     from tfdash.profiling.variants import PLAN_VARIANTS
@@ -395,8 +395,7 @@ def test_plan_variants_decode_the_same_bits(state):
                     PLAN_VARIANTS["tilelang-mlate"], PLAN_VARIANTS["tilelang-latenorm"],
                     PLAN_VARIANTS["tilelang-fenced"], {"early_norm": False, "attn_merge_acq_rel": False},
                     PLAN_VARIANTS["tilelang-mc16"], {"attn_trigger_at": "values"},
-                    PLAN_VARIANTS["tilelang-downsilu"], {"qkv_trigger_first": True},
-                    PLAN_VARIANTS["tilelang-pollmerge"]):
+                    PLAN_VARIANTS["tilelang-downsilu"], {"qkv_trigger_first": True}):
         variant = TilelangRuntime(build_plan(CFG, dtype="bfloat16", capacity=2048, **options), weights, DEV)
         variant.capture()
         tokens, logits = decode_steps(variant)

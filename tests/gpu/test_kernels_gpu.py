@@ -383,34 +383,6 @@ def test_attention_rounds_carry_at_every_group(size, capacity, ctx):
     check_same_bits(plan, build_plan(preset(size), dtype="bfloat16", capacity=capacity, attn_rounds_carry=False), ctx)
 
 
-@pytest.mark.parametrize("size", SIZES)
-@pytest.mark.parametrize("capacity,ctx", [(2112, 0), (2112, 1), (2112, 63), (2112, 1024), (2112, 2111), (4096, 4095)])
-def test_polling_merge_gives_the_default_bits_and_leaves_its_scratch_unwritten(size, capacity, ctx):
-    """tilelang-pollmerge (attn_merge_poll, tfdash.kernels.merge_poll): program 0 of each kv head
-    merges, polling the partials the splits store encoded, on scratch that starts zeroed. Its out and
-    appended k/v are the default build's bit for bit (one round a program, and two at ctx 2111 and
-    4095), the scratch it read is zeroed again, and a second launch on it (the next layer's) gives
-    the same out again."""
-    plan = build_plan(preset(size), dtype="bfloat16", capacity=capacity, attn_merge_poll=True)
-    baseline = build_plan(preset(size), dtype="bfloat16", capacity=capacity)
-    [a, b] = [next(x for x in p.kernels().values() if x.family == "attention") for p in (plan, baseline)]
-    assert a.dims.get("merge_poll") and a.args["part"] == "attn_part_poll" and a.kernel != b.kernel
-    base = operands(a, ctx, plan)
-    base["part"].zero_()
-    base["ml"].zero_()
-    poison(base["out"])
-    x, y = ({r: t.clone() for r, t in base.items()} for _ in range(2))
-    run_tilelang(a, x)
-    run_tilelang(b, y)
-    for role in ("out", "k_cache", "v_cache"):
-        assert torch.equal(x[role], y[role]), role
-    assert not x["part"].any() and not x["ml"].any(), "the merge must zero what it read"
-    poison(x["out"])
-    run_tilelang(a, x)  # the next layer's launch: its k and v appended again at ctx, the same
-    assert torch.equal(x["out"], y["out"])
-    assert not x["part"].any() and not x["ml"].any()
-
-
 def check_same_bits(plan, baseline, ctx):
     """Two builds of one attention that differ only in when they load and rope, on the same inputs:
     the same out, the same appended k and v, and the same partials of every block with work."""

@@ -21,7 +21,7 @@ def attention_dims(n_heads: int, n_kv_heads: int, head_dim: int, capacity: int, 
                    attn_block: int | None, attn_merge_early: bool, attn_merge_early_group: int | None,
                    early_norm: bool, attn_merge_acq_rel: bool, attn_merge_chunk: int | None,
                    attn_trigger_at: str | None, o_weight_bytes: int, attn_ilp: bool = True,
-                   attn_rounds_carry: bool = True, attn_merge_poll: bool = False) -> tuple[dict, str]:
+                   attn_rounds_carry: bool = True) -> tuple[dict, str]:
     """(dims, suffix) of the attention launch for build_plan's options of the same names;
     o_weight_bytes, o_proj's weight (attn_trigger_at None: the shape's own trigger point)."""
     from tfdash.kernels.splitkv import MERGE_CHUNK, SPLIT_CAP, grid_splits
@@ -82,7 +82,4 @@ def attention_dims(n_heads: int, n_kv_heads: int, head_dim: int, capacity: int, 
             raise TfdashError(f"attn_min_blocks={attn_min_blocks} must be 1 to 16 blocks per SM")
         dims["min_blocks"] = attn_min_blocks
         sfx += f"_mb{attn_min_blocks}"  # other launch bounds are another kernel
-    if attn_merge_poll:  # program 0 merges polling the partials, no arrival (tfdash.kernels.merge_poll)
-        dims["merge_poll"] = True
-        sfx += "_pm"
     return dims, sfx

@@ -169,8 +169,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                attn_trigger_at: str | None = None, attn_merge_early_group: int | None = None,
                gate_up_silu: bool = True, qkv_trigger_first: bool | None = None,
                ring_in_graph: bool = True, attn_ilp: bool = True, attn_rounds_carry: bool = True,
-               lm_head_q8: bool = False, prefill_rows: int = 0, ring_stamps: bool = True,
-               attn_merge_poll: bool = False) -> StepPlan:
+               lm_head_q8: bool = False, prefill_rows: int = 0, ring_stamps: bool = True) -> StepPlan:
     """Every launch of one decode step for `cfg`, with weights and activations in `dtype`.
     `fused_rope=False` gives q/k norm + RoPE + KV append a launch of its own (the A/B baseline).
     `gemv_blocks_per_sm` caps an op's GEMV grid at that many blocks per SM (e.g. {"gate_up": 1}),
@@ -232,7 +231,6 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     `prefill_rows`: the runtime takes a prompt that many positions at a time, through the prompt's plan
     (tfdash.engine.prefill_plan), then the step's head alone on its last position (the step's launches
     are the same); 0: the step walks the prompt one position at a time (the baseline).
-    `attn_merge_poll`: attention's program 0 merges, polling the partials: no arrival (kernels.merge_poll).
     `StepPlan.meta["options"]` keeps the keyword options, so `build_plan(cfg, **options)` rebuilds it."""
     options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in locals().items() if k != "cfg"}
     from tfdash.kernels.gemv import check_override as gemv_check_override
@@ -266,7 +264,7 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
         attn_merge_early_group=attn_merge_early_group,
         early_norm=early_norm, attn_merge_acq_rel=attn_merge_acq_rel, attn_merge_chunk=attn_merge_chunk,
         attn_trigger_at=attn_trigger_at, o_weight_bytes=H * cfg.q_size * DTYPE_BYTES[dtype], attn_ilp=attn_ilp,
-        attn_rounds_carry=attn_rounds_carry, attn_merge_poll=attn_merge_poll)
+        attn_rounds_carry=attn_rounds_carry)
     if qkv_trigger_first is None:
         qkv_trigger_first = cfg.qkv_size * H * DTYPE_BYTES[dtype] <= QKV_TRIGGER_FIRST_MAX_BYTES
     if qkv_trigger_first:
@@ -301,9 +299,8 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
     buf("logits", (V,), "float32", "activation")
     buf("rope_cos", (C, D // 2), dtype, "table")
     buf("rope_sin", (C, D // 2), dtype, "table")
-    part, ml = ("attn_part_poll", "attn_ml_poll") if attn_merge_poll else ("attn_part", "attn_ml")  # zeroed: its own
-    buf(part, (nH, splits, D), "float32", "scratch")  # split-KV partial outputs
-    buf(ml, (nH, splits, 2), "float32", "scratch")  # split-KV (max, sum) pairs
+    buf("attn_part", (nH, splits, D), "float32", "scratch")  # split-KV partial outputs
+    buf("attn_ml", (nH, splits, 2), "float32", "scratch")  # split-KV (max, sum) pairs
     buf("attn_sem", (nKV,), "int32", "scratch")  # arrival counters for the in-kernel merge
 
     buf("embed", (V, H), dtype, "weight")
@@ -365,14 +362,14 @@ def build_plan(cfg: ModelConfig, dtype: str = "bfloat16", capacity: int = 4096, 
                    dict(attn_dims, eps=eps, fused_rope=True, **({} if attn_kv_early else {"kv_early": False})),
                    qkv="qkv", q_norm=p + "q_norm", k_norm=p + "k_norm", cos="rope_cos", sin="rope_sin",
                    k_cache=p + "k_cache", v_cache=p + "v_cache", pos="pos", out="attn",
-                   part=part, ml=ml, sem="attn_sem")
+                   part="attn_part", ml="attn_ml", sem="attn_sem")
         else:
             launch(p + "qk_norm_rope", i, "rope", "qk_norm_rope", dict(attn_dims, eps=eps),
                    qkv="qkv", q_norm=p + "q_norm", k_norm=p + "k_norm", cos="rope_cos", sin="rope_sin",
                    pos="pos", q="q", k_cache=p + "k_cache", v_cache=p + "v_cache")
             launch(p + "attention", i, "attention", "attn_decode" + sc_sfx, attn_dims,
                    q="q", k_cache=p + "k_cache", v_cache=p + "v_cache", pos="pos", out="attn",
-                   part=part, ml=ml, sem="attn_sem")
+                   part="attn_part", ml="attn_ml", sem="attn_sem")
         # o_proj and down add into x, last written two or more launches before them (the last
         # layer's down or embed; o_proj): they may read it before their grid dependency
         res = {"early_residual": True} if early_residual else None

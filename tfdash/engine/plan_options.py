@@ -21,7 +21,7 @@ REMOVED_OPTIONS = {"down_smem_prefetch": False, "attn_k_apart": False, "attn_tri
                    "attn_merge_spin": False, "attn_rope_warp": False,
                    "attn_merge_tagged": False, "attn_merge_speculate": False,
                    "attn_merge_once": False, "attn_idle_exit": False, "attn_head_split": 1,
-                   "lm_head_pick_ahead": True}
+                   "lm_head_pick_ahead": True, "attn_merge_poll": False}
 
 
 def recorded_options(options: Mapping[str, object]) -> dict | None:

@@ -18,7 +18,6 @@ import torch
 
 from tfdash.kernels.attn_dots import ACC, key_macro, scores_macro, values_macro
 from tfdash.kernels.base import DTYPE_BYTES, Family, Geometry, Operand, make_cost, register
-from tfdash.kernels.merge_poll import POLL_PRELUDE, encoder, merge_poll_macro
 from tfdash.kernels.probe import PROBE_PHASES, PROBE_PRELUDE, stamp_macro
 from tfdash.kernels.rope import fused_passes, fused_rope_macro, rope_weights_macro
 from tfdash.kernels.softmax import block_softmax_macro
@@ -173,15 +172,11 @@ def tilelang_attention(dims):
     # its K/V loads; a block past the context exits, which counts
     trigger_at = dims.get("trigger_at", "dependency")
     assert trigger_at in TRIGGER_POINTS, trigger_at
-    # `merge_poll`: no arrival; program 0 of each kv head merges, polling the partials (merge_poll)
-    poll = bool(dims.get("merge_poll"))
-    enc = encoder(T, poll)
-    softmax = block_softmax_macro(T, group, threads, warps, B, SP, enc)
+    softmax = block_softmax_macro(T, group, threads, warps, B, SP)
     probed = bool(dims.get("probe"))  # a diagnostic build that stamps its phases (PROBE_PHASES)
     stamp = stamp_macro(T)
     merge = merge_macro(T, group, warps, S, D, dt, early=bool(dims.get("merge_early")),
                         acq_rel=bool(dims.get("merge_acq_rel")), chunk=MC, stamp=stamp if probed else None)
-    merge_poll = merge_poll_macro(T, group, warps, S, D, dt, MC, stamp=stamp if probed else None)
     # the rope phase's norm weights and cos/sin read before the grid dependency (fused, under PDL,
     # with the KV prefetch): the phase after it then waits only on qkv, just written, in L2
     early_norm = early and bool(dims.get("early_norm"))
@@ -189,11 +184,10 @@ def tilelang_attention(dims):
     load_w = rope_weights_macro(T, D)
     RED = max(SP, RP) * warps  # reduction slots: one per warp per pass
     ilp = bool(dims.get("ilp"))  # the score and value phases as independent chains (attn_dots)
-    scores_ilp, values_ilp = scores_macro(T, group, iters, DC, B, fused, scale), values_macro(T, group, B, fused, enc)
+    scores_ilp, values_ilp = scores_macro(T, group, iters, DC, B, fused, scale), values_macro(T, group, B, fused)
     key = key_macro(T, DC, fused)
     assert fused or not probed, "the phase probe is built for the fused attention"
-    prelude = (PROBE_PRELUDE if probed else "") + (POLL_PRELUDE if poll else "")
-    launch_kw = dict(prelude=prelude) if prelude else {}
+    launch_kw = dict(prelude=PROBE_PRELUDE) if probed else {}
 
     @T.macro
     def load_kv(k_cache, v_cache, kall, vv, g, bx, n, tx, warp, pi, dc):
@@ -323,28 +317,19 @@ def tilelang_attention(dims):
                                 o[hh] += p_s[hh, j] * T.if_then_else(j == last, vcur, T.cast(vv[j], "float32"))
                             else:
                                 o[hh] += p_s[hh, j] * T.cast(vv[j], "float32")
-                        part[g * group + hh, bx, tx] = enc(o[hh])
+                        part[g * group + hh, bx, tx] = o[hh]
                     if probed:
                         stamp(probe, px, g, tx, "values")
                     if pdl and trigger_at == "values":
                         T.pdl_trigger()
                     if carry and bx + SG < n_active:  # the next round's K/V stream under this one's merge
                         load_kv(k_cache, v_cache, kall, vv, g, bx + SG, n, tx, warp, pi, dc)
-                    if poll:  # program 0 merges after its last round; the others store and exit (merge_poll)
-                        if probed:
-                            stamp(probe, px, g, tx, "arrived")
-                        if px == 0 and bx + SG >= n_active:
-                            merge_poll(ml, part, out, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active, probe, px)
-                    else:  # the last split of this kv head to arrive merges (tfdash.kernels.splitkv)
-                        merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active, probe, px)
+                    # the last split of this kv head to arrive merges (tfdash.kernels.splitkv)
+                    merge(ml, part, out, sem, flag_s, w_s, mloc, lloc, pv, g, tx, lane, warp, n_active, probe, px)
                     if probed:
                         stamp(probe, px, g, tx, "end")
                         if tx == 0:
-                            if poll:  # program 0's last round merged
-                                probe[g, px, len(PROBE_PHASES) - 1] = T.cast(
-                                    T.if_then_else(px == 0, T.if_then_else(bx + SG >= n_active, 1, 0), 0), "int64")
-                            else:
-                                probe[g, px, len(PROBE_PHASES) - 1] = T.cast(flag_s[0], "int64")
+                            probe[g, px, len(PROBE_PHASES) - 1] = T.cast(flag_s[0], "int64")
 
     if probed:
 

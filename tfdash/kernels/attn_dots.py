@@ -61,9 +61,8 @@ def scores_macro(T, group: int, iters: int, DC: int, B: int, fused: bool, scale:
     return scores
 
 
-def values_macro(T, group: int, B: int, fused: bool, enc=lambda v: v):
-    """part[h, bx, tx] = sum_j p_s[hh, j] * v[j, tx] for each head hh of the group (h its q head),
-    stored as `enc` makes it (tfdash.kernels.merge_poll.encoder).
+def values_macro(T, group: int, B: int, fused: bool):
+    """part[h, bx, tx] = sum_j p_s[hh, j] * v[j, tx] for each head hh of the group (h its q head).
     Fused, the block holding this step's position `last` prefetched a zero there (load_kv), so the
     sum runs over vv as it is and adds p[last] * vcur (this step's own v) once after it."""
 
@@ -84,6 +83,6 @@ def values_macro(T, group: int, B: int, fused: bool, enc=lambda v: v):
                 # nvcc contracted it in one build and not in another, so builds that differ only
                 # in where their loads sit summed other bits
                 o4[hh, 0] = T.fma(p_s[hh, T.min(last, B - 1)], T.if_then_else(last < B, vcur, 0.0), o4[hh, 0])
-            part[g * group + hh, bx, tx] = enc((o4[hh, 0] + o4[hh, 1]) + (o4[hh, 2] + o4[hh, 3]))
+            part[g * group + hh, bx, tx] = (o4[hh, 0] + o4[hh, 1]) + (o4[hh, 2] + o4[hh, 3])
 
     return values

@@ -10,10 +10,9 @@ A warp-local version (each warp's max and sum by shuffles in registers, one barr
 """
 
 
-def block_softmax_macro(T, group: int, threads: int, warps: int, B: int, SP: int, enc=lambda v: v):
+def block_softmax_macro(T, group: int, threads: int, warps: int, B: int, SP: int):
     """The block-wide softmax: sc_s (group, B) in, p_s out, thread tx % B of pass sp holding one
-    score; red_s has a slot per warp per pass. `enc`: what is stored in ml for a value
-    (tfdash.kernels.merge_poll.encoder)."""
+    score; red_s has a slot per warp per pass."""
     wph = B // 32  # warps per head
 
     @T.macro
@@ -40,7 +39,7 @@ def block_softmax_macro(T, group: int, threads: int, warps: int, B: int, SP: int
                 svs[sp] = T.exp(svs[sp] - m)
                 p_s[(sp * threads + tx) // B, tx % B] = svs[sp]
                 if tx % B == 0:
-                    ml[g * group + (sp * threads + tx) // B, bx, 0] = enc(m)
+                    ml[g * group + (sp * threads + tx) // B, bx, 0] = m
             else:
                 svs[sp] = 0.0
         T.sync_threads()
@@ -55,6 +54,6 @@ def block_softmax_macro(T, group: int, threads: int, warps: int, B: int, SP: int
                     lsum = 0.0
                     for w in T.unroll(wph):
                         lsum += red_s[sp * warps + (tx // B) * wph + w]
-                    ml[g * group + (sp * threads + tx) // B, bx, 1] = enc(lsum)
+                    ml[g * group + (sp * threads + tx) // B, bx, 1] = lsum
 
     return softmax

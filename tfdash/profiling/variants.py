@@ -51,9 +51,6 @@ PLAN_VARIANTS = {
     # split cap), every round ropes q and loads its K/V at its start, where the default ropes q once
     # and loads ahead
     "tilelang-eachround": {"attn_rounds_carry": False},
-    # attention's program 0 of each kv head merges by polling the partials as they land, no block
-    # counting arrivals with a fence and an atomic (tfdash.kernels.merge_poll); its own scratch
-    "tilelang-pollmerge": {"attn_merge_poll": True},
     # the lm_head as the bf16 GEMV, where the default bounds every logit through an int8 copy of its
     # weight and computes exactly only the rows that may hold the argmax
     "tilelang-bf16head": {"lm_head_q8": False},
