@@ -21,6 +21,28 @@ def test_a_negative_seed_is_refused_alike_by_every_command(cmd):
     assert "CUDA" not in r.stderr
 
 
+def test_seed_with_a_checkpoint_is_refused_by_the_dashboard_before_its_screen(ckpt_factory, capsys, monkeypatch):
+    """The dashboard's preflight weighed --ckpt without --seed, so `tfdash --ckpt D --seed 3` opened the
+    screen and the worker's engine build said the refusal in an error pane. Said before the screen
+    now, the headless run's line and exit status."""
+    from tfdash.app import main as app_main
+    from tfdash.cli import main
+
+    def opened(*a, **kw):
+        raise AssertionError("the dashboard's screen was built")
+
+    monkeypatch.setattr(app_main, "live_app", opened)
+    monkeypatch.setenv("TFDASH_FORCE_TUI", "1")  # the dashboard, though pytest's stdout is no terminal
+    argv = ["--ckpt", str(ckpt_factory(tied=False, sharded=True).path), "--seed", "3", "--max-new-tokens", "2"]
+    capsys.readouterr()
+    headless = main(["--headless", *argv]), capsys.readouterr()
+    dashboard = main(argv), capsys.readouterr()
+    assert dashboard == headless
+    rc, (out, err) = dashboard
+    assert rc == 2 and out == ""
+    assert_one_line_error(err, "--seed 3", "give --ckpt or --seed, not both")
+
+
 @pytest.mark.parametrize("cmd", [["open"], ["diff"], ["diff", "a.json"], ["counters"]])
 def test_an_unknown_option_is_named_before_a_missing_argument(cmd, tmp_path):
     """`tfdash open -x` said SNAPSHOT.json was required, not that -x is no option of open."""

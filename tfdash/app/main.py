@@ -112,14 +112,15 @@ def session_factory(args, max_new_tokens: int) -> Callable:
 
 
 def preflight(args, max_new_tokens: int):
-    """The checks that need no weights (the config, the tokenizer file, the device, the lengths),
-    before the screen opens: a mistake is one line on the terminal, not an error pane. The engine
-    chosen (its device, dtype and backend)."""
+    """The checks that need no weights (the config, the tokenizer file, an option a checkpoint makes
+    moot such as --seed, the device, the lengths), before the screen opens: a mistake is one line on
+    the terminal, as headless says it, not an error pane. The engine chosen (its device, dtype and
+    backend)."""
     from tfdash.engine import choose_engine
     from tfdash.engine.limits import check_generation
 
     choice = choose_engine(args.ckpt, args.model, args.device, getattr(args, "dtype", None),
-                           getattr(args, "backend", None))
+                           getattr(args, "backend", None), getattr(args, "seed", None) or 0)
     capacity = choice.capacity(None, args.prompt, max_new_tokens)
     if args.ckpt is not None:
         from tfdash.engine.checkpoint import inventory
