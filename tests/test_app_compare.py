@@ -756,11 +756,44 @@ async def test_a_cancelled_ab_says_so_in_its_toast_and_its_box(isolated_config):
         toast = " ".join(toast_lines(app))
         severities = [t.has_class("-warning") for t in app.screen.query("Toast")]
         inside = box_lines(screen_text(app), "A/B a plan variant")
-    assert f"A/B tilelang-unfused cancelled after 2 windows a side, {VERDICT_LABEL}: {r['verdict']}" in toast, toast
+    assert f"A/B tilelang-unfused cancelled after 2 windows of 64 steps a side, {VERDICT_LABEL}: {r['verdict']}" \
+        in toast, toast
     assert severities == [True], severities
     assert any(line.startswith("incomplete: tilelang-unfused") for line in inside), inside
     assert not any(line.startswith("done:") for line in inside), inside
     assert not any(re.match(r"op\s+A\s+B\s+Δ", line) for line in inside), inside
+
+
+@sync
+async def test_an_ab_stopped_between_a_and_b_counts_each_sides_windows_as_its_table_does(isolated_config):
+    """Stopped after A's fifth window and before B's, the box said "4 windows of 64 steps a side" (and
+    its toast "after 4 windows a side") beside a sides' table whose A row had 5. Both give each side's
+    count where they differ, in the headless report's words."""
+    from fixtures.appkit import LiveStandIn
+    from test_app_dialogs import box_lines
+    from test_app_fit import screen_text, toast_lines
+
+    from tfdash.app.app import TfdashApp
+
+    r = recorded_ab()
+    r = {**r, "incomplete": "cancelled", "order": "ABABABABA", "windows_per_side": 4,
+         "a": {**r["a"], "windows": 5}, "b": {**r["b"], "windows": 4}}
+    said = "windows of 64 steps, 5 of A and 4 of B (4 paired)"
+    app = TfdashApp(LiveStandIn(ab_result=r), theme="tfdash-dark")
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await settle(pilot)
+        app.clear_notifications()
+        await pilot.press("a", "enter")
+        await app.workers.wait_for_complete()
+        await settle(pilot)
+        toast = " ".join(toast_lines(app))
+        inside = box_lines(screen_text(app), "A/B a plan variant")
+    a = next(line for line in inside if line.startswith("A running plan"))
+    b = next(line for line in inside if line.startswith("B tilelang-unfused"))
+    assert a.split()[-1] == "5" and b.split()[-1] == "4", inside  # the windows column
+    assert f" · {said}, order ABABABABA, during the generation;" in " ".join(inside), inside
+    assert "4 windows" not in " ".join(inside), inside
+    assert f"A/B tilelang-unfused cancelled after {said}, {VERDICT_LABEL}: " in toast, toast
 
 
 def torch_eager_fixture():

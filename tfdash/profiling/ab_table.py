@@ -3,6 +3,7 @@
 
     VERDICT_LABEL    what the verdict's Δ is, said beside it
     when(result)     when the turns ran: "during the generation", or "after the generation, …"
+    window_count(result)  the windows a side, each side's count where a stop left them unequal
     table(result)    the lines
 """
 
@@ -19,6 +20,16 @@ def when(result: dict) -> str:
     return f"during {during}" if during == "the generation" else during
 
 
+def window_count(result: dict) -> str:
+    """The windows each side ran, as the sides' table counts them: "4 windows of 64 steps a side", or,
+    stopped mid-way (Ctrl+C, esc) with A one window ahead, each side's count and how many are paired."""
+    na, nb = (result.get(side, {}).get("windows", 0) for side in ("a", "b"))
+    steps = result.get("steps_per_window")
+    if na == nb:
+        return f"{result.get('windows_per_side')} windows of {steps} steps a side"
+    return f"windows of {steps} steps, {na} of A and {nb} of B ({min(na, nb)} paired)"
+
+
 def table(result: dict) -> list[str]:
     """The A/B as lines of text (the headless report; the dashboard draws the same numbers)."""
     if "unavailable" in result:
@@ -33,11 +44,9 @@ def table(result: dict) -> list[str]:
         return (f"{label:<{w}}{s['tok_per_s']:>13.1f}{s['tok_per_s_min']:>10.1f} - {s['tok_per_s_max']:<9.1f}"
                 f"{s['step_ns'] / 1e6:>16.3f}{s['windows']:>9}")
 
-    t, na, nb = result["tokens"], a.get("windows", 0), b.get("windows", 0)
-    # stopped mid-way (Ctrl+C), A may have one window more than B: each side's count, as the table shows it
-    count = (f"{result['windows_per_side']} windows of {result['steps_per_window']} steps a side" if na == nb else
-             f"windows of {result['steps_per_window']} steps, {na} of A and {nb} of B ({min(na, nb)} paired)")
-    lines = [f"A/B {result['what']} ({result['about']}) on {result['backend']}: {count}, order {result['order']}"
+    t = result["tokens"]
+    lines = [f"A/B {result['what']} ({result['about']}) on {result['backend']}: {window_count(result)}, "
+             f"order {result['order']}"
              + (f", {when(result)}" if result.get("during") else ""),
              f"{'side':<{w}}{'median tok/s':>13}{'range':>22}{'median ms/step':>16}{'windows':>9}",
              row(labels[0], a), row(labels[1], b),

@@ -37,7 +37,7 @@ from tfdash.app import bindings
 from tfdash.app.compare import hand_back
 from tfdash.app.widgets.footer import FitFooter
 from tfdash.app.layout import SHORT_H, FitsBeforeDraw, fill_whole
-from tfdash.profiling.ab_table import VERDICT_LABEL, when
+from tfdash.profiling.ab_table import VERDICT_LABEL, when, window_count
 from tfdash.profiling.variants import Refusal, refusal
 from tfdash.app.messages import ABMeasured, ABProgressed
 from tfdash.app.model import fmt_ns
@@ -117,8 +117,8 @@ def verdict_content(result: dict) -> Content:
              (f"\ntokens agree at all {t.get('checks')} turn starts" if agree else
               f"\ntokens DIFFER at {t.get('checks', 0) - t.get('agree', 0)} of {t.get('checks')} turn starts",
               "$text-success" if agree else "bold $text-error"),
-             (f" · {result.get('windows_per_side')} windows of {result.get('steps_per_window')} steps a side, order "
-              f"{visible(str(result.get('order', '')))[:24]}, {visible(when(result))}; "
+             (f" · {window_count(result)}, order {visible(str(result.get('order', '')))[:24]}, "
+              f"{visible(when(result))}; "
               f"per op: {visible(str(result.get('per_op_method', '')))}", "$text-muted")]
     if result.get("incomplete"):
         parts.append((f"\nincomplete: {visible(str(result['incomplete']))}", "$text-warning"))
@@ -333,8 +333,8 @@ class ABScreen(FitsBeforeDraw, ModalScreen):
         if "unavailable" in result:
             self.notify(f"A/B {name}: {result['unavailable']}", severity="warning", timeout=6)
         elif result.get("incomplete"):  # a cancelled run's verdict is over fewer windows: never a plain one
-            self.notify(f"A/B {name} {result['incomplete']} after {result.get('windows_per_side', 0)} windows a "
-                        f"side, {VERDICT_LABEL}: {result.get('verdict', '')}", title="A/B incomplete",
+            self.notify(f"A/B {name} {result['incomplete']} after {window_count(result)}, "
+                        f"{VERDICT_LABEL}: {result.get('verdict', '')}", title="A/B incomplete",
                         severity="warning", timeout=8)
         elif not self.is_current:  # the box shows the verdict; at 80x24 a toast would cover it
             self.notify(f"A/B {name}, {VERDICT_LABEL}: {result.get('verdict', '')}", title="A/B", timeout=6)
