@@ -58,7 +58,8 @@ async def test_b_opens_at_once_reading_and_esc_closes_it_meanwhile(isolated_conf
         await wait_for(pilot, lambda: "run-0.json" in screen_text(app), timeout=30, what="the list")
         text = screen_text(app)
         assert "snapshots…" not in text and all(f"run-{i}.json" in text for i in range(FILES)), text
-        assert "⏎ Choose" in footer(app), footer(app)
+        # the footer offers ⏎ once it has redrawn its keys for the list
+        await wait_for(pilot, lambda: "⏎ Choose" in footer(app), timeout=10, what=f"⏎ in the footer: {footer(app)!r}")
 
 
 def test_quitting_while_the_picker_reads_does_not_wait_for_the_rest(isolated_config, tmp_path, monkeypatch):

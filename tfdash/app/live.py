@@ -167,11 +167,12 @@ class LiveSource:
     def generation_over(self) -> bool:
         """The run goes on after its generation has ended (the session's own profile window over
         the steps after it, on the CPU): no step is left to hold, and a window asked for now would
-        not be taken."""
+        not be taken. Only a Session has a generation of its own (not a stand-in for one)."""
+        from tfdash.profiling.session import Session
         from tfdash.profiling.session_requests import generation_over
 
         session = self.session
-        return self.running and session is not None and generation_over(session)
+        return self.running and isinstance(session, Session) and generation_over(session)
 
     def take_news(self) -> frozenset[str]:
         """Acknowledge the outstanding SessionNews; returns the kinds of event it covered."""

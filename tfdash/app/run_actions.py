@@ -80,7 +80,7 @@ class RunActions:
                             timeout=3)
             else:
                 self.notify(f"profiling the next {PROFILE_STEPS} steps…", timeout=2)
-        elif self.state in ("running", "paused"):  # the session refused it: two wait already
+        elif self.running:  # the session refused it: two wait already
             self.notify("two profile windows are waiting already: this one is not added", severity="warning",
                         timeout=3)
         elif self.state in ("done", "stopped", "error"):  # a window needs steps to time: a run
