@@ -16,9 +16,10 @@ _set_aside: str | None = None  # the value taken out of os.environ by the last s
 
 
 def one_count(value: str) -> bool:
-    """Whether `value` is the one positive count tfdash takes from OMP_NUM_THREADS."""
+    """Whether `value` is the one positive count tfdash takes from OMP_NUM_THREADS: ASCII digits, as
+    libgomp reads them (str.isdigit also takes "²", which int() refuses, and "３", which libgomp does)."""
     v = value.strip()
-    return v.isdigit() and int(v) >= 1
+    return v.isascii() and v.isdigit() and int(v) >= 1
 
 
 def set_aside() -> None:
