@@ -41,3 +41,20 @@ def test_analyze_takes_its_target_from_a_compressed_snapshot(tmp_path):
     r = run_tfdash("analyze", "--model", "qwen3-tiny", "--target", str(broken), timeout=120)
     assert r.rc == 2
     assert_one_line_error(r.stderr, f"{broken}: gzip-compressed, but cannot be read")
+
+
+def test_saving_over_a_compressed_snapshot_names_the_run_it_replaces(tmp_path):
+    """`--save run.json.gz` over an earlier run's compressed snapshot said only "wrote run.json.gz",
+    where the same write over run.json says "(replacing the snapshot of the run recorded ...)"."""
+    from tfdash.profiling.export import load_snapshot
+    from tfdash.profiling.export_files import recorded_run
+
+    packed = tmp_path / "run.json.gz"
+    packed.write_bytes(gzip.compress(SNAPSHOT.read_bytes()))
+    when = load_snapshot(SNAPSHOT).meta.started_at
+    assert recorded_run(packed) == f"the run recorded {when}"
+    r = run_tfdash("--headless", "--max-new-tokens", "2", "--save", str(packed), timeout=120)
+    assert r.rc == 0, r.stderr
+    assert f"wrote {packed} (replacing the snapshot of the run recorded {when})" in r.stdout
+    (tmp_path / "cut.json.gz").write_bytes(packed.read_bytes()[:20])  # not whole gzip: no run named, no traceback
+    assert recorded_run(tmp_path / "cut.json.gz") is None

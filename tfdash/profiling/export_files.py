@@ -138,6 +138,13 @@ def recorded_run(path) -> str | None:
             data = f.read()
     except OSError:
         return None
+    if data[:2] == b"\x1f\x8b":  # a .json.gz snapshot (--save run.json.gz writes one), read as load_snapshot does
+        from tfdash.profiling.export import _gunzip
+
+        try:
+            data = _gunzip(p, data)
+        except TfdashError:
+            return None
     if not _SNAPSHOT_HEAD.match(data[:256]):
         return None
     try:
