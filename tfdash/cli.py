@@ -324,9 +324,11 @@ def _run(argv: list[str]) -> int:
 def _stdout_failed(e: OSError) -> None:
     """Say that stdout could not be written: a disk full or over quota is a write's error alone, and
     every file tfdash writes by name (--json, --save, --export) says its own failure, naming the file.
-    Where stderr takes the line, stdout was the one that failed, and its descriptor goes to
-    /dev/null so that the exit's flush of what is left does not fail again ("Exception ignored");
-    where it does not, stderr was (`2> log` on a full disk) and stdout is left as it is."""
+    It was stdout's: stderr is a LosingStderr here (tfdash.stderr_notes), which loses a line it cannot
+    write rather than raise, so `2> log` on a full disk ends no run. The line goes to stderr (lost where
+    stderr is full too) and stdout's descriptor to /dev/null, so that the exit's flush of what is left
+    does not fail again ("Exception ignored"); only a stderr closed or whose reader has gone refuses
+    the line, and stdout is then left as it is."""
     try:
         print(f"tfdash: error: cannot write to stdout ({e.strerror or e})", file=sys.stderr, flush=True)
     except (OSError, ValueError):
