@@ -78,6 +78,16 @@ def test_seed_with_a_checkpoint_is_refused(ckpt_factory, capsys):
     assert rc == 0, err
 
 
+def test_bench_refuses_seed_with_a_checkpoint_before_the_device(ckpt_factory, capsys):
+    """bench checks its arguments first, on any machine; --seed with --ckpt was left to the engine's
+    build, so a CPU host said 'tfdash bench needs a CUDA device' and a GPU one said it after '# loading'."""
+    ckpt = ckpt_factory(tied=False, sharded=True)
+    rc, out, err = cli(capsys, "bench", "--ckpt", str(ckpt.path), "--seed", "3", "--backends", "torch-graph",
+                       "--max-new-tokens", "8")
+    assert rc == 2 and out == ""
+    assert_one_line_error(err, "--seed 3", "give --ckpt or --seed, not both")
+
+
 def test_headless_checkpoint_in_process(ckpt_factory, capsys):
     ckpt = ckpt_factory(tied=False, sharded=True)
     rc, out, err = cli(capsys, "--headless", "--ckpt", str(ckpt.path), "--prompt", "w5 w6 w7",

@@ -132,6 +132,14 @@ class EngineChoice:
         return default_capacity(cfg, need)  # may round up past a max_position_embeddings < one block
 
 
+def check_seed(ckpt, seed: int) -> None:
+    """A --seed other than the default 0 with --ckpt: one line (it seeds random weights only), said
+    by choose_engine and by bench with its other argument checks, before the device."""
+    if ckpt is not None and seed:
+        raise TfdashError(f"--seed {seed} seeds random weights; a checkpoint's weights are its own: "
+                          "give --ckpt or --seed, not both")
+
+
 def choose_engine(ckpt: str | Path | None = None, model: str | None = None, device: str | None = None,
                   dtype: str | None = None, backend: str | None = None, seed: int = 0) -> EngineChoice:
     """The engine the arguments ask for, the same for headless, the dashboard and bench: the
@@ -149,9 +157,7 @@ def choose_engine(ckpt: str | Path | None = None, model: str | None = None, devi
     if ckpt is not None:
         if model is not None:
             raise TfdashError("give --ckpt or --model, not both")
-        if seed:
-            raise TfdashError(f"--seed {seed} seeds random weights; a checkpoint's weights are its own: "
-                              "give --ckpt or --seed, not both")
+        check_seed(ckpt, seed)
         cfg, tokenizer, source = load_config(ckpt), load_tokenizer(ckpt), str(ckpt)
     else:
         cfg = preset(model or ("qwen3-1.7b" if device.startswith("cuda") else "qwen3-tiny"))

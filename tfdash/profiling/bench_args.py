@@ -55,7 +55,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def check_numbers(args) -> None:
-    """The counts and sizes, each said on its own."""
+    """The counts and sizes, each said on its own; a --seed that --ckpt makes moot."""
+    from tfdash.engine import check_seed
+
+    check_seed(args.ckpt, args.seed)
     for flag, n in (("--rounds", args.rounds), ("--max-new-tokens", args.max_new_tokens)):
         if n < 1:
             raise UsageError(f"{flag} {n} must be at least 1", PROG)
