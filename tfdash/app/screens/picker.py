@@ -181,7 +181,7 @@ class PickerScreen(FitsBeforeDraw, ModalScreen):
         resize with the cursor kept on its row."""
         t = self.query_one("#picker-table", DataTable)
         row = t.cursor_row
-        scrollbar = int(len(self.rows) + 1 > t.size.height)
+        scrollbar = t.styles.scrollbar_size_vertical if len(self.rows) + 1 > t.size.height else 0  # as drawn
         rows = fit_names(self.rows, file_room(t.size.width - scrollbar, self.rows))
         fill_whole(t, COLUMNS, rows, [str(i) for i in range(len(rows))], PRIORITY, scrollbar)
         t.move_cursor(row=row, animate=False)
