@@ -368,7 +368,7 @@ class ABScreen(FitsBeforeDraw, ModalScreen):
         self.fill_sides()  # shown only now: its columns are fitted in the layout that gives it a width
         for r in result.get("per_op", []):
             ops.add_row(*op_cells(r))
-        done = "recorded" if recorded else "incomplete" if result.get("incomplete") else "done"
+        done = "incomplete" if result.get("incomplete") else "recorded" if recorded else "done"  # as the verdict says
         self._status(f"{done}: {what} ({result.get('about', '')}) on "
                      f"{result.get('backend', '?')}", "$text-muted")
 
