@@ -35,6 +35,7 @@ from textual.widgets import DataTable, ProgressBar, Static
 
 from tfdash.app import bindings
 from tfdash.app.compare import hand_back
+from tfdash.app.screens.ab_intro import intro, turns_after
 from tfdash.app.widgets.footer import FitFooter
 from tfdash.app.layout import SHORT_H, FitsBeforeDraw, fill_whole
 from tfdash.profiling.ab_table import VERDICT_LABEL, when, window_count
@@ -143,6 +144,7 @@ class ABScreen(FitsBeforeDraw, ModalScreen):
     # At 80x24 the box is nearly the whole screen: a new profile window's toast (refresh.py) would
     # cover its progress bar and status line; it waits until the box closes (warnings do not)
     HOLDS_WINDOW_TOASTS = True
+    _after = None  # whether the intro says the turns come after the generation (_intro)
 
     def __init__(self):
         super().__init__()
@@ -171,14 +173,6 @@ class ABScreen(FitsBeforeDraw, ModalScreen):
         box = self.query_one("#ab-box")
         box.border_title = "A/B a plan variant"
         self._keys()
-        from tfdash.profiling.ab import PROFILE_STEPS, STEPS, WINDOWS
-
-        self.query_one("#ab-intro", Static).update(Content.assemble(
-            ("The running plan (A) and the variant (B) take turns on this generation: ", "$text-muted"),
-            (f"{WINDOWS} windows of {STEPS} steps a side, A B A B…", "bold"),
-            (f", then a {PROFILE_STEPS}-step profile window each. The variant shares the weights, the KV "
-             "cache and the position, so the stream goes on; both sides' next tokens are compared at every turn.",
-             "$text-muted")))
         t = self.query_one("#ab-variants", DataTable)
         t.add_columns(("variant (as bench names it)", "name"), ("what it changes", "about"))
         for row in self.variants:
@@ -196,7 +190,14 @@ class ABScreen(FitsBeforeDraw, ModalScreen):
             start = bindings.key_name(self.app, "ab.start")
             self._status(f"pick a variant, {start} runs it" if self.app.source.live else
                          "a saved snapshot is read-only: it holds no A/B", "$text-muted")
+        self.watch(self.app, "snapshot", self._intro, init=True)  # after a saved snapshot's A/B is shown
         t.focus()
+
+    def _intro(self, _snap=None) -> None:
+        """The intro, rewritten where when the turns run has changed (the generation may end with the box open)."""
+        if (after := turns_after(self.app, self.result)) != self._after:  # snapshots come up to 20 times a second
+            self._after = after
+            self.query_one("#ab-intro", Static).update(intro(after))
 
     def _mark_variants(self, snap) -> None:
         """The rows this engine would refuse, marked once a snapshot names the engine (the screen
