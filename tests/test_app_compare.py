@@ -732,30 +732,35 @@ async def test_a_finished_ab_leaves_its_box_uncovered_at_80x24(isolated_config):
     assert any(f"{VERDICT_LABEL}: {r['verdict']}" in line for line in inside), inside
 
 
-@sync
-async def test_a_cancelled_ab_says_so_in_its_toast_and_its_box(isolated_config):
-    """esc during an A/B: the toast read "A/B tilelang-unfused, paired windows' median Δ: variant
-    faster by 5.4 % ± 2.3 %" as a whole run's would, the box said "done:", and an empty per-op
-    table's header stood under "incomplete: cancelled". The toast is a warning that says it was
-    cancelled and after how many windows, the box says "incomplete:", and no bare header is drawn."""
+async def ab_box_after_enter(result: dict) -> tuple[str, list[bool], list[str]]:
+    """On a live stand-in whose A/B ends with `result`: a, then enter; the toast's text, each toast's
+    warning class, and the A/B box's lines at 120x40."""
     from fixtures.appkit import LiveStandIn
     from test_app_dialogs import box_lines
     from test_app_fit import screen_text, toast_lines
 
     from tfdash.app.app import TfdashApp
 
-    r = {**recorded_ab(), "incomplete": "cancelled", "per_op": [], "per_op_method": "not measured",
-         "windows_per_side": 2}
-    app = TfdashApp(LiveStandIn(ab_result=r), theme="tfdash-dark")
+    app = TfdashApp(LiveStandIn(ab_result=result), theme="tfdash-dark")
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await settle(pilot)
         app.clear_notifications()
         await pilot.press("a", "enter")
         await app.workers.wait_for_complete()
         await settle(pilot)
-        toast = " ".join(toast_lines(app))
-        severities = [t.has_class("-warning") for t in app.screen.query("Toast")]
-        inside = box_lines(screen_text(app), "A/B a plan variant")
+        return (" ".join(toast_lines(app)), [t.has_class("-warning") for t in app.screen.query("Toast")],
+                box_lines(screen_text(app), "A/B a plan variant"))
+
+
+@sync
+async def test_a_cancelled_ab_says_so_in_its_toast_and_its_box(isolated_config):
+    """esc during an A/B: the toast read "A/B tilelang-unfused, paired windows' median Δ: variant
+    faster by 5.4 % ± 2.3 %" as a whole run's would, the box said "done:", and an empty per-op
+    table's header stood under "incomplete: cancelled". The toast is a warning that says it was
+    cancelled and after how many windows, the box says "incomplete:", and no bare header is drawn."""
+    r = {**recorded_ab(), "incomplete": "cancelled", "per_op": [], "per_op_method": "not measured",
+         "windows_per_side": 2}
+    toast, severities, inside = await ab_box_after_enter(r)
     assert f"A/B tilelang-unfused cancelled after 2 windows of 64 steps a side, {VERDICT_LABEL}: {r['verdict']}" \
         in toast, toast
     assert severities == [True], severities
@@ -769,25 +774,11 @@ async def test_an_ab_stopped_between_a_and_b_counts_each_sides_windows_as_its_ta
     """Stopped after A's fifth window and before B's, the box said "4 windows of 64 steps a side" (and
     its toast "after 4 windows a side") beside a sides' table whose A row had 5. Both give each side's
     count where they differ, in the headless report's words."""
-    from fixtures.appkit import LiveStandIn
-    from test_app_dialogs import box_lines
-    from test_app_fit import screen_text, toast_lines
-
-    from tfdash.app.app import TfdashApp
-
     r = recorded_ab()
     r = {**r, "incomplete": "cancelled", "order": "ABABABABA", "windows_per_side": 4,
          "a": {**r["a"], "windows": 5}, "b": {**r["b"], "windows": 4}}
     said = "windows of 64 steps, 5 of A and 4 of B (4 paired)"
-    app = TfdashApp(LiveStandIn(ab_result=r), theme="tfdash-dark")
-    async with app.run_test(size=(120, 40), notifications=True) as pilot:
-        await settle(pilot)
-        app.clear_notifications()
-        await pilot.press("a", "enter")
-        await app.workers.wait_for_complete()
-        await settle(pilot)
-        toast = " ".join(toast_lines(app))
-        inside = box_lines(screen_text(app), "A/B a plan variant")
+    toast, _, inside = await ab_box_after_enter(r)
     a = next(line for line in inside if line.startswith("A running plan"))
     b = next(line for line in inside if line.startswith("B tilelang-unfused"))
     assert a.split()[-1] == "5" and b.split()[-1] == "4", inside  # the windows column

@@ -51,6 +51,14 @@ class Recorder:
         return s
 
 
+def toasts_of(app) -> list[str]:
+    """The messages the app notifies from now on, in order (the toasts a person reads)."""
+    said = []
+    notify = app.notify
+    app.notify = lambda message, **kw: (said.append(str(message)), notify(message, **kw))
+    return said
+
+
 async def wait_for(pilot, cond, timeout: float = 30.0, what: str = "") -> None:
     t = time.monotonic()
     while not cond():
@@ -275,9 +283,7 @@ async def test_space_after_the_run_ended_says_why_nothing_pauses(isolated_config
     app = live_app(Recorder(tiny_engine, 8), max_new_tokens=8)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.state == "done", what="the run to end")
-        said = []
-        notify = app.notify
-        app.notify = lambda message, **kw: (said.append(str(message)), notify(message, **kw))
+        said = toasts_of(app)
         await pilot.press("space")
         await pilot.pause()
         assert said == ["no run in progress to pause (r re-runs)"]
@@ -293,9 +299,7 @@ async def test_p_while_paused_says_the_window_starts_when_the_run_resumes(isolat
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.new_tokens >= 10, what="tokens")
         await pilot.press("space")
-        said = []
-        notify = app.notify
-        app.notify = lambda message, **kw: (said.append(str(message)), notify(message, **kw))
+        said = toasts_of(app)
         await pilot.press("p")
         await pilot.pause()
         assert said == ["profiling 32 steps once the run resumes (space)"], said
@@ -310,9 +314,7 @@ async def test_a_third_p_while_two_windows_wait_says_it_is_not_added(isolated_co
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.new_tokens >= 10, what="tokens")
         await pilot.press("space")
-        said = []
-        notify = app.notify
-        app.notify = lambda message, **kw: (said.append(str(message)), notify(message, **kw))
+        said = toasts_of(app)
         await pilot.press("p", "p", "p")
         await pilot.pause()
         assert said == ["profiling 32 steps once the run resumes (space)"] * 2 + [
@@ -371,9 +373,7 @@ async def test_a_cpu_run_shows_measured_numbers_with_no_key_pressed(isolated_con
         assert "a 32-step window at ctx_len" in text and "taken by the dashboard on its own" in text, text
         rows = [line for line in text.splitlines() if line.startswith(("│ attention ", "│ gate_up ", "│ lm_head "))]
         assert len(rows) == 3 and not any("—" in line for line in rows), text
-        said = []
-        notify = app.notify
-        app.notify = lambda message, **kw: (said.append(str(message)), notify(message, **kw))
+        said = toasts_of(app)
         await pilot.press("p")
         await pilot.pause()
         assert said == ["the run is over: r re-runs, then p profiles"]
