@@ -30,6 +30,8 @@ MAX_WINDOWS = 64  # profile windows remembered for the drill-down's ctx_len swee
 class LiveRefresh:
     """The run's start, its news and its end, on TfdashApp."""
 
+    _generation_over = False  # as the last refresh found it: the footer's keys are redrawn when it changes
+
     def _start_run(self) -> None:
         self.state = "starting"
         self.status_note = "building the engine…"
@@ -54,8 +56,9 @@ class LiveRefresh:
         if self.state == "starting":
             self.state = "paused" if self.source.paused else "running"
             self.status_note = ""
-        if self.source.generation_over:  # the footer stops offering pause and profile (app.offers)
-            self.refresh_bindings()
+        if (over := self.source.generation_over) != self._generation_over:  # once, as it ends or a run starts
+            self._generation_over = over
+            self.refresh_bindings()  # the footer stops offering pause and profile (app.offers), or offers them again
         self._apply(snap)
 
     def _adapt_rate(self, now: float) -> None:

@@ -25,6 +25,9 @@ from tfdash.profiling.timeline import Timer
 if TYPE_CHECKING:
     from tfdash.profiling.session import Session
 
+# a result's "during" for an A/B run once the generation had ended (the A/B box's intro says it too)
+AFTER_GENERATION = "after the generation, from where it stopped"
+
 
 class Pausing:
     """A timer whose windows pause continuous timing around themselves (PausingWindow), as a
@@ -103,8 +106,7 @@ def run_ab(self: "Session", what: str, windows: int | None = None, steps: int | 
             run.cancel()
         if time.monotonic() >= deadline:
             run.abort("timed out")
-    result = asm.jsonable({**run.result(), "during": "the generation" if gen is not None else
-                           "after the generation, from where it stopped"})
+    result = asm.jsonable({**run.result(), "during": "the generation" if gen is not None else AFTER_GENERATION})
     self._touch(lambda: self.rec.ab.append(result))
     say(ABProgress(v.name, "done", run.finished, run.total, result["verdict"]))
     self._post(ABDone(result))

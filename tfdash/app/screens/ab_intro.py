@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from textual.content import Content
 
-AFTER = "after the generation, from where it stopped"  # Session.ab's "during" for an A/B run once it ended
+from tfdash.profiling.session_ab import AFTER_GENERATION as AFTER  # Session.ab's "during" once it ended
 
 
 def turns_after(app, result: dict | None) -> bool:
