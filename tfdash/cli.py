@@ -101,7 +101,7 @@ def add_model_args(p: argparse.ArgumentParser, threads: bool = True) -> None:
     src.add_argument("--ckpt", metavar="DIR", type=user_path,
                      help="a Qwen3 checkpoint directory (config.json, safetensors, "
                      "tokenizer.json); without it, random weights of --model's shape")
-    from tfdash.defaults import PRESET_NAMES
+    from tfdash.defaults import DEFAULT_SEED, PRESET_NAMES
 
     src.add_argument("--model", metavar="PRESET", type=preset_name,
                      help=", ".join(PRESET_NAMES) + " (default: qwen3-tiny on CPU, "
@@ -111,7 +111,8 @@ def add_model_args(p: argparse.ArgumentParser, threads: bool = True) -> None:
                      help="default: bfloat16 on CUDA, float32 on CPU")
     src.add_argument("--backend", choices=("torch-eager", "torch-graph", "tilelang-graph"),
                      help="default: tilelang-graph on CUDA (torch-graph without tilelang), torch-eager on CPU")
-    src.add_argument("--seed", type=seed_number, default=0, help="seed of the random weights (default 0)")
+    src.add_argument("--seed", type=seed_number, default=None,  # None: given or not, told apart (check_seed)
+                     help=f"seed of the random weights (default {DEFAULT_SEED})")
     if not threads:
         return
     src.add_argument("--threads", type=_threads, default=None, metavar="N",

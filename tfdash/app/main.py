@@ -120,7 +120,7 @@ def preflight(args, max_new_tokens: int):
     from tfdash.engine.limits import check_generation
 
     choice = choose_engine(args.ckpt, args.model, args.device, getattr(args, "dtype", None),
-                           getattr(args, "backend", None), getattr(args, "seed", None) or 0)
+                           getattr(args, "backend", None), getattr(args, "seed", None))
     capacity = choice.capacity(None, args.prompt, max_new_tokens)
     if args.ckpt is not None:
         from tfdash.engine.checkpoint import inventory

@@ -26,6 +26,7 @@ from tfdash.engine.decode import Generation, GenerationStats, TokenEvent
 from tfdash.engine.limits import LEAST_CAPACITY, check_generation, check_prompt_ids, default_capacity
 from tfdash.engine.plan import StepPlan, build_plan
 from tfdash.defaults import DEFAULT_PROMPT  # noqa: F401  (re-exported)
+from tfdash.defaults import DEFAULT_SEED
 from tfdash.errors import CapacityError, TfdashError, UnsupportedShape
 
 __all__ = [
@@ -132,20 +133,21 @@ class EngineChoice:
         return default_capacity(cfg, need)  # may round up past a max_position_embeddings < one block
 
 
-def check_seed(ckpt, seed: int) -> None:
-    """A --seed other than the default 0 with --ckpt: one line (it seeds random weights only), said
-    by choose_engine and by bench with its other argument checks, before the device."""
-    if ckpt is not None and seed:
+def check_seed(ckpt, seed: int | None) -> None:
+    """Any --seed given with --ckpt, 0 included: one line (it seeds random weights only), said by
+    choose_engine and by bench with its other argument checks, before the device. No --seed is None
+    (the parsers' default), so an explicit `--seed 0` is refused as `--seed 3` is."""
+    if ckpt is not None and seed is not None:
         raise TfdashError(f"--seed {seed} seeds random weights; a checkpoint's weights are its own: "
                           "give --ckpt or --seed, not both")
 
 
 def choose_engine(ckpt: str | Path | None = None, model: str | None = None, device: str | None = None,
-                  dtype: str | None = None, backend: str | None = None, seed: int = 0) -> EngineChoice:
+                  dtype: str | None = None, backend: str | None = None, seed: int | None = None) -> EngineChoice:
     """The engine the arguments ask for, the same for headless, the dashboard and bench: the
     embedded default (qwen3-tiny on CPU, the qwen3-1.7b shape on CUDA, random weights) or a
     checkpoint's config and tokenizer. Every conflict is a TfdashError line; an option that would
-    change nothing (--model or a --seed other than the default 0 with --ckpt) is one, not dropped."""
+    change nothing (--model or any --seed with --ckpt) is one, not dropped."""
     import torch
 
     from tfdash.engine.tokenizer import StandInTokenizer, load_tokenizer
@@ -219,7 +221,7 @@ def plan_for(cfg: ModelConfig, dtype: str, capacity: int, backend: str = "tilela
 
 def load_engine(ckpt: str | Path | None = None, model: str | None = None, device: str | None = None,
                 dtype: str | None = None, backend: str | None = None, capacity: int | None = None,
-                prompt: str | None = None, max_new_tokens: int | None = None, seed: int = 0,
+                prompt: str | None = None, max_new_tokens: int | None = None, seed: int | None = None,
                 progress=None, threads: int | None = None, ui: bool = False, loading=None) -> Engine:
     """Build an engine on the embedded default (qwen3-tiny on CPU, the qwen3-1.7b shape on CUDA,
     random weights) or on a checkpoint. When prompt and max_new_tokens are given, the lengths are
@@ -234,6 +236,7 @@ def load_engine(ckpt: str | Path | None = None, model: str | None = None, device
 
     requested_backend = backend
     choice = choose_engine(ckpt, model, device, dtype, backend, seed)
+    seed = DEFAULT_SEED if seed is None else seed  # no --seed: the random weights' seed, as Engine.seed records it
     cfg, tokenizer, source, device, dtype, backend = (choice.config, choice.tokenizer, choice.source, choice.device,
                                                       choice.dtype, choice.backend)
     capacity = choice.capacity(capacity, prompt, max_new_tokens)

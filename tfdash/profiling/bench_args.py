@@ -18,7 +18,7 @@ PROG = "tfdash bench"
 
 
 def parser() -> argparse.ArgumentParser:
-    from tfdash.defaults import DEFAULT_PROMPT, PRESET_NAMES
+    from tfdash.defaults import DEFAULT_PROMPT, DEFAULT_SEED, PRESET_NAMES
 
     p = Parser(prog=PROG,
                description="tok/s of the tilelang graph engine and its "
@@ -43,8 +43,8 @@ def parser() -> argparse.ArgumentParser:
                         "ops joined by +: the sweep that decides an entry of the GEMV table")
     p.add_argument("--json", metavar="OUT", type=out_arg,
                    help="write every round and the summary as JSON (- for stdout)")
-    p.add_argument("--seed", type=seed_number, default=0,
-                   help="seed of the random weights (default %(default)s), as the other commands take it")
+    p.add_argument("--seed", type=seed_number, default=None,  # None: given or not, told apart (check_seed)
+                   help=f"seed of the random weights (default {DEFAULT_SEED}), as the other commands take it")
     p.add_argument("--capacity", type=int, default=None, metavar="N",
                    help="KV cache positions (default: just enough for the run; the dashboard uses 4096). "
                         "Attention's grid stops growing at 32 programs a kv head, so a larger cache launches no more")

@@ -116,8 +116,7 @@ def prepare(engine_args: dict, pick: Callable[[object], list[int]], ctx: int = D
     child builds that engine and no other."""
     from tfdash.engine import choose_engine, plan_for
 
-    args = {k: engine_args.get(k) for k in ("ckpt", "model", "device", "dtype", "backend")}
-    args["seed"] = engine_args.get("seed") or 0
+    args = {k: engine_args.get(k) for k in ("ckpt", "model", "device", "dtype", "backend", "seed")}
     check_this_host(args["device"])  # no GPU here: said first, before any engine argument is weighed
     choice = choose_engine(**args)
     check_host(choice.device, choice.backend)
