@@ -308,3 +308,21 @@ def test_a_gzip_snapshot_stays_gzip(plan, tmp_path, monkeypatch):
     assert path.read_bytes()[:2] == b"\x1f\x8b"
     assert sum(k.counters is not None for k in load_snapshot(path).kernels) == len(got)
     assert [p.name for p in tmp_path.iterdir()] == ["run.json.gz"]  # written through a temporary, renamed
+
+
+def test_json_to_a_gz_name_is_gzip(plan, tmp_path, monkeypatch):
+    """`counters --json out.json.gz` wrote plain JSON under a .gz name; a report written there is
+    gzip-compressed, as a snapshot is, and reads back to the JSON a plain name gets."""
+    import gzip
+
+    from tfdash.cli import main
+    from tfdash.profiling import counters_cli
+
+    got = cmod.match(ncu.parse_csv(RAW), plan, 0, 5, 512)
+    monkeypatch.setattr(counters_cli, "prepare", lambda engine_args, pick, ctx, timeout: request(plan, sorted(got)))
+    monkeypatch.setattr(counters_cli, "measure", lambda req, progress=None: got)
+    plain, packed = tmp_path / "c.json", tmp_path / "c.json.gz"
+    for out in (plain, packed):
+        assert main(["counters", "--all", "--json", str(out)]) == 0
+    assert packed.read_bytes()[:2] == b"\x1f\x8b"
+    assert json.loads(gzip.decompress(packed.read_bytes())) == json.loads(plain.read_text())

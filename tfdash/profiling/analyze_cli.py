@@ -137,10 +137,11 @@ def main(argv: list[str]) -> int:
         out.write(render_text(report, operands=args.operands))
         payload = to_json(report)
     if args.json:
+        from tfdash.profiling.export_files import gz_name
         from tfdash.profiling.files import write_json_atomic, wrote_line
 
         if payload is not None:  # a sweep wrote its file as it went
-            write_json_atomic(args.json, payload)
+            write_json_atomic(args.json, payload, gz=gz_name(args.json))
         print(wrote_line(args.json, new, replaced), file=sys.stderr)
     if not args.ckpt and not args.model:  # after the report: an error stays its one line
         print(f"# {default_model_note()}", file=sys.stderr)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 
+from tfdash.profiling.export_files import gz_name
 from tfdash.profiling.files import missing_folders_of_file, replaces_file, table_stream, write_json_atomic, wrote_line
 from tfdash.profiling.probe import over_ceiling, over_ceiling_note
 from tfdash.stats import tokens
@@ -69,5 +70,5 @@ def write_report(lines: list[str], json_path: str | None, payload: dict | None) 
     print(visible("\n".join(lines), keep="\n"), file=table_stream(json_path))
     if json_path:
         new, replaced = missing_folders_of_file(json_path), replaces_file(json_path)  # before the write
-        write_json_atomic(json_path, payload)
+        write_json_atomic(json_path, payload, gz=gz_name(json_path))
         print(wrote_line(json_path, new, replaced), file=sys.stderr)

@@ -145,13 +145,14 @@ def main(argv: list[str]) -> int:
     print(f"tfdash counters: {len(req.indices)} launches of {plan.config.name} at ctx_len {args.ctx}",
           file=sys.stderr)
     counters = measure(req, progress=lambda s: print(f"tfdash counters: {s}", file=sys.stderr, flush=True))
+    from tfdash.profiling.export_files import gz_name
     from tfdash.profiling.files import (missing_folders_of_file, replaces_file, table_stream, write_json_atomic,
                                         wrote_line)
 
     table_stream(args.json).write(render(plan, counters, args.ctx))  # --json /dev/stdout: the JSON alone
     if args.json:
         new, replaced = missing_folders_of_file(args.json), replaces_file(args.json)  # before the write: as diff
-        write_json_atomic(args.json, to_json(plan, counters, args.ctx))
+        write_json_atomic(args.json, to_json(plan, counters, args.ctx), gz=gz_name(args.json))
         print(wrote_line(args.json, new, replaced), file=sys.stderr)
     if args.snapshot:
         into_snapshot(args.snapshot, plan, counters)

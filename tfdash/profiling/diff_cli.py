@@ -244,10 +244,11 @@ def parser() -> argparse.ArgumentParser:
 def write_out(out: str, text: str) -> str:
     """Write `text` to the file OUT, making missing folders as --export and --export-dir do; the line
     it returns names the file and any folder made for it, so a typo in a folder name is seen."""
+    from tfdash.profiling.export_files import gz_name
     from tfdash.profiling.files import missing_folders_of_file, replaces_file, write_text_atomic, wrote_line
 
     new, replaced = missing_folders_of_file(out), replaces_file(out)
-    return wrote_line(write_text_atomic(out, text), new, replaced)
+    return wrote_line(write_text_atomic(out, text, gz=gz_name(out)), new, replaced)
 
 
 def main(argv: list[str]) -> int:

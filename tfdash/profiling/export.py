@@ -40,7 +40,7 @@ from pathlib import Path
 from tfdash.errors import SnapshotError, TfdashError
 from tfdash.profiling.chrome_trace import chrome_trace, write_chrome_trace  # noqa: F401  (re-exported)
 from tfdash.profiling.csv_export import CSV_COLUMNS, kernel_csv, write_kernel_csv  # noqa: F401  (re-exported)
-from tfdash.profiling.export_files import EXPORT_CSV, EXPORT_SNAPSHOT, EXPORT_TRACE, not_the_snapshot
+from tfdash.profiling.export_files import EXPORT_CSV, EXPORT_SNAPSHOT, EXPORT_TRACE, gz_name, not_the_snapshot
 from tfdash.profiling.files import fresh_directory, move_into, write_text_atomic
 from tfdash.profiling.snapshot import SCHEMA, VERSION, ProfileSnapshot
 
@@ -88,8 +88,8 @@ def dumps_snapshot(snap: ProfileSnapshot) -> str:
 
 
 def write_snapshot(snap: ProfileSnapshot, path) -> Path:
-    """Write atomically (a reader never sees half a file); gzip-compressed where the name ends in .gz."""
-    return write_text_atomic(path, dumps_snapshot(snap), gz=str(path).endswith(".gz"))
+    """Write atomically (a reader never sees half a file); gzip-compressed where the name ends in .gz (gz_name)."""
+    return write_text_atomic(path, dumps_snapshot(snap), gz=gz_name(path))
 
 
 # -- loading -------------------------------------------------------------------------------

@@ -8,6 +8,10 @@
 A trace or CSV given where a snapshot is wanted (`tfdash open out/trace.json`) is said as what it
 is, with the snapshot written beside it named: the schema error alone left the user to guess.
 A --save that is one of the files (or the folder) the --export writes is refused before the run.
+
+A file named .gz is written gzip-compressed (gz_name), a snapshot (--save, counters --snapshot) or a
+report (--json of analyze, bench, counters and diff, diff's --markdown) alike, so that run.json.gz is
+what its name says; a reader tells gzip by its first bytes, whatever the name.
 """
 
 from __future__ import annotations
@@ -25,6 +29,11 @@ SNAPSHOT_SUFFIX, TRACE_SUFFIX, CSV_SUFFIX = ".json", ".trace.json", ".csv"  # th
 
 _TRACE_HEAD = re.compile(r'\s*\{\s*"traceEvents"\s*:')  # how chrome_trace's JSON opens
 _CSV_HEAD = ",".join(ROW_COLUMNS[:3]) + ","  # kernel_csv's header, with or without the counter columns
+
+
+def gz_name(path) -> bool:
+    """Whether the file `path` is written gzip-compressed: its name ends in .gz."""
+    return str(path).endswith(".gz")
 
 
 def export_files(directory) -> tuple[Path, ...]:

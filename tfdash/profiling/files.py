@@ -395,5 +395,5 @@ def write_text_atomic(path, text: str, gz: bool = False) -> Path:
     return Path(path).expanduser()
 
 
-def write_json_atomic(path, payload) -> Path:
-    return write_text_atomic(path, json.dumps(payload, indent=1, sort_keys=False) + "\n")
+def write_json_atomic(path, payload, gz: bool = False) -> Path:
+    return write_text_atomic(path, json.dumps(payload, indent=1, sort_keys=False) + "\n", gz)

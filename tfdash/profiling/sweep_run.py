@@ -14,6 +14,8 @@ import json
 import shutil
 import sys
 import time
+import zlib
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
 
@@ -80,10 +82,8 @@ def run_sweep(plan, target, a: int, b: int, step: int, json_path: str | None,
     if not json_path:
         _rows(plan, target, points, head, out, err, clock, t0, None)
         return
-    from tfdash.profiling.files import atomic_writer
-
     stopped = None
-    with atomic_writer(Path(json_path).expanduser()) as write:
+    with _json_writer(Path(json_path).expanduser()) as write:
         write(f'{{\n "schema": "{SCHEMA}",\n "reports": [\n' + ",\n".join(head_json))
         try:
             _rows(plan, target, points, head, out, err, clock, t0, write)
@@ -93,6 +93,23 @@ def run_sweep(plan, target, a: int, b: int, step: int, json_path: str | None,
     if stopped is not None:
         print(f"# sweep interrupted: {json_path} has the points priced before it", file=err, flush=True)
         raise stopped
+
+
+@contextmanager
+def _json_writer(path: Path):
+    """`write(text)` into the --json file as files.atomic_writer does (whole, or not at all), gzip-compressed
+    as it goes where the name says so (gz_name), as every report is: the points are streamed, never held."""
+    from tfdash.profiling.export_files import gz_name
+    from tfdash.profiling.files import atomic_writer
+
+    if not gz_name(path):
+        with atomic_writer(path) as write:
+            yield write
+        return
+    deflate = zlib.compressobj(wbits=zlib.MAX_WBITS | 16)  # 16: a gzip header and trailer, as gzip.compress
+    with atomic_writer(path, binary=True) as write:
+        yield lambda text: write(deflate.compress(text.encode("utf-8")))
+        write(deflate.flush())
 
 
 def _rows(plan, target, points: Sequence[int], head: list, out, err, clock, t0: float, write) -> None:
