@@ -25,7 +25,7 @@ from typing import Iterable
 
 from tfdash.errors import TfdashError
 from tfdash.profiling.export import GZIP_MAGIC, snapshot_label
-from tfdash.profiling.export_files import EXPORT_TRACE, TRACE_SUFFIX  # Chrome traces: --export's, t's
+from tfdash.profiling.export_files import EXPORT_TRACE, GZ_GLOB, TRACE_SUFFIX, without_gz  # traces: --export's, t's
 from tfdash.profiling.snapshot import SCHEMA, ProfileSnapshot
 
 RECENT = 20  # snapshot files the picker lists at most (each one is read and validated)
@@ -54,12 +54,12 @@ def snapshot_files(directory: Path) -> list[Path]:
     `snapshot.json` of `--headless --export DIR` folders one level down (not their `trace.json`);
     each also gzip-compressed (`.json.gz`), which `tfdash open` and the picker's Enter read as well."""
     def trace(p: Path) -> bool:
-        name = p.name.removesuffix(".gz")
+        name = without_gz(p.name)
         return name == EXPORT_TRACE or name.endswith(TRACE_SUFFIX)
 
-    try:
-        own = [p for pattern in ("*.json", "*.json.gz") for p in directory.glob(pattern) if not trace(p)]
-        return own + [p for pattern in ("*/snapshot.json", "*/snapshot.json.gz") for p in directory.glob(pattern)]
+    try:  # .gz in any case (run.json.GZ), as --save writes gzip for it
+        own = [p for pattern in ("*.json", "*.json" + GZ_GLOB) for p in directory.glob(pattern) if not trace(p)]
+        return own + [p for pattern in ("*/snapshot.json", "*/snapshot.json" + GZ_GLOB) for p in directory.glob(pattern)]
     except OSError:
         return []
 

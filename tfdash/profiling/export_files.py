@@ -9,9 +9,10 @@ A trace or CSV given where a snapshot is wanted (`tfdash open out/trace.json`) i
 is, with the snapshot written beside it named: the schema error alone left the user to guess.
 A --save that is one of the files (or the folder) the --export writes is refused before the run.
 
-A file named .gz is written gzip-compressed (gz_name), a snapshot (--save, counters --snapshot) or a
-report (--json of analyze, bench, counters and diff, diff's --markdown) alike, so that run.json.gz is
-what its name says; a reader tells gzip by its first bytes, whatever the name.
+A file named .gz, in any case (RUN.JSON.GZ too), is written gzip-compressed (gz_name), a snapshot
+(--save, counters --snapshot) or a report (--json of analyze, bench, counters and diff, diff's
+--markdown) alike, so that run.json.gz is what its name says; a reader tells gzip by its first bytes,
+whatever the name, and the picker lists a snapshot named .json.gz in any case (GZ_GLOB).
 """
 
 from __future__ import annotations
@@ -31,9 +32,17 @@ _TRACE_HEAD = re.compile(r'\s*\{\s*"traceEvents"\s*:')  # how chrome_trace's JSO
 _CSV_HEAD = ",".join(ROW_COLUMNS[:3]) + ","  # kernel_csv's header, with or without the counter columns
 
 
+GZ_GLOB = ".[gG][zZ]"  # the .gz suffix in any case, in a glob pattern (Path.glob tells case apart)
+
+
 def gz_name(path) -> bool:
-    """Whether the file `path` is written gzip-compressed: its name ends in .gz."""
-    return str(path).endswith(".gz")
+    """Whether the file `path` is written gzip-compressed: its name ends in .gz, in any case."""
+    return str(path).lower().endswith(".gz")
+
+
+def without_gz(name: str) -> str:
+    """A file name less its .gz suffix (in any case), where it has one: what the file holds, compressed."""
+    return name[:-len(".gz")] if gz_name(name) else name
 
 
 def export_files(directory) -> tuple[Path, ...]:
