@@ -31,6 +31,18 @@ def test_a_full_stdout_is_one_line(argv):
     assert_one_line_error(stderr, "cannot write to stdout", "No space left on device")
 
 
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["analyze", "--help"], ["diff", "--help"],
+                                  ["counters", "--help"]])
+def test_help_to_a_full_stdout_is_one_line(argv):
+    """`tfdash --help > /dev/full` exited 0 with nothing said: argparse drops its own write error.
+    It is the full-stdout line and exit 2, as every other command's output."""
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([sys.executable, "-m", "tfdash", *argv], stdout=full, stderr=subprocess.PIPE,
+                           text=True, timeout=120, cwd=REPO)
+    assert p.returncode == 2, p.stderr
+    assert_one_line_error(p.stderr, "cannot write to stdout", "No space left on device")
+
+
 @pytest.mark.parametrize("sink", ["pipe", "full"])
 def test_a_profiled_run_whose_stdout_goes_keeps_its_files(tmp_path, sink):
     """`tfdash --headless --profile --export out --save run.json | head -c 10`: once the reader went

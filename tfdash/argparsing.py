@@ -4,7 +4,9 @@ argparse answers a bad argument with its whole usage block and then the error; e
 tfdash is one line, so a bad --max-new-tokens is one line too, naming where the help is. Its help
 wraps at hyphens, splitting names such as `tilelang-graph` across lines; here it wraps at spaces only.
 argparse says a missing argument before an unknown one (`tfdash open -x`: "SNAPSHOT.json is
-required"); here the unknown option, the likelier mistake, is named first.
+required"); here the unknown option, the likelier mistake, is named first. argparse drops an error
+writing --help or --version and exits 0, so `tfdash --help > /dev/full` said nothing; here the error
+reaches the command line, which says that stdout could not be written and exits 2.
 """
 
 from __future__ import annotations
@@ -37,6 +39,14 @@ class Parser(argparse.ArgumentParser):
         message = re.sub(r"invalid int value: (.*)$", r"\1 is not an integer", message)
         message = re.sub(r"invalid float value: (.*)$", r"\1 is not a number", message)
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def _print_message(self, message, file=None):
+        """argparse's print, less its `except OSError: pass` where the text is stdout's (help, --version):
+        flushed here, a full disk's error is raised inside the command's handling (cli._run), not lost."""
+        if not message or file is None or file is not sys.stdout:
+            return super()._print_message(message, file)
+        file.write(message)
+        file.flush()
 
     def parse_args(self, args=None, namespace=None):
         args = sys.argv[1:] if args is None else list(args)
