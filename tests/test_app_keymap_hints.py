@@ -12,6 +12,7 @@ from fixtures import appkit
 from fixtures.appkit import SNAPSHOT, LiveStandIn, sync
 from test_app_dialogs import box_lines
 from test_app_fit import settle, toast_lines
+from test_app_live import toasts_of
 from test_first_hour_app import screen_text
 from test_app_unprofiled import unprofiled
 
@@ -280,3 +281,28 @@ async def test_the_live_sources_refusals_name_the_remapped_rerun_key(isolated_co
         release.set()
         await settle(pilot)
     assert said == ["no run in progress to measure (f5 re-runs)", "no run in progress to A/B (f5 re-runs)"], said
+
+
+@sync
+async def test_a_remap_onto_a_taken_key_is_left_out_and_the_key_keeps_its_binding(isolated_config):
+    """pause on q took quit's key: the footer offered "q Pause" and no quit, and q paused. Such a
+    remap is not bound: q still quits, ? ("question_mark" as bound) still opens the help, and the
+    toast says which binding keeps which key."""
+    remap(isolated_config, {"pause": "q", "rerun": "?", "profile": "o"})
+    app = TfdashApp(LiveStandIn(), theme="tfdash-dark")
+    said = toasts_of(app)  # the config's toasts are raised as the app mounts
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        footer = screen_text(app).splitlines()[-1]
+        toasts = " | ".join(said)
+        await pilot.press("question_mark")
+        await settle(pilot)
+        help_text = screen_text(app)
+        await pilot.press("escape")
+        await settle(pilot)
+        await pilot.press("q")
+        await settle(pilot)
+    assert "q Quit" in footer and "q Pause" not in footer and "o Profile" in footer, footer
+    assert "pause stays on 'space'" in toasts and "rerun stays on 'r'" in toasts, toasts
+    assert "keys" in help_text and "profile" in help_text, help_text
+    assert not app.is_running

@@ -34,7 +34,7 @@ from textual.screen import Screen
 from tfdash.app import bindings
 from tfdash.app.compare import CompareActions
 from tfdash.app.layout import MinSizeGuard
-from tfdash.app.config import Config, keymap_problems, load_config, save_config, valid_keymap
+from tfdash.app.config import Config, applied_keymap, keymap_problems, load_config, save_config
 from tfdash.app.exports import ExportActions
 from tfdash.app.kept import KeptRuns
 from tfdash.app.live import Source
@@ -102,7 +102,7 @@ class TfdashApp(MinSizeGuard, LiveRefresh, RunActions, ExportActions, CompareAct
         self.theme = wanted if wanted in self.available_themes else DEFAULT_THEME
         self._theme_fallback = self.theme if self.theme != wanted else None  # shown, never saved
         if self.config.keymap:
-            self.set_keymap(valid_keymap(self.config.keymap))  # keymap_problems names the rest
+            self.set_keymap(applied_keymap(self.config.keymap, bindings.KEYMAP_SCOPES))  # keymap_problems names the rest
 
     @property
     def source_label(self) -> str:

@@ -186,9 +186,9 @@ def key_name(app, binding_id: str) -> str:
 def config_key_names(*binding_ids: str) -> dict[str, str]:
     """key_name of each id under the keymap of the user's config.json, before there is an app (the
     CLI's lines that send the user to a dashboard key); the first key as written there."""
-    from tfdash.app.config import load_config, valid_keymap
+    from tfdash.app.config import applied_keymap, load_config
 
-    keymap = valid_keymap(load_config().keymap)
+    keymap = applied_keymap(load_config().keymap, KEYMAP_SCOPES)
     return {bid: keymap[bid].split(",")[0].strip() if bid in keymap else key_name(None, bid) for bid in binding_ids}
 
 

@@ -10,7 +10,9 @@ A missing file is the defaults; an unreadable one is the defaults plus one warni
 shows it as a toast) -- a broken config never stops the dashboard, and is never rewritten (the
 user's keymap and export_dir are in it): saving is refused with a line that names the file.
 Saving rewrites a good file atomically and keeps keys it does not know. `keymap_problems` names
-every remapped id whose key is empty, not a key, or taken by another binding in the same scope.
+every remapped id whose key is empty, not a key, or taken by another binding in the same scope;
+`applied_keymap` is what gets bound: such a remap is left out and its binding keeps its own key, so
+a clash never takes a key (`q`: quit) away from the binding that had it.
 """
 
 from __future__ import annotations
@@ -140,9 +142,44 @@ def valid_keymap(keymap: dict[str, str]) -> dict[str, str]:
             if key.strip() and all(k.strip() and is_key(k.strip()) for k in key.split(","))}
 
 
+def _normal(key: str) -> str:
+    """A key as Textual binds it: "?" is bound as question_mark, so a remap to "?" takes help's key."""
+    from textual.binding import Binding, BindingsMap
+
+    return next(iter(BindingsMap([Binding(key, "")]).key_to_bindings), key)
+
+
+def _clashes(keymap: dict[str, str], scopes: list[list]) -> list[tuple[str, str, str]]:
+    """(key, id, id) for each two bindings answering to one key in the same scope once `keymap` is
+    applied, where the keymap moved at least one of them."""
+    found: list[tuple[str, str, str]] = []
+    for tables in scopes:
+        owner: dict[str, str] = {}
+        for b in (b for table in tables for b in table if b.id):
+            for k in (k.strip() for k in keymap.get(b.id, b.key).split(",")):
+                other = owner.setdefault(_normal(k) if k else k, b.id)
+                clash = (k, *sorted((other, b.id)))
+                if other != b.id and clash not in found and (b.id in keymap or other in keymap):
+                    found.append(clash)
+    return found
+
+
+def applied_keymap(keymap: dict[str, str], scopes: list[list]) -> dict[str, str]:
+    """The remaps the app binds: the valid ones (valid_keymap) less each that shares a key with another
+    binding in a scope, repeated until none does (leaving one out gives its binding back its own key,
+    which may be the key another remap took). Those left out keep their default keys."""
+    applied = valid_keymap(keymap)
+    while True:
+        clashing = {bid for _k, *ids in _clashes(applied, scopes) for bid in ids if bid in applied}
+        if not clashing:
+            return applied
+        applied = {bid: key for bid, key in applied.items() if bid not in clashing}
+
+
 def keymap_problems(keymap: dict[str, str], scopes: list[list], known: set[str]) -> list[str]:
     """One entry per problem: an unknown id, an empty key, something that is not a key, or two
-    bindings answering to one key in the same scope (`scopes`: the binding tables active together)."""
+    bindings answering to one key in the same scope (`scopes`: the binding tables active together),
+    saying which remap is left out and the key its binding keeps."""
     problems = []
     unknown = sorted(set(keymap) - known)
     if unknown:
@@ -155,14 +192,9 @@ def keymap_problems(keymap: dict[str, str], scopes: list[list], known: set[str])
             bad = [k for k in parts if not is_key(k)]
             if bad:
                 problems.append(f"{bid}: {', '.join(map(repr, bad))} is not a key")
-    seen: set[tuple] = set()
-    for tables in scopes:
-        owner: dict[str, str] = {}
-        for b in (b for table in tables for b in table if b.id):
-            for k in (k.strip() for k in keymap.get(b.id, b.key).split(",")):
-                other = owner.setdefault(k, b.id)
-                pair = (k, *sorted((other, b.id)))
-                if other != b.id and pair not in seen and (b.id in keymap or other in keymap):
-                    seen.add(pair)
-                    problems.append(f"{other} and {b.id} are both on {k!r}")
+    applied = applied_keymap(keymap, scopes)
+    defaults = {b.id: b.key_display or b.key for tables in scopes for table in tables for b in table if b.id}
+    for k, a, b in _clashes(valid_keymap(keymap), scopes):
+        kept = [f"{i} stays on {defaults[i]!r}" for i in (a, b) if i in keymap and i not in applied]
+        problems.append(f"{a} and {b} are both on {k!r}" + (f": {', '.join(kept)}" if kept else ""))
     return problems

@@ -21,7 +21,7 @@ from textual.widgets import DataTable, Static
 
 from tfdash.app import bindings
 from tfdash.app.widgets.footer import FitFooter
-from tfdash.app.config import valid_keymap
+from tfdash.app.config import applied_keymap
 from tfdash.app.layout import FitsBeforeDraw
 from tfdash.textsafe import visible
 
@@ -46,7 +46,7 @@ class HelpScreen(FitsBeforeDraw, ModalScreen):
         app = self.app
         box.border_subtitle = f"{bindings.key_name(app, 'help.close')} to close"
         keymap = getattr(app, "config", None)
-        keymap = valid_keymap(keymap.keymap) if keymap is not None else {}  # what is really bound
+        keymap = applied_keymap(keymap.keymap, bindings.KEYMAP_SCOPES) if keymap is not None else {}  # what is bound
         path = app.config.path if getattr(app, "config", None) is not None else "config.json"
         self.query_one("#help-intro", Static).update(Content.assemble(
             ("Remap any key by its id in ", "$text-muted"), (visible(str(path)), "bold"), (":  ", "$text-muted"),
