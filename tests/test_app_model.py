@@ -193,7 +193,8 @@ def test_config_round_trip_keeps_unknown_keys(tmp_path):
 
 
 @pytest.mark.parametrize("text,needle", [("{", "not readable JSON"), ("[1]", "expected a JSON object"),
-                                         ('{"keymap": {"pause": 1}}', "keymap must map"),
+                                         ('{"keymap": {"pause": 1}}', "pause: 1 is not a key"),
+                                         ('{"keymap": ["P"]}', "keymap must map"),
                                          ('{"theme": 3}', "theme must be a string")])
 def test_bad_config_is_a_warning(tmp_path, text, needle):
     path = tmp_path / "config.json"

@@ -154,6 +154,27 @@ async def test_an_unparsable_config_is_never_rewritten(isolated_config):
     assert any("not rewritten" in t and str(path) in t for t in toasts), toasts
 
 
+
+@sync
+async def test_a_keymap_entry_that_is_not_a_string_loses_only_itself_and_a_save_keeps_it(isolated_config):
+    """{"profile": 5} beside good remaps refused the whole keymap ("keymap must map binding ids to
+    keys", naming no entry), and choosing a theme then wrote the file without the keymap or a
+    refused export_dir. The entry is named, the other remaps are bound, and a save keeps both."""
+    path = isolated_config / "config.json"
+    written = {"keymap": {"pause": "P", "profile": 5}, "export_dir": 7}
+    path.write_text(json.dumps(written))
+    app = _app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        await pilot.press("P")  # pause, remapped: a snapshot has nothing to pause
+        await pilot.pause()
+        app.theme = next(t for t in app.available_themes if t != app.theme)
+        await pilot.pause()
+    toasts = " | ".join(app.toasts)
+    assert "profile: 5 is not a key" in toasts and "nothing to pause" in toasts, toasts
+    assert json.loads(path.read_text()) == {**written, "theme": app.theme}
+
+
 @sync
 async def test_keymap_problems_are_reported_by_id(isolated_config):
     (isolated_config / "config.json").write_text(json.dumps(

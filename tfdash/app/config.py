@@ -50,13 +50,15 @@ class Config:
     extra: dict = field(default_factory=dict)  # keys we do not know, kept on save
 
     def to_dict(self) -> dict:
+        """What a save writes: a keymap or export_dir that was refused in part or whole stays in
+        `extra` as the user wrote it (the app changes only the theme), so saving loses none of it."""
         out = dict(self.extra)
         if self.theme:
             out["theme"] = self.theme
         if self.keymap:
-            out["keymap"] = dict(self.keymap)
+            out.setdefault("keymap", dict(self.keymap))
         if self.export_dir:
-            out["export_dir"] = self.export_dir
+            out.setdefault("export_dir", self.export_dir)
         return out
 
 
@@ -82,13 +84,18 @@ def load_config(path: Path | None = None) -> Config:
         problems.append("theme must be a string")
         theme = None
     keymap = raw.pop("keymap", {}) or {}
-    if not (isinstance(keymap, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in keymap.items())):
+    if not isinstance(keymap, dict):
         problems.append('keymap must map binding ids to keys, e.g. {"pause": "P"}')
-        keymap = {}
+        raw["keymap"], keymap = keymap, {}  # kept as written: a save rewrites it unchanged
+    not_keys = [bid for bid, key in keymap.items() if not isinstance(key, str)]
+    if not_keys:  # the other remaps are still bound
+        problems.append("keymap: " + ", ".join(f"{bid}: {json.dumps(keymap[bid])[:40]}" for bid in not_keys)
+                        + ' is not a key in quotes, e.g. {"pause": "P"}')
+        raw["keymap"], keymap = keymap, {bid: key for bid, key in keymap.items() if bid not in not_keys}
     export_dir = raw.pop("export_dir", None)
     if export_dir is not None and not isinstance(export_dir, str):
         problems.append("export_dir must be a string")
-        export_dir = None
+        raw["export_dir"], export_dir = export_dir, None
     warning = f"{path}: " + "; ".join(problems) if problems else None
     return Config(theme=theme, keymap=dict(keymap), export_dir=export_dir, path=path, warning=warning, extra=raw)
 
