@@ -77,3 +77,30 @@ def test_quitting_while_the_picker_reads_does_not_wait_for_the_rest(isolated_con
 
     t0 = asyncio.run(quit_while_reading())
     assert time.monotonic() - t0 < SLOW_S * (FILES - 1), time.monotonic() - t0  # the file in hand, not the rest
+
+
+@sync
+async def test_a_list_handed_back_before_the_picker_is_pushed_is_shown(isolated_config, tmp_path, monkeypatch):
+    """The read's hand-back can run on the app's loop while `b` still waits out its grace, before the
+    picker is pushed, and the worker be marked finished only after the grace: the hand-back found no
+    picker and the picker, given no list, said "reading 1 snapshot…" for good. Here the worker
+    lingers after handing back its list, past the grace."""
+    import tfdash.app.compare as compare
+
+    exports = tmp_path / "exports"
+    exports.mkdir()
+    shutil.copy(SNAPSHOT, exports / "run-0.json")
+    app = snapshot_app(SNAPSHOT, theme="tfdash-dark", export_dir=exports)
+    hand_back = compare.hand_back
+
+    def lingering(*a):
+        hand_back(*a)
+        time.sleep(compare.PICKER_GRACE_S + 0.3)  # not finished until well after the grace
+
+    monkeypatch.setattr(compare, "hand_back", lingering)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("b")
+        await wait_for(pilot, lambda: "run-0.json" in screen_text(app), timeout=5,
+                       what=f"the list, not {screen_text(app)!r}")
+        assert "snapshot…" not in screen_text(app)

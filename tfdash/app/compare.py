@@ -167,24 +167,28 @@ class CompareActions:
         skip = [self.source.path] if self.source.path is not None else []
         found = snapshot_candidates(self.snapshot_dirs(), skip=skip)
 
+        read_list: list[list[Recent]] = []  # the list, once read: kept before it is handed back
+
         def read() -> list[Recent] | None:
             entries = read_snapshots(found, lambda: get_current_worker().is_cancelled)
             if entries is not None:
+                read_list.append(entries)
                 hand_back(self, self._snapshots_read, get_current_worker(), entries)
             return entries
 
         worker = self.run_worker(read, thread=True, group="picker", exclusive=True, exit_on_error=False)
         deadline = time.monotonic() + PICKER_GRACE_S
-        while not worker.is_finished and time.monotonic() < deadline:
+        while not read_list and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
-        done = worker.result if worker.is_finished else None
-        self.push_screen(PickerScreen(len(found), worker, done))
+        # read_list, not worker.is_finished: the hand-back can run here, before the picker is pushed (so
+        # it finds none), while the worker is not marked finished yet; the picker then read forever
+        self.push_screen(PickerScreen(len(found), worker, read_list[0] if read_list else None))
 
     def _snapshots_read(self, worker, entries: list[Recent]) -> None:
         from tfdash.app.screens.picker import PickerScreen
 
         for s in self.screen_stack:
-            if isinstance(s, PickerScreen) and s.reader is worker:
+            if isinstance(s, PickerScreen) and s.reader is worker and s.entries is not entries:  # not twice
                 s.show_entries(entries)
 
     def shown_name(self) -> str:

@@ -99,6 +99,7 @@ class PickerScreen(FitsBeforeDraw, ModalScreen):
 
     BINDINGS = bindings.PICKER
     _fitted_to = None  # the table's size it was last filled to
+    _mounted = False  # on_mount has run: a list handed over before it is shown by on_mount
 
     def __init__(self, count: int, reader=None, entries: list[Recent] | None = None):
         """`count` snapshot files are being read by the worker `reader`; `entries`: already read."""
@@ -115,6 +116,7 @@ class PickerScreen(FitsBeforeDraw, ModalScreen):
         yield FitFooter()  # its own keys: the dashboard's footer underneath names keys that do not act here
 
     def on_mount(self) -> None:
+        self._mounted = True
         if self.entries is not None:
             self.show_entries(self.entries)
             return
@@ -131,6 +133,8 @@ class PickerScreen(FitsBeforeDraw, ModalScreen):
     def show_entries(self, entries: list[Recent]) -> None:
         """The snapshots read: the list (or what to do without one), focused, and the footer's ⏎."""
         self.entries = entries
+        if not self._mounted:  # handed over as the picker is pushed, before its widgets are there
+            return
         self._intro()
         self.query_one("#picker-status", Static).update("")
         app = self.app
