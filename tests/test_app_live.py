@@ -382,3 +382,27 @@ async def test_a_cpu_run_shows_measured_numbers_with_no_key_pressed(isolated_con
         text = screen_text(app)
         assert "roofline not profiled yet" not in text and "auto window, 32 steps" in text, text
         await pilot.press("q")
+
+
+@sync
+async def test_p_while_the_engine_is_built_says_so(isolated_config):
+    """While the worker builds the engine there is no session to take a window: p said "two profile
+    windows are waiting already", which no one had asked for."""
+    import threading
+
+    gate = threading.Event()
+
+    def building(status):
+        status("building the engine…")
+        gate.wait(20)
+        raise RuntimeError("stopped by the test")
+
+    app = live_app(building)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.running and app.status_note == "building the engine…", what="the build")
+        said = toasts_of(app)
+        await pilot.press("p")
+        await pilot.pause()
+        gate.set()
+        assert said == ["the engine is still being built: p once the run starts"], said
+        await pilot.press("q")

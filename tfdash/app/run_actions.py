@@ -80,6 +80,9 @@ class RunActions:
                             timeout=3)
             else:
                 self.notify(f"profiling the next {PROFILE_STEPS} steps…", timeout=2)
+        elif self.running and getattr(self.source, "session", None) is None:  # its engine is still being built
+            self.notify(f"the engine is still being built: {key_name(self, 'profile')} once the run starts",
+                        severity="warning", timeout=3)
         elif self.running:  # the session refused it: two wait already
             self.notify("two profile windows are waiting already: this one is not added", severity="warning",
                         timeout=3)
