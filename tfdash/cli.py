@@ -181,7 +181,7 @@ def run_headless(args) -> int:
     if getattr(args, "export", None):
         from tfdash.profiling.export_files import check_export_folder
 
-        check_writable_dir(args.export, "--export")
+        check_writable_dir(args.export, "--export", temp_beside=True)  # export_all: a temporary folder beside it
         check_export_folder(args.export)
     if getattr(args, "save", None):  # headless too: the final snapshot, as the dashboard writes it on quit
         check_writable_file(args.save, "--save")

@@ -29,10 +29,11 @@ def stat_or_none(path, follow: bool = True) -> os.stat_result | None:
 TEMP_EXTRA = len("..") + 8  # a write goes through ".NAME.XXXXXXXX" beside NAME first (tempfile's 8 characters)
 
 
-def check_name_length(path, what: str, said=None) -> None:
+def check_name_length(path, what: str, said=None, temp: bool = True) -> None:
     """A TfdashError ("WHAT PATH: a name is too long ...") where `path` cannot be written for a
     name's length: each part still to be made is held to the file system's NAME_MAX (asked of the
-    nearest folder there), the last with room for the temporary name written first. Checked before
+    nearest folder there), the last with room for the temporary name written first beside it (`temp`:
+    a file, --export's folder; not a folder the files go into, which is used as it is). Checked before
     a run, where the write at its end failed with "File name too long" and the run's numbers were lost."""
     path = Path(path)
     base = next((p for p in path.parents if os.path.isdir(p)), Path("."))
@@ -42,7 +43,7 @@ def check_name_length(path, what: str, said=None) -> None:
         return
     parts = path.parts[len(base.parts):]
     for i, part in enumerate(parts):
-        room = limit - (TEMP_EXTRA if i == len(parts) - 1 else 0)
+        room = limit - (TEMP_EXTRA if temp and i == len(parts) - 1 else 0)
         if len(os.fsencode(part)) > room:
             raise TfdashError(f"{what} {said or path}: a name is too long for this file system "
                               f"({len(os.fsencode(part))} bytes; at most {room} here)")

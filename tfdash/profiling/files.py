@@ -44,19 +44,20 @@ def _can_create_in(parent: Path) -> bool:
     return True
 
 
-def check_writable_dir(directory, what: str) -> None:
+def check_writable_dir(directory, what: str, temp_beside: bool = False) -> None:
     """`directory` is, or can be made, a writable folder: checked before a run, so that nothing
     measured is lost to a typo at the end of it. Asked through os.path, which never raises: a path
     inside a folder that cannot be searched (chmod 000) reads as absent, and that folder, where no
     file can be made, is the one named, where Path.exists raised PermissionError. A leading ~user
-    with no home is a TfdashError naming `what`, where Path.expanduser raised RuntimeError."""
+    with no home is a TfdashError naming `what`, where Path.expanduser raised RuntimeError. `temp_beside`:
+    the folder is first written as a temporary one beside it (--export), whose longer name must fit too."""
     d = Path(expand_home(str(directory), what))
     if os.path.exists(d) and not os.path.isdir(d):
         raise TfdashError(f"{what} {d}: exists and is not a directory")
     parent = next((p for p in (d, *d.parents) if os.path.exists(p)), None)
     if parent is None or not os.path.isdir(parent) or not _can_create_in(parent):
         raise TfdashError(f"{what} {d}: cannot write there ({parent} is not a writable directory)")
-    check_name_length(d, what)
+    check_name_length(d, what, temp=temp_beside)
 
 
 def missing_folders(directory) -> list[Path]:
