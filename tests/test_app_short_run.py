@@ -50,7 +50,8 @@ async def test_two_tokens_are_timed_after_the_cold_step(isolated_config, tiny_en
 @sync
 async def test_one_token_says_it_has_no_warm_step_to_time(isolated_config, tiny_engine):
     """--max-new-tokens 1: the token comes from the prompt, no step runs; a window would time the
-    kernels' first run. The dashboard says so, and shows no kernel times."""
+    kernels' first run. The dashboard says so, and shows no kernel times; nor does it send the user
+    to r then p, since a re-run is one token again."""
     from test_first_hour_app import screen_text
 
     app = live_app(Recorder(tiny_engine, 1), max_new_tokens=1)
@@ -62,7 +63,8 @@ async def test_one_token_says_it_has_no_warm_step_to_time(isolated_config, tiny_
         assert not any("ctx_len" in s for s in said), said
         assert all(k.measured_p50_ns is None for k in app.snapshot.kernels)
         assert app.snapshot.unavailable["kernels"].startswith("no profile window: the run was too short")
-        assert "r re-runs, then p profiles" in screen_text(app)
+        text = screen_text(app)  # a re-run is one token again: the hints say which run has a step
+        assert "a run of 2+ new tokens has a step to profile" in text and "re-runs, then" not in text, text
         await pilot.press("q")
 
 

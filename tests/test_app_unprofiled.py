@@ -25,6 +25,7 @@ def unprofiled():
 
 
 NAMES_P = ("p profiles", "press p", "· p ")
+NO_STEP_TO_PROFILE = "a run of 2+ new tokens has a step to profile"  # after a one-token run
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)])
@@ -60,8 +61,9 @@ async def test_a_live_run_without_a_window_names_p(isolated_config, size):
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)])
 @sync
 async def test_a_live_run_over_without_a_window_says_r_comes_before_p(isolated_config, size):
-    """A generation that ended before its first window (`--max-new-tokens 1`): p has no step left to
-    time (pressed, its toast says r re-runs), so every place that named p alone names r first."""
+    """A generation that ended before its first window (stopped, or at the end of its text): p has
+    no step left to time (pressed, its toast says r re-runs), so every place that named p alone
+    names r first."""
     from tfdash.app.messages import RunEnded
 
     source = LiveStandIn(unprofiled())
@@ -86,3 +88,40 @@ async def test_a_live_run_over_without_a_window_says_r_comes_before_p(isolated_c
     else:  # the roofline pane's note
         assert "· r re-runs, then p" in text, text
     assert "not profiled yet · r re-runs, then p profiles" in timeline, timeline
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+@sync
+async def test_a_one_token_run_over_says_which_run_has_a_step_to_profile(isolated_config, size):
+    """`--max-new-tokens 1`: the token came from the prompt and a re-run's would too, so "r re-runs,
+    then p profiles" could never work. Every place that said it (the roofline, the Σ line, the
+    timeline, p's toast) says which run has a step instead, and names neither key."""
+    from tfdash.app.messages import RunEnded
+
+    source = LiveStandIn(unprofiled())
+    app = TfdashApp(source, theme="tfdash-dark", max_new_tokens=1)
+    said: list[str] = []
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        app.post_message(RunEnded(source.run_id))  # the generation reached its one token
+        for _ in range(3):
+            await pilot.pause()
+        text = screen_text(app)
+        await pilot.press("T")
+        await pilot.pause()
+        timeline = screen_text(app)
+        await pilot.press("escape")
+        await pilot.pause()
+        notify = app.notify
+        app.notify = lambda message, **kw: (said.append(str(message)), notify(message, **kw))
+        await pilot.press("p")
+        await pilot.pause()
+    assert said == [f"the run is over: {NO_STEP_TO_PROFILE}"], said
+    assert "re-runs, then" not in text + timeline, text + timeline
+    assert f"measured — {NO_STEP_TO_PROFILE}" in text, text  # the Σ line under the table
+    if size == (80, 24):  # the roofline is one line under the header
+        assert f"roofline not profiled yet · {NO_STEP_TO_PROFILE}" in text, text
+    else:  # the roofline pane's note, wrapped in the pane
+        assert "· a run of 2+ new" in text, text
+    assert f"not profiled yet · {NO_STEP_TO_PROFILE}" in timeline, timeline
+    assert f"no profiled step: {NO_STEP_TO_PROFILE}" in timeline, timeline  # the view's own line

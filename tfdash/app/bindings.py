@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from textual.binding import Binding
 
-from tfdash.app.layout import BOTTOM_MIN_H, NARROW_W, SHORT_H
+from tfdash.app.layout import BOTTOM_MIN_H, NARROW_W, SHORT_H, ProfileKeys
 
 APP = [
     Binding("q", "quit", "Quit", id="quit", tooltip="Stop the engine cleanly, keep what was measured, quit"),
@@ -195,6 +195,13 @@ def config_key_names(*binding_ids: str) -> dict[str, str]:
 def key_names(app, *binding_ids: str) -> dict[str, str]:
     """key_name of each id, for the pure functions that word a hint (they take the names, not the app)."""
     return {bid: key_name(app, bid) for bid in binding_ids}
+
+
+def profile_hint(app) -> ProfileKeys:
+    """The re-run and profile keys for the hints that lead to a profile window, and whether a re-run
+    has a step to time: one of a single new token (max_new_tokens 1) has none, as this one had none."""
+    max_new = getattr(app, "max_new_tokens", None)
+    return ProfileKeys(key_name(app, "rerun"), key_name(app, "profile"), max_new is None or max_new >= 2)
 
 
 def describe_key(key: str, app=None) -> str:

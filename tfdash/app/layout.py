@@ -16,6 +16,8 @@ terminal below the minimum size.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rich.cells import cell_len
 from rich.text import Text
 from textual import events
@@ -59,18 +61,43 @@ def nvml_summary(snap: ProfileSnapshot) -> list[list[tuple[str, str]]]:
              ("  ", ""), (fmt_num(_last(snap, "power_w"), 0, " W"), "bold")]]
 
 
-def profile_keys(ended: bool, keys: dict[str, str]) -> list[tuple[str, str]]:
-    """The keys that take a profile window, as `keys` names them (bindings.key_names of "rerun" and
-    "profile": the user's keymap applies): p while the run goes on; once it is over, p has no step
-    left to time (pressed, it says r re-runs), so r first."""
+# What a hint says once the live run is over where a re-run has no step either: a run of one new
+# token takes it from the prompt (--max-new-tokens 1), and so does each re-run of it
+NO_STEP_TO_PROFILE = "a run of 2+ new tokens has a step to profile"
+
+
+@dataclass(frozen=True)
+class ProfileKeys:
+    """What the hints that lead to a profile window name: the re-run and profile keys as the user's
+    keymap binds them, and whether a re-run has a decode step for a window to time (bindings.
+    profile_hint builds it from the app). The one source of the advice once a run is over, so the
+    roofline, the kernel table, the timeline and p's toast say the same."""
+    rerun: str = "r"
+    profile: str = "p"
+    rerun_has_step: bool = True
+
+    def after_run(self, what: str = " profiles") -> list[tuple[str, str]]:
+        """Once the live run is over p has no step left to time: r re-runs, then p profiles (`what`
+        follows p); where the re-run would have no step either, which run has one, naming no key."""
+        if not self.rerun_has_step:
+            return [(NO_STEP_TO_PROFILE, "italic $text-muted")]
+        return [(self.rerun, "bold $accent"), (" re-runs, then ", "$text-muted"),
+                (self.profile, "bold $accent"), (what, "$text-muted")]
+
+    def after_run_text(self, what: str = " profiles") -> str:
+        return "".join(text for text, _ in self.after_run(what))
+
+
+def profile_keys(ended: bool, keys: ProfileKeys) -> list[tuple[str, str]]:
+    """The keys that take a profile window, as `keys` names them: p while the run goes on; once it
+    is over, p has no step left to time, so ProfileKeys.after_run's advice."""
     if ended:
-        return [(keys["rerun"], "bold $accent"), (" re-runs, then ", "$text-muted"),
-                (keys["profile"], "bold $accent"), (" profiles", "$text-muted")]
-    return [(keys["profile"], "bold $accent"), (" profiles", "$text-muted")]
+        return keys.after_run()
+    return [(keys.profile, "bold $accent"), (" profiles", "$text-muted")]
 
 
 def roofline_summary(snap: ProfileSnapshot, live: bool = True, ended: bool = False, *,
-                     keys: dict[str, str]) -> list[list[tuple[str, str]]]:
+                     keys: ProfileKeys) -> list[list[tuple[str, str]]]:
     """`live`: p can profile a window; a saved snapshot cannot, so it names no key. `ended`: the
     live run is over; `keys`: what the keys are named (profile_keys)."""
     r = snap.roofline
@@ -95,7 +122,7 @@ SUMMARIES = {"roofline": roofline_summary, "nvml": nvml_summary, "throughput": t
 
 
 def pane_summary(snap: ProfileSnapshot | None, panes: tuple[str, ...], width: int = 10_000,
-                 live: bool = True, ended: bool = False, *, keys: dict[str, str]) -> Content:
+                 live: bool = True, ended: bool = False, *, keys: ProfileKeys) -> Content:
     """A line for the panes that are hidden (`v` swaps which are), wrapped between items to `width`.
     `live`, `ended`, `keys`: the run can be profiled, whether it is over, and the keys' names
     (roofline_summary's)."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 
 from tfdash.app import exports
-from tfdash.app.bindings import key_name
+from tfdash.app.bindings import key_name, profile_hint
 from tfdash.app.compare import AB_STOP_TIMEOUT_S, all_set
 from tfdash.errors import TfdashError
 from tfdash.profiling.export_files import recorded_run
@@ -87,8 +87,7 @@ class RunActions:
             self.notify("two profile windows are waiting already: this one is not added", severity="warning",
                         timeout=3)
         elif self.state in ("done", "stopped", "error"):  # a window needs steps to time: a run
-            rerun, profile = key_name(self, "rerun"), key_name(self, "profile")
-            self.notify(f"the run is over: {rerun} re-runs, then {profile} profiles", severity="warning", timeout=3)
+            self.notify(f"the run is over: {profile_hint(self).after_run_text()}", severity="warning", timeout=3)
         else:
             self.notify(f"no run in progress to profile ({key_name(self, 'rerun')} re-runs)", severity="warning",
                         timeout=3)

@@ -17,8 +17,8 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from tfdash.app import bindings
-from tfdash.app.layout import (BOTTOM_MIN_H, NVML_MIN_H, ROOFLINE_W, TOP_MIN_H, FitsBeforeDraw, pane_summary,
-                               size_classes, summary_rows)
+from tfdash.app.layout import (BOTTOM_MIN_H, NVML_MIN_H, ROOFLINE_W, TOP_MIN_H, FitsBeforeDraw, ProfileKeys,
+                               pane_summary, size_classes, summary_rows)
 from tfdash.app.model import contention_note
 from tfdash.app.widgets.chart import Chart
 from tfdash.app.widgets.continuation import Continuation
@@ -302,9 +302,9 @@ class MainScreen(FitsBeforeDraw, Screen):
         return self.app.source.live and not self.app.offers("profile")
 
     @property
-    def _profile_keys(self) -> dict[str, str]:
+    def _profile_keys(self) -> ProfileKeys:
         """The re-run and profile keys as the hints name them (the user's keymap applied)."""
-        return bindings.key_names(self.app, "rerun", "profile")
+        return bindings.profile_hint(self.app)
 
     def _state_changed(self, state: str) -> None:
         app = self.app

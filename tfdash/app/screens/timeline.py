@@ -18,7 +18,7 @@ from textual.widgets import Static
 
 from tfdash.app import bindings
 from tfdash.app.screens.main import TopBar
-from tfdash.app.layout import FitsBeforeDraw, profile_keys, wrap_pairs
+from tfdash.app.layout import FitsBeforeDraw, ProfileKeys, profile_keys, wrap_pairs
 from tfdash.app.timeline_model import StepTimeline, step_ctx, step_timeline, steps
 from tfdash.app.widgets.footer import FitFooter
 from tfdash.app.widgets.panes import set_content
@@ -28,7 +28,7 @@ WIDE = 118  # from here the summary names its numbers in full
 
 
 def summary(tl: StepTimeline | None, held: list[int], scale_ns: float, width: int = 200, direct: bool = False,
-            profiled: bool = True, ended: bool = False, *, keys: dict[str, str], ctx: int | None = None) -> Content:
+            profiled: bool = True, ended: bool = False, *, keys: ProfileKeys, ctx: int | None = None) -> Content:
     """The step's numbers, each with its label and unit on one line (wrap_pairs), then the key to
     the glyphs. Narrower than WIDE, the long labels go. `direct`: host timing, whose spaces between
     kernels are the timer's, not the device's idle, so no gap is given as one (as the roofline
@@ -38,7 +38,7 @@ def summary(tl: StepTimeline | None, held: list[int], scale_ns: float, width: in
     if tl is None:
         if not profiled:
             hint = profile_keys(True, keys) if ended else \
-                [(keys["profile"], "bold $accent"), (" profiles a window", "italic $text-muted")]
+                [(keys.profile, "bold $accent"), (" profiles a window", "italic $text-muted")]
             return Content.assemble(("not profiled yet · ", "italic $text-muted"), *hint)
         return Content.styled("no kernel spans in this snapshot", "italic $text-muted")
     wide = width >= WIDE
@@ -59,7 +59,7 @@ def summary(tl: StepTimeline | None, held: list[int], scale_ns: float, width: in
                             ("▒ ", "bold $accent"), ("overlapping the kernel before (PDL)  ", "$text-muted"), *idle)
 
 
-def empty_line(live: bool, profiled: bool, ended: bool, keys: dict[str, str]) -> str:
+def empty_line(live: bool, profiled: bool, ended: bool, keys: ProfileKeys) -> str:
     """The view's line without spans, as the summary words why: the keys that profile only where
     they can (the user's keymap's names); a saved snapshot is read-only, so it names none."""
     if not live:
@@ -67,8 +67,8 @@ def empty_line(live: bool, profiled: bool, ended: bool, keys: dict[str, str]) ->
     if profiled:
         return "no profiled step: the profile window kept no kernel spans"
     if ended:
-        return f"no profiled step: {keys['rerun']} re-runs, then {keys['profile']} profiles a window"
-    return f"no profiled step yet: {keys['profile']} profiles a window"
+        return f"no profiled step: {keys.after_run_text(' profiles a window')}"
+    return f"no profiled step yet: {keys.profile} profiles a window"
 
 
 class TimelineScreen(FitsBeforeDraw, Screen):
@@ -124,7 +124,7 @@ class TimelineScreen(FitsBeforeDraw, Screen):
         # "not profiled yet" only where p can profile: a saved snapshot without spans kept none
         live = self.app.source.live
         profiled = roof is not None or bool(getattr(snap, "timeline", ())) or not live
-        ended, keys = live and not self.app.offers("profile"), bindings.key_names(self.app, "rerun", "profile")
+        ended, keys = live and not self.app.offers("profile"), bindings.profile_hint(self.app)
         set_content(self.query_one("#timeline-summary", Static),
                     summary(self.view.timeline, steps(snap), self.view.scale, self.size.width - 2,
                             direct=self.view.direct, profiled=profiled, ended=ended, keys=keys,

@@ -16,6 +16,7 @@ from textual.content import Content
 
 from tfdash.app import baseline as basemod
 from tfdash.app.counters_view import meas_cell
+from tfdash.app.layout import ProfileKeys
 from tfdash.app.model import (COLUMNS, GROUP_LABEL, SORT_KEYS, TableRow, bar, fit_columns, fmt_gap, fmt_gbps, fmt_ns,
                               fmt_num, gap_level, own_window)
 from tfdash.textsafe import visible
@@ -263,13 +264,13 @@ def caption(group: str, sort: tuple[str, bool], filter_text: str, rows: list, ke
 
 
 def total(kernels: tuple, baseline, warning: Forms, width: int = 10_000, live: bool = True,
-          ended: bool = False, *, keys: dict[str, str]) -> Content | str:
+          ended: bool = False, *, keys: ProfileKeys) -> Content | str:
     """The Σ line under the table: the step predicted and measured, the gap, the baseline's Δ;
     or the warning (a contended host) in its place, in the wording that fits `width`. Where the
     numbers pass `width` they go on a second line, broken between "label value" pairs. Unmeasured,
-    it says how to measure: p where the run is `live`, r then p once it has `ended`, none in a saved
-    snapshot (p cannot profile); `keys` names r and p as the keymap binds them (bindings.key_names
-    of "rerun" and "profile")."""
+    it says how to measure: p where the run is `live`, ProfileKeys.after_run's advice once it has
+    `ended`, none in a saved snapshot (p cannot profile); `keys` names r and p as the keymap binds
+    them (bindings.profile_hint)."""
     if not kernels:
         return ""
     pred = sum(k.predicted_ns for k in kernels)
@@ -282,8 +283,8 @@ def total(kernels: tuple, baseline, warning: Forms, width: int = 10_000, live: b
         units += [[("kernels measured ", "$text-muted"), (fmt_ns(measured), "bold")],
                   [("gap ", "$text-muted"), (fmt_gap(gap), f"bold $tf-{gap_level(gap) or 'fair'}")]]
     else:
-        how = f"{keys['rerun']} re-runs, then {keys['profile']} profiles" if live and ended else \
-            f"press {keys['profile']} to profile a window" if live else \
+        how = keys.after_run_text() if live and ended else \
+            f"press {keys.profile} to profile a window" if live else \
             "this snapshot kept no profile window"
         units += [[("measured ", "$text-muted"), ("— " + how, "italic $text-muted")]]
     if baseline is not None and all(m is not None for m in meas):

@@ -86,7 +86,7 @@ class KernelTable(Vertical):
         self._bar_w = cellsmod.BAR_W  # the % of step bar's cells (_layout)
         self.warning: cellsmod.Forms = ""  # e.g. a contended host: said under the table
         self.live = True  # p can profile a window: a saved snapshot's Σ line does not name it
-        self.ended = False  # the live run is over: the Σ line says r re-runs first
+        self.ended = False  # the live run is over: the Σ line says what profiles then (layout.ProfileKeys)
 
     def compose(self):
         yield Static(id="kernel-caption")
@@ -256,7 +256,7 @@ class KernelTable(Vertical):
     def _total(self) -> None:
         set_content(self.query_one("#kernel-total", Static),
                     cellsmod.total(self.kernels, self.baseline, self.warning, self._line_width, self.live,
-                                   self.ended, keys=bindings.key_names(self.app, "rerun", "profile")))
+                                   self.ended, keys=bindings.profile_hint(self.app)))
 
     # -- events ----------------------------------------------------------------------------
     def drill_selected(self) -> None:

@@ -17,7 +17,7 @@ from textual.geometry import Size
 from textual.widget import Widget
 from textual.widgets import Static
 
-from tfdash.app.bindings import key_names
+from tfdash.app.bindings import profile_hint
 from tfdash.app.layout import SHORT_H, profile_keys
 from tfdash.app.model import fmt_bytes, fmt_gbps, fmt_ns, fmt_num, throughput, tok_s_now
 from tfdash.app.widgets.chart import Chart, Figure, Line, rule_mark
@@ -230,7 +230,7 @@ class RooflinePane(VerticalScroll):
              ended: bool = False) -> None:
         """`baseline`: another run's snapshot, whose measured step is shown under this one's.
         `live`: p can profile a window (a saved snapshot without one names no key); `ended`: the
-        live run is over, so r must re-run it first."""
+        live run is over, so p alone cannot profile (layout.ProfileKeys.after_run says what can)."""
         stats = self.query_one("#roofline-stats", Static)
         over = self.query_one("#roofline-over", Static)
         datasheet = self.query_one("#roofline-datasheet", Static)
@@ -296,9 +296,9 @@ class RooflinePane(VerticalScroll):
         ))
         gapbar.set_parts(0, 0, 0)
         why = snap.unavailable.get("roofline") or snap.unavailable.get("kernels") or "no profile window yet"
-        keys = key_names(self.app, "rerun", "profile")  # as the keymap binds them
+        keys = profile_hint(self.app)  # as the keymap binds them
         hint = [(" · ", "$text-muted"), *profile_keys(ended, keys)] if ended else \
-            [(" · press ", "$text-muted"), (keys["profile"], "bold $accent"), (" to profile", "$text-muted")] \
+            [(" · press ", "$text-muted"), (keys.profile, "bold $accent"), (" to profile", "$text-muted")] \
             if live else [(" · this snapshot kept none (--headless --profile records one)", "$text-muted")]
         set_content(note, Content.assemble((why, "italic $text-muted"), *hint))
 
