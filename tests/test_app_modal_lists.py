@@ -78,3 +78,41 @@ async def test_the_ab_variants_fit_their_rows_beside_their_scrollbar(isolated_co
     rows = lines[1:] if scrolls else [line for line in lines[1:] if line.strip()]
     assert rows and all(r.split()[0] in VARIANTS and about[r.split()[0]] in r for r in rows), lines
     assert not shows_h
+
+
+@sync
+async def test_home_end_and_the_page_keys_move_the_pickers_cursor(isolated_config, tmp_path, monkeypatch):
+    """Home and End went nowhere in the picker: the table's own scroll sideways, and its columns fit
+    its width. They go to the first row and the last, in order with the keys typed before them (a
+    priority binding would act ahead of the arrows still queued); PageDown and PageUp move by a page."""
+    import os
+
+    from test_app_compare import once
+    from test_app_typeahead import burst
+
+    from tfdash.app.messages import BaselineChosen
+
+    monkeypatch.chdir(tmp_path)
+    shown = shutil.copy(SNAPSHOT, tmp_path / "run.json")
+    names = [f"s{i:02d}.json" for i in range(RECENT)]  # s00 the oldest: listed last
+    for i, name in enumerate(names):
+        os.utime(shutil.copy(SNAPSHOT, tmp_path / name), (1_800_000_000 + i,) * 2)
+
+    async def choose(*keys: str) -> str:
+        messages = []
+        app = snapshot_app(shown, theme="tfdash-dark")
+        async with app.run_test(size=(80, 24), message_hook=messages.append) as pilot:
+            await opened(pilot, "b", "#picker-table")
+            burst(app, *keys, "enter")
+            await settle(pilot)
+        [chosen] = once(messages, BaselineChosen)
+        return chosen.label
+
+    assert await choose("end") == names[0]
+    assert await choose("end", "up") == names[1]
+    assert await choose("down", "down", "home") == names[-1]
+    listed = names[::-1]  # newest first
+    page = listed.index(await choose("pagedown"))  # the rows the box shows, less one
+    assert 2 < page < len(listed) - 1, page
+    assert await choose("pagedown", "pageup") == listed[0]
+    assert await choose("end", "pageup") == listed[-1 - page]

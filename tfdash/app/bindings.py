@@ -95,6 +95,13 @@ PICKER = [  # the baseline picker (b)
     Binding("delete,x", "clear", "No baseline", id="picker.clear", key_display="x", tooltip="Drop the baseline"),
 ]
 
+# A dialog's list of rows (widgets/row_list.py): Home and End go to its first and last row. The
+# DataTable's own scroll sideways, and a list whose columns fit its width has nothing to its side.
+ROW_LIST = [
+    Binding("home", "scroll_top", "First row", show=False),
+    Binding("end", "scroll_bottom", "Last row", show=False),
+]
+
 AB = [  # the A/B screen (a)
     Binding("escape,q", "close", "Cancel/Close", id="ab.close", key_display="esc",
             tooltip="Cancel the A/B in progress (after its current window), else close (q too)"),

@@ -26,6 +26,7 @@ from textual.widgets import DataTable, Static
 
 from tfdash.app import bindings
 from tfdash.app.widgets.footer import FitFooter
+from tfdash.app.widgets.row_list import RowList
 from tfdash.app.compare import Recent
 from tfdash.app.layout import FitsBeforeDraw, cell_widths, fill_whole
 from tfdash.app.messages import BaselineChosen
@@ -111,7 +112,7 @@ class PickerScreen(FitsBeforeDraw, ModalScreen):
     def compose(self) -> ComposeResult:
         with Vertical(id="picker-box", classes="tf-modal"):
             yield Static(id="picker-intro")
-            yield DataTable(id="picker-table", cursor_type="row", zebra_stripes=True)
+            yield RowList(id="picker-table", cursor_type="row", zebra_stripes=True)
             yield Static(id="picker-status")
         yield FitFooter()  # its own keys: the dashboard's footer underneath names keys that do not act here
 
