@@ -337,7 +337,10 @@ def test_sweep_is_analyze_at_each_ctx(plan17):
 # -- the command -----------------------------------------------------------------------------
 def analyze_cli(capsys, *argv):
     capsys.readouterr()  # drop what fixtures printed
-    rc = main(["analyze", *argv])
+    try:
+        rc = main(["analyze", *argv])
+    except SystemExit as e:  # the parser's own mistakes exit from it, as argparse's do
+        rc = e.code
     out, err = capsys.readouterr()
     return rc, out, err
 
@@ -470,11 +473,19 @@ def test_cli_target_file_scales_ideal_ns(capsys, tmp_path):
     (["--dim", "ctx_len=lots"], ["'lots' is not an integer"]),
     (["--target", "nosuch"], ["unknown target 'nosuch'"]),
     (["--model", "qwen3-9000b"], ["qwen3-9000b"]),
+    (["--target", ""], ["--target '' is empty"]),
+    (["--ckpt", ""], ["--ckpt: '' is empty"]),
+    (["--dim", "foo=3"], ["expected ctx_len=N"]),
+    (["--sweep", "ctx_len=0:x:1"], ["'x' is not an integer"]),
+    (["--sweep", "ctx_len=0:4:1", "--operands"], ["--operands splits the launches of one step"]),
 ])
 def test_cli_refusals_are_one_line(capsys, argv, needles):
+    """Each is an argument's mistake, said as the parser says its own: `--dim foo=3` began `tfdash
+    analyze: error:` and named the help, `--sweep ctx_len=0:10` began `tfdash: error:`."""
     rc, out, err = analyze_cli(capsys, *argv)
     assert rc == 2
-    assert_one_line_error(err, *needles)
+    line = assert_one_line_error(err, *needles)
+    assert line.startswith("tfdash analyze: error: ") and line.endswith(" (see tfdash analyze --help)"), line
 
 
 def test_cli_bad_target_files(capsys, tmp_path):

@@ -41,7 +41,10 @@ def parse_summary(stdout: str) -> dict:
 def cli(capsys, *argv):
     """main(argv) in-process -> (rc, stdout, stderr)."""
     capsys.readouterr()  # drop what fixtures printed
-    rc = main(list(argv))
+    try:
+        rc = main(list(argv))
+    except SystemExit as e:  # the parser's own mistakes exit from it, as argparse's do
+        rc = e.code
     out, err = capsys.readouterr()
     return rc, out, err
 
@@ -468,6 +471,9 @@ def test_the_torch_fallback_on_cuda_is_named(monkeypatch):
     (["--capacity", "0"], ["--capacity 0 must be positive"]),
     (["--rounds", "0"], ["--rounds 0 must be at least 1"]),  # it named --max-new-tokens too
     (["--max-new-tokens", "-2"], ["--max-new-tokens -2 must be at least 1"]),
+    (["--max-new-tokens", "40960"], ["max-new-tokens (40960) = 40972 is past max_position_embeddings=40960"]),
+    (["--model", "qwen3-9000b"], ["unknown model preset 'qwen3-9000b'"]),
+    (["--ckpt", "/x", "--seed", "5"], ["give --ckpt or --seed, not both"]),
     ([], ["needs a CUDA device"]),
 ])
 def test_bench_errors_are_one_line(argv, needles):
@@ -498,10 +504,12 @@ def test_a_mistyped_command_is_named_with_the_commands(capsys):
 @pytest.mark.parametrize("cmd", [["--headless"], ["analyze"], ["bench"]])
 def test_an_empty_ckpt_is_its_own_line(capsys, cmd):
     """`--ckpt ""` said ". has no config.json" (headless), or was no --ckpt at all (analyze and
-    bench priced and ran random weights)."""
+    bench priced and ran random weights); it is said by the command's parser, as `--json ""` is."""
+    prog = "tfdash" if cmd == ["--headless"] else f"tfdash {cmd[0]}"
     rc, out, err = cli(capsys, *cmd, "--ckpt", "")
     assert rc == 2 and out == ""
-    assert err.strip().splitlines() == ["tfdash: error: --ckpt '' is empty: give a checkpoint directory"]
+    assert err.strip().splitlines() == [f"{prog}: error: argument --ckpt: '' is empty: give a checkpoint directory "
+                                        f"(see {prog} --help)"]
 
 
 def test_the_knobs_a_record_names_are_the_ones_in_effect(monkeypatch):

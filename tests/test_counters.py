@@ -153,7 +153,7 @@ def test_bad_arguments_are_said_before_the_host(capsys, argv, says):
 
     assert main(["counters", "--all", *argv]) == 2
     out, err = capsys.readouterr()
-    assert out == "" and err.strip().splitlines() == [f"tfdash: error: {says}"]
+    assert out == "" and err.strip().splitlines() == [f"tfdash counters: error: {says} (see tfdash counters --help)"]
 
 
 def test_missing_ncu_is_one_line(monkeypatch, tmp_path):

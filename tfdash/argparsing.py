@@ -97,6 +97,21 @@ def home_known(value: str) -> str:
     return value
 
 
+def user_path(v: str) -> str:
+    """The type of a file or folder tfdash reads (--ckpt, a snapshot, --baseline, --target): a leading
+    `~` is the home, as the files it writes read it. `--save=~/run.json` (the shell leaves a ~ after
+    `=`) wrote ~/run.json, and `open --baseline=~/run.json` then said "no such snapshot file"."""
+    return os.path.expanduser(home_known(v))
+
+
+def ckpt_dir(v: str) -> str:
+    """--ckpt's type in every command: `user_path`, and an empty one said by the command's parser
+    (Path('') is the current folder, which said ". has no config.json")."""
+    if not v.strip():
+        raise argparse.ArgumentTypeError(f"{v!r} is empty: give a checkpoint directory")
+    return user_path(v)
+
+
 def a_file(value: str) -> str:
     """The type of a path that only a file or folder can be (--save, --export, --export-dir): named,
     and not `-`, which a report's OUT takes as stdout and which here made a file called `-`."""

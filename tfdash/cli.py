@@ -25,7 +25,7 @@ import os
 import sys
 
 from tfdash import __version__
-from tfdash.argparsing import Parser, a_file, prompt_text
+from tfdash.argparsing import Parser, a_file, ckpt_dir, prompt_text, user_path
 from tfdash.errors import TfdashError, UsageError
 from tfdash.signals import exit_code, finishing, stop_signals
 from tfdash.signals import name as signal_name
@@ -67,21 +67,15 @@ def seed_number(v: str) -> int:
 
 def preset_name(v: str) -> str:
     """--model's type in every command: an empty name (`--model "$MODEL"` with MODEL unset) is said,
-    as `--ckpt ''` is, rather than read as no --model and run on the default shape."""
+    as `--ckpt ''` is, rather than read as no --model and run on the default shape; an unknown one
+    is said by the command's parser, as its other arguments' mistakes are."""
+    from tfdash.defaults import PRESET_NAMES
+
     if not v.strip():
-        from tfdash.defaults import PRESET_NAMES
-
         raise argparse.ArgumentTypeError(f"{v!r} is empty: give a preset ({', '.join(PRESET_NAMES)})")
+    if v not in PRESET_NAMES:
+        raise argparse.ArgumentTypeError(f"unknown model preset {v!r}; choose one of {', '.join(PRESET_NAMES)}")
     return v
-
-
-def user_path(v: str) -> str:
-    """The type of a file or folder tfdash reads (--ckpt, a snapshot, --baseline, --target): a leading
-    `~` is the home, as the files it writes read it. `--save=~/run.json` (the shell leaves a ~ after
-    `=`) wrote ~/run.json, and `open --baseline=~/run.json` then said "no such snapshot file"."""
-    from tfdash.argparsing import home_known
-
-    return os.path.expanduser(home_known(v))
 
 
 def snapshot_path(v: str) -> str:
@@ -98,7 +92,7 @@ SEED_LIMIT = 1 << 40  # the per-tensor generator seeds (seed * 1e6 + a 32-bit ha
 def add_model_args(p: argparse.ArgumentParser, threads: bool = True) -> None:
     """The model's options; `threads` False where no CPU engine runs (counters: a CUDA step)."""
     src = p.add_argument_group("model")
-    src.add_argument("--ckpt", metavar="DIR", type=user_path,
+    src.add_argument("--ckpt", metavar="DIR", type=ckpt_dir,
                      help="a Qwen3 checkpoint directory (config.json, safetensors, "
                      "tokenizer.json); without it, random weights of --model's shape")
     from tfdash.defaults import DEFAULT_SEED, PRESET_NAMES

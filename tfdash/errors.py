@@ -1,4 +1,7 @@
-"""User-facing errors: each carries one line that the CLI prints after `tfdash: error:`."""
+"""User-facing errors: each carries one line that the CLI prints after `tfdash: error:` (a
+UsageError after `tfdash CMD: error:`, as the command's parser says its own)."""
+
+from contextlib import contextmanager
 
 
 class TfdashError(Exception):
@@ -12,6 +15,17 @@ class UsageError(TfdashError):
     def __init__(self, message: str, prog: str = "tfdash"):
         super().__init__(message)
         self.prog = prog
+
+
+@contextmanager
+def as_usage(prog: str, *kinds: type):
+    """Inside, an error of `kinds` (any TfdashError by default) is a UsageError of the command `prog`:
+    for the shared checks that only its arguments can fail (a ctx_len past the cache, a sweep's
+    range, a --target that names nothing), which word their line without knowing the command."""
+    try:
+        yield
+    except kinds or (TfdashError,) as e:
+        raise UsageError(str(e), prog) from None
 
 
 class ConfigError(TfdashError):

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from tfdash.argparsing import Parser
-from tfdash.errors import TfdashError
+from tfdash.errors import CapacityError, UsageError, as_usage
 from tfdash.textsafe import visible
 
 
@@ -33,7 +33,7 @@ class _Shown:
 
 
 def parser() -> argparse.ArgumentParser:
-    from tfdash.cli import preset_name, user_path
+    from tfdash.cli import ckpt_dir, preset_name, user_path
     from tfdash.defaults import PRESET_NAMES
     from tfdash.profiling.files import out_arg
 
@@ -43,7 +43,7 @@ def parser() -> argparse.ArgumentParser:
     src = p.add_mutually_exclusive_group()
     src.add_argument("--model", metavar="PRESET", type=preset_name, help="a preset: " + ", ".join(PRESET_NAMES)
                      + " (default: qwen3-1.7b)")
-    src.add_argument("--ckpt", metavar="DIR", type=user_path,
+    src.add_argument("--ckpt", metavar="DIR", type=ckpt_dir,
                      help="read the shape from DIR/config.json (no weights loaded)")
     p.add_argument("--target", default="h200", metavar="h200|h100-sxm|h100-pcie|h100-nvl|FILE", type=user_path,
                    help="a GPU's datasheet (h200, h100-sxm, h100-pcie, h100-nvl) or a JSON file: a target's fields, a snapshot or an analyze --json "
@@ -63,11 +63,24 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _int(text: str, what: str) -> int:
+def _int(text: str, what: str, prog: str) -> int:
     try:
         return int(text)
     except ValueError:
-        raise TfdashError(f"{what}: {text!r} is not an integer") from None
+        raise UsageError(f"{what}: {text!r} is not an integer", prog) from None
+
+
+def _sweep(spec: str, prog: str) -> tuple[int, int, int]:
+    """--sweep's ctx_len=A:B:STEP as (A, B, STEP): its form, numbers and order, before any work."""
+    from tfdash.profiling.analyze import sweep_points
+
+    parts = spec.split(":")
+    if len(parts) != 3:
+        raise UsageError(f"--sweep ctx_len={spec}: expected A:B:STEP", prog)
+    a, b, step = (_int(x, "--sweep", prog) for x in parts)
+    with as_usage(prog):
+        sweep_points(a, b, step)
+    return a, b, step
 
 
 def default_model_note() -> str:
@@ -96,9 +109,12 @@ def main(argv: list[str]) -> int:
     from tfdash.settings import SETTINGS
 
     SETTINGS.values()  # every knob read now, as the run and bench do: a bad one is one line, never ignored
+    # The arguments' own mistakes are said as the parser says its own: the command and its help
     if args.operands and args.sweep:  # else silently a table without them
-        raise TfdashError("--operands splits the launches of one step (--dim); a --sweep row is a step's totals "
-                          "(its --json has every launch's operands)")
+        raise UsageError("--operands splits the launches of one step (--dim); a --sweep row is a step's totals "
+                         "(its --json has every launch's operands)", p.prog)
+    sweep = _sweep(sw, p.prog) if sw is not None else None
+    ctx = _int(dim, "--dim ctx_len", p.prog) if dim is not None else 0
     if args.json:  # before a sweep that may take minutes
         from tfdash.profiling.files import check_not_a_snapshot, check_not_an_input, check_writable_file
 
@@ -109,30 +125,28 @@ def main(argv: list[str]) -> int:
         check_not_an_input(args.json, "--json", {"the --target file": target_file})
         check_not_a_snapshot(args.json, "--json", args.ckpt)
     cfg = load_config(args.ckpt) if args.ckpt is not None else preset(args.model or "qwen3-1.7b")
-    target = resolve_target(args.target)
+    with as_usage(p.prog, UsageError):  # an empty or unknown name; a file's own errors are the file's
+        target = resolve_target(args.target)
     capacity = args.capacity if args.capacity is not None else cfg.max_position_embeddings
     if capacity > cfg.max_position_embeddings:
-        raise TfdashError(f"--capacity {capacity} is past max_position_embeddings={cfg.max_position_embeddings}")
-    plan = plan_for(cfg, args.dtype, capacity)  # the plan the engine runs: the TFDASH_* plan knobs in effect
+        raise UsageError(f"--capacity {capacity} is past max_position_embeddings={cfg.max_position_embeddings}",
+                         p.prog)
+    with as_usage(p.prog, CapacityError):  # --capacity, --dim and --sweep against the model and the cache
+        plan = plan_for(cfg, args.dtype, capacity)  # the plan the engine runs: the TFDASH_* plan knobs in effect
+        for c in sweep[:2] if sweep is not None else (ctx,):
+            plan.check_ctx(c)
     from tfdash.profiling.files import missing_folders_of_file, replaces_file, table_stream
 
     out = _Shown(table_stream(args.json))  # --json /dev/stdout: the table to stderr
     # asked before a sweep's file (or the report's) makes them: the "# wrote" line says so, as diff's does
     new = missing_folders_of_file(args.json) if args.json else []
     replaced = bool(args.json) and replaces_file(args.json)
-    if sw is not None:
-        parts = sw.split(":")
-        if len(parts) != 3:
-            raise TfdashError(f"--sweep ctx_len={sw}: expected A:B:STEP")
-        a, b, step = (_int(x, "--sweep") for x in parts)
-        plan.check_ctx(a)
-        plan.check_ctx(b)
+    if sweep is not None:
         from tfdash.profiling.sweep_run import run_sweep
 
-        run_sweep(plan, target, a, b, step, args.json, out=out)  # rows as priced; JSON points streamed into the file
+        run_sweep(plan, target, *sweep, args.json, out=out)  # rows as priced; JSON points streamed into the file
         payload = None
     else:
-        ctx = _int(dim, "--dim ctx_len") if dim is not None else 0
         report = analyze(plan, target, ctx)
         out.write(render_text(report, operands=args.operands))
         payload = to_json(report)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import argparse
 
 from tfdash.argparsing import Parser, prompt_text
-from tfdash.cli import preset_name, seed_number, user_path
-from tfdash.errors import TfdashError, UsageError
+from tfdash.cli import ckpt_dir, preset_name, seed_number
+from tfdash.errors import TfdashError, UsageError, as_usage
 from tfdash.profiling.files import out_arg
 from tfdash.profiling.variants import GEMV_OPS, PLAN_VARIANTS
 
@@ -25,7 +25,7 @@ def parser() -> argparse.ArgumentParser:
                            "peers, alternating in one process over several rounds. Needs a CUDA device "
                            "(the arguments are checked on any machine).")
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--ckpt", metavar="DIR", type=user_path, help="a Qwen3 checkpoint (default: random weights)")
+    src.add_argument("--ckpt", metavar="DIR", type=ckpt_dir, help="a Qwen3 checkpoint (default: random weights)")
     src.add_argument("--model", metavar="PRESET", default=None, type=preset_name,
                      help="a preset: " + ", ".join(PRESET_NAMES)
                      + " (default: qwen3-1.7b)")
@@ -58,7 +58,8 @@ def check_numbers(args) -> None:
     """The counts and sizes, each said on its own; a --seed that --ckpt makes moot."""
     from tfdash.engine import check_seed
 
-    check_seed(args.ckpt, args.seed)
+    with as_usage(PROG):  # --seed beside --ckpt: said as the parser says its own mistakes
+        check_seed(args.ckpt, args.seed)
     for flag, n in (("--rounds", args.rounds), ("--max-new-tokens", args.max_new_tokens)):
         if n < 1:
             raise UsageError(f"{flag} {n} must be at least 1", PROG)
@@ -88,13 +89,12 @@ def check_lengths(args, cfg):
     # A capacity that just fits (the torch peer masks attention over the whole capacity), or whole
     # attention blocks of --capacity.
     capacity = default_capacity(cfg, args.capacity if args.capacity is not None else len(ids) + args.max_new_tokens)
-    try:
+    try:  # each a mistake of the arguments (the prompt, --max-new-tokens, the caches): said as the parser's
         check_generation(cfg, capacity, len(ids), args.max_new_tokens)
     except TfdashError as e:  # the cache is --capacity's (in whole attention blocks): named, as --also-capacity's is
-        if args.capacity is None:
-            raise
         grown = f" (whole attention blocks: {capacity})" if capacity != args.capacity else ""
-        raise TfdashError(f"--capacity {args.capacity}{grown}: {e}") from None
+        raise UsageError(str(e) if args.capacity is None else f"--capacity {args.capacity}{grown}: {e}",
+                         PROG) from None
     check_prompt_ids(cfg, ids)
     for n in args.also_capacity:
         cap = default_capacity(cfg, n)
@@ -102,5 +102,5 @@ def check_lengths(args, cfg):
             check_generation(cfg, cap, len(ids), args.max_new_tokens)
         except TfdashError as e:  # the cache it names is N in whole attention blocks, said as --capacity's is
             grown = f" (whole attention blocks: {cap})" if cap != n else ""
-            raise TfdashError(f"--also-capacity {n}{grown}: {e}") from None
+            raise UsageError(f"--also-capacity {n}{grown}: {e}", PROG) from None
     return tok, ids, capacity

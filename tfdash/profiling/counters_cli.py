@@ -20,7 +20,7 @@ import sys
 
 from tfdash.argparsing import Parser
 from tfdash.cli import snapshot_path
-from tfdash.errors import TfdashError
+from tfdash.errors import TfdashError, UsageError
 from tfdash.profiling.counters import DEFAULT_CTX, RUN_TIMEOUT_S, measure, prepare, select
 from tfdash.profiling.files import out_arg
 from tfdash.profiling.snapshot import Counters
@@ -118,10 +118,10 @@ def main(argv: list[str]) -> int:
     p = parser()
     args = p.parse_args(argv)
     # the arguments first (a typo is worth saying on any machine, as bench does), then the host
-    if args.ctx < 0:
-        raise TfdashError(f"--ctx {args.ctx} must be 0 or more")
+    if args.ctx < 0:  # said as the parser says its own mistakes: the command and its help
+        raise UsageError(f"--ctx {args.ctx} must be 0 or more", p.prog)
     if not 0 < args.timeout < float("inf"):
-        raise TfdashError(f"--timeout {args.timeout:g} must be a positive number of seconds")
+        raise UsageError(f"--timeout {args.timeout:g} must be a positive number of seconds", p.prog)
     from tfdash.settings import SETTINGS
 
     SETTINGS.values()  # every knob, as the run and bench read them: a bad one is one line

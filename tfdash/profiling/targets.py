@@ -17,7 +17,7 @@ import stat
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from tfdash.errors import TfdashError
+from tfdash.errors import TfdashError, UsageError
 from tfdash.profiling.export_files import not_the_snapshot
 from tfdash.pathstat import stat_or_none
 
@@ -146,18 +146,19 @@ def datasheet_for(gpu_name: str | None) -> Target:
 def resolve_target(spec: str) -> Target:
     """`h200`, or a JSON file that holds a target: a Target's fields; a snapshot, an `analyze
     --json` report or sweep (each records the target it was priced against); or the bandwidth
-    probe's cache of one device (its measured target)."""
+    probe's cache of one device (its measured target). An empty or unknown name is a UsageError (the
+    argument's own mistake); a file that holds no target, the file's."""
     if spec in TARGETS:
         return TARGETS[spec]
     if not spec.strip():  # Path('') is the current folder: "is a directory" said nothing of the empty name
-        raise TfdashError(f"--target {spec!r} is empty: give {NAMED} or a target JSON file")
+        raise UsageError(f"--target {spec!r} is empty: give {NAMED} or a target JSON file")
     path = Path(spec)
     try:  # one stat, as `open` checks a snapshot: a folder on the way that cannot be searched is said, not raised
         st = stat_or_none(path)
     except OSError as e:
         raise TfdashError(f"--target {spec}: cannot read ({e.strerror or e})") from None
     if st is None:
-        raise TfdashError(f"unknown target {spec!r}: not one of {', '.join(TARGETS)} and no such file")
+        raise UsageError(f"unknown target {spec!r}: not one of {', '.join(TARGETS)} and no such file")
     mode = st.st_mode
     if not stat.S_ISREG(mode):  # a FIFO would block the read
         what = "is a directory" if stat.S_ISDIR(mode) else "not a regular file (a FIFO, device or socket)"
