@@ -227,6 +227,23 @@ async def test_the_picker_names_its_remapped_keys(isolated_config, tmp_path, mon
 
 
 @sync
+async def test_choosing_while_the_picker_reads_names_the_remapped_choose_key(isolated_config, tmp_path, monkeypatch):
+    from test_app_picker_worker import slow_app
+
+    remap(isolated_config, {"picker.choose": "f10"})
+    app = slow_app(tmp_path, monkeypatch)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("b")
+        await pilot.pause()
+        await pilot.press("f10")  # before the snapshots are listed
+        await pilot.pause()
+        lines = box_lines(screen_text(app), "baseline snapshot")
+        await pilot.press("escape")  # the reader stops before its next file
+    assert "still reading the snapshots: f10 once they are listed" in lines, lines
+
+
+@sync
 async def test_the_help_names_its_remapped_close_key(isolated_config):
     remap(isolated_config, {"help.close": "f2"})
     app = snapshot_app(SNAPSHOT, theme="tfdash-dark")

@@ -201,7 +201,7 @@ class PickerScreen(FitsBeforeDraw, ModalScreen):
     def action_choose(self) -> None:
         t = self.query_one("#picker-table", DataTable)
         if self.entries is None:
-            self._say("still reading the snapshots: ⏎ once they are listed")
+            self._say(f"still reading the snapshots: {bindings.key_name(self.app, 'picker.choose')} once they are listed")
             return
         if not self.offers("choose"):  # not in the footer; pressed anyway, it says why it does nothing
             close, export = bindings.key_name(self.app, "picker.close"), bindings.key_name(self.app, "export.snapshot")
