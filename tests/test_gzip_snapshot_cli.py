@@ -58,3 +58,20 @@ def test_saving_over_a_compressed_snapshot_names_the_run_it_replaces(tmp_path):
     assert f"wrote {packed} (replacing the snapshot of the run recorded {when})" in r.stdout
     (tmp_path / "cut.json.gz").write_bytes(packed.read_bytes()[:20])  # not whole gzip: no run named, no traceback
     assert recorded_run(tmp_path / "cut.json.gz") is None
+
+
+@pytest.mark.parametrize("argv", [["diff", "{d}", "{d}"], ["open", "{d}"],
+                                  ["analyze", "--model", "qwen3-tiny", "--target", "{d}"]])
+def test_an_export_folder_kept_compressed_names_the_snapshot_it_holds(tmp_path, argv, capsys):
+    """An export folder whose snapshot was gzipped (snapshot.json.gz, no snapshot.json) got no hint
+    from diff, open or analyze --target: each looked for the plain name alone."""
+    from tfdash.cli import main
+
+    d = tmp_path / "out"
+    d.mkdir()
+    (d / "snapshot.json.gz").write_bytes(gzip.compress(SNAPSHOT.read_bytes()))
+    (d / "trace.json").write_text('{"traceEvents": []}')
+    assert main([a.format(d=d) for a in argv]) == 2
+    assert_one_line_error(capsys.readouterr().err, f"{d}: is a directory", f"; {d / 'snapshot.json.gz'} is the snapshot in it")
+    assert main(["open", str(d / "trace.json")]) == 2  # the export's trace: the snapshot beside it is the .gz one
+    assert_one_line_error(capsys.readouterr().err, f"{d / 'snapshot.json.gz'} is the snapshot beside it")

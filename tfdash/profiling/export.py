@@ -40,7 +40,7 @@ from pathlib import Path
 from tfdash.errors import SnapshotError, TfdashError
 from tfdash.profiling.chrome_trace import chrome_trace, write_chrome_trace  # noqa: F401  (re-exported)
 from tfdash.profiling.csv_export import CSV_COLUMNS, kernel_csv, write_kernel_csv  # noqa: F401  (re-exported)
-from tfdash.profiling.export_files import EXPORT_CSV, EXPORT_SNAPSHOT, EXPORT_TRACE, gz_name, not_the_snapshot, without_gz
+from tfdash.profiling.export_files import EXPORT_CSV, EXPORT_SNAPSHOT, EXPORT_TRACE, gz_name, not_the_snapshot, snapshot_in, without_gz
 from tfdash.profiling.files import fresh_directory, move_into, write_text_atomic
 from tfdash.profiling.snapshot import SCHEMA, VERSION, ProfileSnapshot
 
@@ -302,9 +302,9 @@ def check_snapshot_file(path, what: str = "") -> Path:
         why = "no such snapshot file" if isinstance(e, FileNotFoundError) else f"cannot read ({e.strerror or e})"
         raise SnapshotError(f"{what}{p}: {why}") from None
     if stat.S_ISDIR(st.st_mode):  # an export folder, most likely: name the file it holds
-        inside = p / EXPORT_SNAPSHOT
+        inside = snapshot_in(p)  # snapshot.json, or snapshot.json.gz where it was kept compressed
         raise SnapshotError(f"{what}{p}: is a directory, not a snapshot file"
-                            + (f"; {inside} is the snapshot in it" if inside.is_file() else ""))
+                            + (f"; {inside} is the snapshot in it" if inside else ""))
     if not stat.S_ISREG(st.st_mode):
         raise SnapshotError(f"{what}{p}: not a regular file (a FIFO, device or socket); give a snapshot JSON file")
     if st.st_size > MAX_FILE_BYTES:

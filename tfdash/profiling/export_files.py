@@ -17,6 +17,7 @@ whatever the name, and the picker lists a snapshot named .json.gz in any case (G
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import zlib
@@ -59,8 +60,25 @@ def check_export_folder(directory) -> None:
             raise TfdashError(f"--export {directory}: {f} is a folder, and the export writes a file of that name")
 
 
+def present(snap: Path) -> Path | None:
+    """`snap` where it is a file, else the same name gzip-compressed (`.gz` in any case) where that
+    is: a snapshot kept compressed is the one a hint names, not the plain name that is not there."""
+    if os.path.isfile(snap):
+        return snap
+    try:
+        packed = sorted(p for p in snap.parent.glob(glob.escape(snap.name) + GZ_GLOB) if p.is_file())
+    except OSError:
+        return None
+    return packed[0] if packed else None
+
+
+def snapshot_in(directory) -> Path | None:
+    """The snapshot an export folder holds (snapshot.json, or snapshot.json.gz), where it holds one."""
+    return present(Path(directory) / EXPORT_SNAPSHOT)
+
+
 def snapshot_beside(path: Path) -> Path | None:
-    """The snapshot written with `path`, an export's trace or CSV, where it is there."""
+    """The snapshot written with `path`, an export's trace or CSV, where it is there (plain or gzip)."""
     name = path.name
     if name in (EXPORT_TRACE, EXPORT_CSV):
         snap = path.with_name(EXPORT_SNAPSHOT)
@@ -70,7 +88,7 @@ def snapshot_beside(path: Path) -> Path | None:
         snap = path.with_name(name[:-len(CSV_SUFFIX)] + SNAPSHOT_SUFFIX)
     else:
         return None
-    return snap if os.path.isfile(snap) else None
+    return present(snap)
 
 
 def file_head(path, n: int = 256) -> bytes:

@@ -12,13 +12,12 @@ A target file is JSON with the same fields as `Target.to_dict()`.
 from __future__ import annotations
 
 import json
-import os
 import stat
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from tfdash.errors import TfdashError, UsageError
-from tfdash.profiling.export_files import not_the_snapshot
+from tfdash.profiling.export_files import not_the_snapshot, snapshot_in
 from tfdash.pathstat import stat_or_none
 
 
@@ -162,8 +161,8 @@ def resolve_target(spec: str) -> Target:
     mode = st.st_mode
     if not stat.S_ISREG(mode):  # a FIFO would block the read
         what = "is a directory" if stat.S_ISDIR(mode) else "not a regular file (a FIFO, device or socket)"
-        inside = path / "snapshot.json"  # an export folder: its snapshot named, as open and diff name it
-        hint = f"; {inside} is the snapshot in it" if stat.S_ISDIR(mode) and os.path.isfile(inside) else ""
+        inside = snapshot_in(path) if stat.S_ISDIR(mode) else None  # an export folder: its snapshot
+        hint = f"; {inside} is the snapshot in it" if inside else ""  # named, as open and diff name it
         raise TfdashError(f"--target {spec}: {what}; give {NAMED} or a target JSON file{hint}")
     try:
         text = _read_text(path)
