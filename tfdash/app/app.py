@@ -42,7 +42,7 @@ from tfdash.app.model import TableRow
 from tfdash.app.refresh import MAX_WINDOWS, LiveRefresh  # noqa: F401 - MAX_WINDOWS: the app's bound
 from tfdash.app.run_actions import RunActions
 from tfdash.errors import TfdashError
-from tfdash.profiling.snapshot import ProfileSnapshot
+from tfdash.profiling.snapshot import ProfileSnapshot, kernel_list_note
 from tfdash.textsafe import KEEP_NONE, visible
 from tfdash.themes import CSS_PATH, DARK, DEFAULT_THEME, register_themes
 from tfdash.themes import offered as offered_themes
@@ -149,6 +149,9 @@ class TfdashApp(MinSizeGuard, LiveRefresh, RunActions, ExportActions, CompareAct
         if not self.source.live:
             self.state = "snapshot"
             self._apply(self.source.snapshot())
+            note = kernel_list_note(self.source.snapshot())  # a file cut short: its table is not the step
+            if note:
+                self.notify(note, title="snapshot", severity="warning", timeout=10)
         else:
             # The first frame is the heaviest to draw (every widget, the CSS); drawn before the
             # decode starts, it cannot hold the GIL while the first steps are in flight.

@@ -312,9 +312,11 @@ def snapshot_summary(snap: ProfileSnapshot, path: Path) -> str:
     """`tfdash open` without a terminal: what the dashboard's panes would say, as text."""
     from tfdash.app.screens.main import describe_run
     from tfdash.profiling.headless import roofline_lines, summary_line, top_kernels
+    from tfdash.profiling.snapshot import kernel_list_note
 
     out = [f"snapshot {path}: {describe_run(snap)}", f"recorded {snap.meta.started_at} on {snap.meta.host}",
            summary_line(snap)]
+    out += [n for n in (kernel_list_note(snap),) if n]  # a file cut short: the top kernels are not the step's
     if snap.roofline is not None:
         out += roofline_lines(snap)
     out += top_kernels(snap)

@@ -287,3 +287,14 @@ class ProfileSnapshot(Rates):
     @property
     def text(self) -> str:
         return "".join(t.text for t in self.tokens)
+
+
+def kernel_list_note(snap: ProfileSnapshot) -> str | None:
+    """One line where the snapshot lists fewer kernel rows than its run's launches/step, else None.
+    A snapshot is written with a row for every launch of the step, so fewer is a file edited or cut
+    short: under the header's count, a table of those rows alone would read as the whole step."""
+    listed, launches = len(snap.kernels), snap.meta.launches_per_step
+    if listed >= launches:
+        return None
+    return (f"the snapshot's kernel list is incomplete: {listed} of the run's {launches} launches/step "
+            f"(the table and its Σ step cover those {listed})")
