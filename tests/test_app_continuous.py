@@ -52,3 +52,50 @@ async def test_a_short_continuous_run_names_the_ctx_len_its_steps_ran_at(isolate
         [ctx] = {int(m) for m in re.findall(r"bytes/step\s+at ctx_len (\d+)", text)}
         assert 0 < ctx < app.snapshot.prompt_tokens + app.snapshot.new_tokens, (ctx, text)
         await pilot.press("q")
+
+
+class SlowStop(ReplaySource):
+    """Synthetic records whose source takes STOP_S to stop, as CUPTI's last flush can on the GPU."""
+
+    def stop(self):
+        time.sleep(STOP_S)
+        super().stop()
+
+
+STOP_S = 3.0  # long enough to press keys in while continuous timing stops
+
+
+@sync
+async def test_space_and_p_while_continuous_timing_stops_say_what_the_run_is_doing(isolated_config):
+    """After a continuously timed generation, while its timing stopped, space and p said "the run
+    ends once its own profile window has timed a few steps": no such window runs with continuous
+    timing (auto_window_after takes none). They say the run ends once the timing has stopped."""
+    from test_app_live import toasts_of
+
+    eng = micro_engine(capacity=1024)
+    new = 12
+
+    def factory(status):
+        return make_session(eng, "w1 w2 w3", new, target=TARGET, nvml=False, ignore_eos=True,
+                            timing="continuous", record_source=lambda rt: SlowStop(
+                                lambda: batches(rows(synth(rt.plan, new)))))
+
+    app = live_app(factory, max_new_tokens=new)
+    said = toasts_of(app)
+    async with app.run_test(size=(160, 48)) as pilot:
+        t0 = time.monotonic()
+        while app.snapshot is None or app.snapshot.new_tokens < new:
+            assert time.monotonic() - t0 < 60, f"the generation did not end: {app.state}"
+            await pilot.pause(0.05)
+        await pilot.pause(0.2)
+        assert app.state == "running", app.state  # the run goes on: its timing stops
+        await pilot.press("space")
+        await pilot.press("p")
+        await pilot.pause(0.2)
+        over = [s for s in said if s.startswith("the generation is over")]
+        while app.state != "done":
+            assert time.monotonic() - t0 < 60, f"the run did not end: {app.state}"
+            await pilot.pause(0.05)
+        await pilot.press("q")
+    assert over == ["the generation is over: the run ends once its continuous timing has stopped; nothing to pause",
+                    "the generation is over: the run ends once its continuous timing has stopped"], said

@@ -40,6 +40,7 @@ class Source(Protocol):
     running: bool
     paused: bool
     generation_over: bool  # running, but its generation has ended: nothing left to pause or profile
+    ending: str  # while generation_over, what the run still does before it ends ("" otherwise)
     run_id: int
     worker: object
     path: Path | None
@@ -62,6 +63,7 @@ class SnapshotSource:
     running = False
     paused = False
     generation_over = False
+    ending = ""
     run_id = 0
     worker = None
 
@@ -173,6 +175,16 @@ class LiveSource:
 
         session = self.session
         return self.running and isinstance(session, Session) and generation_over(session)
+
+    @property
+    def ending(self) -> str:
+        """While generation_over, what the run still does before it ends (session_requests.ending),
+        for the keys that no longer act to say; "" otherwise."""
+        from tfdash.profiling.session import Session
+        from tfdash.profiling.session_requests import ending
+
+        session = self.session
+        return ending(session) if self.running and isinstance(session, Session) else ""
 
     def take_news(self) -> frozenset[str]:
         """Acknowledge the outstanding SessionNews; returns the kinds of event it covered."""

@@ -25,7 +25,6 @@ from tfdash.profiling.files import missing_folders_of_file
 from tfdash.profiling.snapshot import ProfileSnapshot
 
 PROFILE_STEPS = 32
-GENERATION_OVER = "the generation is over: the run ends once its own profile window has timed a few steps; nothing to pause"
 STOP_TIMEOUT_S = 15.0  # how long quit waits for the engine to finish the steps in flight
 
 
@@ -45,8 +44,9 @@ class RunActions:
             self.notify(f"no run in progress to pause ({key_name(self, 'rerun')} re-runs)", severity="warning",
                         timeout=3)
             return
-        if self.source.generation_over:  # its own window after it times replayed steps: a hold would time the wait
-            self.notify(GENERATION_OVER, severity="warning", timeout=4)
+        if self.source.generation_over:  # no step left to hold: a hold would time the run's end (source.ending)
+            self.notify(f"the generation is over: {self.source.ending or 'the run is ending'}; nothing to pause",
+                        severity="warning", timeout=4)
             return
         paused = not self.source.paused
         self.source.pause(paused)
@@ -71,8 +71,8 @@ class RunActions:
         if not self._live_only("profile"):
             return
         if self.source.generation_over:  # a window asked for now would end with the session, untaken
-            self.notify("the generation is over: the run ends once its own profile window has timed a few steps",
-                        severity="warning", timeout=4)
+            self.notify(f"the generation is over: {self.source.ending or 'the run is ending'}", severity="warning",
+                        timeout=4)
             return
         if self.source.request_profile(PROFILE_STEPS):
             if self.source.paused:  # the window times steps: none is taken while the engine holds

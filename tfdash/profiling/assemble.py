@@ -147,6 +147,7 @@ class RunRecord:
         self.ab: deque[dict] = deque(maxlen=16)  # A/B results
         self.window_error: str | None = None
         self.no_window: str | None = None  # see SessionState.no_window
+        self.window_after = False  # the session's own window after the generation is timing its steps
         self.n_windows = self.steps_total = self.new_tokens = self.wall_ns = self.paused_ns = 0
         self.ttft_ns = self.held_ns = self.prefill_positions = self.prefill_ns = 0
 

@@ -43,6 +43,20 @@ def generation_over(s: "Session") -> bool:
         return s._state == "running" and s._gen is None and s.rec.new_tokens > 0
 
 
+def ending(s: "Session") -> str:
+    """What the run still does once its generation is over (generation_over), as a key that can no
+    longer act says it: its own window after the generation (auto_window_after), continuous timing
+    stopping (CUPTI's last records flushed: no window runs then), or only its end; "" before."""
+    with s._lock:
+        if not generation_over(s):
+            return ""
+        if s.rec.window_after:
+            return "the run ends once its own profile window has timed a few steps"
+        c = s.continuous
+        return "the run ends once its continuous timing has stopped" if c is not None and c.active else \
+            "the run is ending"
+
+
 def window_steps(max_new: int) -> int:
     """The steps of a window that times a run of `max_new` tokens on its own: a quarter of it, 1 to 64."""
     return max(1, min(64, max_new // 4))
@@ -100,7 +114,11 @@ def auto_window_after(s: "Session", stopped: str | None, stop: threading.Event |
     if _cold(s):
         s._post(Status(f"warning: {COLD_ONLY}"))
         return
-    result = _window_here(s, min(s.profile_steps, window_steps(s.max_new_tokens)), None, halted)
+    s._touch(lambda: setattr(s.rec, "window_after", True))  # what space and p say meanwhile (ending)
+    try:
+        result = _window_here(s, min(s.profile_steps, window_steps(s.max_new_tokens)), None, halted)
+    finally:
+        s._touch(lambda: setattr(s.rec, "window_after", False))
     if result.ok:
         s._touch(lambda: setattr(s, "auto_window", True))
     s._on_window(result)
