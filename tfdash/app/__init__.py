@@ -12,7 +12,7 @@ engine's buffers.
                      ab (a live A/B of a plan variant)
     compare.py       the b and a actions, and the recent snapshot exports the picker lists
     widgets/         the panes: continuation, throughput, roofline, NVML, kernel table (its cells in
-                     kernel_cells.py), charts, code, a dialog's row list (row_list.py)
+                     kernel_cells.py), charts, code, the row lists' Home and End (row_list.py)
     model.py         what the panes compute from a snapshot (grouping, sorting, throughput)
     drill_model.py   what the drill-down computes (the plan rebuilt from the snapshot's options,
                      operands, the ctx_len sweep from its window history, sources)

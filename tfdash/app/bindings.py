@@ -95,8 +95,8 @@ PICKER = [  # the baseline picker (b)
     Binding("delete,x", "clear", "No baseline", id="picker.clear", key_display="x", tooltip="Drop the baseline"),
 ]
 
-# A dialog's list of rows (widgets/row_list.py): Home and End go to its first and last row. The
-# DataTable's own scroll sideways, and a list whose columns fit its width has nothing to its side.
+# A table with a row cursor (widgets/row_list.py): Home and End go to its first and last row. The
+# DataTable's own scroll sideways, and a table whose columns fit its width has nothing to its side.
 ROW_LIST = [
     Binding("home", "scroll_top", "First row", show=False),
     Binding("end", "scroll_bottom", "Last row", show=False),

@@ -37,6 +37,7 @@ from tfdash.app import bindings
 from tfdash.app.compare import hand_back
 from tfdash.app.screens.ab_intro import intro, turns_after
 from tfdash.app.widgets.footer import FitFooter
+from tfdash.app.widgets.row_list import RowList
 from tfdash.app.layout import SHORT_H, FitsBeforeDraw, fill_whole
 from tfdash.profiling.ab_table import VERDICT_LABEL, when, window_count
 from tfdash.profiling.variants import Refusal, refusal
@@ -160,7 +161,7 @@ class ABScreen(FitsBeforeDraw, ModalScreen):
     def compose(self) -> ComposeResult:
         with Vertical(id="ab-box", classes="tf-modal"):
             yield Static(id="ab-intro")
-            yield DataTable(id="ab-variants", cursor_type="row", zebra_stripes=True)
+            yield RowList(id="ab-variants", cursor_type="row", zebra_stripes=True)
             yield Static(id="ab-status")
             yield ProgressBar(id="ab-progress", show_eta=False)
             yield SidesTable(id="ab-sides", cursor_type="none")

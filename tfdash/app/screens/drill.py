@@ -32,6 +32,7 @@ from tfdash.app.screens.drill_tables import DrillTables
 from tfdash.app.screens.drill_marginal import MarginalTab
 from tfdash.app.screens.main import TopBar
 from tfdash.app.widgets.footer import FitFooter
+from tfdash.app.widgets.row_list import RowList
 from tfdash.app.widgets.chart import Chart, Figure, Line
 from tfdash.app.widgets.code import CodeView
 from tfdash.app.widgets.kernel_table import DRIFT_REDRAW_S
@@ -120,7 +121,7 @@ class DrillScreen(FitsBeforeDraw, DrillTables, CodeTabs, MarginalTab, CountersTa
         yield Static(id="drill-summary")
         with Horizontal(id="drill-top"):
             with Vertical(id="instances"):
-                yield DataTable(id="instances-table", cursor_type="row", zebra_stripes=True)
+                yield RowList(id="instances-table", cursor_type="row", zebra_stripes=True)
             with Vertical(id="operands"):
                 yield Static(id="operands-caption", classes="caption")
                 yield DataTable(id="operands-table", cursor_type="none", zebra_stripes=True)

@@ -25,12 +25,14 @@ from tfdash.app.model import DEFAULT_SORT, GROUPS, SORT_KEYS, TableRow, table_ro
 from tfdash.app.widgets import kernel_cells as cellsmod
 from tfdash.app.widgets.kernel_cells import ASCENDING_FIRST
 from tfdash.app.widgets.panes import set_content
+from tfdash.app.widgets.row_list import RowList
 
 DRIFT_REDRAW_S = 2.0  # live: how often drifting predictions redraw the table
 
 
-class KernelDataTable(DataTable):
-    """The DataTable with Enter bound to "drill" (shown in the footer, remappable by id)."""
+class KernelDataTable(RowList):
+    """The table with Enter bound to "drill" (shown in the footer, remappable by id), and RowList's
+    Home and End."""
 
     BINDINGS = bindings.TABLE
 
