@@ -70,7 +70,7 @@ def resolve(name: str, flag: str = "--ab") -> Variant:
     if name in VARIANTS:
         return VARIANTS[name]
     if ":" in name:
-        from tfdash.profiling.bench import gemv_variant
+        from tfdash.profiling.variants import gemv_variant
 
         label, options = gemv_variant(name.removeprefix("tilelang[").removesuffix("]"), flag)
         return Variant(label, options)

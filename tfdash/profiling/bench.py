@@ -52,13 +52,12 @@ import statistics
 import sys
 import time
 
-from tfdash.errors import TfdashError, UnsupportedShape, UsageError
+from tfdash.errors import TfdashError
 from tfdash.profiling.bench_args import (  # noqa: F401 (BACKENDS, DEFAULT_BACKENDS re-exported)
-    BACKENDS, DEFAULT_BACKENDS, PROG, check_lengths, check_numbers, parser)
+    BACKENDS, DEFAULT_BACKENDS, check_lengths, check_numbers, check_shapes, parser, wanted_backends)
 from tfdash.profiling.bench_table import (  # noqa: F401 (TABLE_HEAD, table_row re-exported)
     TABLE_HEAD, header_line, table_lines, table_row, write_report)
 from tfdash.profiling.files import check_not_a_snapshot, check_writable_file
-from tfdash.profiling.variants import PLAN_VARIANTS, gemv_variant
 from tfdash.settings import SETTINGS
 from tfdash.signals import exit_code, finishing
 from tfdash.signals import name as signal_name
@@ -252,31 +251,11 @@ def main(argv: list[str]) -> int:
     check_writable_file(args.json, "--json")
     check_not_a_snapshot(args.json, "--json", args.ckpt)
     settings = SETTINGS.values()  # every knob read now: a bad one is one line before any work, and recorded
-    wanted = [b.strip() for b in args.backends.split(",") if b.strip()]
-    if not wanted and not args.gemv and not args.also_capacity:  # else a run that measures nothing
-        raise UsageError(f"--backends {args.backends!r} names no backend (known: {', '.join(BACKENDS)})", PROG)
-    unknown = set(wanted) - set(BACKENDS)
-    if unknown:
-        raise UsageError(f"unknown backend(s): {', '.join(sorted(unknown))} (known: {', '.join(BACKENDS)})", PROG)
-    if len(set(wanted)) < len(wanted):  # a second copy would be built beside the first, and replace its row
-        raise UsageError(f"--backends names {', '.join(sorted({b for b in wanted if wanted.count(b) > 1}))} "
-                         "twice: each backend is one row of the table", PROG)
-    variants = dict(PLAN_VARIANTS)
-    for spec in args.gemv:
-        name, options = gemv_variant(spec)
-        variants[name] = options
-        wanted.append(name)
-    wanted += [f"tilelang@{n}" for n in args.also_capacity]
-    from tfdash.engine.compile import unsupported
+    wanted, variants = wanted_backends(args)
     from tfdash.engine.config import load_config, preset
 
     cfg = load_config(args.ckpt) if args.ckpt is not None else preset(args.model or "qwen3-1.7b")
-    # the shape too is an argument: say it before the device, and before any weight is loaded
-    for b in (b for b in wanted if b.startswith("tilelang")):
-        why = unsupported(build_plan(cfg, dtype="bfloat16", capacity=64, **variants.get(b, {})))
-        if why:
-            raise UnsupportedShape(f"{b}: the tilelang engine cannot run {why}; the torch backends "
-                                   f"(--backends torch-compile,torch-graph) can")
+    check_shapes(cfg, wanted, variants)  # the shape too is an argument: said before the device and any weight
     tok, ids, capacity = check_lengths(args, cfg)  # the prompt and new tokens against each cache
     if not torch.cuda.is_available():
         raise TfdashError("tfdash bench needs a CUDA device (torch.cuda.is_available() is False)")

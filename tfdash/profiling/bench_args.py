@@ -1,6 +1,7 @@
-"""`tfdash bench`'s command line: the backends it knows, its parser, and the checks of its
-arguments that need no device (a typo is worth saying on any machine, before the missing GPU).
-The measurement itself is tfdash.profiling.bench."""
+"""`tfdash bench`'s command line: the backends it knows, its parser, the backends a run measures
+(--backends, --gemv, --also-capacity), and the checks of its arguments that need no device (a typo
+is worth saying on any machine, before the missing GPU). The measurement itself is
+tfdash.profiling.bench."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import argparse
 
 from tfdash.argparsing import Parser, prompt_text
 from tfdash.cli import ckpt_dir, preset_name, seed_number
-from tfdash.errors import TfdashError, UsageError, as_usage
+from tfdash.errors import TfdashError, UnsupportedShape, UsageError, as_usage
 from tfdash.profiling.files import out_arg
-from tfdash.profiling.variants import GEMV_OPS, PLAN_VARIANTS
+from tfdash.profiling.variants import GEMV_OPS, PLAN_VARIANTS, gemv_variant
 
 BACKENDS = ("tilelang-graph", "tilelang-nopdl", *PLAN_VARIANTS, "torch-compile", "torch-graph", "hf-compile")
 DEFAULT_BACKENDS = "tilelang-graph,torch-compile,torch-graph"
@@ -72,6 +73,40 @@ def check_numbers(args) -> None:
         twice = sorted({str(v) for v in given if given.count(v) > 1})
         if twice:  # one name per row: the second copy was built beside the first and replaced its row
             raise UsageError(f"{flag} {', '.join(twice)} given twice: each is one row of the table", PROG)
+
+
+def wanted_backends(args) -> tuple[list[str], dict[str, dict]]:
+    """The backends the run measures, a row each, in order (--backends, then each --gemv variant,
+    then each --also-capacity cache), and the build options of each tilelang variant (the plan
+    variants' and --gemv's)."""
+    wanted = [b.strip() for b in args.backends.split(",") if b.strip()]
+    if not wanted and not args.gemv and not args.also_capacity:  # else a run that measures nothing
+        raise UsageError(f"--backends {args.backends!r} names no backend (known: {', '.join(BACKENDS)})", PROG)
+    unknown = set(wanted) - set(BACKENDS)
+    if unknown:
+        raise UsageError(f"unknown backend(s): {', '.join(sorted(unknown))} (known: {', '.join(BACKENDS)})", PROG)
+    if len(set(wanted)) < len(wanted):  # a second copy would be built beside the first, and replace its row
+        raise UsageError(f"--backends names {', '.join(sorted({b for b in wanted if wanted.count(b) > 1}))} "
+                         "twice: each backend is one row of the table", PROG)
+    variants = dict(PLAN_VARIANTS)
+    for spec in args.gemv:
+        name, options = gemv_variant(spec)
+        variants[name] = options
+        wanted.append(name)
+    return wanted + [f"tilelang@{n}" for n in args.also_capacity], variants
+
+
+def check_shapes(cfg, wanted: list[str], variants: dict[str, dict]) -> None:
+    """Each tilelang backend's plan built on the model before the device and any weight: a shape the
+    tilelang engine cannot run is said now (UnsupportedShape), naming the torch backends that can."""
+    from tfdash.engine.compile import unsupported
+    from tfdash.engine.plan import build_plan
+
+    for b in (b for b in wanted if b.startswith("tilelang")):
+        why = unsupported(build_plan(cfg, dtype="bfloat16", capacity=64, **variants.get(b, {})))
+        if why:
+            raise UnsupportedShape(f"{b}: the tilelang engine cannot run {why}; the torch backends "
+                                   f"(--backends torch-compile,torch-graph) can")
 
 
 def check_lengths(args, cfg):
