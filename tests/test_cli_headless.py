@@ -468,6 +468,10 @@ def test_the_torch_fallback_on_cuda_is_named(monkeypatch):
      ["--backends names torch-graph twice: each backend is one row of the table"]),
     (["--gemv", "down:seg=8", "--gemv", "down:seg=8"], ["--gemv down:seg=8 given twice: each is one row"]),
     (["--also-capacity", "2048", "--also-capacity", "2048"], ["--also-capacity 2048 given twice: each is one row"]),
+    (["--gemv", "BAD"], ["--gemv 'BAD': want OP:KEY=V[,KEY=V][+OP:...] with each OP once"]),
+    (["--gemv", "down:seg=0"], ["--gemv 'down:seg=0': 'seg=0' is not rows=N, seg=N"]),
+    (["--gemv", "down:seg=99999999999"],  # past the weight's shape: said once the model is known
+     ["--gemv 'down:seg=99999999999': GEMV setting down:seg=99999999999 is past 24"]),
     (["--capacity", "0"], ["--capacity 0 must be positive"]),
     (["--rounds", "0"], ["--rounds 0 must be at least 1"]),  # it named --max-new-tokens too
     (["--max-new-tokens", "-2"], ["--max-new-tokens -2 must be at least 1"]),

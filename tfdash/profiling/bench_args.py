@@ -90,20 +90,28 @@ def wanted_backends(args) -> tuple[list[str], dict[str, dict]]:
                          "twice: each backend is one row of the table", PROG)
     variants = dict(PLAN_VARIANTS)
     for spec in args.gemv:
-        name, options = gemv_variant(spec)
+        with as_usage(PROG):  # said as the parser says its own mistakes
+            name, options = gemv_variant(spec)
         variants[name] = options
         wanted.append(name)
     return wanted + [f"tilelang@{n}" for n in args.also_capacity], variants
 
 
 def check_shapes(cfg, wanted: list[str], variants: dict[str, dict]) -> None:
-    """Each tilelang backend's plan built on the model before the device and any weight: a shape the
+    """Each tilelang backend's plan built on the model before the device and any weight: a --gemv
+    setting past its weight's shape is a mistake of that argument (UsageError), and a shape the
     tilelang engine cannot run is said now (UnsupportedShape), naming the torch backends that can."""
     from tfdash.engine.compile import unsupported
     from tfdash.engine.plan import build_plan
 
     for b in (b for b in wanted if b.startswith("tilelang")):
-        why = unsupported(build_plan(cfg, dtype="bfloat16", capacity=64, **variants.get(b, {})))
+        try:
+            plan = build_plan(cfg, dtype="bfloat16", capacity=64, **variants.get(b, {}))
+        except TfdashError as e:
+            if not b.startswith("tilelang["):  # a named variant's options are the program's, not the user's
+                raise
+            raise UsageError(f"--gemv {b.removeprefix('tilelang[').removesuffix(']')!r}: {e}", PROG) from None
+        why = unsupported(plan)
         if why:
             raise UnsupportedShape(f"{b}: the tilelang engine cannot run {why}; the torch backends "
                                    f"(--backends torch-compile,torch-graph) can")
