@@ -125,3 +125,41 @@ async def test_a_one_token_run_over_says_which_run_has_a_step_to_profile(isolate
         assert "· a run of 2+ new" in text, text
     assert f"not profiled yet · {NO_STEP_TO_PROFILE}" in timeline, timeline
     assert f"no profiled step: {NO_STEP_TO_PROFILE}" in timeline, timeline  # the view's own line
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+@sync
+async def test_a_run_ended_at_end_of_text_after_one_token_says_a_rerun_would_too(isolated_config, size):
+    """Room for 8 new tokens, and the first was end-of-text: the run ended there, with no step. A
+    re-run decodes the same prompt greedily and ends at the same token, so "r re-runs, then p
+    profiles" could not work there either; every place that said it says so, and what runs on."""
+    from tfdash.app.layout import EOS_AGAIN
+    from tfdash.app.messages import RunEnded
+
+    snap = unprofiled()  # a checkpoint's: random weights decode past end-of-text
+    source = LiveStandIn(replace(snap, new_tokens=1, meta=replace(snap.meta, checkpoint="/models/qwen3-1.7b")))
+    app = TfdashApp(source, theme="tfdash-dark", max_new_tokens=8)
+    said: list[str] = []
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        app.post_message(RunEnded(source.run_id))  # the generation ended at its end-of-text
+        for _ in range(3):
+            await pilot.pause()
+        text = screen_text(app)
+        await pilot.press("T")
+        await pilot.pause()
+        timeline = screen_text(app)
+        await pilot.press("escape")
+        await pilot.pause()
+        notify = app.notify
+        app.notify = lambda message, **kw: (said.append(str(message)), notify(message, **kw))
+        await pilot.press("p")
+        await pilot.pause()
+    assert said == [f"the run is over: {EOS_AGAIN}"], said
+    assert "re-runs, then" not in text + timeline, text + timeline
+    assert f"measured — {EOS_AGAIN}" in text, text  # the Σ line under the table
+    if size == (80, 24):  # the roofline is one line under the header
+        assert f"roofline not profiled yet · {EOS_AGAIN}" in text, text
+    else:  # the roofline pane's note, wrapped in the pane
+        assert "· a re-run ends" in text, text
+    assert f"no profiled step: {EOS_AGAIN}" in timeline, timeline  # the view's own line

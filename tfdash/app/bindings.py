@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from textual.binding import Binding
 
-from tfdash.app.layout import BOTTOM_MIN_H, NARROW_W, SHORT_H, ProfileKeys
+from tfdash.app.layout import BOTTOM_MIN_H, EOS_AGAIN, NARROW_W, NO_STEP_TO_PROFILE, SHORT_H, ProfileKeys
 
 APP = [
     Binding("q", "quit", "Quit", id="quit", tooltip="Stop the engine cleanly, keep what was measured, quit"),
@@ -205,10 +205,17 @@ def key_names(app, *binding_ids: str) -> dict[str, str]:
 
 
 def profile_hint(app) -> ProfileKeys:
-    """The re-run and profile keys for the hints that lead to a profile window, and whether a re-run
-    has a step to time: one of a single new token (max_new_tokens 1) has none, as this one had none."""
-    max_new = getattr(app, "max_new_tokens", None)
-    return ProfileKeys(key_name(app, "rerun"), key_name(app, "profile"), max_new is None or max_new >= 2)
+    """The re-run and profile keys for the hints that lead to a profile window, and what to run where
+    a re-run has no step to time: one of a single new token (max_new_tokens 1) has none, as this one
+    had none; nor has one after a run that ended by itself at its first token with room for more,
+    which was end-of-text (greedy decode of the same prompt reaches it again)."""
+    max_new, snap = getattr(app, "max_new_tokens", None), getattr(app, "snapshot", None)
+    no_step = ""
+    if max_new is not None and max_new < 2:
+        no_step = NO_STEP_TO_PROFILE
+    elif getattr(app, "state", None) == "done" and snap is not None and snap.new_tokens == 1:
+        no_step = EOS_AGAIN
+    return ProfileKeys(key_name(app, "rerun"), key_name(app, "profile"), no_step)
 
 
 def describe_key(key: str, app=None) -> str:

@@ -64,6 +64,9 @@ def nvml_summary(snap: ProfileSnapshot) -> list[list[tuple[str, str]]]:
 # What a hint says once the live run is over where a re-run has no step either: a run of one new
 # token takes it from the prompt (--max-new-tokens 1), and so does each re-run of it
 NO_STEP_TO_PROFILE = "a run of 2+ new tokens has a step to profile"
+# ... and where the one token was end-of-text with room for more: the re-run decodes the same prompt
+# greedily, so it ends at the same token, before any step
+EOS_AGAIN = "a re-run ends at end-of-text too: --ignore-eos"
 
 
 @dataclass(frozen=True)
@@ -71,16 +74,17 @@ class ProfileKeys:
     """What the hints that lead to a profile window name: the re-run and profile keys as the user's
     keymap binds them, and whether a re-run has a decode step for a window to time (bindings.
     profile_hint builds it from the app). The one source of the advice once a run is over, so the
-    roofline, the kernel table, the timeline and p's toast say the same."""
+    roofline, the kernel table, the timeline and p's toast say the same. `no_step`: what to run
+    instead where a re-run would have no step either ("" where it has one)."""
     rerun: str = "r"
     profile: str = "p"
-    rerun_has_step: bool = True
+    no_step: str = ""
 
     def after_run(self, what: str = " profiles") -> list[tuple[str, str]]:
         """Once the live run is over p has no step left to time: r re-runs, then p profiles (`what`
         follows p); where the re-run would have no step either, which run has one, naming no key."""
-        if not self.rerun_has_step:
-            return [(NO_STEP_TO_PROFILE, "italic $text-muted")]
+        if self.no_step:
+            return [(self.no_step, "italic $text-muted")]
         return [(self.rerun, "bold $accent"), (" re-runs, then ", "$text-muted"),
                 (self.profile, "bold $accent"), (what, "$text-muted")]
 
