@@ -104,6 +104,19 @@ def test_every_option_of_every_help_is_in_the_readme_and_says_what_it_does():
                 assert a.help, (cmd, opt)
 
 
+def test_counters_help_shows_launch_or_all_required_as_its_usage_error_and_the_readme_say(capsys):
+    """`tfdash counters --help` showed `[--launch ROLE | --all]`, optional, where the README says
+    `(--launch ROLE ... | --all)` and leaving both out is an error: the help was printed by the parse
+    that looks for unknown arguments, which runs with nothing required."""
+    from tfdash.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["counters", "--help"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.startswith("usage: tfdash counters [-h] (--launch ROLE | --all) ")
+    assert r"`tfdash counters (--launch ROLE ... \| --all)" in (REPO / "README.md").read_text(encoding="utf-8")
+
+
 def test_the_help_and_the_readme_say_the_defaults_the_commands_use():
     """--max-new-tokens said 256 headless where --ab runs 1024; bench's --capacity said attention's
     grid covers the capacity, where it stops growing at 32 programs a kv head (the README's words);

@@ -48,6 +48,11 @@ class Parser(argparse.ArgumentParser):
         file.write(message)
         file.flush()
 
+    def print_help(self, file=None):
+        if getattr(self, "_probing", False):  # --help met by _unknown's parse, where nothing is required:
+            raise _ProbeFailed  # the real parse prints it, its required choices shown as required
+        super().print_help(file)
+
     def parse_args(self, args=None, namespace=None):
         args = sys.argv[1:] if args is None else list(args)
         unknown = self._unknown(args)
