@@ -117,6 +117,18 @@ def test_counters_help_shows_launch_or_all_required_as_its_usage_error_and_the_r
     assert r"`tfdash counters (--launch ROLE ... \| --all)" in (REPO / "README.md").read_text(encoding="utf-8")
 
 
+def test_the_profiling_packages_docstring_lists_every_file_as_the_readme_says():
+    """The README's Layout sends a reader to tfdash/profiling's package docstring, which "lists every
+    file": diff.py, diff_cli.py, counters_cli.py and eight more were not in it."""
+    import tfdash.profiling as profiling
+
+    assert "(its package docstring lists every file)" in _flat((REPO / "README.md").read_text(encoding="utf-8"))
+    here = Path(profiling.__file__).parent
+    names = [f.name + "/" if f.is_dir() else f.name for f in sorted(here.iterdir())
+             if not f.name.startswith("__") and (f.is_dir() or f.suffix in (".py", ".c"))]
+    assert [n for n in names if not re.search(r"(?<![\w.])" + re.escape(n) + r"(?![\w])", profiling.__doc__)] == []
+
+
 def test_the_help_and_the_readme_say_the_defaults_the_commands_use():
     """--max-new-tokens said 256 headless where --ab runs 1024; bench's --capacity said attention's
     grid covers the capacity, where it stops growing at 32 programs a kv head (the README's words);
