@@ -111,7 +111,7 @@ def add_model_args(p: argparse.ArgumentParser, threads: bool = True) -> None:
         return
     src.add_argument("--threads", type=_threads, default=None, metavar="N",
                      help="CPU: torch's threads (default: OMP_NUM_THREADS, else the cores less one left spare, "
-                          "two with the dashboard, at most 8: a busy core stalls every op of a wider pool)")
+                          "less two with the dashboard, 1 to 8: a busy core stalls every op of a wider pool)")
 
 
 def add_run_args(p: argparse.ArgumentParser) -> None:
