@@ -96,26 +96,9 @@ async def test_a_one_token_run_over_says_which_run_has_a_step_to_profile(isolate
     """`--max-new-tokens 1`: the token came from the prompt and a re-run's would too, so "r re-runs,
     then p profiles" could never work. Every place that said it (the roofline, the Σ line, the
     timeline, p's toast) says which run has a step instead, and names neither key."""
-    from tfdash.app.messages import RunEnded
-
     source = LiveStandIn(unprofiled())
     app = TfdashApp(source, theme="tfdash-dark", max_new_tokens=1)
-    said: list[str] = []
-    async with app.run_test(size=size) as pilot:
-        await pilot.pause()
-        app.post_message(RunEnded(source.run_id))  # the generation reached its one token
-        for _ in range(3):
-            await pilot.pause()
-        text = screen_text(app)
-        await pilot.press("T")
-        await pilot.pause()
-        timeline = screen_text(app)
-        await pilot.press("escape")
-        await pilot.pause()
-        notify = app.notify
-        app.notify = lambda message, **kw: (said.append(str(message)), notify(message, **kw))
-        await pilot.press("p")
-        await pilot.pause()
+    text, timeline, said = await ended_screens(app, source, size)  # the generation reached its one token
     assert said == [f"the run is over: {NO_STEP_TO_PROFILE}"], said
     assert "re-runs, then" not in text + timeline, text + timeline
     assert f"measured — {NO_STEP_TO_PROFILE}" in text, text  # the Σ line under the table
@@ -134,15 +117,29 @@ async def test_a_run_ended_at_end_of_text_after_one_token_says_a_rerun_would_too
     re-run decodes the same prompt greedily and ends at the same token, so "r re-runs, then p
     profiles" could not work there either; every place that said it says so, and what runs on."""
     from tfdash.app.layout import EOS_AGAIN
-    from tfdash.app.messages import RunEnded
 
     snap = unprofiled()  # a checkpoint's: random weights decode past end-of-text
     source = LiveStandIn(replace(snap, new_tokens=1, meta=replace(snap.meta, checkpoint="/models/qwen3-1.7b")))
     app = TfdashApp(source, theme="tfdash-dark", max_new_tokens=8)
+    text, timeline, said = await ended_screens(app, source, size)  # the generation ended at its end-of-text
+    assert said == [f"the run is over: {EOS_AGAIN}"], said
+    assert "re-runs, then" not in text + timeline, text + timeline
+    assert f"measured — {EOS_AGAIN}" in text, text  # the Σ line under the table
+    if size == (80, 24):  # the roofline is one line under the header
+        assert f"roofline not profiled yet · {EOS_AGAIN}" in text, text
+    else:  # the roofline pane's note, wrapped in the pane
+        assert "· a re-run ends" in text, text
+    assert f"no profiled step: {EOS_AGAIN}" in timeline, timeline  # the view's own line
+
+
+async def ended_screens(app, source, size) -> tuple[str, str, list[str]]:
+    """Once the run has ended: the dashboard's text, the timeline's (T), and what p then said."""
+    from tfdash.app.messages import RunEnded
+
     said: list[str] = []
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
-        app.post_message(RunEnded(source.run_id))  # the generation ended at its end-of-text
+        app.post_message(RunEnded(source.run_id))
         for _ in range(3):
             await pilot.pause()
         text = screen_text(app)
@@ -155,11 +152,4 @@ async def test_a_run_ended_at_end_of_text_after_one_token_says_a_rerun_would_too
         app.notify = lambda message, **kw: (said.append(str(message)), notify(message, **kw))
         await pilot.press("p")
         await pilot.pause()
-    assert said == [f"the run is over: {EOS_AGAIN}"], said
-    assert "re-runs, then" not in text + timeline, text + timeline
-    assert f"measured — {EOS_AGAIN}" in text, text  # the Σ line under the table
-    if size == (80, 24):  # the roofline is one line under the header
-        assert f"roofline not profiled yet · {EOS_AGAIN}" in text, text
-    else:  # the roofline pane's note, wrapped in the pane
-        assert "· a re-run ends" in text, text
-    assert f"no profiled step: {EOS_AGAIN}" in timeline, timeline  # the view's own line
+    return text, timeline, said
