@@ -56,3 +56,17 @@ def test_the_text_summary_of_a_cut_snapshot_says_it_is_incomplete(isolated_confi
     assert main(["open", str(cut_snapshot(tmp_path))]) == 0  # stdout is not a terminal: the summary
     out, err = capsys.readouterr()
     assert "Traceback" not in err and NOTE in out, (out, err)
+
+
+@sync
+async def test_the_drill_down_of_a_cut_snapshot_says_its_kernel_list_was_cut(isolated_config, tmp_path):
+    """Its step plan cannot be matched to 5 rows of 143: the drill-down said the plan 'could not be
+    rebuilt (another tfdash version?)', as if the file came from another tfdash; it says the list is cut."""
+    app = snapshot_app(cut_snapshot(tmp_path), theme="tfdash-dark")
+    async with app.run_test(size=(220, 50)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        text = screen_text(app)
+    assert "another tfdash version" not in text, text
+    assert "kernel list is cut" in text and f"{LISTED} of the run's 143 launches/step" in text, text

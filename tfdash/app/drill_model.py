@@ -88,6 +88,17 @@ def plan_of(snap: ProfileSnapshot):
     return None
 
 
+def no_plan_why(snap: ProfileSnapshot) -> str:
+    """Why plan_of found no plan, in one line: a kernel list shorter than the run's launches/step
+    (a file cut short: a plan is matched to the snapshot only by every launch's row), else a plan
+    this version of tfdash does not build."""
+    listed, launches = len(snap.kernels), snap.meta.launches_per_step
+    if listed < launches:
+        return (f"no step plan: the snapshot's kernel list is cut, {listed} of the run's {launches} "
+                f"launches/step ({launches - listed} missing), and a plan is matched by every launch")
+    return "this snapshot's step plan could not be rebuilt (another tfdash version?)"
+
+
 def windows_of(snap: ProfileSnapshot) -> dict[int, dict[int, float]]:
     """ctx_len -> {launch index: measured p50 ns} for every profile window the snapshot records
     (a later window at the same ctx_len replaces an earlier one)."""

@@ -100,8 +100,7 @@ class DrillTables:
         caption = self.query_one("#operands-caption", Static)
         plan = self.plan
         if plan is None:
-            caption.update(Content.styled("this snapshot's step plan could not be rebuilt (another tfdash "
-                                          "version?)", "italic $text-muted"))
+            caption.update(Content.styled(visible(drill_model.no_plan_why(snap)), "italic $text-muted"))
             return
         ctx = drill_model.ctx_of(snap)
         key = (ctx, self.current)
