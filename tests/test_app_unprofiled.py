@@ -95,11 +95,13 @@ async def test_a_live_run_over_without_a_window_says_r_comes_before_p(isolated_c
 async def test_a_one_token_run_over_says_which_run_has_a_step_to_profile(isolated_config, size):
     """`--max-new-tokens 1`: the token came from the prompt and a re-run's would too, so "r re-runs,
     then p profiles" could never work. Every place that said it (the roofline, the Σ line, the
-    timeline, p's toast) says which run has a step instead, and names neither key."""
+    timeline, p's toast) says which run has a step instead, and names neither key; so does space's
+    toast, which said "r re-runs" though the re-run has no step to pause either."""
     source = LiveStandIn(unprofiled())
     app = TfdashApp(source, theme="tfdash-dark", max_new_tokens=1)
     text, timeline, said = await ended_screens(app, source, size)  # the generation reached its one token
-    assert said == [f"the run is over: {NO_STEP_TO_PROFILE}"], said
+    assert said == ["no run in progress to pause (a run of 2+ new tokens has a step to pause)",
+                    f"the run is over: {NO_STEP_TO_PROFILE}"], said  # neither says r re-runs
     assert "re-runs, then" not in text + timeline, text + timeline
     assert f"measured — {NO_STEP_TO_PROFILE}" in text, text  # the Σ line under the table
     if size == (80, 24):  # the roofline is one line under the header
@@ -122,7 +124,7 @@ async def test_a_run_ended_at_end_of_text_after_one_token_says_a_rerun_would_too
     source = LiveStandIn(replace(snap, new_tokens=1, meta=replace(snap.meta, checkpoint="/models/qwen3-1.7b")))
     app = TfdashApp(source, theme="tfdash-dark", max_new_tokens=8)
     text, timeline, said = await ended_screens(app, source, size)  # the generation ended at its end-of-text
-    assert said == [f"the run is over: {EOS_AGAIN}"], said
+    assert said == [f"no run in progress to pause ({EOS_AGAIN})", f"the run is over: {EOS_AGAIN}"], said
     assert "re-runs, then" not in text + timeline, text + timeline
     assert f"measured — {EOS_AGAIN}" in text, text  # the Σ line under the table
     if size == (80, 24):  # the roofline is one line under the header
@@ -133,7 +135,7 @@ async def test_a_run_ended_at_end_of_text_after_one_token_says_a_rerun_would_too
 
 
 async def ended_screens(app, source, size) -> tuple[str, str, list[str]]:
-    """Once the run has ended: the dashboard's text, the timeline's (T), and what p then said."""
+    """Once the run has ended: the dashboard's text, the timeline's (T), and what space and p then said."""
     from tfdash.app.messages import RunEnded
 
     said: list[str] = []
@@ -150,6 +152,6 @@ async def ended_screens(app, source, size) -> tuple[str, str, list[str]]:
         await pilot.pause()
         notify = app.notify
         app.notify = lambda message, **kw: (said.append(str(message)), notify(message, **kw))
-        await pilot.press("p")
+        await pilot.press("space", "p")
         await pilot.pause()
     return text, timeline, said

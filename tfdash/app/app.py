@@ -175,9 +175,9 @@ class TfdashApp(MinSizeGuard, LiveRefresh, RunActions, ExportActions, CompareAct
         """Whether the footer and the palette offer `action` now (widgets/footer.py). On a saved
         snapshot the keys that need an engine (pause, re-run, profile; A/B when it holds none) are
         not offered; pressed anyway, they say it is read-only. Once a live run is over, pause and
-        profile are not either (there is no step left to hold or time; pressed, pause says r re-runs
-        and profile what would profile, layout.ProfileKeys), nor while the run's own window times
-        the steps after its generation."""
+        profile are not either (there is no step left to hold or time; pressed, each says which
+        run would have one, layout.ProfileKeys: r's re-run, or after a one-token run, not that),
+        nor while the run's own window times the steps after its generation."""
         if action in ("pause", "profile"):
             return self.source.live and self.state not in ("done", "stopped", "error") and not self.source.generation_over
         if action == "rerun":

@@ -63,7 +63,8 @@ def nvml_summary(snap: ProfileSnapshot) -> list[list[tuple[str, str]]]:
 
 # What a hint says once the live run is over where a re-run has no step either: a run of one new
 # token takes it from the prompt (--max-new-tokens 1), and so does each re-run of it
-NO_STEP_TO_PROFILE = "a run of 2+ new tokens has a step to profile"
+NO_STEP = "a run of 2+ new tokens has a step to "
+NO_STEP_TO_PROFILE = NO_STEP + "profile"
 # ... and where the one token was end-of-text with room for more: the re-run decodes the same prompt
 # greedily, so it ends at the same token, before any step
 EOS_AGAIN = "a re-run ends at end-of-text too: --ignore-eos"
@@ -90,6 +91,13 @@ class ProfileKeys:
 
     def after_run_text(self, what: str = " profiles") -> str:
         return "".join(text for text, _ in self.after_run(what))
+
+    def rerun_text(self, verb: str) -> str:
+        """What follows "no run in progress to `verb`": r re-runs; where a re-run would have no step
+        either, no_step's advice (after a one-token run, a run with a step to `verb`)."""
+        if self.no_step == NO_STEP_TO_PROFILE:
+            return NO_STEP + verb
+        return self.no_step or f"{self.rerun} re-runs"
 
 
 def profile_keys(ended: bool, keys: ProfileKeys) -> list[tuple[str, str]]:

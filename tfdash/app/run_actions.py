@@ -41,8 +41,8 @@ class RunActions:
         if not self._live_only("pause"):
             return
         if not self.running:
-            self.notify(f"no run in progress to pause ({key_name(self, 'rerun')} re-runs)", severity="warning",
-                        timeout=3)
+            self.notify(f"no run in progress to pause ({profile_hint(self).rerun_text('pause')})",
+                        severity="warning", timeout=3)
             return
         if self.source.generation_over:  # no step left to hold: a hold would time the run's end (source.ending)
             self.notify(f"the generation is over: {self.source.ending or 'the run is ending'}; nothing to pause",
@@ -89,8 +89,8 @@ class RunActions:
         elif self.state in ("done", "stopped", "error"):  # a window needs steps to time: a run
             self.notify(f"the run is over: {profile_hint(self).after_run_text()}", severity="warning", timeout=3)
         else:
-            self.notify(f"no run in progress to profile ({key_name(self, 'rerun')} re-runs)", severity="warning",
-                        timeout=3)
+            self.notify(f"no run in progress to profile ({profile_hint(self).rerun_text('profile')})",
+                        severity="warning", timeout=3)
 
     async def action_quit(self) -> None:
         if self.quitting:  # a second q or Ctrl+C: the first one finishes its stop and --save
