@@ -145,3 +145,24 @@ def test_a_very_short_run_never_reports_the_cold_first_step(capsys):
     # the long reason once: the top kernels point at it rather than repeat it
     assert "top 10 kernels by predicted time (not measured: the reason above)" in lines, lines
     assert sum("the run was too short" in line for line in lines) == 1, lines
+
+
+def test_a_run_that_stopped_at_end_of_text_on_its_first_token_is_not_called_too_short(ckpt_copy, capsys):
+    """Room for 6 new tokens, and the first (the prompt's) was end-of-text: no step ran. The reason
+    said 'the run was too short ... (2 or more new tokens have one)', though 6 were asked for; it
+    says the run stopped at end-of-text, and what decodes past it."""
+    from tfdash.engine import load_engine
+
+    d = ckpt_copy(tied=True)
+    prompt = "w5 w6 w7"
+    first = next(iter(load_engine(ckpt=d, device="cpu", capacity=64).generate(prompt, 1, ignore_eos=True))).token_id
+    raw = json.loads((d / "config.json").read_text())
+    raw["eos_token_id"] = [first]
+    (d / "config.json").write_text(json.dumps(raw))
+    argv = ["--headless", "--device", "cpu", "--ckpt", str(d), "--profile", "--prompt", prompt, "--max-new-tokens", "6"]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "roofline: unavailable (no profile window: the run stopped at end-of-text: its one token, from the " \
+           "prompt, was end-of-text, so no step warmed the kernels up and a window would time their first, cold " \
+           "run (--ignore-eos decodes past it))" in lines, lines
+    assert not [line for line in lines if "too short" in line or "2 or more new tokens" in line], lines

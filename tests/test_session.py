@@ -348,6 +348,28 @@ def test_a_run_with_no_step_says_so_whatever_its_timing(tiny):
     assert s.snapshot().unavailable["kernels"].startswith("no profile window: the run was too short")
 
 
+def test_a_run_with_no_step_at_end_of_text_says_so_whatever_its_timing(ckpt_copy):
+    """Room for 8 new tokens, and the first was end-of-text: no step ran. Both reasons said the run
+    was one token ("2 or more new tokens have one") where 8 were asked for; they say end-of-text."""
+    import json
+
+    from tfdash.engine import load_engine
+    from tfdash.profiling.assemble import NO_STEP_AT_EOS, unavailable_panels
+    from tfdash.profiling.snapshot import TimingInfo
+
+    d = ckpt_copy(tied=True)
+    first = next(iter(load_engine(ckpt=d, device="cpu", capacity=64).generate("w5 w6", 1, ignore_eos=True))).token_id
+    raw = json.loads((d / "config.json").read_text())
+    (d / "config.json").write_text(json.dumps({**raw, "eos_token_id": [first]}))
+    s = Session(load_engine(ckpt=d, device="cpu", capacity=64), "w5 w6", 8, target=TARGET, nvml=False)
+    s.run()
+    st = s.rec.freeze(s.meta, 2, s.pricing.target, False, "torch-eager", None, "")
+    assert st.steps == 0 and st.new_tokens == 1
+    over = unavailable_panels(st, None, (), TimingInfo(method="continuous"))
+    assert over["kernels"] == f"continuous timing: no step measured: {NO_STEP_AT_EOS}"
+    assert s.snapshot().unavailable["kernels"].startswith("no profile window: the run stopped at end-of-text")
+
+
 def test_a_run_stopped_before_its_first_step_is_not_called_too_short(tiny):
     s = Session(tiny, "hello world", 8, target=TARGET, nvml=False)
     s.stop()

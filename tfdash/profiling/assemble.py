@@ -26,6 +26,7 @@ from tfdash.profiling.snapshot import (KernelRow, KernelSpan, ProfileSnapshot, R
 # Why a continuously timed run that ended without a decode step has no kernel times (its record's
 # no_window is set at the generation's end: session_requests.no_step_ran)
 NO_STEP = "the run's one token came from the prompt, so no step ran (2 or more new tokens have one)"
+NO_STEP_AT_EOS = "the run's one token, from the prompt, was end-of-text, so no step ran (--ignore-eos decodes past it)"
 NVML_LOOKBACK_S = 1.0  # a window's NVML figure: GPM over this much decode before it
 NVML_SKIP_S = 0.1  # ... leaving out the run's first moments (set-up, the first steps)
 
@@ -133,6 +134,7 @@ class SessionState:
     prefill_positions: int = 0
     prefill_ns: int = 0
     no_window: str | None = None  # why no window was taken at all (session_requests.COLD_ONLY)
+    stopped: str | None = None  # how the generation ended (Generation's stats.stopped; None: not yet)
 
 
 class RunRecord:
@@ -147,6 +149,7 @@ class RunRecord:
         self.ab: deque[dict] = deque(maxlen=16)  # A/B results
         self.window_error: str | None = None
         self.no_window: str | None = None  # see SessionState.no_window
+        self.stopped: str | None = None  # see SessionState.stopped
         self.window_after = False  # the session's own window after the generation is timing its steps
         self.n_windows = self.steps_total = self.new_tokens = self.wall_ns = self.paused_ns = 0
         self.ttft_ns = self.held_ns = self.prefill_positions = self.prefill_ns = 0
@@ -165,7 +168,8 @@ class RunRecord:
             self.paused_ns, self.steps_total, self.n_windows, target, self.windows[-1] if self.windows else None,
             self.window_error, tuple(self.marginal), tuple(self.history), cuda, backend,
             sampler.series() if sampler else (), sampler.unavailable() if sampler else None, nvml_reason,
-            self.ttft_ns, self.held_ns, tuple(self.ab), self.prefill_positions, self.prefill_ns, self.no_window)
+            self.ttft_ns, self.held_ns, tuple(self.ab), self.prefill_positions, self.prefill_ns, self.no_window,
+            self.stopped)
 
 
 def unavailable_panels(st: SessionState, roof: Roofline | None, spans: tuple,
@@ -177,7 +181,7 @@ def unavailable_panels(st: SessionState, roof: Roofline | None, spans: tuple,
         why = f"no profile window: {st.no_window}"
     if timing is not None and timing.method == "continuous":
         why = "continuous timing: no step measured yet" if st.no_window is None else \
-            f"continuous timing: no step measured: {NO_STEP}"
+            f"continuous timing: no step measured: {NO_STEP_AT_EOS if st.stopped == 'eos' else NO_STEP}"
     elif timing is not None and timing.note:
         out["continuous"] = timing.note
     if st.window is None and not measured:

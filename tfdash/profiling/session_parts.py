@@ -126,6 +126,7 @@ class TokenFeed:
                 s.stop()
         with s._lock:  # the generation is over: a window asked for from now on (p, or one asked in the
             s._gen = None  # last TokenBatch) waits in the session's queue, ended with it, not in the generation's
+            s.rec.stopped = stats.stopped  # what a run with no step says (session_requests.COLD_AT_EOS)
         self._take_steps()
         self.flush()
         session_requests.auto_window_after(s, stats.stopped, stop)  # a run too short to hold it: after the steps

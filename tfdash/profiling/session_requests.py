@@ -26,6 +26,9 @@ MAX_WAITING = 2  # profile windows requested and not done yet: more are refused,
 WARM_STEPS = 1
 COLD_ONLY = ("the run was too short: its one token came from the prompt, so no step warmed the kernels up and a "
              "window would time their first, cold run (2 or more new tokens have one)")
+# ... and where the run had room for more but that token was end-of-text: more tokens would not help
+COLD_AT_EOS = ("the run stopped at end-of-text: its one token, from the prompt, was end-of-text, so no step warmed "
+               "the kernels up and a window would time their first, cold run (--ignore-eos decodes past it)")
 
 
 def warmed(s: "Session") -> bool:
@@ -99,7 +102,7 @@ def auto_window_after(s: "Session", stopped: str | None, stop: threading.Event |
     warm-up step (a short run: `auto_window` is asked for only once that step is done): taken right
     after the generation, at the ctx where it stopped, over `window_steps` of the run, as
     `tfdash --headless --profile` takes its window then. Not after a run that was stopped, nor
-    where a window was taken; where the generation ran no step at all, COLD_ONLY is said instead
+    where a window was taken; where the generation ran no step at all, COLD_ONLY (or COLD_AT_EOS) is said instead
     (a status warning and the snapshot's reason) of timing the kernels' first run. A stop (the
     session's, or `stop`, the run's: q or r in the dashboard) that comes before it or during it ends
     it at the next step, as it ends a window inside the generation: the run's worker waits for it.
@@ -112,7 +115,7 @@ def auto_window_after(s: "Session", stopped: str | None, stop: threading.Event |
     if halted():
         return
     if _cold(s):
-        s._post(Status(f"warning: {COLD_ONLY}"))
+        s._post(Status(f"warning: {s.rec.no_window}"))
         return
     s._touch(lambda: setattr(s.rec, "window_after", True))  # what space and p say meanwhile (ending)
     try:
@@ -143,10 +146,11 @@ def no_step_ran(s: "Session") -> bool:
 
 def _cold(s: "Session") -> bool:
     """The generation ran no step, so nothing warmed the kernels up: COLD_ONLY goes into the record
-    (the snapshot's reason for having no kernel times)."""
+    (the snapshot's reason for having no kernel times), COLD_AT_EOS where its token was end-of-text."""
     if warmed(s):
         return False
-    s._touch(lambda: setattr(s.rec, "no_window", COLD_ONLY))
+    why = COLD_AT_EOS if s.rec.stopped == "eos" else COLD_ONLY
+    s._touch(lambda: setattr(s.rec, "no_window", why))
     return True
 
 
