@@ -10,6 +10,7 @@ import threading
 
 from fixtures import appkit
 from fixtures.appkit import SNAPSHOT, LiveStandIn, sync
+from test_app_compare import wait_for
 from test_app_dialogs import box_lines
 from test_app_fit import settle, toast_lines
 from test_app_live import toasts_of
@@ -279,12 +280,12 @@ async def test_the_drill_down_names_its_remapped_keys(isolated_config):
 
 @sync
 async def test_the_live_sources_refusals_name_the_remapped_rerun_key(isolated_config):
-    """Before its session is built (or after a run failed), the live source refuses a marginal and
-    an A/B with the key that starts a run."""
+    """While its session is built, the live source refuses a marginal and an A/B with the key to
+    press once the run starts; after a run failed, with the key that starts a run."""
     from tfdash.app.live import LiveSource
     from tfdash.errors import TfdashError
 
-    remap(isolated_config, {"rerun": "f5"})
+    remap(isolated_config, {"rerun": "f5", "drill.marginal": "M"})
     release = threading.Event()
 
     def make_session(status):
@@ -294,9 +295,12 @@ async def test_the_live_sources_refusals_name_the_remapped_rerun_key(isolated_co
     app = TfdashApp(LiveSource(make_session), theme="tfdash-dark")
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        said = [app.source.marginal("L0.gate_up")["unavailable"], app.source.ab("tilelang-unfused")["unavailable"]]
+        building = [app.source.marginal("L0.gate_up")["unavailable"], app.source.ab("tilelang-unfused")["unavailable"]]
         release.set()
-        await settle(pilot)
+        await wait_for(pilot, lambda: not app.source.running, timeout=10, what="the failed build")
+        said = [app.source.marginal("L0.gate_up")["unavailable"], app.source.ab("tilelang-unfused")["unavailable"]]
+    assert building == ["the engine is still being built: M once the run starts",
+                        "the engine is still being built: ⏎ once the run starts"], building
     assert said == ["no run in progress to measure (f5 re-runs)", "no run in progress to A/B (f5 re-runs)"], said
 
 

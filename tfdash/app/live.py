@@ -211,7 +211,7 @@ class LiveSource:
         set `cancel` (threading.Event) ends it after the round in progress."""
         session = self.session
         if session is None:
-            return {"what": what, "unavailable": f"no run in progress to measure ({key_name(self._app, 'rerun')} re-runs)"}
+            return {"what": what, "unavailable": self._no_session("drill.marginal", "measure")}
         return dict(session.marginal(what, cancel=cancel))
 
     def ab(self, what: str, progress=None, cancel=None, **sizes) -> dict:
@@ -219,8 +219,15 @@ class LiveSource:
         `sizes`: windows, steps, profile_steps (Session.ab's). Its refusals name the app's keys."""
         session, rerun = self.session, key_name(self._app, "rerun")
         if session is None:
-            return {"what": what, "unavailable": f"no run in progress to A/B ({rerun} re-runs)"}
+            return {"what": what, "unavailable": self._no_session("ab.start", "A/B")}
         return dict(session.ab(what, progress=progress, cancel=cancel, rerun_key=rerun, **sizes))
+
+    def _no_session(self, key: str, verb: str) -> str:
+        """Why there is no session to measure on: its engine is still being built (the first run's,
+        or r's re-run: `key` once it starts), or the build failed and no run is in progress."""
+        if self.running:
+            return f"the engine is still being built: {key_name(self._app, key)} once the run starts"
+        return f"no run in progress to {verb} ({key_name(self._app, 'rerun')} re-runs)"
 
     # -- worker side -----------------------------------------------------------------------
     def _status(self, text: str) -> None:

@@ -1,0 +1,80 @@
+"""While `r` rebuilds the engine (the run before has ended, the next one's engine is being built),
+the drill-down's `m` and the A/B's ⏎ said "no run in progress to measure (r re-runs)" and "no run
+in progress to A/B (r re-runs)", though r had just been pressed and the run was starting. They say
+the engine is still being built and name the key to press once the run has started."""
+
+from __future__ import annotations
+
+import threading
+
+from fixtures.appkit import SNAPSHOT, isolated_config, sync  # noqa: F401  (fixture)
+from test_app_compare import settle, wait_for
+from test_app_fit import screen_text
+
+from tfdash.app.main import live_app
+from tfdash.profiling.export import load_snapshot
+
+
+class Recorded:
+    """A session that has already run: its generation ends at once, its snapshot the fixture's (a
+    tilelang-graph run on an H200, whose marginals can be measured)."""
+
+    def __init__(self):
+        self.snap = load_snapshot(SNAPSHOT)
+
+    def pause(self, paused: bool) -> None:
+        pass
+
+    def run(self, on_event=None, stop=None) -> None:
+        return None
+
+    def stop(self) -> None:
+        pass
+
+    def snapshot(self):
+        return self.snap
+
+    def request_profile(self, steps: int = 32) -> bool:
+        return False
+
+
+@sync
+async def test_m_and_the_ab_during_the_rebuild_say_the_engine_is_being_built(isolated_config):
+    built, gate = [], threading.Event()
+
+    def make_session(status):
+        built.append(1)
+        if len(built) > 1:  # the re-run's engine: still being built until the test lets it go
+            gate.wait(30)
+        return Recorded()
+
+    app = live_app(make_session)
+    said: list[str] = []
+    notify = app.notify
+    app.notify = lambda message, **kw: (said.append(str(message)), notify(message, **kw))[1]
+    try:
+        async with app.run_test(size=(160, 48)) as pilot:
+            await wait_for(pilot, lambda: app.state == "done", timeout=30, what="the first run's end")
+            await pilot.press("r")
+            await wait_for(pilot, lambda: len(built) == 2, timeout=30, what="the re-run's build")
+            await settle(pilot)
+            await pilot.press("enter")  # the drill-down of the first row: m measures its launch
+            await settle(pilot)
+            await pilot.press("m")
+            await wait_for(pilot, lambda: any("marginal" in s and "unavailable" in s for s in said), timeout=30,
+                           what="m's answer")
+            await pilot.press("escape")
+            await settle(pilot)
+            await pilot.press("a")
+            await settle(pilot)
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: "engine is still being built" in screen_text(app)
+                           or "no run in progress" in screen_text(app), timeout=30, what="the A/B's answer")
+            box = screen_text(app)
+    finally:
+        gate.set()
+    marginal = [s for s in said if "unavailable" in s]
+    assert marginal and "no run in progress" not in marginal[0], said
+    assert marginal[0].endswith("unavailable: the engine is still being built: m once the run starts"), said
+    assert "no run in progress" not in box, box
+    assert "the engine is still being built: ⏎ once the run starts" in box, box
