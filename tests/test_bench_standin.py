@@ -92,6 +92,28 @@ def test_an_uninterrupted_bench_says_nothing_of_interruption(cpu_as_cuda, tmp_pa
     assert "interrupted" not in report and len(report["rounds"]) == 2
 
 
+@pytest.mark.parametrize("seed, recorded", [(None, 0), ("7", 7)])
+def test_the_json_records_the_random_weights_seed(cpu_as_cuda, tmp_path, capsys, seed, recorded):
+    """The --json of a run on random weights recorded no seed: without --seed in its command, which
+    weights it ran on could not be told; it records the seed used, the default's too."""
+    out = tmp_path / "bench.json"
+    rc = main(["bench", "--model", "qwen3-tiny", "--backends", "torch-graph", "--max-new-tokens", "4",
+               "--rounds", "1", "--json", str(out), *(["--seed", seed] if seed else [])])
+    assert rc == 0, capsys.readouterr().err
+    report = json.loads(out.read_text())
+    assert report["checkpoint"] == "random" and report["seed"] == recorded, report
+
+
+def test_the_json_of_a_checkpoint_records_no_seed(cpu_as_cuda, ckpt_factory, tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    ckpt = ckpt_factory(tied=True).path
+    rc = main(["bench", "--ckpt", str(ckpt), "--backends", "torch-graph", "--prompt", "w5 w6", "--max-new-tokens", "4",
+               "--rounds", "1", "--json", str(out)])
+    assert rc == 0, capsys.readouterr().err
+    report = json.loads(out.read_text())
+    assert report["checkpoint"] == str(ckpt) and report["seed"] is None, report
+
+
 @pytest.mark.parametrize("backend, where, error", [
     ("hf-compile", "tfdash.profiling.hf_peer.HFPeer",
      AttributeError("module 'transformers' has no attribute 'Qwen3ForCausalLM'")),

@@ -365,7 +365,8 @@ def main(argv: list[str]) -> int:
     payload = None
     if args.json:
         payload = {"schema": SCHEMA, "command": "tfdash bench " + " ".join(argv), **_host_meta(), "settings": settings,
-                   "model": cfg.to_dict(), "checkpoint": args.ckpt or "random", "prompt": args.prompt,
+                   "model": cfg.to_dict(), "checkpoint": args.ckpt or "random",
+                   "seed": None if args.ckpt else eng0.seed, "prompt": args.prompt,  # the random weights' (--seed)
                    "prompt_tokens": len(ids), "new_tokens": args.max_new_tokens, "capacity": capacity,
                    "launches_per_step": len(engine_plan), "generation_bytes": gen_bytes,
                    "ceiling": probe.to_dict(), "rounds": rounds, "summary": summary, "errors": errors,
