@@ -187,6 +187,11 @@ def test_analyze_target_takes_the_files_tfdash_writes(tmp_path):
     ("nope", "no plan variant 'nope' (known: tilelang-unfused"),
     ("", "no plan variant ''"),
     ("down:seg=0", "--ab 'down:seg=0': 'seg=0' is not rows=N"),  # it named --gemv, bench's option
+    # past the weight's shape (qwen3-tiny's down: K=768): said as its own mistake, before the engine's refusal
+    ("down:seg=99999999999", "--ab 'down:seg=99999999999': GEMV setting down:seg=99999999999 is past 3 (down's "
+                             "K=768 is 3 chunks of 256 columns)"),
+    ("down:rows=99", "--ab 'down:rows=99': GEMV settings down: rows=99 x seg=3 is 297 16-byte loads in flight a "
+                     "lane, past the 63"),
     # refused by this engine (the A/B screen's rule): said before the run, not as "unavailable" after it, exit 0
     ("tilelang-nopdl", "--ab tilelang-nopdl (pdl=False) is a tilelang-graph launch setting; this engine is torch-eager"),
     ("tilelang-bf16head", "--ab tilelang-bf16head (lm_head_q8=False) is the plan already running: nothing to compare"),

@@ -185,9 +185,10 @@ def run_headless(args) -> int:
         check_save_beside_export(args.save, getattr(args, "export", None))  # neither its folder nor one of its files
     variant = None
     if getattr(args, "ab", None) is not None:  # a typo in the variant is one line now, not after the generation
-        from tfdash.profiling.ab import resolve
+        from tfdash.profiling.ab import check_shape, resolve
 
         variant = resolve(args.ab)
+        check_shape(variant, args)  # a GEMV setting past its weight's shape: before the engine is loaded
     from tfdash.engine.loading import LoadingBar
 
     with LoadingBar() as loading:  # on a terminal: a large model's weights take a minute or more

@@ -77,6 +77,23 @@ def resolve(name: str, flag: str = "--ab") -> Variant:
     raise TfdashError(f"no plan variant {name!r} (known: {', '.join(VARIANTS)}, or a GEMV spec OP:KEY=V)")
 
 
+def check_shape(v: Variant, args) -> None:
+    """A GEMV setting of `v` past its weight's shape on the model the command line `args` asks for
+    is a mistake of --ab: said in one line naming its value, before any weight is loaded and before
+    the engine's own refusal of the variant (a torch engine refuses every GEMV setting, which would
+    hide that this one fits no engine)."""
+    from tfdash.engine import choose_engine, plan_for
+
+    if "gemv_overrides" not in v.options:
+        return
+    choice = choose_engine(args.ckpt, args.model, args.device, args.dtype, args.backend, args.seed)
+    plan = plan_for(choice.config, choice.dtype, 64, choice.backend)  # the GEMVs' shapes need no real capacity
+    try:
+        variant_plan(plan, v)
+    except TfdashError as e:
+        raise TfdashError(f"--ab {args.ab.strip()!r}: {e}") from None
+
+
 def check_cache(name: str, plan) -> None:
     """The A/B's windows fit the run's KV cache, on the generation or after it (from a position
     that leaves them room); TfdashError otherwise. Checked before the run: a cache too small for
