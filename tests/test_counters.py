@@ -145,6 +145,12 @@ def test_counters_take_no_cpu_threads(capsys):
 
 
 @pytest.mark.parametrize("argv, says", [(["--ctx", "-1"], "--ctx -1 must be 0 or more"),
+                                        # past the child's cache: said after the host, the engine's plan and ncu's search
+                                        (["--ctx", "4096"], "--ctx 4096: ctx_len=4096 is past the KV cache capacity "
+                                                            "of 4096 positions (largest ctx_len is 4095)"),
+                                        (["--ctx", "50000", "--model", "qwen3-0.6b"],
+                                         "--ctx 50000: ctx_len=50000 is past max_position_embeddings=40960 "
+                                         "(largest ctx_len is 40959)"),
                                         (["--timeout", "0"], "--timeout 0 must be a positive number of seconds"),
                                         (["--timeout", "nan"], "--timeout nan must be a positive number of seconds")])
 def test_bad_arguments_are_said_before_the_host(capsys, argv, says):

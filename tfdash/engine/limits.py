@@ -17,6 +17,18 @@ def default_capacity(cfg: ModelConfig, needed: int) -> int:
     return min(cap, max(cfg.max_position_embeddings, ATTN_BLOCK))
 
 
+def check_ctx(cfg: ModelConfig, capacity: int, ctx_len: int) -> None:
+    """A step at ctx_len attends over ctx_len + 1 positions and writes position ctx_len."""
+    if ctx_len < 0:
+        raise CapacityError(f"ctx_len={ctx_len} must be >= 0")
+    if ctx_len >= cfg.max_position_embeddings:
+        raise CapacityError(f"ctx_len={ctx_len} is past max_position_embeddings={cfg.max_position_embeddings} "
+                            f"(largest ctx_len is {cfg.max_position_embeddings - 1})")
+    if ctx_len >= capacity:
+        raise CapacityError(f"ctx_len={ctx_len} is past the KV cache capacity of {capacity} "
+                            f"position{'' if capacity == 1 else 's'} (largest ctx_len is {capacity - 1})")
+
+
 def check_generation(cfg: ModelConfig, capacity: int, prompt_len: int, max_new_tokens: int) -> None:
     """The step at position p writes cache slot p; a generation touches positions 0..P+N-2."""
     if prompt_len < 1:

@@ -32,6 +32,7 @@ from typing import Mapping
 
 from tfdash.engine.attn_plan import ATTN_BLOCK, attention_dims
 from tfdash.engine.config import ModelConfig
+from tfdash.engine.limits import check_ctx
 from tfdash.errors import CapacityError, TfdashError
 
 # kernel-name tags of overridden settings; min_blocks: __launch_bounds__'s blocks per SM (a
@@ -132,17 +133,9 @@ class StepPlan:
         return out
 
     def check_ctx(self, ctx_len: int) -> None:
-        """A step at ctx_len attends over ctx_len + 1 positions and writes position ctx_len."""
-        if ctx_len < 0:
-            raise CapacityError(f"ctx_len={ctx_len} must be >= 0")
-        if ctx_len >= self.config.max_position_embeddings:
-            raise CapacityError(f"ctx_len={ctx_len} is past max_position_embeddings="
-                                f"{self.config.max_position_embeddings} (largest ctx_len is "
-                                f"{self.config.max_position_embeddings - 1})")
-        if ctx_len >= self.capacity:
-            raise CapacityError(f"ctx_len={ctx_len} is past the KV cache capacity of {self.capacity} "
-                                f"position{'' if self.capacity == 1 else 's'} "
-                                f"(largest ctx_len is {self.capacity - 1})")
+        """A step at ctx_len attends over ctx_len + 1 positions and writes position ctx_len
+        (limits.check_ctx)."""
+        check_ctx(self.config, self.capacity, ctx_len)
 
     def weight_bytes(self) -> int:
         return sum(b.nbytes for b in self.buffers.values() if b.kind == "weight")

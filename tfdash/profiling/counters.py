@@ -125,6 +125,18 @@ def prepare(engine_args: dict, pick: Callable[[object], list[int]], ctx: int = D
     return Request(plan, tuple(pick(plan)), resolved, ctx, timeout_s)
 
 
+def check_ctx_arg(engine_args: dict, ctx: int) -> None:
+    """--ctx against the KV cache the child's engine builds (its default capacity, on the model the
+    arguments name or, where none is, the GPU's default shape): CapacityError, said as a mistake of
+    the argument before the host is weighed and any engine or ncu run."""
+    from tfdash.engine.config import load_config, preset
+    from tfdash.engine.limits import LEAST_CAPACITY, check_ctx, default_capacity
+
+    ckpt, model = engine_args.get("ckpt"), engine_args.get("model")
+    cfg = load_config(ckpt) if ckpt is not None else preset(model or "qwen3-1.7b")
+    check_ctx(cfg, default_capacity(cfg, LEAST_CAPACITY), ctx)
+
+
 def to_counters(rec: ncu_mod.NcuRecord, launch, ctx: int) -> Counters:
     m = rec.metrics
     cost = launch.cost(ctx)

@@ -20,8 +20,8 @@ import sys
 
 from tfdash.argparsing import Parser
 from tfdash.cli import snapshot_path
-from tfdash.errors import TfdashError, UsageError
-from tfdash.profiling.counters import DEFAULT_CTX, RUN_TIMEOUT_S, measure, prepare, select
+from tfdash.errors import CapacityError, TfdashError, UsageError
+from tfdash.profiling.counters import DEFAULT_CTX, RUN_TIMEOUT_S, check_ctx_arg, measure, prepare, select
 from tfdash.profiling.files import out_arg
 from tfdash.profiling.snapshot import Counters
 from tfdash.textsafe import visible
@@ -122,6 +122,12 @@ def main(argv: list[str]) -> int:
         raise UsageError(f"--ctx {args.ctx} must be 0 or more", p.prog)
     if not 0 < args.timeout < float("inf"):
         raise UsageError(f"--timeout {args.timeout:g} must be a positive number of seconds", p.prog)
+    engine_args = dict(ckpt=args.ckpt, model=args.model, device=args.device, dtype=args.dtype,
+                       backend=args.backend, seed=args.seed)
+    try:  # past the cache the child builds: said now, not after the host, the engine's build and ncu
+        check_ctx_arg(engine_args, args.ctx)
+    except CapacityError as e:
+        raise UsageError(f"--ctx {args.ctx}: {e}", p.prog) from None
     from tfdash.settings import SETTINGS
 
     SETTINGS.values()  # every knob, as the run and bench read them: a bad one is one line
@@ -137,8 +143,6 @@ def main(argv: list[str]) -> int:
 
         load_snapshot(args.snapshot)
         check_writable_file(args.snapshot, "--snapshot")  # rewritten through a new file in its folder
-    engine_args = dict(ckpt=args.ckpt, model=args.model, device=args.device, dtype=args.dtype,
-                       backend=args.backend, seed=args.seed)
     req = prepare(engine_args, lambda plan: select(plan, args.launch or (), args.all, args.layers), args.ctx,
                   args.timeout)
     plan = req.plan
