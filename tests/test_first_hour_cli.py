@@ -117,6 +117,21 @@ def test_counters_help_shows_launch_or_all_required_as_its_usage_error_and_the_r
     assert r"`tfdash counters (--launch ROLE ... \| --all)" in (REPO / "README.md").read_text(encoding="utf-8")
 
 
+def test_every_key_of_a_binding_the_help_lists_is_in_the_readmes_keys():
+    """The help lists each key a binding answers to (`esc / ⌫` goes back, `+ / =` zooms in, `del / x`
+    drops the baseline), where the README's Keys named only esc, + and x."""
+    from textual.app import App
+
+    from tfdash.app import bindings
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    keys = readme[readme.index("**Keys**"):readme.index("## How the numbers are measured")]
+    app = App()
+    shown = {(b.id, k.strip()) for table in bindings.SCOPES.values() for b in table if "," in b.key
+             for k in bindings.describe_key(b.key, app).split(" / ")}
+    assert sorted((bid, k) for bid, k in shown if f"`{k}`" not in keys) == []
+
+
 def test_the_profiling_packages_docstring_lists_every_file_as_the_readme_says():
     """The README's Layout sends a reader to tfdash/profiling's package docstring, which "lists every
     file": diff.py, diff_cli.py, counters_cli.py and eight more were not in it."""
