@@ -117,6 +117,17 @@ def test_counters_help_shows_launch_or_all_required_as_its_usage_error_and_the_r
     assert r"`tfdash counters (--launch ROLE ... \| --all)" in (REPO / "README.md").read_text(encoding="utf-8")
 
 
+def test_the_helps_footer_writes_opens_snapshot_as_optional(capsys):
+    """`tfdash --help` ended "Other commands: tfdash open SNAPSHOT.json | ...", though without one
+    open reads the newest kept run (its own usage: `tfdash open [SNAPSHOT.json]`)."""
+    from tfdash.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    out = _flat(capsys.readouterr().out)
+    assert done.value.code == 0 and "Other commands: tfdash open [SNAPSHOT.json] | tfdash analyze" in out, out
+
+
 def test_every_key_of_a_binding_the_help_lists_is_in_the_readmes_keys():
     """The help lists each key a binding answers to (`esc / ⌫` goes back, `+ / =` zooms in, `del / x`
     drops the baseline), where the README's Keys named only esc, + and x."""

@@ -2,7 +2,7 @@
 
     tfdash [--ckpt DIR | --model PRESET] [...]        the live dashboard
     tfdash --headless [...]                           stream the continuation, then tok/s
-    tfdash open SNAPSHOT.json                         a saved profile snapshot, read-only
+    tfdash open [SNAPSHOT.json]                       a saved profile snapshot (else the newest kept run), read-only
     tfdash analyze [...]                              the static cost of one decode step
     tfdash bench [...]                                tilelang engine vs its peers, A/B in one process
     tfdash diff A.json B.json [...]                   two snapshots compared launch by launch
@@ -131,7 +131,7 @@ def run_parser() -> argparse.ArgumentParser:
         prog="tfdash",
         description="A terminal dashboard for batch-1 LLM decode: live tokens, per-kernel time against a "
                     "static cost model, the memory roofline and NVML bandwidth.",
-        epilog="Other commands: tfdash open SNAPSHOT.json | tfdash analyze ... | tfdash bench ... | "
+        epilog="Other commands: tfdash open [SNAPSHOT.json] | tfdash analyze ... | tfdash bench ... | "
                "tfdash diff A.json B.json | tfdash counters ... "
                "(each takes --help).",
     )

@@ -1,4 +1,4 @@
-"""Entry points: `tfdash [...]` (live) and `tfdash open SNAPSHOT.json` (read-only), and the
+"""Entry points: `tfdash [...]` (live) and `tfdash open [SNAPSHOT.json]` (read-only), and the
 factories the tests build the app from.
 
     live_app(make_session, ...)        the dashboard on any session factory
