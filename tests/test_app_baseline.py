@@ -210,6 +210,33 @@ def test_main_screen_with_a_baseline(isolated_config, unfused, snap_compare):
     assert snap_compare(make_app(unfused), terminal_size=SIZE, run_before=settle)
 
 
+@sync
+async def test_a_baseline_from_the_checkpoint_in_another_folder_is_taken(isolated_config, tmp_path, capsys,
+                                                                         monkeypatch):
+    """The same model and dtype recorded from a checkpoint moved to another folder: its model's name
+    (the folder's) differed, and --baseline and the picker (b) refused it as another run; it
+    compares, the picker saying so ("same shape": the names differ), and the Δ columns come."""
+    snap = load_snapshot(SNAPSHOT)
+    meta = dataclasses.replace(snap.meta, model={**snap.meta.model, "name": "Qwen3-1.7B-moved"},
+                               checkpoint="/elsewhere/Qwen3-1.7B-moved")
+    base = write_snapshot(dataclasses.replace(snap, meta=meta), tmp_path / "moved.json")
+    assert open_main([str(SNAPSHOT), "--baseline", str(base)]) == 0  # stdout is not a terminal: the summary
+    out = capsys.readouterr().out
+    assert "against the baseline" in out and "aligned by role" in out, out
+    monkeypatch.chdir(tmp_path)  # the export directory the picker lists
+    app = snapshot_app(SNAPSHOT)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("b")
+        await settle(pilot)
+        picker = screen_text(app)
+        await pilot.press("enter")
+        await settle(pilot)
+        text = screen_text(app)
+    assert [line for line in picker.splitlines() if "moved.json" in line and "✓ same shape and dtype" in line], picker
+    assert "vs moved.json" in text and "Δ %" in text, text
+
+
 def test_refusals_are_one_line(isolated_config, unfused, tmp_path):
     snap = load_snapshot(SNAPSHOT)
     other = write_snapshot(dataclasses.replace(snap, meta=dataclasses.replace(snap.meta, dtype="float16")),

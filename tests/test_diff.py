@@ -179,6 +179,29 @@ def test_json_or_markdown_to_dev_stdout_leaves_stdout_that_file_alone(pair, flag
     assert "# A: " in r.stderr and "aligned by role" in r.stderr
 
 
+def moved(path, out, name: str, **model):
+    """The snapshot at `path` as the same checkpoint run from another folder: its model named by that
+    folder (load_config names a checkpoint by it), with `model`'s fields over the rest."""
+    snap = load_snapshot(path)
+    meta = dataclasses.replace(snap.meta, model={**snap.meta.model, "name": name, **model},
+                               checkpoint=f"/models/{name}")
+    return write_snapshot(dataclasses.replace(snap, meta=meta), out)
+
+
+def test_a_checkpoint_moved_to_another_folder_compares_with_itself(pair, tmp_path, capsys):
+    """A run's model is named by its checkpoint's folder: the same checkpoint moved or renamed (or
+    its base and instruct forms, whose end tokens differ) was refused as "different runs (model
+    name: ...)". The shape and the dtype decide; where the shape differs, the names say which two."""
+    a, b = pair
+    renamed = moved(b, tmp_path / "renamed.json", "Qwen3-micro-renamed", eos_token_ids=[7])
+    d = diff_json(capsys, a, renamed)
+    assert not d["forced"] and d["aligned_by"] == "role", d
+    wider = moved(b, tmp_path / "wider.json", "Qwen3-micro-wider", intermediate_size=4 * CFG.intermediate_size)
+    assert main(["diff", str(a), str(wider)]) == 2
+    assert_one_line_error(capsys.readouterr().err, "different runs (model name: qwen3-micro2 vs Qwen3-micro-wider; "
+                          f"model intermediate_size: {CFG.intermediate_size} vs {4 * CFG.intermediate_size})")
+
+
 def test_other_models_refused_unless_forced(pair, tmp_path, capsys):
     from fixtures.appkit import SNAPSHOT
 

@@ -225,15 +225,24 @@ def sort_rows(rows: Sequence[DiffRow]) -> list[DiffRow]:
 
 
 # -- whole snapshots ---------------------------------------------------------------------------
+# Model config fields that do not change a launch: the name (a checkpoint's is its folder's, so a
+# checkpoint moved or renamed, or the Hugging Face cache's snapshot folder, is named anew), the end
+# tokens (a base and an instruct checkpoint of one shape), and the dtype it was saved in (the run's
+# dtype is compared: a float32 run of a bfloat16 checkpoint launches what a float32 one does)
+NOT_THE_SHAPE = ("name", "eos_token_ids", "dtype")
+
+
 def differences(a: ProfileSnapshot, b: ProfileSnapshot) -> list[str]:
-    """What makes two runs incomparable launch by launch: the model's config and the dtype run in.
-    The config's own dtype (what the checkpoint was saved in) is left out: the run's is compared, and
-    a float32 run of a bfloat16 checkpoint launches what a float32 one does."""
+    """What makes two runs incomparable launch by launch: the model's shape (its config but for
+    NOT_THE_SHAPE) and the dtype run in. Where the shape differs, the models' names come first,
+    to say which two they are."""
     out = []
     ma, mb = dict(a.meta.model or {}), dict(b.meta.model or {})
-    for k in sorted((set(ma) | set(mb)) - {"dtype"}, key=lambda k: (k != "name", k)):
+    for k in sorted((set(ma) | set(mb)) - set(NOT_THE_SHAPE)):
         if ma.get(k) != mb.get(k):
             out.append(f"model {k}: {ma.get(k, '(none)')} vs {mb.get(k, '(none)')}")
+    if out and ma.get("name") != mb.get("name"):
+        out.insert(0, f"model name: {ma.get('name', '(none)')} vs {mb.get('name', '(none)')}")
     if a.meta.dtype != b.meta.dtype:
         out.append(f"dtype: {a.meta.dtype} vs {b.meta.dtype}")
     return out

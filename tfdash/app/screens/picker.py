@@ -56,12 +56,14 @@ def row_cells(e: Recent, current) -> list[Text]:
         time.strftime("%Y-%m-%d %H:%M", time.gmtime(e.mtime))  # UTC, as started_at is: one clock in the column
     tps = Text(f"{e.snapshot.tok_per_s:,.1f}" if e.snapshot.wall_ns else "—", justify="right")
     diffs = differences(e.snapshot, current) if current is not None else []
+    # a model named otherwise (a checkpoint in another folder) compares where its shape is the same
+    same = "same model" if current is None or current.meta.model.get("name") == m.model.get("name") else "same shape"
     if diffs:
         fit = Text(visible(diffs[0]), style="italic")
     elif not any(k.measured_p50_ns is not None for k in e.snapshot.kernels):  # compares, but with no Δ to show
-        fit = Text("same model and dtype, not profiled", style="italic")
+        fit = Text(f"{same} and dtype, not profiled", style="italic")
     else:
-        fit = Text("✓ same model and dtype")
+        fit = Text(f"✓ {same} and dtype")
     return [name, Text(visible(model)), Text(visible(m.dtype)), Text(when), tps, fit]
 
 
