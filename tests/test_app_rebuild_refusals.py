@@ -78,3 +78,49 @@ async def test_m_and_the_ab_during_the_rebuild_say_the_engine_is_being_built(iso
     assert marginal[0].endswith("unavailable: the engine is still being built: m once the run starts"), said
     assert "no run in progress" not in box, box
     assert "the engine is still being built: ⏎ once the run starts" in box, box
+
+
+class RecordedOnCpu(Recorded):
+    """The same run as recorded on the CPU: its snapshot says a marginal can never be measured."""
+
+    def __init__(self):
+        from dataclasses import replace
+
+        super().__init__()
+        why = "marginal cost needs CUDA graphs; this is torch-eager on the CPU"
+        self.snap = replace(self.snap, unavailable={**self.snap.unavailable, "marginal": why})
+
+
+@sync
+async def test_m_during_the_rebuild_of_a_run_that_cannot_measure_says_why_at_once(isolated_config):
+    """On the CPU, `m` during r's rebuild said "the engine is still being built: m once the run
+    starts", and once it had started "marginal cost needs CUDA graphs": the run's snapshot already
+    said it never can, which m now says at once, also while the engine is built."""
+    built, gate = [], threading.Event()
+
+    def make_session(status):
+        built.append(1)
+        if len(built) > 1:
+            gate.wait(30)
+        return RecordedOnCpu()
+
+    app = live_app(make_session)
+    said: list[str] = []
+    notify = app.notify
+    app.notify = lambda message, **kw: (said.append(str(message)), notify(message, **kw))[1]
+    try:
+        async with app.run_test(size=(160, 48)) as pilot:
+            await wait_for(pilot, lambda: app.state == "done", timeout=30, what="the first run's end")
+            await pilot.press("r")
+            await wait_for(pilot, lambda: len(built) == 2, timeout=30, what="the re-run's build")
+            await settle(pilot)
+            await pilot.press("enter")
+            await settle(pilot)
+            await pilot.press("m")
+            await wait_for(pilot, lambda: any("marginal" in s and "unavailable" in s for s in said), timeout=30,
+                           what="m's answer")
+    finally:
+        gate.set()
+    marginal = [s for s in said if "unavailable" in s]
+    assert len(marginal) == 1 and "still being built" not in marginal[0], said
+    assert marginal[0].endswith("unavailable: marginal cost needs CUDA graphs; this is torch-eager on the CPU"), said

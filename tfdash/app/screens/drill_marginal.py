@@ -10,7 +10,9 @@ app exits) cancels it too. What it measured so far is its result, marked incompl
 
 Where no marginal can be measured -- a saved snapshot, or a run without CUDA graphs to double a
 launch in (the snapshot says so) -- `m` is not offered in the footer, and pressed anyway it says
-why in one toast: the source's answer, with no "measuring…" before it.
+why in one toast, with no "measuring…" before it: the run's own snapshot's word where it has one
+(also while `r` builds the next engine, which would only have said that it was being built), else
+the source's answer.
 """
 
 from __future__ import annotations
@@ -64,6 +66,10 @@ class MarginalTab:
         launch_role = self._current_role()
         self.query_one(TabbedContent).active = "marginal"
         source = self.app.source
+        cannot = self._run_cannot_measure()
+        if cannot:  # the run's snapshot says it never can: said at once, also while r's re-run is being built
+            self._marginal_done(launch_role, {"what": launch_role, "unavailable": cannot})
+            return
         if not self.can_measure_marginal():  # the source says why at once: its one toast, no "measuring…"
             self._measure(source, launch_role)
             return
