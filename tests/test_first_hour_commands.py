@@ -198,10 +198,14 @@ def test_analyze_target_takes_the_files_tfdash_writes(tmp_path):
 ])
 def test_a_headless_ab_typo_is_one_line_before_the_run(variant, said):
     """`--headless --ab nope` generated every token, then printed "A/B nope: unavailable" and exit 0;
-    `--ab ""` was no A/B at all; a variant this engine refuses ran the whole generation first."""
+    `--ab ""` was no A/B at all; a variant this engine refuses ran the whole generation first.
+    A mistake in the variant's own name or spec (bench's --gemv's twin) was a plain line where
+    bench's says where the help is; it does too, as the parser's own (`--model qwen3-9b`) do. A
+    variant this engine refuses is the engine's word, not the argument's spelling."""
     r = run_tfdash("--headless", "--max-new-tokens", "4", "--ab", variant, timeout=120)
     assert r.rc == 2 and r.stdout == ""
-    assert_one_line_error(r.stderr, said)
+    line = assert_one_line_error(r.stderr, said)
+    assert line.endswith(" (see tfdash --help)") == (not variant.startswith("tilelang-")), line
 
 
 @pytest.mark.parametrize("backends", ["", ",", " , "])

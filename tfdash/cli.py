@@ -26,7 +26,7 @@ import sys
 
 from tfdash import __version__
 from tfdash.argparsing import Parser, a_file, ckpt_dir, prompt_text, user_path
-from tfdash.errors import TfdashError, UsageError
+from tfdash.errors import TfdashError, UsageError, as_usage
 from tfdash.signals import exit_code, finishing, stop_signals
 from tfdash.signals import name as signal_name
 from tfdash.termenc import dashboard_refusal, tolerant_output
@@ -187,8 +187,9 @@ def run_headless(args) -> int:
     if getattr(args, "ab", None) is not None:  # a typo in the variant is one line now, not after the generation
         from tfdash.profiling.ab import check_shape, resolve
 
-        variant = resolve(args.ab)
-        check_shape(variant, args)  # a GEMV setting past its weight's shape: before the engine is loaded
+        with as_usage("tfdash"):  # said as the parser says its own mistakes, as bench says --gemv's
+            variant = resolve(args.ab)
+        check_shape(variant, args)  # a GEMV setting past its weight's shape (UsageError): before the engine is loaded
     from tfdash.engine.loading import LoadingBar
 
     with LoadingBar() as loading:  # on a terminal: a large model's weights take a minute or more

@@ -29,7 +29,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from tfdash.errors import TfdashError
+from tfdash.errors import TfdashError, UsageError
 from tfdash.profiling.variants import refusal, variant_options
 
 WINDOWS, STEPS, PROFILE_STEPS = 6, 64, 32  # turns per side, steps per turn, profile steps per side
@@ -79,9 +79,10 @@ def resolve(name: str, flag: str = "--ab") -> Variant:
 
 def check_shape(v: Variant, args) -> None:
     """A GEMV setting of `v` past its weight's shape on the model the command line `args` asks for
-    is a mistake of --ab: said in one line naming its value, before any weight is loaded and before
-    the engine's own refusal of the variant (a torch engine refuses every GEMV setting, which would
-    hide that this one fits no engine)."""
+    is a mistake of --ab: said in one line naming its value, as the parser says its own mistakes
+    (UsageError, as bench says --gemv's), before any weight is loaded and before the engine's own
+    refusal of the variant (a torch engine refuses every GEMV setting, which would hide that this
+    one fits no engine). The model's own errors (a checkpoint without config.json) stay its own."""
     from tfdash.engine import choose_engine, plan_for
 
     if "gemv_overrides" not in v.options:
@@ -91,7 +92,7 @@ def check_shape(v: Variant, args) -> None:
     try:
         variant_plan(plan, v)
     except TfdashError as e:
-        raise TfdashError(f"--ab {args.ab.strip()!r}: {e}") from None
+        raise UsageError(f"--ab {args.ab.strip()!r}: {e}", "tfdash") from None
 
 
 def check_cache(name: str, plan) -> None:
