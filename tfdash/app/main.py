@@ -17,9 +17,9 @@ from typing import Callable
 
 from tfdash.app.live import LiveSource, SnapshotSource
 from tfdash.argparsing import Parser, a_file
-from tfdash.cli import snapshot_path
 from tfdash.defaults import DASHBOARD_MAX_NEW
 from tfdash.errors import TfdashError
+from tfdash.options import snapshot_path
 from tfdash.profiling.snapshot import ProfileSnapshot
 from tfdash.stats import tokens
 from tfdash.termenc import dashboard_refusal

@@ -33,8 +33,9 @@ class _Shown:
 
 
 def parser() -> argparse.ArgumentParser:
-    from tfdash.cli import ckpt_dir, preset_name, user_path
+    from tfdash.argparsing import ckpt_dir, user_path
     from tfdash.defaults import PRESET_NAMES
+    from tfdash.options import preset_name
     from tfdash.profiling.files import out_arg
 
     p = Parser(prog="tfdash analyze",

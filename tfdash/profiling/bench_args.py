@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import argparse
 
-from tfdash.argparsing import Parser, prompt_text
-from tfdash.cli import ckpt_dir, preset_name, seed_number
+from tfdash.argparsing import Parser, ckpt_dir, prompt_text
 from tfdash.errors import TfdashError, UnsupportedShape, UsageError, as_usage
+from tfdash.options import preset_name, seed_number
 from tfdash.profiling.files import out_arg
 from tfdash.profiling.variants import GEMV_OPS, PLAN_VARIANTS, gemv_variant
 

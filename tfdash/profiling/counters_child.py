@@ -17,7 +17,7 @@ import sys
 
 
 def parser() -> argparse.ArgumentParser:
-    from tfdash.cli import add_model_args
+    from tfdash.options import add_model_args
 
     p = argparse.ArgumentParser(prog="python -m tfdash.profiling.counters_child")
     add_model_args(p, threads=False)  # ncu profiles a CUDA step: no CPU threads to set

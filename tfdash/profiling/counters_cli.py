@@ -19,8 +19,8 @@ import argparse
 import sys
 
 from tfdash.argparsing import Parser
-from tfdash.cli import snapshot_path
 from tfdash.errors import CapacityError, TfdashError, UsageError
+from tfdash.options import snapshot_path
 from tfdash.profiling.counters import DEFAULT_CTX, RUN_TIMEOUT_S, check_ctx_arg, measure, prepare, select
 from tfdash.profiling.files import out_arg
 from tfdash.profiling.snapshot import Counters
@@ -40,7 +40,7 @@ def _layers(text: str) -> set[int]:
 
 
 def parser() -> argparse.ArgumentParser:
-    from tfdash.cli import add_model_args
+    from tfdash.options import add_model_args
 
     p = Parser(prog="tfdash counters",
                description="Nsight Compute's counters of the step's "

@@ -21,8 +21,8 @@ import sys
 from pathlib import Path
 
 from tfdash.argparsing import Parser, named
-from tfdash.cli import snapshot_path
 from tfdash.errors import UsageError
+from tfdash.options import snapshot_path
 from tfdash.profiling.diff import GROUPS, DiffRow, SnapshotDiff, Step, compare, step_deltas, to_json
 from tfdash.profiling.probe import ceiling_note, over_ceiling
 from tfdash.textsafe import visible
