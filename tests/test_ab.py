@@ -16,7 +16,7 @@ from profiling_support import micro_engine
 from tfdash.engine.plan import build_plan
 from tfdash.engine.runtime import Runtime
 from tfdash.errors import TfdashError
-from tfdash.profiling import ab, ab_table
+from tfdash.profiling import ab, ab_result, ab_table
 from tfdash.profiling.export import dumps_snapshot, loads_snapshot
 from tfdash.profiling.messages import ABDone, ABProgress
 from tfdash.profiling.probe import CPU
@@ -66,7 +66,7 @@ def test_turns_alternate_on_the_generation_and_tokens_agree(tiny):
     ops = {r["op"]: r for r in result["per_op"]}
     assert ops["qk_norm_rope"]["a_ns"] is None and ops["qk_norm_rope"]["b_launches"] == L
     assert ops["attention"]["a_ns"] > 0 and ops["attention"]["b_ns"] > 0 and result["per_op_method"] == "direct"
-    assert result["verdict"] == ab.verdict(result["delta_pct"], result["spread_pct"])
+    assert result["verdict"] == ab_result.verdict(result["delta_pct"], result["spread_pct"])
     # progress: building, then one line a window (2W turns and 2 profile windows), then done
     phases = [p.phase for p in progress]
     assert phases[0] == "building" and phases[-1] == "done"
@@ -97,7 +97,7 @@ def test_an_added_or_removed_ops_delta_is_its_whole_time():
         return NS(ok=True, error=None, method="direct", p50=lambda i: ns[i])
 
     live, var = plan("attention", "old_norm"), plan("attention", "qk_norm_rope", "qk_norm_rope")
-    rows, how = ab.per_op(live, var, {"A": window(5000.0, 300.0), "B": window(4000.0, 700.0, 800.0)})
+    rows, how = ab_result.per_op(live, var, {"A": window(5000.0, 300.0), "B": window(4000.0, 700.0, 800.0)})
     ops = {r["op"]: r for r in rows}
     assert ops["qk_norm_rope"]["a_ns"] is None and ops["qk_norm_rope"]["delta_ns"] == 1500.0
     assert ops["qk_norm_rope"]["delta_pct"] is None  # no A time to take a share of

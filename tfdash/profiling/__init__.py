@@ -11,7 +11,8 @@
                                  counters_child.py the process ncu profiles (one graph replay)
                marginal.py       a launch doubled in a variant graph, A/B against the plain step
                ab.py             a plan variant A/B'd live: the two plans take turns on one generation
-                                 (variants.py the variants, by the names bench and the A/B show)
+                                 (variants.py the variants, by the names bench and the A/B show;
+                                 ab_result.py the turns' numbers as the result: sides, verdict, ops)
                nvml.py           NVML queries (errors are a sentinel); nvml_sampler.py its thread
     session    session.py        one observed generation: threads, locks, requests
                session_parts.py  its set-up (NVML sampler, probe, capture) and decode-thread side (TokenFeed)

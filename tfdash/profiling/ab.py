@@ -17,19 +17,19 @@ interquartile range as the spread, like the marginal cost's. Then one profile wi
     resolve("tilelang-lateres")     a Variant (also a GEMV spec as bench --gemv spells it)
     build(runtime, variant)         the variant's runtime beside the running one
     ABRun(live, var, variant, ...)  the turns and profile windows, as `Generation.intercept` windows
-    summarize(...)                  the result dict the snapshot keeps (`ProfileSnapshot.ab`); its
-                                    lines of text are tfdash.profiling.ab_table's
+    summarize(...)                  the result dict the snapshot keeps (`ProfileSnapshot.ab`):
+                                    tfdash.profiling.ab_result's; its lines of text are ab_table's
 """
 
 from __future__ import annotations
 
-import statistics
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
 
 from tfdash.errors import TfdashError, UsageError
+from tfdash.profiling.ab_result import summarize
 from tfdash.profiling.variants import refusal, variant_options
 
 WINDOWS, STEPS, PROFILE_STEPS = 6, 64, 32  # turns per side, steps per turn, profile steps per side
@@ -143,14 +143,6 @@ def build(runtime, v: Variant, progress=None):
         raise TfdashError(f"{v.name} cannot share the generation's state ({', '.join(sorted(needed - var.shared)[:3])} "
                           f"differ in shape or dtype)")
     return var
-
-
-def _turn_ns(step_ns) -> float:
-    """A turn's median step time, its first step (after the switch's pause) left out: a stall of
-    the host inside a turn (the dashboard redrawing, the GIL elsewhere) is not the plan's and
-    must not land on whichever side happened to be running."""
-    xs = list(step_ns[1:]) or list(step_ns)
-    return float(statistics.median(xs))
 
 
 def shared_rings(variant) -> tuple[str, ...]:
@@ -315,80 +307,3 @@ class ABRun:
 
     def result(self) -> dict:
         return summarize(self.v, self.live, self.variant, self.turns, self.checks, self.profiles, self.error)
-
-
-# -- the result ---------------------------------------------------------------------------------
-def _half_iqr(xs: list[float]) -> float:
-    if len(xs) < 2:
-        return 0.0
-    q = statistics.quantiles(xs, n=4, method="inclusive")
-    return (q[2] - q[0]) / 2
-
-
-def _side(turns, side: str) -> dict:
-    ns = [_turn_ns(t[2]) for t in turns if t[0] == side]
-    tps = [1e9 / x for x in ns if x > 0]
-    if not tps:
-        return {"windows": 0}
-    return {"windows": len(tps), "tok_per_s": statistics.median(tps), "tok_per_s_min": min(tps),
-            "tok_per_s_max": max(tps), "step_ns": statistics.median(ns), "steps": sum(len(t[2]) for t in turns
-                                                                                      if t[0] == side),
-            "tok_per_s_windows": tps}
-
-
-def verdict(delta_pct: float | None, spread_pct: float | None) -> str:
-    if delta_pct is None:
-        return "no verdict: a side has no measured window"
-    if abs(delta_pct) <= (spread_pct or 0.0):
-        return f"no difference beyond the spread (Δ {delta_pct:+.1f} % ± {spread_pct:.1f} %)"
-    return f"variant {'faster' if delta_pct > 0 else 'slower'} by {abs(delta_pct):.1f} % ± {spread_pct:.1f} %"
-
-
-def per_op(live_plan, var_plan, profiles) -> tuple[list[dict], str]:
-    """Each op's summed p50 in A and B (from the two profile windows), largest |Δ| first; an op
-    on one side only has None on the other, and its whole time as its Δ (the missing side counts
-    0, as in `tfdash diff` and the baseline column), its Δ % None. With the reason when a side has
-    no window."""
-    res = {s: profiles.get(s) for s in "AB"}
-    bad = [f"{s}: {r.error if r is not None else 'not measured'}" for s, r in res.items() if r is None or not r.ok]
-    if bad:
-        return [], "no per-launch times (" + "; ".join(bad) + ")"
-    sums: dict[str, list] = {}
-    for k, plan in enumerate((live_plan, var_plan)):
-        r = res["AB"[k]]
-        for la in plan.launches:
-            entry = sums.setdefault(la.op, [None, None, 0, 0])
-            entry[k] = (entry[k] or 0.0) + r.p50(la.index)
-            entry[2 + k] += 1
-    rows = []
-    for op, (a, b, na, nb) in sums.items():
-        d = (b or 0.0) - (a or 0.0)
-        rows.append({"op": op, "a_ns": a, "b_ns": b, "a_launches": na, "b_launches": nb, "delta_ns": d,
-                     "delta_pct": 100 * d / a if a else None})
-    rows.sort(key=lambda r: -abs(r["delta_ns"]))
-    return rows, res["A"].method
-
-
-def summarize(v: Variant, live, var, turns, checks, profiles, error=None) -> dict:
-    a, b = _side(turns, "A"), _side(turns, "B")
-    pa = [_turn_ns(t[2]) for t in turns if t[0] == "A"]
-    pb = [_turn_ns(t[2]) for t in turns if t[0] == "B"]
-    paired = [100 * (x / y - 1) for x, y in zip(pa, pb) if y > 0]  # tok/s ratio B/A - 1, per round
-    delta = statistics.median(paired) if paired else None
-    spread = _half_iqr(paired) if paired else None
-    agree = sum(1 for _, x, y in checks if x == y)
-    mismatch = next(({"ctx_len": c, "a": x, "b": y} for c, x, y in checks if x != y), None)
-    ops, how = per_op(live.plan, var.plan, profiles)
-    out = {"what": v.name, "about": v.about, "backend": live.backend, "a": a, "b": b,
-           "order": "".join(t[0] for t in turns), "windows_per_side": min(a["windows"], b["windows"]),
-           "steps_per_window": max((len(t[2]) for t in turns), default=0),
-           "ctx_len": [turns[0][1], turns[-1][1] + len(turns[-1][2])] if turns else [],
-           "delta_pct": delta, "spread_pct": spread, "verdict": verdict(delta, spread),
-           "launches": [len(live.plan), len(var.plan)],
-           "tokens": {"checks": len(checks), "agree": agree, "first_mismatch": mismatch},
-           "per_op": ops, "per_op_method": how,
-           "method": "turns of one generation alternating A B A B; per turn the median step (its first left out); "
-                     "tok/s medians over turns; Δ the median of paired turns, ± half their IQR"}
-    if error:
-        out["incomplete"] = error
-    return out
