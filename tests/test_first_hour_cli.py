@@ -143,6 +143,29 @@ def test_every_key_of_a_binding_the_help_lists_is_in_the_readmes_keys():
     assert sorted((bid, k) for bid, k in shown if f"`{k}`" not in keys) == []
 
 
+def test_every_binding_the_help_lists_is_in_the_readmes_keys_by_its_key_and_its_id():
+    """The A/B box's `tab` (ab.ops: between the variants and the per-op table) was on the help
+    screen and in the footer but not in the README's Keys, and neither were the ids of the picker's
+    and the A/B box's keys, though the Keys say every binding's id can be remapped. Each key the
+    help shows is there, and each id, itself or as its group's `prefix.*`."""
+    from textual.app import App
+
+    from tfdash.app import bindings
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    keys = readme[readme.index("**Keys**"):readme.index("## How the numbers are measured")]
+    named = set(re.findall(r"(?<![\w.])([a-z]\w*(?:\.[\w*]+)*)(?![\w.])", keys))
+    app = App()
+    found = [b for table in bindings.SCOPES.values() for b in table if b.id]
+    assert len(found) > 40  # the walk found the tables
+    missing_keys = sorted((b.id, k.strip()) for b in found for k in bindings.describe_key(b.key, app).split(" / ")
+                          if f"`{k.strip()}`" not in keys)
+    parts = {b.id: b.id.split(".") for b in found}
+    missing_ids = sorted(i for i, p in parts.items()
+                         if i not in named and not any(".".join(p[:n]) + ".*" in named for n in range(1, len(p))))
+    assert missing_keys == [] and missing_ids == [], (missing_keys, missing_ids)
+
+
 def test_the_profiling_packages_docstring_lists_every_file_as_the_readme_says():
     """The README's Layout sends a reader to tfdash/profiling's package docstring, which "lists every
     file": diff.py, diff_cli.py, counters_cli.py and eight more were not in it."""
