@@ -166,3 +166,13 @@ def test_a_gzip_compressed_snapshot_loads(tmp_path):
     with pytest.raises(SnapshotError, match=r"snap\.json\.gz: gzip-compressed, but cannot be read") as e:
         load_snapshot(path)
     assert "\n" not in str(e.value)
+
+
+def test_a_binary_file_is_said_to_be_no_snapshot_naming_the_byte_and_its_offset(tmp_path):
+    """`tfdash open` of a binary file said "garbage.json: not UTF-8 text (byte 0)", which reads as a
+    byte whose value is 0; it names the byte and where it is, as --prompt's own check does."""
+    path = tmp_path / "garbage.json"
+    path.write_bytes(b'{"a": \xff\xfe}')
+    with pytest.raises(SnapshotError) as e:
+        load_snapshot(path)
+    assert str(e.value) == f"{path}: not a snapshot: byte 0xff at offset 6 is not UTF-8 text"

@@ -342,7 +342,7 @@ def load_snapshot(path) -> ProfileSnapshot:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise SnapshotError(f"{p}: not UTF-8 text (byte {e.start})") from None
+        raise SnapshotError(f"{p}: not a snapshot: byte 0x{data[e.start]:02x} at offset {e.start} is not UTF-8 text") from None
     other = not_the_snapshot(p, text)  # an export's trace or CSV: the snapshot beside it is named
     if other:
         raise SnapshotError(other)
