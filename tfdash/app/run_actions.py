@@ -3,8 +3,8 @@ window, and quit. Quitting mid-run (q, Ctrl+C, SIGTERM or SIGHUP) stops the engi
 steps in flight, waits for its worker, and exits with the final snapshot, written to --save's
 path when there is one (any folder made for it is named in the line printed after the screen
 closes, as the CLI's outputs name theirs); without --save, or where it failed, the run is kept in a
-folder of the cache, as the run `r` starts over is (tfdash.app.kept). On a saved snapshot the keys
-that need an engine say it is read-only.
+folder of the cache, as the run `r` starts over is (tfdash.app.kept). Once a quit has begun only the
+quit keys act. On a saved snapshot the keys that need an engine say it is read-only.
 
 A live A/B and a drill-down's marginal step the same engine: quitting and re-running first
 cancel them after their window or round in progress and wait for them (`stop_measuring`), so
@@ -30,6 +30,16 @@ STOP_TIMEOUT_S = 15.0  # how long quit waits for the engine to finish the steps 
 
 class RunActions:
     """Pause, re-run, profile and quit on TfdashApp."""
+
+    async def run_action(self, action, default_namespace=None, namespaces=None) -> bool:
+        """Every binding's action (and the palette's) comes here. Once a quit has begun (the engine
+        stopping, --save being written) all but quit are taken and dropped (a second q says the stop
+        is under way): a key typed just after `q` (b, ?, a, T) reached its binding after the quit
+        began and pushed its screen onto an app already exiting, a traceback and exit status 1."""
+        name = action if isinstance(action, str) else action[1]
+        if self.quitting and name.split("(")[0].rsplit(".", 1)[-1] != "quit":
+            return True
+        return await super().run_action(action, default_namespace, namespaces)
 
     def _live_only(self, what: str) -> bool:
         if self.source.live:
