@@ -81,6 +81,9 @@ def run_headless(args) -> int:
     from tfdash.defaults import AB_MAX_NEW, HEADLESS_MAX_NEW
 
     max_new = args.max_new_tokens or (AB_MAX_NEW if getattr(args, "ab", None) else HEADLESS_MAX_NEW)
+    from tfdash.run_checks import check_engine_args
+
+    check_engine_args(args, max_new)  # said as the parser says its own mistakes, before any file is checked
     from tfdash.profiling.files import check_not_in_ckpt, check_writable_dir, check_writable_file
 
     if getattr(args, "export", None):
@@ -293,8 +296,8 @@ def _dispatch(argv: list[str]) -> int:
         from tfdash.app.bindings import config_key_names
 
         k = config_key_names("profile", "export.snapshot", "ab")
-        raise TfdashError(f"{', '.join(headless_only)}: with --headless only (the dashboard: {k['profile']} profiles, "
-                          f"{k['export.snapshot']} exports, {k['ab']} A/Bs, --save PATH writes the snapshot on quit)")
+        raise UsageError(f"{', '.join(headless_only)}: with --headless only (the dashboard: {k['profile']} profiles, "
+                         f"{k['export.snapshot']} exports, {k['ab']} A/Bs, --save PATH writes the snapshot on quit)")
     refusal = dashboard_refusal("run --headless")
     if refusal:  # a screen of `?` says nothing; this line says why and what to do
         raise TfdashError(refusal)

@@ -116,18 +116,13 @@ def preflight(args, max_new_tokens: int):
     moot such as --seed, the device, the lengths), before the screen opens: a mistake is one line on
     the terminal, as headless says it, not an error pane. The engine chosen (its device, dtype and
     backend)."""
-    from tfdash.engine import choose_engine
-    from tfdash.engine.limits import check_generation
+    from tfdash.run_checks import check_engine_args
 
-    choice = choose_engine(args.ckpt, args.model, args.device, getattr(args, "dtype", None),
-                           getattr(args, "backend", None), getattr(args, "seed", None))
-    capacity = choice.capacity(None, args.prompt, max_new_tokens)
+    choice, capacity = check_engine_args(args, max_new_tokens)  # its mistakes said as the parser's own
     if args.ckpt is not None:
         from tfdash.engine.checkpoint import inventory
 
         inventory(Path(args.ckpt), choice.config)  # the tensors on disk against the config (headers only)
-    prompt_len = len(choice.tokenizer.encode(args.prompt))
-    check_generation(choice.config, capacity, prompt_len, max_new_tokens)
     from tfdash.engine import plan_for
     from tfdash.engine.head_plan import derived_bytes
     from tfdash.engine.memory import check_fits

@@ -142,6 +142,19 @@ def check_seed(ckpt, seed: int | None) -> None:
                           "give --ckpt or --seed, not both")
 
 
+def check_arguments(ckpt=None, model: str | None = None, seed: int | None = None, device: str | None = None,
+                    backend: str | None = None) -> None:
+    """The engine arguments that cannot go together (--ckpt with --model or any --seed, a CUDA backend
+    with --device cpu), told apart from what the host or the checkpoint refuses: these are mistakes
+    of the command line alone, which a command says as its parser says its own (errors.as_usage).
+    choose_engine checks them first, on any host and before any file is read."""
+    if ckpt is not None and model is not None:
+        raise TfdashError("give --ckpt or --model, not both")
+    check_seed(ckpt, seed)
+    if device is not None and not device.startswith("cuda") and backend not in (None, "torch-eager"):
+        raise TfdashError(f"backend {backend} needs --device cuda")
+
+
 def choose_engine(ckpt: str | Path | None = None, model: str | None = None, device: str | None = None,
                   dtype: str | None = None, backend: str | None = None, seed: int | None = None) -> EngineChoice:
     """The engine the arguments ask for, the same for headless, the dashboard and bench: the
@@ -152,25 +165,20 @@ def choose_engine(ckpt: str | Path | None = None, model: str | None = None, devi
 
     from tfdash.engine.tokenizer import StandInTokenizer, load_tokenizer
 
-    asked_device = device
+    check_arguments(ckpt, model, seed, device, backend)
     device = device or default_device()
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise TfdashError("--device cuda: no CUDA device is available (torch.cuda.is_available() is False)")
     if ckpt is not None:
-        if model is not None:
-            raise TfdashError("give --ckpt or --model, not both")
-        check_seed(ckpt, seed)
         cfg, tokenizer, source = load_config(ckpt), load_tokenizer(ckpt), str(ckpt)
     else:
         cfg = preset(model or ("qwen3-1.7b" if device.startswith("cuda") else "qwen3-tiny"))
         tokenizer, source = StandInTokenizer(cfg.vocab_size), "random"
     dtype = dtype or ("bfloat16" if device.startswith("cuda") else "float32")
     backend = backend or default_backend(device)
-    if backend != "torch-eager" and not device.startswith("cuda"):
-        if asked_device is None and not torch.cuda.is_available():  # --device cuda would only be refused next
-            raise TfdashError(f"backend {backend} needs a CUDA device and this host has none "
-                              "(torch.cuda.is_available() is False); on the CPU, --backend torch-eager runs")
-        raise TfdashError(f"backend {backend} needs --device cuda")
+    if backend != "torch-eager" and not device.startswith("cuda"):  # no --device (--device cpu: check_arguments)
+        raise TfdashError(f"backend {backend} needs a CUDA device and this host has none "
+                          "(torch.cuda.is_available() is False); on the CPU, --backend torch-eager runs")
     return EngineChoice(cfg, tokenizer, source, device, dtype, backend)
 
 
