@@ -59,3 +59,30 @@ def test_a_missing_checkpoint_is_no_usage_mistake(capsys):
     assert rc == 2
     line = assert_one_line_error(err, "checkpoint directory /nonexistent does not exist")
     assert not line.endswith(HELP), line
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--ckpt", "/nonexistent"], "checkpoint directory /nonexistent does not exist"),
+    (["--max-new-tokens", "99999"], "past max_position_embeddings=8192"),
+    (["--ab", "tilelang-nopdl"], "is a tilelang-graph launch setting"),  # refused once the engine is loaded
+])
+def test_a_mistake_with_stdout_piped_is_one_line(argv, said):
+    """`tfdash ... > out.txt` runs headless, and said so first: a bad argument then gave two lines on
+    stderr, the note and the error, where a terminal gets the error alone. The note comes once the
+    run starts."""
+    from conftest import run_tfdash
+
+    r = run_tfdash(*argv, timeout=120, env={"TFDASH_FORCE_TUI": ""})  # stdout is a pipe
+    assert r.rc == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, said)
+
+
+def test_the_piped_run_still_says_it_runs_headless_first():
+    from conftest import run_tfdash
+
+    r = run_tfdash("--max-new-tokens", "2", "--device", "cpu", timeout=120, env={"TFDASH_FORCE_TUI": ""})
+    assert r.rc == 0, r.stderr
+    lines = r.stderr.splitlines()
+    assert lines[0] == "tfdash: stdout is not a terminal; running --headless", r.stderr
+    assert lines[1].startswith("tfdash ") and "qwen3-tiny" in lines[1], r.stderr  # the run's description next
+    assert sum("running --headless" in line for line in lines) == 1

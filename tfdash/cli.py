@@ -75,7 +75,10 @@ def _describe(eng) -> str:
             f"{eng.plan.dtype}{threads} · {len(eng.plan)} launches/step")
 
 
-def run_headless(args) -> int:
+def run_headless(args, note: str | None = None) -> int:
+    """The run without the dashboard. `note` (why a run asked for no --headless runs so) is said once
+    the run starts, after every check of its arguments and files and the engine's load: a mistake
+    is then the one line on stderr, as on a terminal."""
     from tfdash.engine import load_engine
 
     from tfdash.defaults import AB_MAX_NEW, HEADLESS_MAX_NEW
@@ -122,6 +125,8 @@ def run_headless(args) -> int:
         variant_plan(rt.plan, variant)  # a GEMV setting past its weight's shape: one line now, not after it
         check_cache(variant.name, rt.plan)  # and windows past the cache
     out = sys.stdout
+    if note:
+        print(f"tfdash: {note}", file=sys.stderr)
     print(visible(_describe(eng)), file=sys.stderr)
     from tfdash.engine import fallback_note
 
@@ -286,11 +291,9 @@ def _dispatch(argv: list[str]) -> int:
         return run_headless(args)
     if not os.environ.get("TFDASH_FORCE_TUI"):
         if not sys.stdout.isatty():
-            print("tfdash: stdout is not a terminal; running --headless", file=sys.stderr)
-            return run_headless(args)
+            return run_headless(args, "stdout is not a terminal; running --headless")
         if os.environ.get("TERM") == "dumb":  # an editor's shell buffer: escape codes would be garbage there
-            print("tfdash: TERM=dumb cannot draw the dashboard; running --headless", file=sys.stderr)
-            return run_headless(args)
+            return run_headless(args, "TERM=dumb cannot draw the dashboard; running --headless")
     headless_only = [f"--{k}" for k in ("profile", "export", "ab") if getattr(args, k)]
     if headless_only:  # never silently dropped: the dashboard does these with its keys, as config.json binds them
         from tfdash.app.bindings import config_key_names
