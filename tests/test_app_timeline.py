@@ -235,6 +235,35 @@ async def test_host_timing_draws_no_idle_between_kernels(isolated_config):
         assert any("·" in row for row in rows[1:]) == idle, (timing, rows)
 
 
+def box_rows(text: str) -> list[str]:
+    """The rows inside the timeline's box on the screen, between its borders."""
+    return [line.split("│")[1] for line in text.splitlines() if line.count("│") >= 2]
+
+
+@sync
+async def test_the_bars_take_the_columns_no_overlap_or_gap_label_needs(isolated_config):
+    """Host timing (no device idle) and no overlap: the rows kept 24 columns on the right for "ovl" and
+    "gap" labels that none had, 13 of them blank beside each time. There the time ends the row and the
+    bars and the axis take the rest; a step with labels keeps their column."""
+    from test_app_fit import screen_text
+
+    shown = {}
+    for timing in ("direct", "cupti"):
+        app = app_on(spaced_snapshot(timing))
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            await pilot.press("T")
+            await pilot.pause()
+            shown[timing] = box_rows(screen_text(app))
+    axis, *rows = shown["direct"]
+    assert axis.startswith(" µs from start") and len(axis) - len(axis.rstrip()) <= 12, shown["direct"]
+    assert rows and all(row.rstrip().endswith(" µs") and len(row) - len(row.rstrip()) <= 1 for row in rows), rows
+    assert not any(" gap " in row or " ovl " in row for row in rows), rows
+    labelled = [row for row in shown["cupti"][1:] if " gap 60.0 µs" in row]  # kept where the step has them
+    assert labelled and all(len(row) - len(row.rstrip()) <= 3 for row in labelled), shown["cupti"]
+    assert len(axis.rstrip()) > len(shown["cupti"][0].rstrip()) + 10  # the axis is wider without the labels
+
+
 @sync
 async def test_timeline_key_is_in_the_help(isolated_config):
     app = app_on()

@@ -20,6 +20,7 @@ from tfdash.textsafe import visible
 
 LABEL_W = 15  # the role column
 INFO_W = 24  # "   13.9 µs ovl 1.80 µs"
+TIME_W = 11  # "   13.9 µs": the column where no bar of the step has an overlap or a gap to say
 GLYPH = {"run": "█", "overlap": "▒", "gap": "·", "": " "}
 MIN_NS_PER_CELL = 10.0  # zooming stops at 10 ns a cell
 
@@ -35,6 +36,15 @@ def tick_label(t_ns: float, step_ns: float) -> str:
 
     decimals = max(0, -math.floor(math.log10(step_ns / 1e3))) if step_ns > 0 else 0
     return f"{t_ns / 1e3:,.{decimals}f}"
+
+
+def info_width(tl: StepTimeline | None, direct: bool = False) -> int:
+    """The right-hand column's width: each bar's time, and its overlap or gap where one bar of the
+    step has either to say (the same width as the rows scroll); where none has (host timing, whose
+    spaces are no device idle, and no overlap), the time alone, and the bars take the rest."""
+    if tl is not None and any(b.overlap_ns or (b.gap_ns and not direct) for b in tl.bars):
+        return INFO_W
+    return TIME_W
 
 
 class TimelineView(Widget, can_focus=True):
@@ -53,12 +63,14 @@ class TimelineView(Widget, can_focus=True):
         self.palette: dict[str, str] = {}
         self.direct = False
         self.empty = "no profiled step"  # the line without spans: the screen words why (and any key)
+        self.info_w = TIME_W  # the right-hand column's width (info_width)
 
     # -- state -------------------------------------------------------------------------------
     def show(self, tl: StepTimeline | None, colors: dict[str, str], direct: bool = False) -> None:
         """`direct`: host timing, whose spaces between kernels are no device idle: no row names or draws one a gap."""
         changed = tl is None or self.timeline is None or tl.step != self.timeline.step
         self.timeline, self.palette, self.direct = tl, colors, direct
+        self.info_w = info_width(tl, direct)
         if changed:
             self.cursor, self.top, self.t0_ns, self.ns_per_cell = 0, 0, 0.0, 0.0
         self.refresh()
@@ -68,7 +80,7 @@ class TimelineView(Widget, can_focus=True):
         # Before its first layout: the screen's width less the view's border and padding, which it
         # spans, so the summary worded then (its µs a cell) is the one the first frame needs.
         width = self.content_size.width or (self.app.size.width - 4 if self.is_attached else 0)
-        return max(8, width - LABEL_W - INFO_W)
+        return max(8, width - LABEL_W - self.info_w)
 
     @property
     def rows_shown(self) -> int:
@@ -135,7 +147,7 @@ class TimelineView(Widget, can_focus=True):
                 cells[c:c + len(label)] = list(label)
             t += step
         return Text.assemble(("µs from start".ljust(LABEL_W)[:LABEL_W], "dim"), ("".join(cells), "dim"),
-                             (" " * INFO_W, ""))
+                             (" " * self.info_w, ""))
 
     def row(self, i: int, frontier: int) -> Text:
         bar = self.timeline.bars[i]
@@ -162,7 +174,7 @@ class TimelineView(Widget, can_focus=True):
             info += f" ovl {fmt_us(bar.overlap_ns)} µs"
         elif bar.gap_ns and not self.direct:
             info += f" gap {fmt_us(bar.gap_ns)} µs"
-        out.append(" " + info.ljust(INFO_W - 1)[:INFO_W - 1], "dim" if i != self.cursor else "bold")
+        out.append(" " + info.ljust(self.info_w - 1)[:self.info_w - 1], "dim" if i != self.cursor else "bold")
         return out
 
     def render(self) -> Text:
