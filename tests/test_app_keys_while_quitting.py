@@ -11,38 +11,25 @@ from types import SimpleNamespace
 
 import pytest
 from textual import events
-from fixtures.appkit import SNAPSHOT, isolated_config, sync  # noqa: F401  (fixture)
+from fixtures.appkit import RecordedSession, isolated_config, sync  # noqa: F401  (fixture)
 from test_app_compare import settle, wait_for
 
 from tfdash.app.main import live_app
-from tfdash.profiling.export import load_snapshot
 
 STOP_S = 1.0  # how long the stand-in's engine takes to stop after it is asked to
 
 
-class SlowToStop:
+class SlowToStop(RecordedSession):
     """A session that runs until it is stopped and then takes STOP_S to finish its steps in flight."""
 
     def __init__(self):
-        self.snap = load_snapshot(SNAPSHOT)
+        super().__init__()
         self.stopped = threading.Event()
-
-    def pause(self, paused: bool) -> None:
-        pass
 
     def run(self, on_event=None, stop=None) -> None:
         on_event(SimpleNamespace(kind="tokens"))  # the first frame
         (stop or self.stopped).wait(60)
         self.stopped.wait(STOP_S)  # never set: the steps in flight take their time
-
-    def stop(self) -> None:
-        pass
-
-    def snapshot(self):
-        return self.snap
-
-    def request_profile(self, steps: int = 32) -> bool:
-        return False
 
 
 @pytest.mark.parametrize("keys", [["b"], ["question_mark"], ["a"], ["enter"], ["T"], ["b", "escape", "a"], ["q"]])
