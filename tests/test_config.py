@@ -56,6 +56,25 @@ def test_both_spellings_read_as_the_published_shape(tmp_path, raw):
     assert cfg.dtype == "bfloat16"
 
 
+def test_the_name_is_the_folders_own_however_it_is_typed(tmp_path, monkeypatch):
+    """`--ckpt .` (or `./`, `sub/..`) named the model '' or '..': the header read `tfdash 0.1.0 ·  · . · …`.
+    The name is the folder's own; a symlinked folder keeps its link's name, not its target's."""
+    d = write(tmp_path, HF4, "Qwen3-1.7B")
+    (d / "sub").mkdir()
+    (tmp_path / "My-Qwen").symlink_to(d)
+    monkeypatch.chdir(d)
+    for typed in (".", "./", "sub/..", str(d / "sub" / "..")):
+        assert load_config(typed).name == "Qwen3-1.7B", typed
+    monkeypatch.chdir(d / "sub")
+    assert load_config("..").name == "Qwen3-1.7B"
+    assert load_config(tmp_path / "My-Qwen").name == "My-Qwen"
+    monkeypatch.chdir(tmp_path / "My-Qwen")  # `cd My-Qwen`: the shell's $PWD keeps the link's name
+    monkeypatch.setenv("PWD", str(tmp_path / "My-Qwen"))
+    assert load_config(".").name == "My-Qwen"
+    monkeypatch.setenv("PWD", str(tmp_path))  # a stale $PWD is not believed
+    assert load_config(".").name == "Qwen3-1.7B"
+
+
 def test_eos_as_int_or_list(tmp_path):
     assert load_config(write(tmp_path, HF4, "a")).eos_token_ids == (151645,)
     assert load_config(write(tmp_path, HF5, "b")).eos_token_ids == (151645, 151643)

@@ -312,6 +312,21 @@ def _as_model_id(text: str) -> str:
             "and give that folder")
 
 
+def _folder_name(d: Path) -> str:
+    """The model's name: its folder's own name, not the path as typed (`--ckpt .`, `./` or `..` named it
+    '' or '..'). `.` and `..` are taken off the path joined to the shell's working folder ($PWD, as
+    `pwd` says it) without following symlinks: a symlinked folder's link name is the model's (a Hugging
+    Face snapshot's target is a hash), unless the path so read is not the folder that was read."""
+    here = os.environ.get("PWD", "")
+    try:
+        here = here if os.path.isabs(here) and os.path.samefile(here, ".") else os.getcwd()
+        flat = Path(os.path.normpath(os.path.join(here, d)))
+        same = os.path.samefile(flat, d)
+    except OSError:
+        flat, same = d, False
+    return (flat if same else d.resolve()).name or str(d.resolve())
+
+
 def load_config(ckpt_dir: str | Path) -> ModelConfig:
     """Read `ckpt_dir/config.json` into a ModelConfig, refusing what tfdash cannot run. Every
     refusal is one line naming the key, the value and what is accepted."""
@@ -360,7 +375,7 @@ def load_config(ckpt_dir: str | Path) -> ModelConfig:
     if dtype not in ("bfloat16", "float16", "float32"):
         raise ConfigError(f"{path}: dtype {_show(dtype)} is not supported (accepted: bfloat16, float16, float32)")
     cfg = ModelConfig(
-        name=d.name,
+        name=_folder_name(d),
         hidden_size=hidden,
         num_layers=_int(raw, "num_hidden_layers", path),
         num_heads=heads,
