@@ -8,7 +8,8 @@ import pytest
 from tfdash.engine.config import PRESETS, preset
 from tfdash.engine.plan import build_plan
 from tfdash.kernels.base import Geometry, family
-from tfdash.kernels.gemv import THREADS, grid_size, launch_settings
+from tfdash.errors import TfdashError
+from tfdash.kernels.gemv import THREADS, check_override, grid_size, launch_settings
 from tfdash.kernels.splitkv import SPLIT_CAP, grid_splits, splits_used
 
 
@@ -85,3 +86,10 @@ def test_analyze_says_no_geometry_where_tilelang_cannot_run_the_launch():
     qkv = next(r for r in a.rows if r.launch.role == "L0.qkv_proj")
     assert family("gemv").supported(qkv.launch.dims) and qkv.geometry is None
     assert "tilelang grid" not in render_text(a).splitlines()[6 + qkv.launch.index]
+
+
+@pytest.mark.parametrize("K, said", [(256, "K=256 is 1 chunk of 256 columns"), (768, "K=768 is 3 chunks of 256 columns")])
+def test_a_seg_past_the_weights_chunks_counts_them_in_words(K, said):
+    """A seg past a K=256 weight's one chunk said "1 chunks of 256 columns"."""
+    with pytest.raises(TfdashError, match=f"\\(down's {said}\\)$"):
+        check_override("down", {"seg": 9}, {"N": 64, "K": K, "rows": 1, "seg": 1})

@@ -142,7 +142,7 @@ def check_override(op: str, override: dict, dims: dict) -> None:
     N, K = dims["N"], dims["K"]
     chunks = max(1, K // CHUNK)
     per_sm = (MAX_BLOCKS_PER_SM, f"an SM holds at most {MAX_BLOCKS_PER_SM} of its {THREADS}-thread blocks")
-    most = {"seg": (chunks, f"{op}'s K={K} is {chunks} chunks of {CHUNK} columns"),
+    most = {"seg": (chunks, f"{op}'s K={K} is {chunks} chunk{'s' if chunks != 1 else ''} of {CHUNK} columns"),
             "rows": (N, f"{op} has N={N} rows"), "blocks_per_sm": per_sm, "min_blocks": per_sm}
     for k, (limit, why) in most.items():
         if override.get(k, 0) > limit:
