@@ -265,6 +265,29 @@ async def test_the_bars_take_the_columns_no_overlap_or_gap_label_needs(isolated_
 
 
 @sync
+async def test_a_kernel_of_a_second_keeps_its_unit(isolated_config):
+    """The time cell (11 columns where no row has an overlap or gap to say, 24 where one has) cut a
+    kernel of a second or more to "1,234,567" and a 12 ms gap to "gap 12,414": the µs fell off the
+    row. The column is as wide as the step's widest words."""
+    from test_app_fit import screen_text
+
+    for timing, said in (("direct", " 1,234,567 µs"), ("cupti", " gap 12,414 µs")):
+        snap = spaced_snapshot(timing)
+        spans = list(snap.timeline)
+        spans[3] = replace(spans[3], dur_ns=1_234_567_000)
+        later = 1_234_567_000 + (12_345_000 if timing == "cupti" else 0)  # no overlap: the cupti step has a gap
+        spans[4:] = [replace(s, start_ns=s.start_ns + later) for s in spans[4:]]
+        app = app_on(replace(snap, timeline=tuple(spans)))
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            await pilot.press("T")
+            await pilot.pause()
+            rows = box_rows(screen_text(app))[1:]
+        assert any(said in row for row in rows), (timing, rows)
+        assert all(row.rstrip().endswith(" µs") for row in rows), (timing, rows)
+
+
+@sync
 async def test_timeline_key_is_in_the_help(isolated_config):
     app = app_on()
     async with app.run_test(size=(160, 48)) as pilot:

@@ -38,13 +38,25 @@ def tick_label(t_ns: float, step_ns: float) -> str:
     return f"{t_ns / 1e3:,.{decimals}f}"
 
 
+def info_text(bar, direct: bool = False) -> str:
+    """A row's right-hand words: the bar's time, and its overlap or (not under host timing) its gap."""
+    info = f"{fmt_us(bar.dur_ns):>7} µs"
+    if bar.overlap_ns:
+        info += f" ovl {fmt_us(bar.overlap_ns)} µs"
+    elif bar.gap_ns and not direct:
+        info += f" gap {fmt_us(bar.gap_ns)} µs"
+    return info
+
+
 def info_width(tl: StepTimeline | None, direct: bool = False) -> int:
     """The right-hand column's width: each bar's time, and its overlap or gap where one bar of the
     step has either to say (the same width as the rows scroll); where none has (host timing, whose
-    spaces are no device idle, and no overlap), the time alone, and the bars take the rest."""
-    if tl is not None and any(b.overlap_ns or (b.gap_ns and not direct) for b in tl.bars):
-        return INFO_W
-    return TIME_W
+    spaces are no device idle, and no overlap), the time alone, and the bars take the rest. Wider
+    where a row's words need it (a kernel of a second or more is "1,234,567 µs"): no row loses its unit."""
+    if tl is None:
+        return TIME_W
+    base = INFO_W if any(b.overlap_ns or (b.gap_ns and not direct) for b in tl.bars) else TIME_W
+    return max([base] + [1 + len(info_text(b, direct)) for b in tl.bars])
 
 
 class TimelineView(Widget, can_focus=True):
@@ -169,11 +181,7 @@ class TimelineView(Widget, can_focus=True):
             prev = kind
         if run:
             out.append("".join(run), style[prev])
-        info = f"{fmt_us(bar.dur_ns):>7} µs"
-        if bar.overlap_ns:
-            info += f" ovl {fmt_us(bar.overlap_ns)} µs"
-        elif bar.gap_ns and not self.direct:
-            info += f" gap {fmt_us(bar.gap_ns)} µs"
+        info = info_text(bar, self.direct)
         out.append(" " + info.ljust(self.info_w - 1)[:self.info_w - 1], "dim" if i != self.cursor else "bold")
         return out
 
