@@ -562,3 +562,22 @@ def test_a_json_that_cannot_be_written_is_refused_before_the_work(capsys, tmp_pa
     assert main([*cmd, "--json", str(blocker / "out.json")]) == 2
     out, err = capsys.readouterr()
     assert out == "" and f"tfdash: error: --json {blocker / 'out.json'}: cannot write there" in err
+
+
+def test_the_readme_says_a_baseline_is_compared_by_shape_and_dtype():
+    """The Keys' `b` row said "another model or dtype is refused" and `open` asked for "a baseline of
+    the same model": a baseline is compared by the model's shape and the dtype run in, so the same
+    shape under another name (a checkpoint in another folder) compares. The README says so where it
+    offers a baseline, and its diff section names each config field that is not compared."""
+    from tfdash.profiling.diff import NOT_THE_SHAPE
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    b_row = next(line for line in readme.splitlines() if line.startswith("| `b` | baseline |"))
+    open_row = next(line for line in readme.splitlines() if line.startswith("| `tfdash open "))
+    for row in (b_row, open_row):
+        assert "same shape and dtype" in row and "another model" not in row and "same model" not in row, row
+    diff = _flat(readme[readme.index("Compares two snapshots (Δ = B − A)"):readme.index("`--force` compares")])
+    said = {"name": "checkpoint's name", "eos_token_ids": "end-of-text tokens",
+            "dtype": "the dtype the checkpoint was saved in"}
+    assert set(said) == set(NOT_THE_SHAPE) and all(w in diff for w in said.values()), diff
+    assert "models of different shapes, or run in different dtypes, are refused" in diff, diff
