@@ -215,7 +215,7 @@ async def test_a_baseline_from_the_checkpoint_in_another_folder_is_taken(isolate
                                                                          monkeypatch):
     """The same model and dtype recorded from a checkpoint moved to another folder: its model's name
     (the folder's) differed, and --baseline and the picker (b) refused it as another run; it
-    compares, the picker saying so ("same shape": the names differ), and the Δ columns come."""
+    compares, the picker saying "✓ same shape and dtype" (what is compared), and the Δ columns come."""
     snap = load_snapshot(SNAPSHOT)
     meta = dataclasses.replace(snap.meta, model={**snap.meta.model, "name": "Qwen3-1.7B-moved"},
                                checkpoint="/elsewhere/Qwen3-1.7B-moved")
@@ -278,8 +278,8 @@ async def test_the_header_names_an_export_folders_snapshot_by_its_folder(isolate
 
 @sync
 async def test_a_baseline_without_kernel_times_says_so(isolated_config, tmp_path, monkeypatch):
-    """A snapshot saved without a profile window compares (same model and dtype) but has no kernel
-    times: the picker offered it as "✓ same model and dtype" and the table then showed a "—" in every
+    """A snapshot saved without a profile window compares (same shape and dtype) but has no kernel
+    times: the picker offered it as "✓ same shape and dtype" and the table then showed a "—" in every
     Δ without a word of why (`tfdash diff` says it)."""
     from test_app_compare import rows
 
@@ -294,7 +294,7 @@ async def test_a_baseline_without_kernel_times_says_so(isolated_config, tmp_path
         await pilot.press("b")
         await settle(pilot)
         [listed] = rows(app.screen.query_one("#picker-table"))
-        assert listed[0] == "bare.json" and listed[-1] == "same model and dtype, not profiled"
+        assert listed[0] == "bare.json" and listed[-1] == "same shape and dtype, not profiled"
         await pilot.press("enter")
         await settle(pilot)
         caption = plain(app.screen.query_one("#kernel-caption"))

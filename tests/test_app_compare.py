@@ -100,7 +100,7 @@ async def test_picker_at_80x24_shows_each_file_and_whether_it_compares_whole(iso
         header, fp16, unfused = text.splitlines()[at:at + 3]
         assert "against this run" in header and "model" not in header, text
         assert exports.fp16.name in fp16 and "dtype: float16 vs bfloat16" in fp16, text
-        assert exports.unfused.name in unfused and "✓ same model and dtype" in unfused, text
+        assert exports.unfused.name in unfused and "✓ same shape and dtype" in unfused, text
         await pilot.resize_terminal(160, 48)
         await settle(pilot)
         assert "│  file " in screen_text(app) and "qwen3-1.7b" in screen_text(app)
@@ -147,7 +147,7 @@ async def test_picker_refuses_another_dtype_and_sets_the_baseline(isolated_confi
         listed = rows(picker)
         assert [r[0] for r in listed] == [exports.fp16.name, exports.unfused.name]  # newest first, no trace
         assert listed[0][1:5] == ["qwen3-1.7b", "float16", "2026-11-29 10:15", f"{load_snapshot(SNAPSHOT).tok_per_s:,.1f}"]
-        assert listed[0][5] == "dtype: float16 vs bfloat16" and listed[1][5] == "✓ same model and dtype"
+        assert listed[0][5] == "dtype: float16 vs bfloat16" and listed[1][5] == "✓ same shape and dtype"
 
         await pilot.press("enter")  # the float16 run: refused with `tfdash diff`'s own line
         await settle(pilot)
@@ -254,7 +254,7 @@ async def test_picker_lists_snapshots_not_traces_and_offers_x_only_with_a_baseli
         await settle(pilot)
         listed = rows(app.screen.query_one("#picker-table"))
         assert [r[0] for r in listed] == ["cut.json", "h2/snapshot.json"], listed
-        assert listed[0][-1] == "unreadable" and listed[1][-1] == "✓ same model and dtype", listed
+        assert listed[0][-1] == "unreadable" and listed[1][-1] == "✓ same shape and dtype", listed
         footer = screen_text(app).splitlines()[-1]
         assert "⏎ Choose" in footer and "No baseline" not in footer, footer
         assert "x none" not in str(app.screen.query_one("#picker-box").border_subtitle)
@@ -300,7 +300,7 @@ async def test_picker_lists_gzip_compressed_snapshots(isolated_config, tmp_path,
         await settle(pilot)
         listed = rows(app.screen.query_one("#picker-table"))
         assert [r[0] for r in listed] == ["unfused.json.gz", "h2/snapshot.json.gz"], listed
-        assert all(r[-1] == "✓ same model and dtype" for r in listed), listed
+        assert all(r[-1] == "✓ same shape and dtype" for r in listed), listed
         await pilot.press("down", "enter")
         await settle(pilot)
     [chosen] = once(messages, BaselineChosen)
@@ -346,7 +346,7 @@ async def test_picker_names_each_export_folder_and_cuts_a_long_one_at_its_start(
         header, first, second, third = inside[at:at + 4]
         assert header.endswith("against this run"), inside
         assert first.startswith("…") and "-sweep-3-baseline/snapshot.json" in first, inside
-        assert first.endswith("✓ same model and dtype") and long not in first, inside
+        assert first.endswith("✓ same shape and dtype") and long not in first, inside
         assert second.startswith("h200-unfused/snapshot.json") and third.startswith("h200-fused/snapshot.json"), inside
         await pilot.press("enter")  # the long one: named whole once chosen
         await settle(pilot)

@@ -32,7 +32,7 @@ class Baseline:
 
 
 def check_comparable(base: ProfileSnapshot, snap: ProfileSnapshot, base_name: str, name: str) -> None:
-    """One TfdashError line when the two runs are not of one model and dtype."""
+    """One TfdashError line when the two runs are not of one shape and dtype."""
     diffs = differences(base, snap)
     if diffs:
         raise TfdashError(f"--baseline {base_name} is another run than {name} ({shown_differences(diffs)}); "

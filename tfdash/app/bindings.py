@@ -91,7 +91,7 @@ PICKER = [  # the baseline picker (b)
     Binding("escape,q", "dismiss", "Close", id="picker.close", key_display="esc",
             tooltip="Close, keeping the baseline (q too, as in every dialog)"),
     Binding("enter", "choose", "Choose", id="picker.choose", key_display="⏎", priority=True,
-            tooltip="Compare against the selected snapshot (refused for another model or dtype)"),
+            tooltip="Compare against the selected snapshot (refused for another shape or dtype)"),
     Binding("delete,x", "clear", "No baseline", id="picker.clear", key_display="x", tooltip="Drop the baseline"),
 ]
 

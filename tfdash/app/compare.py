@@ -197,7 +197,7 @@ class CompareActions:
 
     def set_baseline(self, chosen: Recent | None) -> str | None:
         """Compare against `chosen` (None: drop the baseline). The one-line refusal `tfdash diff`
-        gives for another model or dtype, or why there is nothing to compare yet; None when set."""
+        gives for another shape or dtype, or why there is nothing to compare yet; None when set."""
         from tfdash.app.baseline import Baseline
         from tfdash.profiling.diff import refusal
 

@@ -39,7 +39,7 @@ def live_app(make_session: Callable, **kw):
 def snapshot_app(snapshot: ProfileSnapshot | str | Path, baseline: ProfileSnapshot | str | Path | None = None,
                  **kw):
     """The dashboard on a saved snapshot; with `baseline`, the kernel table, drill-down and
-    roofline also show that snapshot's numbers and the Δ against them (same model and dtype)."""
+    roofline also show that snapshot's numbers and the Δ against them (same shape and dtype)."""
     from tfdash.app.app import TfdashApp
 
     snapshot, path = _load(snapshot)
@@ -243,7 +243,7 @@ def open_parser() -> argparse.ArgumentParser:
                    help="a snapshot written by the dashboard (e) or `tfdash --headless --export DIR` "
                    "(default: the newest run the dashboard kept, in its cache's runs/)")
     p.add_argument("--baseline", metavar="A.json", type=snapshot_path,
-                   help="another snapshot of the same model and dtype: the "
+                   help="another snapshot of the same shape and dtype: the "
                    "kernel table gains Δ columns against it, the drill-down and roofline show both")
     p.add_argument("--export-dir", metavar="DIR", type=a_file,
                    help="where exports from this view go (default: the current "

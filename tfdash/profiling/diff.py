@@ -7,8 +7,9 @@ A launch present on one side only (a fused or split kernel) is a row of its own,
 only) or "removed" (in A only), never dropped. Rows group by launch, op, family or layer; a group
 sums its members, and its measured time is None unless every member was measured.
 
-Snapshots of different models or dtypes are refused (`compare` raises TfdashError naming what
-differs); with `force=True` they are compared in the grouping asked for, and without one by op
+Snapshots of different shapes or dtypes are refused (the model's config but for NOT_THE_SHAPE, and
+the dtype run in: a checkpoint renamed by its folder compares; `compare` raises TfdashError naming
+what differs); with `force=True` they are compared in the grouping asked for, and without one by op
 (group=None: per launch unforced, per op forced, as two models' launches seldom pair one to one);
 `SnapshotDiff.note` says so. Forced per launch, roles still align: a layer one model lacks is added
 or removed.

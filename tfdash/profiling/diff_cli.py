@@ -230,7 +230,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("b", metavar="B.json", type=snapshot_path, help="the snapshot compared against it")
     p.add_argument("--group", choices=GROUPS, default=None, help="one row per launch (default; per op with "
                    "--force), op, family or layer")
-    p.add_argument("--force", action="store_true", help="compare snapshots of different models or dtypes (by op "
+    p.add_argument("--force", action="store_true", help="compare snapshots whose model shape or dtype differ (by op "
                    "unless --group says otherwise)")
     p.add_argument("--top", type=int, default=0, metavar="N", help="only the N rows that moved most (0: all)")
     out = p.add_mutually_exclusive_group()

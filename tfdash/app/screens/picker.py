@@ -5,7 +5,7 @@ the snapshot's start, or for one without it the file's modification time. A file
 `snapshot_label` names it (`DIR/snapshot.json` for a `--headless --export DIR` folder, whose files
 all share one name); a name too long for the box loses its start, never its end, which tells one
 export from the next. Enter makes the selected one the baseline (`app.set_baseline`); one of another
-model or dtype is refused with the line `tfdash diff` gives, shown under the list. With no snapshot
+shape or dtype is refused with the line `tfdash diff` gives, shown under the list. With no snapshot
 to offer the box is its intro alone: how to write one (the dashboard's keys do not act while it is
 open, and ⏎ is not offered). The snapshots are read in a worker (app.action_baseline): a list that
 takes longer than a blink opens as its intro and "reading N snapshots…", filled when read, and esc
@@ -55,15 +55,14 @@ def row_cells(e: Recent, current) -> list[Text]:
     when = visible(m.started_at.replace("T", " ").removesuffix("Z")[:16]) if m.started_at else \
         time.strftime("%Y-%m-%d %H:%M", time.gmtime(e.mtime))  # UTC, as started_at is: one clock in the column
     tps = Text(f"{e.snapshot.tok_per_s:,.1f}" if e.snapshot.wall_ns else "—", justify="right")
+    # compared by shape and dtype: a model named otherwise (a checkpoint in another folder) compares too
     diffs = differences(e.snapshot, current) if current is not None else []
-    # a model named otherwise (a checkpoint in another folder) compares where its shape is the same
-    same = "same model" if current is None or current.meta.model.get("name") == m.model.get("name") else "same shape"
     if diffs:
         fit = Text(visible(diffs[0]), style="italic")
     elif not any(k.measured_p50_ns is not None for k in e.snapshot.kernels):  # compares, but with no Δ to show
-        fit = Text(f"{same} and dtype, not profiled", style="italic")
+        fit = Text("same shape and dtype, not profiled", style="italic")
     else:
-        fit = Text(f"✓ {same} and dtype")
+        fit = Text("✓ same shape and dtype")
     return [name, Text(visible(model)), Text(visible(m.dtype)), Text(when), tps, fit]
 
 
