@@ -20,6 +20,9 @@ from pathlib import Path
 
 import pytest
 
+import serial_lock
+from serial_lock import pytest_configure_node, pytest_runtest_protocol, pytest_unconfigure  # noqa: F401
+
 REPO = Path(__file__).resolve().parents[1]
 
 # The tiny shape every checkpoint test uses: GQA 2:1, q/k norms, head_dim != hidden/heads.
@@ -117,14 +120,16 @@ def ckpt_copy(ckpt_factory, tmp_path):
 _KERNEL_BUILDS = []  # the run's KernelBuilds, made by the first of the hook or the fixture below
 
 
-def _kernel_builds():
+def _kernel_builds(config):
     if not _KERNEL_BUILDS:
         import tempfile
 
         from kernel_builds import KernelBuilds
 
-        # nice: the builds run beside the tests collected before the ones that read them
-        _KERNEL_BUILDS.append(KernelBuilds(Path(tempfile.mkdtemp(prefix="tfdash-tlcache-")), nice=19))
+        # nice: the builds run beside the tests collected before the ones that read them; under xdist
+        # each takes a shared turn of serial_lock's, so none runs beside a serial test
+        _KERNEL_BUILDS.append(KernelBuilds(Path(tempfile.mkdtemp(prefix="tfdash-tlcache-")), nice=19,
+                                           lock=serial_lock.folder(config)))
     return _KERNEL_BUILDS[0]
 
 
@@ -149,17 +154,32 @@ def pytest_collection_modifyitems(config, items):
 def pytest_collection_finish(session):
     """Queue every sm_90a build the selected tests read (a test module's `builds_read_by(item)`
     gives a test's builds as (launch, compile_one options, ptxas too)) and start them now, in two
-    low-priority workers, so they overlap the tests that run first; a test waits for its own."""
+    low-priority workers, so they overlap the tests that run first; a test waits for its own. An
+    xdist worker only queues them (see pytest_itemcollected)."""
     if session.config.option.collectonly:
         return
     queued = False
     for item in session.items:
         read_by = getattr(getattr(item, "module", None), "builds_read_by", None)
         for launch, options, ptxas in read_by(item) if read_by else ():
-            _kernel_builds().prefetch([launch], ptxas=lambda _, p=ptxas: p, **options)
+            _kernel_builds(session.config).prefetch([launch], ptxas=lambda _, p=ptxas: p, **options)
             queued = True
-    if queued:
-        _kernel_builds().start()
+    if queued and not hasattr(session.config, "workerinput"):
+        _kernel_builds(session.config).start()
+
+
+def pytest_itemcollected(item):
+    """Two xdist_groups, each run by one worker under `pytest -n 2 --dist loadgroup` (the README's):
+    the `serial` tests, back to back (serial_lock.py), and the tests that read sm_90a builds: a worker
+    queues every build at collection but submits none (above) until a test of its own reads one, so
+    the other builds none. (Under plain `-n`, --dist load, each worker that runs one of them builds
+    them all.)"""
+    read_by = getattr(getattr(item, "module", None), "builds_read_by", None)
+    if item.get_closest_marker("serial"):
+        item.add_marker(pytest.mark.xdist_group("serial"))
+    elif "kernel_builds" in getattr(item, "fixturenames", ()) or (read_by and read_by(item)):
+        item.add_marker(pytest.mark.xdist_group("sm90a-builds"))
+        item.stash[serial_lock.FREE] = True  # it waits on builds, which take their own turns
 
 
 def pytest_sessionfinish(session):
@@ -171,10 +191,10 @@ def pytest_sessionfinish(session):
 
 
 @pytest.fixture(scope="session")
-def kernel_builds():
+def kernel_builds(pytestconfig):
     """The run's sm_90a kernel builds (tests/kernel_builds.py): each distinct kernel lowered and built
     once, by two worker processes, into a kernel cache that starts empty."""
-    return _kernel_builds()
+    return _kernel_builds(pytestconfig)
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,10 @@ a source is likewise read once, in the same pool.
 
 A build that fails raises its exception in the test that reads it; a worker that dies fails the
 tests still waiting (BrokenProcessPool), and no wait is longer than WAIT_S.
+
+Under pytest-xdist (`lock`: the run's serial_lock folder) each build and ptxas job holds a shared
+turn, as a test does, so no build runs beside a `serial` test; the tests that wait for the builds
+hold none (conftest.py), so a serial test never waits on a build that waits on it.
 """
 
 from __future__ import annotations
@@ -24,9 +28,12 @@ import json
 import os
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
+from contextlib import nullcontext
 from multiprocessing import get_context
 from pathlib import Path
 from types import MappingProxyType, SimpleNamespace
+
+from serial_lock import turn
 
 from tfdash.engine.compile import SM90A
 
@@ -51,10 +58,18 @@ def key(launch, pdl: bool = True, backend: str = "tvm_ffi", target: dict | None 
     return (launch.family, launch.kernel, dims, bool(pdl), backend, json.dumps(target or SM90A, sort_keys=True))
 
 
-def _init_worker(cache_dir: str, nice: int) -> None:
+_LOCK: list[str] = []  # in a worker: the serial_lock folder its jobs take a shared turn in
+
+
+def _turn():
+    return turn(_LOCK[0], serial=False) if _LOCK else nullcontext()
+
+
+def _init_worker(cache_dir: str, nice: int, lock: str | None = None) -> None:
     """A worker builds into `cache_dir` at priority `nice`; tilelang's and nvcc's messages go to
     /dev/null, not into the output of whichever test is running (a failure comes back raised)."""
     os.environ["TILELANG_CACHE_DIR"] = cache_dir
+    _LOCK[:] = [lock] if lock else []
     if nice:
         os.nice(nice)
     null = os.open(os.devnull, os.O_WRONLY)
@@ -68,25 +83,33 @@ def _build(family: str, kernel: str, dims: dict, pdl: bool, backend: str, target
     from tfdash.engine.compile import compile_one
 
     launch = SimpleNamespace(family=family, kernel=kernel, dims=MappingProxyType(dims))
-    compiled = compile_one(launch, target=dict(target), pdl=pdl, backend=backend)
-    src = compiled.get_kernel_source()
-    params = tuple(p.name for p in compiled.prim_func.params)
-    return Built(src, params, _resources(src) if ptxas else None)
+    with _turn():
+        compiled = compile_one(launch, target=dict(target), pdl=pdl, backend=backend)
+        src = compiled.get_kernel_source()
+        params = tuple(p.name for p in compiled.prim_func.params)
+        return Built(src, params, _ptxas(src) if ptxas else None)
 
 
-def _resources(src: str):
+def _ptxas(src: str):
     from tfdash.engine.ptxas import resource_usage
 
     return resource_usage(src)
 
 
+def _resources(src: str):
+    with _turn():
+        return _ptxas(src)
+
+
 class KernelBuilds:
     """The run's builds, keyed by `key`; the worker pool starts with the first build submitted.
-    `nice` lowers the workers' priority, for builds that run beside other tests."""
+    `nice` lowers the workers' priority, for builds that run beside other tests; `lock`, the
+    serial_lock folder whose shared turn each job takes (None: none)."""
 
-    def __init__(self, cache_dir: Path, nice: int = 0):
+    def __init__(self, cache_dir: Path, nice: int = 0, lock: str | None = None):
         self.cache_dir = Path(cache_dir)
         self.nice = nice
+        self.lock = lock
         self._pool: ProcessPoolExecutor | None = None
         self._builds: dict[tuple, Future] = {}
         self._resources: dict[tuple, Future] = {}
@@ -97,7 +120,7 @@ class KernelBuilds:
             self.cache_dir.mkdir(parents=True, exist_ok=True)
             assert not any(self.cache_dir.iterdir()), f"{self.cache_dir} is not a fresh kernel cache"
             self._pool = ProcessPoolExecutor(WORKERS, mp_context=get_context("spawn"), initializer=_init_worker,
-                                             initargs=(str(self.cache_dir), self.nice))
+                                             initargs=(str(self.cache_dir), self.nice, self.lock))
         return self._pool.submit(fn, *args)
 
     def start(self) -> None:
