@@ -27,6 +27,7 @@ from tfdash.profiling.messages import ABProgress
 # had the A/B done before the palette's command ran
 WINDOW_S, WINDOWS = 0.05, 600
 EXIT_S = 3.0  # quitting mid-A/B: one window, then the snapshot (a 2-core runner is slow to deliver keys)
+pytestmark = pytest.mark.serial  # each bounds how long the app takes (EXIT_S)
 
 
 class SlowAB(LiveStandIn):

@@ -199,6 +199,7 @@ async def test_profile_a_window_now_on_cpu(isolated_config, tiny_engine):
         await pilot.press("escape", "q")
 
 
+@pytest.mark.serial  # a rate of refreshes a second
 @sync
 async def test_refresh_is_coalesced_to_20_hz(isolated_config, tiny_engine):
     rec = Recorder(tiny_engine, 3000, batch_s=0.0)  # a batch per token: a flood of news

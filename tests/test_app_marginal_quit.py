@@ -11,6 +11,7 @@ import dataclasses
 import threading
 import time
 
+import pytest
 from fixtures.appkit import LiveStandIn, isolated_config, sync  # noqa: F401
 from test_app_ab_quit import EXIT_S, palette
 from test_app_compare import once, settle, wait_for
@@ -19,6 +20,7 @@ from tfdash.app.app import TfdashApp
 from tfdash.app.messages import MarginalMeasured
 
 ROUND_S, ROUNDS = 0.05, 200  # the stand-in's marginal: 10 s if nothing cancels it
+pytestmark = pytest.mark.serial  # each bounds how long the app takes (EXIT_S)
 
 
 class SlowMarginal(LiveStandIn):

@@ -9,6 +9,7 @@ import asyncio
 import shutil
 import time
 
+import pytest
 from fixtures.appkit import SNAPSHOT, isolated_config, sync  # noqa: F401  (fixture)
 from test_app_compare import settle, wait_for
 from test_app_fit import footer, screen_text
@@ -37,6 +38,7 @@ def slow_app(tmp_path, monkeypatch):
     return app
 
 
+@pytest.mark.serial  # opened and closed within SLOW_S
 @sync
 async def test_b_opens_at_once_reading_and_esc_closes_it_meanwhile(isolated_config, tmp_path, monkeypatch):
     app = slow_app(tmp_path, monkeypatch)
@@ -62,6 +64,7 @@ async def test_b_opens_at_once_reading_and_esc_closes_it_meanwhile(isolated_conf
         await wait_for(pilot, lambda: "⏎ Choose" in footer(app), timeout=10, what=f"⏎ in the footer: {footer(app)!r}")
 
 
+@pytest.mark.serial  # quit within SLOW_S * 3
 def test_quitting_while_the_picker_reads_does_not_wait_for_the_rest(isolated_config, tmp_path, monkeypatch):
     app = slow_app(tmp_path, monkeypatch)
 

@@ -87,6 +87,7 @@ def slow_window_after(monkeypatch):
     monkeypatch.setattr(session_requests, "profile_steps", slow)
 
 
+@pytest.mark.serial  # the keys go in within the window's 3 s
 @sync
 async def test_space_and_p_during_the_window_after_the_generation_say_why_not(isolated_config, tiny_engine,
                                                                            slow_window_after):

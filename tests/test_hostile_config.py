@@ -103,6 +103,7 @@ json_values = st.recursive(
 KEYS = sorted(set(HF4) | set(HF5))
 
 
+@pytest.mark.serial  # each example within 1 s
 @settings(max_examples=200, deadline=1000, suppress_health_check=[HealthCheck.too_slow,
                                                                    HealthCheck.function_scoped_fixture])
 @given(st.sampled_from([HF4, HF5]), st.dictionaries(st.sampled_from(KEYS), json_values, min_size=1, max_size=4))
