@@ -389,25 +389,28 @@ async def test_p50_shows_with_the_first_step_times(isolated_config):
 @sync
 async def test_at_80x24_roofline_and_nvml_are_one_line_and_v_shows_them(isolated_config):
     """`v` shows the roofline pane with every line; NVML's numbers stay its line there, the rows left
-    under the roofline too few for them, and those rows show its DRAM chart."""
+    under the roofline too few for them, and those rows show its DRAM chart. Each screen is read once
+    settled (on a loaded host one pause came before the panes were fitted to 80x24)."""
+    from test_app_fit import settle
+
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
+        await settle(pilot)
         text = screen_text(app)
         assert "roofline 1.748 ms/step  47.7 % of ceiling" in text and "NVML 1,983 GB/s" in text
         assert "bytes/step" not in text and "v Panes" in text
         assert all(len(line) <= 80 for line in text.splitlines())
         await pilot.press("v")
-        await pilot.pause()
+        await settle(pilot)
         text = screen_text(app)
         assert "bytes/step" in text and "tok/s ceiling" in text and "throughput 569.7 tok/s" in text
         assert "NVML 1,983 GB/s" in text.splitlines()[1] and "GB/s window" not in text, text
         assert "━ DRAM GB/s" in text, text
         await pilot.press("v")
-        await pilot.pause()
+        await settle(pilot)
         assert "bytes/step" not in screen_text(app)
         await pilot.press("down", "enter")  # the kernel table has the focus back, its cursor where it was
-        await pilot.pause()
+        await settle(pilot)
         assert "drill-down · op down" in screen_text(app).splitlines()[0]
 
 
