@@ -353,3 +353,17 @@ def test_the_dashboard_checks_the_tensors_before_the_screen_opens(ckpt_copy, tmp
                                                              "TFDASH_CONFIG_DIR": str(tmp_path / "cfg")})
     assert r.rc == 2
     assert_one_line_error(r.stderr, "1 missing", "model.layers.1.mlp.up_proj.weight")
+
+
+def test_a_broken_checkpoint_is_said_before_the_lengths_its_config_allows(ckpt_copy, tmp_path):
+    """Headless too: a missing tensor is the checkpoint's fault whatever --max-new-tokens asks for, so it is
+    said first, not a length mistake the user would fix only to meet the broken file next."""
+    d = ckpt_copy(tied=True)
+    path = d / "model.safetensors"
+    sd = load_file(str(path))
+    sd.pop("model.layers.1.mlp.up_proj.weight")
+    save_file(sd, str(path))
+    r = run_tfdash("--ckpt", str(d), "--device", "cpu", "--headless", "--max-new-tokens", "4000",
+                   env={"TFDASH_CONFIG_DIR": str(tmp_path / "cfg")})
+    assert r.rc == 2
+    assert_one_line_error(r.stderr, "1 missing", "model.layers.1.mlp.up_proj.weight")

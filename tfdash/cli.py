@@ -86,7 +86,7 @@ def run_headless(args, note: str | None = None) -> int:
     max_new = args.max_new_tokens or (AB_MAX_NEW if getattr(args, "ab", None) else HEADLESS_MAX_NEW)
     from tfdash.run_checks import check_engine_args
 
-    check_engine_args(args, max_new)  # said as the parser says its own mistakes, before any file is checked
+    check_engine_args(args, max_new)  # said as the parser says its own mistakes, before any weight is loaded
     from tfdash.profiling.files import check_not_in_ckpt, check_writable_dir, check_writable_file
 
     if getattr(args, "export", None):

@@ -14,7 +14,8 @@ PROG = "tfdash"
 
 def check_engine_args(args, max_new_tokens: int):
     """The engine `args` ask for (an EngineChoice) and its KV capacity, once the arguments are
-    checked against each other and the model; `max_new_tokens` is the run's (its default, where
+    checked against each other, the checkpoint's tensors against its config, and the lengths against
+    the model; `max_new_tokens` is the run's (its default, where
     --max-new-tokens is not given, differs between headless and the dashboard)."""
     from tfdash.engine import check_arguments, choose_engine
     from tfdash.engine.limits import check_generation
@@ -24,6 +25,12 @@ def check_engine_args(args, max_new_tokens: int):
     with as_usage(PROG):
         check_arguments(**engine_args)
     choice = choose_engine(dtype=getattr(args, "dtype", None), **engine_args)
+    if args.ckpt is not None:  # the tensors on disk against the config (headers only): a broken checkpoint
+        from pathlib import Path  # is said before the lengths its config allows
+
+        from tfdash.engine.checkpoint import inventory
+
+        inventory(Path(args.ckpt), choice.config)
     capacity = choice.capacity(None, args.prompt, max_new_tokens)
     with as_usage(PROG):  # the prompt and --max-new-tokens: the cache is sized to fit them, the model may not be
         check_generation(choice.config, capacity, len(choice.tokenizer.encode(args.prompt)), max_new_tokens)

@@ -119,10 +119,6 @@ def preflight(args, max_new_tokens: int):
     from tfdash.run_checks import check_engine_args
 
     choice, capacity = check_engine_args(args, max_new_tokens)  # its mistakes said as the parser's own
-    if args.ckpt is not None:
-        from tfdash.engine.checkpoint import inventory
-
-        inventory(Path(args.ckpt), choice.config)  # the tensors on disk against the config (headers only)
     from tfdash.engine import plan_for
     from tfdash.engine.head_plan import derived_bytes
     from tfdash.engine.memory import check_fits
