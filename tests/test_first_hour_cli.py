@@ -396,6 +396,15 @@ def test_threads_past_the_cores_is_one_warning_line(capsys, monkeypatch):
     assert threads.oversubscribed(8, "of 16 cores, 1 left spare", cores=2) == ""  # tfdash's own count
 
 
+def test_threads_on_a_gpu_run_is_said_to_change_nothing():
+    """A CUDA run has no CPU thread count: --threads given to one is said, not dropped unseen."""
+    from tfdash.engine import threads
+
+    assert threads.oversubscribed(*threads.gpu_threads(4)) == (
+        "--threads sets the CPU engine's threads; this run's step is on the GPU, so it changes nothing")
+    assert threads.gpu_threads(None) == (None, "") and threads.oversubscribed(None, "") == ""
+
+
 def test_bad_threads_is_one_line(capsys):
     from tfdash.cli import main
 

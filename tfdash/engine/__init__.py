@@ -274,7 +274,9 @@ def load_engine(ckpt: str | Path | None = None, model: str | None = None, device
         threads, threads_why = choose_threads(threads, ui=ui)
         apply_threads(threads)
     else:
-        threads, threads_why = None, ""
+        from tfdash.engine.threads import gpu_threads
+
+        threads, threads_why = gpu_threads(threads)
     from tfdash.engine.head_plan import derived_bytes
     from tfdash.engine.memory import allocation_error, check_fits
 

@@ -50,10 +50,22 @@ def choose_threads(requested: int | None = None, ui: bool = False, cores: int | 
     return n, why + (f"; OMP_NUM_THREADS={omp[:20]!r} is not one count" if omp else "")
 
 
+IGNORED_ON_GPU = "--threads on a GPU run"  # the `why` of a run whose step is on the GPU and was given --threads
+
+
+def gpu_threads(requested: int | None) -> tuple[None, str]:
+    """(threads, why) of a CUDA run: no CPU thread count; `why` remembers a --threads given anyway,
+    so that the run says it changes nothing rather than taking it in silence."""
+    return None, (IGNORED_ON_GPU if requested is not None else "")
+
+
 def oversubscribed(threads: int | None, why: str, cores: int | None = None) -> str:
     """One line where a count the user chose (`why`: "--threads" or "OMP_NUM_THREADS") is more than
-    the cores this process may use, else "": the surplus threads queue for time slices at every
-    op's barrier (above), so each step slows many times over; run as asked, and said."""
+    the cores this process may use, or where --threads was given to a run whose step is on the GPU,
+    else "": the surplus threads queue for time slices at every op's barrier (above), so each step
+    slows many times over; run as asked, and said."""
+    if why == IGNORED_ON_GPU:
+        return "--threads sets the CPU engine's threads; this run's step is on the GPU, so it changes nothing"
     if threads is None or why not in ("--threads", "OMP_NUM_THREADS"):
         return ""
     cores = available_cores() if cores is None else cores
