@@ -46,7 +46,7 @@ class Source(Protocol):
     path: Path | None
 
     def start(self, app) -> None: ...
-    def stop(self) -> None: ...
+    def stop(self, quitting: bool = False) -> None: ...
     def pause(self, paused: bool) -> None: ...
     def request_profile(self, steps: int = 32) -> bool: ...
     def marginal(self, what: str, cancel=None) -> dict: ...  # blocking: call it from a thread worker
@@ -73,7 +73,7 @@ class SnapshotSource:
     def start(self, app) -> None:
         pass
 
-    def stop(self) -> None:
+    def stop(self, quitting: bool = False) -> None:
         pass
 
     def pause(self, paused: bool) -> None:
@@ -108,6 +108,10 @@ def event_kind(event) -> str:
     return str(getattr(event, "kind", None) or type(event).__name__.lower())
 
 
+class BuildAbandoned(Exception):
+    """Raised in the worker, through its status lines, to end an engine build a quit abandoned."""
+
+
 class LiveSource:
     live = True
     path = None
@@ -121,6 +125,7 @@ class LiveSource:
         self.error: str | None = None
         self._app = None
         self._stop = threading.Event()
+        self._abandon = threading.Event()
         self._resume = threading.Event()
         self._resume.set()
         self._posted = threading.Event()
@@ -132,18 +137,24 @@ class LiveSource:
         self._app = app
         self.run_id += 1
         self._stop = threading.Event()
+        self._abandon = threading.Event()
         self._resume.set()
         self._posted.clear()  # news of the previous run may be unacknowledged
         self._kinds = set()
         self.session = None
         self.running = True
         self.error = None
-        run_id, stop = self.run_id, self._stop
-        self.worker = app.run_worker(lambda: self._work(run_id, stop), thread=True, group="engine",
+        run_id, stop, abandon = self.run_id, self._stop, self._abandon
+        self.worker = app.run_worker(lambda: self._work(run_id, stop, abandon), thread=True, group="engine",
                                      name=f"engine run {run_id}", exit_on_error=False)
 
-    def stop(self) -> None:
-        """Ask the run to end after the steps in flight; what was measured is kept."""
+    def stop(self, quitting: bool = False) -> None:
+        """Ask the run to end after the steps in flight; what was measured is kept. `quitting`: an
+        engine still being built is abandoned at its next status line (a large model's weights
+        take a minute to load, which a quit waited out); a re-run's stop lets the build finish,
+        since the next run uses that engine."""
+        if quitting:
+            self._abandon.set()
         self._stop.set()
         self._resume.set()
         session = self.session
@@ -234,16 +245,29 @@ class LiveSource:
         if self._app is not None:
             self._app.post_message(EngineStatus(text))
 
-    def _work(self, run_id: int, stop: threading.Event) -> None:
+    def _building_status(self, abandon: threading.Event) -> Callable[[str], None]:
+        """The build's `status`: the line posted, or BuildAbandoned once a quit abandoned it
+        (every loaded tensor and compiled kernel says a line, so the build ends within one)."""
+
+        def status(text: str) -> None:
+            if abandon.is_set():
+                raise BuildAbandoned
+            self._status(text)
+
+        return status
+
+    def _work(self, run_id: int, stop: threading.Event, abandon: threading.Event) -> None:
         error = None
         try:
-            session = self.make_session(self._status)
+            session = self.make_session(self._building_status(abandon))
             self.session = session
             if stop.is_set():
                 return
             session.pause(self.paused)
             self._status("")
             session.run(on_event=self._on_event, stop=stop)
+        except BuildAbandoned:
+            pass
         except TfdashError as e:
             error = str(e)
         except Exception as e:  # noqa: BLE001 - shown in the app, never a traceback on the screen

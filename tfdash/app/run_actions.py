@@ -146,7 +146,7 @@ class RunActions:
         if source.running:
             self._stopping = True
             self.state = "stopping"
-            source.stop()
+            source.stop(quitting=True)  # an engine still being built is abandoned, not waited for
             worker = source.worker
             if worker is not None:
                 try:
