@@ -148,7 +148,10 @@ def _check_save_not_in_export(save, export) -> None:
 def check_not_an_exports_snapshot(save) -> None:
     """--save over an earlier export's snapshot.json left that export's trace and CSV beside a
     snapshot of another run, a folder mixing two runs that nothing said; an export replaces all
-    three at once (export_all), so --export is the way to replace one."""
+    three at once (export_all), so --export is the way to replace one. Nor is --save a run's Chrome
+    trace or kernel CSV, whatever its name (`--save e1/trace.json`, the dashboard's STEM.trace.json),
+    told by how the file opens: the snapshot replaced it unsaid, where --json refuses it."""
+    _check_not_a_trace_or_csv(save)
     s = Path(os.path.realpath(os.path.expanduser(save)))
     if s.name != EXPORT_SNAPSHOT:
         return
@@ -156,6 +159,19 @@ def check_not_an_exports_snapshot(save) -> None:
     if beside:
         raise TfdashError(f"--save {save}: is an export's snapshot, with its {' and '.join(beside)} beside it; "
                           f"--export {os.path.dirname(save) or '.'} replaces all three, or give --save another name")
+
+
+def _check_not_a_trace_or_csv(save) -> None:
+    from tfdash.profiling.files import is_stream, own_fd
+
+    if own_fd(save) is not None or is_stream(save):  # a device or pipe is never read
+        return
+    try:
+        kind = export_kind(file_head(save).decode("utf-8", "replace"))
+    except OSError:  # not there, or not readable: no run's file to lose
+        return
+    if kind:
+        raise TfdashError(f"--save {save}: is a run's {kind}; a snapshot never replaces one: give --save another name")
 
 
 def recorded_run(path) -> str | None:
