@@ -26,6 +26,17 @@ def stat_or_none(path, follow: bool = True) -> os.stat_result | None:
         raise
 
 
+def why_no_folder(folder, e: OSError) -> str:
+    """Why `folder` could not be made or written in (`e`, the OSError that said so): "X is a file,
+    not a folder" where a file stands at it or on its way, since mkdir's own words for that, "File
+    exists", read as if the file being written were in the way; else the error's own words."""
+    f = Path(folder)
+    there = next((p for p in (f, *f.parents) if os.path.lexists(p)), None)
+    if there is not None and os.path.exists(there) and not os.path.isdir(there):
+        return f"{there} is a file, not a folder"
+    return e.strerror or str(e)
+
+
 TEMP_EXTRA = len("..") + 8  # a write goes through ".NAME.XXXXXXXX" beside NAME first (tempfile's 8 characters)
 
 

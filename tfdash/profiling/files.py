@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tfdash.cache import expand_home
 from tfdash.errors import TfdashError
-from tfdash.pathstat import check_name_length
+from tfdash.pathstat import check_name_length, why_no_folder
 
 
 def current_umask() -> int:
@@ -266,7 +266,7 @@ def fresh_directory(directory) -> Path:
         tmp = Path(tempfile.mkdtemp(prefix=f".{d.name}.", dir=d.parent))
         os.chmod(tmp, 0o777 & ~current_umask())
     except OSError as e:
-        raise TfdashError(f"cannot write {d}: {e.strerror or e}") from None
+        raise TfdashError(f"cannot write {d}: {why_no_folder(d.parent, e)}") from None
     return tmp
 
 
@@ -328,7 +328,7 @@ def atomic_writer(path, binary: bool = False):
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     except OSError as e:
-        raise TfdashError(f"cannot write {path}: {e.strerror or e}") from None
+        raise TfdashError(f"cannot write {path}: {why_no_folder(target.parent, e)}") from None
     try:
         with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") as f:
             yield _writer(f, path)
