@@ -21,6 +21,8 @@
 #   next35                       issue 12's bench at 1.7B (torch-compile and torch-graph peers, --also-capacity 4096;
 #                                BACKENDS35= others), the 0.6B default alone, the int8 head's kernel tests
 #   bar12                        issue 12's bench alone: 1.7B against torch-compile, --also-capacity 4096
+#   peer                         where the torch-compile peer's step goes, form by form (scripts/peer_kernels.py,
+#                                FORMS= its --forms; about 6 minutes, compiling each form)
 #   ladder                       the default 1.7B plan's correctness ladder and the profiler's accounting
 #   lowctx                       each launch's exclusive time from ctx 64 and from ctx 600 (MODEL=)
 #   stamps                       the ring's clock stamps: their tests, the profiler's accounting, and the default against
@@ -38,7 +40,7 @@
 # lives in .tlcache/ (ignored, not carried), so a warm machine reuses it between calls.
 set -u
 what=${1:-all}; shift || true
-MODES=" tests diag bench all headless engine final sizes sizebench headline where probe sass curve same3 arena29 procs next30 next35 bar12 ladder lowctx boundary tick stamps land29 profile observe app dash tty live overhead features counters check47 "
+MODES=" tests diag bench all headless engine final sizes sizebench headline where probe sass curve same3 arena29 procs next30 next35 bar12 peer ladder lowctx boundary tick stamps land29 profile observe app dash tty live overhead features counters check47 "
 case "$MODES" in *" $what "*) ;; *) echo "h200_check.sh: unknown mode '$what' (modes:$MODES)" >&2; exit 2 ;; esac
 if [ "$what" = next30 ]; then  # what session 29 leaves, in one call (about 6 minutes): arena29's modules and procs
   N=${N:-4} PLACE=${PLACE:---modules} ALIGNS=${ALIGNS:-4096} TAIL=${TAIL:-12}
@@ -245,6 +247,11 @@ if [ "$what" = bar12 ]; then
   timeout 300 python3 -m tfdash bench --rounds 3 --backends tilelang-graph,torch-compile --also-capacity 4096 \
     --json "$R/bench-qwen3-1.7b.json" 2>&1 | grep -v "TileLang:" > "$R/bench-qwen3-1.7b.log"
   grep -E "failed|^tilelang|^torch|/" "$R/bench-qwen3-1.7b.log" | grep -v "^# round" | cut -c1-160; pack
+fi
+if [ "$what" = peer ]; then
+  R="$OUT/r"; mkdir -p "$R"; pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+  timeout ${PEER_S:-500} python3 scripts/peer_kernels.py ${FORMS:+--forms "$FORMS"} --out "$R/peer.json" 2>&1 \
+    | grep --line-buffered -v "TileLang:" > "$R/peer.log"; grep -E "^(==|   )|Error" "$R/peer.log" | cut -c1-150; pack
 fi
 if [ "$what" = lowctx ]; then
   # why a 1.7B step at positions 0-255 took about 20 us more than at 512-767 (scripts/step_curve.py): each launch's

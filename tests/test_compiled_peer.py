@@ -1,10 +1,10 @@
-"""The torch-compile peer's attention spelling (SDPA in the model dtype, masked over the capacity)
-computes what the reference spelling computes."""
+"""The torch-compile peer's attention spellings (SDPA in the model dtype, masked over the capacity,
+and the other forms a torch user might write) compute what the reference spelling computes."""
 
 import pytest
 import torch
 
-from tfdash.engine.compiled import sdpa_attention
+from tfdash.engine.compiled import bmm_attention, sdpa_attention, sdpa_heads_attention
 from tfdash.engine.config import preset
 from tfdash.engine.plan import build_plan
 from tfdash.engine.runtime import Runtime
@@ -12,9 +12,10 @@ from tfdash.engine.weights import pack, random_state_dict
 from tfdash.kernels.attention import torch_attention
 
 
+@pytest.mark.parametrize("form", [sdpa_attention, sdpa_heads_attention, bmm_attention])
 @pytest.mark.parametrize("fused", [True, False])
 @pytest.mark.parametrize("ctx", [0, 5, 63])
-def test_sdpa_attention_matches_the_reference(ctx, fused):
+def test_sdpa_attention_matches_the_reference(ctx, fused, form):
     cfg = preset("qwen3-tiny")
     plan = build_plan(cfg, dtype="float32", capacity=64, fused_rope=fused)
     rt = Runtime(plan, pack(cfg, random_state_dict(cfg, torch.float32, seed=1)), "cpu")
@@ -29,7 +30,7 @@ def test_sdpa_attention_matches_the_reference(ctx, fused):
         fn(launch.dims, bufs)
         return bufs
 
-    ref, fast = run(torch_attention), run(sdpa_attention)
+    ref, fast = run(torch_attention), run(form)
     torch.testing.assert_close(fast["out"], ref["out"], rtol=1e-4, atol=1e-5)
     if fused:  # both appended this step's k and v at ctx
         torch.testing.assert_close(fast["k_cache"], ref["k_cache"])
@@ -76,3 +77,27 @@ def test_the_compiled_peer_takes_a_prompt_in_chunks_and_makes_the_eager_tokens()
     got = Generation(peer, [1, 2, 3, 4, 5], 4, tok)
     want = [e.token_id for e in Generation(Runtime(plan, weights, "cpu"), [1, 2, 3, 4, 5], 4, tok)]
     assert [e.token_id for e in got] == want and got.stats.prefill_positions == 5
+
+
+def test_the_peers_bf16_head_gives_the_f32_heads_logits_rounded_to_bf16(monkeypatch):
+    """The head form a torch user writes (`output(x)` in bf16) differs from the bench peer's f32
+    accumulator only by the logits' rounding to bf16 (on the CPU, where the f32 form rounds too, not
+    at all); a form name that is not one is refused."""
+    import tfdash.kernels.gemv as gemv
+    from tfdash.engine.compiled import CompiledRuntime
+
+    cfg = preset("qwen3-tiny")
+    plan = build_plan(cfg, dtype="bfloat16", capacity=64)
+    weights = pack(cfg, random_state_dict(cfg, torch.bfloat16, seed=3))
+    logits = {}
+    for head in ("f32", "bf16"):
+        if head == "bf16":  # the f32 accumulator's spelling is the only one of the step that calls it
+            monkeypatch.setattr(gemv, "linear_f32", lambda *a: pytest.fail("the f32 head ran"))
+        rt = CompiledRuntime(plan, weights, "cpu", mode=None, backend="eager", head=head)
+        rt.reset([1, 2, 3])
+        rt.step()
+        logits[head] = rt.bufs["logits"].clone()
+    assert logits["bf16"].dtype == torch.float32
+    torch.testing.assert_close(logits["bf16"], logits["f32"].to(torch.bfloat16).float(), rtol=0.02, atol=0.02)
+    with pytest.raises(ValueError, match="the forms are"):
+        CompiledRuntime(plan, weights, "cpu", mode=None, backend="eager", attention="flash")

@@ -21,6 +21,10 @@ import torch
 from tfdash.engine.runtime import GraphRuntime, Runtime
 
 MODE = "max-autotune-no-cudagraphs"  # inductor's autotuned kernels; the graph is ours
+# How the peer may spell its attention and its head (the first of each is the bench's peer; the
+# others are forms a torch user might write instead, which scripts/peer_kernels.py times beside it)
+ATTENTION_FORMS = ("sdpa", "sdpa-heads", "bmm")
+HEAD_FORMS = ("f32", "bf16")
 
 
 def sdpa_attention(dims, bufs):
@@ -38,6 +42,49 @@ def sdpa_attention(dims, bufs):
     o = torch.nn.functional.scaled_dot_product_attention(
         q.view(1, nKV, nH // nKV, D), kc.unsqueeze(0), vc.unsqueeze(0), attn_mask=keep)
     bufs["out"].copy_(o.reshape(-1))
+
+
+def sdpa_heads_attention(dims, bufs):
+    """SDPA with the q heads as heads and GQA left to SDPA (`enable_gqa`), as gpt-fast lays it out."""
+    q, (kc, vc, keep) = _roped_q(dims, bufs), _cache(bufs)
+    nH, D = dims["n_heads"], dims["head_dim"]
+    o = torch.nn.functional.scaled_dot_product_attention(
+        q.view(1, nH, 1, D), kc.unsqueeze(0), vc.unsqueeze(0), attn_mask=keep, enable_gqa=True)
+    bufs["out"].copy_(o.reshape(-1))
+
+
+def bmm_attention(dims, bufs):
+    """Scores and values as two batched matmuls in the model dtype (f32 softmax between), which
+    inductor fuses around: no attention kernel at all."""
+    q, (kc, vc, keep) = _roped_q(dims, bufs), _cache(bufs)
+    nH, nKV, D = dims["n_heads"], dims["n_kv_heads"], dims["head_dim"]
+    s = torch.bmm(q.view(nKV, nH // nKV, D), kc.transpose(1, 2)).float() * (D ** -0.5)
+    p = torch.softmax(s.masked_fill(~keep.view(1, 1, -1), float("-inf")), dim=-1).to(q.dtype)
+    bufs["out"].copy_(torch.bmm(p, vc).reshape(-1))
+
+
+def _roped_q(dims, bufs):
+    from tfdash.kernels.rope import torch_qk_norm_rope
+
+    if not dims.get("fused_rope"):
+        return bufs["q"]
+    q = torch.empty(dims["n_heads"] * dims["head_dim"], dtype=bufs["qkv"].dtype, device=bufs["qkv"].device)
+    torch_qk_norm_rope(dims, {**bufs, "q": q})
+    return q
+
+
+def _cache(bufs):
+    kc, vc = bufs["k_cache"], bufs["v_cache"]
+    return kc, vc, (torch.arange(kc.shape[1], device=kc.device) <= bufs["pos"]).view(1, 1, 1, -1)
+
+
+def bf16_head(dims, bufs):
+    """The lm_head's logits in the model dtype (then widened into the f32 logits buffer), as a
+    torch user's `output(x)` gives them, where the bench's peer keeps cuBLAS's f32 accumulator."""
+    from tfdash.kernels.gemv import prologue_torch
+
+    h = prologue_torch(dims, bufs["x"], bufs.get("norm_w"))
+    bufs["out"].copy_(torch.nn.functional.linear(h, bufs["w"]))
 
 
 def compile_step(runtime, mode: str | None = MODE, fullgraph: bool = True, backend: str = "inductor") -> None:
@@ -64,16 +111,24 @@ class CompiledRuntime(Runtime):
     backend = "torch-compiled"
     scatter_state = True
 
-    def __init__(self, plan, weights, device="cuda", mode: str | None = MODE, backend: str = "inductor"):
+    def __init__(self, plan, weights, device="cuda", mode: str | None = MODE, backend: str = "inductor",
+                 attention: str = ATTENTION_FORMS[0], head: str = HEAD_FORMS[0]):
+        if attention not in ATTENTION_FORMS or head not in HEAD_FORMS:
+            raise ValueError(f"attention {attention!r} / head {head!r}: the forms are {ATTENTION_FORMS} / {HEAD_FORMS}")
+        self.forms = {"attention": attention, "head": head}
         super().__init__(plan, weights, device)
         compile_step(self, mode, backend=backend)
 
     def _launch_fn(self, i):
         launch = self.plan.launches[i]
-        if launch.family != "attention":
-            return super()._launch_fn(i)
         dims, args = launch.dims, self.launch_args[i]
-        return lambda: sdpa_attention(dims, args)
+        if launch.family == "attention":
+            fn = {"sdpa": sdpa_attention, "sdpa-heads": sdpa_heads_attention,
+                  "bmm": bmm_attention}[self.forms["attention"]]
+            return lambda: fn(dims, args)
+        if launch.op == "lm_head" and launch.family == "gemv" and self.forms["head"] == "bf16":
+            return lambda: bf16_head(dims, args)
+        return super()._launch_fn(i)
 
 
 class CompiledGraphRuntime(CompiledRuntime, GraphRuntime):
@@ -82,8 +137,8 @@ class CompiledGraphRuntime(CompiledRuntime, GraphRuntime):
 
     backend = "torch-compile"
 
-    def __init__(self, plan, weights, device="cuda", mode: str | None = MODE):
-        super().__init__(plan, weights, device, mode)
+    def __init__(self, plan, weights, device="cuda", mode: str | None = MODE, **forms):
+        super().__init__(plan, weights, device, mode, **forms)
         self.compile_s: float | None = None
 
     def capture(self, warmup_prompt: list[int] | None = None) -> None:
