@@ -327,3 +327,28 @@ async def test_a_remap_onto_a_taken_key_is_left_out_and_the_key_keeps_its_bindin
     assert "pause stays on 'space'" in toasts and "rerun stays on 'r'" in toasts, toasts
     assert "keys" in help_text and "profile" in help_text, help_text
     assert not app.is_running
+
+
+@sync
+async def test_a_remap_onto_a_key_textual_holds_is_left_out_and_the_palette_still_opens(isolated_config):
+    """profile on ctrl+p took the command palette's key: Textual dropped its own binding for the
+    remapped one, so ^p profiled, the footer's "^p palette" read "^p Profile", and the palette the
+    help sends every action to could not be opened. pause on tab never paused: the screen's focus
+    key answers first. Such a remap is not bound, and the toast says so."""
+    from textual.command import CommandPalette
+
+    remap(isolated_config, {"profile": "ctrl+p", "pause": "tab", "rerun": "f5"})
+    app = TfdashApp(LiveStandIn(), theme="tfdash-dark")
+    said = toasts_of(app)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        footer = screen_text(app).splitlines()[-1]
+        toasts = " | ".join(said)
+        await pilot.press("ctrl+p")
+        await settle(pilot)
+        palette = isinstance(app.screen, CommandPalette)
+    assert "^p palette" in footer and "Profile" in footer and "^p Profile" not in footer, footer
+    assert "f5 Re-run" in footer, footer
+    assert "profile stays on 'p'" in toasts and "command palette" in toasts, toasts
+    assert "pause stays on 'space'" in toasts and "tab" in toasts, toasts
+    assert palette, "ctrl+p did not open the command palette"

@@ -156,6 +156,9 @@ def _normal(key: str) -> str:
     return next(iter(BindingsMap([Binding(key, "")]).key_to_bindings), key)
 
 
+TEXTUAL = "textual."  # the ids of the keys Textual binds itself (bindings.TEXTUAL_APP ...): no keymap moves them
+
+
 def _clashes(keymap: dict[str, str], scopes: list[list]) -> list[tuple[str, str, str]]:
     """(key, id, id) for each two bindings answering to one key in the same scope once `keymap` is
     applied, where the keymap moved at least one of them."""
@@ -163,7 +166,8 @@ def _clashes(keymap: dict[str, str], scopes: list[list]) -> list[tuple[str, str,
     for tables in scopes:
         owner: dict[str, str] = {}
         for b in (b for table in tables for b in table if b.id):
-            for k in (k.strip() for k in keymap.get(b.id, b.key).split(",")):
+            keys = b.key if b.id.startswith(TEXTUAL) else keymap.get(b.id, b.key)
+            for k in (k.strip() for k in keys.split(",")):
                 other = owner.setdefault(_normal(k) if k else k, b.id)
                 clash = (k, *sorted((other, b.id)))
                 if other != b.id and clash not in found and (b.id in keymap or other in keymap):
@@ -200,8 +204,11 @@ def keymap_problems(keymap: dict[str, str], scopes: list[list], known: set[str])
             if bad:
                 problems.append(f"{bid}: {', '.join(map(repr, bad))} is not a key")
     applied = applied_keymap(keymap, scopes)
-    defaults = {b.id: b.key_display or b.key for tables in scopes for table in tables for b in table if b.id}
+    every = [b for tables in scopes for table in tables for b in table if b.id]
+    defaults = {b.id: b.key_display or b.key for b in every}
+    named = {b.id: b.description for b in every if b.id.startswith(TEXTUAL)}  # "Textual's command palette"
     for k, a, b in _clashes(valid_keymap(keymap), scopes):
         kept = [f"{i} stays on {defaults[i]!r}" for i in (a, b) if i in keymap and i not in applied]
-        problems.append(f"{a} and {b} are both on {k!r}" + (f": {', '.join(kept)}" if kept else ""))
+        problems.append(f"{named.get(a, a)} and {named.get(b, b)} are both on {k!r}"
+                        + (f": {', '.join(kept)}" if kept else ""))
     return problems
