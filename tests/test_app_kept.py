@@ -155,6 +155,41 @@ async def test_a_run_r_could_not_keep_is_not_said_of_the_final_snapshot_that_sav
     assert app.keep_error is None  # run_app's "the final snapshot was not kept" line: not said of a saved one
 
 
+@sync
+async def test_q_straight_after_r_saves_the_run_once_and_builds_no_other(isolated_config, tiny_engine, tmp_path):
+    """r then q before the run r stopped had ended: the run's end, handled as the quit waited for
+    it, still did r's work -- kept a second copy of the run --save wrote into the runs folder, said
+    so in a toast, and started building the next run's engine under the exiting app. A quit under
+    way takes over from r: the run is written once, where the quit writes it."""
+    import time
+
+    runs = tmp_path / "runs"
+    rec = Recorder(tiny_engine, 3000)
+
+    def slow_to_stop(status):  # the steps in flight when r stops the run take a while (a GPU's graph replays)
+        s = rec(status)
+        run = s.run
+
+        def finishing_run(on_event=None, stop=None):
+            out = run(on_event=on_event, stop=stop)
+            time.sleep(1.0)
+            return out
+
+        s.run = finishing_run
+        return s
+
+    app = live_app(slow_to_stop, max_new_tokens=3000, save_path=tmp_path / "run.json", keep_dir=runs)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.new_tokens >= 10, what="tokens")
+        await pilot.press("r")
+        await wait_for(pilot, lambda: app.state == "stopping", what="r stopping the run")
+        await pilot.press("q")
+        await wait_for(pilot, lambda: not app.is_running, timeout=20, what="the app to exit")
+    assert load_snapshot(tmp_path / "run.json") == app.return_value and app.return_value.new_tokens >= 10
+    assert not runs.exists() and app.kept is None, sorted(runs.iterdir())
+    assert len(rec.sessions) == 1, "a second run was started while quitting"
+
+
 def test_keep_removes_the_oldest_past_the_limit_and_only_its_own_files(tmp_path):
     runs = tmp_path / "runs"
     runs.mkdir()

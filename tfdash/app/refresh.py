@@ -146,7 +146,9 @@ class LiveRefresh:
             self._apply(snap)
         else:
             self.snapshot = self.snapshot
-        if self._rerun:
+        if self._rerun and self.quitting:  # q after r, before this end: the quit writes the run once and exits
+            self._rerun = False
+        elif self._rerun:
             self._rerun = False
             self._stopping = False
             self.keep_before_rerun()
