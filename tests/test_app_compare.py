@@ -111,6 +111,26 @@ async def test_picker_at_80x24_shows_each_file_and_whether_it_compares_whole(iso
 
 
 @sync
+async def test_picker_says_what_shape_differs_not_the_name_it_does_not_compare(isolated_config, exports):
+    """A snapshot of another shape and another name (a checkpoint's folder) read "model name: ck vs
+    qwen3-1.7b" in "against this run": the one field the comparison leaves out, given as the reason
+    it refused. The row names a field of the shape that differs; the model column has the name."""
+    snap = load_snapshot(SNAPSHOT)
+    model = {**snap.meta.model, "name": "ck", "hidden_size": 64}
+    write_snapshot(dataclasses.replace(snap, meta=dataclasses.replace(snap.meta, model=model)),
+                   exports.dir / "tfdash-ck.json")
+    app = open_app(exports.shown)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("b")
+        await settle(pilot)
+        listed = {r[0]: r for r in rows(app.screen.query_one("#picker-table"))}
+    fit = listed["tfdash-ck.json"][-1]
+    assert fit.startswith("model hidden_size: 64 vs ") and "name" not in fit, listed["tfdash-ck.json"]
+    assert listed["tfdash-ck.json"][1] == "ck"
+
+
+@sync
 async def test_picker_gives_a_snapshot_without_its_start_in_utc_too(isolated_config, exports, monkeypatch):
     """"recorded" is a snapshot's started_at, in UTC; one without it fell back to the file's mtime in
     local time, so two rows of one column read on two clocks. Both are UTC now."""

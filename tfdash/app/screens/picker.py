@@ -57,8 +57,8 @@ def row_cells(e: Recent, current) -> list[Text]:
     tps = Text(f"{e.snapshot.tok_per_s:,.1f}" if e.snapshot.wall_ns else "—", justify="right")
     # compared by shape and dtype: a model named otherwise (a checkpoint in another folder) compares too
     diffs = differences(e.snapshot, current) if current is not None else []
-    if diffs:
-        fit = Text(visible(diffs[0]), style="italic")
+    if diffs:  # the first that refuses it: differences() puts the names first only to say which two they are
+        fit = Text(visible(next((d for d in diffs if not d.startswith("model name:")), diffs[0])), style="italic")
     elif not any(k.measured_p50_ns is not None for k in e.snapshot.kernels):  # compares, but with no Δ to show
         fit = Text("same shape and dtype, not profiled", style="italic")
     else:
