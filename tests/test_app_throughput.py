@@ -51,3 +51,31 @@ async def test_a_prompt_taken_in_chunks_shows_its_part_of_the_first_token(isolat
         await pilot.pause()
         pane = app.screen.query_one("#throughput")
         assert not pane.border_subtitle and "ms to first token" in pane_text(app)
+
+
+@sync
+async def test_a_re_run_does_not_keep_the_run_befores_step_percentiles(isolated_config):
+    """r: the new run's first frame had its tok/s and "1 tokens" beside the run before's ms/step p50
+    and p99 and its chart, held by the pane's half-second throttle, so one pane gave two runs'
+    numbers. A frame of another run is drawn whole at once."""
+    from fixtures.appkit import LiveStandIn
+    from test_app_fit import settle
+
+    from tfdash.app.app import TfdashApp
+
+    before = load_snapshot(SNAPSHOT)
+    fresh = dataclasses.replace(before, step_ns=(), steps=0, new_tokens=1, tokens=before.tokens[:1],
+                                meta=dataclasses.replace(before.meta, started_at="2030-01-01T00:00:00Z"))
+    source = LiveStandIn(before)
+    app = TfdashApp(source, theme="tfdash-dark")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        app.screen.query_one("#throughput")._slow.interval = 3600  # the throttle never due by itself here
+        p50 = next(x for x in pane_text(app).splitlines() if "ms/step p50" in x)
+        assert "—" not in p50, p50
+        source.snap = fresh
+        await pilot.press("r")
+        await settle(pilot)
+        text = pane_text(app)
+    p50, p99 = (next(x for x in text.splitlines() if label in x) for label in ("ms/step p50", "ms/step p99"))
+    assert "—" in p50 and "—" in p99, text

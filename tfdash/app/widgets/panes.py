@@ -91,6 +91,7 @@ class ThroughputPane(Vertical):
         super().__init__(id=id)
         self._slow = Throttle()
         self._pct: tuple[float | None, float | None] = (None, None)
+        self._run: tuple[str, int] = ("", 0)  # the run the percentiles are of (its start) and its steps then
 
     def compose(self):
         yield Static(id="throughput-stats", classes="stats")
@@ -114,10 +115,13 @@ class ThroughputPane(Vertical):
             if self.border_subtitle:  # setting it repaints the whole pane
                 self.border_subtitle = ""
             return
-        # the first step times are drawn at once, so no pane shows a p50 while this one says "—"
-        if self._slow.due(force=final or (self._pct[0] is None and bool(snap.step_ns))):
+        # the first step times are drawn at once, so no pane shows a p50 while this one says "—"; and
+        # a frame of another run (r: a new start, its steps counted from 0), so none of the run before stays
+        run = (snap.meta.started_at, snap.steps)
+        other_run = run[0] != self._run[0] or run[1] < self._run[1]
+        if self._slow.due(force=final or other_run or (self._pct[0] is None and bool(snap.step_ns))):
             t = throughput(snap, points=64)
-            self._pct = (t.p50_ms, t.p99_ms)
+            self._pct, self._run = (t.p50_ms, t.p99_ms), run
             hl = ((t.p50_ms, "success"),) if t.p50_ms is not None else ()
             chart.show(Figure(lines=(Line(t.line_x, t.line_y, "primary"),), hlines=hl, xlabel="step",
                               ylabel="ms"))
