@@ -249,5 +249,5 @@ class TfdashApp(MinSizeGuard, LiveRefresh, RunActions, ExportActions, CompareAct
                 seen.add(b.id)
                 key = bindings.describe_key(bindings.effective_key(b, self._keymap), self)
                 title = bindings.PALETTE_TITLES.get(b.id, b.description)
-                yield SystemCommand(f"{title} ({key})", b.tooltip or b.description,
+                yield SystemCommand(f"{title} ({key})", bindings.tooltip(self, b),
                                     partial(self.run_action, b.action, target))

@@ -15,7 +15,7 @@ from tfdash.app.layout import BOTTOM_MIN_H, EOS_AGAIN, NARROW_W, NO_STEP_TO_PROF
 APP = [
     Binding("q", "quit", "Quit", id="quit", tooltip="Stop the engine cleanly, keep what was measured, quit"),
     Binding("ctrl+c", "quit", "Quit", id="interrupt", show=False, priority=True,
-            tooltip="Same as q: stop the engine cleanly and quit"),
+            tooltip="Same as {quit}: stop the engine cleanly and quit"),
     Binding("question_mark", "help", "Help", id="help", key_display="?", tooltip="Every key, and how to remap it"),
     Binding("space", "pause", "Pause", id="pause", tooltip="Pause or resume the decode"),
     Binding("r", "rerun", "Re-run", id="rerun", tooltip="Stop this generation and start it again"),
@@ -89,7 +89,7 @@ DRILL = [
 # focused table's own Enter, which the footer does not show.
 PICKER = [  # the baseline picker (b)
     Binding("escape,q", "dismiss", "Close", id="picker.close", key_display="esc",
-            tooltip="Close, keeping the baseline (q too, as in every dialog)"),
+            tooltip="Close, keeping the baseline"),
     Binding("enter", "choose", "Choose", id="picker.choose", key_display="⏎", priority=True,
             tooltip="Compare against the selected snapshot (refused for another shape or dtype)"),
     Binding("delete,x", "clear", "No baseline", id="picker.clear", key_display="x", tooltip="Drop the baseline"),
@@ -104,7 +104,7 @@ ROW_LIST = [
 
 AB = [  # the A/B screen (a)
     Binding("escape,q", "close", "Cancel/Close", id="ab.close", key_display="esc",
-            tooltip="Cancel the A/B in progress (after its current window), else close (q too)"),
+            tooltip="Cancel the A/B in progress (after its current window), else close"),
     Binding("enter", "start", "Run", id="ab.start", key_display="⏎", priority=True,
             tooltip="A/B the selected variant"),
     Binding("tab", "ops", "Ops", id="ab.ops", key_display="tab",
@@ -219,6 +219,14 @@ def config_key_names(*binding_ids: str) -> dict[str, str]:
 
     keymap = applied_keymap(load_config().keymap, KEYMAP_SCOPES)
     return {bid: keymap[bid].split(",")[0].strip() if bid in keymap else key_name(None, bid) for bid in binding_ids}
+
+
+def tooltip(app, binding: Binding) -> str:
+    """A binding's words in the help and the palette, each "{id}" in them the key that binding answers
+    to under the app's keymap: interrupt's "Same as q" named a key that no longer quit once quit moved."""
+    import re
+
+    return re.sub(r"\{([a-z_.]+)\}", lambda m: key_name(app, m.group(1)), binding.tooltip or binding.description)
 
 
 def key_names(app, *binding_ids: str) -> dict[str, str]:

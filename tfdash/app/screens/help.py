@@ -55,7 +55,7 @@ class HelpScreen(FitsBeforeDraw, ModalScreen):
             (bindings.describe_key(app.COMMAND_PALETTE_BINDING, app), "bold"),
             (").", "$text-muted")))
         self._rows = [(scope, visible(bindings.describe_key(bindings.effective_key(b, keymap), app)),
-                       b.tooltip or b.description, b.id or "")
+                       bindings.tooltip(app, b), b.id or "")
                       for scope, table in bindings.SCOPES.items() for b in table]
         self._fill()
 
