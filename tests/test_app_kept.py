@@ -113,6 +113,58 @@ async def test_r_keeps_the_run_before_and_b_lists_it(isolated_config, tiny_engin
 
 
 @sync
+async def test_b_pressed_as_r_stops_the_run_lists_the_run_r_keeps(isolated_config, tiny_engine, tmp_path, monkeypatch):
+    """r, then b at once (to compare with the run before, as r's toast offers): the picker read the
+    folders before the stopping run was kept, and never listed it. A run kept while the picker is up
+    is listed first, the cursor staying on the row it was on."""
+    import time
+
+    from textual.widgets import DataTable
+
+    from tfdash.app.screens.picker import PickerScreen
+
+    monkeypatch.chdir(tmp_path)
+    runs = tmp_path / "runs"
+    rec = Recorder(tiny_engine, 3000)
+
+    def slow_to_stop(status):  # the steps in flight when r stops the run take a while (a GPU's graph replays)
+        s = rec(status)
+        run = s.run
+
+        def finishing_run(on_event=None, stop=None):
+            out = run(on_event=on_event, stop=stop)
+            if len(rec.sessions) == 1:
+                time.sleep(1.0)
+            return out
+
+        s.run = finishing_run
+        return s
+
+    app = live_app(slow_to_stop, max_new_tokens=3000, keep_dir=runs)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.new_tokens >= 10, what="tokens")
+        await pilot.press("r")
+        await wait_for(pilot, lambda: app.state == "stopping", what="r stopping the run")
+        await pilot.press("b")
+        await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen) and app.screen.entries is not None,
+                       what="the picker's list")
+        listed_then = list(app.screen.entries)
+        await wait_for(pilot, lambda: runs.exists() and any(runs.iterdir()), what="the run r keeps")
+        await pilot.pause()
+        (kept,) = runs.iterdir()
+        table = app.screen.query_one("#picker-table", DataTable)
+        names = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.baseline is not None, what="the baseline")
+        chosen = app.baseline.snapshot
+        await pilot.press("q")
+        await wait_for(pilot, lambda: not app.is_running, timeout=20, what="the app to exit")
+    assert listed_then == []  # read before the keep: the folders were empty
+    assert names == [kept.name], names
+    assert chosen == load_snapshot(kept)
+
+
+@sync
 async def test_a_run_kept_by_r_is_not_kept_again_when_the_next_run_never_built(isolated_config, tiny_engine,
                                                                               tmp_path):
     """r keeps the run; the next run's engine fails to build, so the screen still shows the run

@@ -99,6 +99,19 @@ class KeptRuns:
     keep_error: str | None = None
     _kept_last: tuple[ProfileSnapshot, Path] | None = None  # the snapshot written last, and where
 
+    def _list_kept(self, path: Path) -> None:
+        """The run just kept, into a baseline picker that is up (b pressed as r stopped the run)."""
+        from tfdash.app.compare import Recent
+        from tfdash.app.screens.picker import PickerScreen
+
+        try:
+            entry = Recent(path, path.stat().st_mtime, self.snapshot)
+        except OSError:
+            return
+        for screen in self.screen_stack:
+            if isinstance(screen, PickerScreen):
+                screen.kept(entry)
+
     def keep_run(self, snap: ProfileSnapshot | None) -> Path | None:
         """Keep a live run's snapshot (one that made a token) in keep_dir: the path, or None (and
         keep_error saying why, where writing failed)."""
@@ -122,6 +135,7 @@ class KeptRuns:
             return
         path = self.keep_run(self.snapshot)
         if path is not None:
+            self._list_kept(path)
             self.notify(f"the run before is kept as {path.name} ({key_name(self, 'baseline')} compares against it)",
                         timeout=4)
         elif self.keep_error:  # said here, and not again after the screen closes, which is of the final run

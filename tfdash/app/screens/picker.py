@@ -109,6 +109,7 @@ class PickerScreen(FitsBeforeDraw, ModalScreen):
         self.count, self.reader = count, reader
         self.entries = entries  # None while the worker reads them (show_entries)
         self.rows: list[list[Text]] = []  # each entry's cells (row_cells), refitted to the width
+        self._kept: list[Recent] = []  # runs kept while the picker is up (kept), listed first
 
     def compose(self) -> ComposeResult:
         with Vertical(id="picker-box", classes="tf-modal"):
@@ -132,9 +133,20 @@ class PickerScreen(FitsBeforeDraw, ModalScreen):
         if self.reader is not None:  # closed while reading: the worker stops before its next file
             self.reader.cancel()
 
+    def kept(self, entry: Recent) -> None:
+        """A run kept while the picker is up: r, then b at once, read the folders before the run r
+        stopped was written, and the run its toast offers to compare against was not listed."""
+        self._kept.append(entry)
+        if self.entries is not None:  # else merged as the worker's list comes in
+            self.show_entries(self.entries)
+
     def show_entries(self, entries: list[Recent]) -> None:
-        """The snapshots read: the list (or what to do without one), focused, and the footer's ⏎."""
-        self.entries = entries
+        """The snapshots read: the list (or what to do without one), focused, and the footer's ⏎. The
+        runs kept meanwhile come first (the newest), the cursor left on the row it was on."""
+        listed = {e.path for e in entries}
+        new = [e for e in reversed(self._kept) if e.path not in listed]
+        shown = self._mounted and self.entries is not None and bool(self.rows)  # a cursor to keep on its row
+        self.entries = new + list(entries)
         if not self._mounted:  # handed over as the picker is pushed, before its widgets are there
             return
         self._intro()
@@ -143,6 +155,8 @@ class PickerScreen(FitsBeforeDraw, ModalScreen):
         self.rows = [row_cells(e, app.snapshot) for e in self.entries]
         self._fill()
         t = self.query_one("#picker-table", DataTable)
+        if shown and new:
+            t.move_cursor(row=t.cursor_row + len(new), animate=False)
         t.display = bool(self.entries)  # an empty table would be a header, and take ⏎ to do nothing with it
         t.can_focus = bool(self.entries)
         self.set_focus(t if self.entries else None)  # (the screen's auto-focus gave it the focus already)
