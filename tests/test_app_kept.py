@@ -154,6 +154,8 @@ async def test_b_pressed_as_r_stops_the_run_lists_the_run_r_keeps(isolated_confi
         (kept,) = runs.iterdir()
         table = app.screen.query_one("#picker-table", DataTable)
         names = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+        box = app.screen.query_one("#picker-box").region  # the list's box, not the empty picker's auto height
+        empty_class = app.screen.has_class("-empty")
         await pilot.press("enter")
         await wait_for(pilot, lambda: app.baseline is not None, what="the baseline")
         chosen = app.baseline.snapshot
@@ -161,6 +163,7 @@ async def test_b_pressed_as_r_stops_the_run_lists_the_run_r_keeps(isolated_confi
         await wait_for(pilot, lambda: not app.is_running, timeout=20, what="the app to exit")
     assert listed_then == []  # read before the keep: the folders were empty
     assert names == [kept.name], names
+    assert not empty_class and box.height < SIZE[1] - 2, (empty_class, box)  # a list's box, inside the screen
     assert chosen == load_snapshot(kept)
 
 

@@ -101,3 +101,23 @@ def test_the_peers_bf16_head_gives_the_f32_heads_logits_rounded_to_bf16(monkeypa
     torch.testing.assert_close(logits["bf16"], logits["f32"].to(torch.bfloat16).float(), rtol=0.02, atol=0.02)
     with pytest.raises(ValueError, match="the forms are"):
         CompiledRuntime(plan, weights, "cpu", mode=None, backend="eager", attention="flash")
+
+
+@pytest.mark.parametrize("attention", ["sdpa", "sdpa-heads", "bmm"])
+def test_each_peer_form_traces_whole_and_decodes_the_eager_tokens(attention, one_thread):
+    """Each attention form through dynamo's whole-step trace (fullgraph: a graph break is an error
+    here, not a surprise on the GPU) decodes the tokens of the eager runtime."""
+    from tfdash.engine.compiled import CompiledRuntime
+
+    cfg = preset("qwen3-tiny")
+    plan = build_plan(cfg, dtype="float32", capacity=64)
+    weights = pack(cfg, random_state_dict(cfg, torch.float32, seed=4))
+    tokens = {}
+    for name, rt in (("eager", Runtime(plan, weights, "cpu")),
+                     (attention, CompiledRuntime(plan, weights, "cpu", mode=None, backend="eager", attention=attention))):
+        rt.reset([1, 2, 3])
+        tokens[name] = []
+        for _ in range(5):
+            rt.step()
+            tokens[name].append(int(rt.bufs["tok"]))
+    assert tokens[attention] == tokens["eager"]

@@ -226,7 +226,7 @@ class TfdashApp(MinSizeGuard, LiveRefresh, RunActions, ExportActions, CompareAct
             self.notify(str(e), title="config", severity="warning", timeout=6)
 
     def on_unmount(self) -> None:
-        self.source.stop()
+        self.source.stop(quitting=True)  # never a re-run after this: an engine still being built is abandoned
         self.exiting.set()
 
     # -- command palette -----------------------------------------------------------------------

@@ -145,7 +145,7 @@ class PickerScreen(FitsBeforeDraw, ModalScreen):
         runs kept meanwhile come first (the newest), the cursor left on the row it was on."""
         listed = {e.path for e in entries}
         new = [e for e in reversed(self._kept) if e.path not in listed]
-        shown = self._mounted and self.entries is not None and bool(self.rows)  # a cursor to keep on its row
+        at = self._cursor_path()  # the row the cursor is on, kept there whatever comes above it
         self.entries = new + list(entries)
         if not self._mounted:  # handed over as the picker is pushed, before its widgets are there
             return
@@ -155,12 +155,20 @@ class PickerScreen(FitsBeforeDraw, ModalScreen):
         self.rows = [row_cells(e, app.snapshot) for e in self.entries]
         self._fill()
         t = self.query_one("#picker-table", DataTable)
-        if shown and new:
-            t.move_cursor(row=t.cursor_row + len(new), animate=False)
+        row = next((i for i, e in enumerate(self.entries) if e.path == at), None)
+        if row is not None and row != t.cursor_row:
+            t.move_cursor(row=row, animate=False)
         t.display = bool(self.entries)  # an empty table would be a header, and take ⏎ to do nothing with it
         t.can_focus = bool(self.entries)
         self.set_focus(t if self.entries else None)  # (the screen's auto-focus gave it the focus already)
         self.refresh_bindings()  # ⏎ comes into the footer with a list to choose from
+
+    def _cursor_path(self):
+        """The path of the snapshot under the table's cursor, or None before a list is shown."""
+        if not self._mounted or not self.entries or not self.rows:
+            return None
+        row = self.query_one("#picker-table", DataTable).cursor_row
+        return self.entries[row].path if 0 <= row < len(self.entries) else None
 
     def _intro(self) -> None:
         box = self.query_one("#picker-box")
@@ -175,8 +183,8 @@ class PickerScreen(FitsBeforeDraw, ModalScreen):
         intro = [("Snapshots in ", "$text-muted"), (where, "bold"), (", newest first. ", "$text-muted")]
         intro += [("Now against ", "$text-muted"), (visible(base.label), "bold")] if base else \
             [("No baseline now.", "$text-muted")]
+        self.set_class(self.entries == [], "-empty")  # a box of its intro's height; a list's fills 85 %
         if self.entries == []:  # no table, no ⏎: what to do instead (the dashboard's keys do not act in here)
-            self.add_class("-empty")
             intro += [("\nNo snapshot there yet: ", "$text-warning"), (key["export.snapshot"], "bold"),
                       (f" on the dashboard ({key['picker.close']} closes this) writes one, or "
                        "`tfdash open B.json --baseline A.json` compares two files.", "$text-muted")]
