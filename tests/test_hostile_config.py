@@ -301,3 +301,16 @@ async def test_a_remapped_key_keeps_its_place_on_the_footer(isolated_config):
     assert "B Baseline" in footer, footer
     assert footer.index("? Help") < footer.index("B Baseline") < footer.index("e Snapshot"), footer
     assert not [t for t in app.toasts if "keymap" in t], app.toasts
+
+
+def test_quit_remapped_onto_textuals_own_quit_key_is_taken():
+    """Textual binds ^q to quit itself: quit remapped there does what it says, so it is taken, where
+    another binding on ^q (which Textual's quit would shadow) is left out with a word."""
+    from tfdash.app import bindings
+    from tfdash.app.config import applied_keymap, keymap_problems
+
+    scopes, known = bindings.KEYMAP_SCOPES, bindings.all_ids()
+    assert keymap_problems({"quit": "ctrl+q"}, scopes, known) == []
+    assert applied_keymap({"quit": "ctrl+q"}, scopes) == {"quit": "ctrl+q"}
+    assert keymap_problems({"profile": "ctrl+q"}, scopes, known) == [
+        "profile and Textual's quit are both on 'ctrl+q': profile stays on 'p'"]

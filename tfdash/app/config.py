@@ -165,12 +165,15 @@ def _clashes(keymap: dict[str, str], scopes: list[list]) -> list[tuple[str, str,
     found: list[tuple[str, str, str]] = []
     for tables in scopes:
         owner: dict[str, str] = {}
+        action = {b.id: b.action for table in tables for b in table if b.id}
         for b in (b for table in tables for b in table if b.id):
             keys = b.key if b.id.startswith(TEXTUAL) else keymap.get(b.id, b.key)
             for k in (k.strip() for k in keys.split(",")):
                 other = owner.setdefault(_normal(k) if k else k, b.id)
                 clash = (k, *sorted((other, b.id)))
-                if other != b.id and clash not in found and (b.id in keymap or other in keymap):
+                # onto a key Textual binds to the same action (quit on ^q) the remap does what it says
+                same = TEXTUAL in (other[:len(TEXTUAL)], b.id[:len(TEXTUAL)]) and action[other] == b.action
+                if other != b.id and not same and clash not in found and (b.id in keymap or other in keymap):
                     found.append(clash)
     return found
 
