@@ -16,22 +16,9 @@ import sys
 import time
 
 import torch
+from kernel_times import CTX, replay_times  # scripts/: the tilelang step's timing, the same way
 
-CTX = 1024
 MODES = {"max": "max-autotune-no-cudagraphs", "default": None}
-
-
-def replay_us(rt, n=200, ctx=CTX):
-    evs = [torch.cuda.Event(enable_timing=True) for _ in range(n + 1)]
-    rt.bufs["pos"].fill_(ctx)
-    rt.bufs["prompt_len"].fill_(0)
-    torch.cuda.synchronize()
-    evs[0].record()
-    for i in range(n):
-        rt.graph.replay()
-        evs[i + 1].record()
-    torch.cuda.synchronize()
-    return [evs[i].elapsed_time(evs[i + 1]) * 1e3 for i in range(n)]
 
 
 def kernels(rt, reps=3, ctx=CTX):
@@ -62,7 +49,7 @@ def measure(plan, weights, attention, head, mode):
     rt = CompiledGraphRuntime(plan, weights, "cuda", mode=MODES[mode], attention=attention, head=head)
     rt.capture()
     out = {"compile_s": time.perf_counter() - t}
-    us = replay_us(rt)
+    us = replay_times(rt)
     out |= {"replay_us_median": statistics.median(us), "replay_us_min": min(us)}
     try:
         out |= kernels(rt)
