@@ -371,3 +371,17 @@ async def test_the_help_and_the_palette_say_ctrl_c_is_the_remapped_quit_key(isol
     assert "Same as Q: stop the engine" in interrupt, interrupt
     assert not any("q too" in r for r in rows), rows
     assert commands["Quit (Q)"] == "Stop the engine cleanly, keep what was measured, quit", commands
+
+
+def test_every_tooltips_key_placeholder_names_a_binding():
+    """A tooltip's "{id}" is replaced by that binding's key (bindings.tooltip); one naming no binding
+    would raise out of the help screen and the palette, so each is resolved here, once."""
+    import re
+
+    from tfdash.app import bindings
+
+    every = [b for table in bindings.SCOPES.values() for b in table] + bindings.HELP
+    placeholders = [b for b in every if re.search(r"\{[a-z_.]+\}", b.tooltip or "")]
+    assert placeholders, "no tooltip names another binding's key: this test checks nothing"
+    for b in every:
+        assert "{" not in bindings.tooltip(None, b), b.id
