@@ -9,18 +9,11 @@ import threading
 import time
 
 from fixtures.appkit import isolated_config, sync  # noqa: F401  (fixtures)
+from test_app_live import wait_for
 
 from tfdash.app.main import live_app
 
 SIZE = (120, 36)
-
-
-async def wait_for(pilot, cond, timeout: float = 30.0, what: str = "") -> None:
-    t = time.monotonic()
-    while not cond():
-        if time.monotonic() - t > timeout:
-            raise AssertionError(f"timed out waiting for {what or cond}")
-        await pilot.pause(0.05)
 
 
 class SlowBuild:

@@ -30,15 +30,8 @@ HEAD_FORMS = ("f32", "bf16")
 def sdpa_attention(dims, bufs):
     """The attention launch as a speed-minded torch user writes it: q/k norm, RoPE and the KV
     append as the reference does them, then one fused SDPA over the capacity, masked past pos."""
-    from tfdash.kernels.rope import torch_qk_norm_rope
-
+    q, (kc, vc, keep) = _roped_q(dims, bufs), _cache(bufs)
     nH, nKV, D = dims["n_heads"], dims["n_kv_heads"], dims["head_dim"]
-    q = bufs.get("q")
-    if dims.get("fused_rope"):
-        q = torch.empty(nH * D, dtype=bufs["qkv"].dtype, device=bufs["qkv"].device)
-        torch_qk_norm_rope(dims, {**bufs, "q": q})
-    kc, vc, pos = bufs["k_cache"], bufs["v_cache"], bufs["pos"]
-    keep = (torch.arange(kc.shape[1], device=kc.device) <= pos).view(1, 1, 1, -1)
     o = torch.nn.functional.scaled_dot_product_attention(
         q.view(1, nKV, nH // nKV, D), kc.unsqueeze(0), vc.unsqueeze(0), attn_mask=keep)
     bufs["out"].copy_(o.reshape(-1))
@@ -64,6 +57,8 @@ def bmm_attention(dims, bufs):
 
 
 def _roped_q(dims, bufs):
+    """q normed and roped, with this step's k and v appended to the cache (the reference's spelling),
+    where the attention launch does that itself; else the q the rope launch wrote."""
     from tfdash.kernels.rope import torch_qk_norm_rope
 
     if not dims.get("fused_rope"):
@@ -74,6 +69,7 @@ def _roped_q(dims, bufs):
 
 
 def _cache(bufs):
+    """The whole cache and the mask that keeps its positions up to pos (capturable: no shape depends on pos)."""
     kc, vc = bufs["k_cache"], bufs["v_cache"]
     return kc, vc, (torch.arange(kc.shape[1], device=kc.device) <= bufs["pos"]).view(1, 1, 1, -1)
 
