@@ -3,7 +3,7 @@ small function on the device in the same mode (is inductor itself working on thi
 the bench's peer itself (CompiledGraphRuntime over the torch-graph engine's plan and weights, its
 graph captured and replayed), each in its own try that prints the error's last lines. Where the
 peer fails, it is tried again without one ingredient at a time: the token ring in its graph,
-inductor's autotuning. (The state arena was one: aot_autograd refuses a step that writes views of
+inductor's mode (max-autotune where the peer takes the default, and the other way round). (The state arena was one: aot_autograd refuses a step that writes views of
 one allocation in different dtypes, so the peer's state is always its own tensors.)
 
     python3 scripts/compile_probe.py [--model qwen3-1.7b] [--capacity 2112] [--lines 40]
@@ -66,9 +66,10 @@ def main() -> int:
     ok = attempt(f"torch.compile(mode={MODE!r}) of a small function", small, args.lines)
     at = f"at {args.model}, capacity {args.capacity}"
     if not attempt(f"the torch-compile peer {at}", peer, args.lines):
-        ok = False  # which ingredient: the in-graph token ring, inductor's autotuning (its state is scattered)
+        ok = False  # which ingredient: the in-graph token ring, inductor's mode (its state is scattered)
         attempt(f"the peer {at}, no ring in its graph", lambda: peer(ring_in_graph=False), args.lines)
-        attempt(f"the peer {at}, inductor's default mode", lambda: peer(mode=None), args.lines)
+        other = "max-autotune-no-cudagraphs" if MODE is None else None
+        attempt(f"the peer {at}, inductor's mode {other!r}", lambda: peer(mode=other), args.lines)
     return 0 if ok else 1
 
 

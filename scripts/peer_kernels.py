@@ -65,7 +65,7 @@ def main():
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="qwen3-1.7b")
-    ap.add_argument("--forms", default="sdpa/f32/max,bmm/bf16/max,sdpa-heads/bf16/max,sdpa/f32/default",
+    ap.add_argument("--forms", default="bmm/f32/default,sdpa-heads/f32/default,sdpa/f32/default,bmm/f32/max",
                     help="comma-separated ATTENTION/HEAD/MODE (modes: max, default); the first is the bench's peer")
     ap.add_argument("--top", type=int, default=14, help="kernel rows printed a form")
     ap.add_argument("--out", default=None)

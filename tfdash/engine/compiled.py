@@ -7,9 +7,14 @@ weights, same cache, same plan as the tilelang engine, so `tfdash bench` compare
 launches, nothing else.
 
 Attention is the one launch spelled as such a user spells it rather than as the reference does:
-`scaled_dot_product_attention` in the model dtype over the whole cache with a mask past pos, the
-kv head's group of q heads as its query rows (GQA without copying the cache). The reference's
-spelling scores the cache in f32, which is exact but copies every layer's K and V to f32 each step.
+scores and values as two batched matmuls in the model dtype over the whole cache, masked past pos
+(the kv head's group of q heads as its query rows: GQA without copying the cache), with an f32
+softmax between. The reference's spelling scores the cache in f32, which is exact but copies every
+layer's K and V to f32 each step. The peer is the fastest of the forms `scripts/peer_kernels.py`
+times (ATTENTION_FORMS, HEAD_FORMS, inductor's modes): SDPA with the group as query rows runs
+cuDNN's prefill kernel, many times slower than the two matmuls; SDPA over the q heads with
+`enable_gqa` is about as fast, not faster. Max-autotune fuses the GEMVs into Triton reductions
+slower than cuBLAS's, so the peer takes inductor's default mode.
 """
 
 from __future__ import annotations
@@ -20,10 +25,10 @@ import torch
 
 from tfdash.engine.runtime import GraphRuntime, Runtime
 
-MODE = "max-autotune-no-cudagraphs"  # inductor's autotuned kernels; the graph is ours
+MODE = None  # inductor's default mode (cuBLAS for the GEMVs); no CUDA graphs inside: the graph is ours
 # How the peer may spell its attention and its head (the first of each is the bench's peer; the
 # others are forms a torch user might write instead, which scripts/peer_kernels.py times beside it)
-ATTENTION_FORMS = ("sdpa", "sdpa-heads", "bmm")
+ATTENTION_FORMS = ("bmm", "sdpa", "sdpa-heads")
 HEAD_FORMS = ("f32", "bf16")
 
 
@@ -99,7 +104,7 @@ def compile_step(runtime, mode: str | None = MODE, fullgraph: bool = True, backe
 
 
 class CompiledRuntime(Runtime):
-    """The plan's torch spelling, attention as SDPA, compiled into one function of the whole step.
+    """The plan's torch spelling, attention as two batched matmuls, compiled into one function of the whole step.
     Its state buffers are each their own tensor, as a torch user allocates them: aot_autograd
     refuses a step that writes views of one allocation in different dtypes (the engine's state
     arena), "input mutations on views with different dtypes"."""
@@ -129,7 +134,7 @@ class CompiledRuntime(Runtime):
 
 class CompiledGraphRuntime(CompiledRuntime, GraphRuntime):
     """The compiled step captured into one CUDA graph. The first capture compiles (its time is
-    `compile_s`: inductor's autotuning, then the capture)."""
+    `compile_s`: inductor's compile, then the capture)."""
 
     backend = "torch-compile"
 

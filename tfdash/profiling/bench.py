@@ -38,8 +38,8 @@ share of the measured cold copy bandwidth.
     tilelang-bf16head the lm_head as the bf16 GEMV, not bounded through its int8 copy (TFDASH_LM_HEAD_Q8)
     tilelang[OP:K=V] a GEMV launch-settings variant (--gemv), the sweep behind the GEMV table
     tilelang@N       tilelang-graph with an N-position KV cache (--also-capacity N), against the run-sized one
-    torch-compile    the same plan's torch spelling through torch.compile (inductor, autotuned,
-                     fullgraph), captured whole in one CUDA graph: the strongest PyTorch peer
+    torch-compile    the same plan's torch spelling through torch.compile (inductor's default
+                     mode, fullgraph), captured whole in one CUDA graph: the strongest PyTorch peer
     torch-graph      the same plan in torch ops (cuBLAS GEMVs, KV masked over capacity), one graph
     hf-compile       transformers' static-cache generate with a torch.compile'd forward
 """
