@@ -98,7 +98,7 @@ async def test_the_wide_pane_says_it_too(isolated_config, home_cache, tmp_path):
 
 
 def cpu_run(snap):
-    """`snap` as a CPU run records it: host timing (no gap measured), no datasheet, no NVML."""
+    """`snap` as a CPU run records it: host timing (its step past Σ kernels the host's, no gap), no datasheet, no NVML."""
     why = "NVML not found: libnvidia-ml.so.1 missing (no NVIDIA driver)"
     r = dataclasses.replace(snap.roofline, timing="direct", datasheet_gbps=0.0)
     return dataclasses.replace(snap, meta=dataclasses.replace(snap.meta, device="cpu", gpu=None), roofline=r,
@@ -124,7 +124,7 @@ async def test_at_160x48_with_a_baseline_the_note_keeps_its_indent_and_every_lin
     indent = len(first) - len(first.lstrip())
     assert indent > 1 and len(second) - len(second.lstrip()) == indent, pane[at:at + 3]
     assert f"{first.strip()} {second.strip()}" == NOTE, pane[at:at + 3]
-    for label in ("bytes/step", "baseline", "of datasheet", "n/a  gaps", "n/a: direct timing", "tok/s ceiling"):
+    for label in ("bytes/step", "baseline", "of datasheet", "  host", "between launches: Python", "tok/s ceiling"):
         assert any(label in line for line in pane), (label, pane)
     assert "step ÷ floor" not in "\n".join(pane), pane
 

@@ -85,14 +85,14 @@ async def test_the_roofline_pane_shows_every_line_or_steps_aside_at_every_size(i
 @sync
 async def test_a_cpu_run_over_its_ceiling_with_a_baseline_fits_too(isolated_config, home_cache, tmp_path):
     """The longest the pane gets: a baseline's line, the note under a share over the ceiling (two
-    lines at 47 columns) and host timing's n/a line under its gaps."""
+    lines at 47 columns) and host timing's line under its time between launches."""
     low = write_snapshot(cpu_run(load_snapshot(low_ceiling(tmp_path))), tmp_path / "cpu-low.json")
     other = write_snapshot(cpu_run(load_snapshot(SNAPSHOT)), tmp_path / "other.json")
     app = snapshot_app(low, baseline=other, theme="tfdash-dark")
     sizes = [(w, h) for w in (80, 116, 160) for h in (24, 32, 36, 48)]
     async with app.run_test(size=sizes[0]) as pilot:
         await settle(pilot)
-        await walk(app, pilot, sizes, "577.4 %! of ceiling", NAMED + ("baseline", "probe read low", "n/a: direct"))
+        await walk(app, pilot, sizes, "577.4 %! of ceiling", NAMED + ("baseline", "probe read low", "between launches: Python"))
 
 
 @sync

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 
 import pytest
 import torch
@@ -40,9 +41,14 @@ def test_headless_profile_export(tmp_path, capsys):
                for line in lines)
     assert any("16 new; profiling pauses " in line for line in lines)  # a window paused the decode
     assert any(line.startswith("roofline @ ctx") for line in lines)
-    # CPU timing is direct: no device idle is measured, so no gap is printed as if it were one
+    # CPU timing is direct: no device idle is measured, so the rest of the step is given as the host's
+    # between launches, adding up to the step, never as a gap
     step_line = next(line for line in lines if line.startswith("step ") and "sum of kernels" in line)
-    assert step_line.endswith("(direct timing: no device idle, so no gap)") and "+ gap" not in step_line
+    m = re.match(r"step ([\d.]+) us = sum of kernels ([\d.]+) us \+ ([\d.]+) us on the host between launches "
+                 r"\(direct timing: .*not device idle\)$", step_line)
+    assert m and "+ gap" not in step_line, step_line
+    step, kernels, host = map(float, m.groups())
+    assert kernels > 0 and host >= 0 and abs(kernels + host - step) <= 0.11, step_line
     assert any(line.startswith("NVML: unavailable (") for line in lines)
     # the report ends with the top kernels by measured time, beside their predictions and gap
     head = next(i for i, line in enumerate(lines) if line.startswith("top 10 kernels by measured time"))

@@ -115,9 +115,10 @@ def roofline_lines(snap: ProfileSnapshot) -> list[str]:
     ds = f", {r.pct_datasheet:.1f}% of the {r.datasheet_gbps:.0f} GB/s datasheet" if r.datasheet_gbps else ""
     # a step past its ceiling: the probe read low (the cache file named only where it holds the figure)
     low = ceiling_note(r.pct_ceiling, r.ceiling_source, r.ceiling_gbps)
-    if r.timing == "direct":  # host timing: no device idle was measured, so no gap is printed as one
-        step_line = (f"step {r.measured_step_ns / 1e3:.1f} us, sum of kernels {r.kernel_sum_ns / 1e3:.1f} us "
-                     f"(direct timing: no device idle, so no gap)")
+    if r.timing == "direct":  # host timing: the rest of the step is the host's between launches, not device idle
+        host = (f"{r.gap_ns / 1e3:.1f} us on the host between launches (direct timing: Python, and waits for the "
+                f"GIL while other threads run; not device idle)" if r.gap_ns >= 0 else "no time between launches")
+        step_line = f"step {r.measured_step_ns / 1e3:.1f} us = sum of kernels {r.kernel_sum_ns / 1e3:.1f} us + {host}"
     else:
         step_line = (f"step = sum of kernels {r.kernel_sum_ns / 1e3:.1f} us + gap {r.gap_ns / 1e3:.1f} us "
                      f"(launch ramp, bubbles)")

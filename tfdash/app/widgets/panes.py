@@ -265,12 +265,16 @@ class RooflinePane(VerticalScroll):
             set_content(datasheet, stat(fmt_num(r.pct_datasheet if r.datasheet_gbps else None, 1, " %"),
                                         "of datasheet",
                                         note=fmt_gbps(r.datasheet_gbps) if r.datasheet_gbps else "none known"))
-            # Direct (host) timing has no device idle to measure: its "gap" is timer noise, not data,
-            # and the bar draws none, as the line below says
+            # Direct (host) timing has no device idle to measure: the rest of its step is the host's
+            # between launches (the interpreter, and waits for the GIL while the UI thread draws), which
+            # the line below gives as such and the bar does not draw as a gap
             measured_gap = r.timing != "direct" and r.gap_ns >= 0
             gapbar.set_parts(r.floor_ns, r.kernel_sum_ns - r.floor_ns, r.gap_ns if measured_gap else 0.0)
             if measured_gap:
                 gap = stat(fmt_ns(r.gap_ns), "gaps", note="step − Σ kernels")
+            elif r.timing == "direct" and r.gap_ns >= 0:  # the host's own time, which a CPU user asks after
+                gap = lines(stat(fmt_ns(r.gap_ns), "host", note="step − Σ kernels"),
+                            Content.styled("  between launches: Python, GIL waits", "italic $text-muted"))
             else:
                 why = "direct timing, no device idle" if r.timing == "direct" else "Σ kernels past the step"
                 gap = lines(stat("n/a", "gaps", note="step − Σ kernels"),
