@@ -63,11 +63,13 @@ def test_the_kernel_column_names_the_kernel_or_how_many_and_sorts_by_it(snap):
 
 
 def test_filter_matches_names_families_and_kernels(snap):
-    rows = model.group_rows(snap.kernels, "op")
-    assert {r.label for r in model.filter_rows(rows, "GEMV")} == {"qkv_proj", "o_proj", "gate_up", "down", "lm_head"}
-    assert [r.label for r in model.filter_rows(rows, "gemv_down")] == ["down"]
-    assert model.filter_rows(rows, "   ") == rows
-    assert model.filter_rows(rows, "no-such-thing") == []
+    def labels(text):
+        return {r.label for r in model.table_rows(snap.kernels, "op", model.DEFAULT_SORT, text)}
+
+    assert labels("GEMV") == {"qkv_proj", "o_proj", "gate_up", "down", "lm_head"}
+    assert labels("gemv_down") == {"down"}
+    assert model.filter_launches(snap.kernels, "op", "   ") == list(snap.kernels)
+    assert labels("no-such-thing") == set()
 
 
 def test_throughput_numbers(snap):

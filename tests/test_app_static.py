@@ -193,7 +193,7 @@ async def test_what_is_typed_right_after_slash_goes_into_the_filter_and_esc_clea
         await pilot.pause()
         await burst(app, pilot, "/lm_head\r")
         text = screen_text(app)
-        assert "filter lm_head  1 row · 143 launches" in text and "A/B a plan variant" not in text, text
+        assert "filter lm_head  1 row · 1 of 143 launches" in text and "A/B a plan variant" not in text, text
         await burst(app, pilot, "/\x1b")
         text = screen_text(app)
         assert "filter" not in text.split("╭─ kernels")[1].splitlines()[1] and "8 rows" in text, text

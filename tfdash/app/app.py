@@ -198,20 +198,22 @@ class TfdashApp(MinSizeGuard, LiveRefresh, RunActions, ExportActions, CompareAct
             self.push_screen(HelpScreen())
 
     def open_drill(self, row: TableRow) -> None:
-        """Open a row of the kernel table. A single launch opens its op -- every instance across
-        the layers -- with the cursor on that launch."""
+        """Open a row of the kernel table, under the table's filter (its launches that match). A
+        single launch opens its op -- every instance across the layers, unfiltered -- with the
+        cursor on that launch."""
         from tfdash.app.model import group_rows
         from tfdash.app.screens.drill import DrillScreen
         from tfdash.app.widgets.kernel_table import KernelTable
 
-        group = self.screen.query_one(KernelTable).group if self.screen.query(KernelTable) else "op"
+        table = self.screen.query_one(KernelTable) if self.screen.query(KernelTable) else None
+        group, text = (table.group, table.filter_text) if table is not None else ("op", "")
         current = row.members[0]
         if group == "none" and self.snapshot is not None:
             for op_row in group_rows(self.snapshot.kernels, "op"):
                 if current in op_row.members:
-                    row, group = op_row, "op"
+                    row, group, text = op_row, "op", ""
                     break
-        self.push_screen(DrillScreen(row, group, current=current))
+        self.push_screen(DrillScreen(row, group, current=current, filter_text=text))
 
     def _theme_changed(self, theme) -> None:
         if theme.name == self.config.theme:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from tfdash.app.model import TableRow, fmt_ns, fmt_num
+from tfdash.app.model import TableRow, filter_launches, fmt_ns, fmt_num
 from tfdash.errors import TfdashError
 from tfdash.profiling.diff import DiffRow, align, differences, shown_differences
 from tfdash.profiling.snapshot import KernelRow, ProfileSnapshot
@@ -56,10 +56,12 @@ class Index:
         return self.rows.get(tuple(members))
 
 
-def index(base: Baseline, kernels: Sequence[KernelRow], group: str) -> Index:
-    """Align the shown kernels with the baseline's, grouped as the kernel table is."""
+def index(base: Baseline, kernels: Sequence[KernelRow], group: str, text: str = "") -> Index:
+    """Align the shown kernels with the baseline's, grouped as the kernel table is; under the filter
+    `text`, the launches it keeps on both sides (model.filter_launches), as the table's rows sum them."""
+    mine, theirs = filter_launches(kernels, group, text), filter_launches(base.snapshot.kernels, group, text)
     rows, gone = {}, []
-    for r in align(base.snapshot.kernels, kernels, table_group(group)):
+    for r in align(theirs, mine, table_group(group)):
         if r.b is None:
             gone.append(r)
         else:
@@ -111,11 +113,12 @@ def cells(r: DiffRow | None) -> list[tuple[str, str]]:
 
 
 def baseline_only(base: Baseline, kernels: Sequence[KernelRow], group: str,
-                  members: tuple[int, ...]) -> tuple[DiffRow, ...]:
+                  members: tuple[int, ...], text: str = "") -> tuple[DiffRow, ...]:
     """The launches of the row `members` (grouped as `group`) that only the baseline has: a layer
     row's q/k norm launch the shown plan fused away. The row's Δ counts them (as `tfdash diff`
-    does), so the drill-down names them beside instances whose Δs would not add up to it."""
-    row = index(base, kernels, group).get(members)
+    does), so the drill-down names them beside instances whose Δs would not add up to it. `text`: the
+    filter the row was opened under."""
+    row = index(base, kernels, group, text).get(members)
     if row is None or row.a is None:
         return ()
     theirs = set(row.a.members)
@@ -145,10 +148,11 @@ def step_delta(base: ProfileSnapshot, snap: ProfileSnapshot) -> tuple[float, flo
 
 
 def summary_parts(base: Baseline, kernels: Sequence[KernelRow], group: str,
-                  members: tuple[int, ...]) -> list[list[tuple[str, str]]]:
+                  members: tuple[int, ...], text: str = "") -> list[list[tuple[str, str]]]:
     """The drill-down summary's baseline line: the row's numbers in the baseline, and Δ, as groups
-    of styled parts that wrap_pairs keeps whole ("predicted" beside its value, Δ with its %)."""
-    d = index(base, kernels, group).get(members)
+    of styled parts that wrap_pairs keeps whole ("predicted" beside its value, Δ with its %); `text`:
+    the filter the row was opened under (its launches that match, on both sides)."""
+    d = index(base, kernels, group, text).get(members)
     pairs = [[("baseline ", "$text-muted"), (base.label, "bold")]]
     if d is None or d.a is None:
         return pairs + [[("not in the baseline (added)", "italic $text-warning")]]

@@ -2,7 +2,8 @@
 
     group_rows     the kernel table's rows: one per op, family, layer, or launch
     sort_rows      by any column, unmeasured values last whichever the direction
-    filter_rows    by a case-insensitive substring of the row's names
+    filter_launches  the launches whose names hold every word of the filter (case-insensitive);
+                   the table groups only these, so a filtered row sums only its matching launches
     throughput     tok/s now and over the run, ms/step p50/p99, a downsampled ms/step line
     Everything here is deterministic in the snapshot: no clocks, so a recorded snapshot renders
     the same picture every time.
@@ -68,7 +69,6 @@ class TableRow:
     bound: str
     families: tuple[str, ...]
     kernels: tuple[str, ...]
-    roles: tuple[str, ...]
     meas_bytes: int | None = None  # DRAM bytes (read + written) of the members with counters
     meas_count: int = 0  # how many members have counters
     p90: float | None = None  # sum of members' measured p90 (None unless every member has one)
@@ -94,9 +94,6 @@ class TableRow:
     def kernel(self) -> str:
         """The kernel the row's launches run, or how many kernels where they run several."""
         return self.kernels[0] if len(self.kernels) == 1 else f"{len(self.kernels)} kernels"
-
-    def haystack(self) -> str:
-        return " ".join((self.label, *self.families, *self.kernels, *self.roles)).lower()
 
 
 def group_key(row: KernelRow, group: str) -> tuple[str, str]:
@@ -135,7 +132,6 @@ def make_row(key: str, label: str, members: Sequence[KernelRow]) -> TableRow:
         bound=_majority(m.bound_by for m in members),
         families=tuple(dict.fromkeys(m.family for m in members)),
         kernels=tuple(dict.fromkeys(m.kernel for m in members)),
-        roles=tuple(m.role for m in members) if len(members) <= 4 else (),
         meas_bytes=sum(got) if got else None,
         meas_count=len(got),
         p90=None if any(v is None for v in p90s) else float(sum(p90s)),
@@ -166,15 +162,25 @@ def sort_rows(rows: Sequence[TableRow], key: str, descending: bool) -> list[Tabl
     return present + missing
 
 
-def filter_rows(rows: Sequence[TableRow], text: str) -> list[TableRow]:
+def launch_names(k: KernelRow, group: str) -> str:
+    """What a filter reads of a launch: its group's label in `group` (L3, outside layers, its op or
+    family), its role, family and kernel, lower-cased."""
+    return " ".join((group_key(k, group)[1], k.role, k.family, k.kernel)).lower()
+
+
+def filter_launches(kernels: Sequence[KernelRow], group: str, text: str) -> list[KernelRow]:
+    """The launches whose names (launch_names) hold every word of `text`. Matched launch by launch,
+    not row by row: a layer row holds the embed, lm_head and argmax together, and filtered for
+    "lm_head" it must sum the lm_head alone, not the three."""
     words = text.lower().split()
     if not words:
-        return list(rows)
-    return [r for r in rows if all(w in r.haystack() for w in words)]
+        return list(kernels)
+    return [k for k in kernels if all(w in launch_names(k, group) for w in words)]
 
 
 def table_rows(kernels: Sequence[KernelRow], group: str, sort: tuple[str, bool], text: str) -> list[TableRow]:
-    return sort_rows(filter_rows(group_rows(kernels, group), text), *sort)
+    """The table's rows: the launches the filter keeps, grouped (a group with none has no row), sorted."""
+    return sort_rows(group_rows(filter_launches(kernels, group, text), group), *sort)
 
 
 # -- throughput ------------------------------------------------------------------------------

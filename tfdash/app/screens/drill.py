@@ -25,7 +25,7 @@ from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
 from tfdash.app import baseline as basemod, bindings, drill_model
 from tfdash.app.layout import SHORT_H, FitsBeforeDraw, wrap_pairs
-from tfdash.app.model import TableRow, fmt_gap, fmt_ns, fmt_num, gap_level, make_row
+from tfdash.app.model import TableRow, fmt_gap, fmt_ns, fmt_num, gap_level, group_key, make_row
 from tfdash.app.screens.drill_code import CodeTabs
 from tfdash.app.screens.drill_counters import CountersTab
 from tfdash.app.screens.drill_tables import DrillTables
@@ -41,14 +41,19 @@ from tfdash.textsafe import KEEP_LAYOUT, visible_content
 
 DRILL_NARROW_W = 140  # below this the instances, operands and sweep panes do not fit side by side
 
-def summary_pairs(r: TableRow, group: str) -> list[list[tuple[str, str]]]:
-    """The summary's label-value pairs: the row, its family and kernel, its times and share."""
+def summary_pairs(r: TableRow, group: str, filter_text: str = "", whole: int = 0) -> list[list[tuple[str, str]]]:
+    """The summary's label-value pairs: the row, its family and kernel, its times and share. `whole`:
+    the launches of the row's group, unfiltered; a row opened under a filter that left some out holds
+    only those that match, and the summary says how many of the group's and which filter."""
     head = [(r.label, "bold $text-primary"), (f"  {group}", "$text-muted")]
     fam = [("family ", "$text-muted"), (", ".join(r.families), "bold")]
     if group == "family":  # "family attention", not "attention  family  family attention"
         head, fam = [("family ", "$text-muted"), (r.label, "bold $text-primary")], []
-    pairs = [head, *([fam] if fam else []), [("kernel ", "$text-muted"), (", ".join(r.kernels), "bold")],
-             [(f"{r.count} launch{'es' if r.count != 1 else ''}/step", "$text-muted")],
+    count = [(f"{r.count} launch{'es' if r.count != 1 else ''}/step", "$text-muted")]
+    if filter_text.split() and whole > r.count:  # a part of the group: which part
+        count = [(f"{r.count} of {whole} launches/step", "$text-muted"), ("  matching ", "$text-muted"),
+                 (filter_text, "bold $text-warning")]
+    pairs = [head, *([fam] if fam else []), [("kernel ", "$text-muted"), (", ".join(r.kernels), "bold")], count,
              [("predicted ", "$text-muted"), (fmt_ns(r.predicted), "bold")],
              [("measured ", "$text-muted"), (fmt_ns(r.measured), "bold")]]
     if r.gap is not None:
@@ -100,10 +105,11 @@ class DrillScreen(FitsBeforeDraw, DrillTables, CodeTabs, MarginalTab, CountersTa
     BINDINGS = bindings.DRILL
     AUTO_FOCUS = "#instances-table"
 
-    def __init__(self, row: TableRow, group: str, current: int | None = None) -> None:
+    def __init__(self, row: TableRow, group: str, current: int | None = None, filter_text: str = "") -> None:
         super().__init__()
         self.row = row
         self.group = group
+        self.filter_text = filter_text  # the kernel table's: the row holds only its launches that match
         self.current: int = current if current in row.members else row.members[0]
         self._tl_cache: dict[str, str] = {}
         self._cuda_cache: dict[tuple, str] = {}
@@ -219,12 +225,14 @@ class DrillScreen(FitsBeforeDraw, DrillTables, CodeTabs, MarginalTab, CountersTa
 
     def _summary(self, snap: ProfileSnapshot) -> None:
         r = self.row
-        pairs = summary_pairs(r, self.group)
+        whole = sum(1 for k in snap.kernels if group_key(k, self.group)[0] == r.key)  # the group unfiltered
+        pairs = summary_pairs(r, self.group, self.filter_text, whole)
         width = max(20, self.size.width - 2)  # its padding
         content = wrap_pairs(pairs, width)
         base = getattr(self.app, "baseline", None)
         if base is not None:
-            line = wrap_pairs(basemod.summary_parts(base, snap.kernels, self.group, r.members), width)
+            line = wrap_pairs(basemod.summary_parts(base, snap.kernels, self.group, r.members, self.filter_text),
+                              width)
             content = Content.assemble(content, "\n", line)
         show_counted(self.query_one("#drill-summary", Static), content, width)
 

@@ -76,7 +76,7 @@ class DrillTables:
             columns += basemod.COLUMNS[:2]  # baseline, Δ
         columns = tuple((key, Text(label, justify="left" if key == "role" else "right")) for key, label in columns)
         rows = [instance_cells(k, against, self.app.theme_variables) for k in members]
-        gone = basemod.baseline_only(base, snap.kernels, self.group, self.row.members) \
+        gone = basemod.baseline_only(base, snap.kernels, self.group, self.row.members, self.filter_text) \
             if against is not None else ()
         self._instance_rows = (columns, rows, [str(k.index) for k in members],
                                INSTANCE_PRIORITY if against is None else INSTANCE_PRIORITY_VS, gone)

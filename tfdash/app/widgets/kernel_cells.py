@@ -219,9 +219,10 @@ def caption(group: str, sort: tuple[str, bool], filter_text: str, rows: list, ke
             baseline, unavailable: str, timing: Forms = "", width: int = 10_000) -> Content:
     """The line above the table: grouping, sort, filter, counts, the baseline, what is missing,
     and how the measured columns were timed (timing_label). The line is one row high, so it is
-    built to fit `width`: each part after the counts takes the first of its wordings that fits
-    what is left (a file name by its tail), or is left out with its separator: no "vs" or "·"
-    is left dangling at the edge, nor a part wrapped out of sight."""
+    built to fit `width`: each part after the row count (under a filter, first how many launches the
+    rows sum) takes the first of its wordings that fits what is left (a file name by its tail), or
+    is left out with its separator: no "vs" or "·" is left dangling at the edge, nor a part wrapped
+    out of sight."""
     key, desc = sort
     header = dict(COLUMNS + basemod.COLUMNS)[key] if key != "label" else GROUP_LABEL[group]
     measured = sum(1 for k in kernels if k.measured_p50_ns is not None)
@@ -230,19 +231,24 @@ def caption(group: str, sort: tuple[str, bool], filter_text: str, rows: list, ke
     if filter_text:
         parts += [("  filter ", "$text-muted"), (filter_text, "bold $text-warning")]
     counts = f"{len(rows)} row{'' if len(rows) == 1 else 's'}"
-    parts += [("  ", ""), (f"{counts} · {len(kernels)} launches", "$text-muted")]
+    parts.append(("  ", ""))
 
     def add(*wordings: list[Part]) -> None:
         parts.extend(first_fit(wordings, width - span(parts)))
 
-    if filter_text and not rows and kernels:  # the table is empty: why, before anything else, in what fits
+    empty = bool(filter_text and not rows and kernels)  # the hint below says why, in the room "0 of N" would take
+    if filter_text.split() and not empty:  # the rows sum only the launches that match (model.filter_launches)
+        of = f"{counts} · {sum(r.count for r in rows)} of {len(kernels)} launches"
+        parts.extend(first_fit([[(of + " match", "$text-muted")], [(of, "$text-muted")]], width - span(parts))
+                     or [(counts, "$text-muted")])
+    else:
+        parts.append((counts if empty else f"{counts} · {len(kernels)} launches", "$text-muted"))
+
+    if empty:  # the table is empty: why, before anything else, in what fits
         no = [("  · no ", "$text-warning"), (GROUP_LABEL[group], "$text-warning")]
-        hints = (no + [(" row's names hold every word of the filter (/ edits it, esc in it clears)", "$text-warning")],
-                 no + [(" row's names hold every word of the filter", "$text-warning")],
-                 no + [(" row matches", "$text-warning")], [("  · no match", "$text-warning")])
-        if not first_fit(hints[:-1], width - span(parts)):  # at 80 columns: the launches' count makes room
-            parts[-1] = (counts, "$text-muted")
-        add(*hints)
+        names = [("  · no launch's names hold every word of the filter", "$text-warning")]  # matched launch by launch
+        add(names + [(" (/ edits it, esc in it clears)", "$text-warning")], names,
+            no + [(" row matches", "$text-warning")], [("  · no match", "$text-warning")])
 
     if against is not None:
         name = tail(baseline.label, width - span(parts) - 5)  # 5: "  vs "

@@ -221,7 +221,7 @@ class KernelTable(Vertical):
         had_rows = t.row_count > 0
         self.rows = table_rows(self.kernels, self.group, self.sort if key in SORT_KEYS else DEFAULT_SORT,
                                self.filter_text)
-        self.against = basemod.index(base, self.kernels, self.group) if base is not None else None
+        self.against = basemod.index(base, self.kernels, self.group, self.filter_text) if base is not None else None
         if self.against is not None and key in basemod.SORT_KEYS:
             self.rows = basemod.sort_rows(self.rows, self.against, key, desc)
         t.clear(columns=True)
