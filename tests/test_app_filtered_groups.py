@@ -137,3 +137,43 @@ async def test_against_a_baseline_a_filtered_rows_delta_is_its_matching_launches
         mine, theirs = by_role(b, f"{row[0]}.qkv_proj"), by_role(a, f"{row[0]}.qkv_proj")
         d = mine.measured_p50_ns - theirs.measured_p50_ns
         assert row[1] == "1" and row[-3:-1] == [fmt_ns(theirs.measured_p50_ns), ("+" if d > 0 else "") + fmt_ns(d)], row
+
+
+def caption_of(app) -> str:
+    return str(app.screen.query_one("#operands-caption").render())
+
+
+@sync
+async def test_a_layers_drill_down_names_the_launch_whose_dims_it_shows(isolated_config, snap):
+    """A layer's launches have dims of their own: the cost-by-operand caption sums the bytes of all
+    five, and the dims under it are one launch's, the one under the cursor, named (they were the
+    first launch's, unnamed, under the layer's Σ); ↓ moves to the next launch and its dims."""
+    from tfdash.app import drill_model
+
+    plan = drill_model.plan_of(snap)
+    qkv, att = (next(la for la in plan.launches if la.role == role) for role in ("L5.qkv_proj", "L5.attention"))
+    assert qkv.dims != att.dims
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("g", "g", "slash", *"L5", "enter", "enter")
+        await settle(pilot)
+        first = caption_of(app)
+        await pilot.press("down")
+        await settle(pilot)
+        second = caption_of(app)
+    n = f"N={qkv.dims['N']} K={qkv.dims['K']}"
+    assert " over 5 launches" in first and f"launch L5.qkv_proj: {n}" in first, first
+    assert "launch L5.attention: " in second and n not in second, second
+
+
+@sync
+async def test_an_ops_drill_down_shows_its_launches_shared_dims_unnamed(isolated_config):
+    """An op's launches share their dims: the caption shows them as the row's, as before."""
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")  # gate_up, every layer
+        await settle(pilot)
+        text = caption_of(app)
+    assert "launch L0" not in text and "over 28 launches" not in text and "N=" in text, text

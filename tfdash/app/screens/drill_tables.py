@@ -1,5 +1,6 @@
 """The drill-down's two tables: the row's instances (every launch, predicted vs measured, and the
-baseline's time and Δ), and the current launch's cost by operand.
+baseline's time and Δ), and the row's cost by operand (summed over its launches) under the current
+launch's dims and grid (named where the row's launches differ in them).
 
 Each shows the columns that fit its pane whole (layout.fill_whole). What they hold is kept, and
 they are filled once a layout has given them their width, before that frame is drawn
@@ -112,10 +113,15 @@ class DrillTables:
         launch = plan.launches[self.current]
         dims = " ".join(f"{k}={v}" for k, v in launch.dims.items() if k not in ("dtype", "eps"))
         geometry = drill_model.geometry_text(launch, ctx) if snap.meta.backend.startswith("tilelang") else None
+        # A row whose launches differ in dims (a layer, a family): the Σ is theirs, the dims and grid
+        # are one launch's (the current one), so the caption names it; an op's launches share them.
+        mixed = any(plan.launches[i].dims != launch.dims for i in self.row.members)
+        n = len(self.row.members)
         caption.update(visible_content(Content.assemble(
             ("at ctx_len ", "$text-muted"), (f"{ctx:,}", "bold"), ("  Σ ", "$text-muted"),
-            (fmt_bytes(total), "bold"), ("\n", ""), (dims, "$text-muted"),
-            *((("\n", ""), (geometry, "")) if geometry else ())), KEEP_LAYOUT))
+            (fmt_bytes(total), "bold"), (f" over {n} launches" if mixed else "", "$text-muted"), ("\n", ""),
+            *((("launch ", "$text-muted"), (launch.role, "bold"), (": " if dims else "", "$text-muted")) if mixed else ()),
+            (dims, "$text-muted"), *((("\n", ""), (geometry, "")) if geometry else ())), KEEP_LAYOUT))
         self._operand_rows = [
             [Text(visible(o.role), style="bold"), Text(KIND_SHORT.get(o.kind, o.kind)),
              Text(fmt_bytes(o.read) if o.read else "—", justify="right"),
