@@ -282,6 +282,48 @@ def test_a_variant_a_torch_engine_would_run_unchanged_is_refused_there(model):
     assert refusal(ab.VARIANTS["tilelang-ringevents"], "torch-graph", dict(base.meta["options"])).short == "no-op"
 
 
+RINGCOPY_ON_CPU = ("tilelang-ringcopy (ring_in_graph=False) sets how a CUDA step's token reaches the host; this "
+                   "engine is torch-eager on the CPU, which stores each token itself either way")
+
+
+def test_a_variant_that_only_moves_a_cuda_token_is_refused_on_the_cpu():
+    """`--ab tilelang-ringcopy` on torch-eager on the CPU ran its windows and gave a verdict of noise.
+    ring_in_graph sets how a CUDA step's token reaches the host (the argmax stores it through the
+    pinned ring's device address, or it is copied after the step); a CPU runtime stores each token
+    into the ring the host reads itself, whatever the plan, and the plan's ring is another tensor.
+    Refused on the CPU, by build too; CUDA's torch engines still try it, where the two ways differ."""
+    from tfdash.profiling.variants import refusal
+
+    eng = micro_engine(capacity=128)
+    rt, v = eng.runtime, ab.VARIANTS["tilelang-ringcopy"]
+    options = dict(rt.plan.meta["options"])
+    assert options["ring_in_graph"] and rt.ring.data_ptr() != rt.bufs["ring"].data_ptr()  # not the ring read
+    why = refusal(v, "torch-eager", options, device="cpu")
+    assert why == ("no-op", RINGCOPY_ON_CPU)
+    with pytest.raises(TfdashError) as e:
+        ab.build(rt, v)
+    assert str(e.value) == RINGCOPY_ON_CPU
+    assert all(refusal(v, b, options, device="cuda") is None for b in ("torch-eager", "torch-graph", "tilelang-graph"))
+    assert refusal(v, "torch-eager", options) is None  # a device not known is not the CPU
+    assert refusal(ab.VARIANTS["tilelang-unfused"], "torch-eager", options, device="cpu") is None
+
+
+def test_headless_ab_a_cpu_no_op_is_one_line_before_any_weight(capsys, monkeypatch):
+    """`tfdash --headless --ab tilelang-ringcopy` on the CPU loaded the weights, ran the generation and
+    12 windows. The engine's refusal is known from the arguments: one line, exit 2, no weight loaded."""
+    from tfdash.cli import main
+    from tfdash.engine import weights
+
+    def loaded(*a, **kw):
+        raise AssertionError("weights were loaded")
+
+    monkeypatch.setattr(weights, "load_weights", loaded)
+    rc = main(["--headless", "--device", "cpu", "--threads", "1", "--max-new-tokens", "8", "--ab", "tilelang-ringcopy"])
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == ""
+    assert err.splitlines() == [f"tfdash: error: --ab {RINGCOPY_ON_CPU}"]
+
+
 def test_gemv_specs_and_bench_names_resolve():
     v = ab.resolve("down:seg=8,blocks_per_sm=1")
     assert v.name == "tilelang[down:seg=8,blocks_per_sm=1]" and v.options == {"gemv_overrides": {

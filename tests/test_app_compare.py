@@ -533,6 +533,42 @@ async def test_escape_cancels_the_ab_and_errors_are_one_line(isolated_config, ti
     assert app.return_value.ab[0]["incomplete"] == "cancelled"  # kept, like any measurement
 
 
+@sync
+@pytest.mark.usefixtures("one_torch_thread", "short_windows")
+async def test_a_variant_that_cannot_differ_on_the_cpu_is_a_toast_and_starts_nothing(isolated_config, tiny_engine):
+    """tilelang-ringcopy on the CPU's torch-eager ran its 12 windows and showed a difference of noise:
+    ring_in_graph only sets how a CUDA step's token reaches the host, and a CPU runtime stores each
+    token itself. Its row says no-op before it is picked; ⏎ on it is a toast naming it and why, and
+    no window runs."""
+    from test_app_fit import toast_lines
+
+    from tfdash.profiling.ab import VARIANTS
+
+    messages = []
+    app = tiny_app(tiny_engine, 24)
+    async with app.run_test(size=SIZE, message_hook=messages.append, notifications=True) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None and app.state == "done", what="the generation's end")
+        app.clear_notifications()
+        await pilot.press("a")
+        await settle(pilot)
+        table = app.screen.query_one("#ab-variants")
+        await pilot.press("ctrl+end", *["up"] * (len(VARIANTS) - 1 - list(VARIANTS).index("tilelang-ringcopy")))
+        assert rows(table)[table.cursor_row] == ["tilelang-ringcopy", "ring_in_graph=False · no-op"]
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: once(messages, ABMeasured), what="the refusal")
+        [m] = once(messages, ABMeasured)
+        assert m.result["unavailable"] == (
+            "tilelang-ringcopy (ring_in_graph=False) sets how a CUDA step's token reaches the host; this engine is "
+            "torch-eager on the CPU, which stores each token itself either way")
+        await settle(pilot)
+        toast = " ".join(toast_lines(app))
+        assert toast.startswith("A/B tilelang-ringcopy: tilelang-ringcopy (ring_in_graph=False)") and "CPU" in toast
+        assert [p.progress.phase for p in once(messages, ABProgressed)] == ["building"]
+        assert app.snapshot.ab == ()
+        await pilot.press("escape", "q")
+        await wait_for(pilot, lambda: not app.is_running, timeout=30, what="the app to exit")
+
+
 # -- the A/B screen on a saved snapshot ----------------------------------------------------------
 def recorded_ab() -> dict:
     """What the live A/B of fused_rope=False would record on the fixture's run (synthetic turns;

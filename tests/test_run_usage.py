@@ -64,7 +64,7 @@ def test_a_missing_checkpoint_is_no_usage_mistake(capsys):
 @pytest.mark.parametrize("argv, said", [
     (["--ckpt", "/nonexistent"], "checkpoint directory /nonexistent does not exist"),
     (["--max-new-tokens", "99999"], "past max_position_embeddings=8192"),
-    (["--ab", "tilelang-nopdl"], "is a tilelang-graph launch setting"),  # refused once the engine is loaded
+    (["--ab", "tilelang-nopdl"], "is a tilelang-graph launch setting"),  # refused before any weight is loaded
 ])
 def test_a_mistake_with_stdout_piped_is_one_line(argv, said):
     """`tfdash ... > out.txt` runs headless, and said so first: a bad argument then gave two lines on

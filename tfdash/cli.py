@@ -102,22 +102,23 @@ def run_headless(args, note: str | None = None) -> int:
         check_save_beside_export(args.save, getattr(args, "export", None))  # neither its folder nor one of its files
     variant = None
     if getattr(args, "ab", None) is not None:  # a typo in the variant is one line now, not after the generation
-        from tfdash.profiling.ab import check_shape, resolve
+        from tfdash.profiling.ab import check_variant, resolve
 
         with as_usage("tfdash"):  # said as the parser says its own mistakes, as bench says --gemv's
             variant = resolve(args.ab)
-        check_shape(variant, args)  # a GEMV setting past its weight's shape (UsageError): before the engine is loaded
+        check_variant(variant, args)  # past its weight's shape, or refused by a torch engine: before any weight
     from tfdash.engine.loading import LoadingBar
 
     with LoadingBar() as loading:  # on a terminal: a large model's weights take a minute or more
         eng = load_engine(ckpt=args.ckpt, model=args.model, device=args.device, dtype=args.dtype,
                           backend=args.backend, prompt=args.prompt, max_new_tokens=max_new, seed=args.seed,
                           threads=getattr(args, "threads", None), loading=loading)
-    if variant is not None:  # one this engine refuses (another backend's setting, the plan running) too
+    if variant is not None:  # the tilelang engine's refusal (the plan running), or its torch-graph fallback's
         from tfdash.profiling.variants import refusal
 
         rt = eng.runtime
-        why = refusal(variant, rt.backend, dict(rt.plan.meta.get("options") or {}), getattr(rt, "pdl", None))
+        why = refusal(variant, rt.backend, dict(rt.plan.meta.get("options") or {}), getattr(rt, "pdl", None),
+                      rt.device.type)
         if why:
             raise TfdashError(f"--ab {why.line}")
         from tfdash.profiling.ab import check_cache, variant_plan

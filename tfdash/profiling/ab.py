@@ -77,22 +77,28 @@ def resolve(name: str, flag: str = "--ab") -> Variant:
     raise TfdashError(f"no plan variant {name!r} (known: {', '.join(VARIANTS)}, or a GEMV spec OP:KEY=V)")
 
 
-def check_shape(v: Variant, args) -> None:
-    """A GEMV setting of `v` past its weight's shape on the model the command line `args` asks for
-    is a mistake of --ab: said in one line naming its value, as the parser says its own mistakes
-    (UsageError, as bench says --gemv's), before any weight is loaded and before the engine's own
-    refusal of the variant (a torch engine refuses every GEMV setting, which would hide that this
-    one fits no engine). The model's own errors (a checkpoint without config.json) stay its own."""
+def check_variant(v: Variant, args) -> None:
+    """What is wrong with `--ab` `v` on the engine the command line `args` asks for, said before any
+    weight is loaded. First a GEMV setting of `v` past its weight's shape: a mistake of --ab, said in
+    one line naming its value, as the parser says its own mistakes (UsageError, as bench says
+    --gemv's), and before the engine's refusal (a torch engine refuses every GEMV setting, which
+    would hide that this one fits no engine). Then a torch engine's refusal (`refusal`, TfdashError):
+    a variant it cannot run or that cannot differ there. A tilelang engine's is said once it is
+    loaded: it may yet fall back to the torch-graph peer, and its PDL is the runtime's. The model's
+    own errors (a checkpoint without config.json) stay its own."""
     from tfdash.engine import choose_engine, plan_for
 
-    if "gemv_overrides" not in v.options:
-        return
     choice = choose_engine(args.ckpt, args.model, args.device, args.dtype, args.backend, args.seed)
-    plan = plan_for(choice.config, choice.dtype, 64, choice.backend)  # the GEMVs' shapes need no real capacity
-    try:
-        variant_plan(plan, v)
-    except TfdashError as e:
-        raise UsageError(f"--ab {args.ab.strip()!r}: {e}", "tfdash") from None
+    plan = plan_for(choice.config, choice.dtype, 64, choice.backend)  # shapes and options need no real capacity
+    if "gemv_overrides" in v.options:
+        try:
+            variant_plan(plan, v)
+        except TfdashError as e:
+            raise UsageError(f"--ab {args.ab.strip()!r}: {e}", "tfdash") from None
+    if choice.backend != "tilelang-graph":
+        why = refusal(v, choice.backend, dict(plan.meta["options"]), device=choice.device.partition(":")[0])
+        if why:
+            raise TfdashError(f"--ab {why.line}")
 
 
 def check_cache(name: str, plan) -> None:
@@ -120,7 +126,7 @@ def build(runtime, v: Variant, progress=None):
     from tfdash.engine.runtime import STEP_STATE
 
     pdl = getattr(runtime, "pdl", None)
-    why = refusal(v, runtime.backend, dict(runtime.plan.meta.get("options") or {}), pdl)
+    why = refusal(v, runtime.backend, dict(runtime.plan.meta.get("options") or {}), pdl, runtime.device.type)
     if why:
         raise TfdashError(why.line)
     plan, _ = variant_plan(runtime.plan, v)

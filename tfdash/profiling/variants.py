@@ -111,6 +111,10 @@ def variant_options(running: dict, v: Variant) -> dict:
 # option sets how a tilelang kernel launches (or, ring_stamps, what only the tilelang argmax stores:
 # the torch spelling has no clock and leaves ring_ns), which a torch engine never sees
 TORCH_VISIBLE = frozenset({"fused_rope", "gate_up_silu", "ring_in_graph", "lm_head_q8"})
+# Of those, the ones that change only how a CUDA step's token reaches the host: a CPU runtime stores
+# each token into its own ring after the step whatever the plan (token_ring.TokenRing.enqueue), so on
+# the CPU the argmax's store into the plan's ring is one element nobody reads
+CUDA_ONLY = frozenset({"ring_in_graph"})
 
 
 class Refusal(NamedTuple):
@@ -120,16 +124,22 @@ class Refusal(NamedTuple):
     line: str  # the whole line, the variant named: what an A/B of it answers
 
 
-def refusal(v: Variant, backend: str, options: dict | None = None, pdl: bool | None = None) -> Refusal | None:
-    """Why an engine of `backend`, running the plan built with `options` (and, on tilelang-graph,
-    launched with PDL `pdl`), cannot A/B `v`: decided from these alone, so the A/B screen marks the
-    variants it would refuse before one is picked, and `build` refuses by the same rule. None where
-    it can try (building may still refuse: a plan the tilelang engine cannot compile, a state it
-    cannot share); `options` or `pdl` None (unknown) is never the running plan's."""
+def refusal(v: Variant, backend: str, options: dict | None = None, pdl: bool | None = None,
+            device: str | None = None) -> Refusal | None:
+    """Why an engine of `backend` on `device` ("cpu", "cuda"), running the plan built with `options`
+    (and, on tilelang-graph, launched with PDL `pdl`), cannot A/B `v`: decided from these alone, so
+    the A/B screen marks the variants it would refuse before one is picked, `--ab` on a torch engine
+    refuses before any weight is loaded, and `build` refuses by the same rule. None where it can try
+    (building may still refuse: a plan the tilelang engine cannot compile, a state it cannot share);
+    `options` or `pdl` None (unknown) is never the running plan's, and `device` None never the CPU."""
     if v.runtime and backend != "tilelang-graph":
         return Refusal("tilelang-graph only",
                        f"{v.name} ({v.about}) is a tilelang-graph launch setting; this engine is {backend}")
-    if backend != "tilelang-graph" and not set(v.options) & TORCH_VISIBLE:
+    seen = TORCH_VISIBLE - CUDA_ONLY if device == "cpu" else TORCH_VISIBLE
+    if backend != "tilelang-graph" and not set(v.options) & seen:
+        if set(v.options) & TORCH_VISIBLE:  # a CUDA-only option, on the CPU
+            return Refusal("no-op", f"{v.name} ({v.about}) sets how a CUDA step's token reaches the host; this "
+                           f"engine is {backend} on the CPU, which stores each token itself either way")
         return Refusal("no-op", f"{v.name} ({v.about}) sets how the tilelang kernels launch; this "
                        f"engine is {backend}, whose two sides would run the same torch ops")
     if options is not None and variant_options(options, v) == options and v.runtime.get("pdl", pdl) == pdl:

@@ -48,10 +48,11 @@ from tfdash.textsafe import visible
 
 def variant_rows(meta=None) -> list[tuple[str, str, Refusal | None]]:
     """Each variant as `tfdash bench` names it, what it changes, and why this engine would refuse
-    it (the A/B's own rule, from the snapshot's backend and plan options; None without a snapshot)."""
+    it (the A/B's own rule, from the snapshot's backend, plan options and device; None without a snapshot)."""
     from tfdash.profiling.ab import VARIANTS
 
-    return [(v.name, v.about, refusal(v, meta.backend, meta.plan_options) if meta is not None else None)
+    return [(v.name, v.about, refusal(v, meta.backend, meta.plan_options, device=meta.device)
+             if meta is not None else None)
             for v in VARIANTS.values()]
 
 
