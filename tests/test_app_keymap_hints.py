@@ -385,3 +385,65 @@ def test_every_tooltips_key_placeholder_names_a_binding():
     assert placeholders, "no tooltip names another binding's key: this test checks nothing"
     for b in every:
         assert "{" not in bindings.tooltip(None, b), b.id
+
+
+def boxed(app, title: str) -> bool:
+    """Whether a dialog whose top border carries `title` is on the screen."""
+    return any("╭" in line and title in line for line in screen_text(app).splitlines())
+
+
+@sync
+async def test_a_remap_onto_a_key_a_dialogs_table_holds_is_left_out(isolated_config, tmp_path, monkeypatch):
+    """help.close on down never closed the help, picker.close on ctrl+end never closed the picker,
+    drill.back on ctrl+home never left the drill-down, ab.close on up never closed the A/B: the
+    focused table's cursor keys answer first there, as the kernel table's do on the dashboard (pause
+    on ctrl+end never paused). Each such remap is left out with a toast naming the table and the key
+    its binding keeps, and that key still closes. A priority binding answers before the table (the
+    drill-down's tabs swapped onto ←→ still switch), and the timeline, whose keys no table takes, binds
+    ctrl+home."""
+    import shutil
+
+    from textual.widgets import TabbedContent
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("a.json", "b.json"):  # the picker lists them: its table has the focus
+        shutil.copy(SNAPSHOT, tmp_path / name)
+    remap(isolated_config, {"help.close": "down", "picker.close": "ctrl+end", "drill.back": "ctrl+home",
+                            "ab.close": "up", "pause": "ctrl+end", "timeline.fit": "ctrl+home",
+                            "drill.tab.prev": "right", "drill.tab.next": "left"})
+    app = TfdashApp(LiveStandIn(), theme="tfdash-dark", tilelang_source=lambda f: f"def {f}():\n    ...\n")
+    said = toasts_of(app)
+    messages = []
+    titles = {}
+    async with app.run_test(size=(160, 48), message_hook=messages.append) as pilot:
+        await settle(pilot)
+        for opener, key, title in ((["question_mark"], "down", "keys"), (["b"], "ctrl+end", "baseline snapshot"),
+                                   (["a"], "up", "A/B a plan variant")):
+            await pilot.press(*opener)
+            await settle(pilot)
+            await pilot.press(key)  # the table's: the dialog stays
+            await settle(pilot)
+            stays = boxed(app, title)
+            await pilot.press("escape")  # the key the binding keeps
+            await settle(pilot)
+            titles[title] = (stays, boxed(app, title))
+        await pilot.press("enter")  # the drill-down of the kernel table's first row
+        await settle(pilot)
+        await pilot.press("left")  # drill.tab.next, a priority binding: the next tab
+        await settle(pilot)
+        await pilot.press("ctrl+home")  # the instances table's: the drill-down stays
+        await settle(pilot)
+        drill = screen_text(app)
+        await pilot.press("escape")
+        await settle(pilot)
+        back = screen_text(app)
+    toasts = " | ".join(said)
+    assert titles == {"keys": (True, False), "baseline snapshot": (True, False), "A/B a plan variant": (True, False)}
+    for bid, table, key in (("help.close", "the help's table", "down"), ("picker.close", "the snapshot list", "ctrl+end"),
+                            ("ab.close", "the variants table", "up"), ("drill.back", "the instances table", "ctrl+home"),
+                            ("pause", "the kernel table", "ctrl+end")):
+        assert f"{bid} and {table}'s cursor key are both on {key!r}: {bid} stays on " in toasts, (bid, toasts)
+    assert toasts.count("pause and") == 1, toasts  # once, though the drill-down's table takes it too
+    assert "timeline.fit" not in toasts and "drill.tab" not in toasts, toasts
+    assert [m.pane.id for m in messages if isinstance(m, TabbedContent.TabActivated)][-1:] == ["cuda"]
+    assert "instances" in drill and "instances" not in back, back

@@ -143,8 +143,8 @@ HELP = [
 # Keys Textual binds itself, which a remap must not take. On the node that holds it (the app: the
 # palette's ^p, Textual's own quit) Textual drops its binding for the remapped one, so profile on ^p
 # left no way to open the palette; elsewhere its binding answers first (the screen's tab moves the
-# focus, the focused kernel table's arrows move its cursor), and the remapped key did nothing. Their
-# ids start "textual.": no keymap moves them, and keymap_problems names them by their description.
+# focus, a focused table's arrows move its cursor), and the remapped key did nothing. Their ids start
+# "textual.": no keymap moves them, and keymap_problems names them by their description.
 TEXTUAL_APP = [
     Binding("ctrl+p", "command_palette", "Textual's command palette", id="textual.palette"),
     Binding("ctrl+q", "quit", "Textual's quit", id="textual.quit"),
@@ -153,20 +153,34 @@ TEXTUAL_SCREEN = [  # a screen's focus keys; a dialog binds its own (the A/B's t
     Binding("tab", "app.focus_next", "Textual's next-focus key", id="textual.focus_next"),
     Binding("shift+tab", "app.focus_previous", "Textual's previous-focus key", id="textual.focus_previous"),
 ]
-TEXTUAL_TABLE = [  # the kernel table's cursor (a DataTable: RowList), focused on the dashboard
-    Binding(key, action, "the kernel table's cursor key", id=f"textual.table.{key}")
-    for key, action in (("up", "cursor_up"), ("down", "cursor_down"), ("left", "cursor_left"),
-                        ("right", "cursor_right"), ("pageup", "page_up"), ("pagedown", "page_down"),
-                        ("home", "scroll_top"), ("end", "scroll_bottom"))
-]
+# A focused DataTable's cursor keys (home and end: a RowList's first and last row, the help's sideways
+# scroll). A priority binding answers before them (config.FOCUSED: the drill-down's ←→ tabs, the
+# help's home and end), so only the others are shadowed; their ids start "textual.table."
+TABLE_KEYS = (("up", "cursor_up"), ("down", "cursor_down"), ("left", "cursor_left"), ("right", "cursor_right"),
+              ("pageup", "page_up"), ("pagedown", "page_down"), ("home", "scroll_top"), ("end", "scroll_bottom"),
+              ("ctrl+home", "scroll_top"), ("ctrl+end", "scroll_bottom"))
+
+
+def table_keys(name: str, what: str) -> list[Binding]:
+    """TABLE_KEYS as the table `what` ("the kernel table") binds them, ids textual.table[.name].KEY."""
+    return [Binding(key, action, f"{what}'s cursor key", id=f"textual.table.{name + '.' if name else ''}{key}")
+            for key, action in TABLE_KEYS]
+
+
+TEXTUAL_TABLE = table_keys("", "the kernel table")  # focused on the dashboard
+INSTANCES_TABLE = table_keys("instances", "the instances table")  # the drill-down's, focused as it opens
+PICKER_TABLE = table_keys("picker", "the snapshot list")  # the baseline picker's, where it lists any
+AB_TABLE = table_keys("ab", "the variants table")  # the A/B's (its per-op table, a tab away, takes them too)
+HELP_TABLE = table_keys("help", "the help's table")
 
 SCOPES = {"everywhere": APP, "dashboard": MAIN + TABLE, "drill-down": DRILL, "timeline": TIMELINE,
           "baseline picker": PICKER, "A/B": AB, "filter box": FILTER}
 
 # Tables bound together on one screen: a key may not mean two things within one of these.
-KEYMAP_SCOPES = [[TEXTUAL_APP, TEXTUAL_SCREEN, APP, MAIN, TABLE, TEXTUAL_TABLE], [TEXTUAL_APP, TEXTUAL_SCREEN, APP, DRILL],
-                 [TEXTUAL_APP, TEXTUAL_SCREEN, APP, TIMELINE], [TEXTUAL_APP, PICKER], [TEXTUAL_APP, AB],
-                 [TEXTUAL_APP, HELP], [TEXTUAL_APP, FILTER]]
+KEYMAP_SCOPES = [[TEXTUAL_APP, TEXTUAL_SCREEN, APP, MAIN, TABLE, TEXTUAL_TABLE],
+                 [TEXTUAL_APP, TEXTUAL_SCREEN, APP, DRILL, INSTANCES_TABLE],
+                 [TEXTUAL_APP, TEXTUAL_SCREEN, APP, TIMELINE], [TEXTUAL_APP, PICKER, PICKER_TABLE],
+                 [TEXTUAL_APP, AB, AB_TABLE], [TEXTUAL_APP, HELP, HELP_TABLE], [TEXTUAL_APP, FILTER]]
 
 
 # The command palette searches titles only: where the footer's word is short for its screen

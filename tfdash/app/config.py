@@ -157,15 +157,18 @@ def _normal(key: str) -> str:
 
 
 TEXTUAL = "textual."  # the ids of the keys Textual binds itself (bindings.TEXTUAL_APP ...): no keymap moves them
+FOCUSED = TEXTUAL + "table."  # those a focused table binds (bindings.table_keys): a priority binding answers first
 
 
 def _clashes(keymap: dict[str, str], scopes: list[list]) -> list[tuple[str, str, str]]:
     """(key, id, id) for each two bindings answering to one key in the same scope once `keymap` is
-    applied, where the keymap moved at least one of them."""
+    applied, where the keymap moved at least one of them. A priority binding on a focused table's key
+    is none: it answers before the table (the drill-down's tabs on ←→ swapped still switch tabs)."""
     found: list[tuple[str, str, str]] = []
     for tables in scopes:
         owner: dict[str, str] = {}
         action = {b.id: b.action for table in tables for b in table if b.id}
+        first = {b.id for table in tables for b in table if b.id and b.priority and not b.id.startswith(TEXTUAL)}
         for b in (b for table in tables for b in table if b.id):
             keys = b.key if b.id.startswith(TEXTUAL) else keymap.get(b.id, b.key)
             for k in (k.strip() for k in keys.split(",")):
@@ -173,7 +176,10 @@ def _clashes(keymap: dict[str, str], scopes: list[list]) -> list[tuple[str, str,
                 clash = (k, *sorted((other, b.id)))
                 # onto a key Textual binds to the same action (quit on ^q) the remap does what it says
                 same = TEXTUAL in (other[:len(TEXTUAL)], b.id[:len(TEXTUAL)]) and action[other] == b.action
-                if other != b.id and not same and clash not in found and (b.id in keymap or other in keymap):
+                # a priority binding answers before a focused table's key: the remap does what it says
+                before = b.id.startswith(FOCUSED) and other in first or other.startswith(FOCUSED) and b.id in first
+                moved = b.id in keymap or other in keymap
+                if other != b.id and not (same or before) and clash not in found and moved:
                     found.append(clash)
     return found
 
@@ -210,7 +216,13 @@ def keymap_problems(keymap: dict[str, str], scopes: list[list], known: set[str])
     every = [b for tables in scopes for table in tables for b in table if b.id]
     defaults = {b.id: b.key_display or b.key for b in every}
     named = {b.id: b.description for b in every if b.id.startswith(TEXTUAL)}  # "Textual's command palette"
+    said = set()  # (key, id) against a table's key, once: a binding of several scopes meets several tables
     for k, a, b in _clashes(valid_keymap(keymap), scopes):
+        if FOCUSED in (a[:len(FOCUSED)], b[:len(FOCUSED)]):
+            mine = b if a.startswith(FOCUSED) else a
+            if (k, mine) in said:
+                continue
+            said.add((k, mine))
         kept = [f"{i} stays on {defaults[i]!r}" for i in (a, b) if i in keymap and i not in applied]
         problems.append(f"{named.get(a, a)} and {named.get(b, b)} are both on {k!r}"
                         + (f": {', '.join(kept)}" if kept else ""))
