@@ -107,7 +107,9 @@ async def test_tokens_stream_in_on_the_embedded_default(isolated_config, tmp_pat
 
 
 @sync
-async def test_quit_mid_run_keeps_what_was_measured(isolated_config, tiny_engine, tmp_path, monkeypatch):
+async def test_quit_mid_run_keeps_what_was_measured(isolated_config, tiny_engine, tmp_path, monkeypatch, capsys):
+    from tfdash.app.main import exit_status
+
     monkeypatch.chdir(tmp_path)
     rec = Recorder(tiny_engine, 3000)
     app = live_app(rec, max_new_tokens=3000)
@@ -117,6 +119,8 @@ async def test_quit_mid_run_keeps_what_was_measured(isolated_config, tiny_engine
         await wait_for(pilot, lambda: not app.is_running, timeout=20, what="the app to exit")
     snap = app.return_value
     assert snap is app.final_snapshot and snap is not None
+    capsys.readouterr()
+    assert exit_status(app) == 0 and capsys.readouterr().err == ""  # q is not an interrupt
     produced = rec.produced[0]
     assert 40 <= snap.new_tokens < 3000
     assert snap.tokens == tuple(produced)  # every token the session produced, nothing more
@@ -127,7 +131,10 @@ async def test_quit_mid_run_keeps_what_was_measured(isolated_config, tiny_engine
 
 
 @sync
-async def test_ctrl_c_stops_cleanly_and_autosaves(isolated_config, tiny_engine, tmp_path):
+async def test_ctrl_c_stops_cleanly_and_autosaves(isolated_config, tiny_engine, tmp_path, capsys):
+    """Ctrl+C quits as q does, and the command exits as an interrupted one: 130 and a line after
+    the screen closes, as headless's Ctrl+C."""
+    from tfdash.app.main import exit_status
     from tfdash.profiling.export import load_snapshot
 
     rec = Recorder(tiny_engine, 3000)
@@ -138,6 +145,9 @@ async def test_ctrl_c_stops_cleanly_and_autosaves(isolated_config, tiny_engine, 
         await wait_for(pilot, lambda: not app.is_running, timeout=20, what="the app to exit")
     assert load_snapshot(tmp_path / "run.json") == app.return_value
     assert app.return_value.tokens == tuple(rec.produced[0])
+    capsys.readouterr()
+    assert exit_status(app) == 130
+    assert capsys.readouterr().err == "tfdash: interrupted (SIGINT); what was measured is kept\n"
 
 
 @sync

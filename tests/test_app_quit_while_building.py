@@ -8,10 +8,12 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from fixtures.appkit import isolated_config, sync  # noqa: F401  (fixtures)
 from test_app_live import wait_for
 
-from tfdash.app.main import live_app
+from tfdash.app.main import exit_status, live_app
 
 SIZE = (120, 36)
 
@@ -37,18 +39,23 @@ class SlowBuild:
 
 
 @sync
-async def test_q_during_the_build_quits_at_once(isolated_config):
+@pytest.mark.parametrize("key, code, said", [("q", 0, ""), ("ctrl+c", 130, "tfdash: interrupted (SIGINT)\n")])
+async def test_q_during_the_build_quits_at_once(isolated_config, capsys, key, code, said):
+    """q exits 0; Ctrl+C exits 130 and says so in one line after the screen closes, as headless's
+    Ctrl+C while its engine loads does (nothing was measured: nothing is said kept)."""
     build = SlowBuild(seconds=20.0)
     app = live_app(build)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, build.started.is_set, what="the build")
         t = time.monotonic()
-        await pilot.press("q")
+        await pilot.press(key)
         await wait_for(pilot, lambda: not app.is_running or app.return_code is not None, timeout=25, what="the quit")
         took = time.monotonic() - t
-    assert took < 3.0, f"q took {took:.1f} s while the engine was being built"
+    assert took < 3.0, f"{key} took {took:.1f} s while the engine was being built"
     assert not build.finished.is_set()
     assert app.return_value is None  # nothing was measured
+    capsys.readouterr()
+    assert exit_status(app) == code and capsys.readouterr().err == said
 
 
 @sync

@@ -142,6 +142,44 @@ def test_sigterm_to_the_dashboard_saves_the_snapshot(tmp_path):
     assert 16 <= snap.new_tokens < 7000
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["key", "signal"])
+def test_ctrl_c_and_sigint_to_the_dashboard_exit_130(tmp_path, how):
+    """Ctrl+C typed on the dashboard's terminal (a key: the terminal is raw) and a SIGINT sent to it
+    (`kill -INT`) both quit as q does and exit 130, the line said after the screen is restored."""
+    import pty
+
+    master, slave = pty.openpty()
+    env = {**ENV, "TFDASH_CONFIG_DIR": str(tmp_path / "cfg"), "TFDASH_CACHE_DIR": str(tmp_path / "cache"),
+           "TERM": "xterm-256color", "COLUMNS": "160", "LINES": "48"}
+    p = subprocess.Popen([sys.executable, "-m", "tfdash", "--model", "qwen3-tiny", "--device", "cpu",
+                          "--max-new-tokens", "7000"], stdin=slave, stdout=slave, stderr=slave, cwd=REPO, env=env,
+                         close_fds=True)
+    os.close(slave)
+    buf = bytearray()
+    try:
+        end = time.monotonic() + 120
+        while _tokens_shown(buf) < 16 and time.monotonic() < end and p.poll() is None:
+            read_pty(master, buf, 0.5)
+        if how == "key":
+            os.write(master, b"\x03")
+        else:
+            p.send_signal(signal.SIGINT)
+        end = time.monotonic() + 60
+        while p.poll() is None and time.monotonic() < end:
+            read_pty(master, buf, 0.3)
+        rc = p.wait(timeout=5)
+        read_pty(master, buf, 0.5)
+    finally:
+        if p.poll() is None:
+            p.kill()
+        os.close(master)
+    text = bytes(buf).decode("utf-8", "replace")
+    assert rc == 130, text[-2000:]
+    tail = text[text.rindex("\x1b[?1049l"):]  # after the alternate screen is left
+    assert "tfdash: interrupted (SIGINT); what was measured is kept" in tail and "Traceback" not in text
+
+
 def test_a_second_quit_in_the_dashboard_waits_for_the_first(tmp_path, monkeypatch):
     """Ctrl+C twice: the second is told the first is still stopping and writing; --save is whole."""
     import asyncio

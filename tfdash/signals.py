@@ -43,8 +43,9 @@ def _main_thread() -> bool:
 
 
 @contextmanager
-def stop_signals(handler=None):
-    """Within the block, SIGTERM and SIGHUP call `handler(signum)` (default: raise Interrupted)."""
+def stop_signals(handler=None, signals=STOP_SIGNALS):
+    """Within the block, `signals` (SIGTERM and SIGHUP) call `handler(signum)` (default: raise
+    Interrupted). The dashboard adds SIGINT: its Ctrl+C is a key, a SIGINT comes from elsewhere."""
     if not _main_thread():
         yield
         return
@@ -53,7 +54,7 @@ def stop_signals(handler=None):
         raise Interrupted(signum)
 
     fn = raise_it if handler is None else (lambda signum, frame: handler(signum))
-    old = {s: signal.signal(s, fn) for s in STOP_SIGNALS}
+    old = {s: signal.signal(s, fn) for s in signals}
     try:
         yield
     finally:

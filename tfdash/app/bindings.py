@@ -14,7 +14,7 @@ from tfdash.app.layout import BOTTOM_MIN_H, EOS_AGAIN, NARROW_W, NO_STEP_TO_PROF
 
 APP = [
     Binding("q", "quit", "Quit", id="quit", tooltip="Stop the engine cleanly, keep what was measured, quit"),
-    Binding("ctrl+c", "quit", "Quit", id="interrupt", show=False, priority=True,
+    Binding("ctrl+c", "interrupt", "Quit", id="interrupt", show=False, priority=True,
             tooltip="Same as {quit}: stop the engine cleanly and quit"),
     Binding("question_mark", "help", "Help", id="help", key_display="?", tooltip="Every key, and how to remap it"),
     Binding("space", "pause", "Pause", id="pause", tooltip="Pause or resume the decode"),

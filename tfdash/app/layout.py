@@ -284,7 +284,7 @@ class MinSizeGuard:
         found = self._bindings.copy()
         found.apply_keymap(self._keymap)
         quits = [(not b.show, key) for key, bs in found.key_to_bindings.items() for b in bs
-                 if b.action in ("quit", "app.quit")]
+                 if b.action in ("quit", "app.quit", "interrupt")]
         return [key for _, key in sorted(quits, key=lambda q: q[0])]  # stable: the app's order otherwise
 
     def _quit_hint(self) -> str:

@@ -191,16 +191,18 @@ def final_line(app) -> str | None:
 
 
 def app_signals(app):
-    """SIGTERM and SIGHUP quit the app as `q` does (the handler runs on the app's own thread, so
-    a short thread hands the request over)."""
+    """SIGINT (`kill -INT`: the dashboard's own Ctrl+C is a key), SIGTERM and SIGHUP quit the app
+    as `q` does, and its exit status says which (the handler runs on the app's own thread, so a
+    short thread hands the request over)."""
+    import signal
     import threading
 
-    from tfdash.signals import stop_signals
+    from tfdash.signals import STOP_SIGNALS, stop_signals
 
     def handler(signum: int) -> None:
         threading.Thread(target=_hand_over, args=(app, signum), daemon=True).start()
 
-    return stop_signals(handler)
+    return stop_signals(handler, (signal.SIGINT, *STOP_SIGNALS))
 
 
 def _hand_over(app, signum: int) -> None:
@@ -212,7 +214,8 @@ def _hand_over(app, signum: int) -> None:
 
 def exit_status(app) -> int:
     """The app's own exit code: a crash is non-zero (Textual has printed its traceback above), a
-    failed --save is 1, a signal is 128 + its number."""
+    failed --save is 1, a signal (Ctrl+C's SIGINT too) is 128 + its number, said in a line after
+    the screen is closed, as headless says it (one while the engine was built measured nothing)."""
     import sys
 
     from tfdash.signals import exit_code
@@ -227,7 +230,8 @@ def exit_status(app) -> int:
         return 1
     signum = getattr(app, "interrupted_by", None)
     if signum is not None:
-        print(f"tfdash: interrupted ({signal_name(signum)}); what was measured is kept", file=sys.stderr)
+        kept = "; what was measured is kept" if app.source.live and app.final_snapshot is not None else ""
+        print(f"tfdash: interrupted ({signal_name(signum)}){kept}", file=sys.stderr)
         return exit_code(signum)
     return 0
 

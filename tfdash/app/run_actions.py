@@ -1,5 +1,5 @@
 """The run's keys (TfdashApp mixes them in; ids in bindings.APP): pause, re-run, profile a
-window, and quit. Quitting mid-run (q, Ctrl+C, SIGTERM or SIGHUP) stops the engine after the
+window, and quit. Quitting mid-run (q, Ctrl+C, SIGINT, SIGTERM or SIGHUP) stops the engine after the
 steps in flight, waits for its worker, and exits with the final snapshot, written to --save's
 path when there is one (any folder made for it is named in the line printed after the screen
 closes, as the CLI's outputs name theirs); without --save, or where it failed, the run is kept in a
@@ -15,6 +15,7 @@ goes into the run's snapshot).
 from __future__ import annotations
 
 import asyncio
+import signal
 
 from tfdash.app import exports
 from tfdash.app.bindings import key_name, profile_hint
@@ -37,7 +38,7 @@ class RunActions:
         is under way): a key typed just after `q` (b, ?, a, T) reached its binding after the quit
         began and pushed its screen onto an app already exiting, a traceback and exit status 1."""
         name = action if isinstance(action, str) else action[1]
-        if self.quitting and name.split("(")[0].rsplit(".", 1)[-1] != "quit":
+        if self.quitting and name.split("(")[0].rsplit(".", 1)[-1] not in ("quit", "interrupt"):
             return True
         return await super().run_action(action, default_namespace, namespaces)
 
@@ -121,9 +122,16 @@ class RunActions:
             self.kept = self.keep_run(snap)
         self.exit(snap)
 
+    async def action_interrupt(self) -> None:
+        """Ctrl+C (a key here, the terminal being raw): quit as `q` does, and exit as a command
+        interrupted in a shell does (130, as headless's Ctrl+C), as a signal does (quit_on_signal)."""
+        if self.interrupted_by is None:
+            self.interrupted_by = signal.SIGINT
+        await self.action_quit()
+
     def quit_on_signal(self, signum: int) -> None:
-        """SIGTERM or SIGHUP: quit as `q` does -- stop the engine, keep what was measured, write
-        --save. Called on the app's thread (the CLI's handler hands it over)."""
+        """SIGINT, SIGTERM or SIGHUP: quit as `q` does -- stop the engine, keep what was measured,
+        write --save. Called on the app's thread (the CLI's handler hands it over)."""
         if self.interrupted_by is None:
             self.interrupted_by = signum
             self.call_later(self.action_quit)
