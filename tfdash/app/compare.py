@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -230,10 +231,13 @@ class CompareActions:
         """Cancel a running A/B after its window in progress and wait for its worker (at most
         `timeout` s): quitting or re-running must not leave it stepping the engine (on a GPU,
         replaying graphs) beside the teardown or the next run, and what it measured reaches the
-        run's snapshot first. True once none runs."""
-        from tfdash.app.screens.ab import ABScreen
-
-        return await all_set([s.cancel_run() for s in self.screen_stack if isinstance(s, ABScreen)], timeout)
+        run's snapshot first. True once none runs. Where no A/B screen was ever opened there is none
+        to cancel, and the screen's module is not imported for it: it loads the engine and torch,
+        seconds that every q on a saved snapshot waited for."""
+        ab = sys.modules.get("tfdash.app.screens.ab")
+        if ab is None:
+            return True
+        return await all_set([s.cancel_run() for s in self.screen_stack if isinstance(s, ab.ABScreen)], timeout)
 
 
 def hand_back(app, fn, *args) -> None:
