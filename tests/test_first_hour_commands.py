@@ -187,11 +187,11 @@ def test_analyze_target_takes_the_files_tfdash_writes(tmp_path):
     ("nope", "no plan variant 'nope' (known: tilelang-unfused"),
     ("", "no plan variant ''"),
     ("down:seg=0", "--ab 'down:seg=0': 'seg=0' is not rows=N"),  # it named --gemv, bench's option
-    # past the weight's shape (qwen3-tiny's down: K=768): said as its own mistake, before the engine's refusal
-    ("down:seg=99999999999", "--ab 'down:seg=99999999999': GEMV setting down:seg=99999999999 is past 3 (down's "
-                             "K=768 is 3 chunks of 256 columns)"),
-    ("down:rows=99", "--ab 'down:rows=99': GEMV settings down: rows=99 x seg=3 is 297 16-byte loads in flight a "
-                     "lane, past the 63"),
+    # past the weight's shape (qwen3-tiny's down: K=768) too, but no GEMV setting differs on torch-eager: that first
+    ("down:seg=8", "--ab tilelang[down:seg=8] (gemv_overrides.down.seg=8) sets how the tilelang kernels launch; this "
+                   "engine is torch-eager, whose two sides would run the same torch ops"),
+    ("down:rows=99", "--ab tilelang[down:rows=99] (gemv_overrides.down.rows=99) sets how the tilelang kernels "
+                     "launch; this engine is torch-eager"),
     # refused by this engine (the A/B screen's rule): said before the run, not as "unavailable" after it, exit 0
     ("tilelang-nopdl", "--ab tilelang-nopdl (pdl=False) is a tilelang-graph launch setting; this engine is torch-eager"),
     ("tilelang-bf16head", "--ab tilelang-bf16head (lm_head_q8=False) is the plan already running: nothing to compare"),
@@ -205,7 +205,32 @@ def test_a_headless_ab_typo_is_one_line_before_the_run(variant, said):
     r = run_tfdash("--headless", "--max-new-tokens", "4", "--ab", variant, timeout=120)
     assert r.rc == 2 and r.stdout == ""
     line = assert_one_line_error(r.stderr, said)
-    assert line.endswith(" (see tfdash --help)") == (not variant.startswith("tilelang-")), line
+    assert line.endswith(" (see tfdash --help)") == ("this engine is" not in said and "already running" not in said), line
+
+
+@pytest.mark.parametrize("spec, said", [
+    ("down:seg=8", "--ab 'down:seg=8': GEMV setting down:seg=8 is past 3 (down's K=768 is 3 chunks of 256 columns)"),
+    ("down:rows=99", "--ab 'down:rows=99': GEMV settings down: rows=99 x seg=3 is 297 16-byte loads in flight a "
+                     "lane, past the 63"),
+])
+def test_an_ab_gemv_setting_past_its_shape_is_a_usage_line_on_the_tilelang_engine(monkeypatch, spec, said):
+    """On the tilelang engine (on CUDA) a GEMV setting can differ, so one past its weight's shape is the
+    one mistake to say, as the parser says its own; the engine is stood in before any weight loads."""
+    import tfdash.engine as engine
+    from tfdash.errors import UsageError
+    from tfdash.profiling.ab import check_variant, resolve
+
+    real = engine.choose_engine
+
+    def on_cuda(ckpt, model, device, dtype, backend, seed):
+        c = real(ckpt, model, "cpu", dtype, "torch-eager", seed)
+        return engine.EngineChoice(c.config, c.tokenizer, c.source, "cuda", "bfloat16", "tilelang-graph")
+
+    monkeypatch.setattr(engine, "choose_engine", on_cuda)
+    args = types.SimpleNamespace(ckpt=None, model=None, device=None, dtype=None, backend=None, seed=None, ab=spec)
+    with pytest.raises(UsageError) as e:
+        check_variant(resolve(spec), args)
+    assert str(e.value).startswith(said), e.value
 
 
 @pytest.mark.parametrize("backends", ["", ",", " , "])

@@ -53,7 +53,8 @@ def run_parser() -> argparse.ArgumentParser:
     p.add_argument("--export", metavar="DIR", type=a_file,
                    help="headless: write snapshot JSON, Chrome trace and CSV here")
     p.add_argument("--ab", metavar="VARIANT", help="headless: A/B a plan variant against the running plan on the "
-                   "generation (a `tfdash bench` variant, e.g. tilelang-lateres, or a GEMV spec down:seg=8)")
+                   "generation (a `tfdash bench` variant: tilelang-unfused on any engine; tilelang-lateres or a "
+                   "GEMV spec such as down:seg=2 on the tilelang engine, on CUDA)")
     p.add_argument("--save", metavar="PATH", type=a_file,
                    help="write the final profile snapshot here (the dashboard: on quit)")
     add_run_args(p)

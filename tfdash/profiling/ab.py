@@ -79,26 +79,26 @@ def resolve(name: str, flag: str = "--ab") -> Variant:
 
 def check_variant(v: Variant, args) -> None:
     """What is wrong with `--ab` `v` on the engine the command line `args` asks for, said before any
-    weight is loaded. First a GEMV setting of `v` past its weight's shape: a mistake of --ab, said in
-    one line naming its value, as the parser says its own mistakes (UsageError, as bench says
-    --gemv's), and before the engine's refusal (a torch engine refuses every GEMV setting, which
-    would hide that this one fits no engine). Then a torch engine's refusal (`refusal`, TfdashError):
-    a variant it cannot run or that cannot differ there. A tilelang engine's is said once it is
-    loaded: it may yet fall back to the torch-graph peer, and its PDL is the runtime's. The model's
-    own errors (a checkpoint without config.json) stay its own."""
+    weight is loaded. First a torch engine's refusal (`refusal`, TfdashError): a variant it cannot
+    run or that cannot differ there makes the whole request pointless, so it is said before any
+    mistake in the variant's settings, which fixing would only lead to it. Then a GEMV setting of
+    `v` past its weight's shape: a mistake of --ab, said in one line naming its value, as the parser
+    says its own mistakes (UsageError, as bench says --gemv's). A tilelang engine's refusal is said
+    once it is loaded: it may yet fall back to the torch-graph peer, and its PDL is the runtime's.
+    The model's own errors (a checkpoint without config.json) stay its own."""
     from tfdash.engine import choose_engine, plan_for
 
     choice = choose_engine(args.ckpt, args.model, args.device, args.dtype, args.backend, args.seed)
     plan = plan_for(choice.config, choice.dtype, 64, choice.backend)  # shapes and options need no real capacity
+    if choice.backend != "tilelang-graph":
+        why = refusal(v, choice.backend, dict(plan.meta["options"]), device=choice.device.partition(":")[0])
+        if why:
+            raise TfdashError(f"--ab {why.line}")
     if "gemv_overrides" in v.options:
         try:
             variant_plan(plan, v)
         except TfdashError as e:
             raise UsageError(f"--ab {args.ab.strip()!r}: {e}", "tfdash") from None
-    if choice.backend != "tilelang-graph":
-        why = refusal(v, choice.backend, dict(plan.meta["options"]), device=choice.device.partition(":")[0])
-        if why:
-            raise TfdashError(f"--ab {why.line}")
 
 
 def check_cache(name: str, plan) -> None:
