@@ -623,7 +623,7 @@ async def test_the_ab_result_is_read_whole_in_a_small_terminal(isolated_config, 
             text = screen_text(app)
             x = next(line.index("╭─ A/B") for line in text.splitlines() if "╭─ A/B" in line)
             lines = [line[x + 1:].split("│")[0].strip() for line in text.splitlines() if line[x:x + 1] == "│"]
-            assert f"paired windows' median Δ: {r['verdict']}" in lines, text
+            assert f"{VERDICT_LABEL}: {r['verdict']}" in lines, text
             a = next(line for line in lines if line.startswith("A running plan"))
             assert f"{r['a']['tok_per_s']:,.1f}" in a and f"{r['a']['step_ns'] / 1e6:.3f}" in a, text
             assert a.endswith(" 6") == (size[0] >= 100), text  # the windows column, whole (at 80: the verdict's)
@@ -721,7 +721,7 @@ async def test_a_new_ab_clears_the_last_result_and_run_leaves_the_footer_while_i
 @sync
 async def test_a_live_ab_names_each_figure_and_fits_80_columns(isolated_config, size):
     """After a live A/B (a, ⏎) the sides' table says its figures are medians over each side's
-    windows and the verdict says it is the paired windows' median Δ, so a verdict of "faster" beside
+    windows and the verdict says its Δ is B vs A tok/s, the median of the paired windows, so "faster" beside
     a B median a hair lower is not a contradiction; every header and cell is whole at 80 columns."""
     from fixtures.appkit import LiveStandIn
     from test_app_dialogs import box_lines
@@ -738,7 +738,7 @@ async def test_a_live_ab_names_each_figure_and_fits_80_columns(isolated_config, 
         # the worker hands its result to the app's loop (call_from_thread), and the sides' columns are
         # fitted again after the refresh that gives their table its width: on a busy host both can come
         # a few pauses after the worker ends
-        await wait_for(pilot, lambda: "paired windows" in screen_text(app) and "median ms/step" in screen_text(app),
+        await wait_for(pilot, lambda: VERDICT_LABEL in screen_text(app) and "median ms/step" in screen_text(app),
                        30, "the A/B's verdict and the sides' columns fitted to the box")
         await settle(pilot)
         inside = box_lines(screen_text(app), "A/B a plan variant")
@@ -747,7 +747,7 @@ async def test_a_live_ab_names_each_figure_and_fits_80_columns(isolated_config, 
                                                                  "median ms/step", "windows"}, inside
     a = re.split(r" {2,}", next(line for line in inside if line.startswith("A running plan")))
     assert a[1] == f"{r['a']['tok_per_s']:,.1f}" and f"{r['a']['step_ns'] / 1e6:.3f}" in a, inside
-    assert f"paired windows' median Δ: {r['verdict']}" in inside, inside
+    assert f"{VERDICT_LABEL}: {r['verdict']}" in inside, inside
 
 
 def test_the_printed_ab_keeps_its_columns_for_a_long_variant_name():

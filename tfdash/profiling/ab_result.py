@@ -42,6 +42,8 @@ def _side(turns, side: str) -> dict:
 
 
 def verdict(delta_pct: float | None, spread_pct: float | None) -> str:
+    """The verdict's phrase for `delta_pct`, B's tok/s against A's in % (+: B, the variant, is faster),
+    and its spread."""
     if delta_pct is None:
         return "no verdict: a side has no measured window"
     if abs(delta_pct) <= (spread_pct or 0.0):
@@ -96,7 +98,8 @@ def summarize(v, live, var, turns, checks, profiles, error=None) -> dict:
            "tokens": {"checks": len(checks), "agree": agree, "first_mismatch": mismatch},
            "per_op": ops, "per_op_method": how,
            "method": "turns of one generation alternating A B A B; per turn the median step (its first left out); "
-                     "tok/s medians over turns; Δ the median of paired turns, ± half their IQR"}
+                     "tok/s medians over turns; Δ B's tok/s vs A's (A's step over B's, less 1; + is B faster), "
+                     "the median of paired turns, ± half their IQR"}
     if error:
         out["incomplete"] = error
     return out

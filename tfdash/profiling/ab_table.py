@@ -1,7 +1,8 @@
 """The A/B's result (tfdash.profiling.ab.summarize) as lines of text: the headless report's table,
 `tfdash open`'s summary; the dashboard's A/B screen says its verdict with the same label and phrase.
 
-    VERDICT_LABEL    what the verdict's Δ is, said beside it
+    VERDICT_LABEL    what the verdict's Δ is and which way it points, said beside it
+    medians_note(result)  why the sides' medians may differ the other way from the verdict
     when(result)     when the turns ran: "during the generation", or "after the generation, …"
     window_count(result)  the windows a side, each side's count where a stop left them unequal
     table(result)    the lines
@@ -9,9 +10,24 @@
 
 from __future__ import annotations
 
-# What the verdict's Δ is, said beside it: the sides' medians can differ the other way (a drifting
-# host moves both sides of a pair, not the pairs' median)
-VERDICT_LABEL = "paired windows' median Δ"
+# What the verdict's Δ is, said beside it, with its direction: B's tok/s against A's in each pair of
+# windows (A's step time over B's, less 1), so + is B faster, as the sides' tok/s columns read; the
+# median of those pairs, not the ratio of the sides' medians (a drifting host moves both sides of a
+# pair, not the pairs' median)
+VERDICT_LABEL = "B vs A tok/s, median of pairs"
+
+
+def medians_note(result: dict) -> str:
+    """Where the sides' median tok/s put B ahead of A (or behind) and the verdict's Δ says the other
+    way, why both hold, as a phrase; "" where they agree or a side is unmeasured. Each side's median
+    is over its own windows; Δ pairs each window of B with the A window beside it (and a stop part
+    way, esc or Ctrl+C, leaves a window of A unpaired)."""
+    a, b = (result.get(side, {}).get("tok_per_s") for side in ("a", "b"))
+    delta = result.get("delta_pct")
+    if a is None or b is None or delta is None or (b - a) * delta >= 0:
+        return ""
+    return (f"the sides' medians put B {'ahead of' if b > a else 'behind'} A; Δ pairs each B window with "
+            f"the A window beside it, which a host's drift moves alike")
 
 
 def when(result: dict) -> str:
@@ -51,6 +67,7 @@ def table(result: dict) -> list[str]:
              f"{'side':<{w}}{'median tok/s':>13}{'range':>22}{'median ms/step':>16}{'windows':>9}",
              row(labels[0], a), row(labels[1], b),
              f"{VERDICT_LABEL}: {result['verdict']}",
+             *filter(None, [medians_note(result)]),
              (f"tokens agree at all {t['checks']} turn starts" if t["agree"] == t["checks"] else
               f"tokens DIFFER at {t['checks'] - t['agree']} of {t['checks']} turn starts (first at ctx_len "
               f"{t['first_mismatch']['ctx_len']}: A {t['first_mismatch']['a']}, B {t['first_mismatch']['b']})")]

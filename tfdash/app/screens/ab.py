@@ -39,7 +39,7 @@ from tfdash.app.screens.ab_intro import intro, turns_after
 from tfdash.app.widgets.footer import FitFooter
 from tfdash.app.widgets.row_list import RowList
 from tfdash.app.layout import SHORT_H, FitsBeforeDraw, fill_whole
-from tfdash.profiling.ab_table import VERDICT_LABEL, when, window_count
+from tfdash.profiling.ab_table import VERDICT_LABEL, medians_note, when, window_count
 from tfdash.profiling.variants import Refusal, refusal
 from tfdash.app.messages import ABMeasured, ABProgressed
 from tfdash.app.model import fmt_ns
@@ -117,6 +117,7 @@ def verdict_content(result: dict) -> Content:
     agree = t.get("agree") == t.get("checks")
     parts = [(f"{VERDICT_LABEL}: " if pct is not None else "", "$text-muted"),
              (visible(result.get("verdict", "")), f"bold {tone}"),
+             (f"\n{medians_note(result)}" if medians_note(result) else "", "$text-muted"),
              (f"\ntokens agree at all {t.get('checks')} turn starts" if agree else
               f"\ntokens DIFFER at {t.get('checks', 0) - t.get('agree', 0)} of {t.get('checks')} turn starts",
               "$text-success" if agree else "bold $text-error"),
