@@ -1,6 +1,7 @@
 """A terminal whose encoding is not UTF-8 (en_US.ISO-8859-1, `LC_ALL=C PYTHONUTF8=0`,
-PYTHONIOENCODING=latin-1): every printed report arrives, the characters it lacks as backslash
-escapes, never a UnicodeEncodeError after the work is done."""
+PYTHONIOENCODING=latin-1): every printed report arrives, tfdash's own symbols it lacks (µ, Δ, ×)
+in ASCII with its columns in line and any other character as a backslash escape, never a
+UnicodeEncodeError after the work is done."""
 
 from __future__ import annotations
 
@@ -33,15 +34,36 @@ def run(env: dict, *args: str) -> tuple[int, str, str]:
 def test_open_summary_and_diff_print_on_a_terminal_that_is_not_utf8(env):
     rc, out, err = run(env, "open", str(SNAPSHOT), "--baseline", str(SNAPSHOT))
     assert rc == 0 and "Traceback" not in err, err
-    assert "\\u0394" in out  # the diff's Δ column, as an escape
+    assert "d (B - A)" in out and "\\" not in out  # the diff's Δ column, in ASCII
     assert "launches matched" in out  # the diff printed whole, after the summary
+
+
+def test_the_diff_table_keeps_its_columns_in_ascii_under_the_c_locale(tmp_path):
+    """`LC_ALL=C PYTHONUTF8=0 tfdash diff A B` wrote `3,878.37 \\xb5s`: each escape four characters
+    for one, so a row with µ (or ×, —) ran past a row without. The units are ASCII now ("us", "x",
+    "d" for Δ), one character for one: every row of the table as wide as its header."""
+    from fixtures.appkit import build_snapshot
+
+    from tfdash.profiling.export import write_snapshot
+
+    b = write_snapshot(build_snapshot(fused_rope=False), tmp_path / "b.json")  # added rows: "—" cells
+    rc, out, err = run(C_LOCALE, "diff", str(SNAPSHOT), str(b))
+    assert rc == 0 and "Traceback" not in err, err
+    assert "\\" not in out and out.isascii(), out
+    lines = out.splitlines()
+    top = next(i for i, line in enumerate(lines) if line.startswith("launch "))
+    table = lines[top:]
+    assert "meas A us" in table[0] and "d us" in table[0] and "x" in table[1], table[:2]
+    assert any("(added)" in line and " - " in line for line in table), table  # "—" as "-", not an escape
+    assert {len(line) for line in table} == {len(table[0])}, [line for line in table if len(line) != len(table[0])]
+    assert "# step (profile window)" in out and " us " in out  # the summary above: "1,747.57 us"
 
 
 @pytest.mark.slow  # a fresh interpreter, a run and its A/B: ~3 s
 def test_an_ab_verdict_is_printed_on_a_latin1_terminal():
     rc, out, err = run(LATIN1, "--headless", "--device", "cpu", "--ab", "tilelang-unfused", "--max-new-tokens", "8")
     assert rc == 0 and "Traceback" not in err, err
-    assert "A/B tilelang-unfused" in out and "\\u0394" in out
+    assert "A/B tilelang-unfused" in out and "\\u0394" not in out and "d %" in out  # the per-op Δ %, in ASCII
     assert "\\u2026" in err  # stderr's own lines as before: escapes, Python's rule for stderr
 
 
@@ -57,9 +79,9 @@ def test_tolerant_output_escapes_only_what_fails(monkeypatch):
     monkeypatch.setattr(sys, "stdout", latin)
     monkeypatch.setattr(sys, "stderr", chosen)
     tolerant_output()
-    latin.write("Δ 5 µs\n")
+    latin.write("Δ 5 µs ✓\n")
     latin.flush()
-    assert raw.getvalue() == b"\\u0394 5 \xb5s\n"
+    assert raw.getvalue() == b"d 5 \xb5s \\u2713\n"  # tfdash's symbol in ASCII; µ is Latin-1's; others escaped
     assert chosen.errors == "replace"
     monkeypatch.setattr(sys, "stdout", utf8)
     tolerant_output()

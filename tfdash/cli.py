@@ -31,7 +31,7 @@ from tfdash.errors import TfdashError, UsageError, as_usage
 from tfdash.options import add_run_args
 from tfdash.signals import exit_code, finishing, stop_signals
 from tfdash.signals import name as signal_name
-from tfdash.termenc import dashboard_refusal, tolerant_output
+from tfdash.termenc import dashboard_refusal, escaped, tolerant_output
 from tfdash.textsafe import KEEP_LAYOUT, visible
 
 SUBCOMMANDS = ("open", "analyze", "bench", "diff", "counters")
@@ -145,14 +145,14 @@ def run_headless(args, note: str | None = None) -> int:
 
         return profile_run(eng, args, max_new)
     gen = eng.generate(args.prompt, max_new, ignore_eos=args.ignore_eos)
-    out.write(visible(args.prompt, KEEP_LAYOUT))
+    out.write(escaped(visible(args.prompt, KEEP_LAYOUT), out))  # data: escapes, not tfdash's ASCII symbols
     out.flush()
     interrupted = None
     try:
         with stop_signals():  # SIGTERM and SIGHUP stop the run as Ctrl+C does
             for ev in gen:
                 if ev.text:
-                    out.write(visible(ev.text, KEEP_LAYOUT))
+                    out.write(escaped(visible(ev.text, KEEP_LAYOUT), out))
                     out.flush()
     except KeyboardInterrupt as e:
         interrupted = e
@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     if sys.stdout is None:  # started with stdout closed (`>&-`): say so before any work
         _say("tfdash: error: stdout is closed; redirect it to a file or /dev/null")
         return 2
-    tolerant_output()  # a terminal that is not UTF-8: Δ, · and … print as escapes, never a crash
+    tolerant_output()  # a terminal that is not UTF-8: µ, Δ, × as ASCII, others as escapes, never a crash
     from tfdash.omp_env import set_aside
 
     set_aside()  # before torch loads libgomp: OMP_NUM_THREADS=abc is said once, by tfdash (engine/threads.py)

@@ -33,6 +33,7 @@ from tfdash.profiling.session_requests import warmed, window_after, window_steps
 from tfdash.profiling.snapshot import KernelRow, ProfileSnapshot
 from tfdash.signals import exit_code, finishing, stop_signals
 from tfdash.signals import name as signal_name
+from tfdash.termenc import escaped
 from tfdash.textsafe import KEEP_LAYOUT, visible
 
 TOP = 10
@@ -217,10 +218,10 @@ def profile_run(eng, args, max_new: int) -> int:
         if isinstance(m, TokenBatch):
             if not wrote_prompt[0]:  # the prompt goes out with the first tokens, after any set-up line
                 wrote_prompt[0] = True
-                streams.text(visible(args.prompt, KEEP_LAYOUT))
+                streams.text(escaped(visible(args.prompt, KEEP_LAYOUT), streams.out))  # data: escapes
             for t in m.tokens:
                 if t.text:
-                    streams.text(visible(t.text, KEEP_LAYOUT))
+                    streams.text(escaped(visible(t.text, KEEP_LAYOUT), streams.out))
             streams.flush()
             if variant and not ab_ended:
                 start_ab()
