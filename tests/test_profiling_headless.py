@@ -172,3 +172,24 @@ def test_a_run_that_stopped_at_end_of_text_on_its_first_token_is_not_called_too_
            "prompt, was end-of-text, so no step warmed the kernels up and a window would time their first, cold " \
            "run (--ignore-eos decodes past it))" in lines, lines
     assert not [line for line in lines if "too short" in line or "2 or more new tokens" in line], lines
+
+
+@pytest.mark.parametrize("gap_ns", [139_100.0, -59_900.0])
+def test_host_timings_step_line_adds_up_or_says_why_not(gap_ns):
+    """Under host timing the step line's "=" holds: the step is the kernels' sum plus the host's
+    time between launches; where the kernels' medians sum past the step's, no "=" is printed."""
+    import dataclasses
+
+    from fixtures.appkit import build_snapshot
+
+    from tfdash.profiling.headless import roofline_lines
+
+    snap = build_snapshot()
+    r = dataclasses.replace(snap.roofline, timing="direct", gap_ns=gap_ns,
+                            kernel_sum_ns=snap.roofline.measured_step_ns - gap_ns)
+    line = next(x for x in roofline_lines(dataclasses.replace(snap, roofline=r)) if x.startswith("step "))
+    if gap_ns >= 0:
+        m = re.match(r"step ([\d.]+) us = sum of kernels ([\d.]+) us \+ ([\d.]+) us on the host", line)
+        assert m and abs(float(m[2]) + float(m[3]) - float(m[1])) <= 0.11, line
+    else:
+        assert "=" not in line and "sum past the step's" in line and "gap" not in line, line

@@ -117,9 +117,14 @@ def roofline_lines(snap: ProfileSnapshot) -> list[str]:
     # a step past its ceiling: the probe read low (the cache file named only where it holds the figure)
     low = ceiling_note(r.pct_ceiling, r.ceiling_source, r.ceiling_gbps)
     if r.timing == "direct":  # host timing: the rest of the step is the host's between launches, not device idle
-        host = (f"{r.gap_ns / 1e3:.1f} us on the host between launches (direct timing: Python, and waits for the "
-                f"GIL while other threads run; not device idle)" if r.gap_ns >= 0 else "no time between launches")
-        step_line = f"step {r.measured_step_ns / 1e3:.1f} us = sum of kernels {r.kernel_sum_ns / 1e3:.1f} us + {host}"
+        step_line = f"step {r.measured_step_ns / 1e3:.1f} us"
+        if r.gap_ns >= 0:
+            step_line += (f" = sum of kernels {r.kernel_sum_ns / 1e3:.1f} us + {r.gap_ns / 1e3:.1f} us on the host "
+                          f"between launches (direct timing: Python, and waits for the GIL while other threads run; "
+                          f"not device idle)")
+        else:  # medians: the kernels' can sum past the step's
+            step_line += (f", sum of kernels {r.kernel_sum_ns / 1e3:.1f} us (direct timing: each a median over the "
+                          f"window, so they can sum past the step's)")
     else:
         step_line = (f"step = sum of kernels {r.kernel_sum_ns / 1e3:.1f} us + gap {r.gap_ns / 1e3:.1f} us "
                      f"(launch ramp, bubbles)")
