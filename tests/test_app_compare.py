@@ -84,12 +84,14 @@ def open_app(path, **kw):
 # -- the baseline picker ---------------------------------------------------------------------------
 @sync
 async def test_picker_at_80x24_shows_each_file_and_whether_it_compares_whole(isolated_config, exports):
-    """At 80 columns the picker keeps the file and "against this run" whole (model, dtype and the
-    rest go), and a resize keeps the row under the cursor: Enter then chooses that one."""
+    """At 80 columns the picker keeps the file, when it was recorded, its tok/s and whether it
+    compares (its mark: ✓, or ✗ and the field that refuses it); model and dtype go. A resize keeps the
+    row under the cursor: Enter then chooses that one."""
     from test_app_fit import screen_text
 
     messages = []
     app = open_app(exports.shown)
+    tok_s = f"{load_snapshot(SNAPSHOT).tok_per_s:,.1f}"
     async with app.run_test(size=(80, 24), message_hook=messages.append) as pilot:
         await settle(pilot)
         await pilot.press("b")
@@ -98,16 +100,53 @@ async def test_picker_at_80x24_shows_each_file_and_whether_it_compares_whole(iso
         text = screen_text(app)
         at = next(i for i, line in enumerate(text.splitlines()) if "│  file " in line)
         header, fp16, unfused = text.splitlines()[at:at + 3]
-        assert "against this run" in header and "model" not in header, text
-        assert exports.fp16.name in fp16 and "dtype: float16 vs bfloat16" in fp16, text
-        assert exports.unfused.name in unfused and "✓ same shape and dtype" in unfused, text
+        assert "recorded" in header and "tok/s" in header and "compares" in header and "model" not in header, text
+        assert exports.fp16.name in fp16 and "2026-11-29 10:15" in fp16 and tok_s in fp16, text
+        assert "✗ dtype" in fp16 and "float16 vs" not in fp16, text
+        assert exports.unfused.name in unfused and unfused.rstrip(" │").endswith("  ✓"), text
         await pilot.resize_terminal(160, 48)
         await settle(pilot)
         assert "│  file " in screen_text(app) and "qwen3-1.7b" in screen_text(app)
+        assert "dtype: float16 vs bfloat16" in screen_text(app)  # the verdict's words, where there is room
         await pilot.press("enter")
         await settle(pilot)
     [chosen] = once(messages, BaselineChosen)
     assert chosen.label == exports.unfused.name
+
+
+@pytest.mark.parametrize("width", [80, 100, 120])
+@sync
+async def test_picker_rows_of_one_model_differ_on_screen_by_time_and_tok_s(isolated_config, tmp_path,
+                                                                           monkeypatch, width):
+    """Eight exports of one model, as e leaves them, showed at 80 columns as eight file names and "✓
+    same shape and dtype": the columns that tell them apart (when, and tok/s) had gone for the
+    verdict's words. At each width every row shows its time and its tok/s, and its name's end."""
+    from test_app_dialogs import box_lines
+    from test_app_fit import screen_text
+
+    monkeypatch.chdir(tmp_path)
+    snap = load_snapshot(SNAPSHOT)
+    shown = shutil.copy(SNAPSHOT, tmp_path / "run.json")
+    for i in range(8):
+        meta = dataclasses.replace(snap.meta, started_at=f"2026-12-07T21:{10 + i}:00Z")
+        fast = dataclasses.replace(snap, meta=meta, wall_ns=snap.wall_ns * 10 // (10 + i))
+        path = write_snapshot(fast, tmp_path / f"tfdash-qwen3-1.7b-20261207-21{10 + i}00.json")
+        os.utime(path, (1_800_000_000 + i, 1_800_000_000 + i))
+    app = open_app(shown)
+    async with app.run_test(size=(width, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("b")
+        await settle(pilot)
+        inside = box_lines(screen_text(app), "baseline snapshot")
+        listed = {r[0]: r for r in rows(app.screen.query_one("#picker-table"))}
+    at = next(i for i, line in enumerate(inside) if line.startswith("file "))
+    assert "recorded" in inside[at] and "tok/s" in inside[at], inside
+    for i, line in enumerate(inside[at + 1:at + 9]):
+        n = 7 - i  # newest first
+        tok_s = f"{dataclasses.replace(snap, wall_ns=snap.wall_ns * 10 // (10 + n)).tok_per_s:,.1f}"
+        assert f"21{10 + n}00.json" in line and f"2026-12-07 21:{10 + n}" in line and tok_s in line, inside
+        assert "  ✓" in line, inside
+    assert len(listed) == 8, listed
 
 
 @sync
@@ -333,7 +372,7 @@ async def test_picker_names_each_export_folder_and_cuts_a_long_one_at_its_start(
     """Three `--headless --export DIR` folders were listed as three rows of "snapshot.json", alike
     but for their times. Each row now names its folder (`DIR/snapshot.json`, as the baseline and
     `tfdash diff` do); at 80 columns a folder name too long for the box loses its start, so the part
-    that tells it from the others and "against this run" stay on the row."""
+    that tells it from the others and whether it compares stay on the row."""
     from test_app_dialogs import box_lines
     from test_app_fit import screen_text
 
@@ -364,9 +403,9 @@ async def test_picker_names_each_export_folder_and_cuts_a_long_one_at_its_start(
         inside = box_lines(screen_text(app), "baseline snapshot")
         at = next(i for i, line in enumerate(inside) if line.startswith("file "))
         header, first, second, third = inside[at:at + 4]
-        assert header.endswith("against this run"), inside
-        assert first.startswith("…") and "-sweep-3-baseline/snapshot.json" in first, inside
-        assert first.endswith("✓ same shape and dtype") and long not in first, inside
+        assert header.endswith("compares"), inside
+        assert first.startswith("…") and "sweep-3-baseline/snapshot.json" in first, inside
+        assert first.endswith("  ✓") and long not in first, inside
         assert second.startswith("h200-unfused/snapshot.json") and third.startswith("h200-fused/snapshot.json"), inside
         await pilot.press("enter")  # the long one: named whole once chosen
         await settle(pilot)

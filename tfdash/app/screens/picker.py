@@ -1,6 +1,8 @@
 """The baseline picker (`b`): recent snapshot exports, newest first, each with its model, dtype,
-when it was recorded and its tok/s, and whether it compares with the run on screen (in a narrow
-box the columns that do not fit go, model and dtype first; the rest are whole). "recorded" is UTC:
+when it was recorded and its tok/s, and whether it compares with the run on screen. In a narrow
+box the model goes first (where a file is unreadable, it holds why), then the verdict's words (its
+✓ or ✗ stays) and dtype, which the verdict sums up: when and how fast are what tell one row from the
+next, so they stay longest. "recorded" is UTC:
 the snapshot's start, or for one without it the file's modification time. A file is named as
 `snapshot_label` names it (`DIR/snapshot.json` for a `--headless --export DIR` folder, whose files
 all share one name); a name too long for the box loses its start, never its end, which tells one
@@ -30,26 +32,31 @@ from tfdash.app.widgets.row_list import RowList
 from tfdash.app.compare import Recent
 from tfdash.app.layout import FitsBeforeDraw, cell_widths, fill_whole
 from tfdash.app.messages import BaselineChosen
-from tfdash.app.widgets.kernel_cells import MIN_NAME, tail
+from tfdash.app.widgets.kernel_cells import tail
 from tfdash.profiling.export import snapshot_label
 from tfdash.textsafe import visible
 
 
 COLUMNS = (("file", "file"), ("model", "model"), ("dtype", "dtype"), ("recorded", "recorded"),
            ("tok", Text("tok/s", justify="right")), ("fit", "against this run"))
-# In a narrow box the last listed go first: which file, and whether it compares, stay.
-PRIORITY = ("file", "fit", "tok", "recorded", "dtype", "model")
-FILE_MIN = 24  # cells a file name is cut to, at least, to keep "against this run" beside it ("…" and a
-# folder name's last 9 cells before "/snapshot.json"); below that the name has the row and the fit column goes
+TERSE = (*COLUMNS[:-1], ("fit", "compares"))  # the columns under the verdict's mark alone (SHORT)
+# In a narrow box the last listed go first; "words" is the verdict's words, its mark alone left in "fit".
+PRIORITY = ("file", "fit", "recorded", "tok", "dtype", "words", "model")
+TELL_APART = 4  # PRIORITY's first 4: a file name is cut at its start to keep them, never for the rest
+SHORT = len(COLUMNS)  # row_cells' last cell: the verdict as its mark ("✓", "✗ dtype"), where its words do not fit
+FILE_MIN = 24  # cells a file name is cut to, at least, to keep a column beside it ("…" and a folder
+# name's last 9 cells before "/snapshot.json"); below that the name has the row alone
 
 
 def row_cells(e: Recent, current) -> list[Text]:
-    """file, model, dtype, recorded, tok/s, and how it compares with `current` (a snapshot)."""
+    """file, model, dtype, recorded, tok/s, how it compares with `current` (a snapshot), and that
+    verdict short (SHORT)."""
     from tfdash.profiling.diff import differences
 
     name = Text(visible(snapshot_label(e.path)), style="bold")
     if e.snapshot is None:
-        return [name, Text(visible(e.error or "?"), style="italic"), Text(""), Text(""), Text(""), Text("unreadable")]
+        return [name, Text(visible(e.error or "?"), style="italic"), Text(""), Text(""), Text(""),
+                Text("unreadable"), Text("✗ unreadable")]
     m = e.snapshot.meta
     model = str(m.model.get("name", "?")) if isinstance(m.model, dict) else "?"
     when = visible(m.started_at.replace("T", " ").removesuffix("Z")[:16]) if m.started_at else \
@@ -58,29 +65,33 @@ def row_cells(e: Recent, current) -> list[Text]:
     # compared by shape and dtype: a model named otherwise (a checkpoint in another folder) compares too
     diffs = differences(e.snapshot, current) if current is not None else []
     if diffs:  # the first that refuses it: differences() puts the names first only to say which two they are
-        fit = Text(visible(next((d for d in diffs if not d.startswith("model name:")), diffs[0])), style="italic")
+        first = next((d for d in diffs if not d.startswith("model name:")), diffs[0])
+        fit, short = Text(visible(first), style="italic"), Text(visible("✗ " + first.split(":")[0]), style="italic")
     elif not any(k.measured_p50_ns is not None for k in e.snapshot.kernels):  # compares, but with no Δ to show
         fit = Text("same shape and dtype, not profiled", style="italic")
+        short = Text("✓ not profiled", style="italic")
     else:
-        fit = Text("✓ same shape and dtype")
-    return [name, Text(visible(model)), Text(visible(m.dtype)), Text(when), tps, fit]
+        fit, short = Text("✓ same shape and dtype"), Text("✓")
+    return [name, Text(visible(model)), Text(visible(m.dtype)), Text(when), tps, fit, short]
 
 
-def file_room(width: int, rows: list[list[Text]]) -> int:
-    """The cells the file column's names may take in a table `width` cells wide (0: not laid out,
-    no limit): what the "against this run" column leaves when the names keep FILE_MIN there, else
-    the whole row; each column takes 2 cells of padding."""
-    if width <= 0:
-        return 0
-    beside = width - 2 - (cell_widths(COLUMNS, rows)["fit"] + 2)
-    return max(MIN_NAME, beside if beside >= FILE_MIN else width - 2)
-
-
-def fit_names(rows: list[list[Text]], room: int) -> list[list[Text]]:
-    """`rows` with each file name whole within `room` cells (0: any), else its end after "…"."""
-    if room <= 0:
-        return rows
-    return [[Text(tail(r[0].plain, room), style=r[0].style), *r[1:]] for r in rows]
+def fitted(width: int, rows: list[list[Text]]) -> tuple[tuple, list[list[Text]]]:
+    """The columns a table `width` cells wide shows (each takes 2 cells of padding), and each row's
+    cells for them: the longest start of PRIORITY that leaves the file names whole, or, to keep
+    the TELL_APART columns, FILE_MIN cells (or their widest, if less), the names cut at their start
+    to the room left (their ends tell one export from the next); else the names alone on the row."""
+    short = [[*r[:SHORT - 1], r[SHORT]] for r in rows]
+    keep, cells, room, columns = ("file",), rows, width - 2, COLUMNS
+    for n in range(len(PRIORITY), 1, -1):
+        shown, heads = (rows, COLUMNS) if "words" in PRIORITY[:n] else (short, TERSE)
+        need = cell_widths(heads, shown)
+        left = width - sum(need[k] + 2 for k in PRIORITY[:n] if k not in ("file", "words")) - 2
+        if left >= (need["file"] if n > TELL_APART else min(need["file"], FILE_MIN)):
+            keep, cells, room, columns = PRIORITY[:n], shown, left, heads
+            break
+    at = [i for i, (key, _) in enumerate(columns) if key in keep]
+    return (tuple(columns[i] for i in at),
+            [[Text(tail(r[0].plain, room), style=r[0].style), *(r[i] for i in at[1:])] for r in cells])
 
 
 def shown_dir(d) -> str:
@@ -205,13 +216,12 @@ class PickerScreen(FitsBeforeDraw, ModalScreen):
             self._fill()
 
     def _fill(self) -> None:
-        """The columns that fit the box whole (the file names cut at their start to fit), refitted on
-        resize with the cursor kept on its row."""
+        """The columns that fit the box (fitted), refitted on resize with the cursor kept on its row."""
         t = self.query_one("#picker-table", DataTable)
         row = t.cursor_row
         scrollbar = t.styles.scrollbar_size_vertical if len(self.rows) + 1 > t.size.height else 0  # as drawn
-        rows = fit_names(self.rows, file_room(t.size.width - scrollbar, self.rows))
-        fill_whole(t, COLUMNS, rows, [str(i) for i in range(len(rows))], PRIORITY, scrollbar)
+        columns, rows = fitted(t.size.width - scrollbar, self.rows) if t.size.width > 0 else (COLUMNS, [])
+        fill_whole(t, columns, rows, [str(i) for i in range(len(rows))], tuple(k for k, _ in columns), scrollbar)
         t.move_cursor(row=row, animate=False)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
