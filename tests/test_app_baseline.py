@@ -277,6 +277,40 @@ async def test_the_header_names_an_export_folders_snapshot_by_its_folder(isolate
 
 
 @sync
+async def test_two_snapshots_of_one_name_are_named_by_the_folders_that_differ(isolated_config, tmp_path,
+                                                                              monkeypatch):
+    """`tfdash open dashboard-after-engine/snapshot-h200.json --baseline dashboard/snapshot-h200.json`
+    said "snapshot-h200.json vs snapshot-h200.json"; a baseline picked (b) from another folder under
+    the shown file's name read alike. Each is named with the folders that tell the two apart."""
+    import shutil
+
+    from tfdash.app.messages import BaselineChosen
+
+    for d in ("dashboard", "dashboard-after-engine", "exports"):
+        (tmp_path / "s3" / d).mkdir(parents=True)
+        shutil.copy(SNAPSHOT, tmp_path / "s3" / d / "snapshot-h200.json")
+    after, before = (tmp_path / "s3" / d / "snapshot-h200.json" for d in ("dashboard-after-engine", "dashboard"))
+    app = snapshot_app(after, baseline=before, theme="tfdash-dark")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        top = str(app.screen.query_one("#topbar-state").render())
+    assert "dashboard-after-engine/snapshot-h200.json vs dashboard/snapshot-h200.json" in top, top
+
+    monkeypatch.chdir(tmp_path)
+    messages = []
+    app = snapshot_app(after, theme="tfdash-dark", export_dir=tmp_path / "s3" / "exports")
+    async with app.run_test(size=(160, 48), message_hook=messages.append) as pilot:
+        await settle(pilot)
+        await pilot.press("b")
+        await settle(pilot)
+        await pilot.press("enter")  # the picker's one row: exports/snapshot-h200.json
+        await settle(pilot)
+        top = str(app.screen.query_one("#topbar-state").render())
+    assert "dashboard-after-engine/snapshot-h200.json vs exports/snapshot-h200.json" in top, top
+    assert {m.label for m in messages if isinstance(m, BaselineChosen)} == {"exports/snapshot-h200.json"}
+
+
+@sync
 async def test_a_baseline_without_kernel_times_says_so(isolated_config, tmp_path, monkeypatch):
     """A snapshot saved without a profile window compares (same shape and dtype) but has no kernel
     times: the picker offered it as "✓ same shape and dtype" and the table then showed a "—" in every

@@ -109,6 +109,44 @@ def test_two_export_folders_are_told_apart_by_their_folders(pair, capsys, tmp_pa
     assert snapshot_label(pair[0]) == "fused.json"  # a file of its own name keeps just that
 
 
+def test_two_snapshots_of_one_name_are_told_apart_by_the_folders_that_differ(pair, capsys, tmp_path):
+    """Two files of one name outside export folders (the README's dashboard/snapshot-h200.json and
+    dashboard-after-engine/snapshot-h200.json) both read "# A: snapshot-h200.json" / "# B:
+    snapshot-h200.json". Each is named with as many of its folders as tell the two apart."""
+    from tfdash.profiling.export import snapshot_labels
+
+    for folder, src in zip(("dashboard", "dashboard-after-engine"), pair):
+        (tmp_path / "s3" / folder).mkdir(parents=True)
+        (tmp_path / "s3" / folder / "snapshot-h200.json").write_bytes(src.read_bytes())
+    a, b = (str(tmp_path / "s3" / f / "snapshot-h200.json") for f in ("dashboard", "dashboard-after-engine"))
+    assert main(["diff", a, b]) == 0
+    head = capsys.readouterr().out.splitlines()[:2]
+    assert head[0].startswith("# A: dashboard/snapshot-h200.json ("), head
+    assert head[1].startswith("# B: dashboard-after-engine/snapshot-h200.json ("), head
+    assert snapshot_labels("x/run/s.json", "y/run/s.json") == ("x/run/s.json", "y/run/s.json")
+    assert snapshot_labels("x/a.json", "y/b.json") == ("a.json", "b.json")  # names that differ keep just them
+    assert snapshot_labels("r1/snapshot.json", "r2/snapshot.json") == ("r1/snapshot.json", "r2/snapshot.json")
+    assert snapshot_labels("s.json", "./s.json") == ("s.json", "s.json")  # one file given twice
+
+
+def test_the_readme_shows_what_its_diff_of_two_recorded_runs_prints(capsys, monkeypatch):
+    """The README's `tfdash diff` of session 3's two H200 snapshots shows that command's output: the
+    lines under the command are what it prints, the header's names included."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    at = readme.index("$ tfdash diff benchmarks/2026-11-29/session3/dashboard/snapshot-h200.json")
+    command, shown = readme[at:readme.index("```", at)].split("\n", 1)  # the command spans two lines
+    rest, shown = shown.split("\n", 1)
+    argv = [w for w in (command + rest).removeprefix("$ tfdash ").split() if w != "\\"]
+    if not all((root / a).exists() for a in argv if a.endswith(".json")):
+        pytest.skip("the recorded snapshots are not in this checkout")
+    monkeypatch.chdir(root)
+    assert main(argv) == 0
+    assert capsys.readouterr().out == shown
+
+
 def test_the_other_way_round_they_are_removed(pair, capsys):
     a, b = pair
     d = diff_json(capsys, b, a)

@@ -108,8 +108,7 @@ class TfdashApp(MinSizeGuard, LiveRefresh, RunActions, ExportActions, CompareAct
     def source_label(self) -> str:
         from tfdash.profiling.export import snapshot_label  # DIR/snapshot.json: every export's file has that name
 
-        path = self.source.path
-        label = snapshot_label(path) if path else "read-only"
+        label = self.shown_name() if self.source.path else "read-only"
         return f"{label} vs {self.baseline.label}" if self.baseline is not None else label
 
     @property

@@ -3,14 +3,15 @@ kernel table's Δ columns, the drill-down and the roofline pane show of it. Plai
 widgets; the alignment itself is `tfdash.profiling.diff` (the same as `tfdash diff`), so a row's
 Δ here is the Δ that `tfdash diff` prints for it.
 
-    Baseline(snapshot, label)      held by the app
-    index(base, kernels, group)    an Index: the kernel table's rows -> DiffRow (Δ = shown − baseline)
-    sort_rows(rows, idx, key, d)   the table's rows by a Δ column, unmatched rows last
+    Baseline(snapshot, label, path)  held by the app
+    index(base, kernels, group)      an Index: the kernel table's rows -> DiffRow (Δ = shown − baseline)
+    sort_rows(rows, idx, key, d)     the table's rows by a Δ column, unmatched rows last
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 from tfdash.app.model import TableRow, filter_launches, fmt_ns, fmt_num
@@ -28,7 +29,8 @@ QUIET_PCT = 1.0  # |Δ %| under this is drawn without colour, so small moves do 
 @dataclass(frozen=True)
 class Baseline:
     snapshot: ProfileSnapshot
-    label: str  # the file name, for the captions
+    label: str  # the file name, for the captions (with its folders where the shown file has its name)
+    path: Path | None = None  # its file: the header names the shown one beside it (snapshot_labels)
 
 
 def check_comparable(base: ProfileSnapshot, snap: ProfileSnapshot, base_name: str, name: str) -> None:

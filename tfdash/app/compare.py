@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Iterable
 
 from tfdash.errors import TfdashError
-from tfdash.profiling.export import GZIP_MAGIC, snapshot_label
+from tfdash.profiling.export import GZIP_MAGIC, snapshot_label, snapshot_labels
 from tfdash.profiling.export_files import EXPORT_TRACE, GZ_GLOB, TRACE_SUFFIX, without_gz  # traces: --export's, t's
 from tfdash.profiling.snapshot import SCHEMA, ProfileSnapshot
 
@@ -193,7 +193,11 @@ class CompareActions:
                 s.show_entries(entries)
 
     def shown_name(self) -> str:
-        path = self.source.path
+        """The file on screen as named beside the baseline's: with the folders that tell the two
+        apart where both have one name (snapshot_labels)."""
+        path, base = self.source.path, self.baseline
+        if path and base is not None and base.path:
+            return snapshot_labels(path, base.path)[0]
         return snapshot_label(path) if path else "this run"
 
     def set_baseline(self, chosen: Recent | None) -> str | None:
@@ -209,11 +213,12 @@ class CompareActions:
                 return f"{snapshot_label(chosen.path)}: {chosen.error}"
             if self.snapshot is None:
                 return "nothing measured yet to compare with: wait for the first tokens"
-            line = refusal(chosen.snapshot, self.snapshot, snapshot_label(chosen.path), self.shown_name(),
-                           force="`tfdash diff --force`")
+            path = self.source.path  # each named as beside the other: two snapshot.json, each with its folder
+            name, shown = snapshot_labels(chosen.path, path) if path else (snapshot_label(chosen.path), "this run")
+            line = refusal(chosen.snapshot, self.snapshot, name, shown, force="`tfdash diff --force`")
             if line:
                 return line
-            self.baseline = Baseline(chosen.snapshot, snapshot_label(chosen.path))
+            self.baseline = Baseline(chosen.snapshot, name, chosen.path)
         self.snapshot = self.snapshot  # every pane draws again, with or without the Δ
         return None
 

@@ -47,11 +47,14 @@ def snapshot_app(snapshot: ProfileSnapshot | str | Path, baseline: ProfileSnapsh
         from tfdash.app.baseline import Baseline, check_comparable
 
         base, base_path = _load(baseline)
-        from tfdash.profiling.export import snapshot_label
+        from tfdash.profiling.export import snapshot_label, snapshot_labels
 
         base_label = snapshot_label(base_path) if base_path else "baseline"
-        check_comparable(base, snapshot, base_label, snapshot_label(path) if path else "the snapshot")
-        kw["baseline"] = Baseline(base, base_label)
+        label = snapshot_label(path) if path else "the snapshot"
+        if base_path and path:  # two snapshot-h200.json: each with the folder that tells them apart
+            base_label, label = snapshot_labels(base_path, path)
+        check_comparable(base, snapshot, base_label, label)
+        kw["baseline"] = Baseline(base, base_label, base_path)
     return TfdashApp(SnapshotSource(snapshot, path), **kw)
 
 

@@ -252,7 +252,7 @@ def write_out(out: str, text: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    from tfdash.profiling.export import load_snapshot, snapshot_label
+    from tfdash.profiling.export import load_snapshot, snapshot_labels
     from tfdash.profiling.files import check_not_a_snapshot, check_not_an_input, check_writable_file, table_stream
 
     p = parser()
@@ -265,8 +265,8 @@ def main(argv: list[str]) -> int:
             check_not_an_input(out, flag, {"snapshot A": args.a, "snapshot B": args.b})
             check_not_a_snapshot(out, flag)
     a, b = load_snapshot(args.a), load_snapshot(args.b)
-    d = compare(a, b, group=args.group, force=args.force, a_source=snapshot_label(args.a),
-                b_source=snapshot_label(args.b))
+    a_source, b_source = snapshot_labels(args.a, args.b)  # two snapshot-h200.json: each with its folder
+    d = compare(a, b, group=args.group, force=args.force, a_source=a_source, b_source=b_source)
     top = args.top or None
     if args.json is not None:
         data = to_json(d)

@@ -40,7 +40,8 @@ from pathlib import Path
 from tfdash.errors import SnapshotError, TfdashError
 from tfdash.profiling.chrome_trace import chrome_trace, write_chrome_trace  # noqa: F401  (re-exported)
 from tfdash.profiling.csv_export import CSV_COLUMNS, kernel_csv, write_kernel_csv  # noqa: F401  (re-exported)
-from tfdash.profiling.export_files import EXPORT_CSV, EXPORT_SNAPSHOT, EXPORT_TRACE, gz_name, not_the_snapshot, snapshot_in, without_gz
+from tfdash.profiling.export_files import EXPORT_CSV, EXPORT_SNAPSHOT, EXPORT_TRACE, gz_name, not_the_snapshot, snapshot_in
+from tfdash.profiling.export_files import snapshot_label, snapshot_labels  # noqa: F401  (re-exported)
 from tfdash.profiling.files import fresh_directory, move_into, write_text_atomic
 from tfdash.profiling.snapshot import SCHEMA, VERSION, ProfileSnapshot
 
@@ -376,13 +377,6 @@ def schema_doc() -> str:
 
 
 # -- export folders ------------------------------------------------------------------------
-def snapshot_label(path) -> str:
-    """How a snapshot file is named beside another (diff, the dashboard's baseline): its file name,
-    with its folder where that name is an export's own (gzip-compressed or not), which every export shares."""
-    p = Path(path)
-    return f"{p.parent.name}/{p.name}" if without_gz(p.name) == EXPORT_SNAPSHOT and p.parent.name else p.name
-
-
 def export_all(snap: ProfileSnapshot, directory) -> dict[str, Path]:
     """snapshot.json, trace.json and kernels.csv in `directory` (made if missing; a leading ~ expanded)."""
     d = Path(directory).expanduser()

@@ -46,6 +46,28 @@ def without_gz(name: str) -> str:
     return name[:-len(".gz")] if gz_name(name) else name
 
 
+def snapshot_label(path) -> str:
+    """How a snapshot file is named beside another (diff, the dashboard's baseline): its file name,
+    with its folder where that name is an export's own (gzip-compressed or not), which every export shares."""
+    p = Path(path)
+    return f"{p.parent.name}/{p.name}" if without_gz(p.name) == EXPORT_SNAPSHOT and p.parent.name else p.name
+
+
+def snapshot_labels(a, b) -> tuple[str, str]:
+    """Two snapshot files named beside each other (`tfdash diff A B`, `open B --baseline A`): each
+    its snapshot_label, and where those are one name (dashboard/snapshot-h200.json and
+    dashboard-after-engine/snapshot-h200.json), each with as many of its folders as tell them apart;
+    one file given twice keeps its label."""
+    la, lb = snapshot_label(a), snapshot_label(b)
+    pa, pb = Path(os.path.abspath(a)).parts, Path(os.path.abspath(b)).parts
+    if la != lb or pa == pb:
+        return la, lb
+    n = la.count("/") + 1
+    while pa[-n:] == pb[-n:]:
+        n += 1
+    return str(Path(*pa[-n:])), str(Path(*pb[-n:]))  # a path shorter than n parts: whole, from its root
+
+
 def export_files(directory) -> tuple[Path, ...]:
     """The files `--export DIR` writes (a leading ~ expanded, as the export expands it)."""
     d = Path(directory).expanduser()

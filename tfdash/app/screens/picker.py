@@ -254,7 +254,7 @@ class PickerScreen(FitsBeforeDraw, ModalScreen):
             self._say(line)
             self.notify(line, title="baseline", severity="warning", timeout=8)
             return
-        label = snapshot_label(chosen.path)  # as the table and the baseline name it
+        label = self.app.baseline.label  # as the header names it (with a folder, where the shown file has its name)
         self.app.post_message(BaselineChosen(label))  # this screen closes now
         self.notify(f"comparing against {label}", title="baseline", timeout=4)
         self.dismiss(chosen.path)
