@@ -131,8 +131,8 @@ async def test_the_drill_downs_operands_show_whole_columns(isolated_config, size
 @pytest.mark.parametrize("size", [(80, 24), (100, 30), (160, 48)])
 @sync
 async def test_the_drill_downs_operands_say_how_many_are_shown(isolated_config, size):
-    """Under a GEMV's dims and geometry at 80x24 the cost-by-operand table has room for one of
-    gate_up's four operands: its border says "1 of 4 operands shown" (the table had run on past the
+    """Under a GEMV's dims and geometry at 80x24 the cost-by-operand table has room for three of
+    gate_up's four operands: its border says "3 of 4 operands shown" (the table had run on past the
     pane's border, three rows cut with nothing said). Where every row fits, nothing is said."""
     app = make_app()
     async with app.run_test(size=size) as pilot:
@@ -647,10 +647,10 @@ async def test_a_dialog_closed_over_v_leaves_enter_off_the_hidden_table(isolated
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)])
 @sync
-async def test_the_drill_downs_operands_count_none_shown_as_none(isolated_config, size):
-    """Under attention's dims and geometry at 80x24 the caption fills the cost-by-operand pane and
-    no operand row is left, yet its border said "1 of 9 operands shown". It counts the rows that
-    are on the screen, none among them."""
+async def test_the_drill_downs_costliest_operands_show_under_a_long_caption(isolated_config, size):
+    """Under attention's dims and geometry at 80x24 the caption filled the cost-by-operand pane: "0
+    of 9 operands shown", the pane showing nothing of what it is named for. The caption is cut at
+    its end ("…") to leave the table the costliest three, and the border counts the rows shown."""
     from tfdash.app import drill_model
 
     snap = load_snapshot(SNAPSHOT)
@@ -669,7 +669,10 @@ async def test_the_drill_downs_operands_count_none_shown_as_none(isolated_config
     inside = [line[r.x + 1:r.right - 1].strip() for line in lines[r.y + 1:r.bottom - 1]]
     shown = [x for x in inside if x.split()[:1] and x.split()[0] in names]
     bottom = lines[r.bottom - 1][r.x:r.right]
+    assert [x.split()[0] for x in shown] == names[:len(shown)] and len(shown) >= 3, (size, inside)
     if len(shown) < len(names):
         assert f"{len(shown)} of {len(names)} operands shown" in bottom, (size, inside, bottom)
     else:
         assert "operands shown" not in bottom, (size, bottom)
+    caption = inside[:inside.index(next(x for x in inside if x.startswith("operand ")))]
+    assert caption[-1].endswith("…") == (size == (80, 24)), (size, caption)  # cut only where it must be

@@ -2,8 +2,10 @@
 baseline's time and Δ), and the row's cost by operand (summed over its launches) under the current
 launch's dims and grid (named where the row's launches differ in them).
 
-Each shows the columns that fit its pane whole (layout.fill_whole). What they hold is kept, and
-they are filled once a layout has given them their width, before that frame is drawn
+Each shows the columns that fit its pane whole (layout.fill_whole). The operands' caption is cut
+at its end ("…") where it would leave the table fewer than TOP_OPERANDS rows: whole, attention's
+dims and grid take every line of an 80x24 pane, which then shows no operand at all. What they hold
+is kept, and they are filled once a layout has given them their width, before that frame is drawn
 (layout.FitsBeforeDraw): a table filled at the screen's mount, before it had a width, was drawn
 for a frame with every column (headers cut mid-word, the Δ scrolled off, a horizontal scrollbar).
 """
@@ -27,6 +29,7 @@ INSTANCE_PRIORITY = ("role", "meas", "pred", "base", "delta", "gap", "p90", "gbp
 # Against a baseline, Δ outlasts every other number but the measured time, as in the kernel table.
 INSTANCE_PRIORITY_VS = ("role", "meas", "delta", "pred", "base", "gap", "p90", "gbps")
 OPERAND_PRIORITY = ("op", "pct", "read", "written", "kind", "buf")
+TOP_OPERANDS = 3  # rows of the costliest operands (listed first) kept under the header: the caption is cut for them
 OPERAND_COLUMNS = tuple((key, Text(label, justify="right" if key in ("read", "written", "pct") else "left"))
                         for key, label in (("op", "operand"), ("kind", "kind"), ("read", "read"),
                                            ("written", "written"), ("pct", "%"), ("buf", "buffer")))
@@ -34,9 +37,20 @@ OPERAND_COLUMNS = tuple((key, Text(label, justify="right" if key in ("read", "wr
 
 def operands_shown(room: int, n: int) -> str:
     """The cost-by-operand pane's subtitle where its table's `room` rows (its header's among them)
-    show fewer than its `n` operands (80x24, under a GEMV's dims and geometry), the rest scrolled;
-    under attention's longer dims at 80x24 the caption leaves no row for one, and it says 0."""
+    show fewer than its `n` operands (80x24: the TOP_OPERANDS the caption is cut to leave), the
+    rest scrolled."""
     return f"{max(0, room - 1)} of {n} operands shown" if room - 1 < n else ""
+
+
+def cut_caption(caption: Content, width: int, lines: int) -> Content:
+    """`caption` as wrapped to `width` cells, cut to its first `lines` lines, the last ending in "…"
+    where any are left out (the same caption whole where it fits)."""
+    wrapped = caption.wrap(width)
+    if len(wrapped) <= lines or width < 2:
+        return caption
+    kept = wrapped[:max(1, lines)]
+    kept[-1] = kept[-1].truncate(width - 1) + Content.styled("…", "$text-muted")
+    return Content("\n").join(kept)
 
 
 def instance_cells(k, against, colors) -> list[Text]:
@@ -57,6 +71,7 @@ class DrillTables:
 
     _instance_rows = None  # (columns, rows, keys, priority, launches only the baseline has) as last built
     _operand_rows: list[list[Text]] | None = None  # as last built, for the current launch
+    _operand_caption: Content | None = None  # the caption over them, whole (cut_caption fits it to the pane)
     _fitted_to = None  # the panes' sizes the tables were last filled to
 
     def fit_laid_out(self) -> None:
@@ -117,11 +132,11 @@ class DrillTables:
         # are one launch's (the current one), so the caption names it; an op's launches share them.
         mixed = any(plan.launches[i].dims != launch.dims for i in self.row.members)
         n = len(self.row.members)
-        caption.update(visible_content(Content.assemble(
+        self._operand_caption = visible_content(Content.assemble(
             ("at ctx_len ", "$text-muted"), (f"{ctx:,}", "bold"), ("  Σ ", "$text-muted"),
             (fmt_bytes(total), "bold"), (f" over {n} launches" if mixed else "", "$text-muted"), ("\n", ""),
             *((("launch ", "$text-muted"), (launch.role, "bold"), (": " if dims else "", "$text-muted")) if mixed else ()),
-            (dims, "$text-muted"), *((("\n", ""), (geometry, "")) if geometry else ())), KEEP_LAYOUT))
+            (dims, "$text-muted"), *((("\n", ""), (geometry, "")) if geometry else ())), KEEP_LAYOUT)
         self._operand_rows = [
             [Text(visible(o.role), style="bold"), Text(KIND_SHORT.get(o.kind, o.kind)),
              Text(fmt_bytes(o.read) if o.read else "—", justify="right"),
@@ -131,13 +146,20 @@ class DrillTables:
         self._fill_operands()
 
     def _fill_operands(self) -> None:
-        """The operands with the columns that fit the pane (less a scrollbar where the rows under
-        the caption are fewer than the operands), and how many of them show."""
+        """The caption, cut to leave the table its header and TOP_OPERANDS rows; the operands with
+        the columns that fit the pane (less a scrollbar where the rows under the caption are fewer
+        than the operands), and how many of them show."""
         rows = self._operand_rows
         if rows is None:
             return
-        pane = self.query_one("#operands")
-        room = pane.content_size.height - self.query_one("#operands-caption").outer_size.height  # rows with a header
+        pane, caption = self.query_one("#operands"), self.query_one("#operands-caption", Static)
+        width, height = caption.content_size.width, pane.content_size.height
+        if width and height:  # laid out: the caption's lines as drawn, which the table's rows are under
+            shown = cut_caption(self._operand_caption, width, height - 1 - min(len(rows), TOP_OPERANDS))
+            room = height - len(shown.wrap(width))  # rows with a header
+        else:
+            shown, room = self._operand_caption, height - caption.outer_size.height
+        caption.update(shown)
         fill_whole(self.query_one("#operands-table", DataTable), OPERAND_COLUMNS, rows, [None] * len(rows),
                    OPERAND_PRIORITY, int(len(rows) + 1 > room))
         pane.border_subtitle = operands_shown(room, len(rows)) if pane.content_size.height else ""
