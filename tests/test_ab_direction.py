@@ -72,3 +72,36 @@ async def test_the_ab_screen_says_the_direction_and_why_the_medians_differ(isola
         inside = box_lines(screen_text(app), "A/B a plan variant")
     assert f"{ab_table.VERDICT_LABEL}: {r['verdict']}" in inside, inside
     assert any(line.startswith("the sides' medians put B behind A; Δ pairs each B window") for line in inside), inside
+
+
+def test_the_per_op_delta_header_says_b_minus_a():
+    """The per-op table's Δ is B's time less A's (+ is B slower), the other way round from the
+    verdict's tok/s: its header says which way, in the headless table."""
+    from test_app_compare import recorded_ab
+
+    lines = ab_table.table(recorded_ab())
+    [header] = [line for line in lines if line.startswith("op ")]
+    assert header.split()[:7] == ["op", "A", "B", "Δ", "(B−A)", "Δ", "%"], header
+    added = next(line for line in lines if line.startswith("qk_norm_rope"))  # B only: B's time, +
+    assert "+84.6 µs" in added, lines
+
+
+@sync
+async def test_the_ab_screen_ops_header_says_b_minus_a_at_80_columns(isolated_config):
+    """On the A/B screen at 80x24 the ops table's Δ header says its direction, whole."""
+    from test_app_compare import recorded_ab
+    from test_app_dialogs import box_lines
+    from test_app_fit import screen_text
+
+    from tfdash.app.main import snapshot_app
+    from tfdash.profiling.export import load_snapshot
+
+    app = snapshot_app(dataclasses.replace(load_snapshot(SNAPSHOT), ab=(recorded_ab(),)), theme="tfdash-dark")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("a")
+        for _ in range(3):
+            await pilot.pause()
+        inside = box_lines(screen_text(app), "A/B a plan variant")
+    [header] = [line for line in inside if line.lstrip().startswith("op ")]
+    assert "Δ (B−A)" in header and header.rstrip().endswith("Δ %"), inside

@@ -2,6 +2,7 @@
 `tfdash open`'s summary; the dashboard's A/B screen says its verdict with the same label and phrase.
 
     VERDICT_LABEL    what the verdict's Δ is and which way it points, said beside it
+    OP_DELTA         the per-op table's Δ header, with its direction (B − A in time: + is B slower)
     medians_note(result)  why the sides' medians may differ the other way from the verdict
     when(result)     when the turns ran: "during the generation", or "after the generation, …"
     window_count(result)  the windows a side, each side's count where a stop left them unequal
@@ -15,6 +16,10 @@ from __future__ import annotations
 # median of those pairs, not the ratio of the sides' medians (a drifting host moves both sides of a
 # pair, not the pairs' median)
 VERDICT_LABEL = "B vs A tok/s, median of pairs"
+
+# The per-op table's Δ column: B's time less A's, so + is B slower, the opposite way round from the
+# verdict's tok/s; its header says so (the headless table and the A/B screen alike)
+OP_DELTA = "Δ (B−A)"
 
 
 def medians_note(result: dict) -> str:
@@ -74,7 +79,7 @@ def table(result: dict) -> list[str]:
     if result.get("incomplete"):
         lines.append(f"incomplete: {result['incomplete']}")
     if result["per_op"]:
-        lines.append(f"{'op':<16}{'A':>12}{'B':>12}{'Δ':>12}{'Δ %':>8}   ({result['per_op_method']} profile window a side)")
+        lines.append(f"{'op':<16}{'A':>12}{'B':>12}{OP_DELTA:>12}{'Δ %':>8}   ({result['per_op_method']} profile window a side)")
         for r in result["per_op"]:
             def ns(x):
                 return "—" if x is None else f"{x / 1e3:.1f} µs"

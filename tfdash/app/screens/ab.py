@@ -39,7 +39,7 @@ from tfdash.app.screens.ab_intro import intro, turns_after
 from tfdash.app.widgets.footer import FitFooter
 from tfdash.app.widgets.row_list import RowList
 from tfdash.app.layout import SHORT_H, FitsBeforeDraw, fill_whole
-from tfdash.profiling.ab_table import VERDICT_LABEL, medians_note, when, window_count
+from tfdash.profiling.ab_table import OP_DELTA, VERDICT_LABEL, medians_note, when, window_count
 from tfdash.profiling.variants import Refusal, refusal
 from tfdash.app.messages import ABMeasured, ABProgressed
 from tfdash.app.model import fmt_ns
@@ -183,7 +183,7 @@ class ABScreen(FitsBeforeDraw, ModalScreen):
         self.watch(self.app, "snapshot", self._mark_variants, init=True)
         self.fill_sides()
         self.query_one("#ab-ops", DataTable).add_columns(
-            "op", Text("A", justify="right"), Text("B", justify="right"), Text("Δ", justify="right"),
+            "op", Text("A", justify="right"), Text("B", justify="right"), Text(OP_DELTA, justify="right"),
             Text("Δ %", justify="right"))
         self.query_one("#ab-progress", ProgressBar).display = False
         snap = self.app.snapshot
