@@ -92,6 +92,18 @@ def _flat(text: str) -> str:
     return re.sub(r"-\s+", "-", " ".join(text.split()))  # argparse may wrap at a hyphen
 
 
+def test_the_readmes_ab_examples_say_where_they_run_as_the_help_does():
+    """The README's `--ab` row gave `down:seg=8` with no engine: a GEMV spec runs only on the
+    tilelang engine on CUDA (on the CPU's torch engine it is refused), as --help says. Its examples
+    are --help's, each with where it runs."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    [row] = [line for line in readme.splitlines() if line.startswith("| `tfdash --headless --ab")]
+    [ab] = [a for a in _parsers()["tfdash"]._actions if "--ab" in a.option_strings]
+    for spec in re.findall(r"down:seg=\d+", ab.help):
+        assert f"`{spec}` on the tilelang engine, on CUDA" in row, row
+    assert "`tilelang-unfused` on any engine" in row and "down:seg=8" not in row, row
+
+
 def test_every_option_of_every_help_is_in_the_readme_and_says_what_it_does():
     """Each command's --help against the README's command line section: an option the help shows
     is named there, and has a help line of its own (analyze's --dtype had none)."""
