@@ -357,7 +357,8 @@ async def test_a_remap_onto_a_key_textual_holds_is_left_out_and_the_palette_stil
 @sync
 async def test_the_help_and_the_palette_say_ctrl_c_is_the_remapped_quit_key(isolated_config):
     """quit on Q: the help's ^c row still read "Same as q", q no longer quitting; the dialogs' close
-    rows said "(q too)" whatever their keys were. The help and the palette name the key bound now."""
+    rows said "(q too)" whatever their keys were. The help and the palette name the key bound now;
+    the ^c row says how it differs from quit: it exits 130, as an interrupted command does."""
     remap(isolated_config, {"quit": "Q"})
     app = snapshot_app(SNAPSHOT, theme="tfdash-dark")
     async with app.run_test(size=(160, 48)) as pilot:
@@ -368,7 +369,7 @@ async def test_the_help_and_the_palette_say_ctrl_c_is_the_remapped_quit_key(isol
         rows = [" ".join(str(c) for c in app.screen.query_one("#help-table").get_row_at(i))
                 for i in range(app.screen.query_one("#help-table").row_count)]
     interrupt = next(r for r in rows if r.rstrip().endswith("interrupt"))
-    assert "Same as Q: stop the engine" in interrupt, interrupt
+    assert "As Q, but the command exits 130 (interrupted), where Q exits 0" in interrupt, interrupt
     assert not any("q too" in r for r in rows), rows
     assert commands["Quit (Q)"] == "Stop the engine cleanly, keep what was measured, quit", commands
 

@@ -15,7 +15,7 @@ from tfdash.app.layout import BOTTOM_MIN_H, EOS_AGAIN, NARROW_W, NO_STEP_TO_PROF
 APP = [
     Binding("q", "quit", "Quit", id="quit", tooltip="Stop the engine cleanly, keep what was measured, quit"),
     Binding("ctrl+c", "interrupt", "Quit", id="interrupt", show=False, priority=True,
-            tooltip="Same as {quit}: stop the engine cleanly and quit"),
+            tooltip="As {quit}, but the command exits 130 (interrupted), where {quit} exits 0"),
     Binding("question_mark", "help", "Help", id="help", key_display="?", tooltip="Every key, and how to remap it"),
     Binding("space", "pause", "Pause", id="pause", tooltip="Pause or resume the decode"),
     Binding("r", "rerun", "Re-run", id="rerun", tooltip="Stop this generation and start it again"),
