@@ -3,13 +3,15 @@ draws a bar on a terminal (and, in a pipe or a log, a line a second once a load 
 dashboard's status line says it."""
 
 import io
+import re
 
 import pytest
 import torch
 
 from tfdash.engine import preset
 from tfdash.engine.config import load_config
-from tfdash.engine.loading import LoadingBar, loading_line, loading_lines, loading_status
+from tfdash.engine.loading import (BUILDING, PACKING, RUNTIME, LoadingBar, PhaseLines, loading_line, loading_lines,
+                                   loading_status)
 from tfdash.engine.weights import load_weights
 
 
@@ -96,6 +98,8 @@ def test_the_dashboards_engine_says_its_weights_loading(tmp_path, monkeypatch):
     assert said[0] == "building the engine…" and loading, said
     last = loading[-1].removeprefix("loading weights: ").split(" of ")
     assert last[0] == last[1], loading
+    # then the seconds after the last tensor (1.7B on a CPU: ~3 s packing, ~2 s the runtime) are said too
+    assert said[said.index(loading[-1]) + 1:][:2] == [PACKING, RUNTIME], said
 
 
 def test_headless_says_a_slow_load_on_stderr_and_keeps_stdout_clean(capsys, monkeypatch):
@@ -108,9 +112,93 @@ def test_headless_says_a_slow_load_on_stderr_and_keeps_stdout_clean(capsys, monk
     capsys.readouterr()
     assert main(["--headless", "--model", "qwen3-tiny", "--max-new-tokens", "2", "--threads", "1"]) == 0
     out, err = capsys.readouterr()
-    said = err.splitlines()
+    said = [s for s in err.splitlines() if s not in PHASE_LINES]  # every phase is slow too: test_headless_says…
     loading = [s for s in said if s.startswith("tfdash: loading weights: ")]
     assert len(loading) > 3 and said[:len(loading)] == loading, said
     whole = loading[-1].removeprefix("tfdash: loading weights: ").split(" of ")
     assert whole[0] == whole[1] and said[len(loading)].startswith("tfdash 0.1.0 · qwen3-tiny"), said
     assert "loading" not in out
+
+
+PHASE_LINES = [f"tfdash: {text}" for text in (BUILDING, PACKING, RUNTIME)]
+
+
+def test_headless_says_a_slow_phase_of_the_build_once_a_second_in(capsys, monkeypatch):
+    """After the last weight line a 1.7B model on a CPU had ~6 s with nothing on stderr (~3 s packing
+    the weights, ~3 s building the runtime): with stderr in a pipe, each phase that runs past
+    LINE_EVERY_S says its line (the dashboard's status text) as it runs, before the run's
+    description; stdout keeps the text and the summary only."""
+    import time as _time
+
+    from tfdash.cli import main
+    from tfdash.engine import runtime, weights
+
+    monkeypatch.setattr("tfdash.engine.loading.LINE_EVERY_S", 0.2)
+    pack, make = weights.pack, runtime.make_runtime
+    monkeypatch.setattr(weights, "pack", lambda *a: (_time.sleep(0.6), pack(*a))[1])
+    monkeypatch.setattr(runtime, "make_runtime", lambda *a, **k: (_time.sleep(0.6), make(*a, **k))[1])
+    capsys.readouterr()
+    assert main(["--headless", "--model", "qwen3-tiny", "--max-new-tokens", "2", "--threads", "1"]) == 0
+    out, err = capsys.readouterr()
+    said = err.splitlines()
+    described = next(i for i, s in enumerate(said) if s.startswith("tfdash 0.1.0 · qwen3-tiny"))
+    before = [s for s in said[:described]  # the tiny model's first tensor and its load: quick, or a line
+              if s != f"tfdash: {BUILDING}" and not s.startswith("tfdash: loading weights: ")]
+    assert before == [f"tfdash: {PACKING}", f"tfdash: {RUNTIME}"], said
+    assert not any(line in out for line in PHASE_LINES) and "tfdash:" not in out
+
+
+def test_a_quick_build_in_a_pipe_says_no_phase(capsys):
+    from tfdash.cli import main
+
+    capsys.readouterr()
+    assert main(["--headless", "--model", "qwen3-tiny", "--max-new-tokens", "2", "--threads", "1"]) == 0
+    assert capsys.readouterr().err.splitlines()[0].startswith("tfdash 0.1.0 · qwen3-tiny")
+
+
+def test_a_phase_is_said_once_it_has_run_a_while_and_a_quick_one_never():
+    said = []
+    phases = PhaseLines(said.append, every_s=0.1)
+    phases.phase("slow")
+    _sleep_until(lambda: said, 2.0)
+    phases.phase("quick")
+    phases.phase("slow again")  # "quick" ran no time at all
+    _sleep_until(lambda: len(said) > 1, 2.0)
+    phases.phase("cut short")
+    phases.phase(None)  # lines of its own take over (the weights' bytes)
+    phases.phase("closed before its second")
+    phases.close()
+    assert said == ["slow", "slow again"]
+
+
+def _sleep_until(done, timeout: float) -> None:
+    import time as _time
+
+    end = _time.monotonic() + timeout
+    while not done() and _time.monotonic() < end:
+        _time.sleep(0.01)
+
+
+def test_compile_plan_in_a_pipe_says_a_line_a_second_not_a_bar(capsys, monkeypatch):
+    """Headless passes no progress to the tilelang compile, whose own rich bar redraws without a
+    limit where stderr is a pipe: there it says whole lines, the first once the compile has run
+    LINE_EVERY_S, at most one each LINE_EVERY_S, the last kernel's; a quick compile says nothing."""
+    import time as _time
+    from types import SimpleNamespace
+
+    from tfdash.engine import compile as comp
+
+    plan = SimpleNamespace(kernels=lambda: {f"k{i}": i for i in range(12)})
+    monkeypatch.setattr(comp, "check_supported", lambda plan: None)
+    monkeypatch.setattr(comp, "compile_one", lambda launch, target, pdl: launch)
+    capsys.readouterr()
+    assert comp.compile_plan(plan) == {f"k{i}": i for i in range(12)}
+    assert capsys.readouterr().err == ""  # quick: no line
+    monkeypatch.setattr("tfdash.engine.loading.LINE_EVERY_S", 0.1)
+    monkeypatch.setattr(comp, "compile_one", lambda launch, target, pdl: (_time.sleep(0.04), launch)[1])
+    comp.compile_plan(plan)
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    assert "\r" not in err and "\x1b" not in err and 2 <= len(lines) <= 6, err
+    assert all(re.fullmatch(r"tfdash: compiling tilelang kernels \d+/12: k\d+ \(0\.0 s\)", s) for s in lines), err
+    assert lines[-1].startswith("tfdash: compiling tilelang kernels 12/12: k11"), err

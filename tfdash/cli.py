@@ -108,12 +108,13 @@ def run_headless(args, note: str | None = None) -> int:
         with as_usage("tfdash"):  # said as the parser says its own mistakes, as bench says --gemv's
             variant = resolve(args.ab)
         check_variant(variant, args)  # past its weight's shape, or refused by a torch engine: before any weight
-    from tfdash.engine.loading import LoadingBar
+    from tfdash.engine.loading import BUILDING, LoadingBar
 
-    with LoadingBar() as loading:  # on a terminal: a large model's weights take a minute or more
+    with LoadingBar() as loading:  # a large model's weights take a minute or more; in a pipe, a slow phase a line
+        loading.status(BUILDING)
         eng = load_engine(ckpt=args.ckpt, model=args.model, device=args.device, dtype=args.dtype,
                           backend=args.backend, prompt=args.prompt, max_new_tokens=max_new, seed=args.seed,
-                          threads=getattr(args, "threads", None), loading=loading)
+                          threads=getattr(args, "threads", None), loading=loading, status=loading.status)
     if variant is not None:  # the tilelang engine's refusal (the plan running), or its torch-graph fallback's
         from tfdash.profiling.variants import refusal
 

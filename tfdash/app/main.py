@@ -91,16 +91,16 @@ def session_factory(args, max_new_tokens: int) -> Callable:
         nonlocal engine
         if engine is None:
             from tfdash.engine import load_engine
-            from tfdash.engine.loading import loading_status
+            from tfdash.engine.loading import BUILDING, compile_line, loading_status
 
             def progress(done, total, name, seconds):
-                status(f"compiling tilelang kernels {done}/{total}: {name} ({seconds:.1f} s)")
+                status(compile_line(done, total, name, seconds))
 
-            status("building the engine…")
+            status(BUILDING)
             engine = load_engine(ckpt=args.ckpt, model=args.model, device=args.device, dtype=args.dtype,
                                  backend=args.backend, prompt=args.prompt, max_new_tokens=max_new_tokens,
                                  seed=args.seed, progress=progress, threads=getattr(args, "threads", None),
-                                 ui=True, loading=loading_status(status))
+                                 ui=True, loading=loading_status(status), status=status)
             from tfdash.engine import fallback_note
 
             from tfdash.engine.threads import oversubscribed

@@ -230,13 +230,15 @@ def plan_for(cfg: ModelConfig, dtype: str, capacity: int, backend: str = "tilela
 def load_engine(ckpt: str | Path | None = None, model: str | None = None, device: str | None = None,
                 dtype: str | None = None, backend: str | None = None, capacity: int | None = None,
                 prompt: str | None = None, max_new_tokens: int | None = None, seed: int | None = None,
-                progress=None, threads: int | None = None, ui: bool = False, loading=None) -> Engine:
+                progress=None, threads: int | None = None, ui: bool = False, loading=None, status=None) -> Engine:
     """Build an engine on the embedded default (qwen3-tiny on CPU, the qwen3-1.7b shape on CUDA,
     random weights) or on a checkpoint. When prompt and max_new_tokens are given, the lengths are
     checked against max_position_embeddings and the capacity before any weight is loaded. On CPU,
     torch's thread count is set by `choose_threads(threads, ui)` (`ui`: a dashboard shares the
     process and wants a core). `progress` hears of each kernel compiled (compile.compile_plan) and
-    `loading(done_bytes, total_bytes)` of each weight loaded (tfdash.engine.loading)."""
+    `loading(done_bytes, total_bytes)` of each weight loaded (tfdash.engine.loading); `status(text)`
+    of each phase after the weights' bytes (loading.PACKING, loading.RUNTIME), seconds each for a
+    large model on a CPU, where the status line or stderr would otherwise stand still."""
     import torch
 
     from tfdash.engine.runtime import make_runtime
@@ -278,12 +280,15 @@ def load_engine(ckpt: str | Path | None = None, model: str | None = None, device
 
         threads, threads_why = gpu_threads(threads)
     from tfdash.engine.head_plan import derived_bytes
+    from tfdash.engine.loading import RUNTIME
     from tfdash.engine.memory import allocation_error, check_fits
 
     made = derived_bytes(plan)  # every runtime of the plan makes them (the torch spellings read them too)
     check_fits(cfg, plan.capacity, dtype, device, derived=made)
     try:
-        weights = load_weights(cfg, ckpt, torch_dtype(dtype), device, seed, loaded=loading)
+        weights = load_weights(cfg, ckpt, torch_dtype(dtype), device, seed, loaded=loading, status=status)
+        if status is not None:
+            status(RUNTIME)
         runtime = make_runtime(backend, plan, weights, device, progress=progress)
     except (torch.OutOfMemoryError, MemoryError) as e:
         raise allocation_error(e, cfg, plan.capacity, dtype, device, made) from None

@@ -7,6 +7,7 @@ second each.
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -70,11 +71,17 @@ def compile_one(launch, target=None, pdl: bool | None = None, backend: str | Non
 
 def compile_plan(plan, target=None, progress=None, pdl: bool | None = None) -> dict:
     """{kernel name: compiled kernel} for every distinct kernel of the plan.
-    `progress(done, total, name, seconds)` is called after each; the default prints a bar."""
+    `progress(done, total, name, seconds)` is called after each; the default prints a bar on a
+    terminal and, where stderr keeps every line (a pipe, a log), a line a second (loading.compile_lines:
+    a bar's redraws would be hundreds of lines there)."""
     check_supported(plan)
     kernels = plan.kernels()
     out = {}
     bar = None
+    if progress is None and sys.stderr is not None and not sys.stderr.isatty():
+        from tfdash.engine.loading import compile_lines
+
+        progress = compile_lines(lambda line: print(f"tfdash: {line}", file=sys.stderr, flush=True))
     if progress is None:
         from rich.console import Console
         from rich.progress import Progress
