@@ -154,20 +154,25 @@ TEXTUAL_SCREEN = [  # a screen's focus keys; a dialog binds its own (the A/B's t
     Binding("shift+tab", "app.focus_previous", "Textual's previous-focus key", id="textual.focus_previous"),
 ]
 # A focused DataTable's cursor keys (home and end: a RowList's first and last row, the help's sideways
-# scroll). A priority binding answers before them (config.FOCUSED: the drill-down's ←→ tabs, the
-# help's home and end), so only the others are shadowed; their ids start "textual.table."
+# scroll) and its enter (select_cursor: the picker's and the A/B's tables choose or start on it, the
+# help's and the instances table's do nothing), so a non-priority remap onto enter never reached the
+# drill-down's or the help's own binding. The kernel table binds enter itself (table.drill), so its
+# table_keys leave enter out. A priority binding of the same screen answers before them (config.FOCUSED:
+# the drill-down's ←→ tabs, the help's home and end, the dialogs' ⏎), so only the others are shadowed;
+# their ids start "textual.table."
 TABLE_KEYS = (("up", "cursor_up"), ("down", "cursor_down"), ("left", "cursor_left"), ("right", "cursor_right"),
               ("pageup", "page_up"), ("pagedown", "page_down"), ("home", "scroll_top"), ("end", "scroll_bottom"),
-              ("ctrl+home", "scroll_top"), ("ctrl+end", "scroll_bottom"))
+              ("ctrl+home", "scroll_top"), ("ctrl+end", "scroll_bottom"), ("enter", "select_cursor"))
 
 
-def table_keys(name: str, what: str) -> list[Binding]:
-    """TABLE_KEYS as the table `what` ("the kernel table") binds them, ids textual.table[.name].KEY."""
+def table_keys(name: str, what: str, enter: bool = True) -> list[Binding]:
+    """TABLE_KEYS as the table `what` ("the kernel table") binds them, ids textual.table[.name].KEY;
+    `enter` False for a table whose enter is one of ours (the kernel table's table.drill)."""
     return [Binding(key, action, f"{what}'s cursor key", id=f"textual.table.{name + '.' if name else ''}{key}")
-            for key, action in TABLE_KEYS]
+            for key, action in TABLE_KEYS if enter or key != "enter"]
 
 
-TEXTUAL_TABLE = table_keys("", "the kernel table")  # focused on the dashboard
+TEXTUAL_TABLE = table_keys("", "the kernel table", enter=False)  # focused on the dashboard
 INSTANCES_TABLE = table_keys("instances", "the instances table")  # the drill-down's, focused as it opens
 PICKER_TABLE = table_keys("picker", "the snapshot list")  # the baseline picker's, where it lists any
 AB_TABLE = table_keys("ab", "the variants table")  # the A/B's (its per-op table, a tab away, takes them too)

@@ -1,0 +1,66 @@
+"""A remap onto a key a focused table answers first is left out with a toast: the table's enter
+(DataTable's select_cursor) in the drill-down and the help."""
+
+from __future__ import annotations
+
+from fixtures import appkit
+from fixtures.appkit import SNAPSHOT, sync
+from test_app_fit import settle
+from test_app_keymap_hints import boxed, remap
+from test_app_live import toasts_of
+from test_first_hour_app import screen_text
+
+from tfdash.app import bindings
+from tfdash.app.config import keymap_problems
+from tfdash.app.main import snapshot_app
+
+isolated_config = appkit.isolated_config  # the fixture: the tests below take it by this name
+
+
+def problems(keymap: dict[str, str]) -> list[str]:
+    return keymap_problems(keymap, bindings.KEYMAP_SCOPES, bindings.all_ids())
+
+
+@sync
+async def test_a_remap_onto_enter_where_a_table_selects_on_it_is_left_out(isolated_config):
+    """drill.back on enter never left the drill-down, help.close on enter never closed the help: the
+    focused table's enter selects its row first. Both are left out with a toast, and esc still goes
+    back and closes; the dashboard's enter still drills in."""
+    remap(isolated_config, {"drill.back": "enter", "help.close": "enter"})
+    app = snapshot_app(SNAPSHOT)
+    said = toasts_of(app)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark", "enter")  # the help's table's: the help stays
+        await settle(pilot)
+        help_stays = boxed(app, "keys")
+        await pilot.press("escape")
+        await settle(pilot)
+        help_closed = not boxed(app, "keys")
+        await pilot.press("enter")  # table.drill: the drill-down of the first row
+        await settle(pilot)
+        opened = "instances" in screen_text(app)
+        await pilot.press("enter")  # the instances table's: the drill-down stays
+        await settle(pilot)
+        stays = "instances" in screen_text(app)
+        await pilot.press("escape")
+        await settle(pilot)
+        back = "instances" not in screen_text(app)
+    toasts = " | ".join(said)
+    assert (help_stays, help_closed, opened, stays, back) == (True, True, True, True, True), toasts
+    for bid, table in (("drill.back", "the instances table"), ("help.close", "the help's table")):
+        assert f"{bid} and {table}'s cursor key are both on 'enter': {bid} stays on 'esc'" in toasts, toasts
+
+
+def test_enter_is_taken_only_where_no_table_selects_on_it_first():
+    """The dialogs' ⏎ (priority) and the kernel table's own drill keep enter with no word; moved away,
+    a remap onto enter there is left out (the picker's and the A/B's table choose and start on it)."""
+    assert problems({}) == []
+    assert problems({"drill.marginal": "enter"}) == [
+        "drill.marginal and the instances table's cursor key are both on 'enter': drill.marginal stays on 'm'"]
+    assert problems({"picker.choose": "c", "picker.close": "enter"}) == [
+        "picker.close and the snapshot list's cursor key are both on 'enter': picker.close stays on 'esc'"]
+    assert problems({"ab.start": "s", "ab.close": "enter"}) == [
+        "ab.close and the variants table's cursor key are both on 'enter': ab.close stays on 'esc'"]
+    assert problems({"picker.choose": "enter,c", "ab.start": "enter,s", "timeline.drill": "enter,d"}) == []
+    assert problems({"table.drill": "d", "timeline.drill": "d"}) == []  # the kernel table binds no enter of its own
