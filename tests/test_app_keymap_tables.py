@@ -1,5 +1,7 @@
 """A remap onto a key a focused table answers first is left out with a toast: the table's enter
-(DataTable's select_cursor) in the drill-down and the help."""
+(DataTable's select_cursor) in the drill-down and the help, and any table key under the app-wide
+interrupt, which answers on every screen. A screen's own priority binding still takes its table's
+key (the drill-down's tabs swapped onto the arrows)."""
 
 from __future__ import annotations
 
@@ -64,3 +66,33 @@ def test_enter_is_taken_only_where_no_table_selects_on_it_first():
         "ab.close and the variants table's cursor key are both on 'enter': ab.close stays on 'esc'"]
     assert problems({"picker.choose": "enter,c", "ab.start": "enter,s", "timeline.drill": "enter,d"}) == []
     assert problems({"table.drill": "d", "timeline.drill": "d"}) == []  # the kernel table binds no enter of its own
+
+
+@sync
+async def test_interrupt_onto_a_tables_key_is_left_out(isolated_config):
+    """interrupt answers on every screen, before its tables and bindings: on home it quit where the
+    help's home goes to its top. It is left out with a toast, and home does not quit; the drill-down's
+    own tabs swapped onto the arrows are still bound without a word."""
+    from textual.widgets import TabbedContent
+
+    remap(isolated_config, {"interrupt": "home", "drill.tab.prev": "right", "drill.tab.next": "left"})
+    app = snapshot_app(SNAPSHOT)
+    said = toasts_of(app)
+    messages = []
+    async with app.run_test(size=(160, 48), message_hook=messages.append) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark", "home")
+        await settle(pilot)
+        help_open = boxed(app, "keys")
+        await pilot.press("escape", "enter")  # the drill-down of the kernel table's first row
+        await settle(pilot)
+        await pilot.press("left")  # drill.tab.next: the next tab
+        await settle(pilot)
+        running = app.is_running
+    toasts = " | ".join(said)
+    assert help_open and running, toasts
+    assert "interrupt and the kernel table's cursor key are both on 'home': interrupt stays on 'ctrl+c'" in toasts
+    assert "drill.tab" not in toasts, toasts
+    assert [m.pane.id for m in messages if isinstance(m, TabbedContent.TabActivated)][-1:] == ["cuda"]
+    assert problems({"interrupt": "ctrl+end"}) == [
+        "interrupt and the kernel table's cursor key are both on 'ctrl+end': interrupt stays on 'ctrl+c'"]

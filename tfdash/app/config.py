@@ -162,13 +162,19 @@ FOCUSED = TEXTUAL + "table."  # those a focused table binds (bindings.table_keys
 
 def _clashes(keymap: dict[str, str], scopes: list[list]) -> list[tuple[str, str, str]]:
     """(key, id, id) for each two bindings answering to one key in the same scope once `keymap` is
-    applied, where the keymap moved at least one of them. A priority binding on a focused table's key
-    is none: it answers before the table (the drill-down's tabs on ←→ swapped still switch tabs)."""
+    applied, where the keymap moved at least one of them. A screen's own priority binding on its focused
+    table's key is none: it answers before the table (the drill-down's tabs on ←→ swapped still switch
+    tabs). One of a table in several scopes (the app's interrupt) answers on every screen, before every
+    screen's tables and bindings, so {"interrupt": "home"} would take home from each table and the
+    help's help.top: that one is a clash."""
     found: list[tuple[str, str, str]] = []
+    shared = {id(table) for tables in scopes for table in tables
+              if sum(table is other for others in scopes for other in others) > 1}
     for tables in scopes:
         owner: dict[str, str] = {}
         action = {b.id: b.action for table in tables for b in table if b.id}
-        first = {b.id for table in tables for b in table if b.id and b.priority and not b.id.startswith(TEXTUAL)}
+        first = {b.id for table in tables if id(table) not in shared for b in table
+                 if b.id and b.priority and not b.id.startswith(TEXTUAL)}
         for b in (b for table in tables for b in table if b.id):
             keys = b.key if b.id.startswith(TEXTUAL) else keymap.get(b.id, b.key)
             for k in (k.strip() for k in keys.split(",")):
