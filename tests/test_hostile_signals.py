@@ -220,3 +220,31 @@ def test_sigterm_to_plain_headless_prints_the_summary(tmp_path):
             p.kill()
     assert p.returncode == 143, stderr.decode()
     assert b"tok/s" in first + stdout and b"interrupted (SIGTERM)" in stderr and b"Traceback" not in stderr
+
+
+def test_a_sigint_before_the_dashboard_runs_quits_it_as_it_starts(tmp_path, monkeypatch, capsys):
+    """A SIGINT (`kill -INT`, or Ctrl+C before the terminal is raw) that came before the app's loop ran
+    had nothing to hand over to and was dropped: the dashboard ran on. It quits as the app starts, and
+    the command exits 130 with the interrupted line."""
+    import asyncio
+
+    from fixtures.appkit import SNAPSHOT
+    from test_app_compare import wait_for
+
+    from tfdash.app.main import app_signals, exit_status, snapshot_app
+
+    monkeypatch.setenv("TFDASH_CONFIG_DIR", str(tmp_path))
+    app = snapshot_app(SNAPSHOT)
+
+    async def run() -> bool:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: not app.is_running, timeout=10, what="the app to quit")
+        return not app.is_running
+
+    with app_signals(app):
+        signal.raise_signal(signal.SIGINT)
+        time.sleep(0.3)  # any hand-over has been tried by now, well before the loop below
+        assert asyncio.run(run())
+    capsys.readouterr()
+    assert exit_status(app) == 130
+    assert capsys.readouterr().err == "tfdash: interrupted (SIGINT)\n"

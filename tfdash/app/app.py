@@ -126,6 +126,10 @@ class TfdashApp(MinSizeGuard, LiveRefresh, RunActions, ExportActions, CompareAct
 
         return MainScreen()
 
+    def on_ready(self) -> None:  # the first frame is drawn: quitting sooner ends the screen mid-mount
+        if self.interrupted_by is not None:  # a signal before the loop ran (signal_while_stopped)
+            self.call_later(self.action_quit)
+
     def on_mount(self) -> None:
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         if self.config.warning:

@@ -196,13 +196,18 @@ def final_line(app) -> str | None:
 def app_signals(app):
     """SIGINT (`kill -INT`: the dashboard's own Ctrl+C is a key), SIGTERM and SIGHUP quit the app
     as `q` does, and its exit status says which (the handler runs on the app's own thread, so a
-    short thread hands the request over)."""
+    short thread hands the request over). One before the app's loop runs, when there is nothing to
+    hand it to, is noted on the app, which quits once ready (both on this thread: neither misses
+    the other); one after it is said in the exit status."""
     import signal
     import threading
 
     from tfdash.signals import STOP_SIGNALS, stop_signals
 
     def handler(signum: int) -> None:
+        if not app.is_running:
+            app.signal_while_stopped(signum)
+            return
         threading.Thread(target=_hand_over, args=(app, signum), daemon=True).start()
 
     return stop_signals(handler, (signal.SIGINT, *STOP_SIGNALS))

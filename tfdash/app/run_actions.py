@@ -136,6 +136,13 @@ class RunActions:
             self.interrupted_by = signum
             self.call_later(self.action_quit)
 
+    def signal_while_stopped(self, signum: int) -> None:
+        """SIGINT, SIGTERM or SIGHUP while the app's loop is not running, on the main thread (the CLI's
+        handler): nothing to hand over to, so it is noted; before the loop, on_ready quits for it as
+        quit_on_signal would, and either way the exit status says it."""
+        if self.interrupted_by is None:
+            self.interrupted_by = signum
+
     async def stop_measuring(self, timeout: float = AB_STOP_TIMEOUT_S) -> bool:
         """Cancel a live A/B (compare.py `stop_ab`) and the drill-downs' marginals after their
         window or round in progress, and wait for their workers (at most `timeout` s each kind): a
