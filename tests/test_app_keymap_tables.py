@@ -1,7 +1,8 @@
 """A remap onto a key a focused table answers first is left out with a toast: the table's enter
-(DataTable's select_cursor) in the drill-down and the help, and any table key under the app-wide
-interrupt, which answers on every screen. A screen's own priority binding still takes its table's
-key (the drill-down's tabs swapped onto the arrows)."""
+(DataTable's select_cursor) in the drill-down and the help, and any table key, dialog key or key the
+filter box types or edits with under the app-wide interrupt, which answers on every screen. A
+screen's own priority binding still takes its table's key (the drill-down's tabs swapped onto the
+arrows)."""
 
 from __future__ import annotations
 
@@ -96,3 +97,31 @@ async def test_interrupt_onto_a_tables_key_is_left_out(isolated_config):
     assert [m.pane.id for m in messages if isinstance(m, TabbedContent.TabActivated)][-1:] == ["cuda"]
     assert problems({"interrupt": "ctrl+end"}) == [
         "interrupt and the kernel table's cursor key are both on 'ctrl+end': interrupt stays on 'ctrl+c'"]
+
+
+@sync
+async def test_interrupt_onto_a_key_the_filter_box_types_or_a_dialog_binds_is_left_out(isolated_config):
+    """interrupt answers first on every screen: on x it quit as x was typed into the filter box (the
+    keymap moves it after Textual has set aside the keys an Input types) and in the picker, where x
+    clears the baseline. Such a remap is left out with a toast, as one onto the box's editing keys
+    and the filter's own keep onto a key it types (x was typed, never kept); x then types."""
+    remap(isolated_config, {"interrupt": "x", "table.filter.keep": "y"})
+    app = snapshot_app(SNAPSHOT)
+    said = toasts_of(app)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", "g", "a", "x", "y")
+        await settle(pilot)
+        running, text = app.is_running, screen_text(app)
+    toasts = " | ".join(said)
+    assert running and "gaxy" in text, toasts
+    assert "interrupt and a key the filter box types are both on 'x': interrupt stays on 'ctrl+c'" in toasts, toasts
+    assert "interrupt and picker.clear are both on 'x'" in toasts, toasts
+    assert "table.filter.keep and a key the filter box types are both on 'y'" in toasts, toasts
+    assert problems({"interrupt": "delete"})[-1:] == [
+        "interrupt and the filter box's editing key are both on 'delete': interrupt stays on 'ctrl+c'"]
+    assert problems({"interrupt": "Q"}) == [
+        "interrupt and a key the filter box types are both on 'Q': interrupt stays on 'ctrl+c'"]
+    assert problems({"help.close": "ctrl+c"}) == [  # the help never saw it: interrupt quit first
+        "help.close and interrupt are both on 'ctrl+c': help.close stays on 'esc'"]
+    assert problems({"interrupt": "f12", "quit": "x", "table.filter.clear": "left"}) == []  # still bound

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from textual.binding import Binding
 
+from tfdash.app.config import TYPED
 from tfdash.app.layout import BOTTOM_MIN_H, EOS_AGAIN, NARROW_W, NO_STEP_TO_PROFILE, SHORT_H, ProfileKeys
 
 APP = [
@@ -178,14 +179,38 @@ PICKER_TABLE = table_keys("picker", "the snapshot list")  # the baseline picker'
 AB_TABLE = table_keys("ab", "the variants table")  # the A/B's (its per-op table, a tab away, takes them too)
 HELP_TABLE = table_keys("help", "the help's table")
 
+# The app's priority bindings (interrupt) answer first on every screen: in the dialogs too, whose
+# ModalScreen cuts the app's other bindings off, and in a focused Input even on a key it types
+# (Textual sets aside the keys an Input types before the keymap moves a binding onto one), so
+# {"interrupt": "x"} quit as x was typed into the filter box, and cleared no baseline in the picker.
+APP_FIRST = [b for b in APP if b.priority]
+
+
+def input_keys(name: str, what: str, own: list[Binding]) -> list[Binding]:
+    """A focused Input's editing keys (←→, home, end, backspace, delete, ^w ...), ids
+    textual.input.NAME.KEY, less the keys `own` (its own bindings, in their place) and the app's
+    priority keys by default (ctrl+c quits there rather than copies, as everywhere)."""
+    from textual.widgets import Input
+
+    taken = {k.strip() for b in own + APP_FIRST for k in b.key.split(",")}
+    return [Binding(k, b.action, f"{what}'s editing key", id=f"textual.input.{name}.{k}")
+            for b in Input.BINDINGS for k in (k.strip() for k in b.key.split(",")) if k not in taken]
+
+
+# The filter box: one binding stands for every key it types (config.TYPED), which answers before its
+# own (keep on x never kept), and its editing keys, in whose place its own are bound (clear on ← clears)
+FILTER_TYPED = [Binding(TYPED, "type", "a key the filter box types", id="textual.input.filter.typed")]
+FILTER_EDIT = input_keys("filter", "the filter box", FILTER)
+
 SCOPES = {"everywhere": APP, "dashboard": MAIN + TABLE, "drill-down": DRILL, "timeline": TIMELINE,
           "baseline picker": PICKER, "A/B": AB, "filter box": FILTER}
 
 # Tables bound together on one screen: a key may not mean two things within one of these.
 KEYMAP_SCOPES = [[TEXTUAL_APP, TEXTUAL_SCREEN, APP, MAIN, TABLE, TEXTUAL_TABLE],
                  [TEXTUAL_APP, TEXTUAL_SCREEN, APP, DRILL, INSTANCES_TABLE],
-                 [TEXTUAL_APP, TEXTUAL_SCREEN, APP, TIMELINE], [TEXTUAL_APP, PICKER, PICKER_TABLE],
-                 [TEXTUAL_APP, AB, AB_TABLE], [TEXTUAL_APP, HELP, HELP_TABLE], [TEXTUAL_APP, FILTER]]
+                 [TEXTUAL_APP, TEXTUAL_SCREEN, APP, TIMELINE], [TEXTUAL_APP, APP_FIRST, PICKER, PICKER_TABLE],
+                 [TEXTUAL_APP, APP_FIRST, AB, AB_TABLE], [TEXTUAL_APP, APP_FIRST, HELP, HELP_TABLE],
+                 [TEXTUAL_APP, APP_FIRST, FILTER, FILTER_TYPED], [APP_FIRST, FILTER_EDIT]]
 
 
 # The command palette searches titles only: where the footer's word is short for its screen

@@ -17,6 +17,7 @@ a clash never takes a key (`q`: quit) away from the binding that had it.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from dataclasses import dataclass, field
@@ -157,7 +158,26 @@ def _normal(key: str) -> str:
 
 
 TEXTUAL = "textual."  # the ids of the keys Textual binds itself (bindings.TEXTUAL_APP ...): no keymap moves them
-FOCUSED = TEXTUAL + "table."  # those a focused table binds (bindings.table_keys): a priority binding answers first
+# those a focused widget binds (bindings.table_keys, bindings.input_keys): a priority binding answers first
+FOCUSED = (TEXTUAL + "table.", TEXTUAL + "input.")
+TYPED = "printable"  # the key of the one binding that stands for every key a focused Input types
+
+
+@functools.cache
+def _characters() -> dict[str, str]:
+    """The printable ASCII characters by the name Textual binds them as ("plus": "+"); Textual's
+    key_to_character knows only some ("question_mark", not "plus")."""
+    return {_normal(c): c for c in map(chr, range(33, 127)) if c != ","} | {"space": " ", "comma": ","}
+
+
+def typed(key: str) -> bool:
+    """Whether a focused Input types `key` (a character, with no modifier but shift's capital): there
+    a priority binding on it answers first, whatever the Input would have typed."""
+    from textual.keys import key_to_character
+
+    name = _normal(key)
+    character = _characters().get(name) or key_to_character(name)
+    return character is not None and character.isprintable()
 
 
 def _clashes(keymap: dict[str, str], scopes: list[list]) -> list[tuple[str, str, str]]:
@@ -166,7 +186,8 @@ def _clashes(keymap: dict[str, str], scopes: list[list]) -> list[tuple[str, str,
     table's key is none: it answers before the table (the drill-down's tabs on ←→ swapped still switch
     tabs). One of a table in several scopes (the app's interrupt) answers on every screen, before every
     screen's tables and bindings, so {"interrupt": "home"} would take home from each table and the
-    help's help.top: that one is a clash."""
+    help's help.top: that one is a clash. In a scope that holds a focused Input's TYPED binding, every
+    key the Input types (`typed`) is that binding's too."""
     found: list[tuple[str, str, str]] = []
     shared = {id(table) for tables in scopes for table in tables
               if sum(table is other for others in scopes for other in others) > 1}
@@ -175,18 +196,22 @@ def _clashes(keymap: dict[str, str], scopes: list[list]) -> list[tuple[str, str,
         action = {b.id: b.action for table in tables for b in table if b.id}
         first = {b.id for table in tables if id(table) not in shared for b in table
                  if b.id and b.priority and not b.id.startswith(TEXTUAL)}
+        types = next((b.id for table in tables for b in table if b.key == TYPED), None)
         for b in (b for table in tables for b in table if b.id):
             keys = b.key if b.id.startswith(TEXTUAL) else keymap.get(b.id, b.key)
             for k in (k.strip() for k in keys.split(",")):
-                other = owner.setdefault(_normal(k) if k else k, b.id)
-                clash = (k, *sorted((other, b.id)))
-                # onto a key Textual binds to the same action (quit on ^q) the remap does what it says
-                same = TEXTUAL in (other[:len(TEXTUAL)], b.id[:len(TEXTUAL)]) and action[other] == b.action
-                # a priority binding answers before a focused table's key: the remap does what it says
-                before = b.id.startswith(FOCUSED) and other in first or other.startswith(FOCUSED) and b.id in first
-                moved = b.id in keymap or other in keymap
-                if other != b.id and not (same or before) and clash not in found and moved:
-                    found.append(clash)
+                others = [owner.setdefault(_normal(k) if k else k, b.id)]
+                if types is not None and b.id != types and k and typed(k):
+                    others.append(types)
+                for other in others:
+                    clash = (k, *sorted((other, b.id)))
+                    # onto a key Textual binds to the same action (quit on ^q) the remap does what it says
+                    same = TEXTUAL in (other[:len(TEXTUAL)], b.id[:len(TEXTUAL)]) and action[other] == b.action
+                    # a priority binding answers before a focused widget's key: the remap does what it says
+                    before = b.id.startswith(FOCUSED) and other in first or other.startswith(FOCUSED) and b.id in first
+                    moved = b.id in keymap or other in keymap
+                    if other != b.id and not (same or before) and clash not in found and moved:
+                        found.append(clash)
     return found
 
 
@@ -224,7 +249,7 @@ def keymap_problems(keymap: dict[str, str], scopes: list[list], known: set[str])
     named = {b.id: b.description for b in every if b.id.startswith(TEXTUAL)}  # "Textual's command palette"
     said = set()  # (key, id) against a table's key, once: a binding of several scopes meets several tables
     for k, a, b in _clashes(valid_keymap(keymap), scopes):
-        if FOCUSED in (a[:len(FOCUSED)], b[:len(FOCUSED)]):
+        if a.startswith(FOCUSED) or b.startswith(FOCUSED):
             mine = b if a.startswith(FOCUSED) else a
             if (k, mine) in said:
                 continue
