@@ -248,3 +248,33 @@ def test_a_sigint_before_the_dashboard_runs_quits_it_as_it_starts(tmp_path, monk
     capsys.readouterr()
     assert exit_status(app) == 130
     assert capsys.readouterr().err == "tfdash: interrupted (SIGINT)\n"
+
+
+def test_a_signal_handed_over_before_the_first_frame_quits_once_it_is_drawn(tmp_path, monkeypatch, capsys):
+    """A SIGTERM handed over while the app's loop ran but before its first frame quit at once, and the
+    dashboard's screen, mid-mount, crashed (NoMatches, exit 1). It quits once the frame is drawn, and
+    the command exits 143 with the interrupted line."""
+    import asyncio
+
+    from fixtures.appkit import SNAPSHOT
+    from test_app_compare import wait_for
+
+    from tfdash.app.main import exit_status, snapshot_app
+
+    monkeypatch.setenv("TFDASH_CONFIG_DIR", str(tmp_path))
+    app = snapshot_app(SNAPSHOT)
+    handed = []
+
+    def hand_over(message) -> None:  # on the app's thread, as the CLI's handler hands it over
+        if not handed and app.is_running:
+            handed.append(message)
+            app.quit_on_signal(signal.SIGTERM)
+
+    async def run() -> None:
+        async with app.run_test(size=(120, 40), message_hook=hand_over) as pilot:
+            await wait_for(pilot, lambda: not app.is_running, timeout=10, what="the app to quit")
+
+    asyncio.run(run())
+    capsys.readouterr()
+    assert handed and exit_status(app) == 143
+    assert capsys.readouterr().err == "tfdash: interrupted (SIGTERM)\n"

@@ -95,6 +95,7 @@ class TfdashApp(MinSizeGuard, LiveRefresh, RunActions, ExportActions, CompareAct
         self.save_replaced: str | None = None  # the run whose snapshot that write replaced (recorded_run)
         self.save_error: str | None = None  # why it could not
         self.interrupted_by: int | None = None  # the signal that quit the app, if one did
+        self.drawn = False  # the first frame is drawn (on_ready): a quit no longer ends the screen mid-mount
         self.quitting = False  # a quit is stopping the engine and writing --save
         register_themes(self)
         wanted = theme or self.config.theme or DEFAULT_THEME
@@ -127,7 +128,8 @@ class TfdashApp(MinSizeGuard, LiveRefresh, RunActions, ExportActions, CompareAct
         return MainScreen()
 
     def on_ready(self) -> None:  # the first frame is drawn: quitting sooner ends the screen mid-mount
-        if self.interrupted_by is not None:  # a signal before the loop ran (signal_while_stopped)
+        self.drawn = True
+        if self.interrupted_by is not None:  # a signal before it (signal_while_stopped, quit_on_signal)
             self.call_later(self.action_quit)
 
     def on_mount(self) -> None:

@@ -131,10 +131,12 @@ class RunActions:
 
     def quit_on_signal(self, signum: int) -> None:
         """SIGINT, SIGTERM or SIGHUP: quit as `q` does -- stop the engine, keep what was measured,
-        write --save. Called on the app's thread (the CLI's handler hands it over)."""
+        write --save. Called on the app's thread (the CLI's handler hands it over). One before the first
+        frame is noted, and on_ready quits for it: quitting then ended the screen mid-mount (NoMatches)."""
         if self.interrupted_by is None:
             self.interrupted_by = signum
-            self.call_later(self.action_quit)
+            if self.drawn:
+                self.call_later(self.action_quit)
 
     def signal_while_stopped(self, signum: int) -> None:
         """SIGINT, SIGTERM or SIGHUP while the app's loop is not running, on the main thread (the CLI's
