@@ -52,19 +52,19 @@ async def test_a_remap_onto_enter_where_a_table_selects_on_it_is_left_out(isolat
     toasts = " | ".join(said)
     assert (help_stays, help_closed, opened, stays, back) == (True, True, True, True, True), toasts
     for bid, table in (("drill.back", "the instances table"), ("help.close", "the help's table")):
-        assert f"{bid} and {table}'s cursor key are both on 'enter': {bid} stays on 'esc'" in toasts, toasts
+        assert f"{bid} and {table}'s select key are both on 'enter': {bid} stays on 'esc'" in toasts, toasts
 
 
 def test_enter_is_taken_only_where_no_table_selects_on_it_first():
     """The dialogs' ⏎ (priority) and the kernel table's own drill keep enter with no word; moved away,
     a remap onto enter there is left out (the picker's and the A/B's table choose and start on it)."""
     assert problems({}) == []
-    assert problems({"drill.marginal": "enter"}) == [
-        "drill.marginal and the instances table's cursor key are both on 'enter': drill.marginal stays on 'm'"]
+    assert problems({"drill.marginal": "enter"}) == [  # the table's enter selects, its arrows move the cursor
+        "drill.marginal and the instances table's select key are both on 'enter': drill.marginal stays on 'm'"]
     assert problems({"picker.choose": "c", "picker.close": "enter"}) == [
-        "picker.close and the snapshot list's cursor key are both on 'enter': picker.close stays on 'esc'"]
+        "picker.close and the snapshot list's select key are both on 'enter': picker.close stays on 'esc'"]
     assert problems({"ab.start": "s", "ab.close": "enter"}) == [
-        "ab.close and the variants table's cursor key are both on 'enter': ab.close stays on 'esc'"]
+        "ab.close and the variants table's select key are both on 'enter': ab.close stays on 'esc'"]
     assert problems({"picker.choose": "enter,c", "ab.start": "enter,s", "timeline.drill": "enter,d"}) == []
     assert problems({"table.drill": "d", "timeline.drill": "d"}) == []  # the kernel table binds no enter of its own
 

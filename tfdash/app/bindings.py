@@ -167,9 +167,11 @@ TABLE_KEYS = (("up", "cursor_up"), ("down", "cursor_down"), ("left", "cursor_lef
 
 
 def table_keys(name: str, what: str, enter: bool = True) -> list[Binding]:
-    """TABLE_KEYS as the table `what` ("the kernel table") binds them, ids textual.table[.name].KEY;
+    """TABLE_KEYS as the table `what` ("the kernel table") binds them, ids textual.table[.name].KEY,
+    each named for a toast as what it does there (enter selects, the others move the cursor);
     `enter` False for a table whose enter is one of ours (the kernel table's table.drill)."""
-    return [Binding(key, action, f"{what}'s cursor key", id=f"textual.table.{name + '.' if name else ''}{key}")
+    return [Binding(key, action, f"{what}'s {'select' if key == 'enter' else 'cursor'} key",
+                    id=f"textual.table.{name + '.' if name else ''}{key}")
             for key, action in TABLE_KEYS if enter or key != "enter"]
 
 
