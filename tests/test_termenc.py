@@ -132,3 +132,27 @@ def test_a_prompt_whose_bytes_are_not_utf8_is_one_line(cmd):
                        timeout=120, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO), "LC_ALL": "C.UTF-8"})
     assert p.returncode == 2
     assert_one_line_error(p.stderr.decode(), "--prompt", "0xe9", "UTF-8")
+
+
+def test_file_data_on_stdout_is_escaped_not_spelt_as_tfdash_ascii(tmp_path):
+    """`tfdash diff Δa/dash/snapshot.json b/…` under latin-1 printed `# A: da/dash/snapshot.json`, a
+    path that does not exist: file data (paths, hosts, models, roles) went through stdout's ASCII
+    rule for tfdash's own symbols. It is an escape now, as stderr and the prompt already were; and
+    `--markdown -` is a document, written as UTF-8 bytes as --markdown /dev/stdout writes it."""
+    a, b = tmp_path / "Δa" / "dash", tmp_path / "b" / "dash"
+    for folder in (a, b):
+        folder.mkdir(parents=True)
+        (folder / "snapshot.json").write_bytes(SNAPSHOT.read_bytes())
+    rc, out, err = run(LATIN1, "diff", str(a / "snapshot.json"), str(b / "snapshot.json"))
+    assert rc == 0 and "Traceback" not in err, err
+    assert "\\u0394a/dash/snapshot.json" in out and "da/dash/snapshot.json (" not in out.replace("\\u0394a", "")
+    assert "d (B - A)" in out  # tfdash's own Δ keeps its ASCII spelling
+    full = {**os.environ, "PYTHONPATH": str(REPO), **LATIN1}
+    md = subprocess.run([sys.executable, "-m", "tfdash", "diff", str(a / "snapshot.json"), str(b / "snapshot.json"),
+                         "--markdown", "-"], capture_output=True, timeout=120, cwd=REPO, env=full)
+    assert md.returncode == 0, md.stderr
+    text = md.stdout.decode("utf-8")
+    assert "Δa/dash/snapshot.json" in text and "Δ (B − A)" in text
+    rc, out, err = run(LATIN1, "open", str(a / "snapshot.json"))
+    assert rc == 0 and "Traceback" not in err, err
+    assert "snapshot " + str(tmp_path) + "/\\u0394a/dash/snapshot.json: " in out, out

@@ -22,7 +22,7 @@ from tfdash.errors import TfdashError
 from tfdash.options import snapshot_path
 from tfdash.profiling.snapshot import ProfileSnapshot
 from tfdash.stats import tokens
-from tfdash.termenc import dashboard_refusal
+from tfdash.termenc import dashboard_refusal, escaped
 from tfdash.textsafe import visible
 
 # New tokens before the CPU dashboard's own profile window: past the first steps, which the thread
@@ -296,7 +296,8 @@ def open_main(argv: list[str]) -> int:
         "TERM=dumb cannot draw the dashboard" if os.environ.get("TERM") == "dumb" else None  # as the run falls back
     if why:
         print(f"tfdash: {why}; printing a summary of the snapshot", file=sys.stderr)
-        sys.stdout.write(visible(snapshot_summary(_load(path)[0], path), keep="\n"))
+        summary = snapshot_summary(_load(path)[0], path, lambda text: escaped(text, sys.stdout))
+        sys.stdout.write(visible(summary, keep="\n"))
         if args.baseline is not None:
             from tfdash.profiling.diff_cli import main as diff_main
 
@@ -311,13 +312,16 @@ def open_main(argv: list[str]) -> int:
     return exit_status(app)
 
 
-def snapshot_summary(snap: ProfileSnapshot, path: Path) -> str:
-    """`tfdash open` without a terminal: what the dashboard's panes would say, as text."""
+def snapshot_summary(snap: ProfileSnapshot, path: Path, data=str) -> str:
+    """`tfdash open` without a terminal: what the dashboard's panes would say, as text. `data`
+    spells the file's own text (its path, the host, the model) for stdout: termenc.escaped there,
+    so a Δ in a folder's name is an escape, not tfdash's ASCII "d" (a path that does not exist)."""
     from tfdash.app.screens.main import describe_run
     from tfdash.profiling.headless import roofline_lines, summary_line, top_kernels
     from tfdash.profiling.snapshot import kernel_list_note
 
-    out = [f"snapshot {path}: {describe_run(snap)}", f"recorded {snap.meta.started_at} on {snap.meta.host}",
+    out = [f"snapshot {data(str(path))}: {describe_run(snap, data)}",
+           f"recorded {data(str(snap.meta.started_at))} on {data(str(snap.meta.host))}",
            summary_line(snap)]
     out += [n for n in (kernel_list_note(snap),) if n]  # a file cut short: the top kernels are not the step's
     if snap.roofline is not None:

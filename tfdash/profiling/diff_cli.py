@@ -25,6 +25,7 @@ from tfdash.errors import UsageError
 from tfdash.options import snapshot_path
 from tfdash.profiling.diff import GROUPS, DiffRow, SnapshotDiff, Step, compare, step_deltas, to_json
 from tfdash.profiling.probe import ceiling_note, over_ceiling
+from tfdash.termenc import escaped
 from tfdash.textsafe import visible
 from tfdash.units import fmt_bytes, fmt_gap
 
@@ -57,17 +58,22 @@ def row_cells(r: DiffRow) -> list[str]:
             fmt_gap(b.gap if b else None)]
 
 
-def row_label(r: DiffRow) -> str:
+def _same(text: str) -> str:
+    return text
+
+
+def row_label(r: DiffRow, data=_same) -> str:
     """The row's name, with what changed in its make-up: added, removed, a different launch
-    count, or another kernel."""
+    count, or another kernel. `data` spells what the file said (the role, the kernels' names) for
+    the stream it goes to: termenc.escaped on stdout, so a role's Δ is not taken for tfdash's."""
     what = {"added": " (added)", "removed": " (removed)"}.get(r.status, "")
     a, b = r.a, r.b
     if a and b and a.count != b.count:
         what = f" ({a.count} → {b.count} launches)"
     elif r.kernel_changed:
         one = len(a.kernels) == len(b.kernels) == 1
-        what = f" ({a.kernels[0]} → {b.kernels[0]})" if one else " (other kernels)"
-    return r.label + what
+        what = f" ({data(a.kernels[0])} → {data(b.kernels[0])})" if one else " (other kernels)"
+    return data(r.label) + what
 
 
 def _share(s: Step) -> str:
@@ -137,16 +143,17 @@ def names(labels: tuple[str, ...], most: int = 6) -> str:
     return ", ".join(op if n == 1 else f"{op} ×{n}" for op, n in counts.items())
 
 
-def summary_lines(d: SnapshotDiff) -> list[str]:
-    """Which runs, how they were aligned, what matched and what did not."""
-    out = [f"A: {d.a.source} ({d.a.model}, {d.a.dtype}, {d.a.backend} on {d.a.device})",
-           f"B: {d.b.source} ({d.b.model}, {d.b.dtype}, {d.b.backend} on {d.b.device})"]
+def summary_lines(d: SnapshotDiff, data=_same) -> list[str]:
+    """Which runs, how they were aligned, what matched and what did not; `data` spells what came
+    from the files (paths, models, devices, roles) as row_label's does."""
+    out = [f"{side}: " + data(f"{s.source} ({s.model}, {s.dtype}, {s.backend} on {s.device})")
+           for side, s in (("A", d.a), ("B", d.b))]
     if d.note:
         out.append(d.note)
     unit = d.group if d.matched == 1 else {"launch": "launches", "family": "families"}.get(d.group, f"{d.group}s")
     line = f"aligned by {d.aligned_by}, one row per {d.group}: {d.matched} {unit} matched"
-    line += f", {len(d.added)} added (B only)" + (f": {names(d.added)}" if d.added else "")
-    line += f", {len(d.removed)} removed (A only)" + (f": {names(d.removed)}" if d.removed else "")
+    line += f", {len(d.added)} added (B only)" + (f": {names(tuple(map(data, d.added)))}" if d.added else "")
+    line += f", {len(d.removed)} removed (A only)" + (f": {names(tuple(map(data, d.removed)))}" if d.removed else "")
     out.append(line)
     if d.a.ctx_len is not None and d.b.ctx_len is not None and d.a.ctx_len != d.b.ctx_len:
         out.append(f"profiled at ctx_len {d.a.ctx_len} in A and {d.b.ctx_len} in B: attention's time depends on it")
@@ -161,8 +168,9 @@ def _more(n: int) -> str:
     return f"{n} more row{'' if n == 1 else 's'}"
 
 
-def render_text(d: SnapshotDiff, top: int | None = None) -> str:
-    lines = [f"# {x}" for x in summary_lines(d)]
+def render_text(d: SnapshotDiff, top: int | None = None, data=_same) -> str:
+    """The diff as text; `data` spells the files' own text for the stream (summary_lines)."""
+    lines = [f"# {x}" for x in summary_lines(d, data)]
     head = header_rows(d)
     w = max(len(h[0]) for h in head)
     cols = [max(1, *(len(h[i].removesuffix(OVER)) for h in head)) for i in (1, 2)]  # a mark hangs past them
@@ -171,7 +179,7 @@ def render_text(d: SnapshotDiff, top: int | None = None) -> str:
         lines.append(f"# {what:<{w}}  {_hung(a, cols[0])} {_hung(b, cols[1])} {delta}")
     lines += [f"# {OVER} {note}" for note in ceiling_notes(d)]
     rows = list(d.rows[:top] if top else d.rows)
-    labels = [f"{MARK[r.status]} {row_label(r)}" for r in rows]
+    labels = [f"{MARK[r.status]} {row_label(r, data)}" for r in rows]
     cells = [row_cells(r) for r in rows]
     lw = max([len(d.group) + 2, *(len(x) for x in labels)])
     widths = [max(len(c), *(len(row[i]) for row in cells)) if cells else len(c) for i, c in enumerate(COLUMNS)]
@@ -279,17 +287,29 @@ def main(argv: list[str]) -> int:
         print(write_out(args.json, payload), file=sys.stderr)
     if args.markdown is not None:  # roles and file names are untrusted text: no escape of theirs reaches a terminal
         md = visible(render_markdown(d, top), keep="\n")
-        if args.markdown == "-":
-            sys.stdout.write(md)
+        if args.markdown == "-":  # a document, not terminal text: UTF-8 bytes, as --markdown /dev/stdout writes
+            write_utf8(sys.stdout, md)
             return 0
         print(write_out(args.markdown, md), file=sys.stderr)
     # --json or --markdown /dev/stdout: stdout is that file alone, for a pipe, and the table goes to stderr
     out = sys.stderr if sys.stderr in (table_stream(args.json), table_stream(args.markdown)) else sys.stdout
-    out.write(visible(render_text(d, top), keep="\n"))
+    out.write(visible(render_text(d, top, lambda text: escaped(text, out)), keep="\n"))
     if same_run(args.a, args.b):  # every Δ reads 0, which says nothing of the change one meant to measure
         print(visible(f"tfdash diff: {args.a} and {args.b} hold the same run, byte for byte: every Δ is 0 "
                       "(two runs were meant?)"), file=sys.stderr)
     return 0
+
+
+def write_utf8(stream, text: str) -> None:
+    """`text` to `stream` as UTF-8 bytes whatever the stream's encoding (a file's content, which its
+    reader takes as UTF-8); a stream without bytes beneath it gets the text."""
+    raw = getattr(stream, "buffer", None)
+    if raw is None:
+        stream.write(text)
+        return
+    stream.flush()
+    raw.write(text.encode("utf-8"))
+    raw.flush()
 
 
 def same_run(a, b) -> bool:

@@ -33,15 +33,16 @@ from tfdash.profiling.snapshot import ProfileSnapshot
 SHORT_DTYPE = {"bfloat16": "bf16", "float16": "f16", "float32": "f32"}
 
 
-def describe_run(snap: ProfileSnapshot) -> str:
+def describe_run(snap: ProfileSnapshot, data=str) -> str:
     """The header: the model once (random weights: the preset's name; a checkpoint: its path, whose
     last part is its name), the engine, the dtype it runs in (and the weights' own when they differ),
-    torch's CPU threads. Random weights are made in the dtype they run in."""
+    torch's CPU threads. Random weights are made in the dtype they run in. `data` spells the file's
+    own text (the model's name, the checkpoint's path) for the stream it goes to."""
     m = snap.meta
     model = m.model if isinstance(m.model, dict) else {}
     name = str(model.get("name", "model"))
-    src = f"{name} · random weights" if m.checkpoint == "random" else m.checkpoint
-    where = m.gpu or m.device
+    src = f"{data(name)} · random weights" if m.checkpoint == "random" else data(str(m.checkpoint))
+    where = data(str(m.gpu or m.device))
     stored = str(model.get("dtype", m.dtype))
     dtype = m.dtype if stored == m.dtype or m.checkpoint == "random" else (
         f"{m.dtype} ({SHORT_DTYPE.get(stored, stored)} weights run as {SHORT_DTYPE.get(m.dtype, m.dtype)})")
