@@ -202,3 +202,82 @@ def test_compile_plan_in_a_pipe_says_a_line_a_second_not_a_bar(capsys, monkeypat
     assert "\r" not in err and "\x1b" not in err and 2 <= len(lines) <= 6, err
     assert all(re.fullmatch(r"tfdash: compiling tilelang kernels \d+/12: k\d+ \(0\.0 s\)", s) for s in lines), err
     assert lines[-1].startswith("tfdash: compiling tilelang kernels 12/12: k11"), err
+
+
+class _Recording:
+    """A stderr that records each write and whether another was under way at the time."""
+
+    def __init__(self):
+        import threading
+
+        self.writes, self.overlaps, self._busy, self._lock = [], 0, 0, threading.Lock()
+
+    def write(self, text: str) -> int:
+        import time as _time
+
+        with self._lock:
+            self._busy += 1
+            self.overlaps += self._busy > 1
+        _time.sleep(0.002)  # a slow reader: room for the other thread to cut in
+        with self._lock:
+            self.writes.append(text)
+            self._busy -= 1
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+def test_phase_lines_and_compile_lines_never_interleave(monkeypatch):
+    """PhaseLines' timer thread and the compile (main thread) both say a line about a second in;
+    print wrote the text and its newline apart, without the phases' lock, so the two could cut into
+    each other. Each line is one write now, under one lock."""
+    import threading
+    import time as _time
+
+    from tfdash.engine.loading import compile_lines, say_line
+
+    stream = _Recording()
+    monkeypatch.setattr("sys.stderr", stream)
+    bar = LoadingBar(stream)
+    bar.phases._every = 0.0  # every phase due at once: its thread says it while the main thread says lines
+    stop = threading.Event()
+
+    def phases():
+        while not stop.is_set():
+            bar.status(RUNTIME)
+            _time.sleep(0.001)
+
+    t = threading.Thread(target=phases)
+    t.start()
+    progress = compile_lines(say_line, every_s=0.0)  # compile_plan's, in a pipe
+    for i in range(40):
+        progress(i + 1, 40, f"k{i}", 0.1)
+    stop.set()
+    t.join()
+    bar.__exit__(None, None, None)
+    assert stream.overlaps == 0 and len(stream.writes) > 40
+    assert all(w.startswith("tfdash: ") and w.endswith("\n") and w.count("\n") == 1 for w in stream.writes)
+
+
+def test_a_phase_line_to_a_broken_pipe_prints_no_thread_traceback(monkeypatch):
+    import threading
+
+    errors = []
+    monkeypatch.setattr(threading, "excepthook", errors.append)
+    tried = []
+
+    def say(line):
+        tried.append(line)
+        raise BrokenPipeError(32, "Broken pipe")
+
+    phases = PhaseLines(say, every_s=0.01)
+    phases.phase("slow")
+    _sleep_until(lambda: tried, 2.0)
+    phases.phase("slow again")
+    _sleep_until(lambda: len(tried) > 1, 2.0)
+    phases.close()
+    assert tried == ["slow", "slow again"] and errors == []  # the thread lived on, and said nothing of it

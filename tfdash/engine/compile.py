@@ -79,9 +79,9 @@ def compile_plan(plan, target=None, progress=None, pdl: bool | None = None) -> d
     out = {}
     bar = None
     if progress is None and sys.stderr is not None and not sys.stderr.isatty():
-        from tfdash.engine.loading import compile_lines
+        from tfdash.engine.loading import compile_lines, say_line
 
-        progress = compile_lines(lambda line: print(f"tfdash: {line}", file=sys.stderr, flush=True))
+        progress = compile_lines(say_line)  # under PhaseLines' lock: its phase line may be due at the same time
     if progress is None:
         from rich.console import Console
         from rich.progress import Progress

@@ -22,6 +22,18 @@ LINE_EVERY_S = 1.0  # a pipe or a log gets a line at most this often, the first 
 BUILDING = "building the engine…"  # the build's phases, as the dashboard's status line and headless say them
 PACKING = "packing the weights…"  # q|k|v and gate|up concatenated (weights.pack): seconds at 1.7B on a CPU
 RUNTIME = "building the runtime…"  # the plan's buffers allocated and filled, its launches bound
+LINES = threading.Lock()  # the build's lines: PhaseLines' timer thread and the compile's (main thread) one at a time
+
+
+def say_line(line: str, stream=None) -> None:
+    """`tfdash: line` on `stream` (stderr) as one write under LINES, so the phase line from
+    PhaseLines' thread and a compile line from the main thread, both due a second in, never
+    interleave (print writes the text and its newline apart)."""
+    stream = stream if stream is not None else sys.stderr
+    text = f"tfdash: {line}\n"
+    with LINES:
+        stream.write(text)
+        stream.flush()
 
 
 def loading_line(done: int, total: int) -> str:
@@ -55,7 +67,7 @@ class LoadingBar:
         return self
 
     def _say(self, line: str) -> None:
-        print(f"tfdash: {line}", file=self.stream, flush=True)
+        say_line(line, self.stream)
 
     def __call__(self, done: int, total: int) -> None:
         if self.lines is not None:
@@ -164,7 +176,10 @@ class PhaseLines:
                 if left > 0:
                     self._cond.wait(left)
                     continue
-                self._say(self._text)  # under the lock: phase() and close() wait for the whole line
+                try:
+                    self._say(self._text)  # under the lock: phase() and close() wait for the whole line
+                except (OSError, ValueError):  # stderr's reader gone (a broken pipe) or closed: no thread traceback
+                    pass
                 self._text = None
 
     def close(self) -> None:
