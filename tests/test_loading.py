@@ -204,6 +204,18 @@ def test_compile_plan_in_a_pipe_says_a_line_a_second_not_a_bar(capsys, monkeypat
     assert lines[-1].startswith("tfdash: compiling tilelang kernels 12/12: k11"), err
 
 
+def test_the_build_lines_spell_tfdash_symbols_on_a_stderr_that_is_not_utf8():
+    """`PYTHONIOENCODING=latin-1`: stderr escapes what it cannot encode (its other lines carry
+    paths), so a phase read `tfdash: building the engine\\u2026`. The build's lines are tfdash's own
+    words, spelt for the stream: "…" as "..."."""
+    import io
+
+    raw = io.BytesIO()
+    stream = io.TextIOWrapper(raw, encoding="latin-1", errors="backslashreplace")  # tolerant_output's stderr
+    LoadingBar(stream)._say(BUILDING)
+    assert raw.getvalue() == b"tfdash: building the engine...\n"
+
+
 class _Recording:
     """A stderr that records each write and whether another was under way at the time."""
 

@@ -6,9 +6,10 @@ stdout encodes strictly, so one such character is a UnicodeEncodeError after the
 the report (a diff, an A/B's verdict) is lost. `tolerant_output` gives stdout a rule once, at the
 CLI's entry, so no print needs its own fallback: tfdash's own symbols (ASCII_FOR: µ, Δ, ×, −, —)
 as ASCII, one character for one so a table's columns stay in line ("µs" -> "us"), and any other
-character as a backslash escape. stderr keeps Python's rule for it, escapes. Text that is data, not
-tfdash's words (the prompt and its continuation), goes through `escaped` first: a prompt's Δ is not
-tfdash's Δ.
+character as a backslash escape. stderr keeps Python's rule for it, escapes (its lines carry
+paths), but for the build's lines, tfdash's words alone, which `ours` spells as stdout does. Text
+that is data, not tfdash's words (the prompt and its continuation, paths, names read from files),
+goes through `escaped` first: a prompt's Δ is not tfdash's Δ.
 
 The dashboard cannot be helped that way: every border, bar and glyph would be drawn as `?`, a screen
 with nothing on it worth reading. `dashboard_refusal` says so, before the screen opens.
@@ -84,6 +85,16 @@ def escaped(text: str, stream) -> str:
     if name is None or name.startswith("utf"):
         return text
     return text.encode(name, "backslashreplace").decode(name)
+
+
+def ours(text: str, stream) -> str:
+    """`text`, tfdash's own words, as `stream` can write it: its symbols as ASCII (ASCII_FOR, "…" as
+    "..."), as stdout writes them. For stderr's lines that hold no user data (the build's phases and
+    progress): stderr escapes every character it lacks, since its other lines carry paths."""
+    name = encoding_name(stream)
+    if name is None or name.startswith("utf"):
+        return text
+    return text.encode(name, ASCII_HANDLER).decode(name)
 
 
 def dashboard_refusal(instead: str) -> str | None:

@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 
+from tfdash.termenc import ours
 from tfdash.units import fmt_bytes
 
 STATUS_EVERY_S = 0.2  # the dashboard's status line is redrawn at most this often while weights load
@@ -28,9 +29,11 @@ LINES = threading.Lock()  # the build's lines: PhaseLines' timer thread and the 
 def say_line(line: str, stream=None) -> None:
     """`tfdash: line` on `stream` (stderr) as one write under LINES, so the phase line from
     PhaseLines' thread and a compile line from the main thread, both due a second in, never
-    interleave (print writes the text and its newline apart)."""
+    interleave (print writes the text and its newline apart). The lines are tfdash's own words (a
+    phase, bytes, a kernel's name): its symbols are spelt for the stream (termenc.ours), "…" as "..."
+    where stderr is not UTF-8, not as an escape."""
     stream = stream if stream is not None else sys.stderr
-    text = f"tfdash: {line}\n"
+    text = ours(f"tfdash: {line}\n", stream)
     with LINES:
         stream.write(text)
         stream.flush()
