@@ -160,6 +160,10 @@ class DrillTables:
         else:
             shown, room = self._operand_caption, height - caption.outer_size.height
         caption.update(shown)
+        if width and caption.content_size.height != len(shown.wrap(width)):
+            # filled mid-layout (a resize under the help, or its pop): the caption's new height may
+            # be left unlaid-out, so a layout follows, and fit_laid_out sees its new outer size
+            self.call_after_refresh(caption.refresh, layout=True)
         fill_whole(self.query_one("#operands-table", DataTable), OPERAND_COLUMNS, rows, [None] * len(rows),
                    OPERAND_PRIORITY, int(len(rows) + 1 > room))
         pane.border_subtitle = operands_shown(room, len(rows)) if pane.content_size.height else ""
