@@ -40,13 +40,18 @@ class LiveRefresh:
         self.source.start(self)
 
     def on_session_news(self, message: SessionNews) -> None:
-        if self._refresh_timer is None:
+        if self._refresh_timer is None and self.is_running:
             # At least 1 ms: a Textual timer of 0 s never fires.
             delay = max(0.001, self._last_refresh + self.refresh_interval - time.monotonic())
             self._refresh_timer = self.set_timer(delay, self._refresh_now, name="refresh")
 
     def _refresh_now(self) -> None:
         self._refresh_timer = None
+        if not self.is_running or not self.screen_stack:
+            # The app is shutting down: Textual prunes its screens before it stops the app's timers, so
+            # this timer can fire with no screen left, and a reactive set here (state) refreshes the
+            # bindings of a screen that is gone (ScreenStackError). The final snapshot is taken by the quit.
+            return
         self.source.take_news()
         snap = self.source.snapshot()
         self._last_refresh = time.monotonic()
