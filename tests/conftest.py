@@ -256,3 +256,26 @@ def read_pty(master: int, buf: bytearray, seconds: float) -> None:
             if not chunk:
                 return
             buf.extend(chunk)
+
+
+@pytest.fixture(autouse=True)
+def _stop_signals_as_a_process_starts():
+    """Each test starts with SIGINT raising KeyboardInterrupt and ends with SIGINT, SIGTERM and
+    SIGHUP handled as they were: the tests run many commands and apps in one process, and one that
+    left its handler behind (an app's hand-over, which notes a signal for an app no longer running)
+    swallowed a later test's Ctrl+C, where a real command starts a process of its own."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    sigs = [s for s in (signal.SIGINT, getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s]
+    before = {s: signal.getsignal(s) for s in sigs}
+    if before[signal.SIGINT] is not signal.default_int_handler:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        before[signal.SIGINT] = signal.default_int_handler
+    yield
+    for s, h in before.items():
+        if h is not None and signal.getsignal(s) is not h:
+            signal.signal(s, h)
